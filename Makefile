@@ -1,0 +1,32 @@
+# Gregor: the two commands a new user needs are `go run ./cmd/gregor` (or
+# `make run`) and `make test`. Everything else is here for developers.
+GO       ?= go
+TARGET   ?= gregor
+FUZZTIME ?= 20s
+
+.PHONY: build run test unit compat bench fuzz lint
+
+build:
+	$(GO) build -o bin/gregor ./cmd/gregor
+
+run: build
+	./bin/gregor
+
+# unit tests (with -race) plus the required compatibility scenarios
+test: unit
+
+unit:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...

@@ -1,0 +1,95 @@
+package controller
+
+// The metadata image: an immutable view of the committed metadata log.
+// Handlers read the current *Image and never mutate it; applying records
+// builds a new Image that shares unchanged parts with the previous one.
+
+// UUID is a Kafka UUID (topic ID, directory ID, incarnation ID).
+type UUID [16]byte
+
+// ConfigResourceType mirrors Kafka's ConfigResource.Type codes.
+type ConfigResourceType int8
+
+const (
+	ConfigResourceTopic        ConfigResourceType = 2
+	ConfigResourceBroker       ConfigResourceType = 4
+	ConfigResourceBrokerLogger ConfigResourceType = 8
+	ConfigResourceGroup        ConfigResourceType = 32
+)
+
+// ConfigResource names what a config record applies to. Name "" with type
+// broker is the cluster-wide default broker config.
+type ConfigResource struct {
+	Type ConfigResourceType
+	Name string
+}
+
+// Endpoint is one listener of a broker or controller.
+type Endpoint struct {
+	Name             string // listener name, e.g. PLAINTEXT
+	Host             string
+	Port             int32
+	SecurityProtocol int16
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID                   int32
+	Epoch                int64
+	IncarnationID        UUID
+	Endpoints            []Endpoint
+	Rack                 *string
+	Fenced               bool
+	InControlledShutdown bool
+	LogDirs              []UUID
+}
+
+// Partition is one partition's replica assignment and leadership.
+type Partition struct {
+	Replicas       []int32
+	ISR            []int32
+	ELR            []int32
+	LastKnownELR   []int32
+	Leader         int32 // -1 when there is none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Directories    []UUID
+}
+
+// Topic is a topic with its partitions, indexed by partition id.
+type Topic struct {
+	Name       string
+	ID         UUID
+	Partitions []Partition
+}
+
+// Voter is one member of the controller quorum.
+type Voter struct {
+	ID          int32
+	DirectoryID UUID
+	Endpoints   []Endpoint
+}
+
+// Image is the committed cluster metadata at one offset of the metadata log.
+type Image struct {
+	// Offset is the raft index of the last applied entry, Epoch its term.
+	Offset int64
+	Epoch  int64
+
+	ClusterID string
+	// Features holds the finalized feature levels (metadata.version,
+	// kraft.version, transaction.version, group.version, ...).
+	Features map[string]int16
+
+	Brokers    map[int32]*Broker
+	Topics     map[string]*Topic
+	TopicsByID map[UUID]*Topic
+	Configs    map[ConfigResource]map[string]string
+
+	// NextProducerID is the first producer id not yet handed out in a block.
+	NextProducerID int64
+
+	// LeaderID is the active controller's node id (-1 if none is known).
+	LeaderID int32
+	Voters   []Voter
+}

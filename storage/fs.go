@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// FS is the narrow filesystem surface that the log, its indexes, the
+// checkpoints and the controller's raft log use. Every file operation goes
+// through it so that crash, torn-write, full-disk and I/O-error behaviour can
+// be tested with an in-memory or fault-injecting implementation (see
+// errorfs.go) instead of a real disk.
+type FS interface {
+	// OpenFile opens name with os.OpenFile's flag semantics.
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	Remove(name string) error
+	// RemoveAll removes a directory tree (a deleted partition).
+	RemoveAll(name string) error
+	Rename(oldName, newName string) error
+	MkdirAll(dir string, perm fs.FileMode) error
+	ReadDir(dir string) ([]fs.DirEntry, error)
+	Stat(name string) (fs.FileInfo, error)
+	// SyncDir makes renames, creations and removals in dir durable.
+	SyncDir(dir string) error
+	// DiskUsage reports the total and free bytes of the filesystem holding
+	// dir (DescribeLogDirs reports them).
+	DiskUsage(dir string) (total, free int64, err error)
+}
+
+// File is an open file. Writes at the end use Write; indexes that are
+// rewritten in place use WriteAt.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Seeker
+	Sync() error
+	Truncate(size int64) error
+	Stat() (fs.FileInfo, error)
+	Close() error
+	Name() string
+}
+
+// OSFiler is implemented by files backed by a real file descriptor. The
+// broker uses it to send fetch responses with sendfile(2) and the index code
+// uses it to mmap. Files that do not implement it are read with ReadAt.
+type OSFiler interface {
+	OSFile() *os.File
+}
+
+// OSFS is the real filesystem.
+type OSFS struct{}
+
+type osFile struct{ *os.File }
+
+func (f osFile) OSFile() *os.File { return f.File }
+
+func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (OSFS) Remove(name string) error                    { return os.Remove(name) }
+func (OSFS) RemoveAll(name string) error                 { return os.RemoveAll(name) }
+func (OSFS) Rename(oldName, newName string) error        { return os.Rename(oldName, newName) }
+func (OSFS) MkdirAll(dir string, perm fs.FileMode) error { return os.MkdirAll(dir, perm) }
+func (OSFS) ReadDir(dir string) ([]fs.DirEntry, error)   { return os.ReadDir(dir) }
+func (OSFS) Stat(name string) (fs.FileInfo, error)       { return os.Stat(name) }
+func (OSFS) DiskUsage(dir string) (total, free int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize, nil
+}
+
+func (OSFS) SyncDir(dir string) error {
+	d, err := os.Open(filepath.Clean(dir))
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	// Some filesystems refuse fsync on a directory; that is not data loss.
+	if errors.Is(err, syscall.EINVAL) {
+		return nil
+	}
+	return err
+}
+
+// WriteFileAtomic writes data to name through a temporary file, fsyncs it,
+// renames it over name and fsyncs the directory, so that a crash leaves
+// either the old or the new content (checkpoints, meta.properties).
+func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, name); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(name))
+}
+
+// ReadFile reads a whole (small) file through fsys.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
