@@ -6,6 +6,8 @@ package storage
 
 import (
 	"errors"
+
+	"github.com/gregorbroker/gregor/protocol"
 	"log/slog"
 	"time"
 )
@@ -52,12 +54,6 @@ type AppendResult struct {
 	Duplicate      bool
 }
 
-// RecordError names one bad record inside a produce request's batch.
-type RecordError struct {
-	BatchIndex int32
-	Message    string
-}
-
 // FileRange is a contiguous byte range of a segment file holding whole
 // record batches, sent to the client with sendfile where File supports it.
 type FileRange struct {
@@ -79,7 +75,7 @@ func OpenLog(opts LogOptions) (*Log, error) { return nil, errNotImplemented }
 // (possibly wrapped) such as CORRUPT_MESSAGE, INVALID_RECORD,
 // MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 // INVALID_TIMESTAMP; per-record problems come with RecordErrors.
-func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendResult, []RecordError, error) {
+func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
 	return AppendResult{}, nil, errNotImplemented
 }
 
