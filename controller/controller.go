@@ -30,12 +30,28 @@ type Config struct {
 	// asks for -1 (num.partitions, default.replication.factor).
 	DefaultPartitions        int32
 	DefaultReplicationFactor int16
-	// ValidateTopicConfigs checks a topic's config overrides (INVALID_CONFIG).
-	ValidateTopicConfigs func(configs map[string]string) error
-	// ValidateBrokerConfigs checks dynamic broker config changes.
-	ValidateBrokerConfigs func(configs map[string]string) error
+	// Schema knows the config keys: validation, list types and defaults.
+	Schema ConfigSchema
+	// SupportedFeatures is the [min, max] level this node supports for
+	// each feature (UpdateFeatures is validated against it).
+	SupportedFeatures map[string][2]int16
 	Logger                *slog.Logger
 	Now                   func() time.Time
+}
+
+// ConfigSchema is what the controller needs to know about config keys to
+// validate AlterConfigs, IncrementalAlterConfigs and CreateTopics configs.
+// The broker's config package implements it.
+type ConfigSchema interface {
+	// Validate checks the complete set of overrides a resource would have
+	// after a change; the error message is returned to the client with
+	// INVALID_CONFIG (topics) or INVALID_REQUEST/INVALID_CONFIG (brokers).
+	Validate(t ConfigResourceType, name string, overrides map[string]string) error
+	// IsList reports whether key is a list type (APPEND and SUBTRACT work
+	// only on lists).
+	IsList(t ConfigResourceType, key string) bool
+	// Default is the value a key has when it is not overridden.
+	Default(t ConfigResourceType, key string) (string, bool)
 }
 
 // Controller runs the metadata quorum and applies committed records to the
