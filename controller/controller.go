@@ -35,8 +35,8 @@ type Config struct {
 	// SupportedFeatures is the [min, max] level this node supports for
 	// each feature (UpdateFeatures is validated against it).
 	SupportedFeatures map[string][2]int16
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	Logger            *slog.Logger
+	Now               func() time.Time
 }
 
 // ConfigSchema is what the controller needs to know about config keys to
