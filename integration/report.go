@@ -1,0 +1,202 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// TargetRun is one `make compat` run against one target: the column it
+// contributes to COMPAT.md.
+type TargetRun struct {
+	Target   string            `json:"target"`
+	Describe string            `json:"describe"`
+	Commit   string            `json:"commit"`
+	Date     string            `json:"date"`
+	Duration string            `json:"duration"`
+	Versions map[string]string `json:"versions"`
+	Results  []Result          `json:"results"`
+}
+
+// compatData is the machine-readable part of COMPAT.md, kept in an HTML
+// comment at its end so that a run against one target can merge its column
+// with the columns of earlier runs against the others.
+type compatData struct {
+	Runs map[string]TargetRun `json:"runs"`
+}
+
+const dataStart, dataEnd = "<!-- compat-data\n", "\n-->"
+
+var targetOrder = []string{"gregor", "kafka", "external"}
+
+// UpdateCompat merges run into the report at path (creating it if needed)
+// and rewrites it. all gives the row order and each row's description.
+func UpdateCompat(path string, all []Scenario, run TargetRun) error {
+	data := compatData{Runs: map[string]TargetRun{}}
+	if b, err := os.ReadFile(path); err == nil {
+		old, err := parseCompatData(b)
+		if err != nil {
+			return fmt.Errorf("reading earlier results from %s: %w", path, err)
+		}
+		data = old
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	data.Runs[run.Target] = run
+	return os.WriteFile(path, renderCompat(all, data), 0o644)
+}
+
+func parseCompatData(b []byte) (compatData, error) {
+	data := compatData{Runs: map[string]TargetRun{}}
+	i := bytes.Index(b, []byte(dataStart))
+	if i < 0 {
+		return data, nil // hand-written or empty file: start over
+	}
+	rest := b[i+len(dataStart):]
+	j := bytes.Index(rest, []byte(dataEnd))
+	if j < 0 {
+		return data, errors.New("unterminated compat-data comment")
+	}
+	if err := json.Unmarshal(rest[:j], &data); err != nil {
+		return data, err
+	}
+	if data.Runs == nil {
+		data.Runs = map[string]TargetRun{}
+	}
+	return data, nil
+}
+
+func renderCompat(all []Scenario, data compatData) []byte {
+	var b bytes.Buffer
+	var targets []string
+	for _, t := range targetOrder {
+		if _, ok := data.Runs[t]; ok {
+			targets = append(targets, t)
+		}
+	}
+	b.WriteString("# Compatibility report\n\n")
+	b.WriteString("Written by `make compat TARGET=<target>` (`go run ./integration/cmd/compat`); each run replaces its own\n")
+	b.WriteString("column and keeps the others. Do not edit by hand. `kafka` is Apache Kafka " + KafkaVersion + " started from\n")
+	b.WriteString("Maven Central jars: a scenario is trusted only once it passes there.\n\n")
+
+	b.WriteString("## Runs\n\n| target | what ran | commit | date (UTC) | duration | pass | fail | skip |\n|---|---|---|---|---|---|---|---|\n")
+	for _, t := range targets {
+		r := data.Runs[t]
+		p, f, s := Summary(r.Results)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %d |\n", t, cell(r.Describe), r.Commit, r.Date, r.Duration, p, f, s)
+	}
+
+	b.WriteString("\n## Results\n\n| scenario | checks |")
+	for _, t := range targets {
+		b.WriteString(" " + t + " |")
+	}
+	b.WriteString("\n|---|---|")
+	for range targets {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	known := map[string]bool{}
+	row := func(name, doc string) {
+		fmt.Fprintf(&b, "| `%s` | %s |", name, cell(doc))
+		for _, t := range targets {
+			b.WriteString(" " + resultCell(data.Runs[t], name) + " |")
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range all {
+		known[s.Name] = true
+		row(s.Name, s.Doc)
+	}
+	// Rows for scenarios that a column still mentions but that no longer
+	// exist, so that nothing silently disappears from the report.
+	var stale []string
+	for _, t := range targets {
+		for _, r := range data.Runs[t].Results {
+			if !known[r.Scenario] {
+				known[r.Scenario] = true
+				stale = append(stale, r.Scenario)
+			}
+		}
+	}
+	sort.Strings(stale)
+	for _, n := range stale {
+		row(n, "(scenario no longer exists)")
+	}
+
+	b.WriteString("\n## Tool versions\n")
+	for _, t := range targets {
+		r := data.Runs[t]
+		fmt.Fprintf(&b, "\n**%s** (%s)\n\n", t, r.Date)
+		keys := make([]string, 0, len(r.Versions))
+		for k := range r.Versions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "- %s: %s\n", k, r.Versions[k])
+		}
+	}
+
+	js, _ := json.MarshalIndent(data, "", " ")
+	b.WriteString("\n" + dataStart)
+	b.Write(js)
+	b.WriteString(dataEnd + "\n")
+	return b.Bytes()
+}
+
+func resultCell(run TargetRun, name string) string {
+	for _, r := range run.Results {
+		if r.Scenario != name {
+			continue
+		}
+		switch r.Status {
+		case Pass:
+			return fmt.Sprintf("pass (%.0fs)", r.Elapsed.Seconds())
+		case Skip:
+			return "skip: " + cell(r.Reason)
+		default:
+			return "**FAIL**: " + cell(truncate(r.Reason, 300))
+		}
+	}
+	return "not run"
+}
+
+// cell makes s safe inside a markdown table cell.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", "\\|")
+}
+
+// ReadNameList reads a file of names, one per line; blank lines and lines
+// starting with # are ignored.
+func ReadNameList(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var names []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		names = append(names, line)
+	}
+	return names, sc.Err()
+}
+
+// GitCommit is the repository's short commit (with +dirty) for reports.
+func GitCommit(ctx context.Context, root string) string {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return gitDescribe(ctx, root)
+}

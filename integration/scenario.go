@@ -1,0 +1,302 @@
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Status is a scenario's outcome.
+type Status string
+
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is one scenario's outcome against one target.
+type Result struct {
+	Scenario string        `json:"scenario"`
+	Status   Status        `json:"status"`
+	Reason   string        `json:"reason,omitempty"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+}
+
+// Scenario is one named, checked compatibility test. Run returns nil for a
+// pass, a *SkipError for a skip, and any other error for a failure. Every
+// command it runs must be bounded (Env's helpers are), and the whole run is
+// bounded by Timeout.
+type Scenario struct {
+	Name    string
+	Doc     string // one line: what it checks
+	Timeout time.Duration
+	Run     func(ctx context.Context, e *Env) error
+}
+
+// SkipError marks a scenario that cannot run against this target.
+type SkipError struct{ Reason string }
+
+func (s *SkipError) Error() string { return "skipped: " + s.Reason }
+
+// Skipf returns a *SkipError.
+func Skipf(format string, args ...any) error { return &SkipError{Reason: fmt.Sprintf(format, args...)} }
+
+// Scenarios returns every scenario, in report order. The list is built
+// fresh on each call so that there is no package-level mutable registry.
+func Scenarios() []Scenario {
+	var all []Scenario
+	all = append(all, cliScenarios()...)
+	all = append(all, verifierScenarios()...)
+	all = append(all, kgoScenarios()...)
+	all = append(all, clientScenarios()...)
+	return all
+}
+
+// Select returns the scenarios named in names, in the order of all, and an
+// error naming any that match nothing. A name ending in "*" is a prefix.
+func Select(all []Scenario, names []string) ([]Scenario, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []Scenario
+	for _, s := range all {
+		matched := false
+		for n := range want {
+			if n == s.Name || strings.HasSuffix(n, "*") && strings.HasPrefix(s.Name, strings.TrimSuffix(n, "*")) {
+				matched = true
+			}
+		}
+		if matched {
+			out = append(out, s)
+		}
+	}
+	for n := range want {
+		for _, s := range out {
+			if n == s.Name || strings.HasSuffix(n, "*") && strings.HasPrefix(s.Name, strings.TrimSuffix(n, "*")) {
+				delete(want, n)
+				break
+			}
+		}
+	}
+	if len(want) > 0 {
+		var missing []string
+		for n := range want {
+			missing = append(missing, n)
+		}
+		return nil, fmt.Errorf("unknown scenarios: %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// Env is what a scenario runs with.
+type Env struct {
+	Target Target
+	Tools  *Tools
+	Dir    string // scratch directory of this scenario
+	Log    *slog.Logger
+}
+
+// Bootstrap is the target's client listener.
+func (e *Env) Bootstrap() string { return e.Target.Bootstrap() }
+
+// Name returns a topic or group name unique to this run.
+func (e *Env) Name(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// Exec runs c with a default step timeout of 2 minutes and logs it.
+func (e *Env) Exec(ctx context.Context, c Cmd) (Output, error) {
+	if c.Timeout == 0 {
+		c.Timeout = 2 * time.Minute
+	}
+	if c.Dir == "" {
+		c.Dir = e.Dir
+	}
+	e.Log.Debug("exec", "cmd", c.String())
+	out, err := Run(ctx, c)
+	e.Log.Debug("done", "exit", out.ExitCode, "elapsed", out.Elapsed.Round(time.Millisecond))
+	if err != nil {
+		e.saveOutput(c, out)
+	}
+	return out, err
+}
+
+// saveOutput keeps the output of a failed step next to the scenario for
+// whoever debugs it.
+func (e *Env) saveOutput(c Cmd, out Output) {
+	f, err := os.OpenFile(filepath.Join(e.Dir, "failed-steps.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "### %s\n### exit %d after %s\n--- stdout\n%s\n--- stderr\n%s\n", c.String(), out.ExitCode, out.Elapsed, out.Stdout, out.Stderr)
+}
+
+// Java runs a main class from a Maven set.
+func (e *Env) Java(ctx context.Context, timeout time.Duration, set, mainClass string, args ...string) (Output, error) {
+	c, err := e.javaCmd(ctx, set, mainClass, args...)
+	if err != nil {
+		return Output{}, err
+	}
+	c.Timeout = timeout
+	return e.Exec(ctx, c)
+}
+
+// javaCmd is Tools.JavaCmd with temporary files (LogCompactionTester
+// writes its logs there) kept in the scenario directory.
+func (e *Env) javaCmd(ctx context.Context, set, mainClass string, args ...string) (Cmd, error) {
+	c, err := e.Tools.JavaCmd(ctx, set, mainClass, args...)
+	if err != nil {
+		return Cmd{}, err
+	}
+	c.Args = append([]string{"-Djava.io.tmpdir=" + e.Dir}, c.Args...)
+	return c, nil
+}
+
+// Kafka runs one of the 4.3.1 tools with --bootstrap-server prepended.
+func (e *Env) Kafka(ctx context.Context, mainClass string, args ...string) (Output, error) {
+	return e.Java(ctx, 2*time.Minute, SetKafka, mainClass, append([]string{"--bootstrap-server", e.Bootstrap()}, args...)...)
+}
+
+// KafkaStdin is Kafka with input on stdin (console producer).
+func (e *Env) KafkaStdin(ctx context.Context, stdin, mainClass string, args ...string) (Output, error) {
+	c, err := e.javaCmd(ctx, SetKafka, mainClass, append([]string{"--bootstrap-server", e.Bootstrap()}, args...)...)
+	if err != nil {
+		return Output{}, err
+	}
+	c.Stdin = stdin
+	return e.Exec(ctx, c)
+}
+
+// Runner runs scenarios against one target, restarting the target if it
+// died during a scenario, and never letting one scenario's failure stop
+// the run.
+type Runner struct {
+	Target  Target
+	Tools   *Tools
+	WorkDir string
+	Log     *slog.Logger
+	// Report, if set, is called after each scenario (progress output).
+	Report func(Result)
+}
+
+// maxRestarts bounds how often a target that keeps dying is restarted.
+const maxRestarts = 3
+
+// Run runs every scenario in order and returns one result each.
+func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
+	results := make([]Result, 0, len(scenarios))
+	var startErr error
+	restarts := 0
+	started := false
+	for _, s := range scenarios {
+		res := Result{Scenario: s.Name}
+		switch {
+		case ctx.Err() != nil:
+			res.Status, res.Reason = Fail, "not run: "+ctx.Err().Error()
+		case startErr != nil:
+			res.Status, res.Reason = Fail, "target did not start: "+startErr.Error()
+		default:
+			if err := r.Target.Alive(); err != nil {
+				if started {
+					restarts++
+					r.Log.Warn("target is down; restarting", "target", r.Target.Name(), "err", err)
+				}
+				if restarts > maxRestarts {
+					startErr = fmt.Errorf("gave up after %d restarts: %w", maxRestarts, err)
+				} else if err := r.Target.Start(ctx); err != nil {
+					startErr = err
+				}
+				started = startErr == nil
+			}
+			if startErr != nil {
+				res.Status, res.Reason = Fail, "target did not start: "+startErr.Error()
+			} else {
+				res = r.runOne(ctx, s)
+			}
+		}
+		results = append(results, res)
+		if r.Report != nil {
+			r.Report(res)
+		}
+	}
+	return results
+}
+
+func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
+	start := time.Now()
+	res := Result{Scenario: s.Name}
+	dir := filepath.Join(r.WorkDir, "scenarios", strings.ReplaceAll(s.Name, "/", "_"))
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		res.Status, res.Reason = Fail, err.Error()
+		return res
+	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 3 * time.Minute
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	env := &Env{Target: r.Target, Tools: r.Tools, Dir: dir, Log: r.Log.With("scenario", s.Name)}
+	err := runProtected(sctx, s, env)
+	res.Elapsed = time.Since(start)
+	var skip *SkipError
+	switch {
+	case err == nil:
+		res.Status = Pass
+	case errors.As(err, &skip):
+		res.Status, res.Reason = Skip, skip.Reason
+	default:
+		res.Status, res.Reason = Fail, oneLine(err.Error())
+		if sctx.Err() == context.DeadlineExceeded {
+			res.Reason = fmt.Sprintf("timed out after %s: %s", timeout, res.Reason)
+		}
+		if aerr := r.Target.Alive(); aerr != nil {
+			res.Reason += " [target died: " + oneLine(aerr.Error()) + "]"
+		}
+	}
+	return res
+}
+
+// runProtected turns a panic in scenario code into a failure, so a harness
+// bug in one scenario cannot take the whole run (and its cleanup) down.
+func runProtected(ctx context.Context, s Scenario, env *Env) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("harness panic in scenario: %v", p)
+		}
+	}()
+	return s.Run(ctx, env)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return truncate(s, 400)
+}
+
+// Summary counts results.
+func Summary(results []Result) (pass, fail, skip int) {
+	for _, r := range results {
+		switch r.Status {
+		case Pass:
+			pass++
+		case Fail:
+			fail++
+		case Skip:
+			skip++
+		}
+	}
+	return
+}

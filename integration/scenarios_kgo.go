@@ -1,0 +1,3 @@
+package integration
+
+func kgoScenarios() []Scenario { return nil }

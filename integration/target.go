@@ -1,0 +1,294 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Target is a Kafka-compatible cluster that scenarios run against.
+type Target interface {
+	// Name is "gregor", "kafka" or "external".
+	Name() string
+	// Start brings the target up and returns once it answers ApiVersions.
+	// Calling Start on a running target is a no-op.
+	Start(ctx context.Context) error
+	// Alive reports nil while the target is still running.
+	Alive() error
+	// Bootstrap is host:port of the client listener.
+	Bootstrap() string
+	// LogDir is the broker's log.dirs, or "" when the harness cannot see it.
+	LogDir() string
+	// Pid is the broker's process id, or 0 when it is not ours.
+	Pid() int
+	// Stop ends the target and everything it started. Safe to call twice.
+	Stop() error
+	// Describe names what was run, for the report.
+	Describe() string
+}
+
+// TargetOptions tunes how local targets are started.
+type TargetOptions struct {
+	WorkDir   string        // scratch space; the target uses WorkDir/<name>
+	CPUList   string        // if set, the broker runs under `taskset -c CPUList`
+	ReadyWait time.Duration // how long to wait for ApiVersions (default 90 s)
+	Bootstrap string        // for the external target
+}
+
+// NewTarget returns the target called name.
+func NewTarget(name string, tools *Tools, opts TargetOptions) (Target, error) {
+	if opts.ReadyWait == 0 {
+		opts.ReadyWait = 90 * time.Second
+	}
+	switch name {
+	case "gregor":
+		return &localBroker{name: name, tools: tools, opts: opts, prepare: prepareGregor}, nil
+	case "kafka":
+		return &localBroker{name: name, tools: tools, opts: opts, prepare: prepareKafka}, nil
+	case "external":
+		if opts.Bootstrap == "" {
+			return nil, errors.New("target external needs BOOTSTRAP=host:port")
+		}
+		return &externalTarget{bootstrap: opts.Bootstrap}, nil
+	}
+	return nil, fmt.Errorf("unknown target %q (want gregor, kafka or external)", name)
+}
+
+type externalTarget struct{ bootstrap string }
+
+func (e *externalTarget) Name() string { return "external" }
+func (e *externalTarget) Start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return WaitReady(ctx, e.bootstrap, nil)
+}
+func (e *externalTarget) Alive() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := ProbeApiVersions(ctx, e.bootstrap)
+	return err
+}
+func (e *externalTarget) Bootstrap() string { return e.bootstrap }
+func (e *externalTarget) LogDir() string    { return "" }
+func (e *externalTarget) Pid() int          { return 0 }
+func (e *externalTarget) Stop() error       { return nil }
+func (e *externalTarget) Describe() string  { return "external cluster at " + e.bootstrap }
+
+// launch is what a local target's prepare step hands back: the command that
+// runs the broker, and a description for the report.
+type launch struct {
+	cmd      Cmd
+	describe string
+}
+
+// prepareFunc builds (and formats, where needed) a broker for one start.
+type prepareFunc func(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error)
+
+// localBroker is a single combined-mode node started by the harness, on
+// ports picked at start time, with a fresh data directory per start.
+type localBroker struct {
+	name    string
+	tools   *Tools
+	opts    TargetOptions
+	prepare prepareFunc
+
+	proc     *Proc
+	port     int
+	logDir   string
+	describe string
+	starts   int
+}
+
+func (b *localBroker) Name() string      { return b.name }
+func (b *localBroker) Bootstrap() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+func (b *localBroker) LogDir() string    { return b.logDir }
+func (b *localBroker) Describe() string  { return b.describe }
+
+func (b *localBroker) Pid() int {
+	if b.proc == nil {
+		return 0
+	}
+	return b.proc.Pid()
+}
+
+func (b *localBroker) Alive() error {
+	if b.proc == nil {
+		return errors.New("not started")
+	}
+	if exited, err := b.proc.Exited(); exited {
+		return fmt.Errorf("%s exited (%v): %s", b.name, err, b.proc.LogTail(5))
+	}
+	return nil
+}
+
+func (b *localBroker) Start(ctx context.Context) error {
+	if b.proc != nil && b.Alive() == nil {
+		return nil
+	}
+	if b.proc != nil {
+		_ = b.proc.Stop(stopGrace)
+		b.proc = nil
+	}
+	b.starts++
+	dir := filepath.Join(b.opts.WorkDir, fmt.Sprintf("%s-%d", b.name, b.starts))
+	_ = os.RemoveAll(dir)
+	logDir := filepath.Join(dir, "data")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	ctrl, err := FreePort()
+	if err != nil {
+		return err
+	}
+	if ctrl == port {
+		if ctrl, err = FreePort(); err != nil {
+			return err
+		}
+	}
+	l, err := b.prepare(ctx, b.tools, dir, logDir, port, ctrl)
+	if err != nil {
+		return fmt.Errorf("preparing %s: %w", b.name, err)
+	}
+	if b.opts.CPUList != "" {
+		l.cmd.Args = append([]string{"-c", b.opts.CPUList, l.cmd.Name}, l.cmd.Args...)
+		l.cmd.Name = "taskset"
+	}
+	proc, err := Start(l.cmd, filepath.Join(dir, "broker.log"))
+	if err != nil {
+		return err
+	}
+	b.proc, b.port, b.logDir, b.describe = proc, port, logDir, l.describe
+	rctx, cancel := context.WithTimeout(ctx, b.opts.ReadyWait)
+	defer cancel()
+	if err := WaitReady(rctx, b.Bootstrap(), proc.Done()); err != nil {
+		tail := proc.LogTail(4)
+		_ = proc.Stop(stopGrace)
+		return fmt.Errorf("%s did not become ready: %w; log: %s", b.name, err, tail)
+	}
+	return nil
+}
+
+func (b *localBroker) Stop() error {
+	if b.proc == nil {
+		return nil
+	}
+	return b.proc.Stop(stopGrace)
+}
+
+// prepareGregor builds ./cmd/gregor and returns the documented command
+// line: overrides only, no properties file, auto-format on first start.
+func prepareGregor(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
+	bin := filepath.Join(t.Cache, "bin", "gregor")
+	if _, err := Run(ctx, Cmd{Name: "go", Args: []string{"build", "-o", bin, "./cmd/gregor"}, Dir: t.Root, Timeout: 5 * time.Minute}); err != nil {
+		return launch{}, fmt.Errorf("building gregor: %w", err)
+	}
+	args := []string{}
+	for _, kv := range []string{
+		"node.id=1",
+		"process.roles=broker,controller",
+		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrlPort),
+		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", port),
+		"controller.listener.names=CONTROLLER",
+		fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", ctrlPort),
+		"log.dirs=" + logDir,
+		"group.initial.rebalance.delay.ms=0",
+	} {
+		args = append(args, "--override", kv)
+	}
+	return launch{cmd: Cmd{Name: bin, Args: args, Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
+}
+
+// kafkaServerProperties is 4.3.1's combined-mode sample with our ports.
+func kafkaServerProperties(logDir string, port, ctrlPort int) string {
+	return fmt.Sprintf(`process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:%[3]d
+listeners=PLAINTEXT://127.0.0.1:%[2]d,CONTROLLER://127.0.0.1:%[3]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[2]d,CONTROLLER://127.0.0.1:%[3]d
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=%[1]s
+num.partitions=1
+num.network.threads=3
+num.io.threads=8
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+`, logDir, port, ctrlPort)
+}
+
+// prepareKafka writes server.properties, formats the log dir with
+// StorageTool --standalone and returns the kafka.Kafka command line with
+// the JVM flags kafka-server-start.sh uses.
+func prepareKafka(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
+	libs, err := t.MavenLibs(ctx, SetKafka)
+	if err != nil {
+		return launch{}, err
+	}
+	props := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(props, []byte(kafkaServerProperties(logDir, port, ctrlPort)), 0o644); err != nil {
+		return launch{}, err
+	}
+	uuid, err := Run(ctx, Cmd{Name: "java", Args: []string{"-cp", libs + "/*", "kafka.tools.StorageTool", "random-uuid"}, Timeout: time.Minute})
+	if err != nil {
+		return launch{}, fmt.Errorf("StorageTool random-uuid: %w", err)
+	}
+	clusterID := strings.TrimSpace(uuid.Stdout)
+	toolsLog, err := t.Log4jConfig(false)
+	if err != nil {
+		return launch{}, err
+	}
+	if _, err := Run(ctx, Cmd{Name: "java", Args: []string{"-Dlog4j2.configurationFile=" + toolsLog, "-cp", libs + "/*",
+		"kafka.tools.StorageTool", "format", "--standalone", "-t", clusterID, "-c", props}, Timeout: 2 * time.Minute}); err != nil {
+		return launch{}, fmt.Errorf("StorageTool format: %w", err)
+	}
+	brokerLog, err := t.Log4jConfig(true)
+	if err != nil {
+		return launch{}, err
+	}
+	args := []string{"-Xms1G", "-Xmx1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+		"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+		"-Djava.awt.headless=true", "-Dlog4j2.configurationFile=" + brokerLog,
+		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"), "-cp", libs + "/*", "kafka.Kafka", props}
+	return launch{cmd: Cmd{Name: "java", Args: args, Dir: dir}, describe: "Apache Kafka " + KafkaVersion + " (kafka_2.13 from Maven Central, KRaft combined mode)"}, nil
+}
+
+var commitRe = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// gitDescribe returns the short commit of the repository, with "+dirty"
+// when the work tree has uncommitted changes.
+func gitDescribe(ctx context.Context, root string) string {
+	out, err := Run(ctx, Cmd{Name: "git", Args: []string{"rev-parse", "--short=12", "HEAD"}, Dir: root, Timeout: 10 * time.Second})
+	c := strings.TrimSpace(out.Stdout)
+	if err != nil || !commitRe.MatchString(c) {
+		return "unknown-commit"
+	}
+	st, err := Run(ctx, Cmd{Name: "git", Args: []string{"status", "--porcelain", "--untracked-files=no"}, Dir: root, Timeout: 10 * time.Second})
+	if err == nil && strings.TrimSpace(st.Stdout) != "" {
+		c += "+dirty"
+	}
+	return c
+}
+
+// atoiOr parses s or returns def.
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return def
+	}
+	return n
+}
