@@ -156,13 +156,17 @@ func resultCell(run TargetRun, name string) string {
 		if r.Scenario != name {
 			continue
 		}
+		note := ""
+		if r.Note != "" {
+			note = " [" + cell(r.Note) + "]"
+		}
 		switch r.Status {
 		case Pass:
-			return fmt.Sprintf("pass (%.0fs)", r.Elapsed.Seconds())
+			return fmt.Sprintf("pass (%.0fs)%s", r.Elapsed.Seconds(), note)
 		case Skip:
-			return "skip: " + cell(r.Reason)
+			return "skip: " + cell(r.Reason) + note
 		default:
-			return "**FAIL**: " + cell(truncate(r.Reason, 300))
+			return "**FAIL**: " + cell(truncate(r.Reason, 300)) + note
 		}
 	}
 	return "not run"

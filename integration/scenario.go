@@ -27,6 +27,7 @@ type Result struct {
 	Scenario string        `json:"scenario"`
 	Status   Status        `json:"status"`
 	Reason   string        `json:"reason,omitempty"`
+	Note     string        `json:"note,omitempty"` // a scenario's summary, shown even on pass
 	Elapsed  time.Duration `json:"elapsed_ns"`
 }
 
@@ -103,7 +104,13 @@ type Env struct {
 	Tools  *Tools
 	Dir    string // scratch directory of this scenario
 	Log    *slog.Logger
+
+	note string
 }
+
+// Notef records a one-line summary that the report shows next to the
+// outcome (for suites that contain many tests).
+func (e *Env) Notef(format string, args ...any) { e.note = fmt.Sprintf(format, args...) }
 
 // Bootstrap is the target's client listener.
 func (e *Env) Bootstrap() string { return e.Target.Bootstrap() }
@@ -252,6 +259,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
 	env := &Env{Target: r.Target, Tools: r.Tools, Dir: dir, Log: r.Log.With("scenario", s.Name)}
 	err := runProtected(sctx, s, env)
 	res.Elapsed = time.Since(start)
+	res.Note = env.note
 	var skip *SkipError
 	switch {
 	case err == nil:
