@@ -3,8 +3,10 @@
 GO       ?= go
 TARGET   ?= gregor
 FUZZTIME ?= 20s
+# BOOTSTRAP=host:port selects the cluster for TARGET=external.
+# ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit compat bench fuzz lint
+.PHONY: build run test unit required compat bench fuzz lint
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -13,11 +15,24 @@ run: build
 	./bin/gregor
 
 # unit tests (with -race) plus the required compatibility scenarios
-test: unit
+test: unit required
 
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# exactly the scenarios in integration/REQUIRED, against Gregor
+required:
+	$(GO) run ./integration/cmd/compat -target gregor -required
+
+# every compatibility scenario against TARGET=gregor|kafka|external; rewrites
+# that target's column of integration/COMPAT.md
+compat:
+	$(GO) run ./integration/cmd/compat -target $(TARGET)
+
+# benchmarks against TARGET=gregor|kafka|both; writes bench/RESULTS.md
+bench:
+	$(GO) run ./bench/cmd/bench -target $(TARGET)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

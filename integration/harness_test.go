@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRunTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	// The shell starts a grandchild; the timeout must take it down too.
+	c := Cmd{Name: "sh", Args: []string{"-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	_, err := Run(context.Background(), c)
+	var exit *ExitError
+	if !errors.As(err, &exit) || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("got %v, want a deadline ExitError", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("took %s to stop", time.Since(start))
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := atoiOr(string(b), 0)
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRunReportsExitCodeAndOutput(t *testing.T) {
+	out, err := Run(context.Background(), Cmd{Name: "sh", Args: []string{"-c", "echo out; echo err >&2; exit 3"}, Stdin: "x"})
+	var exit *ExitError
+	if !errors.As(err, &exit) || out.ExitCode != 3 || out.Stdout != "out\n" || out.Stderr != "err\n" {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+	if _, err := Run(context.Background(), Cmd{Name: "/nonexistent/binary"}); err == nil {
+		t.Fatal("missing binary: no error")
+	}
+}
+
+func TestProcStop(t *testing.T) {
+	p, err := Start(Cmd{Name: "sh", Args: []string{"-c", "trap '' TERM; echo started; sleep 60"}}, filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if exited, _ := p.Exited(); exited {
+		t.Fatal("exited early")
+	}
+	start := time.Now()
+	if err := p.Stop(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if exited, _ := p.Exited(); !exited || time.Since(start) > 5*time.Second {
+		t.Fatalf("not stopped after SIGKILL (%s)", time.Since(start))
+	}
+	if !strings.Contains(p.LogTail(5), "started") {
+		t.Fatalf("log tail %q", p.LogTail(5))
+	}
+	_ = p.Stop(time.Millisecond) // twice is fine
+}
+
+func TestWaitReadyStopsWhenProcessExits(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	close(exited)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = WaitReady(ctx, "127.0.0.1:"+strconv.Itoa(port), exited)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// fakeTarget is a Target whose liveness a test controls.
+type fakeTarget struct {
+	startErr error
+	starts   int
+	alive    bool
+}
+
+func (f *fakeTarget) Name() string { return "fake" }
+func (f *fakeTarget) Start(context.Context) error {
+	f.starts++
+	if f.startErr != nil {
+		return f.startErr
+	}
+	f.alive = true
+	return nil
+}
+func (f *fakeTarget) Alive() error {
+	if !f.alive {
+		return errors.New("down")
+	}
+	return nil
+}
+func (f *fakeTarget) Bootstrap() string { return "127.0.0.1:1" }
+func (f *fakeTarget) LogDir() string    { return "" }
+func (f *fakeTarget) Pid() int          { return 0 }
+func (f *fakeTarget) Stop() error       { f.alive = false; return nil }
+func (f *fakeTarget) Describe() string  { return "fake" }
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestRunnerOutcomes(t *testing.T) {
+	tgt := &fakeTarget{}
+	r := &Runner{Target: tgt, WorkDir: t.TempDir(), Log: quietLog()}
+	res := r.Run(context.Background(), []Scenario{
+		{Name: "ok", Run: func(context.Context, *Env) error { return nil }},
+		{Name: "skip", Run: func(context.Context, *Env) error { return Skipf("not here") }},
+		{Name: "fail", Run: func(context.Context, *Env) error { return errors.New("boom") }},
+		{Name: "panic", Run: func(context.Context, *Env) error { panic("harness bug") }},
+		{Name: "slow", Timeout: 50 * time.Millisecond, Run: func(ctx context.Context, _ *Env) error { <-ctx.Done(); return ctx.Err() }},
+		{Name: "kills target", Run: func(context.Context, *Env) error { tgt.alive = false; return errors.New("lost") }},
+		{Name: "after restart", Run: func(context.Context, *Env) error { return nil }},
+	})
+	want := []struct {
+		status Status
+		reason string
+	}{{Pass, ""}, {Skip, "not here"}, {Fail, "boom"}, {Fail, "harness panic"}, {Fail, "timed out"}, {Fail, "target died"}, {Pass, ""}}
+	for i, w := range want {
+		if res[i].Status != w.status || !strings.Contains(res[i].Reason, w.reason) {
+			t.Errorf("%s: got %s %q, want %s %q", res[i].Scenario, res[i].Status, res[i].Reason, w.status, w.reason)
+		}
+	}
+	if tgt.starts != 2 {
+		t.Errorf("target started %d times, want 2 (once, then after it died)", tgt.starts)
+	}
+}
+
+func TestRunnerTargetThatNeverStarts(t *testing.T) {
+	tgt := &fakeTarget{startErr: errors.New("gregor: the broker is not built yet")}
+	r := &Runner{Target: tgt, WorkDir: t.TempDir(), Log: quietLog()}
+	ran := false
+	res := r.Run(context.Background(), []Scenario{
+		{Name: "a", Run: func(context.Context, *Env) error { ran = true; return nil }},
+		{Name: "b", Run: func(context.Context, *Env) error { ran = true; return nil }},
+	})
+	if ran || tgt.starts != 1 {
+		t.Fatalf("ran %v starts %d: a target that fails to start must be tried once and no scenario run", ran, tgt.starts)
+	}
+	for _, r := range res {
+		if r.Status != Fail || !strings.Contains(r.Reason, "not built yet") {
+			t.Errorf("%s: %s %q", r.Scenario, r.Status, r.Reason)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	all := []Scenario{{Name: "cli/a"}, {Name: "cli/b"}, {Name: "client/c"}}
+	got, err := Select(all, []string{"client/c", "cli/*"})
+	if err != nil || len(got) != 3 || got[0].Name != "cli/a" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := Select(all, []string{"cli/a", "nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown name: %v", err)
+	}
+}
+
+func TestScenarioNamesAreUniqueAndDocumented(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Scenarios() {
+		if seen[s.Name] || s.Doc == "" || s.Run == nil {
+			t.Errorf("scenario %q: duplicate, undocumented or without Run", s.Name)
+		}
+		seen[s.Name] = true
+	}
+}
+
+func TestRequiredAndAllowlistFilesParse(t *testing.T) {
+	names, err := ReadNameList("REQUIRED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Select(Scenarios(), names); err != nil {
+		t.Fatalf("REQUIRED: %v", err)
+	}
+	if _, err := ReadNameList("kgo-ALLOWLIST"); err != nil {
+		t.Fatal(err)
+	}
+}
