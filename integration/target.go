@@ -39,6 +39,10 @@ type TargetOptions struct {
 	CPUList   string        // if set, the broker runs under `taskset -c CPUList`
 	ReadyWait time.Duration // how long to wait for ApiVersions (default 90 s)
 	Bootstrap string        // for the external target
+	// OnLaunch, if set, is called with the bootstrap address right after
+	// the broker process is launched, before it is ready (the benchmark
+	// measures start-up from this moment).
+	OnLaunch func(bootstrap string)
 }
 
 // NewTarget returns the target called name.
@@ -168,6 +172,9 @@ func (b *localBroker) Start(ctx context.Context) error {
 		return err
 	}
 	b.proc, b.port, b.logDir, b.describe = proc, port, logDir, l.describe
+	if b.opts.OnLaunch != nil {
+		b.opts.OnLaunch(b.Bootstrap())
+	}
 	rctx, cancel := context.WithTimeout(ctx, b.opts.ReadyWait)
 	defer cancel()
 	if err := WaitReady(rctx, b.Bootstrap(), proc.Done()); err != nil {

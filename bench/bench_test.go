@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseProducerPerf(t *testing.T) {
+	out := "5000 records sent, 1000.0 records/sec (0.98 MB/sec), 12.0 ms avg latency, 40.0 ms max latency.\n" +
+		"200000 records sent, 85470.085470 records/sec (83.47 MB/sec), 208.25 ms avg latency, 250.00 ms max latency, 206 ms 50th, 217 ms 95th, 250 ms 99th, 250 ms 99.9th.\n"
+	got, err := parseProducerPerf(out)
+	if err != nil || got.RecordsPerSec != 85470.085470 || got.MBPerSec != 83.47 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if _, err := parseProducerPerf("Exception in thread main\n"); err == nil {
+		t.Fatal("no summary: no error")
+	}
+}
+
+func TestParseConsumerPerf(t *testing.T) {
+	out := "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n" +
+		"2026-11-29 13:00:00:000, 2026-11-29 13:00:03:000, 195.3125, 65.1042, 200000, 66666.6667, 310, 2690, 72.6069, 74349.4424\n"
+	got, err := parseConsumerPerf(out)
+	if err != nil || got.RecordsPerSec != 74349.4424 || got.MBPerSec != 72.6069 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	empty := strings.Replace(out, "200000", "0", 1)
+	if _, err := parseConsumerPerf(empty); err == nil {
+		t.Fatal("nothing consumed: no error")
+	}
+	if _, err := parseConsumerPerf("WARN timeout\n"); err == nil {
+		t.Fatal("no CSV: no error")
+	}
+}
+
+func TestParseStatAndStatus(t *testing.T) {
+	stat := "4242 (java main (x)) S 1 4242 4242 0 -1 4194560 12345 0 0 0 1500 250 0 0 20 0 60 0 100 0 0"
+	cpu, err := parseStatCPU(stat)
+	if err != nil || cpu != 17.5 {
+		t.Fatalf("got %v, %v", cpu, err)
+	}
+	if _, err := parseStatCPU("garbage"); err == nil {
+		t.Fatal("garbage stat: no error")
+	}
+	rss, err := parseVmHWM("Name:\tjava\nVmPeak:\t 100 kB\nVmHWM:\t  524288 kB\n")
+	if err != nil || rss != 512 {
+		t.Fatalf("got %v, %v", rss, err)
+	}
+	if _, err := parseVmHWM("Name: x\n"); err == nil {
+		t.Fatal("no VmHWM: no error")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRenderShowsRatiosAndFailures(t *testing.T) {
+	run := &Run{Config: Config{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 1000, BrokerCPU: "0", LoadCPU: "1"},
+		Started: time.Unix(0, 0), Payload: "p", Commands: []string{"w\n    cmd"},
+		Rounds: []Round{
+			{Target: "gregor", Round: 1, Figures: map[string]float64{figStartup: 0.2}, Errors: []string{"x | y"}},
+			{Target: "kafka", Round: 1, Figures: map[string]float64{figStartup: 4}},
+			{Target: "gregor", Round: 2, Figures: map[string]float64{figStartup: 0.4}},
+			{Target: "kafka", Round: 2, Figures: map[string]float64{figStartup: 6}},
+		}}
+	s := string(Render(run, Machine{Cores: 2, CPUModel: "cpu", MemGiB: 23.4}, "abc"))
+	for _, want := range []string{
+		"| " + figStartup + " | 0.3 | 5 | 0.06 | 0.2, 0.4 | 4, 6 |",
+		"round 1: x \\| y",
+		"taskset -c 0",
+		"2 cores (cpu), 23.4 GiB",
+		"| failed | failed | – |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}

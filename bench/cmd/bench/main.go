@@ -1,0 +1,103 @@
+// Command bench runs the benchmark workloads against Gregor and/or Apache
+// Kafka and writes bench/RESULTS.md.
+//
+//	go run ./bench/cmd/bench -target both     # A B A B alternation
+//	go run ./bench/cmd/bench -target kafka
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gregorbroker/gregor/bench"
+	"github.com/gregorbroker/gregor/integration"
+)
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	target := flag.String("target", envOr("TARGET", "both"), "gregor, kafka or both")
+	rounds := flag.Int("rounds", atoi(envOr("ROUNDS", "3"), 3), "rounds (each target once per round)")
+	records := flag.Int("records", 200000, "records per throughput workload")
+	rate := flag.Int("e2e-rate", 2000, "records/s for the latency workload (below saturation)")
+	e2eTime := flag.Duration("e2e-time", 15*time.Second, "duration of the latency workload")
+	out := flag.String("out", "", "report path (default bench/RESULTS.md)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	root, err := integration.FindRepoRoot()
+	if err != nil {
+		log.Error("finding repository", "err", err)
+		return 2
+	}
+	var targets []string
+	switch *target {
+	case "both":
+		targets = []string{"gregor", "kafka"}
+	case "gregor", "kafka":
+		targets = []string{*target}
+	default:
+		log.Error("unknown target (want gregor, kafka or both)", "target", *target)
+		return 2
+	}
+	if *rounds < 3 {
+		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
+	}
+	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, Log: log}
+	if _, err := exec.LookPath("taskset"); err == nil {
+		cfg.BrokerCPU, cfg.LoadCPU = "0", "1"
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
+	defer cancel()
+	res, err := bench.Execute(ctx, cfg)
+	if err != nil && res == nil {
+		log.Error("bench", "err", err)
+		return 1
+	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(root, "bench", "RESULTS.md")
+	}
+	if err := os.WriteFile(path, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)), 0o644); err != nil {
+		log.Error("writing results", "err", err)
+		return 1
+	}
+	fmt.Println("wrote", path)
+	failed := 0
+	for _, r := range res.Rounds {
+		if len(r.Errors) > 0 {
+			failed++
+		}
+	}
+	fmt.Printf("bench: %d target-rounds, %d with failures\n", len(res.Rounds), failed)
+	if err != nil || failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func atoi(s string, def int) int {
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+		return def
+	}
+	return n
+}

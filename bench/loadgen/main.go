@@ -1,0 +1,395 @@
+// Command loadgen is the franz-go load generator of `make bench`. It lives
+// in its own module so that the broker's go.mod does not carry franz-go's
+// client. Every mode prints one JSON object on stdout.
+//
+//	loadgen payloads      -out FILE [-n 10000] [-size 1024] [-seed 1]
+//	loadgen produce       -bootstrap B -topic T -partitions P -records N -acks 1|all -payloads FILE
+//	loadgen consume       -bootstrap B -topic T -records N
+//	loadgen e2e           -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
+//	loadgen first-produce -bootstrap B -topic T [-timeout 3m]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce [flags]")
+		os.Exit(2)
+	}
+	mode := os.Args[1]
+	fs := flag.NewFlagSet(mode, flag.ExitOnError)
+	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "broker")
+	topic := fs.String("topic", "", "topic")
+	partitions := fs.Int("partitions", 1, "partitions of the topic to create")
+	records := fs.Int("records", 100000, "records to produce or consume")
+	acks := fs.String("acks", "all", "1 or all")
+	payloadFile := fs.String("payloads", "", "newline-separated payloads (from `loadgen payloads`)")
+	out := fs.String("out", "", "payload file to write")
+	n := fs.Int("n", 10000, "distinct payloads")
+	size := fs.Int("size", 1024, "payload size in bytes")
+	seed := fs.Uint64("seed", 1, "payload generator seed")
+	rate := fs.Int("rate", 1000, "records per second (e2e)")
+	duration := fs.Duration("duration", 20*time.Second, "how long to produce (e2e)")
+	timeout := fs.Duration("timeout", 3*time.Minute, "bound on the whole mode")
+	_ = fs.Parse(os.Args[2:])
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	var res any
+	var err error
+	switch mode {
+	case "payloads":
+		res, err = writePayloads(*out, *n, *size, *seed)
+	case "produce":
+		res, err = produce(ctx, *bootstrap, *topic, *partitions, *records, *acks, *payloadFile)
+	case "consume":
+		res, err = consume(ctx, *bootstrap, *topic, *records)
+	case "e2e":
+		res, err = endToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *duration, *payloadFile)
+	case "first-produce":
+		res, err = firstProduce(ctx, *bootstrap, *topic)
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen "+mode+":", err)
+		os.Exit(1)
+	}
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+}
+
+// vocabulary for payloads that look like application events: repeated
+// field names and a limited set of words compress, ids and numbers do not,
+// which lands lz4 near 2:1 as on typical JSON event streams.
+var (
+	events = []string{"page_view", "add_to_cart", "checkout", "search", "login", "logout", "click", "scroll", "purchase", "refund"}
+	words  = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu north south east west red green blue amber slate")
+)
+
+func payload(r *rand.Rand, size int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"ts":%d,"user":"u-%07d","session":"%016x","event":%q,"path":"/p/%d/%s","latency_ms":%d,"tags":[`,
+		1_700_000_000_000+r.Int64N(100_000_000_000), r.IntN(10_000_000), r.Uint64(), events[r.IntN(len(events))],
+		r.IntN(100000), words[r.IntN(len(words))], r.IntN(5000))
+	for b.Len() < size-40 {
+		if r.IntN(3) == 0 {
+			fmt.Fprintf(&b, `"%s-%x",`, words[r.IntN(len(words))], r.Uint32())
+		} else {
+			fmt.Fprintf(&b, `"%s",`, words[r.IntN(len(words))])
+		}
+	}
+	fmt.Fprintf(&b, `"end"],"crc":"%08x"}`, r.Uint32())
+	p := b.Bytes()
+	for len(p) < size {
+		p = append(p, ' ')
+	}
+	return p[:size]
+}
+
+type payloadReport struct {
+	File     string  `json:"file"`
+	Count    int     `json:"count"`
+	Size     int     `json:"size"`
+	LZ4Ratio float64 `json:"lz4_ratio"` // over 16 KiB blocks, as in a producer batch
+}
+
+func writePayloads(path string, n, size int, seed uint64) (payloadReport, error) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var all bytes.Buffer
+	seen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		p := payload(r, size)
+		if seen[string(p)] {
+			i--
+			continue
+		}
+		seen[string(p)] = true
+		all.Write(p)
+		all.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, all.Bytes(), 0o644); err != nil {
+		return payloadReport{}, err
+	}
+	raw := bytes.ReplaceAll(all.Bytes(), []byte("\n"), nil)
+	var in, outN int
+	dst := make([]byte, lz4.CompressBlockBound(16384))
+	for off := 0; off < len(raw); off += 16384 {
+		block := raw[off:min(off+16384, len(raw))]
+		c, err := lz4.CompressBlock(block, dst, nil)
+		if err != nil {
+			return payloadReport{}, err
+		}
+		if c == 0 {
+			c = len(block) // incompressible
+		}
+		in += len(block)
+		outN += c
+	}
+	return payloadReport{File: path, Count: n, Size: size, LZ4Ratio: float64(in) / float64(outN)}, nil
+}
+
+func readPayloads(path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ps [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		ps = append(ps, append([]byte(nil), sc.Bytes()...))
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("no payloads in " + path)
+	}
+	return ps, sc.Err()
+}
+
+func producerOpts(bootstrap, acks string) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(100_000)}
+	if acks == "1" {
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	} else {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	return opts
+}
+
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(partitions), 1
+	req.Topics = append(req.Topics, t)
+	req.TimeoutMillis = 30000
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", topic, err)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("creating %s: %w", topic, err)
+	}
+	return nil
+}
+
+type throughput struct {
+	Records       int     `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"` // MiB of payload per second, as the perf tools print
+}
+
+func newThroughput(n int, bytes int64, d time.Duration) throughput {
+	s := d.Seconds()
+	return throughput{Records: n, Bytes: bytes, Seconds: s, RecordsPerSec: float64(n) / s, MBPerSec: float64(bytes) / s / (1 << 20)}
+}
+
+func produce(ctx context.Context, bootstrap, topic string, partitions, n int, acks, payloadFile string) (throughput, error) {
+	payloads, err := readPayloads(payloadFile)
+	if err != nil {
+		return throughput{}, err
+	}
+	cl, err := kgo.NewClient(append(producerOpts(bootstrap, acks), kgo.DefaultProduceTopic(topic))...)
+	if err != nil {
+		return throughput{}, err
+	}
+	defer cl.Close()
+	if err := createTopic(ctx, cl, topic, partitions); err != nil {
+		return throughput{}, err
+	}
+	// Warm up metadata and the producer id before the clock starts.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: payloads[0]}).FirstErr(); err != nil {
+		return throughput{}, fmt.Errorf("warm-up produce: %w", err)
+	}
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	var bytes int64
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		p := payloads[i%len(payloads)]
+		bytes += int64(len(p))
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: p}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if e := failed.Load(); e != nil {
+		return throughput{}, fmt.Errorf("produce: %w", *e)
+	}
+	return newThroughput(n, bytes, d), nil
+}
+
+func consume(ctx context.Context, bootstrap, topic string, n int) (throughput, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		return throughput{}, err
+	}
+	defer cl.Close()
+	var got int
+	var bytes int64
+	start := time.Now()
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return throughput{}, fmt.Errorf("consumed %d of %d: %w", got, n, err)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return throughput{}, fmt.Errorf("fetch: %w", ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			bytes += int64(len(r.Value))
+		})
+	}
+	return newThroughput(got, bytes, time.Since(start)), nil
+}
+
+type latency struct {
+	Records int     `json:"records"`
+	Rate    int     `json:"rate"`
+	P50Ms   float64 `json:"p50_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	P999Ms  float64 `json:"p999_ms"`
+	MaxMs   float64 `json:"max_ms"`
+}
+
+// endToEnd produces at a fixed rate with acks=all and measures, in the
+// same process (one clock), the time from Produce to the record arriving
+// at a consumer that tails the topic.
+func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int, dur time.Duration, payloadFile string) (latency, error) {
+	payloads, err := readPayloads(payloadFile)
+	if err != nil {
+		return latency{}, err
+	}
+	prod, err := kgo.NewClient(append(producerOpts(bootstrap, "all"), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))...)
+	if err != nil {
+		return latency{}, err
+	}
+	defer prod.Close()
+	if err := createTopic(ctx, prod, topic, partitions); err != nil {
+		return latency{}, err
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: payloads[0]}).FirstErr(); err != nil {
+		return latency{}, fmt.Errorf("warm-up produce: %w", err)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return latency{}, err
+	}
+	defer cons.Close()
+	// Make sure the consumer has its positions before producing.
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	cons.PollFetches(pctx)
+	pcancel()
+
+	total := int(dur.Seconds() * float64(rate))
+	lat := make([]float64, 0, total)
+	done := make(chan error, 1)
+	go func() {
+		for len(lat) < total {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				done <- fmt.Errorf("received %d of %d: %w", len(lat), total, ctx.Err())
+				return
+			}
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) >= 8 {
+					sent := int64(binary.BigEndian.Uint64(r.Value))
+					if sent > 0 {
+						lat = append(lat, float64(now-sent)/1e6)
+					}
+				}
+			})
+		}
+		done <- nil
+	}()
+	interval := time.Second / time.Duration(rate)
+	next := time.Now()
+	var failed atomic.Pointer[error]
+	for i := 0; i < total; i++ {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(interval)
+		v := append([]byte(nil), payloads[i%len(payloads)]...)
+		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := <-done; err != nil {
+		return latency{}, err
+	}
+	if e := failed.Load(); e != nil {
+		return latency{}, fmt.Errorf("produce: %w", *e)
+	}
+	sort.Float64s(lat)
+	q := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return latency{Records: len(lat), Rate: rate, P50Ms: q(0.50), P99Ms: q(0.99), P999Ms: q(0.999), MaxMs: lat[len(lat)-1]}, nil
+}
+
+type firstAck struct {
+	AckedUnixNanos int64 `json:"acked_unix_nanos"`
+	Attempts       int   `json:"attempts"`
+}
+
+// firstProduce retries one produce (auto-creating the topic) until the
+// broker acknowledges it, and reports when that happened.
+func firstProduce(ctx context.Context, bootstrap, topic string) (firstAck, error) {
+	attempts := 0
+	for {
+		attempts++
+		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic),
+			kgo.RecordDeliveryTimeout(2*time.Second), kgo.RetryTimeout(2*time.Second), kgo.DialTimeout(time.Second))
+		if err != nil {
+			return firstAck{}, err
+		}
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err = cl.ProduceSync(actx, &kgo.Record{Value: []byte("first")}).FirstErr()
+		cancel()
+		cl.Close()
+		if err == nil {
+			return firstAck{AckedUnixNanos: time.Now().UnixNano(), Attempts: attempts}, nil
+		}
+		if ctx.Err() != nil {
+			return firstAck{}, fmt.Errorf("no produce acknowledged after %d attempts: %w", attempts, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

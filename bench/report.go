@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// Machine describes where the numbers were taken.
+type Machine struct {
+	CPUModel string
+	Cores    int
+	MemGiB   float64
+	Kernel   string
+}
+
+// DescribeMachine reads /proc for the report.
+func DescribeMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), CPUModel: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "MemTotal:") {
+				var kb float64
+				fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "MemTotal:")), "%f", &kb)
+				m.MemGiB = kb / (1 << 20)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func median(vs []float64) float64 {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// figureOrder lists figures in the order the rounds first produced them.
+func figureOrder(rounds []Round) []string {
+	var names []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	add(figStartup)
+	for _, w := range produceWorkloads() {
+		add(w.name() + " records/s")
+		add(w.name() + " MB/s")
+	}
+	for _, r := range rounds {
+		keys := make([]string, 0, len(r.Figures))
+		for k := range r.Figures {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k != figCPU && k != figRSS {
+				add(k)
+			}
+		}
+	}
+	add(figCPU)
+	add(figRSS)
+	return names
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// Render writes RESULTS.md for run.
+func Render(run *Run, m Machine, commit string) []byte {
+	var b bytes.Buffer
+	cfg := run.Config
+	b.WriteString("# Benchmark results\n\n")
+	b.WriteString("Written by `make bench TARGET=" + strings.Join(cfg.Targets, "|") + "` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n")
+	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
+	fmt.Fprintf(&b, "- commit: %s\n", commit)
+	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s\n", m.Cores, m.CPUModel, m.MemGiB, m.Kernel)
+	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d rounds; every round starts each broker fresh (new data dir, new ports)\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
+	if cfg.BrokerCPU != "" {
+		fmt.Fprintf(&b, "- pinning: the broker runs under `taskset -c %s`; every load generator (perf tools, franz-go) and topic creation under `taskset -c %s`. Broker and load share this 2-core machine, so each gets one core.\n", cfg.BrokerCPU, cfg.LoadCPU)
+	} else {
+		b.WriteString("- pinning: none (taskset not available)\n")
+	}
+	fmt.Fprintf(&b, "- Apache Kafka %s: kafka_2.13 jars from Maven Central, KRaft combined mode, `-Xms1G -Xmx1G` and kafka-server-start.sh's G1 flags, the 4.3.1 sample server.properties\n", "4.3.1")
+	b.WriteString("- Gregor: `./cmd/gregor` built from this commit, started with the overrides in integration/target.go\n")
+	fmt.Fprintf(&b, "- payloads: %s; each throughput workload sends %d records (%d MiB of payload)\n", run.Payload, cfg.Records, cfg.Records/1024)
+	b.WriteString("- consume rates from kafka-consumer-perf-test are its fetch.* columns (group join time excluded); franz-go consumes without a group\n")
+	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over all workloads of a round, divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); peak RSS is VmHWM at the end of the round\n\n")
+
+	var targets []string
+	for _, t := range []string{"gregor", "kafka"} {
+		targets = append(targets, t)
+	}
+	vals := map[string]map[string][]float64{}
+	errs := map[string][]string{}
+	for _, r := range run.Rounds {
+		if vals[r.Target] == nil {
+			vals[r.Target] = map[string][]float64{}
+		}
+		for k, v := range r.Figures {
+			vals[r.Target][k] = append(vals[r.Target][k], v)
+		}
+		for _, e := range r.Errors {
+			errs[r.Target] = append(errs[r.Target], fmt.Sprintf("round %d: %s", r.Round, e))
+		}
+	}
+	ran := map[string]bool{}
+	for _, t := range cfg.Targets {
+		ran[t] = true
+	}
+	b.WriteString("## Medians\n\n| figure | gregor | kafka | gregor/kafka | rounds (gregor) | rounds (kafka) |\n|---|---|---|---|---|---|\n")
+	for _, f := range figureOrder(run.Rounds) {
+		cellFor := func(t string) (string, float64, string) {
+			if !ran[t] {
+				return "not run", 0, ""
+			}
+			vs := vals[t][f]
+			if len(vs) == 0 {
+				return "failed", 0, ""
+			}
+			var raw []string
+			for _, v := range vs {
+				raw = append(raw, fmtNum(v))
+			}
+			md := median(vs)
+			return fmtNum(md), md, strings.Join(raw, ", ")
+		}
+		g, gm, graw := cellFor("gregor")
+		k, km, kraw := cellFor("kafka")
+		ratio := "–"
+		if gm > 0 && km > 0 {
+			ratio = fmt.Sprintf("%.2f", gm/km)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f, g, k, ratio, graw, kraw)
+	}
+	b.WriteString("\nHigher is better for records/s and MB/s; lower is better for latency, start-up, CPU and RSS.\n")
+	for _, t := range targets {
+		if len(errs[t]) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## Failures (%s)\n\n", t)
+		for _, e := range errs[t] {
+			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(e, "|", "\\|"))
+		}
+	}
+	b.WriteString("\n## Exact command lines\n\n")
+	b.WriteString("As run in the first round (ports and paths change every round). `loadgen` is `bench/loadgen` built into `.cache/bin/`; `payloads.txt` is written by `loadgen payloads -n 10000 -size 1024`.\n\n```\n")
+	for _, c := range run.Commands {
+		b.WriteString(c + "\n")
+	}
+	b.WriteString("```\n")
+	return b.Bytes()
+}
