@@ -852,3 +852,7 @@ func BuildLogConfig(base, overrides map[string]string) (LogConfig, error) {
 	}
 	return lc, nil
 }
+
+// GzipLevelValidator is the validator of compression.gzip.level, which the
+// broker key of the same name shares.
+func GzipLevelValidator() ConfigValidator { return gzipLevelValidator }
