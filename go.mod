@@ -2,4 +2,9 @@ module github.com/gregorbroker/gregor
 
 go 1.26.8
 
-require github.com/twmb/franz-go/pkg/kmsg v1.15.1
+require (
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	go.etcd.io/raft/v3 v3.7.0
+	google.golang.org/protobuf v1.36.11
+)
