@@ -96,7 +96,9 @@ func TestUpdateFeatures(t *testing.T) {
 			return upd(1, MetadataVersionFeature, 20, upgradeTypeSafeDowngrade, false)
 		}, kerr.InvalidUpdateVersion.Code,
 			"The update failed for all features since the following feature had an error: Invalid metadata.version 20. Refusing to perform the requested downgrade because it might delete metadata information.", 1},
-		{"safe downgrade", func() *kmsg.UpdateFeaturesResponse { return upd(1, "group.version", 0, upgradeTypeSafeDowngrade, false) }, 0, "", 0},
+		{"safe downgrade", func() *kmsg.UpdateFeaturesResponse {
+			return upd(1, "group.version", 0, upgradeTypeSafeDowngrade, false)
+		}, 0, "", 0},
 		{"v0 upgrade", func() *kmsg.UpdateFeaturesResponse { return upd(0, "group.version", 1, upgradeTypeUpgrade, false) }, 0, "", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
