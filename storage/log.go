@@ -119,8 +119,8 @@ type Log struct {
 	scratch   []appendedBatch
 	// storedScratch holds the batches of the append in progress.
 	storedScratch [][]byte
-	closed    bool
-	deletions []*pendingDeletion
+	closed        bool
+	deletions     []*pendingDeletion
 
 	flushMu sync.Mutex
 
@@ -566,7 +566,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 				return l.errorResult(), nil, fmt.Errorf("replicated batch %d-%d, log end %d: %w", h.BaseOffset, h.LastOffset(), next, ErrUnexpectedAppendOffset)
 			}
 		} else {
-			out, info, recErrs, err := protocol.ValidateBatch(batch, validateOptions(cfg, now, origin))
+			out, info, recErrs, err := protocol.ValidateBatch(batch, l.validateOptions(cfg, now, origin))
 			if err != nil {
 				return l.errorResult(), recErrs, err
 			}
@@ -672,8 +672,11 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 	return res, nil, nil
 }
 
-func validateOptions(cfg LogConfig, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
+func (l *Log) validateOptions(cfg LogConfig, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
 	return protocol.ValidateOptions{
+		SegmentBytes:         cfg.SegmentBytes,
+		Topic:                l.tp.Topic,
+		Partition:            l.tp.Partition,
 		NowMs:                nowMs,
 		LogAppendTime:        cfg.LogAppendTime,
 		TimestampBeforeMaxMs: cfg.MessageTimestampBeforeMaxMs,
@@ -700,7 +703,7 @@ func targetCodec(compressionType string) protocol.Codec {
 	case "zstd":
 		return protocol.CodecZstd
 	}
-	return -1
+	return protocol.TargetCodecProducer
 }
 
 // roll closes the active segment for appends and starts a new one at

@@ -38,7 +38,7 @@ type producerBatch struct {
 	timestamp   int64
 }
 
-func (b producerBatch) firstSeq() int32     { return decrementSequence(b.lastSeq, b.offsetDelta) }
+func (b producerBatch) firstSeq() int32    { return decrementSequence(b.lastSeq, b.offsetDelta) }
 func (b producerBatch) firstOffset() int64 { return b.lastOffset - int64(b.offsetDelta) }
 
 // incrementSequence and decrementSequence wrap at MaxInt32 as Kafka's

@@ -512,7 +512,6 @@ func (s *segment) removeDeleted() error {
 	return err
 }
 
-
 // findByTimestamp finds the first record at or after startOffset whose
 // timestamp is >= ts (Kafka's LogSegment.findOffsetByTimestamp): the time
 // index narrows the start, then batches whose max timestamp reaches ts are
