@@ -235,20 +235,6 @@ func (x *offsetIndex) lookup(target int64) (offset, pos int64) {
 	return x.entry(i)
 }
 
-// lookupPosition returns the last entry whose position is <= pos.
-func (x *offsetIndex) lookupPosition(pos int64) (offset, position int64) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	i := sort.Search(x.entries, func(i int) bool {
-		_, p := x.entry(i)
-		return p > pos
-	}) - 1
-	if i < 0 {
-		return x.baseOffset, 0
-	}
-	return x.entry(i)
-}
-
 func (x *offsetIndex) append(offset, pos int64) error {
 	var e [offsetIndexEntrySize]byte
 	binary.BigEndian.PutUint32(e[:], uint32(offset-x.baseOffset))

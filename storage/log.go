@@ -133,7 +133,6 @@ type Log struct {
 	logStartOffset atomic.Int64
 	highWatermark  atomic.Int64
 	recoveryPoint  atomic.Int64
-	unflushed      atomic.Int64 // messages appended since the last flush
 	lastFlushMs    atomic.Int64
 	failure        atomic.Pointer[error]
 
@@ -300,7 +299,6 @@ func (l *Log) load(opts LogOptions) error {
 					return err
 				}
 			}
-			bases = bases[:i+1]
 			break
 		}
 	}

@@ -24,14 +24,13 @@ func TestSequenceArithmeticWraps(t *testing.T) {
 
 func TestIdempotentProducerRules(t *testing.T) {
 	type step struct {
-		epoch   int16
-		seq     int32
-		n       int
-		origin  AppendOrigin
-		err     *kerr.Error
-		dupOf   int // index of the step whose offsets a duplicate returns
-		isDup   bool
-		comment string
+		epoch  int16
+		seq    int32
+		n      int
+		origin AppendOrigin
+		err    *kerr.Error
+		dupOf  int // index of the step whose offsets a duplicate returns
+		isDup  bool
 	}
 	cases := []struct {
 		name  string
