@@ -134,6 +134,7 @@ type Log struct {
 	highWatermark  atomic.Int64
 	recoveryPoint  atomic.Int64
 	lastFlushMs    atomic.Int64
+	dirDirty       atomic.Bool // a segment was created since the last dir fsync
 	failure        atomic.Pointer[error]
 
 	bg sync.WaitGroup
@@ -180,8 +181,13 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	}
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
-	if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
+	if _, err := l.fsys.Stat(l.dir); errors.Is(err, fs.ErrNotExist) {
+		if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
+		}
+		if err := l.fsys.SyncDir(filepath.Dir(l.dir)); err != nil {
+			return nil, fmt.Errorf("syncing %s: %w", filepath.Dir(l.dir), err)
+		}
 	}
 	if err := l.checkPartitionMetadata(); err != nil {
 		return nil, err
@@ -335,7 +341,9 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	l.logEndOffset.Store(leo)
 	l.logStartOffset.Store(start)
-	if l.epochs.truncateFromEnd(leo) || l.epochs.truncateFromStart(start) || recovering {
+	endCut := l.epochs.truncateFromEnd(leo)
+	startCut := l.epochs.truncateFromStart(start)
+	if endCut || startCut || recovering {
 		if err := l.epochs.write(); err != nil {
 			return err
 		}
@@ -360,6 +368,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	l.lastFlushMs.Store(nowMs)
+	l.dirDirty.Store(true) // the active segment's files may be new
 	return nil
 }
 
@@ -441,6 +450,7 @@ func (l *Log) replaceAllSegments(base, nowMs int64) error {
 	l.segMu.Lock()
 	l.segments = []*segment{seg}
 	l.segMu.Unlock()
+	l.dirDirty.Store(true)
 	return nil
 }
 
@@ -710,22 +720,15 @@ func targetCodec(compressionType string) protocol.Codec {
 func (l *Log) roll(newBase, nowMs int64) error {
 	cfg := l.config()
 	old := l.active()
-	if old.size.Load() == 0 {
-		// An empty active segment is replaced rather than kept.
-		if old.baseOffset == newBase {
-			return nil
-		}
-		l.segMu.Lock()
-		l.segments = l.segments[:len(l.segments)-1]
-		l.segMu.Unlock()
-		if err := old.close(); err != nil {
+	// An empty active segment is replaced rather than kept.
+	replace := old.size.Load() == 0
+	if replace && old.baseOffset == newBase {
+		return nil
+	}
+	if !replace {
+		if err := old.onBecomeInactive(); err != nil {
 			return err
 		}
-		if err := removeSegmentFiles(l.fsys, l.dir, old.baseOffset); err != nil {
-			return err
-		}
-	} else if err := old.onBecomeInactive(); err != nil {
-		return err
 	}
 	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {
 		return err
@@ -736,8 +739,21 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	}
 	seg.rollJitterMs = jitter(cfg)
 	l.segMu.Lock()
-	l.segments = append(l.segments, seg)
+	if replace {
+		l.segments[len(l.segments)-1] = seg
+	} else {
+		l.segments = append(l.segments, seg)
+	}
 	l.segMu.Unlock()
+	l.dirDirty.Store(true)
+	if replace {
+		if err := old.close(); err != nil {
+			return err
+		}
+		if err := removeSegmentFiles(l.fsys, l.dir, old.baseOffset); err != nil {
+			return err
+		}
+	}
 	if l.producers.mapEndOffset < newBase {
 		l.producers.mapEndOffset = newBase
 	}
@@ -818,6 +834,12 @@ func (l *Log) flushUpTo(offset int64) error {
 				continue // removed meanwhile: nothing left to make durable
 			}
 			return l.fail(err)
+		}
+	}
+	// New segment files are durable only once their directory entries are.
+	if l.dirDirty.Swap(false) {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("syncing %s: %w", l.dir, err))
 		}
 	}
 	for {
@@ -1030,7 +1052,11 @@ func (l *Log) TruncateTo(offset int64) error {
 			}
 		}
 		seg := l.active()
-		if err := seg.truncateTo(offset, int64(cfg.IndexIntervalBytes)); err != nil {
+		// Readers are kept out while the file shrinks under them.
+		l.segMu.Lock()
+		err := seg.truncateTo(offset, int64(cfg.IndexIntervalBytes))
+		l.segMu.Unlock()
+		if err != nil {
 			return l.fail(err)
 		}
 		if err := seg.becomeActive(int64(cfg.SegmentIndexBytes)); err != nil {
