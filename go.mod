@@ -11,3 +11,5 @@ require (
 	go.etcd.io/raft/v3 v3.7.0
 	google.golang.org/protobuf v1.36.11
 )
+
+require github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect

@@ -228,9 +228,17 @@ func (m *Manager) openDir(path string) *logDir {
 
 const deleteDirSuffix = "-delete"
 
+// MetadataLogDirName is the controller's raft log dir, which lives in a
+// log dir like a partition but belongs to the controller: the manager never
+// opens, lists or deletes it.
+const MetadataLogDirName = "__cluster_metadata-0"
+
 // parsePartitionDir parses <topic>-<partition>; future and stray replica
-// dirs (with a '.' suffix) are not partitions.
+// dirs (with a '.' suffix) and the metadata log are not partitions.
 func parsePartitionDir(name string) (TopicPartition, bool) {
+	if name == MetadataLogDirName {
+		return TopicPartition{}, false
+	}
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 || strings.ContainsRune(name[i:], '.') {
 		return TopicPartition{}, false

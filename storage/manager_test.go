@@ -216,3 +216,24 @@ func TestParsePartitionDir(t *testing.T) {
 		t.Fatalf("%v", tp)
 	}
 }
+
+// The controller's metadata log shares a log dir with the partitions; the
+// manager must never treat it as a partition (a stray-log sweep would
+// delete the raft log).
+func TestManagerIgnoresMetadataLogDir(t *testing.T) {
+	fsys := NewMemFS()
+	if err := fsys.MkdirAll("/data/__cluster_metadata-0", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := OpenManager(ManagerOptions{FS: fsys, Dirs: []string{"/data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got := m.OnDisk(); len(got) != 0 {
+		t.Fatalf("metadata log listed as a partition: %v", got)
+	}
+	if _, ok := parsePartitionDir("__cluster_metadata-0"); ok {
+		t.Fatal("metadata log parsed as a partition")
+	}
+}

@@ -41,7 +41,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		DefaultReplicationFactor: s.brokerOpts.DefaultReplicationFactor,
 		Schema:                   s.schema,
 		SupportedFeatures:        s.supportedFeatures,
-		Logger:                   log.With("component", "controller"),
+		Logger:                   log,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the controller: %w", err)
