@@ -206,12 +206,12 @@ func RecordsSection(batch []byte, h BatchHeader, scratch *[]byte, limit int) ([]
 		return nil, &ValidationError{Code: kerr.UnsupportedCompressionType,
 			Message: fmt.Sprintf("Unknown compression type id: %d", int8(codec))}
 	}
-	var local []byte
-	if scratch == nil {
-		scratch = &local
+	var buf []byte
+	if scratch != nil {
+		buf = (*scratch)[:0]
 	}
-	out, err := AppendDecompressed((*scratch)[:0], codec, raw, limit)
-	if cap(out) > cap(*scratch) {
+	out, err := AppendDecompressed(buf, codec, raw, limit)
+	if scratch != nil && cap(out) > cap(*scratch) {
 		*scratch = out[:0]
 	}
 	if err != nil {

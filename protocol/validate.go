@@ -386,7 +386,9 @@ func scanRecords(records []byte, h BatchHeader, opts *ValidateOptions) (recordSc
 		}
 		if ts > scan.maxTimestamp {
 			scan.maxTimestamp = ts
-			scan.offsetDeltaOfMax = rec.OffsetDelta
+			// The index, not the record's own delta: the two differ
+			// only when the batch is renumbered on rebuild.
+			scan.offsetDeltaOfMax = index
 		}
 	}
 	if len(scan.recordErrors) == 0 {
