@@ -332,10 +332,14 @@ type zstdReader struct {
 	zr  *zstd.Decoder
 }
 
-// zstdMaxWindow bounds the history a frame may ask the decoder to keep.
-// zstd-jni refuses windows above 2^27 by default; producers at ordinary
-// levels use 2^21-2^23.
-const zstdMaxWindow = 1 << 27
+// zstdMaxWindow bounds the history a frame may make the decoder allocate:
+// a ten-byte frame can declare any window up to this, and the decoder
+// allocates it up front. Producers use 2 MiB (zstd level 3, Kafka's
+// default) to 8 MiB (level 19); single-segment frames (kgo) have a window
+// as large as the batch. zstd-jni would accept up to 128 MiB; frames above
+// 16 MiB (ultra levels, long-distance matching) are refused here with
+// CORRUPT_MESSAGE so that hostile frames cost little memory.
+const zstdMaxWindow = 16 << 20
 
 func unzstd(dst, src []byte, limit int) ([]byte, error) {
 	zr, _ := zstdReaders.Get().(*zstdReader)

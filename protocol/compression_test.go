@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/golang/snappy"
@@ -185,5 +186,28 @@ func TestDecompressReusesScratch(t *testing.T) {
 		if &out[:1][0] != &scratch[:1][0] {
 			t.Errorf("%s: did not decompress into the scratch buffer", c)
 		}
+	}
+}
+
+// A zstd frame of a few bytes can declare a huge window, which the decoder
+// allocates before reading any data.
+func TestZstdHostileWindow(t *testing.T) {
+	frame := func(windowExp byte) []byte {
+		// Magic, descriptor (no content size, not single segment),
+		// window 2^(10+exp), then one last RLE block of a single 'a'.
+		return []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, windowExp << 3, 0x0B, 0x00, 0x00, 'a'}
+	}
+	if _, err := AppendDecompressed(nil, CodecZstd, frame(17), 0); err == nil {
+		t.Fatal("accepted a 128 MiB window")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out, err := AppendDecompressed(nil, CodecZstd, frame(14), 0) // 16 MiB
+	runtime.ReadMemStats(&after)
+	if err != nil || string(out) != "a" {
+		t.Fatalf("16 MiB window: %q %v", out, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 40<<20 {
+		t.Fatalf("one frame allocated %d MiB", grew>>20)
 	}
 }
