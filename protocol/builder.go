@@ -201,6 +201,24 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	return out, nil
 }
 
+// EndTxnMarkerBatch returns the control batch that ends a transaction on a
+// partition: one COMMIT or ABORT record, transactional, no sequence, as
+// Kafka's MemoryRecords.withEndTransactionMarker writes it.
+func EndTxnMarkerBatch(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, timestampMs int64) []byte {
+	typ := ControlAbort
+	if commit {
+		typ = ControlCommit
+	}
+	b := NewBatchBuilder(CodecNone).SetProducer(producerID, producerEpoch, NoSequence).SetTransactional(true).SetControl(true)
+	b.Add(ControlRecordKey(typ), EndTxnMarkerValue(coordinatorEpoch), nil, timestampMs)
+	out, err := b.Build()
+	if err != nil {
+		// Unreachable: one record, no compression.
+		panic(fmt.Sprintf("protocol: building an end transaction marker: %v", err))
+	}
+	return out
+}
+
 // ControlRecordType is the type in a control record's key.
 type ControlRecordType int16
 

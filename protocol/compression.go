@@ -142,11 +142,21 @@ func gunzip(dst, src []byte, limit int) ([]byte, error) {
 	if err := gr.zr.Reset(&gr.src); err != nil {
 		return dst, fmt.Errorf("reading gzip header: %w", err)
 	}
-	out, err := readBounded(dst, &gr.zr, limit, 4*len(src))
-	if err != nil {
-		return out, fmt.Errorf("decompressing gzip: %w", err)
+	// Java's GZIPInputStream reads concatenated members and ignores
+	// whatever follows the last one if it is not a gzip header; do the
+	// same, one member at a time.
+	start := len(dst)
+	for {
+		gr.zr.Multistream(false)
+		var err error
+		dst, err = readBounded(dst, &gr.zr, limit-(len(dst)-start), 4*len(src))
+		if err != nil {
+			return dst, fmt.Errorf("decompressing gzip: %w", err)
+		}
+		if gr.src.Len() == 0 || gr.zr.Reset(&gr.src) != nil {
+			return dst, nil
+		}
 	}
-	return out, nil
 }
 
 func appendGzip(dst, src []byte) ([]byte, error) {

@@ -211,3 +211,20 @@ func TestZstdHostileWindow(t *testing.T) {
 		t.Fatalf("one frame allocated %d MiB", grew>>20)
 	}
 }
+
+func TestGzipMembersAndTrailingBytes(t *testing.T) {
+	a, _ := AppendCompressed(nil, CodecGzip, []byte("first "))
+	b, _ := AppendCompressed(nil, CodecGzip, []byte("second"))
+	got, err := AppendDecompressed(nil, CodecGzip, append(bytes.Clone(a), b...), 0)
+	if err != nil || string(got) != "first second" {
+		t.Fatalf("two members: %q %v", got, err)
+	}
+	got, err = AppendDecompressed(nil, CodecGzip, append(bytes.Clone(a), "junk"...), 0)
+	if err != nil || string(got) != "first " {
+		t.Fatalf("trailing junk: %q %v", got, err)
+	}
+	// The limit covers all members together.
+	if _, err := AppendDecompressed(nil, CodecGzip, append(bytes.Clone(a), b...), 8); !errors.Is(err, ErrDecompressedTooLarge) {
+		t.Fatalf("limit across members: %v", err)
+	}
+}
