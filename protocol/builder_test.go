@@ -97,3 +97,26 @@ func TestVarintSize(t *testing.T) {
 		}
 	}
 }
+
+func TestBuilderKeepsOffsetGaps(t *testing.T) {
+	b := NewBatchBuilder(CodecGzip)
+	for _, d := range []int32{0, 3, 7} {
+		if err := b.AddWithOffsetDelta(d, []byte{byte(d)}, nil, nil, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.AddWithOffsetDelta(7, nil, nil, nil, now); err == nil {
+		t.Fatal("accepted a repeated offset delta")
+	}
+	b.Add([]byte{8}, nil, nil, now) // continues after the last delta
+	batch, _ := b.Build()
+	rb, recs := kgoDecode(t, batch)
+	if rb.LastOffsetDelta != 8 || rb.NumRecords != 4 {
+		t.Fatalf("header %+v", rb)
+	}
+	for i, want := range []int32{0, 3, 7, 8} {
+		if recs[i].OffsetDelta != want || recs[i].Key[0] != byte(want) {
+			t.Fatalf("record %d: %+v", i, recs[i])
+		}
+	}
+}
