@@ -107,6 +107,7 @@ func TestRecordStructureErrors(t *testing.T) {
 		{"null header key", rawRecord([]byte{0}, vi(0), vi(0), vi(-1), vi(-1), vi(1), vi(-1), vi(-1)), 1, "Invalid negative header key size"},
 		{"offset delta beyond int32", rawRecord([]byte{0}, vi(0), vi(1<<40), vi(-1), vi(-1), vi(0)), 1, "invalid record structure"},
 		{"empty body", rawRecord(), 1, "invalid record structure"},
+		{"negative count", nil, -1, "Found invalid record count -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
