@@ -90,7 +90,7 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 // so that memory never runs ahead of the bound.
 func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, error) {
 	start := len(dst)
-	for {
+	for stalls := 0; ; {
 		if cap(dst)-len(dst) < 512 {
 			grow := max(cap(dst), sizeHint, 16<<10)
 			// One byte past the limit is enough to detect overflow.
@@ -104,6 +104,15 @@ func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, erro
 		end := min(cap(dst), start+limit+1)
 		n, err := r.Read(dst[len(dst):end])
 		dst = dst[:len(dst)+n]
+		if n == 0 && err == nil {
+			// io.Reader allows this but a decoder that keeps doing it
+			// would spin forever.
+			if stalls++; stalls > 100 {
+				return dst, io.ErrNoProgress
+			}
+			continue
+		}
+		stalls = 0
 		if len(dst)-start > limit {
 			return dst, ErrDecompressedTooLarge
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 
@@ -126,6 +127,23 @@ func TestLZ4FrameMatchesKafka(t *testing.T) {
 	if !bytes.HasSuffix(enc, []byte{0, 0, 0, 0}) {
 		t.Fatalf("frame does not end with the end mark alone: % x", enc[len(enc)-8:])
 	}
+	// The whole descriptor, header checksum included, is what
+	// Lz4BlockOutputStream writes for magic v2.
+	kafkaHeader := []byte{0x04, 0x22, 0x4D, 0x18, 0x60, 0x40, 0x82}
+	if !bytes.Equal(enc[:7], kafkaHeader) {
+		t.Fatalf("descriptor % x", enc[:7])
+	}
+	// A frame as Kafka writes an incompressible block: the block size
+	// with the high bit set, then the bytes as they are.
+	payload := []byte("stored, not compressed")
+	frame := bytes.Clone(kafkaHeader)
+	frame = binary.LittleEndian.AppendUint32(frame, uint32(len(payload))|0x80000000)
+	frame = append(frame, payload...)
+	frame = binary.LittleEndian.AppendUint32(frame, 0)
+	got, err := AppendDecompressed(nil, CodecLZ4, frame, 0)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("Kafka-style stored block: %q %v", got, err)
+	}
 }
 
 func TestDecompressionBombs(t *testing.T) {
@@ -226,5 +244,15 @@ func TestGzipMembersAndTrailingBytes(t *testing.T) {
 	// The limit covers all members together.
 	if _, err := AppendDecompressed(nil, CodecGzip, append(bytes.Clone(a), b...), 8); !errors.Is(err, ErrDecompressedTooLarge) {
 		t.Fatalf("limit across members: %v", err)
+	}
+}
+
+type stallingReader struct{}
+
+func (stallingReader) Read([]byte) (int, error) { return 0, nil }
+
+func TestReadBoundedStopsOnStalls(t *testing.T) {
+	if _, err := readBounded(nil, stallingReader{}, 100, 0); !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("got %v", err)
 	}
 }
