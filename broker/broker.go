@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -146,7 +147,17 @@ func (b *Broker) Shutdown() {
 // endpoints returns this broker's advertised endpoints as the controller
 // records them.
 func (b *Broker) endpoints() []controller.Endpoint {
-	return b.opts.Advertised
+	bound := b.server.Addrs()
+	out := make([]controller.Endpoint, 0, len(b.opts.Advertised))
+	for _, ep := range b.opts.Advertised {
+		// A listener configured with port 0 is advertised with the port
+		// it was given.
+		if a, ok := bound[ep.Name].(*net.TCPAddr); ok && ep.Port == 0 {
+			ep.Port = int32(a.Port)
+		}
+		out = append(out, ep)
+	}
+	return out
 }
 
 // register registers this broker with the controller (a BrokerRegistration

@@ -30,6 +30,7 @@ type partition struct {
 	leaderEpoch int32
 	replicas    []int32
 	isr         []int32
+	config      storage.LogConfig
 	// waiters are long-poll fetches to wake when the high watermark moves.
 	waiters map[chan struct{}]struct{}
 }
@@ -39,6 +40,13 @@ func (p *partition) leadership() (leader, epoch int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.leader, p.leaderEpoch
+}
+
+// logConfig is the partition's effective topic configuration.
+func (p *partition) logConfig() storage.LogConfig {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.config
 }
 
 func (p *partition) isrSize() int {
@@ -174,6 +182,7 @@ func (rm *replicaManager) reconcile(img *controller.Image, first bool) error {
 			part.mu.Lock()
 			part.leader, part.leaderEpoch = p.Leader, p.LeaderEpoch
 			part.replicas, part.isr = p.Replicas, p.ISR
+			part.config = cfg
 			part.mu.Unlock()
 			if p.Leader == self {
 				// A single in-sync replica: the leader's log end is

@@ -142,7 +142,7 @@ func (b *Broker) producePartition(img *controller.Image, r *request, req *kmsg.P
 		return fail(kerr.InvalidRecord, err.Error())
 	}
 	if req.Acks == -1 {
-		cfg := b.opts.Configs.LogConfig(img, topic.Name)
+		cfg := part.logConfig()
 		if part.isrSize() < int(cfg.MinInsyncReplicas) {
 			return fail(kerr.NotEnoughReplicas, fmt.Sprintf("The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", part.isrSize(), cfg.MinInsyncReplicas, tp.Topic, tp.Partition))
 		}
