@@ -90,7 +90,10 @@ func (b *Broker) listOffset(topicExists bool, tp storage.TopicPartition, p kmsg.
 		rp.Offset, rp.LeaderEpoch = l.HighWatermark(), epoch
 	case listEarliest, listEarliestLocal:
 		start := l.LogStartOffset()
-		rp.Offset, rp.LeaderEpoch = start, l.EpochForOffset(start)
+		rp.Offset = start
+		if ep, ok := l.EpochForOffset(start); ok {
+			rp.LeaderEpoch = ep
+		}
 	case listMaxTimestamp:
 		off, ts, ep := l.MaxTimestamp()
 		rp.Offset, rp.Timestamp, rp.LeaderEpoch = off, ts, ep

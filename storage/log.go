@@ -1000,10 +1000,6 @@ func (l *Log) MaxTimestamp() (offset, timestamp int64, leaderEpoch int32) {
 	return offset, timestamp, leaderEpoch
 }
 
-// EpochForOffset returns the leader epoch of the batch holding offset
-// (-1 when unknown), from the leader epoch cache.
-func (l *Log) EpochForOffset(offset int64) int32 { return -1 }
-
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from the leader epoch cache.
 func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) {
 	return l.epochs.endOffsetFor(epoch, l.logEndOffset.Load())
