@@ -33,6 +33,7 @@ type BatchBuilder struct {
 
 	records       []byte // encoded records, uncompressed
 	count         int32
+	lastDelta     int32 // offset delta of the last record added, -1 before any
 	baseTimestamp int64
 	maxTimestamp  int64
 }
@@ -81,6 +82,7 @@ func (b *BatchBuilder) SetLogAppendTime(ms int64) *BatchBuilder {
 func (b *BatchBuilder) Reset() {
 	b.records = b.records[:0]
 	b.count = 0
+	b.lastDelta = -1
 	b.baseTimestamp = noTimestamp
 	b.maxTimestamp = noTimestamp
 }
@@ -92,9 +94,24 @@ func (b *BatchBuilder) NumRecords() int { return int(b.count) }
 // callers use it to decide when to start another batch.
 func (b *BatchBuilder) UncompressedSize() int { return BatchHeaderSize + len(b.records) }
 
-// Add appends a record. A nil key or value is written as null; a nil header
-// value as a null value. The bytes are copied.
+// Add appends a record at the next offset. A nil key or value is written
+// as null; a nil header value as a null value. The bytes are copied.
 func (b *BatchBuilder) Add(key, value []byte, headers []RecordHeader, timestampMs int64) {
+	b.add(b.lastDelta+1, key, value, headers, timestampMs)
+}
+
+// AddWithOffsetDelta appends a record at an explicit offset delta, for
+// writers that must keep records' original offsets (log compaction leaves
+// gaps). Deltas must increase strictly.
+func (b *BatchBuilder) AddWithOffsetDelta(offsetDelta int32, key, value []byte, headers []RecordHeader, timestampMs int64) error {
+	if offsetDelta <= b.lastDelta {
+		return fmt.Errorf("offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+	}
+	b.add(offsetDelta, key, value, headers, timestampMs)
+	return nil
+}
+
+func (b *BatchBuilder) add(delta int32, key, value []byte, headers []RecordHeader, timestampMs int64) {
 	if b.count == 0 {
 		b.baseTimestamp = timestampMs
 	}
@@ -102,7 +119,7 @@ func (b *BatchBuilder) Add(key, value []byte, headers []RecordHeader, timestampM
 		b.maxTimestamp = timestampMs
 	}
 	tsDelta := timestampMs - b.baseTimestamp
-	offsetDelta := int64(b.count)
+	offsetDelta := int64(delta)
 
 	body := 1 + varintSize(tsDelta) + varintSize(offsetDelta) +
 		nullableSize(key) + nullableSize(value) + varintSize(int64(len(headers)))
@@ -125,6 +142,7 @@ func (b *BatchBuilder) Add(key, value []byte, headers []RecordHeader, timestampM
 	}
 	b.records = r
 	b.count++
+	b.lastDelta = delta
 }
 
 func varintSize(v int64) int {
@@ -190,7 +208,7 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	SetPartitionLeaderEpoch(out, NoPartitionLeaderEpoch)
 	out[batchMagicPos] = 2
 	be.PutUint16(out[batchAttributesPos:], attrs)
-	be.PutUint32(out[batchLastOffsetDeltaPos:], uint32(b.count-1))
+	be.PutUint32(out[batchLastOffsetDeltaPos:], uint32(b.lastDelta))
 	be.PutUint64(out[batchBaseTimestampPos:], uint64(b.baseTimestamp))
 	be.PutUint64(out[batchMaxTimestampPos:], uint64(maxTs))
 	be.PutUint64(out[batchProducerIDPos:], uint64(b.producerID))
@@ -199,6 +217,24 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	be.PutUint32(out[batchRecordCountPos:], uint32(b.count))
 	be.PutUint32(out[batchCRCPos:], ComputeBatchCRC(out))
 	return out, nil
+}
+
+// EndTxnMarkerBatch returns the control batch that ends a transaction on a
+// partition: one COMMIT or ABORT record, transactional, no sequence, as
+// Kafka's MemoryRecords.withEndTransactionMarker writes it.
+func EndTxnMarkerBatch(producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32, timestampMs int64) []byte {
+	typ := ControlAbort
+	if commit {
+		typ = ControlCommit
+	}
+	b := NewBatchBuilder(CodecNone).SetProducer(producerID, producerEpoch, NoSequence).SetTransactional(true).SetControl(true)
+	b.Add(ControlRecordKey(typ), EndTxnMarkerValue(coordinatorEpoch), nil, timestampMs)
+	out, err := b.Build()
+	if err != nil {
+		// Unreachable: one record, no compression.
+		panic(fmt.Sprintf("protocol: building an end transaction marker: %v", err))
+	}
+	return out
 }
 
 // ControlRecordType is the type in a control record's key.

@@ -90,7 +90,7 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 // so that memory never runs ahead of the bound.
 func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, error) {
 	start := len(dst)
-	for {
+	for stalls := 0; ; {
 		if cap(dst)-len(dst) < 512 {
 			grow := max(cap(dst), sizeHint, 16<<10)
 			// One byte past the limit is enough to detect overflow.
@@ -104,6 +104,15 @@ func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, erro
 		end := min(cap(dst), start+limit+1)
 		n, err := r.Read(dst[len(dst):end])
 		dst = dst[:len(dst)+n]
+		if n == 0 && err == nil {
+			// io.Reader allows this but a decoder that keeps doing it
+			// would spin forever.
+			if stalls++; stalls > 100 {
+				return dst, io.ErrNoProgress
+			}
+			continue
+		}
+		stalls = 0
 		if len(dst)-start > limit {
 			return dst, ErrDecompressedTooLarge
 		}
@@ -142,11 +151,21 @@ func gunzip(dst, src []byte, limit int) ([]byte, error) {
 	if err := gr.zr.Reset(&gr.src); err != nil {
 		return dst, fmt.Errorf("reading gzip header: %w", err)
 	}
-	out, err := readBounded(dst, &gr.zr, limit, 4*len(src))
-	if err != nil {
-		return out, fmt.Errorf("decompressing gzip: %w", err)
+	// Java's GZIPInputStream reads concatenated members and ignores
+	// whatever follows the last one if it is not a gzip header; do the
+	// same, one member at a time.
+	start := len(dst)
+	for {
+		gr.zr.Multistream(false)
+		var err error
+		dst, err = readBounded(dst, &gr.zr, limit-(len(dst)-start), 4*len(src))
+		if err != nil {
+			return dst, fmt.Errorf("decompressing gzip: %w", err)
+		}
+		if gr.src.Len() == 0 || gr.zr.Reset(&gr.src) != nil {
+			return dst, nil
+		}
 	}
-	return out, nil
 }
 
 func appendGzip(dst, src []byte) ([]byte, error) {
@@ -332,10 +351,14 @@ type zstdReader struct {
 	zr  *zstd.Decoder
 }
 
-// zstdMaxWindow bounds the history a frame may ask the decoder to keep.
-// zstd-jni refuses windows above 2^27 by default; producers at ordinary
-// levels use 2^21-2^23.
-const zstdMaxWindow = 1 << 27
+// zstdMaxWindow bounds the history a frame may make the decoder allocate:
+// a ten-byte frame can declare any window up to this, and the decoder
+// allocates it up front. Producers use 2 MiB (zstd level 3, Kafka's
+// default) to 8 MiB (level 19); single-segment frames (kgo) have a window
+// as large as the batch. zstd-jni would accept up to 128 MiB; frames above
+// 16 MiB (ultra levels, long-distance matching) are refused here with
+// CORRUPT_MESSAGE so that hostile frames cost little memory.
+const zstdMaxWindow = 16 << 20
 
 func unzstd(dst, src []byte, limit int) ([]byte, error) {
 	zr, _ := zstdReaders.Get().(*zstdReader)

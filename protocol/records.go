@@ -1,5 +1,14 @@
 package protocol
 
+// The record-batch codec: records.go iterates the records of a v2 batch,
+// compression.go holds the four codecs, validate.go applies Kafka's produce
+// validation, builder.go writes batches.
+//
+// Concurrency: every function here works on the caller's buffers and may be
+// called from any number of goroutines. The only shared state is caches of
+// reusable codec state (sync.Pools and the zstd encoder, whose EncodeAll is
+// safe for concurrent use); nothing in them outlives a call.
+
 import (
 	"encoding/binary"
 	"fmt"
@@ -206,12 +215,12 @@ func RecordsSection(batch []byte, h BatchHeader, scratch *[]byte, limit int) ([]
 		return nil, &ValidationError{Code: kerr.UnsupportedCompressionType,
 			Message: fmt.Sprintf("Unknown compression type id: %d", int8(codec))}
 	}
-	var local []byte
-	if scratch == nil {
-		scratch = &local
+	var buf []byte
+	if scratch != nil {
+		buf = (*scratch)[:0]
 	}
-	out, err := AppendDecompressed((*scratch)[:0], codec, raw, limit)
-	if cap(out) > cap(*scratch) {
+	out, err := AppendDecompressed(buf, codec, raw, limit)
+	if scratch != nil && cap(out) > cap(*scratch) {
 		*scratch = out[:0]
 	}
 	if err != nil {
@@ -234,7 +243,18 @@ func parseWholeBatch(batch []byte) (BatchHeader, error) {
 	if h.TotalSize() != int64(len(batch)) {
 		return h, fmt.Errorf("record batch length %d does not match the %d bytes given", h.Length, len(batch))
 	}
+	if err := checkRecordCount(h); err != nil {
+		return h, err
+	}
 	return h, nil
+}
+
+// checkRecordCount is the check Kafka's record iterator makes first.
+func checkRecordCount(h BatchHeader) error {
+	if h.NumRecords < 0 {
+		return errInvalidRecord("Found invalid record count %d in magic v%d batch", h.NumRecords, h.Magic)
+	}
+	return nil
 }
 
 var recordReaders = sync.Pool{New: func() any { return new(RecordReader) }}

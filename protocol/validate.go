@@ -150,6 +150,9 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 	if err := checkBatchHeader(first, h, &opts); err != nil {
 		return nil, info, nil, err
 	}
+	if err := checkRecordCount(h); err != nil {
+		return nil, info, nil, err
+	}
 
 	codec := h.Codec()
 	var scratch *[]byte
@@ -246,8 +249,12 @@ func splitSingleBatch(b []byte, opts *ValidateOptions) ([]byte, error) {
 		return nil, validationErr(kerr.InvalidRecord, "Record batch has no batches at all")
 	}
 	if magic := int8(first[batchMagicPos]); magic != 2 {
-		return nil, validationErr(kerr.InvalidRecord,
-			"Produce requests with version %d are only allowed to contain record batches with magic version 2 (got magic %d)", opts.ProduceVersion, magic)
+		if opts.ProduceVersion >= 3 {
+			return nil, validationErr(kerr.InvalidRecord,
+				"Produce requests with version %d are only allowed to contain record batches with magic version 2", opts.ProduceVersion)
+		}
+		// Kafka 4 no longer writes magic 0 and 1 at all.
+		return nil, validationErr(kerr.InvalidRecord, "Record batch magic %d is not supported: only magic 2 is", magic)
 	}
 	if len(first) < BatchHeaderSize {
 		return nil, validationErr(kerr.CorruptMessage,
@@ -386,7 +393,9 @@ func scanRecords(records []byte, h BatchHeader, opts *ValidateOptions) (recordSc
 		}
 		if ts > scan.maxTimestamp {
 			scan.maxTimestamp = ts
-			scan.offsetDeltaOfMax = rec.OffsetDelta
+			// The index, not the record's own delta: the two differ
+			// only when the batch is renumbered on rebuild.
+			scan.offsetDeltaOfMax = index
 		}
 	}
 	if len(scan.recordErrors) == 0 {
