@@ -139,6 +139,9 @@ func (b *Broker) producePartition(img *controller.Image, r *request, req *kmsg.P
 		return fail(kerr.NotLeaderForPartition, "")
 	}
 	if err := checkSingleBatch(p.Records, r.version()); err != nil {
+		if err == errZstdNeedsV7 {
+			return fail(kerr.UnsupportedCompressionType, "")
+		}
 		return fail(kerr.InvalidRecord, err.Error())
 	}
 	if req.Acks == -1 {
@@ -184,13 +187,19 @@ func errMessage(err error, ke *kerr.Error) string {
 	return err.Error()
 }
 
+// errZstdNeedsV7 is Kafka's rule that zstd batches need Produce v7+.
+var errZstdNeedsV7 = errors.New("zstd compression needs produce v7 or later")
+
 // checkSingleBatch applies Kafka's ProduceRequest rule for v3+: exactly one
 // record batch, with magic 2.
 func checkSingleBatch(records []byte, version int16) error {
 	if len(records) == 0 {
 		return fmt.Errorf("Produce requests with version %d must have at least one record batch per partition", version)
 	}
-	batch, rest, _, err := protocol.NextBatch(records)
+	batch, rest, h, err := protocol.NextBatch(records)
+	if err == nil && h.Codec() == protocol.CodecZstd && version < 7 {
+		return errZstdNeedsV7
+	}
 	if err != nil {
 		if batch != nil {
 			return fmt.Errorf("Produce requests with version %d are only allowed to contain record batches with magic version 2", version)

@@ -163,6 +163,13 @@ func ensureFormatted(fsys storage.FS, s *settings, log *slog.Logger) (string, ma
 		if !errors.Is(err, controller.ErrNotFormatted) {
 			return "", nil, err
 		}
+		// This node's voter entry carries the metadata dir's directory id
+		// (KIP-853), as kafka-storage format --standalone records it.
+		for i := range s.voters {
+			if s.voters[i].ID == s.nodeID && s.voters[i].DirectoryID == (controller.UUID{}) {
+				s.voters[i].DirectoryID = ids[s.metadataDir]
+			}
+		}
 		if err := controller.Format(fsys, s.metadataDir, controller.FormatOptions{
 			ClusterID:   clusterID,
 			NodeID:      s.nodeID,
