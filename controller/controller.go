@@ -89,6 +89,8 @@ type Config struct {
 	SnapshotMaxInterval time.Duration
 	// SegmentBytes rolls the raft log segment (default 64 MiB).
 	SegmentBytes int64
+	// DisableTopicDeletion is delete.topic.enable=false.
+	DisableTopicDeletion bool
 }
 
 // ConfigSchema is what the controller needs to know about config keys to
@@ -644,7 +646,10 @@ func (c *Controller) nextOffset() int64 {
 }
 
 func (c *Controller) handleEvent(ev *event) {
-	if !c.serving() {
+	// Everything raft has appended must be in the log before the next
+	// offset is known.
+	c.drain()
+	if !c.serving() || c.inflight != nil {
 		ev.reply <- eventResult{err: errNotController}
 		return
 	}
@@ -662,6 +667,7 @@ func (c *Controller) handleEvent(ev *event) {
 // maybeBootstrap writes the bootstrap records once the first leader has
 // applied the log and finds it empty.
 func (c *Controller) maybeBootstrap() {
+	c.drain()
 	if !c.isLeader || c.appliedTerm != c.term || c.inflight != nil || c.fatalErr() != nil {
 		return
 	}
@@ -735,7 +741,8 @@ func errorCode(err error) int16 {
 }
 
 func (c *Controller) onTick() {
-	if !c.serving() || c.inflight != nil {
+	c.drain()
+	if !c.serving() || c.inflight != nil || c.fatalErr() != nil {
 		return
 	}
 	c.maybeFenceStaleBroker()

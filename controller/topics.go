@@ -398,6 +398,21 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		r.ErrorMessage = e.message()
 		resp.Topics = append(resp.Topics, r)
 	}
+	if c.cfg.DisableTopicDeletion {
+		// Kafka fails the whole request: INVALID_REQUEST before v3,
+		// TOPIC_DELETION_DISABLED after.
+		e := &apiError{err: kerr.TopicDeletionDisabled}
+		if req.Version < 3 {
+			e = newAPIError(kerr.InvalidRequest, "Topic deletion is disabled.")
+		}
+		for _, n := range req.TopicNames {
+			add(strPtr(n), [16]byte{}, e)
+		}
+		for _, t := range req.Topics {
+			add(t.Topic, t.TopicID, e)
+		}
+		return resp
+	}
 	// Collect names and ids, as ControllerApis.deleteTopics does.
 	var names []string
 	nameCount := map[string]int{}
