@@ -131,6 +131,7 @@ type Controller struct {
 	raftID  uint64
 	events  chan *event
 	recvc   chan *pb.Message
+	reports chan func(*raft.RawNode)
 	stop    chan struct{}
 	done    chan struct{}
 	rng     *rand.Rand // loop
@@ -276,6 +277,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		raftID:          raftIDOf(cfg.NodeID),
 		events:          make(chan *event),
 		recvc:           make(chan *pb.Message, 256),
+		reports:         make(chan func(*raft.RawNode), 64),
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 		rng:             rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
@@ -387,6 +389,29 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 	}
 }
 
+// ReportUnreachable tells raft that the transport could not reach a peer,
+// so the leader stops pipelining to it until it answers again.
+func (c *Controller) ReportUnreachable(nodeID int32) {
+	c.report(func(rn *raft.RawNode) { rn.ReportUnreachable(raftIDOf(nodeID)) })
+}
+
+// ReportSnapshot tells raft whether a snapshot message (MsgSnap) reached
+// its peer; the transport must call it for every MsgSnap it sends.
+func (c *Controller) ReportSnapshot(nodeID int32, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	c.report(func(rn *raft.RawNode) { rn.ReportSnapshot(raftIDOf(nodeID), status) })
+}
+
+func (c *Controller) report(fn func(*raft.RawNode)) {
+	select {
+	case c.reports <- fn:
+	case <-c.done:
+	}
+}
+
 // Close stops raft and syncs the log.
 func (c *Controller) Close() error {
 	c.closeMu.Lock()
@@ -435,6 +460,8 @@ func (c *Controller) run() {
 			}
 		case ev := <-events:
 			c.handleEvent(ev)
+		case report := <-c.reports:
+			report(c.rn)
 		}
 		c.drain()
 		c.maybeBootstrap()
