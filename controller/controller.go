@@ -340,6 +340,10 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		rlog.Close()
 		return nil, fmt.Errorf("starting controller: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		rlog.Close()
+		return nil, fmt.Errorf("starting controller: %w", err)
+	}
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
 	go c.run()
 	return c, nil
@@ -483,6 +487,7 @@ func (c *Controller) failEventsUntilStop(err error) {
 		case ev := <-c.events:
 			ev.reply <- eventResult{err: err}
 		case <-c.recvc:
+		case <-c.reports:
 		}
 	}
 }
