@@ -213,9 +213,16 @@ func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestT
 		successes[t.Topic] = result
 	}
 	var results []kmsg.CreateTopicsResponseTopic
+	// Kafka fails the whole request when it would write more than
+	// maxRecordsPerOp records (or one topic alone would).
 	tooLarge := len(records) > maxRecordsPerOp
+	for _, e := range errs {
+		if e.err == kerr.PolicyViolation && e.msg == excessivelyLargeOperation {
+			tooLarge = true
+		}
+	}
 	for _, t := range topics {
-		if e := errs[t.Topic]; e != nil {
+		if e := errs[t.Topic]; e != nil && !tooLarge {
 			r := kmsg.NewCreateTopicsResponseTopic()
 			r.Topic = t.Topic
 			r.ErrorCode = e.code()
