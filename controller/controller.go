@@ -99,7 +99,8 @@ type Config struct {
 type ConfigSchema interface {
 	// Validate checks the complete set of overrides a resource would have
 	// after a change; the error message is returned to the client with
-	// INVALID_CONFIG (topics) or INVALID_REQUEST/INVALID_CONFIG (brokers).
+	// INVALID_CONFIG, or with the code of a *kerr.Error the error wraps
+	// (e.g. kerr.InvalidRequest for broker configs Kafka refuses that way).
 	Validate(t ConfigResourceType, name string, overrides map[string]string) error
 	// IsList reports whether key is a list type (APPEND and SUBTRACT work
 	// only on lists).
