@@ -32,11 +32,19 @@ func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistr
 		epoch int64
 	}
 	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
+		var recs []Record
+		if old := img.Brokers[req.BrokerID]; old != nil && old.IncarnationID != req.IncarnationID {
+			// A new incarnation means the old one went away without a
+			// controlled shutdown: take it out of ISRs and leadership
+			// first, as Kafka does for an unclean shutdown. The records
+			// come first, so the registration is at a later offset.
+			recs = removeBrokerFromPartitions(img, req.BrokerID)
+		}
 		rec, e := c.registerBroker(img, req, offset)
 		if e != nil {
 			return nil, result{err: e, epoch: -1}
 		}
-		return []Record{rec}, result{epoch: rec.BrokerEpoch}
+		return append(recs, rec), result{epoch: rec.BrokerEpoch}
 	})
 	switch {
 	case !ok || err != nil:
@@ -428,6 +436,28 @@ func forEachPartition(img *Image, fn func(t *Topic, i int, p Partition)) {
 			fn(t, i, p)
 		}
 	}
+}
+
+// UnregisterBroker removes a broker's registration (kafka-cluster
+// unregister), after moving it out of every ISR and leadership.
+func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) *kmsg.UnregisterBrokerResponse {
+	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	e, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *apiError) {
+		b := img.Brokers[req.BrokerID]
+		if b == nil {
+			return nil, newAPIError(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
+		}
+		recs := removeBrokerFromPartitions(img, b.ID)
+		return append(recs, &UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch}), nil
+	})
+	if !ok || err != nil {
+		e = commitError(err)
+	}
+	resp.ErrorCode = e.code()
+	if e != nil {
+		resp.ErrorMessage = e.message()
+	}
+	return resp
 }
 
 // AllocateProducerIDs hands the broker the next block of 1000 producer ids.

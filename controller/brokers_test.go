@@ -333,3 +333,61 @@ func TestElectLeadersPreferredAfterReturn(t *testing.T) {
 		t.Fatalf("null topics: %+v", resp.Topics)
 	}
 }
+
+func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
+	fsys := storage.NewMemFS()
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	c := startTest(t, fsys, func(cfg *Config) { cfg.Now = clock.Now })
+	registerBroker(t, c, 1)
+	e2 := registerBroker(t, c, 2)
+	createTopic(t, c, "t", 4, 2)
+	// Broker 1 restarts without a controlled shutdown (new incarnation,
+	// after its old session expired); broker 2 keeps heartbeating.
+	clock.Add(10 * time.Second)
+	heartbeat(t, c, 2, e2)
+	reg := c.RegisterBroker(ctxT(t), registration(1, RandomUUID()))
+	if reg.ErrorCode != 0 {
+		t.Fatalf("re-register: %d", reg.ErrorCode)
+	}
+	img := c.Image()
+	if b := img.Brokers[1]; !b.Fenced || b.Epoch != reg.BrokerEpoch {
+		t.Fatalf("new incarnation: %+v", b)
+	}
+	for i, p := range img.Topics["t"].Partitions {
+		if p.Leader == 1 || containsInt32(p.ISR, 1) {
+			t.Fatalf("t-%d still has the old incarnation: %+v", i, p)
+		}
+	}
+	ur := kmsg.NewPtrUnregisterBrokerRequest()
+	ur.BrokerID = 9
+	if r := c.UnregisterBroker(ctxT(t), ur); r.ErrorCode != kerr.BrokerIDNotRegistered.Code || *r.ErrorMessage != "Broker ID 9 is not currently registered" {
+		t.Fatalf("unregister unknown: %+v", r)
+	}
+	ur.BrokerID = 1
+	if r := c.UnregisterBroker(ctxT(t), ur); r.ErrorCode != 0 {
+		t.Fatalf("unregister: %+v", r)
+	}
+	if c.Image().Brokers[1] != nil {
+		t.Fatal("broker still registered")
+	}
+}
+
+func TestTopicDeletionDisabled(t *testing.T) {
+	fsys := storage.NewMemFS()
+	c := startTest(t, fsys, func(cfg *Config) { cfg.DisableTopicDeletion = true })
+	registerBroker(t, c, 1)
+	createTopic(t, c, "t", 1, 1)
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.Version = 4
+	req.TopicNames = []string{"t"}
+	if r := c.DeleteTopics(ctxT(t), req); r.Topics[0].ErrorCode != kerr.TopicDeletionDisabled.Code {
+		t.Fatalf("v4: %+v", r.Topics[0])
+	}
+	req.Version = 2
+	if r := c.DeleteTopics(ctxT(t), req); r.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("v2: %+v", r.Topics[0])
+	}
+	if c.Image().Topics["t"] == nil {
+		t.Fatal("topic deleted")
+	}
+}

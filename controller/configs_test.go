@@ -65,6 +65,8 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			func() bool {
 				return c.Image().Configs[ConfigResource{Type: ConfigResourceBroker, Name: "1"}]["num.io.threads"] == "4"
 			}},
+		{"schema picks the code", alterReq(kmsg.ConfigResourceTypeBroker, "1", "num.io.threads", opSet, strPtr("0")), kerr.InvalidRequest.Code,
+			"", nil},
 		{"unknown broker", alterReq(kmsg.ConfigResourceTypeBroker, "42", "num.io.threads", opSet, strPtr("4")), kerr.BrokerIDNotRegistered.Code,
 			"No node with id 42 found.", nil},
 		{"bad broker name", alterReq(kmsg.ConfigResourceTypeBroker, "x", "num.io.threads", opSet, strPtr("4")), kerr.InvalidRequest.Code,

@@ -89,6 +89,8 @@ type Config struct {
 	SnapshotMaxInterval time.Duration
 	// SegmentBytes rolls the raft log segment (default 64 MiB).
 	SegmentBytes int64
+	// DisableTopicDeletion is delete.topic.enable=false.
+	DisableTopicDeletion bool
 }
 
 // ConfigSchema is what the controller needs to know about config keys to
@@ -97,7 +99,8 @@ type Config struct {
 type ConfigSchema interface {
 	// Validate checks the complete set of overrides a resource would have
 	// after a change; the error message is returned to the client with
-	// INVALID_CONFIG (topics) or INVALID_REQUEST/INVALID_CONFIG (brokers).
+	// INVALID_CONFIG, or with the code of a *kerr.Error the error wraps
+	// (e.g. kerr.InvalidRequest for broker configs Kafka refuses that way).
 	Validate(t ConfigResourceType, name string, overrides map[string]string) error
 	// IsList reports whether key is a list type (APPEND and SUBTRACT work
 	// only on lists).
@@ -129,6 +132,7 @@ type Controller struct {
 	raftID  uint64
 	events  chan *event
 	recvc   chan *pb.Message
+	reports chan func(*raft.RawNode)
 	stop    chan struct{}
 	done    chan struct{}
 	rng     *rand.Rand // loop
@@ -274,6 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		raftID:          raftIDOf(cfg.NodeID),
 		events:          make(chan *event),
 		recvc:           make(chan *pb.Message, 256),
+		reports:         make(chan func(*raft.RawNode), 64),
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 		rng:             rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
@@ -336,6 +341,10 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		rlog.Close()
 		return nil, fmt.Errorf("starting controller: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		rlog.Close()
+		return nil, fmt.Errorf("starting controller: %w", err)
+	}
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
 	go c.run()
 	return c, nil
@@ -382,6 +391,29 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 		return ctx.Err()
 	case <-c.done:
 		return errStopped
+	}
+}
+
+// ReportUnreachable tells raft that the transport could not reach a peer,
+// so the leader stops pipelining to it until it answers again.
+func (c *Controller) ReportUnreachable(nodeID int32) {
+	c.report(func(rn *raft.RawNode) { rn.ReportUnreachable(raftIDOf(nodeID)) })
+}
+
+// ReportSnapshot tells raft whether a snapshot message (MsgSnap) reached
+// its peer; the transport must call it for every MsgSnap it sends.
+func (c *Controller) ReportSnapshot(nodeID int32, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	c.report(func(rn *raft.RawNode) { rn.ReportSnapshot(raftIDOf(nodeID), status) })
+}
+
+func (c *Controller) report(fn func(*raft.RawNode)) {
+	select {
+	case c.reports <- fn:
+	case <-c.done:
 	}
 }
 
@@ -433,6 +465,8 @@ func (c *Controller) run() {
 			}
 		case ev := <-events:
 			c.handleEvent(ev)
+		case report := <-c.reports:
+			report(c.rn)
 		}
 		c.drain()
 		c.maybeBootstrap()
@@ -454,6 +488,7 @@ func (c *Controller) failEventsUntilStop(err error) {
 		case ev := <-c.events:
 			ev.reply <- eventResult{err: err}
 		case <-c.recvc:
+		case <-c.reports:
 		}
 	}
 }
@@ -644,7 +679,10 @@ func (c *Controller) nextOffset() int64 {
 }
 
 func (c *Controller) handleEvent(ev *event) {
-	if !c.serving() {
+	// Everything raft has appended must be in the log before the next
+	// offset is known.
+	c.drain()
+	if !c.serving() || c.inflight != nil {
 		ev.reply <- eventResult{err: errNotController}
 		return
 	}
@@ -662,6 +700,7 @@ func (c *Controller) handleEvent(ev *event) {
 // maybeBootstrap writes the bootstrap records once the first leader has
 // applied the log and finds it empty.
 func (c *Controller) maybeBootstrap() {
+	c.drain()
 	if !c.isLeader || c.appliedTerm != c.term || c.inflight != nil || c.fatalErr() != nil {
 		return
 	}
@@ -735,7 +774,8 @@ func errorCode(err error) int16 {
 }
 
 func (c *Controller) onTick() {
-	if !c.serving() || c.inflight != nil {
+	c.drain()
+	if !c.serving() || c.inflight != nil || c.fatalErr() != nil {
 		return
 	}
 	c.maybeFenceStaleBroker()

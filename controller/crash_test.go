@@ -283,3 +283,33 @@ func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
 		t.Fatalf("%d topics after restart", len(c2.Image().Topics))
 	}
 }
+
+func TestSnapshotAfterInterval(t *testing.T) {
+	fsys := storage.NewMemFS()
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	c := startTest(t, fsys, func(cfg *Config) {
+		cfg.Now = clock.Now
+		cfg.SnapshotMaxEntries = 1 << 30
+		cfg.SnapshotMaxInterval = time.Minute
+	})
+	registerBroker(t, c, 1)
+	snapshots := func() int {
+		des, _ := fsys.ReadDir(testDir + "/" + MetadataPartitionDir)
+		n := 0
+		for _, d := range des {
+			if len(d.Name()) > 5 && d.Name()[:5] == "snap-" {
+				n++
+			}
+		}
+		return n
+	}
+	createTopic(t, c, "a", 1, 1)
+	if n := snapshots(); n != 0 {
+		t.Fatalf("%d snapshots before the interval", n)
+	}
+	clock.Add(2 * time.Minute)
+	createTopic(t, c, "b", 1, 1)
+	if n := snapshots(); n != 1 {
+		t.Fatalf("%d snapshots after the interval, want 1", n)
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,6 +31,9 @@ func (testSchema) Validate(t ConfigResourceType, name string, overrides map[stri
 	for k, v := range overrides {
 		if !testKnownKeys[k] {
 			return errors.New("Unknown topic config name: " + k)
+		}
+		if k == "num.io.threads" && v == "0" {
+			return fmt.Errorf("num.io.threads must be at least 1: %w", kerr.InvalidRequest)
 		}
 		if k == "retention.ms" {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -10,7 +10,6 @@ package controller
 // pattern does not repeat.
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -76,15 +75,21 @@ func (r *rotation) shuffle(rng *rand.Rand) {
 	rng.Shuffle(len(r.brokers), func(i, j int) { r.brokers[i], r.brokers[j] = r.brokers[j], r.brokers[i] })
 }
 
+// placementError carries Kafka's InvalidReplicationFactorException message
+// verbatim (a sentence, so it does not follow Go's error string style).
+type placementError string
+
+func (e placementError) Error() string { return string(e) }
+
 func (p *stripedPlacer) check(rf int) error {
 	if rf <= 0 {
-		return fmt.Errorf("Invalid replication factor %d: the replication factor must be positive.", rf)
+		return placementError(fmt.Sprintf("Invalid replication factor %d: the replication factor must be positive.", rf))
 	}
 	if len(p.unfenced) == 0 {
-		return errors.New("All brokers are currently fenced.")
+		return placementError("All brokers are currently fenced.")
 	}
 	if total := len(p.unfenced) + len(p.fenced); rf > total {
-		return fmt.Errorf("The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, total)
+		return placementError(fmt.Sprintf("The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, total))
 	}
 	return nil
 }

@@ -28,11 +28,10 @@ type quorumStatus struct {
 }
 
 type voterStatus struct {
-	id             int32
-	logEndOffset   int64
-	lastFetch      time.Time // zero: unknown
-	lastCaughtUp   time.Time
-	hasDirectoryID bool
+	id           int32
+	logEndOffset int64
+	lastFetch    time.Time // zero: unknown
+	lastCaughtUp time.Time
 }
 
 // observePeer notes when a voter last answered the leader (loop).

@@ -145,7 +145,13 @@ func (t memTransport) Send(msgs []*pb.Message) {
 			continue
 		}
 		m := proto.Clone(m).(*pb.Message)
-		go to.Step(context.Background(), m)
+		from := t.net.nodes[t.self]
+		go func() {
+			err := to.Step(context.Background(), m)
+			if m.GetType() == pb.MsgSnap && from != nil {
+				from.ReportSnapshot(nodeIDOf(m.GetTo()), err != nil)
+			}
+		}()
 	}
 }
 
@@ -231,4 +237,124 @@ func TestThreeNodeQuorum(t *testing.T) {
 	waitFor(t, func() bool { qs := old.quorum.Load(); return qs != nil && !qs.isLeader })
 	net.setDown(old.raftID, false)
 	waitFor(t, func() bool { return old.Image().Topics["after-failover"] != nil })
+}
+
+// TestLaggingFollowerCatchesUpFromSnapshot: a follower that misses more
+// than the leader keeps in its log gets the leader's snapshot and ends with
+// the same image.
+func TestLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
+	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
+	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
+	var nodes []*Controller
+	for _, id := range []int32{1, 2, 3} {
+		fsys := storage.NewMemFS()
+		if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: id, Voters: voters}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(fsys)
+		cfg.NodeID = id
+		cfg.SnapshotMaxEntries = 5
+		cfg.Transport = memTransport{net: net, self: raftIDOf(id)}
+		c, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		net.mu.Lock()
+		net.nodes[raftIDOf(id)] = c
+		net.mu.Unlock()
+		nodes = append(nodes, c)
+	}
+	var l *Controller
+	waitFor(t, func() bool {
+		for _, c := range nodes {
+			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
+				l = c
+				return true
+			}
+		}
+		return false
+	})
+	registerBroker(t, l, 10)
+	var lagging *Controller
+	for _, c := range nodes {
+		if c != l {
+			lagging = c
+			break
+		}
+	}
+	net.setDown(lagging.raftID, true)
+	for i := range 30 {
+		if r := createTopic(t, l, "t"+string(rune('a'+i%26))+string(rune('a'+i/26)), 1, 1); r.ErrorCode != 0 {
+			t.Fatalf("create: %+v", r)
+		}
+	}
+	if first, _ := l.rlog.FirstIndex(); first <= uint64(lagging.Image().Offset)+1 {
+		t.Fatalf("leader did not compact past the lagging follower (first index %d)", first)
+	}
+	net.setDown(lagging.raftID, false)
+	want := l.Image()
+	waitFor(t, func() bool { return lagging.Image().Offset >= want.Offset })
+	if imageBytes(lagging.Image()) != imageBytes(want) && lagging.Image().Offset == want.Offset {
+		t.Fatal("follower image differs from the leader's after catching up")
+	}
+	if len(lagging.Image().Topics) != 30 {
+		t.Fatalf("follower has %d topics", len(lagging.Image().Topics))
+	}
+}
+
+// TestNoSuccessWithoutCommit (invariant 4): a leader cut off from the
+// other voters cannot commit, so it never reports success, and its image
+// never shows the change.
+func TestNoSuccessWithoutCommit(t *testing.T) {
+	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
+	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
+	var nodes []*Controller
+	for _, id := range []int32{1, 2, 3} {
+		fsys := storage.NewMemFS()
+		if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: id, Voters: voters}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(fsys)
+		cfg.NodeID = id
+		cfg.Transport = memTransport{net: net, self: raftIDOf(id)}
+		c, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		net.mu.Lock()
+		net.nodes[raftIDOf(id)] = c
+		net.mu.Unlock()
+		nodes = append(nodes, c)
+	}
+	var l *Controller
+	waitFor(t, func() bool {
+		for _, c := range nodes {
+			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
+				l = c
+				return true
+			}
+		}
+		return false
+	})
+	registerBroker(t, l, 10)
+	for _, c := range nodes {
+		if c != l {
+			net.setDown(c.raftID, true)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq("lost", 1, 1)}
+	resp := l.CreateTopics(ctx, req)
+	if code := resp.Topics[0].ErrorCode; code != kerr.NotController.Code && code != kerr.RequestTimedOut.Code {
+		t.Fatalf("create without a quorum: code %d", code)
+	}
+	for _, c := range nodes {
+		if c.Image().Topics["lost"] != nil {
+			t.Fatalf("node %d shows an uncommitted topic", c.cfg.NodeID)
+		}
+	}
 }

@@ -178,3 +178,20 @@ func FuzzDecodeRecords(f *testing.F) {
 		}
 	})
 }
+
+func TestUUIDStringIsKafkas(t *testing.T) {
+	if got := (UUID{}).String(); got != "AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Fatalf("zero uuid %q", got)
+	}
+	// Kafka's METADATA_TOPIC_ID is Uuid(0, 1).
+	if got := (UUID{15: 1}).String(); got != "AAAAAAAAAAAAAAAAAAAAAQ" {
+		t.Fatalf("metadata topic id %q", got)
+	}
+	for range 100 {
+		u := RandomUUID()
+		s := u.String()
+		if len(s) != 22 || s[0] == '-' || u[6]>>4 != 4 {
+			t.Fatalf("random uuid %x %q", u, s)
+		}
+	}
+}

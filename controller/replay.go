@@ -7,6 +7,7 @@ package controller
 
 import (
 	"cmp"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
@@ -405,21 +406,4 @@ func imageRecords(img *Image) []Record {
 
 // String formats a UUID the way Kafka does (URL-safe base64 without
 // padding).
-func (u UUID) String() string {
-	const enc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	out := make([]byte, 0, 22)
-	var acc uint32
-	bits := 0
-	for _, c := range u {
-		acc = acc<<8 | uint32(c)
-		bits += 8
-		for bits >= 6 {
-			bits -= 6
-			out = append(out, enc[(acc>>uint(bits))&0x3f])
-		}
-	}
-	if bits > 0 {
-		out = append(out, enc[(acc<<uint(6-bits))&0x3f])
-	}
-	return string(out)
-}
+func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }

@@ -213,9 +213,16 @@ func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestT
 		successes[t.Topic] = result
 	}
 	var results []kmsg.CreateTopicsResponseTopic
+	// Kafka fails the whole request when it would write more than
+	// maxRecordsPerOp records (or one topic alone would).
 	tooLarge := len(records) > maxRecordsPerOp
+	for _, e := range errs {
+		if e.err == kerr.PolicyViolation && e.msg == excessivelyLargeOperation {
+			tooLarge = true
+		}
+	}
 	for _, t := range topics {
-		if e := errs[t.Topic]; e != nil {
+		if e := errs[t.Topic]; e != nil && !tooLarge {
 			r := kmsg.NewCreateTopicsResponseTopic()
 			r.Topic = t.Topic
 			r.ErrorCode = e.code()
@@ -397,6 +404,21 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		r.ErrorCode = e.code()
 		r.ErrorMessage = e.message()
 		resp.Topics = append(resp.Topics, r)
+	}
+	if c.cfg.DisableTopicDeletion {
+		// Kafka fails the whole request: INVALID_REQUEST before v3,
+		// TOPIC_DELETION_DISABLED after.
+		e := &apiError{err: kerr.TopicDeletionDisabled}
+		if req.Version < 3 {
+			e = newAPIError(kerr.InvalidRequest, "Topic deletion is disabled.")
+		}
+		for _, n := range req.TopicNames {
+			add(strPtr(n), [16]byte{}, e)
+		}
+		for _, t := range req.Topics {
+			add(t.Topic, t.TopicID, e)
+		}
+		return resp
 	}
 	// Collect names and ids, as ControllerApis.deleteTopics does.
 	var names []string

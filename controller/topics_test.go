@@ -330,3 +330,20 @@ func TestCreatePartitions(t *testing.T) {
 		t.Fatalf("duplicates: %+v", resp.Topics)
 	}
 }
+
+func TestCreateTopicsExcessivelyLarge(t *testing.T) {
+	fsys := storage.NewMemFS()
+	c := startTest(t, fsys)
+	registerBroker(t, c, 1)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq("big", 20000, 1), topicReq("small", 1, 1)}
+	resp := c.CreateTopics(ctxT(t), req)
+	for _, r := range resp.Topics {
+		if r.ErrorCode != kerr.PolicyViolation.Code || *r.ErrorMessage != "Unable to perform excessively large batch operation." {
+			t.Fatalf("%s: %d %v", r.Topic, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	if len(c.Image().Topics) != 0 {
+		t.Fatal("topics created")
+	}
+}

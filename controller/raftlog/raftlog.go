@@ -173,8 +173,10 @@ func (l *Log) snapTerm() uint64  { return l.snap.GetMetadata().GetTerm() }
 
 func (l *Log) lastIndex() uint64 { return l.snapIndex() + uint64(len(l.ents)) }
 
-// replaySegments reads every segment; a bad frame in the last segment is a
-// torn write and the segment is truncated there.
+// replaySegments reads every segment. A frame whose length or checksum is
+// bad at the end of the last segment is a torn write, and the segment is
+// truncated there; a frame with a good checksum but impossible content, or
+// a bad frame in an older segment, is corruption.
 func (l *Log) replaySegments() error {
 	for i, name := range l.segments {
 		last := i == len(l.segments)-1
@@ -183,42 +185,44 @@ func (l *Log) replaySegments() error {
 		if err != nil {
 			return fmt.Errorf("reading raft log segment %s: %w", name, err)
 		}
-		good, err := l.replayFrames(data)
-		if err != nil {
-			if !last {
-				return fmt.Errorf("raft log segment %s at byte %d: %w: %w", name, good, ErrCorrupt, err)
-			}
-			if err := l.truncateFile(full, int64(good)); err != nil {
-				return err
-			}
+		good, torn, err := l.replayFrames(data)
+		if err == nil {
+			continue
+		}
+		if !last || !torn {
+			return fmt.Errorf("raft log segment %s at byte %d: %w: %w", name, good, ErrCorrupt, err)
+		}
+		if err := l.truncateFile(full, int64(good)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // replayFrames applies the frames of one segment and returns how many bytes
-// were good.
-func (l *Log) replayFrames(data []byte) (int, error) {
+// were good and whether the first bad frame looks torn (short, or failing
+// its checksum) rather than corrupt.
+func (l *Log) replayFrames(data []byte) (good int, torn bool, err error) {
 	pos := 0
 	for pos < len(data) {
 		if len(data)-pos < frameHeaderSize {
-			return pos, errors.New("short frame header")
+			return pos, true, errors.New("short frame header")
 		}
 		n := binary.BigEndian.Uint32(data[pos:])
 		sum := binary.BigEndian.Uint32(data[pos+4:])
 		if n == 0 || n > maxFrameSize || int(n) > len(data)-pos-frameHeaderSize {
-			return pos, fmt.Errorf("bad frame length %d", n)
+			return pos, true, fmt.Errorf("bad frame length %d", n)
 		}
 		payload := data[pos+frameHeaderSize : pos+frameHeaderSize+int(n)]
 		if crc32.Checksum(payload, castagnoli) != sum {
-			return pos, errors.New("frame checksum mismatch")
+			return pos, true, errors.New("frame checksum mismatch")
 		}
 		if err := l.replayPayload(payload); err != nil {
-			return pos, err
+			return pos, false, err
 		}
 		pos += frameHeaderSize + int(n)
 	}
-	return pos, nil
+	return pos, false, nil
 }
 
 func (l *Log) replayPayload(p []byte) error {
