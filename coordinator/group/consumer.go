@@ -1041,9 +1041,11 @@ func (c *Coordinator) describeConsumerGroup(id string, includeOps bool) kmsg.Con
 	return out
 }
 
-// groupAuthorizedOps is READ, DESCRIBE and DELETE (Kafka's AclOperation
-// codes 3, 8, 6) on a group, as bits: what an authorizer-less broker allows.
-const groupAuthorizedOps = 1<<3 | 1<<8 | 1<<6
+// groupAuthorizedOps is every operation Kafka supports on a group (READ 3,
+// DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11), as bits:
+// what a broker without an authorizer allows. The broker replaces it once
+// ACLs exist.
+const groupAuthorizedOps = 1<<3 | 1<<6 | 1<<8 | 1<<10 | 1<<11
 
 func (c *Coordinator) describeAssignment(a map[[16]byte][]int32) kmsg.Assignment {
 	out := kmsg.NewAssignment()

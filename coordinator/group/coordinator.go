@@ -382,6 +382,9 @@ func (s *shard) afterLoad() {
 		for _, m := range g.members {
 			g.startSession(s, m, now)
 		}
+		// Topics are assumed unchanged since the last epoch bump; a
+		// change found at the next heartbeat bumps the epoch.
+		g.metadataHash = s.subscriptionHash(g)
 	}
 }
 
