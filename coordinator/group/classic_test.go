@@ -39,7 +39,7 @@ func async[T any](f func() T) chan T {
 	return ch
 }
 
-func recv[T any](t *testing.T, ch chan T) T {
+func recv[T any](t testing.TB, ch chan T) T {
 	t.Helper()
 	select {
 	case v := <-ch:
@@ -60,7 +60,7 @@ func notYet[T any](t *testing.T, ch chan T) {
 	}
 }
 
-func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+func wantCode(t testing.TB, what string, got int16, want *kerr.Error) {
 	t.Helper()
 	w := int16(0)
 	if want != nil {

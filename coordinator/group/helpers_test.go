@@ -159,7 +159,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // harness is a coordinator over in-memory partitions with a fake clock.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	c      *Coordinator
 	cfg    Config
 	clock  *fakeClock
@@ -167,7 +167,7 @@ type harness struct {
 	logs   map[int32]*memLog
 }
 
-func newHarness(t *testing.T, tweak func(*Config)) *harness {
+func newHarness(t testing.TB, tweak func(*Config)) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.OffsetsTopicNumPartitions = 3
