@@ -144,7 +144,8 @@ func (g *classicGroup) maxRebalanceTimeout() int32 {
 }
 
 func (g *classicGroup) addMember(m *classicMember) {
-	if len(g.members) == 0 && g.protocolType == "" {
+	if len(g.members) == 0 {
+		// The first member of an empty group decides its protocol type.
 		g.protocolType = m.protocolType
 	}
 	g.members[m.id] = m

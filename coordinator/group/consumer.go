@@ -387,9 +387,7 @@ func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, cfg *Config) (in
 		return kerr.UnsupportedAssignor.Code, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %v.", *req.ServerAssignor, cfg.ConsumerAssignors)
 	}
 	if req.SubscribedTopicRegex != nil {
-		if *req.SubscribedTopicRegex == "" {
-			return inval, "SubscribedTopicRegex must not be empty."
-		}
+		// An empty regex clears a pattern subscription.
 		if _, err := regexp.Compile(*req.SubscribedTopicRegex); err != nil {
 			return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
 		}
@@ -885,7 +883,10 @@ func (s *shard) reconcile(g *consumerGroup, m *consumerMember, owned []kmsg.Cons
 		next.state = memberUnrevokedPartitions
 		next.assigned = sortAssignment(keep)
 		next.pendingRevocation = sortAssignment(revoke)
-		next.rebalanceDeadline = now + int64(max(m.meta.RebalanceTimeoutMs, 0))
+		next.rebalanceDeadline = 0
+		if m.meta.RebalanceTimeoutMs > 0 {
+			next.rebalanceDeadline = now + int64(m.meta.RebalanceTimeoutMs)
+		}
 	} else {
 		unreleased := false
 		for t, ps := range target {
@@ -947,8 +948,8 @@ func sortAssignment(a map[[16]byte][]int32) map[[16]byte][]int32 {
 // startSession arms a member's session timer (on load and on heartbeat).
 func (g *consumerGroup) startSession(s *shard, m *consumerMember, now int64) {
 	m.sessionDeadline = now + int64(s.c.cfg.ConsumerSessionTimeoutMs)
-	if m.state == memberUnrevokedPartitions {
-		m.rebalanceDeadline = now + int64(max(m.meta.RebalanceTimeoutMs, 0))
+	if m.state == memberUnrevokedPartitions && m.meta.RebalanceTimeoutMs > 0 {
+		m.rebalanceDeadline = now + int64(m.meta.RebalanceTimeoutMs)
 	}
 }
 
