@@ -132,7 +132,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 		}
 		return false
 	}
-	shards, _ := c.activeShards()
+	shards := c.activeShards()
 	for _, s := range shards {
 		s.mu.Lock()
 		switch s.status {

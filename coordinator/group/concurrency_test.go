@@ -139,13 +139,14 @@ func TestClassicTwentyMembersConverge(t *testing.T) {
 	var unknown atomic.Int64
 	clients := make([]*classicClient, 20)
 	cancels := make([]context.CancelFunc, 20)
+	done := make([]chan struct{}, 20)
 	var wg sync.WaitGroup
 	for i := range clients {
 		clients[i] = &classicClient{h: h, group: g, unknown: &unknown}
 		cctx, ccancel := context.WithCancel(ctx)
-		cancels[i] = ccancel
+		cancels[i], done[i] = ccancel, make(chan struct{})
 		wg.Add(1)
-		go func() { defer wg.Done(); clients[i].run(cctx) }()
+		go func() { defer wg.Done(); defer close(done[i]); clients[i].run(cctx) }()
 	}
 	waitClassicConverged(t, h, g, 20)
 	if n := unknown.Load(); n != 0 {
@@ -158,6 +159,7 @@ func TestClassicTwentyMembersConverge(t *testing.T) {
 		go func() {
 			defer leavers.Done()
 			cancels[i]()
+			<-done[i]
 			clients[i].leave()
 		}()
 	}

@@ -199,10 +199,10 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 	if old != nil {
 		old.unload()
 	}
-	// Nothing reads s's maps while it is loading (every request checks
-	// status under s.mu first), so the replay runs without the lock; the
-	// lock taken to flip the status publishes the maps.
-	err := s.replayAll(ctx)
+	// The replay builds its state in a private shard, without locks, and
+	// hands the maps over under s.mu once complete.
+	staging := newShard(c, partition, log)
+	err := staging.replayAll(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.status != shardLoading {
@@ -212,6 +212,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 		s.status = shardFailed
 		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
 	}
+	s.classic, s.consumer, s.offsets = staging.classic, staging.consumer, staging.offsets
 	s.status = shardActive
 	s.afterLoad()
 	c.log.Info("loaded group coordinator partition", "partition", partition,
@@ -277,16 +278,15 @@ func (c *Coordinator) lockGroup(groupID string) (*shard, int16) {
 	return nil, kerr.NotCoordinator.Code
 }
 
-// activeShards returns the shards in partition order and whether any is
-// still loading.
-func (c *Coordinator) activeShards() (shards []*shard, loading bool) {
+// activeShards returns the shards in partition order.
+func (c *Coordinator) activeShards() (shards []*shard) {
 	c.mu.RLock()
 	for _, s := range c.shards {
 		shards = append(shards, s)
 	}
 	c.mu.RUnlock()
 	sort.Slice(shards, func(i, j int) bool { return shards[i].partition < shards[j].partition })
-	return shards, loading
+	return shards
 }
 
 // write appends recs as one batch and returns once it is committed. The
@@ -413,7 +413,7 @@ func (c *Coordinator) Run(ctx context.Context) {
 // Tick runs every timer that is due at the configured clock's now. Run
 // calls it; tests with a fake clock call it directly.
 func (c *Coordinator) Tick(ctx context.Context) {
-	shards, _ := c.activeShards()
+	shards := c.activeShards()
 	now := c.nowMs()
 	for _, s := range shards {
 		s.mu.Lock()

@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ func (l *blockingLog) ReadFrom(ctx context.Context, offset int64, fn func([]byte
 func TestCoordinatorLoadStates(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.OffsetsTopicNumPartitions = 1
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := New(cfg, newFakeTopics(map[string]int32{"foo": 1}))
 	if _, code := c.CoordinatorFor("g"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("unloaded: %d", code)

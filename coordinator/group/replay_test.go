@@ -16,7 +16,7 @@ import (
 // canonically: what a replay of the log must rebuild.
 func dumpState(c *Coordinator) string {
 	var b strings.Builder
-	shards, _ := c.activeShards()
+	shards := c.activeShards()
 	for _, s := range shards {
 		s.mu.Lock()
 		fmt.Fprintf(&b, "partition %d\n", s.partition)
