@@ -46,6 +46,8 @@ type Options struct {
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
 	MaxIncrementalFetchSessions   int
+	// LogDirIDs are the directory ids of the log dirs (registration v2+).
+	LogDirIDs []controller.UUID
 	// SupportedFeatures is reported in ApiVersions and registration.
 	SupportedFeatures map[string][2]int16
 
@@ -181,6 +183,12 @@ func (b *Broker) register(ctx context.Context) error {
 		req.Features = append(req.Features, f)
 	}
 	req.Rack = b.opts.Rack
+	for _, id := range b.opts.LogDirIDs {
+		req.LogDirs = append(req.LogDirs, id)
+	}
+	if epoch, ok := b.opts.Logs.PreviousBrokerEpoch(); ok {
+		req.PreviousBrokerEpoch = epoch
+	}
 	resp := b.ctrl.RegisterBroker(ctx, req)
 	if resp == nil {
 		return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
@@ -189,6 +197,7 @@ func (b *Broker) register(ctx context.Context) error {
 		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 	}
 	b.brokerEpoch = resp.BrokerEpoch
+	b.opts.Logs.SetBrokerEpoch(resp.BrokerEpoch)
 	// The first heartbeat asks to be unfenced.
 	return b.heartbeat(ctx)
 }

@@ -69,6 +69,9 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	opts.Logs = logs
 	opts.Configs = s.configs
 	opts.SupportedFeatures = s.supportedFeatures
+	for _, d := range s.logDirs {
+		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
+	}
 	opts.Logger = log.With("component", "broker")
 	b := broker.New(opts)
 	if err := b.Listen(); err != nil {
