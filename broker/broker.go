@@ -46,6 +46,8 @@ type Options struct {
 	OffsetsTopicPartitions        int32
 	OffsetsTopicReplicationFactor int16
 	MaxIncrementalFetchSessions   int
+	// HeartbeatInterval is broker.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
 	// LogDirIDs are the directory ids of the log dirs (registration v2+).
 	LogDirIDs []controller.UUID
 	// SupportedFeatures is reported in ApiVersions and registration.
@@ -84,6 +86,9 @@ func New(opts Options) *Broker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 2 * time.Second
 	}
 	if opts.MaxIncrementalFetchSessions == 0 {
 		opts.MaxIncrementalFetchSessions = 1000
@@ -219,7 +224,7 @@ func (b *Broker) heartbeat(ctx context.Context) error {
 
 // heartbeatLoop keeps the broker's lease (broker.heartbeat.interval.ms).
 func (b *Broker) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(2 * time.Second)
+	t := time.NewTicker(b.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -231,3 +231,7 @@ func (rm *replicaManager) remove(tp storage.TopicPartition) {
 		part.wake()
 	}
 }
+
+func topicPartition(topic string, partition int32) storage.TopicPartition {
+	return storage.TopicPartition{Topic: topic, Partition: partition}
+}

@@ -41,6 +41,8 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		DefaultReplicationFactor: s.brokerOpts.DefaultReplicationFactor,
 		Schema:                   s.schema,
 		SupportedFeatures:        s.supportedFeatures,
+		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
 		Logger:                   log,
 	})
 	if err != nil {

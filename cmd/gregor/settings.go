@@ -159,6 +159,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		DeleteTopicEnable:             cfg.DeleteTopicEnable,
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 	}
 	return s, nil
 }
