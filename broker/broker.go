@@ -10,6 +10,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -167,6 +168,10 @@ func (b *Broker) endpoints() []controller.Endpoint {
 	return out
 }
 
+// registrationRetries bounds the wait for a previous registration's
+// session to expire (broker.session.timeout.ms is 9 s by default).
+const registrationRetries = 30
+
 // register registers this broker with the controller (a BrokerRegistration
 // request in combined mode goes straight to the local controller).
 func (b *Broker) register(ctx context.Context) error {
@@ -194,9 +199,26 @@ func (b *Broker) register(ctx context.Context) error {
 	if epoch, ok := b.opts.Logs.PreviousBrokerEpoch(); ok {
 		req.PreviousBrokerEpoch = epoch
 	}
-	resp := b.ctrl.RegisterBroker(ctx, req)
-	if resp == nil {
-		return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
+	// A previous incarnation may still hold a live session (another
+	// process with this node id, or a crash the controller has not yet
+	// noticed): retry, as Kafka brokers do, until it expires.
+	var resp *kmsg.BrokerRegistrationResponse
+	for attempt := 0; ; attempt++ {
+		resp = b.ctrl.RegisterBroker(ctx, req)
+		if resp == nil {
+			return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
+		}
+		if resp.ErrorCode != kerr.DuplicateBrokerRegistration.Code || attempt >= registrationRetries {
+			break
+		}
+		if attempt == 0 {
+			b.log.Warn("another incarnation of this broker id is registered; retrying until its session expires")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 	if err := errFromCode(resp.ErrorCode); err != nil {
 		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)

@@ -63,7 +63,10 @@ func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequ
 		return nil, newAPIError(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
 	}
 	existing := img.Brokers[req.BrokerID]
-	if existing != nil && existing.IncarnationID != req.IncarnationID && c.hasValidSession(req.BrokerID) {
+	// A different incarnation may take over a registration when the old
+	// one has no live session with this leader, or when it names the old
+	// registration's epoch (it is the same broker restarted, KIP-966).
+	if existing != nil && existing.IncarnationID != req.IncarnationID && c.hasLiveContact(req.BrokerID) && req.PreviousBrokerEpoch != existing.Epoch {
 		return nil, newAPIError(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
 	}
 	if req.IsMigratingZkBroker {
@@ -180,6 +183,13 @@ func (c *Controller) hasValidSession(id int32) bool {
 	return s != nil && c.now().Sub(s.lastSeen) < c.cfg.BrokerSessionTimeout
 }
 
+// hasLiveContact reports whether the broker's current incarnation has
+// registered or heartbeated to this leader within the session timeout.
+func (c *Controller) hasLiveContact(id int32) bool {
+	s := c.sessions[id]
+	return s != nil && s.contacted && c.hasValidSession(id)
+}
+
 // checkBrokerEpoch refuses a stale or unknown broker epoch (invariant 3).
 func checkBrokerEpoch(img *Image, id int32, epoch int64) *apiError {
 	b := img.Brokers[id]
@@ -234,6 +244,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 			c.sessions[req.BrokerID] = s
 		}
 		s.lastSeen = c.now()
+		s.contacted = true
 		s.metadataOffset = req.CurrentMetadataOffset
 		var recs []Record
 		if cur != next {

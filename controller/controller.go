@@ -188,7 +188,12 @@ type inflight struct {
 // brokerSession is the leader's view of a broker's liveness (not part of the
 // replicated state; rebuilt when a node becomes leader).
 type brokerSession struct {
-	lastSeen       time.Time
+	lastSeen time.Time
+	// contacted is true once the broker registered with or heartbeated to
+	// this leader. Sessions a new leader grants on taking over (so that it
+	// does not fence everyone at once) are not proof that the registered
+	// incarnation is still alive, so they do not block a re-registration.
+	contacted      bool
 	metadataOffset int64
 	// controlledShutdownOffset is the offset at which the broker entered
 	// controlled shutdown (-1 if it is not shutting down).
@@ -638,6 +643,7 @@ func (c *Controller) afterApply(recs []Record, offset int64) {
 				c.sessions[r.BrokerID] = s
 			}
 			s.lastSeen = c.now()
+			s.contacted = true
 			s.controlledShutdownOffset = -1
 		case *UnregisterBrokerRecord:
 			delete(c.sessions, r.BrokerID)

@@ -24,6 +24,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	start := time.Now()
 	log := s.logger
 	fsys := storage.OSFS{}
+	startDebugListener(log)
 
 	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)
 	if err != nil {
