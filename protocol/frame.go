@@ -26,17 +26,38 @@ func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
 	if n < 0 || n > maxSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
 	}
-	if cap(buf) < int(n) {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	if cap(buf) >= int(n) || n <= eagerFrameAlloc {
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
 		}
-		return nil, err
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, noEOF(err)
+		}
+		return buf, nil
+	}
+	// A large frame grows with the bytes that actually arrive, so a peer
+	// that announces 100 MiB and sends nothing costs nothing.
+	buf = buf[:0]
+	for len(buf) < int(n) {
+		chunk := min(int(n)-len(buf), max(len(buf), eagerFrameAlloc))
+		buf = append(buf, make([]byte, chunk)...)
+		if _, err := io.ReadFull(r, buf[len(buf)-chunk:]); err != nil {
+			return nil, noEOF(err)
+		}
 	}
 	return buf, nil
+}
+
+// eagerFrameAlloc is the frame size up to which the buffer is allocated
+// before reading.
+const eagerFrameAlloc = 1 << 20
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // RequestHeader is a decoded request header (v0-v2).

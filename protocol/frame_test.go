@@ -136,3 +136,20 @@ func FuzzParseRequest(f *testing.F) {
 		_ = req.ReadFrom(body)
 	})
 }
+
+func TestReadFrameLargeFrameGrowsWithData(t *testing.T) {
+	payload := bytes.Repeat([]byte{7}, 5<<20+3)
+	var buf bytes.Buffer
+	binary.Write(&buf, binary.BigEndian, int32(len(payload)))
+	buf.Write(payload)
+	got, err := ReadFrame(&buf, 10<<20, nil)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("large frame: %v, %d bytes", err, len(got))
+	}
+	buf.Reset()
+	binary.Write(&buf, binary.BigEndian, int32(8<<20))
+	buf.Write(payload[:100])
+	if _, err := ReadFrame(&buf, 10<<20, nil); err == nil {
+		t.Fatal("short large frame accepted")
+	}
+}
