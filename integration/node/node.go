@@ -59,7 +59,7 @@ type Node struct {
 	CtrlPort   int    // controller listener
 	Overrides  []string
 	cmd        *exec.Cmd
-	out        *bytes.Buffer
+	out        *syncBuffer
 	exited     chan struct{}
 	exitErr    error
 	StartupDur time.Duration
@@ -107,7 +107,7 @@ func (n *Node) Args() []string {
 
 func (n *Node) start() {
 	n.t.Helper()
-	n.out = &bytes.Buffer{}
+	n.out = &syncBuffer{}
 	n.cmd = exec.Command(Binary(n.t), n.Args()...)
 	n.cmd.Stdout = n.out
 	n.cmd.Stderr = n.out
@@ -156,6 +156,25 @@ func (n *Node) waitReady(timeout time.Duration) error {
 
 // Output is what the process printed so far.
 func (n *Node) Output() string { return n.out.String() }
+
+// syncBuffer collects the process output, written by exec's copying
+// goroutines and read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // Stop sends SIGTERM and waits for a clean exit (SIGKILL after 20 s).
 func (n *Node) Stop() error {
