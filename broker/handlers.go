@@ -19,6 +19,8 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.ListOffsets, min: 1, max: 11, fn: b.handleListOffsets}),
 		client(&handler{key: kmsg.OffsetForLeaderEpoch, min: 2, max: 4, fn: b.handleOffsetForLeaderEpoch}),
 		client(&handler{key: kmsg.InitProducerID, min: 0, max: 5, fn: b.handleInitProducerID}),
+		client(&handler{key: kmsg.DeleteRecords, min: 0, max: 2, fn: b.handleDeleteRecords}),
+		client(&handler{key: kmsg.DescribeProducers, min: 0, max: 0, fn: b.handleDescribeProducers}),
 		both(&handler{key: kmsg.CreateTopics, min: 2, max: 7, fn: b.handleCreateTopics}),
 		both(&handler{key: kmsg.DeleteTopics, min: 1, max: 6, fn: b.handleDeleteTopics}),
 		both(&handler{key: kmsg.CreatePartitions, min: 0, max: 3, fn: b.handleCreatePartitions}),

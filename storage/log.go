@@ -1189,6 +1189,36 @@ func (l *Log) RemoveExpiredProducers() int {
 }
 
 // ProducerCount is the number of producers with state in this log.
+// ProducerInfo describes one active producer of the partition
+// (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64
+}
+
+// ActiveProducers lists the producers the partition tracks, by id.
+func (l *Log) ActiveProducers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.producers.producers))
+	for id, e := range l.producers.producers {
+		out = append(out, ProducerInfo{
+			ProducerID:            id,
+			ProducerEpoch:         e.epoch,
+			LastSequence:          e.lastSeq(),
+			LastTimestamp:         e.lastTimestamp,
+			CoordinatorEpoch:      e.coordinatorEpoch,
+			CurrentTxnStartOffset: e.currentTxnFirstOffset,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
 func (l *Log) ProducerCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
