@@ -1,19 +1,45 @@
 package controller
 
-// API CONTRACT (stub): the controller helper replaces the bodies with the
-// real implementation, keeping the names and signatures.
+// The controller: an etcd-raft metadata quorum, the image built from the
+// committed log, and the admin operations that change it.
+//
+// Goroutines and ownership:
+//   - The loop goroutine (run) owns the raft RawNode, the committed image
+//     (c.committed), the in-flight write, the broker sessions and every
+//     other field marked "loop". It drives the Ready loop: persist, send,
+//     apply, Advance. Admin operations reach it as events on c.events and
+//     run one at a time against the latest committed image; an operation
+//     that writes records holds the loop's single write slot until its
+//     records are committed and applied, so the next operation sees them.
+//   - Callers of the admin methods wait for their event's reply.
+//   - Each subscription has its own delivery goroutine.
+//   - Start runs the loop's work itself (replay, first campaign) before the
+//     loop goroutine exists.
+//
+// Locks: subsMu guards the subscription set and the publication of a new
+// image; a subscription's own mu guards its queue. Order: subsMu, then a
+// subscription's mu. raftlog.Log has its own internal lock, taken last.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/controller/raftlog"
 	"github.com/gregorbroker/gregor/storage"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
-
-var errNotImplemented = errors.New("controller: not implemented yet")
 
 // Config configures a controller node.
 type Config struct {
@@ -24,7 +50,9 @@ type Config struct {
 	// MetadataDir holds __cluster_metadata-0 (raft WAL and snapshots).
 	MetadataDir string
 	// Voters is the initial voter set (one voter, this node, in combined
-	// single-node mode).
+	// single-node mode). The voter set recorded by Format is authoritative
+	// for the quorum; endpoints given here fill in DescribeQuorum's Nodes
+	// for voters whose endpoints the log does not know.
 	Voters []Voter
 	// DefaultPartitions and DefaultReplicationFactor apply when CreateTopics
 	// asks for -1 (num.partitions, default.replication.factor).
@@ -37,6 +65,32 @@ type Config struct {
 	SupportedFeatures map[string][2]int16
 	Logger            *slog.Logger
 	Now               func() time.Time
+
+	// Transport carries raft messages to the other voters; nil when this
+	// node is the only voter.
+	Transport Transport
+	// TickInterval is the raft tick (default 100ms); an election times out
+	// after ElectionTicks ticks (default 10, Kafka's
+	// controller.quorum.election.timeout.ms of 1000) and the leader
+	// heartbeats every tick.
+	TickInterval  time.Duration
+	ElectionTicks int
+	// BrokerSessionTimeout is broker.session.timeout.ms (default 9s): a
+	// broker that sends no heartbeat for this long is fenced.
+	BrokerSessionTimeout time.Duration
+	// Snapshot policy: a snapshot of the image is written and the log
+	// compacted after SnapshotMaxBytes of records
+	// (metadata.log.max.record.bytes.between.snapshots, default 20 MiB),
+	// after SnapshotMaxEntries entries (default 10000), or when
+	// SnapshotMaxInterval has passed with new records
+	// (metadata.log.max.snapshot.interval.ms, default 1h).
+	SnapshotMaxBytes    int64
+	SnapshotMaxEntries  int64
+	SnapshotMaxInterval time.Duration
+	// SegmentBytes rolls the raft log segment (default 64 MiB).
+	SegmentBytes int64
+	// DisableTopicDeletion is delete.topic.enable=false.
+	DisableTopicDeletion bool
 }
 
 // ConfigSchema is what the controller needs to know about config keys to
@@ -45,7 +99,8 @@ type Config struct {
 type ConfigSchema interface {
 	// Validate checks the complete set of overrides a resource would have
 	// after a change; the error message is returned to the client with
-	// INVALID_CONFIG (topics) or INVALID_REQUEST/INVALID_CONFIG (brokers).
+	// INVALID_CONFIG, or with the code of a *kerr.Error the error wraps
+	// (e.g. kerr.InvalidRequest for broker configs Kafka refuses that way).
 	Validate(t ConfigResourceType, name string, overrides map[string]string) error
 	// IsList reports whether key is a list type (APPEND and SUBTRACT work
 	// only on lists).
@@ -54,58 +109,812 @@ type ConfigSchema interface {
 	Default(t ConfigResourceType, key string) (string, bool)
 }
 
+// Transport sends raft messages to peers. Send must not block on the
+// network (queue and drop on overload: raft retransmits); messages from
+// peers are handed to Controller.Step.
+type Transport interface {
+	Send(msgs []*pb.Message)
+}
+
+var (
+	errNotController = errors.New("this node is not the active controller")
+	errStopped       = errors.New("controller is shut down")
+)
+
 // Controller runs the metadata quorum and applies committed records to the
 // image. In combined mode the broker in the same process calls it directly.
-type Controller struct{}
+type Controller struct {
+	cfg     Config
+	info    FormatInfo
+	logger  *slog.Logger
+	now     func() time.Time
+	rlog    *raftlog.Log
+	raftID  uint64
+	events  chan *event
+	recvc   chan *pb.Message
+	reports chan func(*raft.RawNode)
+	stop    chan struct{}
+	done    chan struct{}
+	rng     *rand.Rand // loop
+	closeMu sync.Mutex
+	closed  bool
+
+	image   atomic.Pointer[Image]
+	quorum  atomic.Pointer[quorumStatus]
+	fatal   atomic.Pointer[error]
+	subsMu  sync.Mutex
+	subs    map[*subscription]struct{}
+	stopped bool // subsMu
+
+	// loop-owned
+	rn              *raft.RawNode
+	committed       *Image
+	appliedIndex    uint64
+	appliedTerm     uint64
+	confState       *pb.ConfState
+	isLeader        bool
+	term            uint64
+	leadRaftID      uint64
+	inflight        *inflight
+	sessions        map[int32]*brokerSession
+	entriesSinceSn  int64
+	lastSnapshot    time.Time
+	snapshotIndex   uint64
+	peerLastContact map[uint64]time.Time
+	peerCaughtUp    map[uint64]time.Time
+}
+
+// event is one operation for the loop. fn runs against the latest
+// committed image; offset is the log offset the records it returns will
+// get. If it returns records they are proposed and reply is sent once they
+// are applied (or fail); otherwise reply is sent at once.
+type event struct {
+	fn    func(img *Image, offset int64) ([]Record, any)
+	reply chan eventResult
+}
+
+type eventResult struct {
+	val any
+	err error
+}
+
+type inflight struct {
+	index uint64
+	term  uint64
+	data  []byte
+	done  func(img *Image, err error)
+}
+
+// brokerSession is the leader's view of a broker's liveness (not part of the
+// replicated state; rebuilt when a node becomes leader).
+type brokerSession struct {
+	lastSeen time.Time
+	// contacted is true once the broker registered with or heartbeated to
+	// this leader. Sessions a new leader grants on taking over (so that it
+	// does not fence everyone at once) are not proof that the registered
+	// incarnation is still alive, so they do not block a re-registration.
+	contacted      bool
+	metadataOffset int64
+	// controlledShutdownOffset is the offset at which the broker entered
+	// controlled shutdown (-1 if it is not shutting down).
+	controlledShutdownOffset int64
+}
+
+func raftIDOf(nodeID int32) uint64 { return uint64(nodeID) + 1 }
+func nodeIDOf(raftID uint64) int32 {
+	if raftID == 0 {
+		return -1
+	}
+	return int32(raftID - 1)
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 100 * time.Millisecond
+	}
+	if cfg.ElectionTicks <= 0 {
+		cfg.ElectionTicks = 10
+	}
+	if cfg.BrokerSessionTimeout <= 0 {
+		cfg.BrokerSessionTimeout = 9 * time.Second
+	}
+	if cfg.SnapshotMaxBytes <= 0 {
+		cfg.SnapshotMaxBytes = 20 << 20
+	}
+	if cfg.SnapshotMaxEntries <= 0 {
+		cfg.SnapshotMaxEntries = 10000
+	}
+	if cfg.SnapshotMaxInterval <= 0 {
+		cfg.SnapshotMaxInterval = time.Hour
+	}
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	if cfg.DefaultReplicationFactor <= 0 {
+		cfg.DefaultReplicationFactor = 1
+	}
+}
 
 // Start replays the snapshot and WAL, starts raft and returns once this node
-// has replayed everything it had on disk.
-func Start(ctx context.Context, cfg Config) (*Controller, error) { return nil, errNotImplemented }
+// has replayed everything it had on disk. A node that is the only voter
+// campaigns at once and is the leader when Start returns.
+func Start(ctx context.Context, cfg Config) (*Controller, error) {
+	cfg.setDefaults()
+	info, err := ReadFormat(cfg.FS, cfg.MetadataDir)
+	if err != nil {
+		return nil, fmt.Errorf("starting controller: %w", err)
+	}
+	if cfg.ClusterID != "" && cfg.ClusterID != info.ClusterID {
+		return nil, fmt.Errorf("starting controller: configured cluster id %s does not match the formatted cluster id %s", cfg.ClusterID, info.ClusterID)
+	}
+	if cfg.NodeID != info.NodeID {
+		return nil, fmt.Errorf("starting controller: configured node id %d does not match the formatted node id %d", cfg.NodeID, info.NodeID)
+	}
+	var voterIDs []uint64
+	isVoter := false
+	for _, v := range info.Voters {
+		voterIDs = append(voterIDs, raftIDOf(v.ID))
+		isVoter = isVoter || v.ID == cfg.NodeID
+	}
+	if !isVoter {
+		return nil, fmt.Errorf("starting controller: node %d is not among the formatted voters", cfg.NodeID)
+	}
+	rlog, err := raftlog.Open(raftlog.Options{
+		FS:               cfg.FS,
+		Dir:              path.Join(cfg.MetadataDir, MetadataPartitionDir),
+		InitialConfState: &pb.ConfState{Voters: voterIDs},
+		RollBytes:        cfg.SegmentBytes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting controller: opening metadata log: %w", err)
+	}
+	c := &Controller{
+		cfg:             cfg,
+		info:            info,
+		logger:          cfg.Logger.With("component", "controller", "node", cfg.NodeID),
+		now:             cfg.Now,
+		rlog:            rlog,
+		raftID:          raftIDOf(cfg.NodeID),
+		events:          make(chan *event),
+		recvc:           make(chan *pb.Message, 256),
+		reports:         make(chan func(*raft.RawNode), 64),
+		stop:            make(chan struct{}),
+		done:            make(chan struct{}),
+		rng:             rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		subs:            map[*subscription]struct{}{},
+		sessions:        map[int32]*brokerSession{},
+		peerLastContact: map[uint64]time.Time{},
+		peerCaughtUp:    map[uint64]time.Time{},
+	}
+	c.lastSnapshot = c.now()
+	snap, _ := rlog.Snapshot()
+	img := emptyImage(info.ClusterID)
+	c.confState = snap.GetMetadata().GetConfState()
+	if idx := snap.GetMetadata().GetIndex(); idx > 0 {
+		img, err = imageFromSnapshot(info.ClusterID, snap)
+		if err != nil {
+			rlog.Close()
+			return nil, fmt.Errorf("starting controller: %w", err)
+		}
+		c.appliedIndex, c.appliedTerm, c.snapshotIndex = idx, snap.GetMetadata().GetTerm(), idx
+	}
+	c.committed = img
+	c.image.Store(img)
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:              c.raftID,
+		ElectionTick:    cfg.ElectionTicks,
+		HeartbeatTick:   1,
+		Storage:         rlog,
+		Applied:         c.appliedIndex,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 256,
+		CheckQuorum:     true,
+		PreVote:         true,
+		Logger:          raftLogger{c.logger},
+	})
+	if err != nil {
+		rlog.Close()
+		return nil, fmt.Errorf("starting controller: creating raft node: %w", err)
+	}
+	c.rn = rn
+	hs, _, _ := rlog.InitialState()
+	c.term = hs.GetTerm()
+	for c.appliedIndex < hs.GetCommit() && rn.HasReady() {
+		c.handleReady()
+		if err := c.fatalErr(); err != nil {
+			rlog.Close()
+			return nil, fmt.Errorf("starting controller: replaying metadata log: %w", err)
+		}
+	}
+	if len(voterIDs) == 1 && voterIDs[0] == c.raftID {
+		// The only voter need not wait for an election timeout.
+		if err := rn.Campaign(); err != nil {
+			rlog.Close()
+			return nil, fmt.Errorf("starting controller: campaigning: %w", err)
+		}
+		c.drain()
+		c.maybeBootstrap()
+		c.drain()
+	}
+	if err := c.fatalErr(); err != nil {
+		rlog.Close()
+		return nil, fmt.Errorf("starting controller: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		rlog.Close()
+		return nil, fmt.Errorf("starting controller: %w", err)
+	}
+	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
+	go c.run()
+	return c, nil
+}
+
+func imageFromSnapshot(clusterID string, snap *pb.Snapshot) (*Image, error) {
+	recs, err := DecodeRecords(snap.GetData())
+	if err != nil {
+		return nil, fmt.Errorf("decoding snapshot at offset %d: %w", snap.GetMetadata().GetIndex(), err)
+	}
+	img, err := applyBatch(emptyImage(clusterID), recs, int64(snap.GetMetadata().GetIndex()), int64(snap.GetMetadata().GetTerm()))
+	if err != nil {
+		return nil, fmt.Errorf("loading snapshot: %w", err)
+	}
+	return img, nil
+}
 
 // Image returns the current committed image.
-func (c *Controller) Image() *Image { return nil }
+func (c *Controller) Image() *Image { return c.image.Load() }
 
-// Subscribe calls fn for every new image, in order, on one goroutine, first
-// with the current image. It returns a function that cancels the subscription.
-func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) { return func() {} }
+// Err returns the error that stopped the controller, if any (a metadata
+// record it cannot read, a storage failure).
+func (c *Controller) Err() error { return c.fatalErr() }
+
+func (c *Controller) fatalErr() error {
+	if p := c.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (c *Controller) setFatal(err error) {
+	if c.fatal.CompareAndSwap(nil, &err) {
+		c.logger.Error("controller stopped applying the metadata log", "err", err)
+	}
+}
+
+// Step hands a raft message from a peer to this node.
+func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
+	select {
+	case c.recvc <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return errStopped
+	}
+}
+
+// ReportUnreachable tells raft that the transport could not reach a peer,
+// so the leader stops pipelining to it until it answers again.
+func (c *Controller) ReportUnreachable(nodeID int32) {
+	c.report(func(rn *raft.RawNode) { rn.ReportUnreachable(raftIDOf(nodeID)) })
+}
+
+// ReportSnapshot tells raft whether a snapshot message (MsgSnap) reached
+// its peer; the transport must call it for every MsgSnap it sends.
+func (c *Controller) ReportSnapshot(nodeID int32, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	c.report(func(rn *raft.RawNode) { rn.ReportSnapshot(raftIDOf(nodeID), status) })
+}
+
+func (c *Controller) report(fn func(*raft.RawNode)) {
+	select {
+	case c.reports <- fn:
+	case <-c.done:
+	}
+}
 
 // Close stops raft and syncs the log.
-func (c *Controller) Close() error { return nil }
+func (c *Controller) Close() error {
+	c.closeMu.Lock()
+	if c.closed {
+		c.closeMu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.stop)
+	c.closeMu.Unlock()
+	<-c.done
+	c.subsMu.Lock()
+	c.stopped = true
+	for s := range c.subs {
+		s.close()
+	}
+	c.subs = nil
+	c.subsMu.Unlock()
+	if err := c.rlog.Close(); err != nil {
+		return fmt.Errorf("closing metadata log: %w", err)
+	}
+	return nil
+}
 
-// Admin requests that change metadata. Each validates, commits the records
-// and answers only after they are applied (or returns per-item errors). The
-// Kafka request and response types are used so that a broker can forward a
-// request unchanged to the active controller.
-func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+// run is the loop goroutine.
+func (c *Controller) run() {
+	defer close(c.done)
+	ticker := time.NewTicker(c.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		var events chan *event
+		if c.inflight == nil && c.canTakeEvents() {
+			events = c.events
+		}
+		select {
+		case <-c.stop:
+			c.failInflight(errStopped)
+			return
+		case <-ticker.C:
+			c.rn.Tick()
+			c.onTick()
+		case m := <-c.recvc:
+			c.observePeer(m)
+			if err := c.rn.Step(m); err != nil && !errors.Is(err, raft.ErrStepPeerNotFound) {
+				c.logger.Debug("raft step", "err", err)
+			}
+		case ev := <-events:
+			c.handleEvent(ev)
+		case report := <-c.reports:
+			report(c.rn)
+		}
+		c.drain()
+		c.maybeBootstrap()
+		c.drain()
+		if err := c.fatalErr(); err != nil {
+			c.failInflight(err)
+			// Keep draining events with the error until Close.
+			c.failEventsUntilStop(err)
+			return
+		}
+	}
+}
+
+func (c *Controller) failEventsUntilStop(err error) {
+	for {
+		select {
+		case <-c.stop:
+			return
+		case ev := <-c.events:
+			ev.reply <- eventResult{err: err}
+		case <-c.recvc:
+		case <-c.reports:
+		}
+	}
+}
+
+// drain processes every pending Ready.
+func (c *Controller) drain() {
+	for c.fatalErr() == nil && c.rn.HasReady() {
+		c.handleReady()
+	}
+}
+
+// serving reports whether this node is the leader, has applied everything
+// committed before its term, and the log is bootstrapped.
+func (c *Controller) serving() bool {
+	return c.isLeader && c.appliedTerm == c.term && c.committed.Features[MetadataVersionFeature] != 0
+}
+
+// canTakeEvents: the leader serves them; a follower that knows the leader
+// answers NOT_CONTROLLER; a node in an election keeps them queued.
+func (c *Controller) canTakeEvents() bool {
+	if c.serving() {
+		return true
+	}
+	return !c.isLeader && c.leadRaftID != raft.None && c.leadRaftID != c.raftID
+}
+
+func (c *Controller) handleReady() {
+	rd := c.rn.Ready()
+	if rd.SoftState != nil {
+		c.onSoftState(rd.SoftState)
+	}
+	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+		c.term = rd.HardState.GetTerm()
+	}
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := c.rlog.ApplySnapshot(rd.Snapshot); err != nil {
+			c.setFatal(fmt.Errorf("persisting snapshot from the leader: %w", err))
+			return
+		}
+		img, err := imageFromSnapshot(c.info.ClusterID, rd.Snapshot)
+		if err != nil {
+			c.setFatal(err)
+			return
+		}
+		img.LeaderID = c.committed.LeaderID
+		c.committed = img
+		c.appliedIndex = rd.Snapshot.GetMetadata().GetIndex()
+		c.appliedTerm = rd.Snapshot.GetMetadata().GetTerm()
+		c.confState = rd.Snapshot.GetMetadata().GetConfState()
+		c.snapshotIndex = c.appliedIndex
+		c.publish(img)
+	}
+	if err := c.rlog.Save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
+		c.setFatal(fmt.Errorf("persisting metadata log: %w", err))
+		return
+	}
+	if len(rd.Messages) > 0 && c.cfg.Transport != nil {
+		c.cfg.Transport.Send(rd.Messages)
+	}
+	for _, e := range rd.CommittedEntries {
+		if err := c.applyEntry(e); err != nil {
+			c.setFatal(err)
+			return
+		}
+	}
+	c.rn.Advance(rd)
+	c.updateQuorumStatus()
+	c.maybeSnapshot()
+}
+
+func (c *Controller) onSoftState(ss *raft.SoftState) {
+	wasLeader := c.isLeader
+	c.isLeader = ss.RaftState == raft.StateLeader
+	if ss.Lead != c.leadRaftID {
+		c.leadRaftID = ss.Lead
+		img := *c.committed
+		img.LeaderID = nodeIDOf(ss.Lead)
+		c.committed = &img
+		c.publish(&img)
+	}
+	if wasLeader && !c.isLeader {
+		c.logger.Info("lost metadata quorum leadership", "leader", nodeIDOf(ss.Lead))
+		c.failInflight(errNotController)
+	}
+	if !wasLeader && c.isLeader {
+		c.logger.Info("became the active controller")
+		// Every registered broker gets a fresh session from the new leader.
+		c.sessions = map[int32]*brokerSession{}
+		now := c.now()
+		for id := range c.committed.Brokers {
+			c.sessions[id] = &brokerSession{lastSeen: now, metadataOffset: -1, controlledShutdownOffset: -1}
+		}
+	}
+}
+
+func (c *Controller) applyEntry(e *pb.Entry) error {
+	switch e.GetType() {
+	case pb.EntryConfChange:
+		var cc pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return fmt.Errorf("decoding conf change at %d: %w", e.GetIndex(), err)
+		}
+		c.confState = c.rn.ApplyConfChange(&cc)
+	case pb.EntryConfChangeV2:
+		var cc pb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return fmt.Errorf("decoding conf change at %d: %w", e.GetIndex(), err)
+		}
+		c.confState = c.rn.ApplyConfChange(&cc)
+	case pb.EntryNormal:
+		if len(e.GetData()) > 0 {
+			recs, err := DecodeRecords(e.GetData())
+			if err != nil {
+				return fmt.Errorf("metadata log entry at offset %d: %w", e.GetIndex(), err)
+			}
+			img, err := applyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
+			if err != nil {
+				return err
+			}
+			c.afterApply(recs, int64(e.GetIndex()))
+			c.committed = img
+			c.entriesSinceSn++
+			c.publish(img)
+		}
+	}
+	c.appliedIndex = e.GetIndex()
+	c.appliedTerm = e.GetTerm()
+	if in := c.inflight; in != nil && e.GetIndex() >= in.index {
+		c.inflight = nil
+		if e.GetIndex() == in.index && e.GetTerm() == in.term && bytes.Equal(e.GetData(), in.data) {
+			in.done(c.committed, nil)
+		} else {
+			in.done(c.committed, errNotController)
+		}
+	}
 	return nil
 }
-func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
-	return nil
+
+// afterApply keeps the leader's broker sessions in step with the log.
+func (c *Controller) afterApply(recs []Record, offset int64) {
+	for _, rec := range recs {
+		switch r := rec.(type) {
+		case *RegisterBrokerRecord:
+			s := c.sessions[r.BrokerID]
+			if s == nil {
+				s = &brokerSession{metadataOffset: -1}
+				c.sessions[r.BrokerID] = s
+			}
+			s.lastSeen = c.now()
+			s.contacted = true
+			s.controlledShutdownOffset = -1
+		case *UnregisterBrokerRecord:
+			delete(c.sessions, r.BrokerID)
+		case *BrokerRegistrationChangeRecord:
+			if s := c.sessions[r.BrokerID]; s != nil {
+				if r.InControlledShutdown == controlledShutdownChangeShutdown {
+					s.controlledShutdownOffset = offset
+				}
+				if r.Fenced == fenceChangeFence {
+					s.controlledShutdownOffset = -1
+				}
+			}
+		}
+	}
 }
-func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
-	return nil
+
+func (c *Controller) failInflight(err error) {
+	if in := c.inflight; in != nil {
+		c.inflight = nil
+		in.done(c.committed, err)
+	}
 }
-func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
-	return nil
+
+// propose proposes records at the next offset; done is called once they
+// are applied or have failed. The caller has drained Ready, so the entry
+// will get the index after the last one in the log.
+func (c *Controller) propose(records []Record, offset int64, done func(*Image, error)) {
+	data := EncodeRecords(records)
+	if err := c.rn.Propose(data); err != nil {
+		done(c.committed, errNotController)
+		return
+	}
+	c.inflight = &inflight{index: uint64(offset), term: c.term, data: data, done: done}
 }
-func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
-	return nil
+
+func (c *Controller) nextOffset() int64 {
+	last, _ := c.rlog.LastIndex()
+	return int64(last) + 1
 }
-func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
-	return nil
+
+func (c *Controller) handleEvent(ev *event) {
+	// Everything raft has appended must be in the log before the next
+	// offset is known.
+	c.drain()
+	if !c.serving() || c.inflight != nil {
+		ev.reply <- eventResult{err: errNotController}
+		return
+	}
+	offset := c.nextOffset()
+	recs, val := ev.fn(c.committed, offset)
+	if len(recs) == 0 {
+		ev.reply <- eventResult{val: val}
+		return
+	}
+	c.propose(recs, offset, func(_ *Image, err error) {
+		ev.reply <- eventResult{val: val, err: err}
+	})
 }
-func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
-	return nil
+
+// maybeBootstrap writes the bootstrap records once the first leader has
+// applied the log and finds it empty.
+func (c *Controller) maybeBootstrap() {
+	c.drain()
+	if !c.isLeader || c.appliedTerm != c.term || c.inflight != nil || c.fatalErr() != nil {
+		return
+	}
+	if c.committed.Features[MetadataVersionFeature] != 0 {
+		return
+	}
+	c.logger.Info("writing bootstrap metadata records", "features", c.info.Features)
+	c.propose(c.info.bootstrapRecords(), c.nextOffset(), func(_ *Image, err error) {
+		if err != nil {
+			c.logger.Warn("bootstrap records were not committed; retrying", "err", err)
+		}
+	})
 }
-func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse {
-	return nil
+
+// submit runs fn on the loop and waits for its records to be applied. On
+// error val may still hold fn's result (fn ran but its records did not
+// commit) or be nil (fn never ran).
+func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int64) ([]Record, any)) (any, error) {
+	if err := c.fatalErr(); err != nil {
+		return nil, err
+	}
+	ev := &event{fn: fn, reply: make(chan eventResult, 1)}
+	select {
+	case c.events <- ev:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		if err := c.fatalErr(); err != nil {
+			return nil, err
+		}
+		return nil, errStopped
+	}
+	select {
+	case res := <-ev.reply:
+		return res.val, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		select {
+		case res := <-ev.reply:
+			return res.val, res.err
+		default:
+		}
+		return nil, errStopped
+	}
 }
-func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse {
-	return nil
+
+// submitTyped is submit with a typed result.
+func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *Image, offset int64) ([]Record, T)) (T, bool, error) {
+	val, err := c.submit(ctx, func(img *Image, offset int64) ([]Record, any) {
+		return fn(img, offset)
+	})
+	t, ok := val.(T)
+	return t, ok, err
 }
-func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
-	return nil
+
+// errorCode maps a failure to commit to the Kafka error a client should see.
+func errorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errNotController):
+		return kerr.NotController.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	case errors.Is(err, errStopped):
+		return kerr.NotController.Code
+	default:
+		return kerr.UnknownServerError.Code
+	}
 }
-func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) *kmsg.AllocateProducerIDsResponse {
-	return nil
+
+func (c *Controller) onTick() {
+	c.drain()
+	if !c.serving() || c.inflight != nil || c.fatalErr() != nil {
+		return
+	}
+	c.maybeFenceStaleBroker()
 }
+
+// maybeSnapshot writes a snapshot of the applied image and compacts the log
+// when the policy says so.
+func (c *Controller) maybeSnapshot() {
+	if c.appliedIndex <= c.snapshotIndex || c.entriesSinceSn == 0 {
+		return
+	}
+	due := c.entriesSinceSn >= c.cfg.SnapshotMaxEntries ||
+		c.rlog.BytesSinceSnapshot() >= c.cfg.SnapshotMaxBytes ||
+		c.now().Sub(c.lastSnapshot) >= c.cfg.SnapshotMaxInterval
+	if !due {
+		return
+	}
+	data := EncodeRecords(imageRecords(c.committed))
+	if err := c.rlog.CreateSnapshot(c.appliedIndex, c.confState, data); err != nil {
+		if errors.Is(err, raft.ErrSnapOutOfDate) {
+			return
+		}
+		c.setFatal(fmt.Errorf("writing metadata snapshot at offset %d: %w", c.appliedIndex, err))
+		return
+	}
+	c.logger.Debug("wrote metadata snapshot", "offset", c.appliedIndex, "bytes", len(data))
+	c.snapshotIndex = c.appliedIndex
+	c.entriesSinceSn = 0
+	c.lastSnapshot = c.now()
+}
+
+// publish makes img the current image and queues it for subscribers.
+func (c *Controller) publish(img *Image) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	prev := c.image.Swap(img)
+	for s := range c.subs {
+		s.push(prev, img)
+	}
+}
+
+// Subscribe calls fn for every new image, in order, on one goroutine, first
+// with the current image (prev is nil then). It returns a function that
+// cancels the subscription.
+func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) {
+	s := &subscription{fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	c.subsMu.Lock()
+	if c.stopped {
+		c.subsMu.Unlock()
+		return func() {}
+	}
+	s.push(nil, c.image.Load())
+	c.subs[s] = struct{}{}
+	c.subsMu.Unlock()
+	go s.run()
+	return func() {
+		c.subsMu.Lock()
+		if c.subs != nil {
+			delete(c.subs, s)
+		}
+		c.subsMu.Unlock()
+		s.close()
+	}
+}
+
+type imagePair struct{ prev, next *Image }
+
+type subscription struct {
+	fn        func(prev, next *Image)
+	mu        sync.Mutex
+	queue     []imagePair
+	wake      chan struct{}
+	quit      chan struct{}
+	closeOnce sync.Once
+}
+
+func (s *subscription) push(prev, next *Image) {
+	s.mu.Lock()
+	s.queue = append(s.queue, imagePair{prev, next})
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) close() { s.closeOnce.Do(func() { close(s.quit) }) }
+
+func (s *subscription) run() {
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		}
+		for {
+			s.mu.Lock()
+			q := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			for _, p := range q {
+				select {
+				case <-s.quit:
+					return
+				default:
+				}
+				s.fn(p.prev, p.next)
+			}
+		}
+	}
+}
+
+// raftLogger sends etcd raft's logging to slog.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Info(v ...any)               { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any)    { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
+func (r raftLogger) Panic(v ...any)              { s := fmt.Sprint(v...); r.l.Error(s); panic(s) }
+func (r raftLogger) Panicf(f string, v ...any)   { s := fmt.Sprintf(f, v...); r.l.Error(s); panic(s) }
+func sortedInt32s(s []int32) []int32             { out := slices.Clone(s); slices.Sort(out); return out }
+func containsInt32(s []int32, v int32) bool      { return slices.Contains(s, v) }
+func withoutInt32(s []int32, v int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(s), func(x int32) bool { return x == v })
+}
+func strPtr(s string) *string { return &s }

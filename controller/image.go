@@ -42,6 +42,8 @@ type Broker struct {
 	Fenced               bool
 	InControlledShutdown bool
 	LogDirs              []UUID
+	// Features are the feature ranges the broker said it supports.
+	Features []BrokerFeature
 }
 
 // Partition is one partition's replica assignment and leadership.

@@ -1,24 +1,31 @@
 package storage
 
-// API CONTRACT (stub): the storage helper replaces the bodies below with the
-// real implementation, keeping these names and signatures. The broker is
-// written against them.
-
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/protocol"
-	"log/slog"
-	"time"
 )
-
-var errNotImplemented = errors.New("storage: not implemented yet")
 
 // TopicPartition names one partition.
 type TopicPartition struct {
 	Topic     string
 	Partition int32
 }
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
 // AppendOrigin says who appends: a client through Produce, a follower
 // replicating, or a coordinator writing its own records.
@@ -42,6 +49,13 @@ type LogOptions struct {
 	HighWatermark  int64 // from replication-offset-checkpoint
 	Logger         *slog.Logger
 	Now            func() time.Time
+	// CleanShutdown says the log dir had Kafka's clean-shutdown marker:
+	// segments are then trusted (checked, not rescanned). After an unclean
+	// shutdown every segment from the recovery point on is rescanned.
+	CleanShutdown bool
+	// ProducerIDExpirationMs is producer.id.expiration.ms (0: Kafka's
+	// default, one day).
+	ProducerIDExpirationMs int64
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -56,18 +70,459 @@ type AppendResult struct {
 
 // FileRange is a contiguous byte range of a segment file holding whole
 // record batches, sent to the client with sendfile where File supports it.
+// Size 0 means no batches.
 type FileRange struct {
 	File File
 	Pos  int64
 	Size int64
 }
 
+// ErrUnexpectedAppendOffset refuses a replicated append whose offsets do
+// not continue the log (Kafka's UnexpectedAppendOffsetException): the
+// follower must truncate first.
+var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not continue the log")
+
 // Log is one partition's log. Append, Read and the offset queries are safe
 // for concurrent use.
-type Log struct{}
+//
+// Locking (always taken in this order):
+//   - mu serialises every change: Append, roll, TruncateTo,
+//     DeleteRecordsBefore, SetConfig, producer expiry, Close. It owns
+//     producers, pending, scratch and each segment's appender-owned fields.
+//   - flushMu serialises fsyncs (Flush, the flush after a roll, Close); it
+//     does not block appends.
+//   - segMu guards the segments slice: readers hold it shared while they use
+//     a segment, writers exclusively only while they swap the slice.
+//   - each index and the epoch cache have their own lock, taken last.
+//
+// Offsets readers need (log end, log start, high watermark, recovery point)
+// are atomics: the appender stores the log end offset only after the bytes
+// and the segment's size are published.
+//
+// Goroutines: the roll path starts one flush goroutine per roll (tracked by
+// bg, awaited by Close); segment deletion runs on timers (file.delete.delay.ms),
+// stopped and run at once by Close.
+type Log struct {
+	fsys     FS
+	dir      string
+	tp       TopicPartition
+	topicID  [16]byte
+	logger   *slog.Logger
+	now      func() time.Time
+	expiryMs int64
+
+	cfg atomic.Pointer[LogConfig]
+
+	mu        sync.Mutex
+	producers *producerState
+	pending   producerAppend
+	scratch   []appendedBatch
+	// storedScratch holds the batches of the append in progress.
+	storedScratch [][]byte
+	closed        bool
+	deletions     []*pendingDeletion
+
+	flushMu sync.Mutex
+
+	segMu    sync.RWMutex
+	segments []*segment // ascending base offset; the last one is active
+
+	epochs *epochCache
+
+	logEndOffset   atomic.Int64
+	logStartOffset atomic.Int64
+	highWatermark  atomic.Int64
+	recoveryPoint  atomic.Int64
+	lastFlushMs    atomic.Int64
+	dirDirty       atomic.Bool // a segment was created since the last dir fsync
+	failure        atomic.Pointer[error]
+
+	bg sync.WaitGroup
+}
+
+// pendingDeletion is a segment renamed to *.deleted, removed after
+// file.delete.delay.ms so that in-flight reads of it complete.
+type pendingDeletion struct {
+	seg   *segment
+	timer *time.Timer
+	once  sync.Once
+}
+
+func (d *pendingDeletion) run(logger *slog.Logger) {
+	d.once.Do(func() {
+		if err := d.seg.removeDeleted(); err != nil {
+			logger.Warn("removing deleted segment", "segment", d.seg.baseOffset, "err", err)
+		}
+	})
+}
 
 // OpenLog opens (creating if needed) and recovers a partition's log.
-func OpenLog(opts LogOptions) (*Log, error) { return nil, errNotImplemented }
+func OpenLog(opts LogOptions) (*Log, error) {
+	if opts.FS == nil {
+		opts.FS = OSFS{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ProducerIDExpirationMs <= 0 {
+		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
+	l := &Log{
+		fsys:     opts.FS,
+		dir:      opts.Dir,
+		tp:       opts.TopicPartition,
+		topicID:  opts.TopicID,
+		logger:   opts.Logger.With("partition", opts.TopicPartition.String()),
+		now:      opts.Now,
+		expiryMs: opts.ProducerIDExpirationMs,
+	}
+	cfg := opts.Config
+	l.cfg.Store(&cfg)
+	if _, err := l.fsys.Stat(l.dir); errors.Is(err, fs.ErrNotExist) {
+		if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
+		}
+		if err := l.fsys.SyncDir(filepath.Dir(l.dir)); err != nil {
+			return nil, fmt.Errorf("syncing %s: %w", filepath.Dir(l.dir), err)
+		}
+	}
+	if err := l.checkPartitionMetadata(); err != nil {
+		return nil, err
+	}
+	l.producers = newProducerState(l.fsys, l.dir)
+	epochs, err := openEpochCache(l.fsys, l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.epochs = epochs
+	if err := l.load(opts); err != nil {
+		l.closeSegments()
+		return nil, fmt.Errorf("loading log %s: %w", l.dir, err)
+	}
+	return l, nil
+}
+
+// checkPartitionMetadata compares partition.metadata's topic ID with the
+// one given, writing the file when it is missing (Kafka refuses a log whose
+// topic ID differs: the topic was deleted and recreated).
+func (l *Log) checkPartitionMetadata() error {
+	name := filepath.Join(l.dir, PartitionMetadataFile)
+	data, err := ReadFile(l.fsys, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if l.topicID == ([16]byte{}) {
+			return nil
+		}
+		if err := WriteFileAtomic(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	id, err := decodePartitionMetadata(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if l.topicID == ([16]byte{}) {
+		l.topicID = id
+		return nil
+	}
+	if id != l.topicID {
+		return fmt.Errorf("%s holds topic ID %s, expected %s: %w", name, FormatUUID(id), FormatUUID(l.topicID), kerr.InconsistentTopicID)
+	}
+	return nil
+}
+
+// TopicID is the partition's topic ID (from partition.metadata when it was
+// not given).
+func (l *Log) TopicID() [16]byte { return l.topicID }
+
+// load finds the segments, recovers what needs it and rebuilds the
+// in-memory state (log end, epoch cache, producer state).
+func (l *Log) load(opts LogOptions) error {
+	cfg := l.config()
+	bases, err := l.scanDir()
+	if err != nil {
+		return err
+	}
+	nowMs := l.now().UnixMilli()
+	indexBytes := int64(cfg.SegmentIndexBytes)
+	recoverFrom := opts.RecoveryPoint
+	if opts.CleanShutdown {
+		recoverFrom = 1<<63 - 1
+	}
+	recovering := false
+	for i, base := range bases {
+		active := i == len(bases)-1
+		size := int64(0)
+		if active {
+			size = indexBytes
+		}
+		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, seg)
+		if prev := i - 1; prev >= 0 && l.segments[prev].nextOffset > base {
+			// Overlapping segments: the older one ran past this base.
+			return fmt.Errorf("segment %d overlaps the previous one ending at %d", base, l.segments[prev].nextOffset)
+		}
+		nextBase := int64(1<<63 - 1)
+		if !active {
+			nextBase = bases[i+1]
+		}
+		if !recovering && nextBase > recoverFrom {
+			recovering = true
+		}
+		if !recovering {
+			bad, err := seg.loadTrusted(int64(cfg.IndexIntervalBytes))
+			if err != nil {
+				return err
+			}
+			if !bad {
+				continue
+			}
+			l.logger.Warn("segment failed its sanity check, recovering", "segment", base)
+			recovering = true
+		}
+		cut, err := seg.recover(int64(cfg.IndexIntervalBytes), func(_ []byte, h protocol.BatchHeader) {
+			if latest, ok := l.epochs.latest(); h.PartitionLeaderEpoch >= 0 && (!ok || h.PartitionLeaderEpoch > latest.Epoch) {
+				l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if cut > 0 {
+			l.logger.Warn("truncated a torn or corrupt tail", "segment", base, "bytes", cut)
+			// Everything after a corrupt batch is unreachable.
+			for _, later := range bases[i+1:] {
+				if err := removeSegmentFiles(l.fsys, l.dir, later); err != nil {
+					return err
+				}
+			}
+			break
+		}
+	}
+	if len(l.segments) == 0 {
+		start := max(opts.LogStartOffset, 0)
+		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, seg)
+	}
+	active := l.active()
+	if err := active.becomeActive(indexBytes); err != nil {
+		return err
+	}
+	active.rollJitterMs = jitter(cfg)
+	for _, s := range l.segments[:len(l.segments)-1] {
+		if err := s.offsets.trim(); err != nil {
+			return err
+		}
+		if err := s.times.trim(); err != nil {
+			return err
+		}
+	}
+	leo := active.nextOffset
+	start := max(opts.LogStartOffset, l.segments[0].baseOffset)
+	if start > leo {
+		// The log start moved past data lost in a crash: start over there.
+		l.logger.Warn("log start offset is beyond the recovered log end, emptying the log", "logStart", start, "logEnd", leo)
+		if err := l.replaceAllSegments(start, nowMs); err != nil {
+			return err
+		}
+		leo = start
+	}
+	l.logEndOffset.Store(leo)
+	l.logStartOffset.Store(start)
+	endCut := l.epochs.truncateFromEnd(leo)
+	startCut := l.epochs.truncateFromStart(start)
+	if endCut || startCut || recovering {
+		if err := l.epochs.write(); err != nil {
+			return err
+		}
+	}
+	if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
+		return err
+	}
+	if recovering {
+		// Recovered bytes may live only in the page cache; make them
+		// durable before the recovery point claims them.
+		for _, s := range l.segments {
+			if err := s.sync(); err != nil {
+				return err
+			}
+		}
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("syncing %s: %w", l.dir, err)
+		}
+		l.recoveryPoint.Store(leo)
+	} else {
+		l.recoveryPoint.Store(min(max(opts.RecoveryPoint, start), leo))
+	}
+	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
+	l.lastFlushMs.Store(nowMs)
+	l.dirDirty.Store(true) // the active segment's files may be new
+	return nil
+}
+
+// scanDir removes leftovers (deleted segments, temporary files, indexes
+// without a log) and returns the segments' base offsets in order.
+func (l *Log) scanDir() ([]int64, error) {
+	ents, err := l.fsys.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var indexes []string
+	for _, ent := range ents {
+		name := ent.Name()
+		if ent.IsDir() {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, ".tmp"),
+			strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, swapSuffix):
+			// No compaction yet, so .cleaned/.swap can only be debris.
+			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("removing leftover %s: %w", name, err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			base, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix), 10, 64)
+			if err == nil && base >= 0 {
+				logs[base] = true
+			}
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
+			indexes = append(indexes, name)
+		}
+	}
+	for _, name := range indexes {
+		stem := name[:strings.IndexByte(name, '.')]
+		base, err := strconv.ParseInt(stem, 10, 64)
+		if err == nil && !logs[base] {
+			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("removing orphan index %s: %w", name, err)
+			}
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func removeSegmentFiles(fsys FS, dir string, base int64) error {
+	for _, suf := range segmentSuffixes {
+		name := segmentFileName(dir, base, suf)
+		if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// replaceAllSegments drops every segment and starts an empty one at base.
+// The caller holds mu (or is still loading).
+func (l *Log) replaceAllSegments(base, nowMs int64) error {
+	old := l.segments
+	for _, s := range old {
+		if err := s.close(); err != nil {
+			return err
+		}
+		if err := removeSegmentFiles(l.fsys, l.dir, s.baseOffset); err != nil {
+			return err
+		}
+	}
+	cfg := l.config()
+	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs)
+	if err != nil {
+		return err
+	}
+	seg.rollJitterMs = jitter(cfg)
+	l.segMu.Lock()
+	l.segments = []*segment{seg}
+	l.segMu.Unlock()
+	l.dirDirty.Store(true)
+	return nil
+}
+
+// rebuildProducerState loads the newest snapshot at or below the log end
+// and replays the batches after it.
+func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
+	if err := l.producers.loadLatestSnapshot(logStart, leo, nowMs, l.expiryMs); err != nil {
+		return err
+	}
+	from := max(l.producers.mapEndOffset, logStart)
+	var hb headerBuf
+	for _, s := range l.segments {
+		if s.nextOffset <= from {
+			continue
+		}
+		_, start := s.offsets.lookup(from)
+		if s.baseOffset > from {
+			start = 0
+		}
+		_, err := s.scan(start, s.size.Load(), &hb, func(_ int64, h protocol.BatchHeader) bool {
+			if h.LastOffset() >= from {
+				l.producers.replay(h, &l.pending)
+			}
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("replaying producer state from %s: %w", s.log.Name(), err)
+		}
+	}
+	if leo > l.producers.mapEndOffset {
+		l.producers.mapEndOffset = leo
+	}
+	return nil
+}
+
+func jitter(cfg LogConfig) int64 {
+	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
+		return 0
+	}
+	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
+}
+
+func (l *Log) config() LogConfig { return *l.cfg.Load() }
+
+// active is the last segment; the caller holds mu or segMu.
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// fail takes the log offline after an I/O error that may have left memory
+// and disk out of step (Kafka takes the whole log dir offline).
+func (l *Log) fail(err error) error {
+	werr := fmt.Errorf("log %s is offline: %w: %w", l.tp, kerr.KafkaStorageError, err)
+	if l.failure.CompareAndSwap(nil, &werr) {
+		l.logger.Error("log taken offline after an I/O error", "err", err)
+	}
+	return werr
+}
+
+// Err is the I/O error that took the log offline, nil while it is healthy.
+func (l *Log) Err() error {
+	if p := l.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func storageError(what string, err error) error {
+	return fmt.Errorf("%s: %w: %w", what, kerr.KafkaStorageError, err)
+}
+
+func (l *Log) errorResult() AppendResult {
+	return AppendResult{FirstOffset: -1, LastOffset: -1, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load()}
+}
 
 // Append validates batches (a produce request's records field, one or more
 // v2 record batches), assigns offsets, stamps the leader epoch and, when
@@ -75,42 +530,750 @@ func OpenLog(opts LogOptions) (*Log, error) { return nil, errNotImplemented }
 // (possibly wrapped) such as CORRUPT_MESSAGE, INVALID_RECORD,
 // MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 // INVALID_TIMESTAMP; per-record problems come with RecordErrors.
+//
+// Append stamps offsets and epochs into batches in place: the caller hands
+// the buffer over. Replicated batches (AppendReplication) keep their
+// offsets and epochs and are only CRC-checked; they must continue the log.
 func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
-	return AppendResult{}, nil, errNotImplemented
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.Err(); err != nil {
+		return l.errorResult(), nil, err
+	}
+	if l.closed {
+		return l.errorResult(), nil, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
+	}
+	if len(batches) == 0 {
+		return l.errorResult(), nil, nil
+	}
+	cfg := l.config()
+	now := l.now().UnixMilli()
+	defer l.pending.reset()
+
+	metas := l.scratch[:0]
+	stored := l.storedScratch[:0]
+	defer func() {
+		l.scratch = metas[:0]
+		clear(stored) // do not pin the caller's buffers
+		l.storedScratch = stored[:0]
+	}()
+	rewritten := false
+	next := l.logEndOffset.Load()
+	var maxTs int64 = -1
+	for rest := batches; len(rest) > 0; {
+		batch, tail, h, err := protocol.NextBatch(rest)
+		if err != nil {
+			return l.errorResult(), nil, fmt.Errorf("batch %d of the append: %v: %w", len(metas), err, kerr.CorruptMessage)
+		}
+		rest = tail
+		if origin == AppendReplication {
+			if !protocol.CheckBatchCRC(batch) {
+				return l.errorResult(), nil, fmt.Errorf("replicated batch at offset %d fails its CRC: %w", h.BaseOffset, kerr.CorruptMessage)
+			}
+			if h.BaseOffset < next || h.LastOffset() < h.BaseOffset {
+				return l.errorResult(), nil, fmt.Errorf("replicated batch %d-%d, log end %d: %w", h.BaseOffset, h.LastOffset(), next, ErrUnexpectedAppendOffset)
+			}
+		} else {
+			out, info, recErrs, err := protocol.ValidateBatch(batch, l.validateOptions(cfg, now, origin))
+			if err != nil {
+				return l.errorResult(), recErrs, err
+			}
+			if info.Rewritten || len(out) != len(batch) || (len(out) > 0 && &out[0] != &batch[0]) {
+				rewritten = true
+			}
+			batch = out
+			if h, err = protocol.ParseBatchHeader(batch); err != nil {
+				return l.errorResult(), nil, fmt.Errorf("validated batch: %v: %w", err, kerr.CorruptMessage)
+			}
+			protocol.SetBaseOffset(batch, next)
+			protocol.SetPartitionLeaderEpoch(batch, leaderEpoch)
+			h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
+			if cfg.LogAppendTime && !(h.LogAppendTime() && h.MaxTimestamp == now) {
+				protocol.SetLogAppendTime(batch, now)
+				h.MaxTimestamp = now
+				h.Attributes |= protocol.AttrLogAppendTime
+			}
+		}
+		stored = append(stored, batch)
+		metas = append(metas, appendedBatch{
+			size: h.TotalSize(), baseOffset: h.BaseOffset, lastOffset: h.LastOffset(),
+			maxTimestamp: h.MaxTimestamp, leaderEpoch: h.PartitionLeaderEpoch,
+		})
+		maxTs = max(maxTs, h.MaxTimestamp)
+		next = h.LastOffset() + 1
+		if !h.HasProducerID() {
+			continue
+		}
+		if origin == AppendClient {
+			if dup, ok := l.producers.checkDuplicate(h); ok {
+				return AppendResult{
+					FirstOffset:    dup.firstOffset(),
+					LastOffset:     dup.lastOffset,
+					LogAppendTime:  dup.timestamp,
+					LogStartOffset: l.logStartOffset.Load(),
+					Duplicate:      true,
+				}, nil, nil
+			}
+		}
+		if err := l.pending.add(l.producers, h, origin); err != nil {
+			return l.errorResult(), nil, err
+		}
+	}
+
+	data := batches
+	if rewritten {
+		total := 0
+		for _, b := range stored {
+			total += len(b)
+		}
+		data = make([]byte, 0, total)
+		for _, b := range stored {
+			data = append(data, b...)
+		}
+	}
+	if int64(len(data)) > int64(cfg.SegmentBytes) {
+		return l.errorResult(), nil, fmt.Errorf("append of %d bytes exceeds segment.bytes %d: %w", len(data), cfg.SegmentBytes, kerr.RecordListTooLarge)
+	}
+	first := metas[0].baseOffset
+	seg := l.active()
+	if seg.shouldRoll(cfg, int64(len(data)), next-1, maxTs, now) {
+		if err := l.roll(max(first, l.logEndOffset.Load()), now); err != nil {
+			return l.errorResult(), nil, l.fail(err)
+		}
+		seg = l.active()
+	}
+	written, cutBack, err := seg.append(data, metas, int64(cfg.IndexIntervalBytes))
+	if !written {
+		if !cutBack {
+			return l.errorResult(), nil, l.fail(err)
+		}
+		// The write failed and was cut back: the log is as it was.
+		return l.errorResult(), nil, storageError("appending to "+l.tp.String(), err)
+	}
+	l.pending.commit(l.producers, next)
+	l.logEndOffset.Store(next)
+	res := AppendResult{FirstOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load()}
+	if cfg.LogAppendTime && origin != AppendReplication {
+		res.LogAppendTime = now
+	}
+	if err != nil {
+		// The batches are in the log but an index write failed.
+		return res, nil, l.fail(err)
+	}
+	epochChanged := false
+	for _, m := range metas {
+		if m.leaderEpoch >= 0 && l.epochs.assign(m.leaderEpoch, m.baseOffset) {
+			epochChanged = true
+		}
+	}
+	if epochChanged {
+		if err := l.epochs.write(); err != nil {
+			return res, nil, l.fail(err)
+		}
+	}
+	// flush.messages: Kafka counts the messages above the recovery point.
+	if cfg.FlushMessages > 0 && next-l.recoveryPoint.Load() >= cfg.FlushMessages {
+		if err := l.flushUpTo(next); err != nil {
+			return res, nil, err
+		}
+	}
+	return res, nil, nil
+}
+
+func (l *Log) validateOptions(cfg LogConfig, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
+	return protocol.ValidateOptions{
+		SegmentBytes:         cfg.SegmentBytes,
+		Topic:                l.tp.Topic,
+		Partition:            l.tp.Partition,
+		NowMs:                nowMs,
+		LogAppendTime:        cfg.LogAppendTime,
+		TimestampBeforeMaxMs: cfg.MessageTimestampBeforeMaxMs,
+		TimestampAfterMaxMs:  cfg.MessageTimestampAfterMaxMs,
+		Compacted:            cfg.Compact,
+		MaxBatchBytes:        cfg.MaxMessageBytes,
+		TargetCodec:          targetCodec(cfg.CompressionType),
+		FromClient:           origin == AppendClient,
+	}
+}
+
+// targetCodec maps compression.type to the codec the broker stores; -1
+// keeps the producer's.
+func targetCodec(compressionType string) protocol.Codec {
+	switch compressionType {
+	case "uncompressed", "none":
+		return protocol.CodecNone
+	case "gzip":
+		return protocol.CodecGzip
+	case "snappy":
+		return protocol.CodecSnappy
+	case "lz4":
+		return protocol.CodecLZ4
+	case "zstd":
+		return protocol.CodecZstd
+	}
+	return protocol.TargetCodecProducer
+}
+
+// roll closes the active segment for appends and starts a new one at
+// newBase; the old one is flushed in the background (Kafka's flush on
+// roll), which advances the recovery point. The caller holds mu.
+func (l *Log) roll(newBase, nowMs int64) error {
+	cfg := l.config()
+	old := l.active()
+	// An empty active segment is replaced rather than kept.
+	replace := old.size.Load() == 0
+	if replace && old.baseOffset == newBase {
+		return nil
+	}
+	if !replace {
+		if err := old.onBecomeInactive(); err != nil {
+			return err
+		}
+	}
+	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {
+		return err
+	}
+	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs)
+	if err != nil {
+		return err
+	}
+	seg.rollJitterMs = jitter(cfg)
+	l.segMu.Lock()
+	if replace {
+		l.segments[len(l.segments)-1] = seg
+	} else {
+		l.segments = append(l.segments, seg)
+	}
+	l.segMu.Unlock()
+	l.dirDirty.Store(true)
+	if replace {
+		if err := old.close(); err != nil {
+			return err
+		}
+		if err := removeSegmentFiles(l.fsys, l.dir, old.baseOffset); err != nil {
+			return err
+		}
+	}
+	if l.producers.mapEndOffset < newBase {
+		l.producers.mapEndOffset = newBase
+	}
+	if err := l.producers.takeSnapshot(); err != nil {
+		return err
+	}
+	l.bg.Add(1)
+	go func() {
+		defer l.bg.Done()
+		if err := l.flushUpTo(newBase); err != nil {
+			l.logger.Error("flushing rolled segment", "err", err)
+		}
+	}()
+	return nil
+}
+
+// MaybeRoll rolls the active segment when segment.ms (with its jitter) has
+// passed, so that an idle partition's segment becomes eligible for
+// retention. The manager calls it periodically.
+func (l *Log) MaybeRoll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.Err() != nil {
+		return l.Err()
+	}
+	cfg := l.config()
+	now := l.now().UnixMilli()
+	seg := l.active()
+	if seg.size.Load() == 0 {
+		return nil
+	}
+	age := now - seg.createdMs
+	if seg.firstBatchTs >= 0 {
+		age = now - seg.firstBatchTs
+	}
+	if age <= cfg.SegmentMs-seg.rollJitterMs {
+		return nil
+	}
+	if err := l.roll(l.logEndOffset.Load(), now); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// Flush fsyncs the log up to its end and advances the recovery point.
+func (l *Log) Flush() error {
+	return l.flushUpTo(l.logEndOffset.Load())
+}
+
+// flushUpTo fsyncs every segment that may hold data below offset and moves
+// the recovery point there. A failed fsync takes the log offline: after it
+// the kernel may have dropped the dirty pages.
+func (l *Log) flushUpTo(offset int64) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	rp := l.recoveryPoint.Load()
+	if offset <= rp {
+		return nil
+	}
+	l.segMu.RLock()
+	var toSync []*segment
+	for i, s := range l.segments {
+		if s.baseOffset >= offset {
+			break
+		}
+		if i+1 < len(l.segments) && l.segments[i+1].baseOffset <= rp {
+			continue
+		}
+		toSync = append(toSync, s)
+	}
+	l.segMu.RUnlock()
+	for _, s := range toSync {
+		if err := s.sync(); err != nil {
+			if s.deleted.Load() {
+				continue // removed meanwhile: nothing left to make durable
+			}
+			return l.fail(err)
+		}
+	}
+	// New segment files are durable only once their directory entries are.
+	if l.dirDirty.Swap(false) {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return l.fail(fmt.Errorf("syncing %s: %w", l.dir, err))
+		}
+	}
+	for {
+		cur := l.recoveryPoint.Load()
+		if offset <= cur || l.recoveryPoint.CompareAndSwap(cur, offset) {
+			break
+		}
+	}
+	l.lastFlushMs.Store(l.now().UnixMilli())
+	return nil
+}
+
+// MaybeFlush flushes when flush.ms has passed since the last flush and
+// there is unflushed data (the manager's flush scheduler).
+func (l *Log) MaybeFlush() error {
+	cfg := l.config()
+	if l.logEndOffset.Load() <= l.recoveryPoint.Load() {
+		return nil
+	}
+	if l.now().UnixMilli()-l.lastFlushMs.Load() < cfg.FlushMs {
+		return nil
+	}
+	return l.Flush()
 }
 
 // Read returns the batches starting with the one containing offset, up to
 // maxBytes (but at least the first batch when minOneBatch, KIP-74), and never
 // a batch whose base offset is >= maxOffset (the high watermark or LSO).
-// offset outside [LogStartOffset, LogEndOffset] is OFFSET_OUT_OF_RANGE.
+// offset outside [LogStartOffset, LogEndOffset] is OFFSET_OUT_OF_RANGE. At
+// the log end the range is empty.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (FileRange, error) {
-	return FileRange{}, errNotImplemented
+	if err := l.Err(); err != nil {
+		return FileRange{}, err
+	}
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if len(l.segments) == 0 {
+		return FileRange{}, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
+	}
+	start, end := l.logStartOffset.Load(), l.logEndOffset.Load()
+	if offset < start || offset > end {
+		return FileRange{}, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
+	}
+	if offset == end || offset >= maxOffset {
+		return FileRange{}, nil
+	}
+	i := l.floorSegment(offset)
+	var hb headerBuf
+	for ; i < len(l.segments); i++ {
+		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch, &hb)
+		if err != nil && (!found || r.Size == 0) {
+			return FileRange{}, storageError("reading "+l.tp.String(), err)
+		}
+		if found {
+			return r, nil
+		}
+	}
+	return FileRange{}, nil
 }
 
-func (l *Log) LogStartOffset() int64  { return 0 }
-func (l *Log) LogEndOffset() int64    { return 0 }
-func (l *Log) HighWatermark() int64   { return 0 }
-func (l *Log) SetHighWatermark(int64) {}
-func (l *Log) RecoveryPoint() int64   { return 0 }
-func (l *Log) Size() int64            { return 0 }
-func (l *Log) Dir() string            { return "" }
-func (l *Log) SetConfig(LogConfig)    {}
+// floorSegment is the index of the segment holding offset (the last one
+// whose base offset is <= offset); the caller holds segMu.
+func (l *Log) floorSegment(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset }) - 1
+	return max(i, 0)
+}
 
-// OffsetForTimestamp finds the first offset whose timestamp is >= ts.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+func (l *Log) LogEndOffset() int64   { return l.logEndOffset.Load() }
+func (l *Log) HighWatermark() int64  { return l.highWatermark.Load() }
+func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
+func (l *Log) Dir() string           { return l.dir }
+
+// TopicPartition names the log's partition.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// SetHighWatermark moves the high watermark, clamped to [log start, log
+// end] as Kafka does.
+func (l *Log) SetHighWatermark(hw int64) {
+	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
+	l.highWatermark.Store(hw)
+}
+
+// Size is the total bytes of the log's segments.
+func (l *Log) Size() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments is the number of segments (metrics, tests).
+func (l *Log) NumSegments() int {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return len(l.segments)
+}
+
+// Config is the log's current configuration.
+func (l *Log) Config() LogConfig { return l.config() }
+
+// SetConfig applies a changed topic configuration; it takes effect for the
+// next append and roll.
+func (l *Log) SetConfig(cfg LogConfig) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg.Store(&cfg)
+}
+
+// OffsetForTimestamp finds the first offset whose timestamp is >= ts, with
+// that record's timestamp and its batch's leader epoch (-1 if none), as
+// ListOffsets with a timestamp answers. found is false when no record has
+// such a timestamp.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch int32, found bool, err error) {
-	return 0, 0, 0, false, errNotImplemented
+	if err := l.Err(); err != nil {
+		return -1, -1, -1, false, err
+	}
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	start := l.logStartOffset.Load()
+	for _, s := range l.segments {
+		if s.maxTimestamp.Load() < ts {
+			continue
+		}
+		offset, timestamp, leaderEpoch, found, err = s.findByTimestamp(ts, start)
+		if err != nil {
+			return -1, -1, -1, false, storageError("searching "+l.tp.String()+" by timestamp", err)
+		}
+		if found {
+			return offset, timestamp, leaderEpoch, true, nil
+		}
+	}
+	return -1, -1, -1, false, nil
 }
 
 // MaxTimestamp returns the offset and timestamp of the record with the
-// largest timestamp (ListOffsets -3).
-func (l *Log) MaxTimestamp() (offset, timestamp int64, leaderEpoch int32) { return -1, -1, -1 }
+// largest timestamp (ListOffsets -3): the first record holding it, with
+// its batch's leader epoch. (-1, -1, -1) for an empty log.
+func (l *Log) MaxTimestamp() (offset, timestamp int64, leaderEpoch int32) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var best *segment
+	for _, s := range l.segments {
+		if ts := s.maxTimestamp.Load(); ts >= 0 && (best == nil || ts > best.maxTimestamp.Load()) {
+			best = s
+		}
+	}
+	if best == nil {
+		return -1, -1, -1
+	}
+	offset, timestamp, leaderEpoch, found, err := best.findByTimestamp(best.maxTimestamp.Load(), l.logStartOffset.Load())
+	if err != nil || !found {
+		return -1, -1, -1
+	}
+	return offset, timestamp, leaderEpoch
+}
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from the leader epoch cache.
-func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) { return -1, -1 }
-
-func (l *Log) Flush() error                  { return errNotImplemented }
-func (l *Log) TruncateTo(offset int64) error { return errNotImplemented }
-func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
-	return 0, errNotImplemented
+func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) {
+	return l.epochs.endOffsetFor(epoch, l.logEndOffset.Load())
 }
-func (l *Log) Close() error { return nil }
+
+// LatestEpoch is the newest leader epoch in the log's epoch cache.
+func (l *Log) LatestEpoch() (int32, bool) {
+	e, ok := l.epochs.latest()
+	return e.Epoch, ok
+}
+
+// EpochForOffset is the leader epoch the batch at offset was written in.
+func (l *Log) EpochForOffset(offset int64) (int32, bool) { return l.epochs.epochForOffset(offset) }
+
+// TruncateTo removes everything from offset on (a follower diverged from
+// its leader). The batch containing offset goes too, so the log end can end
+// below offset when offset is not a batch boundary.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("cannot truncate %s to negative offset %d: %w", l.tp, offset, kerr.OffsetOutOfRange)
+	}
+	if offset >= l.logEndOffset.Load() {
+		return nil
+	}
+	cfg := l.config()
+	nowMs := l.now().UnixMilli()
+	if offset < l.logStartOffset.Load() {
+		// Kafka's truncateFullyAndStartAt.
+		if err := l.deleteSegments(len(l.segments), nowMs); err != nil {
+			return l.fail(err)
+		}
+		if err := l.replaceAllSegments(offset, nowMs); err != nil {
+			return l.fail(err)
+		}
+		l.logStartOffset.Store(offset)
+	} else {
+		// Segments wholly at or above offset go; the one holding it is cut.
+		keep := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset >= offset })
+		if keep == 0 {
+			keep = 1 // the first segment always stays (offset >= its base)
+		}
+		if keep < len(l.segments) {
+			if err := l.deleteTail(keep); err != nil {
+				return l.fail(err)
+			}
+		}
+		seg := l.active()
+		// Readers are kept out while the file shrinks under them.
+		l.segMu.Lock()
+		err := seg.truncateTo(offset, int64(cfg.IndexIntervalBytes))
+		l.segMu.Unlock()
+		if err != nil {
+			return l.fail(err)
+		}
+		if err := seg.becomeActive(int64(cfg.SegmentIndexBytes)); err != nil {
+			return l.fail(err)
+		}
+	}
+	leo := l.active().nextOffset
+	l.logEndOffset.Store(leo)
+	if l.recoveryPoint.Load() > leo {
+		l.recoveryPoint.Store(leo)
+	}
+	if l.highWatermark.Load() > leo {
+		l.highWatermark.Store(leo)
+	}
+	if l.epochs.truncateFromEnd(leo) {
+		if err := l.epochs.write(); err != nil {
+			return l.fail(err)
+		}
+	}
+	if err := l.rebuildProducerState(l.logStartOffset.Load(), leo, nowMs); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// deleteTail drops the segments from index keep on (truncation); the
+// caller holds mu.
+func (l *Log) deleteTail(keep int) error {
+	l.segMu.Lock()
+	gone := append([]*segment(nil), l.segments[keep:]...)
+	l.segments = l.segments[:keep]
+	l.segMu.Unlock()
+	return l.scheduleDeletion(gone)
+}
+
+// deleteSegments drops the first n segments (log start moved past them);
+// the caller holds mu and keeps at least one segment afterwards or
+// replaces them all.
+func (l *Log) deleteSegments(n int, nowMs int64) error {
+	l.segMu.Lock()
+	gone := append([]*segment(nil), l.segments[:n]...)
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	l.segMu.Unlock()
+	return l.scheduleDeletion(gone)
+}
+
+// scheduleDeletion renames segments to *.deleted and removes them after
+// file.delete.delay.ms: a fetch that already holds a FileRange of one keeps
+// a valid descriptor until then.
+func (l *Log) scheduleDeletion(segs []*segment) error {
+	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
+	for _, s := range segs {
+		s.deleted.Store(true)
+		if err := s.renameDeleted(); err != nil {
+			return err
+		}
+		d := &pendingDeletion{seg: s}
+		l.deletions = append(l.deletions, d)
+		d.timer = time.AfterFunc(delay, func() { d.run(l.logger) })
+	}
+	if len(segs) > 0 {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("syncing %s: %w", l.dir, err)
+		}
+	}
+	return nil
+}
+
+// DeleteRecordsBefore advances the log start offset to offset (DeleteRecords)
+// and deletes the segments wholly below it. offset may not pass the high
+// watermark (OFFSET_OUT_OF_RANGE). It returns the new log start offset.
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.Err(); err != nil {
+		return l.logStartOffset.Load(), err
+	}
+	hw := l.highWatermark.Load()
+	if offset < 0 || offset > hw {
+		return l.logStartOffset.Load(), fmt.Errorf("cannot move the log start offset of %s to %d beyond the high watermark %d: %w", l.tp, offset, hw, kerr.OffsetOutOfRange)
+	}
+	if offset <= l.logStartOffset.Load() {
+		return l.logStartOffset.Load(), nil
+	}
+	return offset, l.advanceLogStart(offset)
+}
+
+// advanceLogStart moves the log start offset and drops what lies wholly
+// below it; the caller holds mu.
+func (l *Log) advanceLogStart(offset int64) error {
+	nowMs := l.now().UnixMilli()
+	l.logStartOffset.Store(offset)
+	if l.highWatermark.Load() < offset {
+		l.highWatermark.Store(offset)
+	}
+	if l.epochs.truncateFromStart(offset) {
+		if err := l.epochs.write(); err != nil {
+			return l.fail(err)
+		}
+	}
+	// Segments whose successor starts at or below the new start hold
+	// nothing readable. The active one is rolled first when it is wholly
+	// below (all records deleted).
+	if act := l.active(); act.size.Load() > 0 && act.nextOffset <= offset {
+		if err := l.roll(max(offset, l.logEndOffset.Load()), nowMs); err != nil {
+			return l.fail(err)
+		}
+	}
+	n := 0
+	for n+1 < len(l.segments) && l.segments[n+1].baseOffset <= offset {
+		n++
+	}
+	if n > 0 {
+		if err := l.deleteSegments(n, nowMs); err != nil {
+			return l.fail(err)
+		}
+	}
+	if err := l.producers.deleteSnapshotsBefore(l.segments[0].baseOffset); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// RemoveExpiredProducers forgets producers idle for producer.id.expiration.ms
+// (Kafka checks every producer.id.expiration.check.interval.ms).
+func (l *Log) RemoveExpiredProducers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.removeExpired(l.now().UnixMilli(), l.expiryMs)
+}
+
+// ProducerCount is the number of producers with state in this log.
+// ProducerInfo describes one active producer of the partition
+// (DescribeProducers).
+type ProducerInfo struct {
+	ProducerID            int64
+	ProducerEpoch         int16
+	LastSequence          int32
+	LastTimestamp         int64
+	CoordinatorEpoch      int32
+	CurrentTxnStartOffset int64
+}
+
+// ActiveProducers lists the producers the partition tracks, by id.
+func (l *Log) ActiveProducers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ProducerInfo, 0, len(l.producers.producers))
+	for id, e := range l.producers.producers {
+		out = append(out, ProducerInfo{
+			ProducerID:            id,
+			ProducerEpoch:         e.epoch,
+			LastSequence:          e.lastSeq(),
+			LastTimestamp:         e.lastTimestamp,
+			CoordinatorEpoch:      e.coordinatorEpoch,
+			CurrentTxnStartOffset: e.currentTxnFirstOffset,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
+func (l *Log) ProducerCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.producers.producers)
+}
+
+// Close takes a producer snapshot, flushes, trims the active segment's
+// indexes and closes the files. Segments awaiting deletion are removed now.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	healthy := l.Err() == nil
+	if healthy {
+		if err := l.producers.takeSnapshot(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := l.active().onBecomeInactive(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	deletions := l.deletions
+	l.deletions = nil
+	l.mu.Unlock()
+	l.bg.Wait()
+	if healthy {
+		if err := l.Flush(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range deletions {
+		d.timer.Stop()
+		d.run(l.logger)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.closeSegments(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Log) closeSegments() error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	var errs []error
+	for _, s := range l.segments {
+		if err := s.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.segments = nil
+	return errors.Join(errs...)
+}

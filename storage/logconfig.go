@@ -29,6 +29,20 @@ type LogConfig struct {
 	MinInsyncReplicas           int32
 	CompressionType             string // producer, uncompressed, gzip, snappy, lz4, zstd
 	Preallocate                 bool
+
+	// Fields below were added with topicconfig.go; each is the topic key in
+	// its comment.
+	CompressionGzipLevel                 int32    // compression.gzip.level
+	CompressionLz4Level                  int32    // compression.lz4.level
+	CompressionZstdLevel                 int32    // compression.zstd.level
+	UncleanLeaderElectionEnable          bool     // unclean.leader.election.enable
+	LocalRetentionBytes                  int64    // local.retention.bytes (-2: use RetentionBytes)
+	LocalRetentionMs                     int64    // local.retention.ms (-2: use RetentionMs)
+	RemoteStorageEnable                  bool     // remote.storage.enable
+	RemoteLogCopyDisable                 bool     // remote.log.copy.disable
+	RemoteLogDeleteOnDisable             bool     // remote.log.delete.on.disable
+	LeaderReplicationThrottledReplicas   []string // leader.replication.throttled.replicas
+	FollowerReplicationThrottledReplicas []string // follower.replication.throttled.replicas
 }
 
 // DefaultLogConfig is Kafka 4.3's default topic configuration.
@@ -53,5 +67,10 @@ func DefaultLogConfig() LogConfig {
 		MessageTimestampAfterMaxMs:  3600 * 1000,
 		MinInsyncReplicas:           1,
 		CompressionType:             "producer",
+		CompressionGzipLevel:        -1,
+		CompressionLz4Level:         9,
+		CompressionZstdLevel:        3,
+		LocalRetentionBytes:         -2,
+		LocalRetentionMs:            -2,
 	}
 }

@@ -1,11 +1,21 @@
 package storage
 
-// API CONTRACT (stub): replaced by the storage helper's implementation.
-
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ManagerOptions opens the log manager over log.dirs.
@@ -16,8 +26,20 @@ type ManagerOptions struct {
 	Now    func() time.Time
 	// FlushSchedulerInterval, CheckpointInterval: how often background work
 	// runs (log.flush.scheduler.interval.ms, log.flush.offset.checkpoint.interval.ms).
+	// A FlushSchedulerInterval of 0 disables flush.ms checks, as Kafka's
+	// default (Long.MAX_VALUE) does; a CheckpointInterval of 0 means
+	// Kafka's default, 60 s.
 	FlushSchedulerInterval time.Duration
 	CheckpointInterval     time.Duration
+	// ProducerIDExpirationMs is producer.id.expiration.ms (0: one day);
+	// ProducerIDExpirationCheckInterval is
+	// producer.id.expiration.check.interval.ms (0: ten minutes).
+	ProducerIDExpirationMs            int64
+	ProducerIDExpirationCheckInterval time.Duration
+	// RetentionCheckInterval is log.retention.check.interval.ms (0: five
+	// minutes): how often idle segments are rolled by segment.ms, and where
+	// retention will run.
+	RetentionCheckInterval time.Duration
 }
 
 // DirDescription is one log dir for DescribeLogDirs.
@@ -37,44 +59,553 @@ type PartitionDescription struct {
 	IsFuture       bool
 }
 
+// logDir is one entry of log.dirs.
+type logDir struct {
+	path string
+	// err is set when the dir is offline; its logs are not opened.
+	err error
+	// cleanShutdown and prevBrokerEpoch come from the marker found at open.
+	cleanShutdown   bool
+	prevBrokerEpoch int64
+	// checkpointed offsets read at open: kept for partitions not opened
+	// yet so that writing the checkpoints does not forget them.
+	recoveryPoints map[TopicPartition]int64
+	logStarts      map[TopicPartition]int64
+	highWatermarks map[TopicPartition]int64
+	// onDisk are the partition dirs found at open or created since.
+	onDisk map[TopicPartition]bool
+}
+
 // Manager owns every partition log under log.dirs, their checkpoints and
 // the background flush/roll/checkpoint work.
-type Manager struct{}
+//
+// Locking: mu guards logs, logDirOf and every logDir's maps; it may be held
+// while calling into a Log (lock order Manager.mu → Log.mu), never the
+// other way round. checkpointMu serialises checkpoint writes. Run's
+// goroutine is the caller's; it copies the log list under mu and works on
+// the copy.
+type Manager struct {
+	fsys   FS
+	logger *slog.Logger
+	now    func() time.Time
+	opts   ManagerOptions
 
-func OpenManager(opts ManagerOptions) (*Manager, error) { return nil, errNotImplemented }
+	mu       sync.Mutex
+	dirs     []*logDir
+	logs     map[TopicPartition]*Log
+	logDirOf map[TopicPartition]*logDir
+	closed   bool
+
+	checkpointMu sync.Mutex
+	brokerEpoch  atomic.Int64
+	// deletions are partition dirs renamed to -delete and waiting for
+	// file.delete.delay.ms; guarded by mu.
+	deletions []*dirDeletion
+}
+
+// dirDeletion removes one renamed partition dir, once.
+type dirDeletion struct {
+	once  sync.Once
+	timer *time.Timer
+	run   func()
+}
+
+// OpenManager opens every log dir: reads its checkpoints and clean-shutdown
+// marker (removing the marker, which Close writes again) and lists the
+// partitions on disk. A dir that fails is reported offline by DescribeDirs;
+// OpenManager fails only when no dir is usable.
+func OpenManager(opts ManagerOptions) (*Manager, error) {
+	if opts.FS == nil {
+		opts.FS = OSFS{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = 60 * time.Second
+	}
+	if opts.ProducerIDExpirationMs <= 0 {
+		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
+	}
+	if opts.ProducerIDExpirationCheckInterval <= 0 {
+		opts.ProducerIDExpirationCheckInterval = 10 * time.Minute
+	}
+	if opts.RetentionCheckInterval <= 0 {
+		opts.RetentionCheckInterval = 5 * time.Minute
+	}
+	if len(opts.Dirs) == 0 {
+		return nil, errors.New("storage: no log dirs")
+	}
+	m := &Manager{
+		fsys:     opts.FS,
+		logger:   opts.Logger,
+		now:      opts.Now,
+		opts:     opts,
+		logs:     map[TopicPartition]*Log{},
+		logDirOf: map[TopicPartition]*logDir{},
+	}
+	m.brokerEpoch.Store(-1)
+	online := 0
+	for _, path := range opts.Dirs {
+		d := m.openDir(path)
+		if d.err != nil {
+			m.logger.Error("log dir is offline", "dir", path, "err", d.err)
+		} else {
+			online++
+		}
+		m.dirs = append(m.dirs, d)
+	}
+	if online == 0 {
+		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].err)
+	}
+	return m, nil
+}
+
+func (m *Manager) openDir(path string) *logDir {
+	d := &logDir{
+		path:            path,
+		prevBrokerEpoch: -1,
+		onDisk:          map[TopicPartition]bool{},
+	}
+	if err := m.fsys.MkdirAll(path, 0o755); err != nil {
+		d.err = fmt.Errorf("creating log dir %s: %w", path, err)
+		return d
+	}
+	marker := filepath.Join(path, CleanShutdownFile)
+	if data, err := ReadFile(m.fsys, marker); err == nil {
+		d.cleanShutdown = true
+		if epoch, err := decodeCleanShutdown(data); err == nil {
+			d.prevBrokerEpoch = epoch
+		}
+		if err := m.fsys.Remove(marker); err != nil {
+			d.err = fmt.Errorf("removing %s: %w", marker, err)
+			return d
+		}
+		if err := m.fsys.SyncDir(path); err != nil {
+			d.err = fmt.Errorf("syncing %s: %w", path, err)
+			return d
+		}
+	}
+	var err error
+	if d.recoveryPoints, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, RecoveryPointCheckpointFile)); err != nil {
+		d.err = err
+		return d
+	}
+	if d.logStarts, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, LogStartOffsetCheckpointFile)); err != nil {
+		d.err = err
+		return d
+	}
+	if d.highWatermarks, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
+		d.err = err
+		return d
+	}
+	ents, err := m.fsys.ReadDir(path)
+	if err != nil {
+		d.err = fmt.Errorf("listing %s: %w", path, err)
+		return d
+	}
+	for _, ent := range ents {
+		if !ent.IsDir() {
+			continue
+		}
+		name := ent.Name()
+		if strings.HasSuffix(name, deleteDirSuffix) {
+			// A deletion interrupted by a stop: finish it.
+			if err := m.fsys.RemoveAll(filepath.Join(path, name)); err != nil {
+				m.logger.Warn("removing deleted partition dir", "dir", name, "err", err)
+			}
+			continue
+		}
+		if tp, ok := parsePartitionDir(name); ok {
+			d.onDisk[tp] = true
+		}
+	}
+	return d
+}
+
+const deleteDirSuffix = "-delete"
+
+// MetadataLogDirName is the controller's raft log dir, which lives in a
+// log dir like a partition but belongs to the controller: the manager never
+// opens, lists or deletes it.
+const MetadataLogDirName = "__cluster_metadata-0"
+
+// parsePartitionDir parses <topic>-<partition>; future and stray replica
+// dirs (with a '.' suffix) and the metadata log are not partitions.
+func parsePartitionDir(name string) (TopicPartition, bool) {
+	if name == MetadataLogDirName {
+		return TopicPartition{}, false
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || strings.ContainsRune(name[i:], '.') {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// SetBrokerEpoch records the broker epoch written into the clean-shutdown
+// marker at Close (Kafka passes it to the controller on the next start).
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
+
+// PreviousBrokerEpoch is the broker epoch from the clean-shutdown marker
+// found at open; ok is false after an unclean shutdown.
+func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
+	for _, d := range m.dirs {
+		if d.err == nil && !d.cleanShutdown {
+			return -1, false
+		}
+	}
+	epoch = -1
+	for _, d := range m.dirs {
+		if d.err == nil {
+			epoch = max(epoch, d.prevBrokerEpoch)
+		}
+	}
+	return epoch, true
+}
 
 // GetOrCreate opens the partition's existing log (recovering it) or creates
 // a new one, in the dir with the fewest partitions.
 func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
-	return nil, errNotImplemented
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("log manager is closed: %w", kerr.NotLeaderForPartition)
+	}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	d := m.dirHolding(tp)
+	existed := d != nil
+	if d == nil {
+		if d = m.leastLoadedDir(); d == nil {
+			return nil, fmt.Errorf("no online log dir for %s: %w", tp, kerr.KafkaStorageError)
+		}
+	}
+	l, err := OpenLog(LogOptions{
+		FS:                     m.fsys,
+		Dir:                    filepath.Join(d.path, tp.String()),
+		TopicPartition:         tp,
+		TopicID:                topicID,
+		Config:                 cfg,
+		RecoveryPoint:          d.recoveryPoints[tp],
+		LogStartOffset:         d.logStarts[tp],
+		HighWatermark:          d.highWatermarks[tp],
+		Logger:                 m.logger,
+		Now:                    m.now,
+		CleanShutdown:          existed && d.cleanShutdown,
+		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
+	})
+	if err != nil {
+		if errors.As(err, new(*kerr.Error)) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("opening log of %s: %w: %w", tp, kerr.KafkaStorageError, err)
+	}
+	d.onDisk[tp] = true
+	m.logs[tp] = l
+	m.logDirOf[tp] = d
+	return l, nil
 }
-func (m *Manager) Get(tp TopicPartition) (*Log, bool) { return nil, false }
 
-// Delete removes a partition's log (renamed to a -delete dir, then removed).
-func (m *Manager) Delete(tp TopicPartition) error { return errNotImplemented }
+// dirHolding finds the online dir that has tp on disk; the caller holds mu.
+func (m *Manager) dirHolding(tp TopicPartition) *logDir {
+	for _, d := range m.dirs {
+		if d.err == nil && d.onDisk[tp] {
+			return d
+		}
+	}
+	return nil
+}
+
+// leastLoadedDir is the online dir with the fewest partitions (Kafka's
+// nextLogDirs); the caller holds mu.
+func (m *Manager) leastLoadedDir() *logDir {
+	var best *logDir
+	for _, d := range m.dirs {
+		if d.err != nil {
+			continue
+		}
+		if best == nil || len(d.onDisk) < len(best.onDisk) {
+			best = d
+		}
+	}
+	return best
+}
+
+func (m *Manager) Get(tp TopicPartition) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.logs[tp]
+	return l, ok
+}
+
+// Delete removes a partition's log: the log is closed, its dir renamed to
+// <topic>-<partition>.<uuid>-delete and removed after file.delete.delay.ms.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dirHolding(tp)
+	if d == nil {
+		return nil
+	}
+	delay := time.Duration(DefaultLogConfig().FileDeleteDelayMs) * time.Millisecond
+	if l, ok := m.logs[tp]; ok {
+		delay = time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
+		if err := l.Close(); err != nil {
+			m.logger.Warn("closing deleted log", "partition", tp.String(), "err", err)
+		}
+		delete(m.logs, tp)
+		delete(m.logDirOf, tp)
+	}
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return fmt.Errorf("naming deleted dir of %s: %w", tp, err)
+	}
+	from := filepath.Join(d.path, tp.String())
+	to := filepath.Join(d.path, tp.String()+"."+hex.EncodeToString(id[:])+deleteDirSuffix)
+	if err := m.fsys.Rename(from, to); err != nil {
+		return fmt.Errorf("renaming %s for deletion: %w: %w", from, kerr.KafkaStorageError, err)
+	}
+	if err := m.fsys.SyncDir(d.path); err != nil {
+		return fmt.Errorf("syncing %s: %w: %w", d.path, kerr.KafkaStorageError, err)
+	}
+	delete(d.onDisk, tp)
+	delete(d.recoveryPoints, tp)
+	delete(d.logStarts, tp)
+	delete(d.highWatermarks, tp)
+	del := &dirDeletion{}
+	del.run = func() {
+		del.once.Do(func() {
+			if err := m.fsys.RemoveAll(to); err != nil {
+				m.logger.Warn("removing deleted partition dir", "dir", to, "err", err)
+			}
+		})
+	}
+	del.timer = time.AfterFunc(delay, del.run)
+	m.deletions = append(m.deletions, del)
+	return nil
+}
 
 // OnDisk lists the partitions that have a log on disk (to find stray logs).
-func (m *Manager) OnDisk() []TopicPartition { return nil }
+func (m *Manager) OnDisk() []TopicPartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []TopicPartition
+	for _, d := range m.dirs {
+		for tp := range d.onDisk {
+			out = append(out, tp)
+		}
+	}
+	sortTopicPartitions(out)
+	return out
+}
 
-func (m *Manager) DescribeDirs() []DirDescription { return nil }
-func (m *Manager) Checkpoint() error              { return errNotImplemented }
+func sortTopicPartitions(tps []TopicPartition) {
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+}
 
-// Run does the background work until ctx ends.
-func (m *Manager) Run(ctx context.Context) {}
+// DescribeDirs reports every log dir with its usage and open logs.
+func (m *Manager) DescribeDirs() []DirDescription {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]DirDescription, 0, len(m.dirs))
+	for _, d := range m.dirs {
+		desc := DirDescription{Path: d.path, Err: d.err}
+		if d.err == nil {
+			total, free, err := m.fsys.DiskUsage(d.path)
+			if err != nil {
+				desc.TotalBytes, desc.FreeBytes = -1, -1
+			} else {
+				desc.TotalBytes, desc.FreeBytes = total, free
+			}
+		}
+		for tp, l := range m.logs {
+			if m.logDirOf[tp] != d {
+				continue
+			}
+			if err := l.Err(); err != nil && desc.Err == nil {
+				desc.Err = err
+			}
+			desc.Partitions = append(desc.Partitions, PartitionDescription{TopicPartition: tp, Size: l.Size()})
+		}
+		sort.Slice(desc.Partitions, func(i, j int) bool {
+			a, b := desc.Partitions[i].TopicPartition, desc.Partitions[j].TopicPartition
+			if a.Topic != b.Topic {
+				return a.Topic < b.Topic
+			}
+			return a.Partition < b.Partition
+		})
+		out = append(out, desc)
+	}
+	return out
+}
+
+// Checkpoint writes every online dir's recovery-point, log-start and
+// replication (high watermark) checkpoints.
+func (m *Manager) Checkpoint() error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	type dirOffsets struct {
+		d                      *logDir
+		recovery, starts, hwms map[TopicPartition]int64
+	}
+	m.mu.Lock()
+	var work []dirOffsets
+	for _, d := range m.dirs {
+		if d.err != nil {
+			continue
+		}
+		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{}}
+		// Partitions not opened yet keep their checkpointed offsets.
+		for tp := range d.onDisk {
+			if v, ok := d.recoveryPoints[tp]; ok {
+				w.recovery[tp] = v
+			}
+			if v, ok := d.logStarts[tp]; ok {
+				w.starts[tp] = v
+			}
+			if v, ok := d.highWatermarks[tp]; ok {
+				w.hwms[tp] = v
+			}
+		}
+		for tp, l := range m.logs {
+			if m.logDirOf[tp] != d || l.Err() != nil {
+				continue
+			}
+			w.recovery[tp] = l.RecoveryPoint()
+			w.starts[tp] = l.LogStartOffset()
+			w.hwms[tp] = l.HighWatermark()
+		}
+		work = append(work, w)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, w := range work {
+		for name, offsets := range map[string]map[TopicPartition]int64{
+			RecoveryPointCheckpointFile:  w.recovery,
+			LogStartOffsetCheckpointFile: w.starts,
+			ReplicationCheckpointFile:    w.hwms,
+		} {
+			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// openLogs copies the open logs so background work runs without mu.
+func (m *Manager) openLogs() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Run does the background work until ctx ends: flush.ms checks every
+// FlushSchedulerInterval, checkpoints every CheckpointInterval, producer
+// expiry, and segment.ms rolls of idle segments every
+// RetentionCheckInterval (retention and compaction will hook in there).
+func (m *Manager) Run(ctx context.Context) {
+	checkpoint := time.NewTicker(m.opts.CheckpointInterval)
+	defer checkpoint.Stop()
+	expiry := time.NewTicker(m.opts.ProducerIDExpirationCheckInterval)
+	defer expiry.Stop()
+	retention := time.NewTicker(m.opts.RetentionCheckInterval)
+	defer retention.Stop()
+	var flushC <-chan time.Time
+	if m.opts.FlushSchedulerInterval > 0 {
+		flush := time.NewTicker(m.opts.FlushSchedulerInterval)
+		defer flush.Stop()
+		flushC = flush.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flushC:
+			for _, l := range m.openLogs() {
+				if err := l.MaybeFlush(); err != nil {
+					m.logger.Error("scheduled flush failed", "partition", l.tp.String(), "err", err)
+				}
+			}
+		case <-checkpoint.C:
+			if err := m.Checkpoint(); err != nil {
+				m.logger.Error("writing checkpoints", "err", err)
+			}
+		case <-expiry.C:
+			for _, l := range m.openLogs() {
+				l.RemoveExpiredProducers()
+			}
+		case <-retention.C:
+			for _, l := range m.openLogs() {
+				if err := l.MaybeRoll(); err != nil {
+					m.logger.Error("time-based roll failed", "partition", l.tp.String(), "err", err)
+				}
+			}
+		}
+	}
+}
 
 // Close flushes every log, writes the checkpoints and the clean-shutdown
-// marker, and closes the files.
-func (m *Manager) Close() error { return nil }
+// marker, and closes the files. Call it after Run has returned. A dir in
+// which a log failed gets no marker, so its logs are recovered next time.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	logs := make(map[TopicPartition]*Log, len(m.logs))
+	for tp, l := range m.logs {
+		logs[tp] = l
+	}
+	deletions := m.deletions
+	m.deletions = nil
+	m.mu.Unlock()
+	// Nothing reads a deleted partition after shutdown: remove them now.
+	for _, del := range deletions {
+		del.timer.Stop()
+		del.run()
+	}
 
-// MetaProperties is a log dir's meta.properties.
-type MetaProperties struct {
-	Version     int
-	ClusterID   string
-	NodeID      int32
-	DirectoryID string
+	var errs []error
+	failedDirs := map[*logDir]bool{}
+	for tp, l := range logs {
+		if err := l.Close(); err != nil || l.Err() != nil {
+			errs = append(errs, fmt.Errorf("closing %s: %w", tp, errors.Join(err, l.Err())))
+			failedDirs[m.logDirOf[tp]] = true
+		}
+	}
+	if err := m.Checkpoint(); err != nil {
+		errs = append(errs, err)
+		return errors.Join(errs...)
+	}
+	for _, d := range m.dirs {
+		if d.err != nil || failedDirs[d] {
+			continue
+		}
+		marker := filepath.Join(d.path, CleanShutdownFile)
+		if err := WriteFileAtomic(m.fsys, marker, encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
+			errs = append(errs, fmt.Errorf("writing %s: %w", marker, err))
+		}
+	}
+	return errors.Join(errs...)
 }
-
-func ReadMetaProperties(fsys FS, dir string) (MetaProperties, error) {
-	return MetaProperties{}, errNotImplemented
-}
-func WriteMetaProperties(fsys FS, dir string, mp MetaProperties) error { return errNotImplemented }

@@ -1,0 +1,261 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Configs answers every question about effective configuration: the
+// static file, dynamic broker configs and topic overrides (the latter two
+// from the metadata image). broker/config implements it.
+type Configs interface {
+	// LogConfig is a topic's effective log configuration.
+	LogConfig(img *controller.Image, topic string) storage.LogConfig
+	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
+	// resource; keys nil means every key.
+	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	DescribeBroker(img *controller.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	// CreateTopicConfigs is the Configs list of a CreateTopics v5+ answer.
+	CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
+}
+
+// Options configure a broker.
+type Options struct {
+	NodeID int32
+	Rack   *string
+	Server ServerOptions
+	// Advertised are the client endpoints published in Metadata.
+	Advertised []controller.Endpoint
+	// ClientListener names the listener whose endpoints clients get
+	// (the listener a request arrived on decides in Kafka; all client
+	// listeners are advertised in the registration).
+	InterBrokerListener string
+
+	AutoCreateTopics              bool
+	NumPartitions                 int32
+	DefaultReplicationFactor      int16
+	DeleteTopicEnable             bool
+	OffsetsTopicPartitions        int32
+	OffsetsTopicReplicationFactor int16
+	MaxIncrementalFetchSessions   int
+	// HeartbeatInterval is broker.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
+	// LogDirIDs are the directory ids of the log dirs (registration v2+).
+	LogDirIDs []controller.UUID
+	// SupportedFeatures is reported in ApiVersions and registration.
+	SupportedFeatures map[string][2]int16
+
+	Controller *controller.Controller
+	Logs       *storage.Manager
+	Configs    Configs
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Broker is one broker node: its server, partitions and handlers.
+type Broker struct {
+	opts        Options
+	log         *slog.Logger
+	ctrl        *controller.Controller
+	server      *Server
+	replicas    *replicaManager
+	sessions    *fetchSessionCache
+	producerIDs producerIDBlocks
+	now         func() time.Time
+
+	// brokerEpoch is this broker's registration epoch.
+	brokerEpoch int64
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+}
+
+// New builds a broker; Start brings it up.
+func New(opts Options) *Broker {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 2 * time.Second
+	}
+	if opts.MaxIncrementalFetchSessions == 0 {
+		opts.MaxIncrementalFetchSessions = 1000
+	}
+	b := &Broker{
+		opts: opts,
+		log:  opts.Logger,
+		ctrl: opts.Controller,
+		now:  opts.Now,
+	}
+	b.replicas = newReplicaManager(b)
+	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
+	opts.Server.Logger = opts.Logger
+	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
+	return b
+}
+
+// Listen binds the listeners (so that the real ports are known before the
+// broker registers them).
+func (b *Broker) Listen() error { return b.server.Listen() }
+
+// Addrs reports the bound listener addresses by listener name.
+func (b *Broker) Addrs() map[string]string {
+	out := map[string]string{}
+	for name, a := range b.server.Addrs() {
+		out[name] = a.String()
+	}
+	return out
+}
+
+// Start registers with the controller, follows the metadata image and
+// starts serving.
+func (b *Broker) Start(ctx context.Context) error {
+	ctx, b.cancel = context.WithCancel(ctx)
+	if err := b.register(ctx); err != nil {
+		return err
+	}
+	if err := b.replicas.start(ctx); err != nil {
+		return err
+	}
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		b.heartbeatLoop(ctx)
+	}()
+	b.server.Serve(ctx)
+	return nil
+}
+
+// Shutdown answers in-flight requests, stops the server and background
+// work. The caller closes the log manager and controller afterwards.
+func (b *Broker) Shutdown() {
+	b.stopOnce.Do(func() {
+		b.server.Shutdown()
+		if b.cancel != nil {
+			b.cancel()
+		}
+		b.bg.Wait()
+		b.replicas.stop()
+	})
+}
+
+// endpoints returns this broker's advertised endpoints as the controller
+// records them.
+func (b *Broker) endpoints() []controller.Endpoint {
+	bound := b.server.Addrs()
+	out := make([]controller.Endpoint, 0, len(b.opts.Advertised))
+	for _, ep := range b.opts.Advertised {
+		// A listener configured with port 0 is advertised with the port
+		// it was given.
+		if a, ok := bound[ep.Name].(*net.TCPAddr); ok && ep.Port == 0 {
+			ep.Port = int32(a.Port)
+		}
+		out = append(out, ep)
+	}
+	return out
+}
+
+// registrationRetries bounds the wait for a previous registration's
+// session to expire (broker.session.timeout.ms is 9 s by default).
+const registrationRetries = 30
+
+// register registers this broker with the controller (a BrokerRegistration
+// request in combined mode goes straight to the local controller).
+func (b *Broker) register(ctx context.Context) error {
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = b.opts.NodeID
+	img := b.ctrl.Image()
+	if img != nil {
+		req.ClusterID = img.ClusterID
+	}
+	req.IncarnationID = newUUID()
+	for _, ep := range b.endpoints() {
+		l := kmsg.NewBrokerRegistrationRequestListener()
+		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol
+		req.Listeners = append(req.Listeners, l)
+	}
+	for name, r := range b.opts.SupportedFeatures {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = name, r[0], r[1]
+		req.Features = append(req.Features, f)
+	}
+	req.Rack = b.opts.Rack
+	for _, id := range b.opts.LogDirIDs {
+		req.LogDirs = append(req.LogDirs, id)
+	}
+	if epoch, ok := b.opts.Logs.PreviousBrokerEpoch(); ok {
+		req.PreviousBrokerEpoch = epoch
+	}
+	// A previous incarnation may still hold a live session (another
+	// process with this node id, or a crash the controller has not yet
+	// noticed): retry, as Kafka brokers do, until it expires.
+	var resp *kmsg.BrokerRegistrationResponse
+	for attempt := 0; ; attempt++ {
+		resp = b.ctrl.RegisterBroker(ctx, req)
+		if resp == nil {
+			return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
+		}
+		if resp.ErrorCode != kerr.DuplicateBrokerRegistration.Code || attempt >= registrationRetries {
+			break
+		}
+		if attempt == 0 {
+			b.log.Warn("another incarnation of this broker id is registered; retrying until its session expires")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	if err := errFromCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
+	}
+	b.brokerEpoch = resp.BrokerEpoch
+	b.opts.Logs.SetBrokerEpoch(resp.BrokerEpoch)
+	// The first heartbeat asks to be unfenced.
+	return b.heartbeat(ctx)
+}
+
+func (b *Broker) heartbeat(ctx context.Context) error {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = b.opts.NodeID
+	req.BrokerEpoch = b.brokerEpoch
+	if img := b.ctrl.Image(); img != nil {
+		req.CurrentMetadataOffset = img.Offset
+	}
+	req.WantFence = false
+	resp := b.ctrl.BrokerHeartbeat(ctx, req)
+	if resp == nil {
+		return fmt.Errorf("broker heartbeat: no answer from the controller")
+	}
+	return errFromCode(resp.ErrorCode)
+}
+
+// heartbeatLoop keeps the broker's lease (broker.heartbeat.interval.ms).
+func (b *Broker) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(b.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := b.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				b.log.Warn("broker heartbeat failed", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package broker
+
+// DescribeCluster (key 60) v0-2 and DescribeTopicPartitions (key 75) v0.
+//
+// DescribeCluster on a client listener describes the brokers (endpoint
+// type 1) and names this broker as the controller id, like Metadata; on a
+// controller listener it describes the controller quorum (endpoint type 2,
+// for --bootstrap-controller). Asking a listener for the other kind is
+// UNSUPPORTED_ENDPOINT_TYPE, as in Kafka. Fenced brokers are listed only
+// when asked (v2).
+//
+// DescribeTopicPartitions (KIP-966) pages through partitions of the named
+// topics (all topics when none are named) in topic-name order, at most
+// min(ResponsePartitionLimit, 2000) partitions per answer, with a cursor
+// for the next page.
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	endpointTypeBroker     = 1
+	endpointTypeController = 2
+	// maxDescribePartitions is Kafka's max.request.partition.size.limit.
+	maxDescribePartitions = 2000
+)
+
+func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	img := b.ctrl.Image()
+	resp.ClusterID = img.ClusterID
+	resp.ClusterAuthorizedOperations = operationsOmitted
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterOperations
+	}
+	want := int8(endpointTypeBroker)
+	if r.version() >= 1 {
+		want = req.EndpointType
+	}
+	resp.EndpointType = want
+	onController := r.conn.listener.Controller
+	if (onController && want != endpointTypeController) || (!onController && want != endpointTypeBroker) {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := "The request was sent to an endpoint of type " + endpointKind(onController) + ", but we wanted an endpoint of type " + endpointKind(want == endpointTypeController)
+		resp.ErrorMessage = &msg
+		resp.ControllerID = -1
+		r.respond(resp)
+		return
+	}
+	if onController {
+		resp.ControllerID = img.LeaderID
+		for _, v := range img.Voters {
+			for _, ep := range v.Endpoints {
+				if ep.Name != r.conn.listener.Name {
+					continue
+				}
+				br := kmsg.NewDescribeClusterResponseBroker()
+				br.NodeID, br.Host, br.Port = v.ID, ep.Host, ep.Port
+				resp.Brokers = append(resp.Brokers, br)
+			}
+		}
+		r.respond(resp)
+		return
+	}
+	resp.ControllerID = b.opts.NodeID
+	ids := make([]int32, 0, len(img.Brokers))
+	for id, br := range img.Brokers {
+		if !br.Fenced || req.IncludeFencedBrokers {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		br := img.Brokers[id]
+		ep, ok := endpointFor(br, r.conn.listener.Name)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack, rb.IsFenced = id, ep.Host, ep.Port, br.Rack, br.Fenced
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	r.respond(resp)
+}
+
+func endpointKind(controller bool) string {
+	if controller {
+		return "CONTROLLER"
+	}
+	return "BROKER"
+}
+
+func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.DescribeTopicPartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+	img := b.ctrl.Image()
+
+	var names []string
+	if len(req.Topics) == 0 {
+		for name := range img.Topics {
+			names = append(names, name)
+		}
+	} else {
+		for _, t := range req.Topics {
+			if !slices.Contains(names, t.Topic) {
+				names = append(names, t.Topic)
+			}
+		}
+	}
+	sort.Strings(names)
+
+	limit := int(req.ResponsePartitionLimit)
+	if limit <= 0 || limit > maxDescribePartitions {
+		limit = maxDescribePartitions
+	}
+	startTopic, startPartition := "", int32(0)
+	if req.Cursor != nil {
+		startTopic, startPartition = req.Cursor.Topic, req.Cursor.Partition
+	}
+	for _, name := range names {
+		if name < startTopic {
+			continue
+		}
+		first := int32(0)
+		if name == startTopic {
+			first = startPartition
+		}
+		t := img.Topics[name]
+		if t != nil && limit == 0 {
+			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: first}
+			break
+		}
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		n := name
+		rt.Topic = &n
+		rt.AuthorizedOperations = operationsOmitted
+		if t == nil {
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if err := validTopicName(name); err != nil {
+				rt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = t.ID
+		rt.IsInternal = isInternalTopic(name)
+		rt.AuthorizedOperations = topicOperations
+		for i := first; int(i) < len(t.Partitions); i++ {
+			if limit == 0 {
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: i}
+				break
+			}
+			rt.Partitions = append(rt.Partitions, describePartition(i, t.Partitions[i]))
+			limit--
+		}
+		resp.Topics = append(resp.Topics, rt)
+		if resp.NextCursor != nil {
+			break
+		}
+	}
+	r.respond(resp)
+}
+
+func describePartition(index int32, p controller.Partition) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+	dp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+	dp.Partition = index
+	dp.LeaderID, dp.LeaderEpoch = p.Leader, p.LeaderEpoch
+	dp.Replicas, dp.ISR = nonNil(p.Replicas), nonNil(p.ISR)
+	dp.EligibleLeaderReplicas, dp.LastKnownELR = nonNil(p.ELR), nonNil(p.LastKnownELR)
+	dp.OfflineReplicas = []int32{}
+	if p.Leader < 0 {
+		dp.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	return dp
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
+)
+
+// Kafka error codes the validation errors carry.
+const (
+	errInvalidConfig  int16 = 40 // INVALID_CONFIG
+	errInvalidRequest int16 = 42 // INVALID_REQUEST
+	errInvalidTopic   int16 = 17 // INVALID_TOPIC_EXCEPTION
+)
+
+// ValidationError is a refused config change: Code is the Kafka error code
+// to answer with, Message Kafka's text for it.
+type ValidationError struct {
+	Code    int16
+	Message string
+}
+
+func (e *ValidationError) Error() string { return e.Message }
+
+// ErrorCode is the Kafka error code (INVALID_CONFIG, INVALID_REQUEST or
+// INVALID_TOPIC_EXCEPTION).
+func (e *ValidationError) ErrorCode() int16 { return e.Code }
+
+// ControllerSchema implements controller.ConfigSchema for Kafka 4.3's topic
+// and broker keys. Topic overrides are validated against the controller
+// node's static configuration, as Kafka's controller does. It is read-only
+// after construction and safe for concurrent use.
+type ControllerSchema struct {
+	static *Broker
+	// topicBase is the static topic defaults (log.retention.hours etc.
+	// converted), computed once.
+	topicBase map[string]string
+}
+
+var _ controller.ConfigSchema = (*ControllerSchema)(nil)
+
+// NewControllerSchema returns the schema for a node loaded with Load.
+func NewControllerSchema(static *Broker) *ControllerSchema {
+	l := Layers{Static: static}
+	return &ControllerSchema{static: static, topicBase: l.topicBase()}
+}
+
+// Validate checks the complete set of overrides a resource would have.
+func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string, overrides map[string]string) error {
+	switch t {
+	case controller.ConfigResourceTopic:
+		if name == "" {
+			return &ValidationError{Code: errInvalidRequest, Message: "Default topic resources are not allowed."}
+		}
+		if msg := TopicNameError(name); msg != "" {
+			return &ValidationError{Code: errInvalidTopic, Message: msg}
+		}
+		if err := storage.ValidateTopicConfigs(c.topicBase, overrides); err != nil {
+			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
+		}
+		return nil
+	case controller.ConfigResourceBroker:
+		if name != "" {
+			id, err := strconv.ParseInt(name, 10, 32)
+			if err != nil {
+				return &ValidationError{Code: errInvalidRequest, Message: "Unable to parse broker name as a base 10 number."}
+			}
+			if id < 0 {
+				return &ValidationError{Code: errInvalidRequest, Message: "Invalid negative broker ID."}
+			}
+		}
+		if err := c.validateDynamicBroker(overrides, name != ""); err != nil {
+			return &ValidationError{Code: errInvalidRequest, Message: err.Error()}
+		}
+		return nil
+	}
+	return &ValidationError{Code: errInvalidRequest, Message: fmt.Sprintf("Unknown resource type %d", t)}
+}
+
+// javaSet prints names the way Kafka prints a Java set in these messages
+// (sorted here, so that the text is stable).
+func javaSet(names []string) string {
+	sort.Strings(names)
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// validateDynamicBroker is Kafka's DynamicBrokerConfig.validateConfigs.
+func (c *ControllerSchema) validateDynamicBroker(props map[string]string, perBroker bool) error {
+	schema := c.static.schema
+	var nonDynamic, securityWithoutPrefix, perBrokerOnly []string
+	for name := range props {
+		if k, ok := schema.byName[name]; ok && k.Mode == ReadOnly {
+			nonDynamic = append(nonDynamic, name)
+		}
+		if dynamicSecurityConfigs[name] {
+			securityWithoutPrefix = append(securityWithoutPrefix, name)
+		}
+		if k, ok := schema.byName[name]; ok && k.Mode == PerBroker {
+			perBrokerOnly = append(perBrokerOnly, name)
+		} else if base, ok := listenerOverrideBase(name); ok && !clusterLevelListenerConfigs[base] {
+			perBrokerOnly = append(perBrokerOnly, name)
+		}
+	}
+	if len(nonDynamic) > 0 {
+		return fmt.Errorf("Cannot update these configs dynamically: %s", javaSet(nonDynamic))
+	}
+	if len(securityWithoutPrefix) > 0 {
+		return fmt.Errorf("These security configs can be dynamically updated only per-listener using the listener prefix: %s", javaSet(securityWithoutPrefix))
+	}
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := name
+		if b, ok := listenerOverrideBase(name); ok {
+			base = b
+		}
+		k, ok := schema.byName[base]
+		if !ok {
+			k, ok = schema.dynamic[base]
+		}
+		if !ok || k.Mode == ReadOnly {
+			continue // Kafka only type-checks the dynamic keys
+		}
+		if _, err := k.Parse(props[name]); err != nil {
+			return err
+		}
+	}
+	if !perBroker && len(perBrokerOnly) > 0 {
+		return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: %s", javaSet(perBrokerOnly))
+	}
+	return nil
+}
+
+// IsList reports whether key is a LIST key of the resource type.
+func (c *ControllerSchema) IsList(t controller.ConfigResourceType, key string) bool {
+	switch t {
+	case controller.ConfigResourceTopic:
+		d, ok := storage.LookupTopicConfig(key)
+		return ok && d.Type == storage.ConfigTypeList
+	case controller.ConfigResourceBroker:
+		k, ok := c.static.schema.lookupAny(key)
+		return ok && k.Type == storage.ConfigTypeList
+	}
+	return false
+}
+
+// Default is the value key has when the resource does not override it: for
+// a topic the broker-derived default (static configuration), for a broker
+// the static value or Kafka's default.
+func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) (string, bool) {
+	switch t {
+	case controller.ConfigResourceTopic:
+		if v, ok := c.topicBase[key]; ok {
+			return v, true
+		}
+		d, ok := storage.LookupTopicConfig(key)
+		if !ok || !d.HasValue() {
+			return "", false
+		}
+		return d.Default, true
+	case controller.ConfigResourceBroker:
+		return Layers{Static: c.static}.EffectiveValue(key)
+	}
+	return "", false
+}
+
+// TopicNameError returns Kafka's message for an illegal topic name
+// (Topic.validate), or "" when the name is legal.
+func TopicNameError(name string) string {
+	reason := ""
+	switch {
+	case name == "":
+		reason = "the empty string is not allowed"
+	case name == ".":
+		reason = "'.' is not allowed"
+	case name == "..":
+		reason = "'..' is not allowed"
+	case len(name) > 249:
+		reason = fmt.Sprintf("the length of '%s' is longer than the max allowed length 249", name)
+	default:
+		for i := 0; i < len(name); i++ {
+			ch := name[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+				reason = fmt.Sprintf("'%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
+				break
+			}
+		}
+	}
+	if reason == "" {
+		return ""
+	}
+	return "Topic name is invalid: " + reason
+}

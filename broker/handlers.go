@@ -1,0 +1,41 @@
+package broker
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// handlers lists every API this broker serves, the versions whose
+// semantics it fully honours, and the listeners that serve it. ApiVersions
+// is derived from this list and nothing else.
+func (b *Broker) handlers() []*handler {
+	both := func(h *handler) *handler { h.onBroker, h.onController = true, true; return h }
+	client := func(h *handler) *handler { h.onBroker = true; return h }
+	ctrl := func(h *handler) *handler { h.onController = true; return h }
+	_ = ctrl
+	return []*handler{
+		both(&handler{key: kmsg.ApiVersions, min: 0, max: 4, fn: b.handleApiVersions}),
+		client(&handler{key: kmsg.Metadata, min: 0, max: 13, fn: b.handleMetadata}),
+		client(&handler{key: kmsg.Produce, min: 3, max: 13, fn: b.handleProduce,
+			advertisedMin: 0, unsupported: b.produceUnsupportedVersion}),
+		client(&handler{key: kmsg.Fetch, min: 4, max: 18, fn: b.handleFetch}),
+		client(&handler{key: kmsg.ListOffsets, min: 1, max: 11, fn: b.handleListOffsets}),
+		client(&handler{key: kmsg.OffsetForLeaderEpoch, min: 2, max: 4, fn: b.handleOffsetForLeaderEpoch}),
+		client(&handler{key: kmsg.InitProducerID, min: 0, max: 5, fn: b.handleInitProducerID}),
+		client(&handler{key: kmsg.DeleteRecords, min: 0, max: 2, fn: b.handleDeleteRecords}),
+		client(&handler{key: kmsg.DescribeProducers, min: 0, max: 0, fn: b.handleDescribeProducers}),
+		both(&handler{key: kmsg.CreateTopics, min: 2, max: 7, fn: b.handleCreateTopics}),
+		both(&handler{key: kmsg.DeleteTopics, min: 1, max: 6, fn: b.handleDeleteTopics}),
+		both(&handler{key: kmsg.CreatePartitions, min: 0, max: 3, fn: b.handleCreatePartitions}),
+		both(&handler{key: kmsg.DescribeConfigs, min: 1, max: 4, fn: b.handleDescribeConfigs}),
+		both(&handler{key: kmsg.AlterConfigs, min: 0, max: 2, fn: b.handleAlterConfigs}),
+		both(&handler{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, fn: b.handleIncrementalAlterConfigs}),
+		both(&handler{key: kmsg.DescribeCluster, min: 0, max: 2, fn: b.handleDescribeCluster}),
+		client(&handler{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, fn: b.handleDescribeTopicPartitions}),
+		client(&handler{key: kmsg.DescribeLogDirs, min: 1, max: 4, fn: b.handleDescribeLogDirs}),
+		both(&handler{key: kmsg.DescribeQuorum, min: 0, max: 2, fn: b.handleDescribeQuorum}),
+		both(&handler{key: kmsg.ElectLeaders, min: 0, max: 2, fn: b.handleElectLeaders}),
+		both(&handler{key: kmsg.UpdateFeatures, min: 0, max: 2, fn: b.handleUpdateFeatures}),
+		both(&handler{key: kmsg.ListPartitionReassignments, min: 0, max: 0, fn: b.handleListPartitionReassignments}),
+		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
+		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
+		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
+	}
+}

@@ -1,0 +1,63 @@
+package broker
+
+// DescribeLogDirs (key 35), versions 1-4 (v5's IsCordoned is not in kmsg;
+// Kafka 4.3 serves 1-5).
+//
+// Reports each log dir with its partitions' sizes (offset lag 0: this node
+// holds no future replicas) and, from v4, the filesystem's total and
+// usable bytes. A null topic list means every partition.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	var want map[string]map[int32]bool
+	if req.Topics != nil {
+		want = map[string]map[int32]bool{}
+		for _, t := range req.Topics {
+			if want[t.Topic] == nil {
+				want[t.Topic] = map[int32]bool{}
+			}
+			for _, p := range t.Partitions {
+				want[t.Topic][p] = true
+			}
+		}
+	}
+	for _, d := range b.opts.Logs.DescribeDirs() {
+		rd := kmsg.NewDescribeLogDirsResponseDir()
+		rd.Dir = d.Path
+		rd.TotalBytes, rd.UsableBytes = -1, -1
+		if d.Err != nil {
+			rd.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, rd)
+			continue
+		}
+		rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.FreeBytes
+		byTopic := map[string]int{}
+		for _, p := range d.Partitions {
+			tp := p.TopicPartition
+			if want != nil && !want[tp.Topic][tp.Partition] {
+				continue
+			}
+			i, ok := byTopic[tp.Topic]
+			if !ok {
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = tp.Topic
+				rd.Topics = append(rd.Topics, t)
+				i = len(rd.Topics) - 1
+				byTopic[tp.Topic] = i
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition, rp.Size, rp.OffsetLag, rp.IsFuture = tp.Partition, p.Size, p.OffsetLag, p.IsFuture
+			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
+		}
+		resp.Dirs = append(resp.Dirs, rd)
+	}
+	r.respond(resp)
+}

@@ -1,0 +1,173 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testNode is a combined controller+broker running in the test process on
+// a temp dir and ephemeral 127.0.0.1 ports.
+type testNode struct {
+	addr   string
+	broker *Broker
+	ctrl   *controller.Controller
+	logs   *storage.Manager
+	dir    string
+}
+
+func startTestNode(t *testing.T, overrides map[string]string) *testNode {
+	t.Helper()
+	dir := t.TempDir()
+	props := config.EmbeddedDefaults()
+	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
+	props["controller.quorum.bootstrap.servers"] = "127.0.0.1:9093"
+	props["log.dirs"] = dir
+	cfg, _, err := config.Load(props, overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.Default()
+	}
+	fsys := storage.OSFS{}
+	clusterID := controller.RandomUUID().String()
+	voters := []controller.Voter{{ID: 1, DirectoryID: controller.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
+	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ctrl, err := controller.Start(ctx, controller.Config{
+		FS: fsys, NodeID: 1, ClusterID: clusterID, DirectoryID: voters[0].DirectoryID, MetadataDir: dir, Voters: voters,
+		DefaultPartitions: cfg.NumPartitions, DefaultReplicationFactor: 1, Schema: config.NewControllerSchema(cfg),
+		SupportedFeatures: map[string][2]int16{"metadata.version": {7, 30}, "kraft.version": {0, 1}},
+		Logger:            log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fsys, Dirs: []string{dir}, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Options{
+		NodeID: 1,
+		Server: ServerOptions{
+			Listeners: []ListenerSpec{
+				{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
+				{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
+			},
+			MaxRequestSize: cfg.SocketRequestMaxBytes,
+		},
+		Advertised:                    []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
+		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
+		NumPartitions:                 cfg.NumPartitions,
+		DefaultReplicationFactor:      1,
+		DeleteTopicEnable:             true,
+		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
+		OffsetsTopicReplicationFactor: 1,
+		SupportedFeatures:             map[string][2]int16{"metadata.version": {7, 30}, "kraft.version": {0, 1}, "group.version": {0, 0}},
+		Controller:                    ctrl,
+		Logs:                          logs,
+		Configs:                       config.NewProvider(cfg, log),
+		Logger:                        log,
+	})
+	if err := b.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &testNode{addr: b.Addrs()["PLAINTEXT"], broker: b, ctrl: ctrl, logs: logs, dir: dir}
+	t.Cleanup(func() {
+		b.Shutdown()
+		logs.Close()
+		ctrl.Close()
+	})
+	return n
+}
+
+// rawConn is a hand-driven client connection for wire-level tests.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+// send writes a request frame for req with the given correlation id.
+func (c *rawConn) send(req kmsg.Request, corr int32) {
+	c.t.Helper()
+	var b []byte
+	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
+	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
+	b = binary.BigEndian.AppendUint32(b, uint32(corr))
+	b = binary.BigEndian.AppendUint16(b, 4)
+	b = append(b, "test"...)
+	if req.IsFlexible() {
+		b = append(b, 0)
+	}
+	b = req.AppendTo(b)
+	c.writeFrame(b)
+}
+
+func (c *rawConn) writeFrame(body []byte) {
+	c.t.Helper()
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := c.nc.Write(append(frame, body...)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv reads one response into resp (whose version must be set) and
+// returns its correlation id.
+func (c *rawConn) recv(resp kmsg.Response) int32 {
+	c.t.Helper()
+	frame, err := protocol.ReadFrame(c.br, 1<<30, nil)
+	if err != nil {
+		c.t.Fatalf("reading response: %v", err)
+	}
+	corr := int32(binary.BigEndian.Uint32(frame))
+	body := frame[4:]
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		c.t.Fatalf("decoding %T: %v", resp, err)
+	}
+	return corr
+}
+
+// expectClosed asserts that the broker closes the connection.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.br.ReadByte(); err == nil {
+		c.t.Fatal("connection still open")
+	}
+}

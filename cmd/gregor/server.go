@@ -1,0 +1,217 @@
+package main
+
+// Wiring of a combined broker+controller node: format check, controller,
+// log manager, broker, signals.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
+)
+
+func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
+	start := time.Now()
+	log := s.logger
+	fsys := storage.OSFS{}
+	startDebugListener(log)
+
+	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)
+	if err != nil {
+		return err
+	}
+
+	ctrl, err := controller.Start(ctx, controller.Config{
+		FS:                       fsys,
+		NodeID:                   s.nodeID,
+		ClusterID:                clusterID,
+		DirectoryID:              dirIDs[s.metadataDir],
+		MetadataDir:              s.metadataDir,
+		Voters:                   s.voters,
+		DefaultPartitions:        s.brokerOpts.NumPartitions,
+		DefaultReplicationFactor: s.brokerOpts.DefaultReplicationFactor,
+		Schema:                   s.schema,
+		SupportedFeatures:        s.supportedFeatures,
+		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
+		Logger:                   log,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the controller: %w", err)
+	}
+	defer ctrl.Close()
+
+	logs, err := storage.OpenManager(storage.ManagerOptions{
+		FS:                     fsys,
+		Dirs:                   s.logDirs,
+		Logger:                 log.With("component", "storage"),
+		FlushSchedulerInterval: s.flushSchedulerInterval,
+		CheckpointInterval:     s.checkpointInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("opening the log dirs: %w", err)
+	}
+	defer func() {
+		if err := logs.Close(); err != nil {
+			log.Error("closing the logs", "err", err)
+		}
+	}()
+
+	opts := s.brokerOpts
+	opts.Controller = ctrl
+	opts.Logs = logs
+	opts.Configs = s.configs
+	opts.SupportedFeatures = s.supportedFeatures
+	for _, d := range s.logDirs {
+		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
+	}
+	opts.Logger = log.With("component", "broker")
+	b := broker.New(opts)
+	if err := b.Listen(); err != nil {
+		return err
+	}
+	if err := b.Start(ctx); err != nil {
+		b.Shutdown()
+		return fmt.Errorf("starting the broker: %w", err)
+	}
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		logs.Run(bgCtx)
+	}()
+
+	addrs := b.Addrs()
+	names := make([]string, 0, len(addrs))
+	for name, a := range addrs {
+		names = append(names, name+"://"+a)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stdout, "Gregor %s started in %s: node %d of cluster %s, listening on %s, data in %s\n",
+		version, time.Since(start).Round(time.Millisecond), s.nodeID, clusterID, strings.Join(names, ", "), strings.Join(s.logDirs, ","))
+
+	<-ctx.Done()
+	log.Info("shutting down")
+	b.Shutdown()
+	stopBackground()
+	<-bgDone
+	return nil
+}
+
+// ensureFormatted checks meta.properties in every log dir (and the
+// metadata dir) and formats a fresh node on first start. It refuses dirs
+// that belong to another cluster or node. It returns the cluster id and
+// the directory id of each dir.
+func ensureFormatted(fsys storage.FS, s *settings, log *slog.Logger) (string, map[string]controller.UUID, error) {
+	dirs := allDirs(s)
+	metas := map[string]storage.MetaProperties{}
+	clusterID := ""
+	for _, d := range dirs {
+		mp, err := storage.ReadMetaProperties(fsys, d)
+		if err != nil {
+			if isNotExist(err) {
+				continue
+			}
+			return "", nil, fmt.Errorf("reading %s/meta.properties: %w", d, err)
+		}
+		if clusterID != "" && mp.ClusterID != clusterID {
+			return "", nil, fmt.Errorf("invalid cluster.id in %s/meta.properties: expected %s, but read %s; this directory belongs to another cluster", d, clusterID, mp.ClusterID)
+		}
+		if mp.NodeID != s.nodeID {
+			return "", nil, fmt.Errorf("stored node id %d in %s/meta.properties doesn't match node.id %d", mp.NodeID, d, s.nodeID)
+		}
+		clusterID = mp.ClusterID
+		metas[d] = mp
+	}
+	fresh := clusterID == ""
+	switch {
+	case fresh && s.forcedClusterID != "":
+		clusterID = s.forcedClusterID
+	case fresh:
+		clusterID = controller.RandomUUID().String()
+	case s.forcedClusterID != "" && s.forcedClusterID != clusterID:
+		return "", nil, fmt.Errorf("the log dirs belong to cluster %s, not %s", clusterID, s.forcedClusterID)
+	}
+	ids := map[string]controller.UUID{}
+	for _, d := range dirs {
+		if mp, ok := metas[d]; ok {
+			id, err := parseUUID(mp.DirectoryID)
+			if err != nil {
+				return "", nil, fmt.Errorf("reading %s/meta.properties: bad directory.id: %w", d, err)
+			}
+			ids[d] = id
+			continue
+		}
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
+			return "", nil, fmt.Errorf("creating log dir %s: %w", d, err)
+		}
+		id := controller.RandomUUID()
+		mp := storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: s.nodeID, DirectoryID: id.String()}
+		if err := storage.WriteMetaProperties(fsys, d, mp); err != nil {
+			return "", nil, fmt.Errorf("formatting %s: %w", d, err)
+		}
+		ids[d] = id
+		if !fresh {
+			log.Warn("formatted a new log dir for the existing cluster", "dir", d, "cluster", clusterID)
+		}
+	}
+	if _, err := controller.ReadFormat(fsys, s.metadataDir); err != nil {
+		if !errors.Is(err, controller.ErrNotFormatted) {
+			return "", nil, err
+		}
+		// This node's voter entry carries the metadata dir's directory id
+		// (KIP-853), as kafka-storage format --standalone records it.
+		for i := range s.voters {
+			if s.voters[i].ID == s.nodeID && s.voters[i].DirectoryID == (controller.UUID{}) {
+				s.voters[i].DirectoryID = ids[s.metadataDir]
+			}
+		}
+		if err := controller.Format(fsys, s.metadataDir, controller.FormatOptions{
+			ClusterID:   clusterID,
+			NodeID:      s.nodeID,
+			DirectoryID: ids[s.metadataDir],
+			Voters:      s.voters,
+			Features:    s.bootstrapFeatures,
+		}); err != nil {
+			return "", nil, err
+		}
+		if fresh {
+			log.Info("formatted a new node", "cluster", clusterID, "dirs", dirs)
+		}
+	}
+	return clusterID, ids, nil
+}
+
+func allDirs(s *settings) []string {
+	dirs := append([]string(nil), s.logDirs...)
+	for _, d := range dirs {
+		if d == s.metadataDir {
+			return dirs
+		}
+	}
+	return append(dirs, s.metadataDir)
+}
+
+// parseUUID decodes Kafka's string form of a UUID (URL-safe base64, no
+// padding).
+func parseUUID(s string) (controller.UUID, error) {
+	var u controller.UUID
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) != len(u) {
+		return u, fmt.Errorf("%q is not a UUID", s)
+	}
+	copy(u[:], raw)
+	return u, nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/controller"
+)
+
+// settings is everything the wiring needs, derived from the broker config.
+type settings struct {
+	cfg                    *config.Broker
+	nodeID                 int32
+	isController           bool
+	controllerListenerName string
+	logDirs                []string
+	metadataDir            string
+	voters                 []controller.Voter
+	brokerOpts             broker.Options
+	configs                broker.Configs
+	schema                 controller.ConfigSchema
+	supportedFeatures      map[string][2]int16
+	bootstrapFeatures      map[string]int16
+	flushSchedulerInterval time.Duration
+	checkpointInterval     time.Duration
+	logger                 *slog.Logger
+	// forcedClusterID is the --cluster-id of gregor storage format.
+	forcedClusterID string
+}
+
+// supportedFeatures are the feature ranges this build implements. A
+// feature's maximum rises only when its semantics are implemented: clients
+// switch behaviour on finalized levels (transaction.version 2 turns on
+// KIP-890, group.version 1 the KIP-848 protocol).
+func supportedFeatures() map[string][2]int16 {
+	return map[string][2]int16{
+		"metadata.version":                 {7, controller.LatestMetadataVersion},
+		"kraft.version":                    {0, controller.LatestKRaftVersion},
+		"transaction.version":              {0, 0},
+		"group.version":                    {0, 0},
+		"eligible.leader.replicas.version": {0, 0},
+		"share.version":                    {0, 0},
+		"streams.version":                  {0, 0},
+	}
+}
+
+// securityProtocolCodes are Kafka's SecurityProtocol ids.
+var securityProtocolCodes = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+// loadSettings reads the properties file (or the embedded defaults when
+// there is none), applies the overrides and validates the result.
+func loadSettings(file string, overrides []string, stderr io.Writer) (*settings, error) {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	props := config.EmbeddedDefaults()
+	if file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		if props, err = config.ParseProperties(string(raw)); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+	}
+	ovr := map[string]string{}
+	for _, o := range overrides {
+		k, v, _ := strings.Cut(o, "=")
+		ovr[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	cfg, warnings, err := config.Load(props, ovr)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	if !cfg.IsBroker || !cfg.IsController {
+		return nil, fmt.Errorf("process.roles=%s: Gregor runs combined broker,controller nodes until the multi-node quorum lands", cfg.Raw["process.roles"])
+	}
+
+	s := &settings{
+		cfg:                    cfg,
+		nodeID:                 cfg.NodeID,
+		isController:           cfg.IsController,
+		logDirs:                cfg.LogDirs,
+		metadataDir:            cfg.MetadataLogDir,
+		supportedFeatures:      supportedFeatures(),
+		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
+		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		logger:                 logger,
+		configs:                config.NewProvider(cfg, logger.With("component", "config")),
+		schema:                 config.NewControllerSchema(cfg),
+	}
+	if s.metadataDir == "" {
+		s.metadataDir = cfg.LogDirs[0]
+	}
+	if len(cfg.ControllerListenerNames) > 0 {
+		s.controllerListenerName = cfg.ControllerListenerNames[0]
+	}
+
+	var specs []broker.ListenerSpec
+	for _, l := range cfg.Listeners {
+		if l.SecurityProtocol != "PLAINTEXT" {
+			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT listeners only until security lands", l.Name, l.SecurityProtocol)
+		}
+		specs = append(specs, broker.ListenerSpec{
+			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
+			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
+		})
+	}
+	var advertised []controller.Endpoint
+	for _, l := range cfg.AdvertisedListeners {
+		advertised = append(advertised, endpoint(l))
+	}
+	var controllerEndpoints []controller.Endpoint
+	for _, l := range cfg.AdvertisedControllerListeners {
+		controllerEndpoints = append(controllerEndpoints, endpoint(l))
+	}
+
+	// The quorum: a static voter set (controller.quorum.voters) or, for a
+	// dynamic quorum (controller.quorum.bootstrap.servers), this node as
+	// the standalone voter.
+	if len(cfg.ControllerQuorumVoters) > 0 {
+		for _, v := range cfg.ControllerQuorumVoters {
+			s.voters = append(s.voters, controller.Voter{ID: v.ID, Endpoints: []controller.Endpoint{{
+				Name: s.controllerListenerName, Host: v.Host, Port: v.Port, SecurityProtocol: 0,
+			}}})
+		}
+	} else {
+		s.voters = []controller.Voter{{ID: cfg.NodeID, Endpoints: controllerEndpoints}}
+	}
+	if len(s.voters) != 1 || s.voters[0].ID != cfg.NodeID {
+		ids := make([]string, 0, len(s.voters))
+		for _, v := range s.voters {
+			ids = append(ids, fmt.Sprint(v.ID))
+		}
+		sort.Strings(ids)
+		return nil, fmt.Errorf("controller quorum with voters [%s]: Gregor runs a single voter (this node) until the multi-node quorum lands", strings.Join(ids, ","))
+	}
+
+	s.brokerOpts = broker.Options{
+		NodeID: cfg.NodeID,
+		Server: broker.ServerOptions{
+			Listeners:      specs,
+			MaxRequestSize: cfg.SocketRequestMaxBytes,
+		},
+		Advertised:                    advertised,
+		InterBrokerListener:           cfg.InterBrokerListenerName,
+		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
+		NumPartitions:                 cfg.NumPartitions,
+		DefaultReplicationFactor:      int16(cfg.DefaultReplicationFactor),
+		DeleteTopicEnable:             cfg.DeleteTopicEnable,
+		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
+		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
+		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+	}
+	return s, nil
+}
+
+// endpoint converts a configured listener to a registered endpoint; an
+// empty (wildcard) host is advertised as this machine's host name, as
+// Kafka does.
+func endpoint(l config.Listener) controller.Endpoint {
+	host := l.Host
+	if host == "" {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return controller.Endpoint{Name: l.Name, Host: host, Port: l.Port, SecurityProtocol: securityProtocolCodes[l.SecurityProtocol]}
+}

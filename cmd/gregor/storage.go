@@ -1,0 +1,251 @@
+package main
+
+// gregor storage: the kafka-storage.sh sub-commands Gregor needs
+// (random-uuid, format, info), with the same flags.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
+)
+
+func storageCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "random-uuid":
+		fmt.Fprintln(stdout, controller.RandomUUID().String())
+		return 0
+	case "format":
+		return storageFormat(args[1:], stdout, stderr)
+	case "info":
+		return storageInfo(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "gregor storage: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// multiFlag collects repeated flag values.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func storageFormat(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("gregor storage format", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var configFile, clusterID, initialControllers, releaseVersion string
+	var standalone, noInitialControllers, ignoreFormatted bool
+	var features, overrides multiFlag
+	for _, n := range []string{"config", "c"} {
+		fset.StringVar(&configFile, n, "", "the server properties file")
+	}
+	for _, n := range []string{"cluster-id", "t"} {
+		fset.StringVar(&clusterID, n, "", "the cluster id (gregor storage random-uuid)")
+	}
+	for _, n := range []string{"standalone", "s"} {
+		fset.BoolVar(&standalone, n, false, "format as the only voter of a new dynamic quorum")
+	}
+	for _, n := range []string{"initial-controllers", "I"} {
+		fset.StringVar(&initialControllers, n, "", "id@host:port:directory-id,... of the initial voters")
+	}
+	for _, n := range []string{"no-initial-controllers", "N"} {
+		fset.BoolVar(&noInitialControllers, n, false, "format without initial voters (a node that joins later)")
+	}
+	for _, n := range []string{"ignore-formatted", "g"} {
+		fset.BoolVar(&ignoreFormatted, n, false, "succeed when a directory is already formatted")
+	}
+	for _, n := range []string{"release-version", "r"} {
+		fset.StringVar(&releaseVersion, n, "", "the metadata.version to bootstrap (only the latest is supported)")
+	}
+	for _, n := range []string{"feature", "f"} {
+		fset.Var(&features, n, "name=level of a feature to bootstrap")
+	}
+	fset.Var(&overrides, "override", "key=value on top of the properties file")
+	if err := fset.Parse(args); err != nil {
+		return 2
+	}
+	if configFile == "" {
+		fmt.Fprintln(stderr, "gregor storage format: --config is required")
+		return 2
+	}
+	n := 0
+	for _, b := range []bool{standalone, initialControllers != "", noInitialControllers} {
+		if b {
+			n++
+		}
+	}
+	if n > 1 {
+		fmt.Fprintln(stderr, "gregor storage format: --standalone, --initial-controllers and --no-initial-controllers are mutually exclusive")
+		return 2
+	}
+	s, err := loadSettings(configFile, overrides, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gregor storage format: %v\n", err)
+		return 1
+	}
+	if clusterID == "" {
+		fmt.Fprintln(stderr, "gregor storage format: --cluster-id is required")
+		return 2
+	}
+	if _, err := parseUUID(clusterID); err != nil {
+		fmt.Fprintf(stderr, "gregor storage format: cluster id %s is not a valid UUID\n", clusterID)
+		return 1
+	}
+	if releaseVersion != "" && releaseVersion != "4.3" && releaseVersion != "4.3-IV0" {
+		fmt.Fprintf(stderr, "gregor storage format: unsupported release version %s: Gregor bootstraps metadata.version 4.3-IV0\n", releaseVersion)
+		return 1
+	}
+	for _, f := range features {
+		name, level, ok := strings.Cut(f, "=")
+		lv, err := strconv.ParseInt(level, 10, 16)
+		rng, known := s.supportedFeatures[name]
+		if !ok || err != nil || !known || int16(lv) < rng[0] || int16(lv) > rng[1] {
+			fmt.Fprintf(stderr, "gregor storage format: unsupported feature %s\n", f)
+			return 1
+		}
+		if s.bootstrapFeatures == nil {
+			s.bootstrapFeatures = map[string]int16{}
+		}
+		s.bootstrapFeatures[name] = int16(lv)
+	}
+	switch {
+	case standalone:
+		if !s.isController {
+			fmt.Fprintln(stderr, "gregor storage format: --standalone needs a node with the controller role")
+			return 1
+		}
+	case initialControllers != "":
+		voters, err := parseInitialControllers(initialControllers, s.controllerListenerName)
+		if err != nil {
+			fmt.Fprintf(stderr, "gregor storage format: %v\n", err)
+			return 1
+		}
+		s.voters = voters
+	case noInitialControllers:
+		fmt.Fprintln(stderr, "gregor storage format: --no-initial-controllers needs a multi-node quorum, which Gregor does not run yet")
+		return 1
+	}
+
+	fsys := storage.OSFS{}
+	formatted := 0
+	for _, d := range allDirs(s) {
+		if _, err := storage.ReadMetaProperties(fsys, d); err == nil {
+			formatted++
+		}
+	}
+	if formatted > 0 && !ignoreFormatted {
+		fmt.Fprintln(stderr, "gregor storage format: a log directory is already formatted. Use --ignore-formatted to ignore this directory and format the others.")
+		return 1
+	}
+	if formatted == len(allDirs(s)) {
+		fmt.Fprintln(stdout, "All of the log directories are already formatted.")
+		return 0
+	}
+	s.forcedClusterID = clusterID
+	if _, _, err := ensureFormatted(fsys, s, s.logger); err != nil {
+		fmt.Fprintf(stderr, "gregor storage format: %v\n", err)
+		return 1
+	}
+	for _, d := range allDirs(s) {
+		fmt.Fprintf(stdout, "Formatting data directory %s with metadata.version 4.3-IV0.\n", d)
+	}
+	return 0
+}
+
+// parseInitialControllers parses KIP-853's id@host:port:directory-id list.
+func parseInitialControllers(list, listener string) ([]controller.Voter, error) {
+	var out []controller.Voter
+	for _, item := range strings.Split(list, ",") {
+		idPart, rest, ok := strings.Cut(item, "@")
+		id, err := strconv.ParseInt(idPart, 10, 32)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("invalid --initial-controllers entry %q", item)
+		}
+		last := strings.LastIndex(rest, ":")
+		if last < 0 {
+			return nil, fmt.Errorf("invalid --initial-controllers entry %q: no directory id", item)
+		}
+		hostPort, dirID := rest[:last], rest[last+1:]
+		colon := strings.LastIndex(hostPort, ":")
+		if colon < 0 {
+			return nil, fmt.Errorf("invalid --initial-controllers entry %q: no port", item)
+		}
+		port, err := strconv.ParseInt(hostPort[colon+1:], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --initial-controllers entry %q: bad port", item)
+		}
+		dir, err := parseUUID(dirID)
+		if err != nil {
+			return nil, fmt.Errorf("invalid --initial-controllers entry %q: %v", item, err)
+		}
+		out = append(out, controller.Voter{ID: int32(id), DirectoryID: dir, Endpoints: []controller.Endpoint{{
+			Name: listener, Host: strings.Trim(hostPort[:colon], "[]"), Port: int32(port),
+		}}})
+	}
+	return out, nil
+}
+
+func storageInfo(args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("gregor storage info", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	var configFile string
+	for _, n := range []string{"config", "c"} {
+		fset.StringVar(&configFile, n, "", "the server properties file")
+	}
+	if err := fset.Parse(args); err != nil {
+		return 2
+	}
+	if configFile == "" {
+		fmt.Fprintln(stderr, "gregor storage info: --config is required")
+		return 2
+	}
+	s, err := loadSettings(configFile, nil, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gregor storage info: %v\n", err)
+		return 1
+	}
+	fsys := storage.OSFS{}
+	var found, missing []string
+	var metas []storage.MetaProperties
+	for _, d := range allDirs(s) {
+		mp, err := storage.ReadMetaProperties(fsys, d)
+		if err != nil {
+			missing = append(missing, d)
+			continue
+		}
+		found = append(found, d)
+		metas = append(metas, mp)
+	}
+	if len(found) > 0 {
+		fmt.Fprintln(stdout, "Found log directories:")
+		for _, d := range found {
+			fmt.Fprintf(stdout, "  %s\n", d)
+		}
+		fmt.Fprintln(stdout)
+		mp := metas[0]
+		fmt.Fprintf(stdout, "Found metadata: {cluster.id=%s, directory.id=%s, node.id=%d, version=%d}\n", mp.ClusterID, mp.DirectoryID, mp.NodeID, mp.Version)
+	}
+	if info, err := controller.ReadFormat(fsys, s.metadataDir); err == nil {
+		fmt.Fprintf(stdout, "Bootstrap features: %v\n", info.Features)
+	} else if !errors.Is(err, controller.ErrNotFormatted) {
+		fmt.Fprintf(stdout, "Reading the metadata dir failed: %v\n", err)
+	}
+	if len(missing) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "Found problems:")
+		for _, d := range missing {
+			fmt.Fprintf(stdout, "  %s is not formatted.\n", d)
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,503 @@
+package controller
+
+// Broker registration, heartbeats and fencing (Kafka's ClusterControlManager
+// and BrokerHeartbeatManager), producer-id blocks, and the partition
+// leadership changes that follow a broker's state.
+//
+// A broker's epoch is the offset of its RegisterBrokerRecord, as in Kafka.
+// Brokers start fenced; a heartbeat from a broker that has caught up with
+// its registration unfences it; a broker whose heartbeats stop for
+// BrokerSessionTimeout is fenced by the leader.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const producerIDBlockSize = 1000
+
+// RegisterBroker registers a broker (or amends the registration of the same
+// incarnation).
+func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) *kmsg.BrokerRegistrationResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	resp.BrokerEpoch = -1
+	type result struct {
+		err   *apiError
+		epoch int64
+	}
+	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
+		var recs []Record
+		if old := img.Brokers[req.BrokerID]; old != nil && old.IncarnationID != req.IncarnationID {
+			// A new incarnation means the old one went away without a
+			// controlled shutdown: take it out of ISRs and leadership
+			// first, as Kafka does for an unclean shutdown. The records
+			// come first, so the registration is at a later offset.
+			recs = removeBrokerFromPartitions(img, req.BrokerID)
+		}
+		rec, e := c.registerBroker(img, req, offset)
+		if e != nil {
+			return nil, result{err: e, epoch: -1}
+		}
+		return append(recs, rec), result{epoch: rec.BrokerEpoch}
+	})
+	switch {
+	case !ok || err != nil:
+		resp.ErrorCode = errorCode(err)
+	case res.err != nil:
+		resp.ErrorCode = res.err.code()
+		c.logger.Info("refused broker registration", "broker", req.BrokerID, "err", res.err.err.Message, "reason", res.err.msg)
+	default:
+		resp.BrokerEpoch = res.epoch
+	}
+	return resp
+}
+
+func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequest, offset int64) (*RegisterBrokerRecord, *apiError) {
+	if req.ClusterID != img.ClusterID {
+		return nil, newAPIError(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
+	}
+	existing := img.Brokers[req.BrokerID]
+	// A different incarnation may take over a registration when the old
+	// one has no live session with this leader, or when it names the old
+	// registration's epoch (it is the same broker restarted, KIP-966).
+	if existing != nil && existing.IncarnationID != req.IncarnationID && c.hasLiveContact(req.BrokerID) && req.PreviousBrokerEpoch != existing.Epoch {
+		return nil, newAPIError(kerr.DuplicateBrokerRegistration, "Another broker is registered with that broker id.")
+	}
+	if req.IsMigratingZkBroker {
+		return nil, newAPIError(kerr.BrokerIDNotRegistered, "Controller does not support registering ZK brokers.")
+	}
+	var logDirs []UUID
+	if req.Version >= 2 {
+		if len(req.LogDirs) == 0 {
+			return nil, newAPIError(kerr.InvalidRegistration, "No directories specified in request")
+		}
+		seen := map[UUID]bool{}
+		for _, d := range req.LogDirs {
+			u := UUID(d)
+			if reservedDirectoryID(u) {
+				return nil, newAPIError(kerr.InvalidRegistration, "Reserved directory ID in request")
+			}
+			if seen[u] {
+				return nil, newAPIError(kerr.InvalidRegistration, "Duplicate directory ID in request")
+			}
+			seen[u] = true
+			logDirs = append(logDirs, u)
+		}
+		for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+			if id == req.BrokerID {
+				continue
+			}
+			for _, d := range img.Brokers[id].LogDirs {
+				if seen[d] {
+					return nil, newAPIError(kerr.InvalidRegistration, "Broker %d is already registered with directory %s", id, d)
+				}
+			}
+		}
+	}
+	// Every feature the broker names must include the finalized level, and
+	// every finalized feature must be supported by the broker.
+	var features []BrokerFeature
+	named := map[string]bool{}
+	for _, f := range req.Features {
+		if e := checkBrokerFeature(img, f.Name, f.MinSupportedVersion, f.MaxSupportedVersion); e != nil {
+			return nil, e
+		}
+		named[f.Name] = true
+		features = append(features, BrokerFeature{Name: f.Name, MinLevel: f.MinSupportedVersion, MaxLevel: f.MaxSupportedVersion})
+	}
+	if !named[MetadataVersionFeature] {
+		// Kafka assumes a broker that names no metadata.version supports
+		// only the first KRaft one.
+		if e := checkBrokerFeature(img, MetadataVersionFeature, 1, 1); e != nil {
+			return nil, e
+		}
+		features = append(features, BrokerFeature{Name: MetadataVersionFeature, MinLevel: 1, MaxLevel: 1})
+	}
+	for _, name := range slices.Sorted(maps.Keys(img.Features)) {
+		if !named[name] && name != MetadataVersionFeature && img.Features[name] != 0 {
+			if e := checkBrokerFeature(img, name, 0, 0); e != nil {
+				return nil, e
+			}
+		}
+	}
+	rec := &RegisterBrokerRecord{
+		BrokerID:      req.BrokerID,
+		IncarnationID: req.IncarnationID,
+		Rack:          req.Rack,
+		Features:      features,
+		LogDirs:       logDirs,
+		Fenced:        true,
+		BrokerEpoch:   offset,
+	}
+	for _, l := range req.Listeners {
+		rec.Endpoints = append(rec.Endpoints, Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+	}
+	if existing != nil && existing.IncarnationID == req.IncarnationID {
+		// The same incarnation amends its registration and keeps its
+		// epoch and state.
+		rec.BrokerEpoch = existing.Epoch
+		rec.Fenced = existing.Fenced
+		rec.InControlledShutdown = existing.InControlledShutdown
+	}
+	return rec, nil
+}
+
+func checkBrokerFeature(img *Image, name string, minLevel, maxLevel int16) *apiError {
+	finalized, ok := img.Features[name]
+	if !ok {
+		finalized = 0
+		if name == MetadataVersionFeature {
+			finalized = 1
+		}
+	}
+	if finalized < minLevel || finalized > maxLevel {
+		return newAPIError(kerr.UnsupportedVersion, "Unable to register because the broker does not support finalized version %d of %s. The broker wants a version between %d and %d, inclusive.", finalized, name, minLevel, maxLevel)
+	}
+	return nil
+}
+
+// reservedDirectoryID: Kafka reserves the UUIDs whose first 8 bytes are 0
+// and last 8 bytes below 100 (UNASSIGNED, LOST, MIGRATING, ...).
+func reservedDirectoryID(u UUID) bool {
+	for _, b := range u[:8] {
+		if b != 0 {
+			return false
+		}
+	}
+	var low uint64
+	for _, b := range u[8:] {
+		low = low<<8 | uint64(b)
+	}
+	return low < 100
+}
+
+// hasValidSession reports whether the broker heartbeated recently (loop).
+func (c *Controller) hasValidSession(id int32) bool {
+	s := c.sessions[id]
+	return s != nil && c.now().Sub(s.lastSeen) < c.cfg.BrokerSessionTimeout
+}
+
+// hasLiveContact reports whether the broker's current incarnation has
+// registered or heartbeated to this leader within the session timeout.
+func (c *Controller) hasLiveContact(id int32) bool {
+	s := c.sessions[id]
+	return s != nil && s.contacted && c.hasValidSession(id)
+}
+
+// checkBrokerEpoch refuses a stale or unknown broker epoch (invariant 3).
+func checkBrokerEpoch(img *Image, id int32, epoch int64) *apiError {
+	b := img.Brokers[id]
+	if b == nil {
+		return newAPIError(kerr.StaleBrokerEpoch, "No broker registration found for broker id %d", id)
+	}
+	if b.Epoch != epoch {
+		return newAPIError(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d", b.Epoch, epoch)
+	}
+	return nil
+}
+
+type brokerState int
+
+const (
+	stateFenced brokerState = iota
+	stateUnfenced
+	stateControlledShutdown
+	stateShutdownNow
+)
+
+func currentBrokerState(b *Broker) brokerState {
+	switch {
+	case b.Fenced:
+		return stateFenced
+	case b.InControlledShutdown:
+		return stateControlledShutdown
+	}
+	return stateUnfenced
+}
+
+// BrokerHeartbeat keeps a broker's session, and fences, unfences or shuts
+// it down as it asks and as the cluster allows.
+func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) *kmsg.BrokerHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	resp.IsFenced = true
+	type result struct {
+		err    *apiError
+		next   brokerState
+		caught bool
+	}
+	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
+		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
+			return nil, result{err: e}
+		}
+		b := img.Brokers[req.BrokerID]
+		cur := currentBrokerState(b)
+		next := c.nextBrokerState(img, b, cur, req)
+		s := c.sessions[req.BrokerID]
+		if s == nil {
+			s = &brokerSession{controlledShutdownOffset: -1}
+			c.sessions[req.BrokerID] = s
+		}
+		s.lastSeen = c.now()
+		s.contacted = true
+		s.metadataOffset = req.CurrentMetadataOffset
+		var recs []Record
+		if cur != next {
+			switch next {
+			case stateFenced, stateShutdownNow:
+				if cur != stateFenced {
+					recs = fenceBrokerRecords(img, b)
+				}
+			case stateUnfenced:
+				recs = unfenceBrokerRecords(img, b)
+			case stateControlledShutdown:
+				recs = controlledShutdownRecords(img, b)
+			}
+		}
+		return recs, result{next: next, caught: req.CurrentMetadataOffset >= b.Epoch}
+	})
+	switch {
+	case !ok || err != nil:
+		resp.ErrorCode = errorCode(err)
+	case res.err != nil:
+		resp.ErrorCode = res.err.code()
+	default:
+		resp.IsCaughtUp = res.caught
+		resp.IsFenced = res.next == stateFenced || res.next == stateShutdownNow
+		resp.ShouldShutdown = res.next == stateShutdownNow
+	}
+	return resp
+}
+
+func (c *Controller) nextBrokerState(img *Image, b *Broker, cur brokerState, req *kmsg.BrokerHeartbeatRequest) brokerState {
+	switch cur {
+	case stateFenced:
+		if req.WantShutdown {
+			return stateShutdownNow
+		}
+		if !req.WantFence && req.CurrentMetadataOffset >= b.Epoch {
+			return stateUnfenced
+		}
+		return stateFenced
+	case stateUnfenced:
+		if req.WantFence {
+			if req.WantShutdown {
+				return stateShutdownNow
+			}
+			return stateFenced
+		}
+		if req.WantShutdown {
+			if hasLeaderships(img, b.ID) {
+				return stateControlledShutdown
+			}
+			return stateShutdownNow
+		}
+		return stateUnfenced
+	case stateControlledShutdown:
+		if hasLeaderships(img, b.ID) {
+			return stateControlledShutdown
+		}
+		s := c.sessions[b.ID]
+		if s == nil || s.controlledShutdownOffset < 0 || s.controlledShutdownOffset <= c.lowestActiveOffset(img) {
+			return stateShutdownNow
+		}
+		return stateControlledShutdown
+	}
+	return stateShutdownNow
+}
+
+// lowestActiveOffset is the lowest metadata offset reported by an active
+// (unfenced, not shutting down) broker.
+func (c *Controller) lowestActiveOffset(img *Image) int64 {
+	lowest := int64(math.MaxInt64)
+	for id, b := range img.Brokers {
+		if b.Fenced || b.InControlledShutdown {
+			continue
+		}
+		if s := c.sessions[id]; s != nil && s.metadataOffset < lowest {
+			lowest = s.metadataOffset
+		}
+	}
+	return lowest
+}
+
+func hasLeaderships(img *Image, id int32) bool {
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maybeFenceStaleBroker fences one broker whose session expired (loop).
+func (c *Controller) maybeFenceStaleBroker() {
+	now := c.now()
+	for _, id := range slices.Sorted(maps.Keys(c.committed.Brokers)) {
+		b := c.committed.Brokers[id]
+		if b.Fenced {
+			continue
+		}
+		s := c.sessions[id]
+		if s == nil {
+			s = &brokerSession{lastSeen: now, metadataOffset: -1, controlledShutdownOffset: -1}
+			c.sessions[id] = s
+			continue
+		}
+		if now.Sub(s.lastSeen) < c.cfg.BrokerSessionTimeout {
+			continue
+		}
+		c.logger.Info("fencing broker whose session expired", "broker", id, "last_heartbeat", s.lastSeen)
+		c.propose(fenceBrokerRecords(c.committed, b), c.nextOffset(), func(_ *Image, err error) {
+			if err != nil {
+				c.logger.Warn("fencing broker was not committed", "broker", id, "err", err)
+			}
+		})
+		return
+	}
+}
+
+// fenceBrokerRecords fences b: it leaves every ISR it is in (a partition
+// whose ISR would become empty keeps it and loses its leader) and leaders
+// move to other ISR members.
+func fenceBrokerRecords(img *Image, b *Broker) []Record {
+	recs := removeBrokerFromPartitions(img, b.ID)
+	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeFence})
+}
+
+// controlledShutdownRecords moves leadership and ISR membership away from
+// a broker that asked to shut down.
+func controlledShutdownRecords(img *Image, b *Broker) []Record {
+	recs := removeBrokerFromPartitions(img, b.ID)
+	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: controlledShutdownChangeShutdown})
+}
+
+// unfenceBrokerRecords unfences b and makes it the leader of the
+// leaderless partitions whose ISR holds it.
+func unfenceBrokerRecords(img *Image, b *Broker) []Record {
+	recs := []Record{&BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeUnfence}}
+	forEachPartition(img, func(t *Topic, i int, p Partition) {
+		if p.Leader == -1 && containsInt32(p.ISR, b.ID) {
+			recs = append(recs, &PartitionChangeRecord{PartitionID: int32(i), TopicID: t.ID, Leader: b.ID})
+		}
+	})
+	return recs
+}
+
+func removeBrokerFromPartitions(img *Image, id int32) []Record {
+	var recs []Record
+	forEachPartition(img, func(t *Topic, i int, p Partition) {
+		if !containsInt32(p.ISR, id) && p.Leader != id {
+			return
+		}
+		rec := &PartitionChangeRecord{PartitionID: int32(i), TopicID: t.ID, Leader: noLeaderChange}
+		isr := withoutInt32(p.ISR, id)
+		if len(isr) == 0 {
+			// The last ISR member stays in the ISR; the partition is
+			// offline until it (or an unclean election) returns.
+			if p.Leader != -1 {
+				rec.Leader = -1
+			}
+		} else {
+			if len(isr) != len(p.ISR) {
+				rec.ISR = isr
+			}
+			if p.Leader == id || p.Leader == -1 {
+				rec.Leader = electFromISR(img, p.Replicas, isr, id)
+			}
+		}
+		if rec.Leader == p.Leader {
+			rec.Leader = noLeaderChange
+		}
+		if rec.ISR != nil || rec.Leader != noLeaderChange {
+			recs = append(recs, rec)
+		}
+	})
+	return recs
+}
+
+// electFromISR picks the first replica, in replica order, that is in the
+// ISR and active (never the excluded broker); -1 if none is.
+func electFromISR(img *Image, replicas, isr []int32, exclude int32) int32 {
+	for _, r := range replicas {
+		if r != exclude && containsInt32(isr, r) && isActiveBroker(img, r) {
+			return r
+		}
+	}
+	return -1
+}
+
+func isActiveBroker(img *Image, id int32) bool {
+	b := img.Brokers[id]
+	return b != nil && !b.Fenced && !b.InControlledShutdown
+}
+
+// forEachPartition visits partitions in topic-name order.
+func forEachPartition(img *Image, fn func(t *Topic, i int, p Partition)) {
+	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+		t := img.Topics[name]
+		for i, p := range t.Partitions {
+			fn(t, i, p)
+		}
+	}
+}
+
+// UnregisterBroker removes a broker's registration (kafka-cluster
+// unregister), after moving it out of every ISR and leadership.
+func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) *kmsg.UnregisterBrokerResponse {
+	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	e, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *apiError) {
+		b := img.Brokers[req.BrokerID]
+		if b == nil {
+			return nil, newAPIError(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
+		}
+		recs := removeBrokerFromPartitions(img, b.ID)
+		return append(recs, &UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch}), nil
+	})
+	if !ok || err != nil {
+		e = commitError(err)
+	}
+	resp.ErrorCode = e.code()
+	if e != nil {
+		resp.ErrorMessage = e.message()
+	}
+	return resp
+}
+
+// AllocateProducerIDs hands the broker the next block of 1000 producer ids.
+func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) *kmsg.AllocateProducerIDsResponse {
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	type result struct {
+		err   *apiError
+		start int64
+	}
+	res, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, result) {
+		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
+			return nil, result{err: e}
+		}
+		start := img.NextProducerID
+		if start > math.MaxInt64-producerIDBlockSize {
+			return nil, result{err: newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit")}
+		}
+		return []Record{&ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
+	})
+	switch {
+	case !ok || err != nil:
+		resp.ErrorCode = errorCode(err)
+	case res.err != nil:
+		resp.ErrorCode = res.err.code()
+	default:
+		resp.ProducerIDStart = res.start
+		resp.ProducerIDLen = producerIDBlockSize
+	}
+	return resp
+}
+
+func (b *Broker) String() string { return fmt.Sprintf("broker %d epoch %d", b.ID, b.Epoch) }

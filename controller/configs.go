@@ -1,0 +1,383 @@
+package controller
+
+// IncrementalAlterConfigs and AlterConfigs: Kafka's request checks (the
+// broker-side preprocessing and ControllerApis), then
+// ConfigurationControlManager's per-resource semantics. The records of all
+// resources that pass commit together; each resource gets its own result.
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Incremental config operations (kmsg IncrementalAlterConfigsRequest
+// OpType).
+const (
+	opSet      int8 = 0
+	opDelete   int8 = 1
+	opAppend   int8 = 2
+	opSubtract int8 = 3
+
+	configResourceClientMetrics ConfigResourceType = 16
+)
+
+func opName(op int8) string {
+	switch op {
+	case opSet:
+		return "SET"
+	case opDelete:
+		return "DELETE"
+	case opAppend:
+		return "APPEND"
+	case opSubtract:
+		return "SUBTRACT"
+	}
+	return strconv.Itoa(int(op))
+}
+
+type configOp struct {
+	op    int8
+	value *string
+}
+
+type configChange struct {
+	res ConfigResource
+	// incremental: key -> operation; legacy: the full new set.
+	ops    map[string]configOp
+	keys   []string // request order
+	legacy map[string]string
+}
+
+// checkResource applies the request-level checks Kafka makes before the
+// controller sees a resource. It returns nil if the resource may proceed.
+func checkResourceType(t int8) *apiError {
+	switch ConfigResourceType(t) {
+	case ConfigResourceTopic, ConfigResourceBroker, ConfigResourceGroup, configResourceClientMetrics:
+		return nil
+	case ConfigResourceBrokerLogger:
+		return newAPIError(kerr.InvalidRequest, "BROKER_LOGGER resources are altered by the broker that owns the loggers, not by the controller.")
+	}
+	return newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", t)
+}
+
+// IncrementalAlterConfigs changes configs key by key.
+func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	add := func(t int8, name string, e *apiError) {
+		r := kmsg.NewIncrementalAlterConfigsResponseResource()
+		r.ResourceType = kmsg.ConfigResourceType(t)
+		r.ResourceName = name
+		r.ErrorCode = e.code()
+		r.ErrorMessage = e.message()
+		resp.Resources = append(resp.Resources, r)
+	}
+	seen := map[ConfigResource]int{}
+	for _, r := range req.Resources {
+		seen[ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}]++
+	}
+	var changes []configChange
+	reported := map[ConfigResource]bool{}
+	for _, r := range req.Resources {
+		res := ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+		if seen[res] > 1 {
+			if !reported[res] {
+				reported[res] = true
+				add(int8(r.ResourceType), r.ResourceName, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
+			}
+			continue
+		}
+		if e := checkResourceType(int8(r.ResourceType)); e != nil {
+			add(int8(r.ResourceType), r.ResourceName, e)
+			continue
+		}
+		ch := configChange{res: res, ops: map[string]configOp{}}
+		var e *apiError
+		for _, cfg := range r.Configs {
+			op := int8(cfg.Op)
+			if _, dup := ch.ops[cfg.Name]; dup {
+				e = newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+				break
+			}
+			if op < opSet || op > opSubtract {
+				e = newAPIError(kerr.InvalidRequest, "Unknown operations type %d", op)
+				break
+			}
+			if op != opDelete && cfg.Value == nil {
+				e = newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+				break
+			}
+			ch.ops[cfg.Name] = configOp{op: op, value: cfg.Value}
+			ch.keys = append(ch.keys, cfg.Name)
+		}
+		if e != nil {
+			add(int8(r.ResourceType), r.ResourceName, e)
+			continue
+		}
+		changes = append(changes, ch)
+	}
+	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res ConfigResource, e *apiError) {
+		add(int8(res.Type), res.Name, e)
+	})
+	return resp
+}
+
+// AlterConfigs replaces the whole config set of each resource.
+func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	add := func(t int8, name string, e *apiError) {
+		r := kmsg.NewAlterConfigsResponseResource()
+		r.ResourceType = kmsg.ConfigResourceType(t)
+		r.ResourceName = name
+		r.ErrorCode = e.code()
+		r.ErrorMessage = e.message()
+		resp.Resources = append(resp.Resources, r)
+	}
+	seen := map[ConfigResource]int{}
+	for _, r := range req.Resources {
+		seen[ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}]++
+	}
+	var changes []configChange
+	reported := map[ConfigResource]bool{}
+	for _, r := range req.Resources {
+		res := ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+		if seen[res] > 1 {
+			if !reported[res] {
+				reported[res] = true
+				add(int8(r.ResourceType), r.ResourceName, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
+			}
+			continue
+		}
+		if e := checkResourceType(int8(r.ResourceType)); e != nil {
+			add(int8(r.ResourceType), r.ResourceName, e)
+			continue
+		}
+		ch := configChange{res: res, legacy: map[string]string{}}
+		var e *apiError
+		for _, cfg := range r.Configs {
+			if _, dup := ch.legacy[cfg.Name]; dup {
+				e = newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+				break
+			}
+			if cfg.Value == nil {
+				e = newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+				break
+			}
+			ch.legacy[cfg.Name] = *cfg.Value
+			ch.keys = append(ch.keys, cfg.Name)
+		}
+		if e != nil {
+			add(int8(r.ResourceType), r.ResourceName, e)
+			continue
+		}
+		changes = append(changes, ch)
+	}
+	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res ConfigResource, e *apiError) {
+		add(int8(res.Type), res.Name, e)
+	})
+	return resp
+}
+
+type configResult struct {
+	res ConfigResource
+	err *apiError
+}
+
+func (c *Controller) runConfigChanges(ctx context.Context, changes []configChange, validateOnly bool, add func(ConfigResource, *apiError)) {
+	if len(changes) == 0 {
+		return
+	}
+	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []configResult) {
+		var recs []Record
+		var out []configResult
+		for _, ch := range changes {
+			var more []Record
+			var e *apiError
+			if ch.legacy != nil {
+				more, e = c.legacyAlterConfig(img, ch)
+			} else {
+				more, e = c.incrementalAlterConfig(img, ch)
+			}
+			if e == nil {
+				recs = append(recs, more...)
+			}
+			out = append(out, configResult{res: ch.res, err: e})
+		}
+		if len(recs) > maxRecordsPerOp {
+			for i := range out {
+				if out[i].err == nil {
+					out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+				}
+			}
+			return nil, out
+		}
+		if validateOnly {
+			return nil, out
+		}
+		return recs, out
+	})
+	if !ok {
+		for _, ch := range changes {
+			add(ch.res, commitError(err))
+		}
+		return
+	}
+	for _, r := range results {
+		e := r.err
+		if e == nil && err != nil {
+			e = commitError(err)
+		}
+		add(r.res, e)
+	}
+}
+
+func (c *Controller) incrementalAlterConfig(img *Image, ch configChange) ([]Record, *apiError) {
+	current := img.Configs[ch.res]
+	var recs []Record
+	for _, key := range ch.keys {
+		op := ch.ops[key]
+		cur, had := current[key]
+		var curPtr *string
+		if had {
+			curPtr = &cur
+		}
+		newValue := curPtr
+		switch op.op {
+		case opSet:
+			newValue = op.value
+		case opDelete:
+			newValue = nil
+		case opAppend, opSubtract:
+			if c.cfg.Schema == nil || !c.cfg.Schema.IsList(ch.res.Type, key) {
+				return nil, newAPIError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(op.op), key)
+			}
+			parts := c.listParts(ch.res.Type, key, curPtr)
+			for _, v := range strings.Split(*op.value, ",") {
+				if op.op == opAppend {
+					if !slices.Contains(parts, v) {
+						parts = append(parts, v)
+					}
+				} else if i := slices.Index(parts, v); i >= 0 {
+					parts = slices.Delete(parts, i, i+1)
+				}
+			}
+			joined := strings.Join(parts, ",")
+			newValue = &joined
+		}
+		if !equalStringPtr(curPtr, newValue) || ch.res.Type == ConfigResourceBroker {
+			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: newValue})
+		}
+	}
+	if e := c.validateConfigs(img, ch.res, recs); e != nil {
+		return nil, e
+	}
+	return recs, nil
+}
+
+// listParts is the current list value of key: its override, or else its
+// default, split on commas without empty elements.
+func (c *Controller) listParts(t ConfigResourceType, key string, current *string) []string {
+	var v string
+	if current != nil {
+		v = *current
+	} else if d, ok := c.cfg.Schema.Default(t, key); ok {
+		v = d
+	} else {
+		return nil
+	}
+	var parts []string
+	for _, p := range strings.Split(v, ",") {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+func (c *Controller) legacyAlterConfig(img *Image, ch configChange) ([]Record, *apiError) {
+	current := img.Configs[ch.res]
+	var recs []Record
+	for _, key := range ch.keys {
+		v := ch.legacy[key]
+		cur, had := current[key]
+		if !had || cur != v || ch.res.Type == ConfigResourceBroker {
+			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: strPtr(v)})
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(current)) {
+		if _, keep := ch.legacy[key]; !keep {
+			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: nil})
+		}
+	}
+	if e := c.validateConfigs(img, ch.res, recs); e != nil {
+		return nil, e
+	}
+	return recs, nil
+}
+
+// validateConfigs checks the resource's overrides after recs, then that the
+// resource exists (Kafka's order).
+func (c *Controller) validateConfigs(img *Image, res ConfigResource, recs []Record) *apiError {
+	after := maps.Clone(img.Configs[res])
+	if after == nil {
+		after = map[string]string{}
+	}
+	for _, r := range recs {
+		cr := r.(*ConfigRecord)
+		if cr.Value == nil {
+			delete(after, cr.Name)
+		} else {
+			after[cr.Name] = *cr.Value
+		}
+	}
+	if c.cfg.Schema != nil {
+		if err := c.cfg.Schema.Validate(res.Type, res.Name, after); err != nil {
+			var ke *kerr.Error
+			if errors.As(err, &ke) {
+				return &apiError{err: ke, msg: err.Error()}
+			}
+			return newAPIError(kerr.InvalidConfig, "%s", err.Error())
+		}
+	}
+	return c.checkConfigResourceExists(img, res)
+}
+
+func (c *Controller) checkConfigResourceExists(img *Image, res ConfigResource) *apiError {
+	switch res.Type {
+	case ConfigResourceBroker:
+		if res.Name == "" {
+			return nil
+		}
+		id, err := strconv.ParseInt(res.Name, 10, 32)
+		if err != nil {
+			return newAPIError(kerr.InvalidRequest, "Invalid broker name %s", res.Name)
+		}
+		if img.Brokers[int32(id)] != nil {
+			return nil
+		}
+		for _, v := range img.Voters {
+			if v.ID == int32(id) {
+				return nil
+			}
+		}
+		return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
+	case ConfigResourceTopic:
+		if img.Topics[res.Name] == nil {
+			return newAPIError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
+		}
+	}
+	return nil
+}
+
+func equalStringPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

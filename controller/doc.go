@@ -1,0 +1,45 @@
+// Package controller is Gregor's cluster metadata quorum: an etcd-raft log
+// of metadata records (controller/raftlog keeps it durable on a
+// storage.FS), the immutable Image built from the committed records, and
+// the decisions Kafka's QuorumController makes (topic creation and
+// placement, configs, leader elections, broker registration, heartbeats and
+// fencing, producer-id blocks, feature levels).
+//
+// Files:
+//
+//	controller.go  Start/Close, the raft Ready loop, the event loop that
+//	               serializes admin operations, subscriptions
+//	records.go     the versioned metadata record encoding
+//	replay.go      copy-on-write application of records to an Image,
+//	               and the records that rebuild an Image (snapshots)
+//	format.go      Format/ReadFormat (bootstrap.checkpoint), RandomUUID
+//	topics.go      CreateTopics, DeleteTopics, CreatePartitions
+//	placement.go   striped replica placement
+//	configs.go     IncrementalAlterConfigs, AlterConfigs
+//	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
+//	               fencing, AllocateProducerIDs
+//	elect.go       ElectLeaders
+//	features.go    UpdateFeatures
+//	quorum.go      DescribeQuorum
+//
+// Offsets: a metadata offset is the raft index of the entry holding the
+// records (Image.Offset, broker epochs, DescribeQuorum's high watermark and
+// log end offsets). Every record of one entry shares its offset.
+//
+// Deliberate deviations from Kafka 4.3 (the ledger):
+//   - The log is Gregor's own format (raft entries, CRC-32C frames), not
+//     Kafka's record batches: kafka-metadata-shell and kafka-dump-log
+//     --cluster-metadata-decoder cannot read it.
+//   - Only the single-rack case of StripedReplicaPlacer; racks are ignored.
+//   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
+//     in the ISR with no leader, as Kafka does without ELR.
+//   - No partition reassignment, AlterPartition, directory assignment,
+//     ACLs, SCRAM, quotas, delegation tokens or dynamic voter changes yet.
+//   - UpdateFeatures does not check inter-feature dependencies
+//     (Features.validateVersion); metadata.version downgrades are refused.
+//   - BROKER_LOGGER config resources are refused with INVALID_REQUEST: the
+//     broker that owns the loggers must handle them.
+//   - CreateTopics leaves each topic's Configs for the broker to fill.
+//   - No create-topic or alter-config policies, no controller mutation
+//     quota.
+package controller

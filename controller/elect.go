@@ -1,0 +1,162 @@
+package controller
+
+// ElectLeaders: preferred and unclean leader elections (Kafka's
+// ReplicationControlManager.electLeaders).
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	electionPreferred int8 = 0
+	electionUnclean   int8 = 1
+)
+
+// ElectLeaders runs preferred or unclean elections. Null Topics means every
+// partition; then partitions that need no election are left out of the
+// response, as Kafka does.
+func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	electionType := req.ElectionType
+	if req.Version == 0 {
+		electionType = electionPreferred
+	}
+	if electionType != electionPreferred && electionType != electionUnclean {
+		e := newAPIError(kerr.InvalidRequest, "Unknown election type %d", electionType)
+		resp.ErrorCode = e.code()
+		for _, t := range req.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition = p
+				rp.ErrorCode = e.code()
+				rp.ErrorMessage = e.message()
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	all := req.Topics == nil
+	topics := req.Topics
+	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.ElectLeadersResponseTopic) {
+		var recs []Record
+		var out []kmsg.ElectLeadersResponseTopic
+		elect := func(rt *kmsg.ElectLeadersResponseTopic, partition int32, skipNotNeeded bool) {
+			rec, e := electLeader(img, rt.Topic, partition, electionType)
+			if e != nil && e.err == kerr.ElectionNotNeeded && skipNotNeeded {
+				return
+			}
+			if rec != nil {
+				recs = append(recs, rec)
+			}
+			rp := kmsg.NewElectLeadersResponseTopicPartition()
+			rp.Partition = partition
+			rp.ErrorCode = e.code()
+			rp.ErrorMessage = e.message()
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if all {
+			for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+				rt := kmsg.NewElectLeadersResponseTopic()
+				rt.Topic = name
+				for i := range img.Topics[name].Partitions {
+					elect(&rt, int32(i), true)
+				}
+				out = append(out, rt)
+			}
+		} else {
+			for _, t := range topics {
+				rt := kmsg.NewElectLeadersResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					elect(&rt, p, false)
+				}
+				out = append(out, rt)
+			}
+		}
+		if len(recs) > maxRecordsPerOp {
+			return nil, out
+		}
+		return recs, out
+	})
+	if !ok {
+		resp.ErrorCode = errorCode(err)
+		for _, t := range topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition = p
+				rp.ErrorCode = errorCode(err)
+				rp.ErrorMessage = strPtr(err.Error())
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	for i := range results {
+		for j := range results[i].Partitions {
+			if p := &results[i].Partitions[j]; p.ErrorCode == 0 && err != nil {
+				p.ErrorCode = errorCode(err)
+				p.ErrorMessage = strPtr(err.Error())
+			}
+		}
+	}
+	resp.Topics = results
+	return resp
+}
+
+// electLeader returns the record electing a leader for one partition, or
+// why there is none.
+func electLeader(img *Image, topic string, partition int32, electionType int8) (Record, *apiError) {
+	t := img.Topics[topic]
+	if t == nil {
+		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
+	}
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topic, partition)
+	}
+	p := t.Partitions[partition]
+	preferred := int32(-1)
+	if len(p.Replicas) > 0 {
+		preferred = p.Replicas[0]
+	}
+	if electionType == electionPreferred && p.Leader == preferred || electionType == electionUnclean && p.Leader != -1 {
+		return nil, &apiError{err: kerr.ElectionNotNeeded}
+	}
+	rec := &PartitionChangeRecord{PartitionID: partition, TopicID: t.ID, Leader: noLeaderChange}
+	switch electionType {
+	case electionPreferred:
+		if !containsInt32(p.ISR, preferred) || !isActiveBroker(img, preferred) {
+			return nil, &apiError{err: kerr.PreferredLeaderNotAvailable}
+		}
+		rec.Leader = preferred
+	case electionUnclean:
+		if l := electFromISR(img, p.Replicas, p.ISR, -1); l != -1 {
+			rec.Leader = l
+			break
+		}
+		// Unclean: any live replica, which becomes the whole ISR.
+		for _, r := range p.Replicas {
+			if isActiveBroker(img, r) {
+				rec.Leader = r
+				rec.ISR = []int32{r}
+				break
+			}
+		}
+		if rec.Leader == noLeaderChange {
+			return nil, &apiError{err: kerr.EligibleLeadersNotAvailable}
+		}
+	}
+	return rec, nil
+}
+
+func sortedBrokerIDs(img *Image) []int32 { return slices.Sorted(maps.Keys(img.Brokers)) }

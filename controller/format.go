@@ -1,0 +1,222 @@
+package controller
+
+// Formatting the metadata directory: the cluster id, this node's identity,
+// the initial voters and the bootstrap feature levels, written once before
+// the first start (like Kafka's meta.properties plus bootstrap.checkpoint).
+// The first leader turns the bootstrap feature levels and the voter set into
+// the first records of the metadata log.
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+const (
+	// MetadataPartitionDir is the directory of the metadata log inside the
+	// metadata dir, named like Kafka's.
+	MetadataPartitionDir = "__cluster_metadata-0"
+	// BootstrapFile holds the format information.
+	BootstrapFile = "bootstrap.checkpoint"
+
+	// MetadataVersionFeature is the metadata.version feature name.
+	MetadataVersionFeature = "metadata.version"
+	// KRaftVersionFeature is the kraft.version feature name.
+	KRaftVersionFeature = "kraft.version"
+	// LatestMetadataVersion is metadata.version 4.3-IV0.
+	LatestMetadataVersion int16 = 30
+	// LatestKRaftVersion is the kraft.version Gregor runs (dynamic quorum).
+	LatestKRaftVersion int16 = 1
+
+	bootstrapMagic   = "GRBOOT01"
+	bootstrapVersion = int16(0)
+)
+
+// ErrAlreadyFormatted is returned by Format when the directory already holds
+// a format.
+var ErrAlreadyFormatted = errors.New("metadata directory is already formatted")
+
+// ErrNotFormatted is returned by ReadFormat and Start when the directory has
+// not been formatted.
+var ErrNotFormatted = errors.New("metadata directory is not formatted")
+
+// FormatOptions is what `gregor storage format` records.
+type FormatOptions struct {
+	ClusterID   string
+	NodeID      int32
+	DirectoryID UUID
+	// Voters is the initial voter set (this node alone for a single
+	// combined node).
+	Voters []Voter
+	// Features are the bootstrap feature levels besides metadata.version
+	// and kraft.version (e.g. group.version once it is implemented). A
+	// metadata.version or kraft.version entry here overrides the default.
+	Features map[string]int16
+}
+
+// FormatInfo is what a formatted metadata directory says (`gregor storage
+// info`).
+type FormatInfo struct {
+	ClusterID   string
+	NodeID      int32
+	DirectoryID UUID
+	Voters      []Voter
+	// Features are all bootstrap feature levels, including
+	// metadata.version and kraft.version.
+	Features map[string]int16
+}
+
+// Format records opts in metadataDir. It refuses a directory that is
+// already formatted (ErrAlreadyFormatted).
+func Format(fsys storage.FS, metadataDir string, opts FormatOptions) error {
+	if opts.ClusterID == "" {
+		return errors.New("formatting metadata directory: cluster id is empty")
+	}
+	if opts.NodeID < 0 {
+		return fmt.Errorf("formatting metadata directory: invalid node id %d", opts.NodeID)
+	}
+	if len(opts.Voters) == 0 {
+		return errors.New("formatting metadata directory: no initial voters")
+	}
+	seen := map[int32]bool{}
+	for _, v := range opts.Voters {
+		if v.ID < 0 || seen[v.ID] {
+			return fmt.Errorf("formatting metadata directory: invalid or duplicate voter id %d", v.ID)
+		}
+		seen[v.ID] = true
+	}
+	dir := path.Join(metadataDir, MetadataPartitionDir)
+	file := path.Join(dir, BootstrapFile)
+	if _, err := fsys.Stat(file); err == nil {
+		return fmt.Errorf("formatting %s: %w", metadataDir, ErrAlreadyFormatted)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("formatting %s: %w", metadataDir, err)
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("formatting %s: %w", metadataDir, err)
+	}
+	features := map[string]int16{
+		MetadataVersionFeature: LatestMetadataVersion,
+		KRaftVersionFeature:    LatestKRaftVersion,
+	}
+	maps.Copy(features, opts.Features)
+	info := FormatInfo{
+		ClusterID:   opts.ClusterID,
+		NodeID:      opts.NodeID,
+		DirectoryID: opts.DirectoryID,
+		Voters:      opts.Voters,
+		Features:    features,
+	}
+	if err := storage.WriteFileAtomic(fsys, file, encodeFormat(info)); err != nil {
+		return fmt.Errorf("formatting %s: %w", metadataDir, err)
+	}
+	return nil
+}
+
+// ReadFormat reads what Format recorded in metadataDir.
+func ReadFormat(fsys storage.FS, metadataDir string) (FormatInfo, error) {
+	file := path.Join(metadataDir, MetadataPartitionDir, BootstrapFile)
+	raw, err := storage.ReadFile(fsys, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return FormatInfo{}, fmt.Errorf("reading %s: %w", file, ErrNotFormatted)
+	}
+	if err != nil {
+		return FormatInfo{}, fmt.Errorf("reading %s: %w", file, err)
+	}
+	info, err := decodeFormat(raw)
+	if err != nil {
+		return FormatInfo{}, fmt.Errorf("reading %s: %w", file, err)
+	}
+	return info, nil
+}
+
+// RandomUUID returns a random version-4 UUID (topic ids, directory ids,
+// cluster ids), avoiding the values Kafka reserves (all zeros and the
+// first 100 ids).
+func RandomUUID() UUID {
+	for {
+		var u UUID
+		if _, err := rand.Read(u[:]); err != nil {
+			panic(fmt.Sprintf("reading random bytes: %v", err))
+		}
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+		// Kafka reserves UUIDs whose high 64 bits are 0 and a string
+		// starting with '-' (confusing on a command line).
+		if binary.BigEndian.Uint64(u[:8]) == 0 || u.String()[0] == '-' {
+			continue
+		}
+		return u
+	}
+}
+
+// encodeFormat: magic, crc32c of the rest, then version and fields.
+func encodeFormat(info FormatInfo) []byte {
+	var body []byte
+	body = kbin.AppendInt16(body, bootstrapVersion)
+	body = kbin.AppendString(body, info.ClusterID)
+	body = kbin.AppendInt32(body, info.NodeID)
+	body = kbin.AppendUuid(body, info.DirectoryID)
+	body = (&VotersRecord{Voters: info.Voters}).appendBody(body)
+	names := slices.Sorted(maps.Keys(info.Features))
+	body = kbin.AppendArrayLen(body, len(names))
+	for _, n := range names {
+		body = kbin.AppendString(body, n)
+		body = kbin.AppendInt16(body, info.Features[n])
+	}
+	out := append([]byte(bootstrapMagic), 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(out[len(bootstrapMagic):], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return append(out, body...)
+}
+
+func decodeFormat(raw []byte) (FormatInfo, error) {
+	hdr := len(bootstrapMagic) + 4
+	if len(raw) < hdr || string(raw[:len(bootstrapMagic)]) != bootstrapMagic {
+		return FormatInfo{}, errors.New("not a Gregor bootstrap file")
+	}
+	body := raw[hdr:]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(raw[len(bootstrapMagic):]) {
+		return FormatInfo{}, errors.New("bootstrap file checksum mismatch")
+	}
+	r := kbin.Reader{Src: body}
+	if v := r.Int16(); v != bootstrapVersion {
+		return FormatInfo{}, fmt.Errorf("bootstrap file version %d is not supported by this build", v)
+	}
+	var info FormatInfo
+	info.ClusterID = r.String()
+	info.NodeID = r.Int32()
+	info.DirectoryID = r.Uuid()
+	var vr VotersRecord
+	vr.readBody(&r, 0)
+	info.Voters = vr.Voters
+	info.Features = map[string]int16{}
+	n := r.ArrayLen()
+	for i := int32(0); i < n && r.Ok(); i++ {
+		name := r.String()
+		info.Features[name] = r.Int16()
+	}
+	if err := r.Complete(); err != nil || len(r.Src) != 0 {
+		return FormatInfo{}, errors.New("bootstrap file is malformed")
+	}
+	return info, nil
+}
+
+// bootstrapRecords are the first records the first leader writes.
+func (info FormatInfo) bootstrapRecords() []Record {
+	var recs []Record
+	for _, name := range slices.Sorted(maps.Keys(info.Features)) {
+		if lvl := info.Features[name]; lvl != 0 {
+			recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: lvl})
+		}
+	}
+	return append(recs, &VotersRecord{Voters: info.Voters})
+}

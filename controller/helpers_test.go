@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const testDir = "/meta"
+
+// testSchema is a small config schema: cleanup.policy is a list defaulting
+// to "delete"; retention.ms must be an integer >= -1; everything else must
+// be a known key.
+type testSchema struct{}
+
+var testKnownKeys = map[string]bool{
+	"cleanup.policy": true, "retention.ms": true, "segment.bytes": true,
+	"log.retention.ms": true, "num.io.threads": true,
+}
+
+func (testSchema) Validate(t ConfigResourceType, name string, overrides map[string]string) error {
+	for k, v := range overrides {
+		if !testKnownKeys[k] {
+			return errors.New("Unknown topic config name: " + k)
+		}
+		if k == "num.io.threads" && v == "0" {
+			return fmt.Errorf("num.io.threads must be at least 1: %w", kerr.InvalidRequest)
+		}
+		if k == "retention.ms" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < -1 {
+				return errors.New("Invalid value " + v + " for configuration retention.ms")
+			}
+		}
+	}
+	return nil
+}
+
+func (testSchema) IsList(t ConfigResourceType, key string) bool { return key == "cleanup.policy" }
+
+func (testSchema) Default(t ConfigResourceType, key string) (string, bool) {
+	if key == "cleanup.policy" {
+		return "delete", true
+	}
+	return "", false
+}
+
+func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func formatTest(t testing.TB, fsys storage.FS) {
+	t.Helper()
+	err := Format(fsys, testDir, FormatOptions{
+		ClusterID:   "test-cluster",
+		NodeID:      1,
+		DirectoryID: RandomUUID(),
+		Voters:      []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+	})
+	if err != nil {
+		t.Fatalf("format: %v", err)
+	}
+}
+
+func testConfig(fsys storage.FS) Config {
+	return Config{
+		FS:                fsys,
+		NodeID:            1,
+		ClusterID:         "test-cluster",
+		MetadataDir:       testDir,
+		DefaultPartitions: 1,
+		Schema:            testSchema{},
+		SupportedFeatures: map[string][2]int16{
+			MetadataVersionFeature: {7, 30},
+			KRaftVersionFeature:    {0, 1},
+			"group.version":        {0, 1},
+		},
+		Logger:       testLogger(),
+		TickInterval: 10 * time.Millisecond,
+	}
+}
+
+// startTest formats (if needed) and starts a single-node controller.
+func startTest(t testing.TB, fsys *storage.MemFS, mutate ...func(*Config)) *Controller {
+	t.Helper()
+	if _, err := ReadFormat(fsys, testDir); err != nil {
+		formatTest(t, fsys)
+	}
+	cfg := testConfig(fsys)
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	c, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// registerBroker registers and unfences a broker; it returns its epoch.
+func registerBroker(t testing.TB, c *Controller, id int32) int64 {
+	t.Helper()
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 3
+	req.BrokerID = id
+	req.ClusterID = "test-cluster"
+	req.IncarnationID = RandomUUID()
+	req.LogDirs = [][16]byte{RandomUUID()}
+	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9092 + id)}}
+	req.Features = []kmsg.BrokerRegistrationRequestFeature{
+		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
+		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
+	}
+	resp := c.RegisterBroker(ctxT(t), req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("register broker %d: error %d", id, resp.ErrorCode)
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID = id
+	hb.BrokerEpoch = resp.BrokerEpoch
+	hb.CurrentMetadataOffset = c.Image().Offset
+	hr := c.BrokerHeartbeat(ctxT(t), hb)
+	if hr.ErrorCode != 0 || hr.IsFenced || !hr.IsCaughtUp {
+		t.Fatalf("heartbeat broker %d: %+v", id, hr)
+	}
+	if c.Image().Brokers[id].Fenced {
+		t.Fatalf("broker %d still fenced in the image", id)
+	}
+	return resp.BrokerEpoch
+}
+
+func createTopic(t testing.TB, c *Controller, name string, partitions int32, rf int16) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = name
+	rt.NumPartitions = partitions
+	rt.ReplicationFactor = rf
+	req.Topics = append(req.Topics, rt)
+	resp := c.CreateTopics(ctxT(t), req)
+	if len(resp.Topics) != 1 {
+		t.Fatalf("create %s: %d results", name, len(resp.Topics))
+	}
+	return resp.Topics[0]
+}

@@ -1,0 +1,194 @@
+package controller
+
+// DescribeQuorum for __cluster_metadata-0, answered from a status snapshot
+// the loop publishes after every Ready (so it never waits behind a write).
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// quorumStatus is what the loop last knew about the quorum.
+type quorumStatus struct {
+	isLeader      bool
+	leaderID      int32
+	term          int64
+	highWatermark int64
+	lastIndex     int64
+	at            time.Time
+	voters        []voterStatus
+}
+
+type voterStatus struct {
+	id           int32
+	logEndOffset int64
+	lastFetch    time.Time // zero: unknown
+	lastCaughtUp time.Time
+}
+
+// observePeer notes when a voter last answered the leader (loop).
+func (c *Controller) observePeer(m *pb.Message) {
+	switch m.GetType() {
+	case pb.MsgAppResp, pb.MsgHeartbeatResp:
+	default:
+		return
+	}
+	now := c.now()
+	c.peerLastContact[m.GetFrom()] = now
+	if m.GetType() == pb.MsgAppResp && !m.GetReject() {
+		if last, _ := c.rlog.LastIndex(); m.GetIndex() >= last {
+			c.peerCaughtUp[m.GetFrom()] = now
+		}
+	}
+}
+
+// updateQuorumStatus publishes the quorum status (loop).
+func (c *Controller) updateQuorumStatus() {
+	st := c.rn.BasicStatus()
+	last, _ := c.rlog.LastIndex()
+	now := c.now()
+	qs := &quorumStatus{
+		isLeader:      st.RaftState == raft.StateLeader,
+		leaderID:      nodeIDOf(st.Lead),
+		term:          int64(st.HardState.GetTerm()),
+		highWatermark: int64(st.HardState.GetCommit()),
+		lastIndex:     int64(last),
+		at:            now,
+	}
+	var progress map[uint64]uint64
+	if qs.isLeader {
+		progress = map[uint64]uint64{}
+		c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			progress[id] = pr.Match
+		})
+	}
+	for _, v := range c.info.Voters {
+		rid := raftIDOf(v.ID)
+		vs := voterStatus{id: v.ID, logEndOffset: -1}
+		switch {
+		case rid == c.raftID:
+			vs.logEndOffset = int64(last)
+			vs.lastFetch, vs.lastCaughtUp = now, now
+		case qs.isLeader:
+			vs.logEndOffset = int64(progress[rid])
+			vs.lastFetch = c.peerLastContact[rid]
+			vs.lastCaughtUp = c.peerCaughtUp[rid]
+		}
+		qs.voters = append(qs.voters, vs)
+	}
+	c.quorum.Store(qs)
+}
+
+// DescribeQuorum describes the metadata quorum. Only the leader answers;
+// other nodes answer NOT_LEADER_OR_FOLLOWER for the partition, as Kafka's
+// raft client does.
+func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	partitionError := func(code int16) *kmsg.DescribeQuorumResponse {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = clusterMetadataTopic
+		p := kmsg.NewDescribeQuorumResponseTopicPartition()
+		p.Partition = 0
+		p.ErrorCode = code
+		if req.Version >= 2 {
+			p.ErrorMessage = strPtr(kerr.TypedErrorForCode(code).Description)
+		}
+		p.LeaderID = -1
+		p.LeaderEpoch = -1
+		p.HighWatermark = -1
+		t.Partitions = append(t.Partitions, p)
+		resp.Topics = append(resp.Topics, t)
+		return resp
+	}
+	if len(req.Topics) != 1 || req.Topics[0].Topic != clusterMetadataTopic ||
+		len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {
+		return partitionError(kerr.UnknownTopicOrPartition.Code)
+	}
+	qs := c.quorum.Load()
+	if qs == nil || !qs.isLeader || c.fatalErr() != nil {
+		return partitionError(kerr.NotLeaderForPartition.Code)
+	}
+	img := c.Image()
+	t := kmsg.NewDescribeQuorumResponseTopic()
+	t.Topic = clusterMetadataTopic
+	p := kmsg.NewDescribeQuorumResponseTopicPartition()
+	p.Partition = 0
+	p.LeaderID = qs.leaderID
+	p.LeaderEpoch = int32(qs.term)
+	p.HighWatermark = qs.highWatermark
+	now := c.now()
+	dirs := map[int32]UUID{}
+	for _, v := range c.info.Voters {
+		dirs[v.ID] = v.DirectoryID
+	}
+	for _, v := range img.Voters {
+		dirs[v.ID] = v.DirectoryID
+	}
+	for _, vs := range qs.voters {
+		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		r.ReplicaID = vs.id
+		r.ReplicaDirectoryID = dirs[vs.id]
+		r.LogEndOffset = vs.logEndOffset
+		if vs.id == c.cfg.NodeID {
+			// The leader's own replica is always current.
+			r.LogEndOffset = qs.lastIndex
+			r.LastFetchTimestamp = now.UnixMilli()
+			r.LastCaughtUpTimestamp = now.UnixMilli()
+		} else {
+			if !vs.lastFetch.IsZero() {
+				r.LastFetchTimestamp = vs.lastFetch.UnixMilli()
+			}
+			if !vs.lastCaughtUp.IsZero() {
+				r.LastCaughtUpTimestamp = vs.lastCaughtUp.UnixMilli()
+			}
+		}
+		p.CurrentVoters = append(p.CurrentVoters, r)
+	}
+	t.Partitions = append(t.Partitions, p)
+	resp.Topics = append(resp.Topics, t)
+	if req.Version >= 2 {
+		resp.Nodes = c.quorumNodes(img)
+	}
+	return resp
+}
+
+// quorumNodes lists the voters' listeners: from the log's voter set, else
+// the configured voters.
+func (c *Controller) quorumNodes(img *Image) []kmsg.DescribeQuorumResponseNode {
+	eps := map[int32][]Endpoint{}
+	for _, v := range c.cfg.Voters {
+		eps[v.ID] = v.Endpoints
+	}
+	for _, v := range c.info.Voters {
+		if len(v.Endpoints) > 0 {
+			eps[v.ID] = v.Endpoints
+		}
+	}
+	for _, v := range img.Voters {
+		if len(v.Endpoints) > 0 {
+			eps[v.ID] = v.Endpoints
+		}
+	}
+	var out []kmsg.DescribeQuorumResponseNode
+	for _, id := range slices.Sorted(maps.Keys(eps)) {
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = id
+		for _, ep := range eps[id] {
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name = ep.Name
+			l.Host = ep.Host
+			l.Port = uint16(ep.Port)
+			n.Listeners = append(n.Listeners, l)
+		}
+		out = append(out, n)
+	}
+	return out
+}

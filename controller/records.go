@@ -1,0 +1,556 @@
+package controller
+
+// Metadata records: the facts the quorum agrees on. Each raft entry carries
+// one batch of records that is applied atomically.
+//
+// Encoding (all integers big-endian unless noted, kbin primitives):
+//
+//	batch  := format:int8(=1) count:uvarint record*
+//	record := length:uvarint type:uvarint version:uvarint body
+//
+// Record type numbers follow Kafka's metadata record API keys where Kafka
+// has the record, so logs read naturally next to Kafka's. Every type has a
+// highest version this build can read; a record with an unknown type or a
+// higher version is refused with ErrUnsupportedRecord (the controller stops
+// applying instead of skipping a fact it does not understand). When a record
+// gains fields, add a version: the decoder keeps reading every older
+// version, which is what lets a newer node read an older log.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// RecordType identifies a metadata record.
+type RecordType uint16
+
+const (
+	RecordRegisterBroker             RecordType = 0
+	RecordUnregisterBroker           RecordType = 1
+	RecordTopic                      RecordType = 2
+	RecordPartition                  RecordType = 3
+	RecordConfig                     RecordType = 4
+	RecordPartitionChange            RecordType = 5
+	RecordRemoveTopic                RecordType = 9
+	RecordFeatureLevel               RecordType = 12
+	RecordProducerIDs                RecordType = 15
+	RecordBrokerRegistrationChange   RecordType = 17
+	RecordNoOp                       RecordType = 20
+	RecordVoters                     RecordType = 200 // Gregor: the voter set with endpoints
+	batchFormatV1                    int8       = 1
+	noLeaderChange                   int32      = -2
+	fenceChangeNone                  int8       = 0
+	fenceChangeFence                 int8       = 1
+	fenceChangeUnfence               int8       = -1
+	controlledShutdownChangeNone     int8       = 0
+	controlledShutdownChangeShutdown int8       = 1
+)
+
+// ErrUnsupportedRecord is returned for a record type or version this build
+// cannot read.
+var ErrUnsupportedRecord = errors.New("unsupported metadata record")
+
+// Record is one metadata record.
+type Record interface {
+	Type() RecordType
+	// Version is the encoding version the record is written with.
+	Version() int16
+	appendBody(dst []byte) []byte
+	readBody(r *kbin.Reader, version int16)
+}
+
+// TopicRecord creates a topic.
+type TopicRecord struct {
+	Name    string
+	TopicID UUID
+}
+
+// PartitionRecord creates a partition (or replaces it wholesale in a
+// snapshot).
+type PartitionRecord struct {
+	PartitionID      int32
+	TopicID          UUID
+	Replicas         []int32
+	ISR              []int32
+	RemovingReplicas []int32
+	AddingReplicas   []int32
+	Leader           int32
+	LeaderEpoch      int32
+	PartitionEpoch   int32
+	Directories      []UUID
+	ELR              []int32
+	LastKnownELR     []int32
+}
+
+// PartitionChangeRecord changes a partition. Nil lists and Leader == -2 mean
+// "unchanged". Applying it bumps the partition epoch, and the leader epoch
+// when the leader changes.
+type PartitionChangeRecord struct {
+	PartitionID  int32
+	TopicID      UUID
+	Leader       int32
+	ISR          []int32
+	Replicas     []int32
+	ELR          []int32
+	LastKnownELR []int32
+	Directories  []UUID
+}
+
+// RemoveTopicRecord deletes a topic and its partitions (and its configs).
+type RemoveTopicRecord struct {
+	TopicID UUID
+}
+
+// ConfigRecord sets (Value != nil) or deletes (Value == nil) one config key.
+type ConfigRecord struct {
+	ResourceType ConfigResourceType
+	ResourceName string
+	Name         string
+	Value        *string
+}
+
+// BrokerFeature is a feature range a broker supports.
+type BrokerFeature struct {
+	Name     string
+	MinLevel int16
+	MaxLevel int16
+}
+
+// RegisterBrokerRecord registers (or re-registers) a broker.
+type RegisterBrokerRecord struct {
+	BrokerID             int32
+	IncarnationID        UUID
+	BrokerEpoch          int64
+	Endpoints            []Endpoint
+	Features             []BrokerFeature
+	Rack                 *string
+	Fenced               bool
+	InControlledShutdown bool
+	LogDirs              []UUID
+}
+
+// UnregisterBrokerRecord removes a broker registration.
+type UnregisterBrokerRecord struct {
+	BrokerID    int32
+	BrokerEpoch int64
+}
+
+// BrokerRegistrationChangeRecord fences, unfences or marks a broker as in
+// controlled shutdown.
+type BrokerRegistrationChangeRecord struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	// Fenced: 1 fence, -1 unfence, 0 unchanged.
+	Fenced int8
+	// InControlledShutdown: 1 enter controlled shutdown, 0 unchanged.
+	InControlledShutdown int8
+	LogDirs              []UUID // nil: unchanged
+}
+
+// FeatureLevelRecord sets a finalized feature level (0 removes it).
+type FeatureLevelRecord struct {
+	Name         string
+	FeatureLevel int16
+}
+
+// ProducerIdsRecord hands a block of producer ids to a broker: ids below
+// NextProducerID are taken.
+type ProducerIdsRecord struct {
+	BrokerID       int32
+	BrokerEpoch    int64
+	NextProducerID int64
+}
+
+// NoOpRecord carries nothing; a new leader writes it to commit its term.
+type NoOpRecord struct{}
+
+// VotersRecord is the controller quorum membership with endpoints.
+type VotersRecord struct {
+	Voters []Voter
+}
+
+func (*TopicRecord) Type() RecordType                    { return RecordTopic }
+func (*PartitionRecord) Type() RecordType                { return RecordPartition }
+func (*PartitionChangeRecord) Type() RecordType          { return RecordPartitionChange }
+func (*RemoveTopicRecord) Type() RecordType              { return RecordRemoveTopic }
+func (*ConfigRecord) Type() RecordType                   { return RecordConfig }
+func (*RegisterBrokerRecord) Type() RecordType           { return RecordRegisterBroker }
+func (*UnregisterBrokerRecord) Type() RecordType         { return RecordUnregisterBroker }
+func (*BrokerRegistrationChangeRecord) Type() RecordType { return RecordBrokerRegistrationChange }
+func (*FeatureLevelRecord) Type() RecordType             { return RecordFeatureLevel }
+func (*ProducerIdsRecord) Type() RecordType              { return RecordProducerIDs }
+func (*NoOpRecord) Type() RecordType                     { return RecordNoOp }
+func (*VotersRecord) Type() RecordType                   { return RecordVoters }
+
+func (*TopicRecord) Version() int16                    { return 0 }
+func (*PartitionRecord) Version() int16                { return 0 }
+func (*PartitionChangeRecord) Version() int16          { return 0 }
+func (*RemoveTopicRecord) Version() int16              { return 0 }
+func (*ConfigRecord) Version() int16                   { return 0 }
+func (*RegisterBrokerRecord) Version() int16           { return 0 }
+func (*UnregisterBrokerRecord) Version() int16         { return 0 }
+func (*BrokerRegistrationChangeRecord) Version() int16 { return 0 }
+func (*FeatureLevelRecord) Version() int16             { return 0 }
+func (*ProducerIdsRecord) Version() int16              { return 0 }
+func (*NoOpRecord) Version() int16                     { return 0 }
+func (*VotersRecord) Version() int16                   { return 0 }
+
+func newRecord(t RecordType) Record {
+	switch t {
+	case RecordTopic:
+		return &TopicRecord{}
+	case RecordPartition:
+		return &PartitionRecord{}
+	case RecordPartitionChange:
+		return &PartitionChangeRecord{}
+	case RecordRemoveTopic:
+		return &RemoveTopicRecord{}
+	case RecordConfig:
+		return &ConfigRecord{}
+	case RecordRegisterBroker:
+		return &RegisterBrokerRecord{}
+	case RecordUnregisterBroker:
+		return &UnregisterBrokerRecord{}
+	case RecordBrokerRegistrationChange:
+		return &BrokerRegistrationChangeRecord{}
+	case RecordFeatureLevel:
+		return &FeatureLevelRecord{}
+	case RecordProducerIDs:
+		return &ProducerIdsRecord{}
+	case RecordNoOp:
+		return &NoOpRecord{}
+	case RecordVoters:
+		return &VotersRecord{}
+	}
+	return nil
+}
+
+// EncodeRecords encodes records as one batch (one raft entry).
+func EncodeRecords(records []Record) []byte {
+	dst := make([]byte, 0, 64*len(records)+8)
+	dst = append(dst, byte(batchFormatV1))
+	dst = kbin.AppendUvarint(dst, uint32(len(records)))
+	var body []byte
+	for _, rec := range records {
+		body = body[:0]
+		body = kbin.AppendUvarint(body, uint32(rec.Type()))
+		body = kbin.AppendUvarint(body, uint32(rec.Version()))
+		body = rec.appendBody(body)
+		dst = kbin.AppendUvarint(dst, uint32(len(body)))
+		dst = append(dst, body...)
+	}
+	return dst
+}
+
+// DecodeRecords decodes a batch written by EncodeRecords. An unknown record
+// type or version yields an error wrapping ErrUnsupportedRecord; a malformed
+// batch yields another error. Either way no record of the batch is returned.
+func DecodeRecords(data []byte) ([]Record, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty metadata record batch")
+	}
+	if int8(data[0]) != batchFormatV1 {
+		return nil, fmt.Errorf("metadata record batch format %d: %w", int8(data[0]), ErrUnsupportedRecord)
+	}
+	r := kbin.Reader{Src: data[1:]}
+	n := r.Uvarint()
+	if !r.Ok() || int(n) > len(r.Src) {
+		return nil, errors.New("malformed metadata record batch header")
+	}
+	records := make([]Record, 0, n)
+	for i := uint32(0); i < n; i++ {
+		l := r.Uvarint()
+		raw := r.Span(int(l))
+		if !r.Ok() {
+			return nil, fmt.Errorf("metadata record %d of %d is truncated", i, n)
+		}
+		rec, err := decodeRecord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("metadata record %d of %d: %w", i, n, err)
+		}
+		records = append(records, rec)
+	}
+	if len(r.Src) != 0 {
+		return nil, fmt.Errorf("metadata record batch has %d trailing bytes", len(r.Src))
+	}
+	return records, nil
+}
+
+func decodeRecord(raw []byte) (Record, error) {
+	r := kbin.Reader{Src: raw}
+	t := RecordType(r.Uvarint())
+	v := int16(r.Uvarint())
+	if !r.Ok() {
+		return nil, errors.New("malformed record header")
+	}
+	rec := newRecord(t)
+	if rec == nil {
+		return nil, fmt.Errorf("record type %d: %w", t, ErrUnsupportedRecord)
+	}
+	// A record's Version is the newest this build writes and reads.
+	if v < 0 || v > rec.Version() {
+		return nil, fmt.Errorf("record type %d version %d (this node reads up to %d): %w", t, v, rec.Version(), ErrUnsupportedRecord)
+	}
+	rec.readBody(&r, v)
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("record type %d version %d: %w", t, v, err)
+	}
+	if len(r.Src) != 0 {
+		return nil, fmt.Errorf("record type %d version %d has %d trailing bytes", t, v, len(r.Src))
+	}
+	return rec, nil
+}
+
+// Primitive helpers shared by the record bodies.
+
+func appendInt32s(dst []byte, s []int32) []byte {
+	dst = kbin.AppendNullableArrayLen(dst, len(s), s == nil)
+	for _, v := range s {
+		dst = kbin.AppendInt32(dst, v)
+	}
+	return dst
+}
+
+func readInt32s(r *kbin.Reader) []int32 {
+	n := r.ArrayLen()
+	if n < 0 || !r.Ok() {
+		return nil
+	}
+	s := make([]int32, n)
+	for i := range s {
+		s[i] = r.Int32()
+	}
+	return s
+}
+
+func appendUUIDs(dst []byte, s []UUID) []byte {
+	dst = kbin.AppendNullableArrayLen(dst, len(s), s == nil)
+	for _, v := range s {
+		dst = kbin.AppendUuid(dst, v)
+	}
+	return dst
+}
+
+func readUUIDs(r *kbin.Reader) []UUID {
+	n := r.ArrayLen()
+	if n < 0 || !r.Ok() {
+		return nil
+	}
+	s := make([]UUID, n)
+	for i := range s {
+		s[i] = r.Uuid()
+	}
+	return s
+}
+
+func appendEndpoints(dst []byte, eps []Endpoint) []byte {
+	dst = kbin.AppendArrayLen(dst, len(eps))
+	for _, ep := range eps {
+		dst = kbin.AppendString(dst, ep.Name)
+		dst = kbin.AppendString(dst, ep.Host)
+		dst = kbin.AppendInt32(dst, ep.Port)
+		dst = kbin.AppendInt16(dst, ep.SecurityProtocol)
+	}
+	return dst
+}
+
+func readEndpoints(r *kbin.Reader) []Endpoint {
+	n := r.ArrayLen()
+	if n <= 0 || !r.Ok() {
+		return nil
+	}
+	eps := make([]Endpoint, n)
+	for i := range eps {
+		eps[i] = Endpoint{Name: r.String(), Host: r.String(), Port: r.Int32(), SecurityProtocol: r.Int16()}
+	}
+	return eps
+}
+
+func (x *TopicRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendString(dst, x.Name)
+	return kbin.AppendUuid(dst, x.TopicID)
+}
+
+func (x *TopicRecord) readBody(r *kbin.Reader, _ int16) {
+	x.Name = r.String()
+	x.TopicID = r.Uuid()
+}
+
+func (x *PartitionRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.PartitionID)
+	dst = kbin.AppendUuid(dst, x.TopicID)
+	dst = appendInt32s(dst, x.Replicas)
+	dst = appendInt32s(dst, x.ISR)
+	dst = appendInt32s(dst, x.RemovingReplicas)
+	dst = appendInt32s(dst, x.AddingReplicas)
+	dst = kbin.AppendInt32(dst, x.Leader)
+	dst = kbin.AppendInt32(dst, x.LeaderEpoch)
+	dst = kbin.AppendInt32(dst, x.PartitionEpoch)
+	dst = appendUUIDs(dst, x.Directories)
+	dst = appendInt32s(dst, x.ELR)
+	return appendInt32s(dst, x.LastKnownELR)
+}
+
+func (x *PartitionRecord) readBody(r *kbin.Reader, _ int16) {
+	x.PartitionID = r.Int32()
+	x.TopicID = r.Uuid()
+	x.Replicas = readInt32s(r)
+	x.ISR = readInt32s(r)
+	x.RemovingReplicas = readInt32s(r)
+	x.AddingReplicas = readInt32s(r)
+	x.Leader = r.Int32()
+	x.LeaderEpoch = r.Int32()
+	x.PartitionEpoch = r.Int32()
+	x.Directories = readUUIDs(r)
+	x.ELR = readInt32s(r)
+	x.LastKnownELR = readInt32s(r)
+}
+
+func (x *PartitionChangeRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.PartitionID)
+	dst = kbin.AppendUuid(dst, x.TopicID)
+	dst = kbin.AppendInt32(dst, x.Leader)
+	dst = appendInt32s(dst, x.ISR)
+	dst = appendInt32s(dst, x.Replicas)
+	dst = appendInt32s(dst, x.ELR)
+	dst = appendInt32s(dst, x.LastKnownELR)
+	return appendUUIDs(dst, x.Directories)
+}
+
+func (x *PartitionChangeRecord) readBody(r *kbin.Reader, _ int16) {
+	x.PartitionID = r.Int32()
+	x.TopicID = r.Uuid()
+	x.Leader = r.Int32()
+	x.ISR = readInt32s(r)
+	x.Replicas = readInt32s(r)
+	x.ELR = readInt32s(r)
+	x.LastKnownELR = readInt32s(r)
+	x.Directories = readUUIDs(r)
+}
+
+func (x *RemoveTopicRecord) appendBody(dst []byte) []byte {
+	return kbin.AppendUuid(dst, x.TopicID)
+}
+
+func (x *RemoveTopicRecord) readBody(r *kbin.Reader, _ int16) { x.TopicID = r.Uuid() }
+
+func (x *ConfigRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt8(dst, int8(x.ResourceType))
+	dst = kbin.AppendString(dst, x.ResourceName)
+	dst = kbin.AppendString(dst, x.Name)
+	return kbin.AppendNullableString(dst, x.Value)
+}
+
+func (x *ConfigRecord) readBody(r *kbin.Reader, _ int16) {
+	x.ResourceType = ConfigResourceType(r.Int8())
+	x.ResourceName = r.String()
+	x.Name = r.String()
+	x.Value = r.NullableString()
+}
+
+func (x *RegisterBrokerRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.BrokerID)
+	dst = kbin.AppendUuid(dst, x.IncarnationID)
+	dst = kbin.AppendInt64(dst, x.BrokerEpoch)
+	dst = appendEndpoints(dst, x.Endpoints)
+	dst = kbin.AppendArrayLen(dst, len(x.Features))
+	for _, f := range x.Features {
+		dst = kbin.AppendString(dst, f.Name)
+		dst = kbin.AppendInt16(dst, f.MinLevel)
+		dst = kbin.AppendInt16(dst, f.MaxLevel)
+	}
+	dst = kbin.AppendNullableString(dst, x.Rack)
+	dst = kbin.AppendBool(dst, x.Fenced)
+	dst = kbin.AppendBool(dst, x.InControlledShutdown)
+	return appendUUIDs(dst, x.LogDirs)
+}
+
+func (x *RegisterBrokerRecord) readBody(r *kbin.Reader, _ int16) {
+	x.BrokerID = r.Int32()
+	x.IncarnationID = r.Uuid()
+	x.BrokerEpoch = r.Int64()
+	x.Endpoints = readEndpoints(r)
+	if n := r.ArrayLen(); n > 0 && r.Ok() {
+		x.Features = make([]BrokerFeature, n)
+		for i := range x.Features {
+			x.Features[i] = BrokerFeature{Name: r.String(), MinLevel: r.Int16(), MaxLevel: r.Int16()}
+		}
+	}
+	x.Rack = r.NullableString()
+	x.Fenced = r.Bool()
+	x.InControlledShutdown = r.Bool()
+	x.LogDirs = readUUIDs(r)
+}
+
+func (x *UnregisterBrokerRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.BrokerID)
+	return kbin.AppendInt64(dst, x.BrokerEpoch)
+}
+
+func (x *UnregisterBrokerRecord) readBody(r *kbin.Reader, _ int16) {
+	x.BrokerID = r.Int32()
+	x.BrokerEpoch = r.Int64()
+}
+
+func (x *BrokerRegistrationChangeRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.BrokerID)
+	dst = kbin.AppendInt64(dst, x.BrokerEpoch)
+	dst = kbin.AppendInt8(dst, x.Fenced)
+	dst = kbin.AppendInt8(dst, x.InControlledShutdown)
+	return appendUUIDs(dst, x.LogDirs)
+}
+
+func (x *BrokerRegistrationChangeRecord) readBody(r *kbin.Reader, _ int16) {
+	x.BrokerID = r.Int32()
+	x.BrokerEpoch = r.Int64()
+	x.Fenced = r.Int8()
+	x.InControlledShutdown = r.Int8()
+	x.LogDirs = readUUIDs(r)
+}
+
+func (x *FeatureLevelRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendString(dst, x.Name)
+	return kbin.AppendInt16(dst, x.FeatureLevel)
+}
+
+func (x *FeatureLevelRecord) readBody(r *kbin.Reader, _ int16) {
+	x.Name = r.String()
+	x.FeatureLevel = r.Int16()
+}
+
+func (x *ProducerIdsRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, x.BrokerID)
+	dst = kbin.AppendInt64(dst, x.BrokerEpoch)
+	return kbin.AppendInt64(dst, x.NextProducerID)
+}
+
+func (x *ProducerIdsRecord) readBody(r *kbin.Reader, _ int16) {
+	x.BrokerID = r.Int32()
+	x.BrokerEpoch = r.Int64()
+	x.NextProducerID = r.Int64()
+}
+
+func (*NoOpRecord) appendBody(dst []byte) []byte { return dst }
+func (*NoOpRecord) readBody(*kbin.Reader, int16) {}
+func (x *VotersRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendArrayLen(dst, len(x.Voters))
+	for _, v := range x.Voters {
+		dst = kbin.AppendInt32(dst, v.ID)
+		dst = kbin.AppendUuid(dst, v.DirectoryID)
+		dst = appendEndpoints(dst, v.Endpoints)
+	}
+	return dst
+}
+
+func (x *VotersRecord) readBody(r *kbin.Reader, _ int16) {
+	n := r.ArrayLen()
+	if n <= 0 || !r.Ok() {
+		return
+	}
+	x.Voters = make([]Voter, n)
+	for i := range x.Voters {
+		x.Voters[i] = Voter{ID: r.Int32(), DirectoryID: r.Uuid(), Endpoints: readEndpoints(r)}
+	}
+}

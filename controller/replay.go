@@ -1,0 +1,409 @@
+package controller
+
+// Replay: applying committed records to an image. An Image is never changed
+// after it is published; applying a batch copies only what the batch
+// touches (the top-level maps it writes to, the topics and brokers it
+// changes) and shares everything else with the previous image.
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// emptyImage is the image before any record is applied.
+func emptyImage(clusterID string) *Image {
+	return &Image{
+		Offset:     0,
+		Epoch:      0,
+		ClusterID:  clusterID,
+		Features:   map[string]int16{},
+		Brokers:    map[int32]*Broker{},
+		Topics:     map[string]*Topic{},
+		TopicsByID: map[UUID]*Topic{},
+		Configs:    map[ConfigResource]map[string]string{},
+		LeaderID:   -1,
+	}
+}
+
+// imageBuilder applies records on top of a base image without touching it.
+type imageBuilder struct {
+	next *Image
+
+	featuresCopied bool
+	brokersCopied  bool
+	topicsCopied   bool
+	configsCopied  bool
+	// Sub-objects already copied in this batch, safe to modify.
+	topicCopied  map[UUID]bool
+	brokerCopied map[int32]bool
+	configCopied map[ConfigResource]bool
+}
+
+func newImageBuilder(base *Image) *imageBuilder {
+	next := *base
+	return &imageBuilder{next: &next}
+}
+
+// applyBatch returns the image after records, at offset/epoch. On error the
+// base image is unchanged and the result must not be used.
+func applyBatch(base *Image, records []Record, offset, epoch int64) (*Image, error) {
+	b := newImageBuilder(base)
+	for i, rec := range records {
+		if err := b.apply(rec); err != nil {
+			return nil, fmt.Errorf("applying record %d (type %d) at offset %d: %w", i, rec.Type(), offset, err)
+		}
+	}
+	b.next.Offset = offset
+	b.next.Epoch = epoch
+	return b.next, nil
+}
+
+func (b *imageBuilder) features() map[string]int16 {
+	if !b.featuresCopied {
+		b.next.Features = maps.Clone(b.next.Features)
+		if b.next.Features == nil {
+			b.next.Features = map[string]int16{}
+		}
+		b.featuresCopied = true
+	}
+	return b.next.Features
+}
+
+func (b *imageBuilder) brokers() map[int32]*Broker {
+	if !b.brokersCopied {
+		b.next.Brokers = maps.Clone(b.next.Brokers)
+		if b.next.Brokers == nil {
+			b.next.Brokers = map[int32]*Broker{}
+		}
+		b.brokersCopied = true
+		b.brokerCopied = map[int32]bool{}
+	}
+	return b.next.Brokers
+}
+
+// mutableBroker returns a copy of broker id that this batch may modify.
+func (b *imageBuilder) mutableBroker(id int32) *Broker {
+	brokers := b.brokers()
+	old, ok := brokers[id]
+	if !ok {
+		return nil
+	}
+	if b.brokerCopied[id] {
+		return old
+	}
+	cp := *old
+	brokers[id] = &cp
+	b.brokerCopied[id] = true
+	return &cp
+}
+
+func (b *imageBuilder) topics() (byName map[string]*Topic, byID map[UUID]*Topic) {
+	if !b.topicsCopied {
+		b.next.Topics = maps.Clone(b.next.Topics)
+		b.next.TopicsByID = maps.Clone(b.next.TopicsByID)
+		if b.next.Topics == nil {
+			b.next.Topics = map[string]*Topic{}
+		}
+		if b.next.TopicsByID == nil {
+			b.next.TopicsByID = map[UUID]*Topic{}
+		}
+		b.topicsCopied = true
+		b.topicCopied = map[UUID]bool{}
+	}
+	return b.next.Topics, b.next.TopicsByID
+}
+
+// mutableTopic returns a copy of the topic (with its own partition slice)
+// that this batch may modify.
+func (b *imageBuilder) mutableTopic(id UUID) *Topic {
+	byName, byID := b.topics()
+	old, ok := byID[id]
+	if !ok {
+		return nil
+	}
+	if b.topicCopied[id] {
+		return old
+	}
+	cp := *old
+	cp.Partitions = slices.Clone(old.Partitions)
+	byName[cp.Name] = &cp
+	byID[id] = &cp
+	b.topicCopied[id] = true
+	return &cp
+}
+
+// mutableConfig returns a copy of the resource's config map that this batch
+// may modify, creating it if needed.
+func (b *imageBuilder) mutableConfig(res ConfigResource) map[string]string {
+	if !b.configsCopied {
+		b.next.Configs = maps.Clone(b.next.Configs)
+		if b.next.Configs == nil {
+			b.next.Configs = map[ConfigResource]map[string]string{}
+		}
+		b.configsCopied = true
+		b.configCopied = map[ConfigResource]bool{}
+	}
+	if b.configCopied[res] {
+		return b.next.Configs[res]
+	}
+	m := maps.Clone(b.next.Configs[res])
+	if m == nil {
+		m = map[string]string{}
+	}
+	b.next.Configs[res] = m
+	b.configCopied[res] = true
+	return m
+}
+
+func (b *imageBuilder) dropEmptyConfig(res ConfigResource) {
+	if len(b.next.Configs[res]) == 0 {
+		delete(b.next.Configs, res)
+	}
+}
+
+func (b *imageBuilder) apply(rec Record) error {
+	switch r := rec.(type) {
+	case *NoOpRecord:
+		return nil
+	case *FeatureLevelRecord:
+		if r.FeatureLevel == 0 {
+			delete(b.features(), r.Name)
+		} else {
+			b.features()[r.Name] = r.FeatureLevel
+		}
+		return nil
+	case *VotersRecord:
+		b.next.Voters = slices.Clone(r.Voters)
+		return nil
+	case *TopicRecord:
+		byName, byID := b.topics()
+		if _, ok := byName[r.Name]; ok {
+			return fmt.Errorf("duplicate topic name %q", r.Name)
+		}
+		if _, ok := byID[r.TopicID]; ok {
+			return fmt.Errorf("duplicate topic id %s", r.TopicID)
+		}
+		t := &Topic{Name: r.Name, ID: r.TopicID}
+		byName[r.Name] = t
+		byID[r.TopicID] = t
+		b.topicCopied[r.TopicID] = true
+		return nil
+	case *PartitionRecord:
+		t := b.mutableTopic(r.TopicID)
+		if t == nil {
+			return fmt.Errorf("partition %d of unknown topic id %s", r.PartitionID, r.TopicID)
+		}
+		p := Partition{
+			Replicas:       nilIfEmpty(r.Replicas),
+			ISR:            nilIfEmpty(r.ISR),
+			ELR:            nilIfEmpty(r.ELR),
+			LastKnownELR:   nilIfEmpty(r.LastKnownELR),
+			Leader:         r.Leader,
+			LeaderEpoch:    r.LeaderEpoch,
+			PartitionEpoch: r.PartitionEpoch,
+			Directories:    nilIfEmpty(r.Directories),
+		}
+		switch {
+		case int(r.PartitionID) == len(t.Partitions):
+			t.Partitions = append(t.Partitions, p)
+		case r.PartitionID >= 0 && int(r.PartitionID) < len(t.Partitions):
+			t.Partitions[r.PartitionID] = p
+		default:
+			return fmt.Errorf("partition %d of topic %q is not contiguous (topic has %d)", r.PartitionID, t.Name, len(t.Partitions))
+		}
+		return nil
+	case *PartitionChangeRecord:
+		t := b.mutableTopic(r.TopicID)
+		if t == nil {
+			return fmt.Errorf("partition change for unknown topic id %s", r.TopicID)
+		}
+		if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
+			return fmt.Errorf("partition change for unknown partition %s-%d", t.Name, r.PartitionID)
+		}
+		p := t.Partitions[r.PartitionID]
+		if r.Leader != noLeaderChange && r.Leader != p.Leader {
+			p.Leader = r.Leader
+			p.LeaderEpoch++
+		}
+		if r.ISR != nil {
+			p.ISR = nilIfEmpty(r.ISR)
+		}
+		if r.Replicas != nil {
+			p.Replicas = nilIfEmpty(r.Replicas)
+		}
+		if r.ELR != nil {
+			p.ELR = nilIfEmpty(r.ELR)
+		}
+		if r.LastKnownELR != nil {
+			p.LastKnownELR = nilIfEmpty(r.LastKnownELR)
+		}
+		if r.Directories != nil {
+			p.Directories = nilIfEmpty(r.Directories)
+		}
+		p.PartitionEpoch++
+		t.Partitions[r.PartitionID] = p
+		return nil
+	case *RemoveTopicRecord:
+		byName, byID := b.topics()
+		t, ok := byID[r.TopicID]
+		if !ok {
+			return fmt.Errorf("removing unknown topic id %s", r.TopicID)
+		}
+		delete(byID, r.TopicID)
+		delete(byName, t.Name)
+		res := ConfigResource{Type: ConfigResourceTopic, Name: t.Name}
+		if _, ok := b.next.Configs[res]; ok {
+			b.mutableConfig(res)
+			delete(b.next.Configs, res)
+		}
+		return nil
+	case *ConfigRecord:
+		res := ConfigResource{Type: r.ResourceType, Name: r.ResourceName}
+		m := b.mutableConfig(res)
+		if r.Value == nil {
+			delete(m, r.Name)
+		} else {
+			m[r.Name] = *r.Value
+		}
+		b.dropEmptyConfig(res)
+		return nil
+	case *RegisterBrokerRecord:
+		brokers := b.brokers()
+		brokers[r.BrokerID] = &Broker{
+			ID:                   r.BrokerID,
+			Epoch:                r.BrokerEpoch,
+			IncarnationID:        r.IncarnationID,
+			Endpoints:            nilIfEmpty(r.Endpoints),
+			Rack:                 r.Rack,
+			Fenced:               r.Fenced,
+			InControlledShutdown: r.InControlledShutdown,
+			LogDirs:              nilIfEmpty(r.LogDirs),
+			Features:             nilIfEmpty(r.Features),
+		}
+		b.brokerCopied[r.BrokerID] = true
+		return nil
+	case *UnregisterBrokerRecord:
+		brokers := b.brokers()
+		old, ok := brokers[r.BrokerID]
+		if !ok {
+			return fmt.Errorf("unregistering unknown broker %d", r.BrokerID)
+		}
+		if old.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("unregistering broker %d with epoch %d, registered epoch is %d", r.BrokerID, r.BrokerEpoch, old.Epoch)
+		}
+		delete(brokers, r.BrokerID)
+		return nil
+	case *BrokerRegistrationChangeRecord:
+		br := b.mutableBroker(r.BrokerID)
+		if br == nil {
+			return fmt.Errorf("registration change for unknown broker %d", r.BrokerID)
+		}
+		if br.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("registration change for broker %d with epoch %d, registered epoch is %d", r.BrokerID, r.BrokerEpoch, br.Epoch)
+		}
+		switch r.Fenced {
+		case fenceChangeFence:
+			br.Fenced = true
+			// A fenced broker is no longer shutting down in a controlled way.
+			br.InControlledShutdown = false
+		case fenceChangeUnfence:
+			br.Fenced = false
+		case fenceChangeNone:
+		default:
+			return fmt.Errorf("invalid fencing change %d", r.Fenced)
+		}
+		switch r.InControlledShutdown {
+		case controlledShutdownChangeShutdown:
+			br.InControlledShutdown = true
+		case controlledShutdownChangeNone:
+		default:
+			return fmt.Errorf("invalid controlled shutdown change %d", r.InControlledShutdown)
+		}
+		if r.LogDirs != nil {
+			br.LogDirs = nilIfEmpty(r.LogDirs)
+		}
+		return nil
+	case *ProducerIdsRecord:
+		if r.NextProducerID < b.next.NextProducerID {
+			return fmt.Errorf("producer id block would move next producer id back from %d to %d", b.next.NextProducerID, r.NextProducerID)
+		}
+		b.next.NextProducerID = r.NextProducerID
+		return nil
+	}
+	return fmt.Errorf("no replay for record type %d", rec.Type())
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// imageRecords returns records that rebuild img from an empty image (the
+// content of a snapshot), in a deterministic order.
+func imageRecords(img *Image) []Record {
+	var out []Record
+	for _, name := range slices.Sorted(maps.Keys(img.Features)) {
+		out = append(out, &FeatureLevelRecord{Name: name, FeatureLevel: img.Features[name]})
+	}
+	if len(img.Voters) > 0 {
+		out = append(out, &VotersRecord{Voters: img.Voters})
+	}
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		br := img.Brokers[id]
+		out = append(out, &RegisterBrokerRecord{
+			BrokerID:             br.ID,
+			IncarnationID:        br.IncarnationID,
+			BrokerEpoch:          br.Epoch,
+			Endpoints:            br.Endpoints,
+			Features:             br.Features,
+			Rack:                 br.Rack,
+			Fenced:               br.Fenced,
+			InControlledShutdown: br.InControlledShutdown,
+			LogDirs:              br.LogDirs,
+		})
+	}
+	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+		t := img.Topics[name]
+		out = append(out, &TopicRecord{Name: t.Name, TopicID: t.ID})
+		for i, p := range t.Partitions {
+			out = append(out, &PartitionRecord{
+				PartitionID:    int32(i),
+				TopicID:        t.ID,
+				Replicas:       p.Replicas,
+				ISR:            p.ISR,
+				Leader:         p.Leader,
+				LeaderEpoch:    p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch,
+				Directories:    p.Directories,
+				ELR:            p.ELR,
+				LastKnownELR:   p.LastKnownELR,
+			})
+		}
+	}
+	resources := slices.SortedFunc(maps.Keys(img.Configs), func(a, b ConfigResource) int {
+		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	for _, res := range resources {
+		cfg := img.Configs[res]
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			v := cfg[k]
+			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: k, Value: &v})
+		}
+	}
+	if img.NextProducerID > 0 {
+		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
+	}
+	return out
+}
+
+// String formats a UUID the way Kafka does (URL-safe base64 without
+// padding).
+func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }

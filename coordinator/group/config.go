@@ -1,0 +1,154 @@
+package group
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Migration policies for group.consumer.migration.policy.
+const (
+	MigrationDisabled      = "disabled"
+	MigrationUpgrade       = "upgrade"
+	MigrationDowngrade     = "downgrade"
+	MigrationBidirectional = "bidirectional"
+)
+
+// Config holds every broker setting the group coordinator honours, under
+// Kafka's names. DefaultConfig returns Kafka 4.3's defaults.
+type Config struct {
+	// Classic protocol.
+	MinSessionTimeoutMs          int32 // group.min.session.timeout.ms
+	MaxSessionTimeoutMs          int32 // group.max.session.timeout.ms
+	InitialRebalanceDelayMs      int32 // group.initial.rebalance.delay.ms
+	MaxSize                      int32 // group.max.size
+	ConsumerSessionTimeoutMs     int32 // group.consumer.session.timeout.ms
+	ConsumerMinSessionTimeoutMs  int32 // group.consumer.min.session.timeout.ms
+	ConsumerMaxSessionTimeoutMs  int32 // group.consumer.max.session.timeout.ms
+	ConsumerHeartbeatIntervalMs  int32 // group.consumer.heartbeat.interval.ms
+	ConsumerMinHeartbeatInterval int32 // group.consumer.min.heartbeat.interval.ms
+	ConsumerMaxHeartbeatInterval int32 // group.consumer.max.heartbeat.interval.ms
+	ConsumerMaxSize              int32 // group.consumer.max.size
+	// ConsumerAssignors is group.consumer.assignors; the first is the default.
+	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy.
+	ConsumerMigrationPolicy string
+	// RebalanceProtocols is group.coordinator.rebalance.protocols.
+	RebalanceProtocols []string
+
+	// Offsets.
+	OffsetsTopicNumPartitions       int32 // offsets.topic.num.partitions
+	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
+	OffsetsTopicSegmentBytes        int32 // offsets.topic.segment.bytes
+	OffsetsRetentionMinutes         int32 // offsets.retention.minutes
+	OffsetsRetentionCheckIntervalMs int64 // offsets.retention.check.interval.ms
+	OffsetMetadataMaxBytes          int32 // offset.metadata.max.bytes
+	OffsetsCommitTimeoutMs          int32 // offsets.commit.timeout.ms
+
+	// Logger receives the coordinator's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now. Tests pass a fake clock.
+	Now func() time.Time
+}
+
+// DefaultConfig returns Kafka 4.3's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinSessionTimeoutMs:             6000,
+		MaxSessionTimeoutMs:             1800000,
+		InitialRebalanceDelayMs:         3000,
+		MaxSize:                         1<<31 - 1,
+		ConsumerSessionTimeoutMs:        45000,
+		ConsumerMinSessionTimeoutMs:     45000,
+		ConsumerMaxSessionTimeoutMs:     60000,
+		ConsumerHeartbeatIntervalMs:     5000,
+		ConsumerMinHeartbeatInterval:    5000,
+		ConsumerMaxHeartbeatInterval:    15000,
+		ConsumerMaxSize:                 1<<31 - 1,
+		ConsumerAssignors:               []string{AssignorUniform, AssignorRange},
+		ConsumerMigrationPolicy:         MigrationBidirectional,
+		RebalanceProtocols:              []string{"classic", "consumer"},
+		OffsetsTopicNumPartitions:       50,
+		OffsetsTopicReplicationFactor:   3,
+		OffsetsTopicSegmentBytes:        100 * 1024 * 1024,
+		OffsetsRetentionMinutes:         7 * 24 * 60,
+		OffsetsRetentionCheckIntervalMs: 600000,
+		OffsetMetadataMaxBytes:          4096,
+		OffsetsCommitTimeoutMs:          5000,
+	}
+}
+
+// Validate checks the relations between settings that Kafka enforces at
+// start-up, naming the offending key.
+func (c *Config) Validate() error {
+	switch {
+	case c.OffsetsTopicNumPartitions < 1:
+		return fmt.Errorf("offsets.topic.num.partitions must be at least 1, got %d", c.OffsetsTopicNumPartitions)
+	case c.MinSessionTimeoutMs > c.MaxSessionTimeoutMs:
+		return fmt.Errorf("group.min.session.timeout.ms (%d) must not exceed group.max.session.timeout.ms (%d)", c.MinSessionTimeoutMs, c.MaxSessionTimeoutMs)
+	case c.InitialRebalanceDelayMs < 0:
+		return fmt.Errorf("group.initial.rebalance.delay.ms must not be negative, got %d", c.InitialRebalanceDelayMs)
+	case c.MaxSize < 1:
+		return fmt.Errorf("group.max.size must be at least 1, got %d", c.MaxSize)
+	case c.ConsumerMaxSize < 1:
+		return fmt.Errorf("group.consumer.max.size must be at least 1, got %d", c.ConsumerMaxSize)
+	case c.ConsumerSessionTimeoutMs < c.ConsumerMinSessionTimeoutMs || c.ConsumerSessionTimeoutMs > c.ConsumerMaxSessionTimeoutMs:
+		return fmt.Errorf("group.consumer.session.timeout.ms (%d) must be within group.consumer.min.session.timeout.ms (%d) and group.consumer.max.session.timeout.ms (%d)", c.ConsumerSessionTimeoutMs, c.ConsumerMinSessionTimeoutMs, c.ConsumerMaxSessionTimeoutMs)
+	case c.ConsumerHeartbeatIntervalMs < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatIntervalMs > c.ConsumerMaxHeartbeatInterval:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%d) must be within group.consumer.min.heartbeat.interval.ms (%d) and group.consumer.max.heartbeat.interval.ms (%d)", c.ConsumerHeartbeatIntervalMs, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
+	case c.ConsumerHeartbeatIntervalMs >= c.ConsumerSessionTimeoutMs:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms (%d) must be less than group.consumer.session.timeout.ms (%d)", c.ConsumerHeartbeatIntervalMs, c.ConsumerSessionTimeoutMs)
+	case len(c.ConsumerAssignors) == 0:
+		return fmt.Errorf("group.consumer.assignors must name at least one assignor")
+	case c.OffsetsRetentionMinutes < 1:
+		return fmt.Errorf("offsets.retention.minutes must be at least 1, got %d", c.OffsetsRetentionMinutes)
+	case c.OffsetsRetentionCheckIntervalMs < 1:
+		return fmt.Errorf("offsets.retention.check.interval.ms must be at least 1, got %d", c.OffsetsRetentionCheckIntervalMs)
+	case c.OffsetMetadataMaxBytes < 0:
+		return fmt.Errorf("offset.metadata.max.bytes must not be negative, got %d", c.OffsetMetadataMaxBytes)
+	}
+	for _, a := range c.ConsumerAssignors {
+		if normalizeAssignor(a) == "" {
+			return fmt.Errorf("group.consumer.assignors: unknown assignor %q (supported: uniform, range)", a)
+		}
+	}
+	switch strings.ToLower(c.ConsumerMigrationPolicy) {
+	case MigrationDisabled, MigrationUpgrade, MigrationDowngrade, MigrationBidirectional:
+	default:
+		return fmt.Errorf("group.consumer.migration.policy: unknown policy %q", c.ConsumerMigrationPolicy)
+	}
+	return nil
+}
+
+// normalizeAssignor maps an assignor name or Kafka's class name to the
+// short name, or "" when the assignor is unknown.
+func normalizeAssignor(name string) string {
+	switch strings.TrimSpace(name) {
+	case AssignorUniform, "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+		"org.apache.kafka.coordinator.group.api.assignor.UniformAssignor":
+		return AssignorUniform
+	case AssignorRange, "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+		"org.apache.kafka.coordinator.group.api.assignor.RangeAssignor":
+		return AssignorRange
+	}
+	return ""
+}
+
+func (c *Config) protocolEnabled(name string) bool {
+	for _, p := range c.RebalanceProtocols {
+		if strings.EqualFold(strings.TrimSpace(p), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Config) migrationUpgradeAllowed() bool {
+	p := strings.ToLower(c.ConsumerMigrationPolicy)
+	return p == MigrationUpgrade || p == MigrationBidirectional
+}
+
+func (c *Config) offsetsRetention() time.Duration {
+	return time.Duration(c.OffsetsRetentionMinutes) * time.Minute
+}

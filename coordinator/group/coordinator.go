@@ -1,0 +1,474 @@
+package group
+
+// Concurrency: the Coordinator's mu guards only the shards map. Each shard
+// (one __consumer_offsets partition) has its own mu, which guards all of
+// that shard's groups and offsets and is held across PartitionLog.Append,
+// so that the order of records in the log is the order in which they were
+// applied in memory: replaying the partition rebuilds the same state. Lock
+// order: Coordinator.mu, then shard.mu; never two shard locks at once.
+// Requests run on the caller's goroutine; a request that must wait (a
+// JoinGroup parked until the rebalance completes, a SyncGroup waiting for
+// the leader's assignment) registers a buffered channel under shard.mu,
+// releases the lock and waits on the channel or its context. Run's
+// goroutine fires timers (session, rebalance and sync timeouts, offsets
+// expiry) by taking each shard's lock in turn.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// PartitionLog is one __consumer_offsets partition as the coordinator sees
+// it.
+type PartitionLog interface {
+	// Append writes one record batch to the partition and returns once it
+	// is durably committed (acks=all semantics), with its base offset.
+	Append(ctx context.Context, batch []byte) (baseOffset int64, err error)
+	// ReadFrom calls fn for each committed batch from offset on, in order.
+	ReadFrom(ctx context.Context, offset int64, fn func(batch []byte) error) error
+}
+
+// TopicInfo is one topic of the metadata image.
+type TopicInfo struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// TopicView answers topic questions from the current metadata image. It
+// must be safe for concurrent use and cheap: the coordinator calls it
+// while holding a shard lock.
+type TopicView interface {
+	TopicByName(name string) (TopicInfo, bool)
+	TopicByID(id [16]byte) (TopicInfo, bool)
+	// TopicNames lists every topic (for regex subscriptions).
+	TopicNames() []string
+}
+
+// Client identifies the connection a request came from, for the member
+// fields Kafka records (client.id and host).
+type Client struct {
+	ID   string
+	Host string
+}
+
+// OffsetsTopic is the internal topic holding group state.
+const OffsetsTopic = "__consumer_offsets"
+
+// Coordinator is the group coordinator of one broker: it serves the groups
+// whose __consumer_offsets partitions are loaded here.
+type Coordinator struct {
+	cfg    Config
+	topics TopicView
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu     sync.RWMutex
+	shards map[int32]*shard
+
+	expiryMu   sync.Mutex
+	lastExpiry time.Time // guarded by expiryMu; only Run's goroutine and tests touch it
+}
+
+// New returns a coordinator with no partitions loaded. cfg is used as
+// given; call cfg.Validate first to refuse bad settings at start-up.
+func New(cfg Config, topics TopicView) *Coordinator {
+	c := &Coordinator{cfg: cfg, topics: topics, log: cfg.Logger, now: cfg.Now, shards: map[int32]*shard{}}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.cfg.OffsetsTopicNumPartitions < 1 {
+		c.cfg.OffsetsTopicNumPartitions = 1
+	}
+	return c
+}
+
+func (c *Coordinator) nowMs() int64 { return c.now().UnixMilli() }
+
+// PartitionFor maps a group to its __consumer_offsets partition the way
+// Kafka does: Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions.
+func (c *Coordinator) PartitionFor(groupID string) int32 {
+	return PartitionFor(groupID, c.cfg.OffsetsTopicNumPartitions)
+}
+
+// PartitionFor is Kafka's group-to-partition mapping for n partitions.
+func PartitionFor(groupID string, n int32) int32 {
+	h := javaStringHash(groupID)
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// javaStringHash is Java's String.hashCode: over UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+// CoordinatorFor answers the group half of FindCoordinator: the
+// __consumer_offsets partition that owns key, and the error to return when
+// that partition is not served here. The broker maps the partition to its
+// leader's endpoint (NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE when it
+// has none).
+func (c *Coordinator) CoordinatorFor(key string) (partition int32, errCode int16) {
+	partition = c.PartitionFor(key)
+	if key == "" {
+		return partition, kerr.InvalidRequest.Code
+	}
+	c.mu.RLock()
+	s := c.shards[partition]
+	c.mu.RUnlock()
+	if s == nil {
+		return partition, kerr.NotCoordinator.Code
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.status {
+	case shardLoading:
+		return partition, kerr.CoordinatorLoadInProgress.Code
+	case shardActive:
+		return partition, 0
+	}
+	return partition, kerr.NotCoordinator.Code
+}
+
+type shardStatus int8
+
+const (
+	shardLoading shardStatus = iota
+	shardActive
+	shardFailed
+	shardUnloaded
+)
+
+// shard is one loaded __consumer_offsets partition.
+type shard struct {
+	c         *Coordinator
+	partition int32
+	plog      PartitionLog
+
+	mu       sync.Mutex
+	status   shardStatus
+	classic  map[string]*classicGroup
+	consumer map[string]*consumerGroup
+	offsets  map[string]*groupOffsets
+}
+
+func newShard(c *Coordinator, partition int32, plog PartitionLog) *shard {
+	s := &shard{c: c, partition: partition, plog: plog, status: shardLoading}
+	s.reset()
+	return s
+}
+
+func (s *shard) reset() {
+	s.classic = map[string]*classicGroup{}
+	s.consumer = map[string]*consumerGroup{}
+	s.offsets = map[string]*groupOffsets{}
+}
+
+// Load replays partition's log and then serves its groups. Requests for
+// its groups get COORDINATOR_LOAD_IN_PROGRESS until the replay ends.
+func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLog) error {
+	s := newShard(c, partition, log)
+	c.mu.Lock()
+	old := c.shards[partition]
+	c.shards[partition] = s
+	c.mu.Unlock()
+	if old != nil {
+		old.unload()
+	}
+	// The replay builds its state in a private shard, without locks, and
+	// hands the maps over under s.mu once complete.
+	staging := newShard(c, partition, log)
+	err := staging.replayAll(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status != shardLoading {
+		return fmt.Errorf("loading %s-%d: unloaded during load", OffsetsTopic, partition)
+	}
+	if err != nil {
+		s.status = shardFailed
+		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
+	}
+	s.classic, s.consumer, s.offsets = staging.classic, staging.consumer, staging.offsets
+	s.status = shardActive
+	s.afterLoad()
+	c.log.Info("loaded group coordinator partition", "partition", partition,
+		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer))
+	return nil
+}
+
+// Unload stops serving partition (leadership moved away). Parked requests
+// are answered with NOT_COORDINATOR.
+func (c *Coordinator) Unload(partition int32) {
+	c.mu.Lock()
+	s := c.shards[partition]
+	delete(c.shards, partition)
+	c.mu.Unlock()
+	if s != nil {
+		s.unload()
+	}
+}
+
+func (s *shard) unload() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = shardUnloaded
+	s.failWaiters(kerr.NotCoordinator.Code)
+	s.reset()
+}
+
+func (s *shard) replayAll(ctx context.Context) error {
+	return s.plog.ReadFrom(ctx, 0, func(batch []byte) error {
+		return decodeBatch(batch, func(offset int64, r record) error {
+			if err := s.replay(r); err != nil {
+				return fmt.Errorf("replaying offset %d: %w", offset, err)
+			}
+			return nil
+		})
+	})
+}
+
+// errNotServed carries the error code for a group whose partition is not
+// served here.
+type errNotServed int16
+
+func (e errNotServed) Error() string { return kerr.ErrorForCode(int16(e)).Error() }
+
+// lockGroup finds the shard serving groupID and returns it locked, or the
+// error code to answer with.
+func (c *Coordinator) lockGroup(groupID string) (*shard, int16) {
+	c.mu.RLock()
+	s := c.shards[c.PartitionFor(groupID)]
+	c.mu.RUnlock()
+	if s == nil {
+		return nil, kerr.NotCoordinator.Code
+	}
+	s.mu.Lock()
+	switch s.status {
+	case shardActive:
+		return s, 0
+	case shardLoading:
+		s.mu.Unlock()
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	s.mu.Unlock()
+	return nil, kerr.NotCoordinator.Code
+}
+
+// activeShards returns the shards in partition order.
+func (c *Coordinator) activeShards() (shards []*shard) {
+	c.mu.RLock()
+	for _, s := range c.shards {
+		shards = append(shards, s)
+	}
+	c.mu.RUnlock()
+	sort.Slice(shards, func(i, j int) bool { return shards[i].partition < shards[j].partition })
+	return shards
+}
+
+// write appends recs as one batch and returns once it is committed. The
+// caller holds s.mu. On failure the in-memory state may be ahead of the
+// log, so the shard is rebuilt from the log (the log is the truth), parked
+// requests are failed, and the caller must not touch group pointers it
+// holds.
+func (s *shard) write(ctx context.Context, recs []record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	batch := encodeBatch(recs, s.c.nowMs())
+	// A client that goes away must not cancel an append half way: whether
+	// it landed would be unknown. offsets.commit.timeout.ms bounds it.
+	timeout := time.Duration(s.c.cfg.OffsetsCommitTimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if _, err := s.plog.Append(actx, batch); err != nil {
+		s.c.log.Warn("appending to the offsets topic failed; rebuilding state from the log",
+			"partition", s.partition, "records", len(recs), "err", err)
+		s.rebuild(ctx)
+		return fmt.Errorf("appending %d records to %s-%d: %w", len(recs), OffsetsTopic, s.partition, err)
+	}
+	return nil
+}
+
+func (s *shard) rebuild(ctx context.Context) {
+	s.failWaiters(kerr.NotCoordinator.Code)
+	s.reset()
+	if err := s.replayAll(context.WithoutCancel(ctx)); err != nil {
+		s.c.log.Error("rebuilding group state from the log failed; partition no longer served",
+			"partition", s.partition, "err", err)
+		s.status = shardFailed
+		s.reset()
+		return
+	}
+	s.afterLoad()
+}
+
+// appendErrorCode maps a failed append to the error Kafka's coordinator
+// returns for it.
+func appendErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+			return kerr.CoordinatorNotAvailable.Code
+		case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+			return kerr.NotCoordinator.Code
+		case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+			return kerr.UnknownServerError.Code
+		}
+		return ke.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return kerr.NotCoordinator.Code
+}
+
+// replay applies one record to the shard's state. It is the only way
+// persisted state enters a freshly loaded shard.
+func (s *shard) replay(r record) error {
+	k, err := parseKey(r.key)
+	if err != nil {
+		return err
+	}
+	switch k.typ {
+	case recOffsetCommitV0, recOffsetCommit:
+		return s.replayOffset(k, r.value)
+	case recGroupMetadata:
+		return s.replayGroupMetadata(k.group, r.value)
+	case recConsumerGroupMetadata, recConsumerMemberMetadata, recConsumerTargetMetadata,
+		recConsumerTargetMember, recConsumerCurrentMember, recConsumerRegex:
+		return s.replayConsumer(k, r.value)
+	}
+	return nil // deprecated or foreign record types
+}
+
+// afterLoad starts the timers Kafka starts when it loads a partition: every
+// member gets a fresh session.
+func (s *shard) afterLoad() {
+	now := s.c.nowMs()
+	for _, g := range s.classic {
+		for _, m := range g.members {
+			m.deadline = now + int64(m.sessionTimeout)
+		}
+	}
+	for _, g := range s.consumer {
+		for _, m := range g.members {
+			g.startSession(s, m, now)
+		}
+		// Topics are assumed unchanged since the last epoch bump; a
+		// change found at the next heartbeat bumps the epoch.
+		g.metadataHash = s.subscriptionHash(g)
+	}
+}
+
+func (s *shard) failWaiters(code int16) {
+	for _, g := range s.classic {
+		g.failWaiters(code)
+	}
+}
+
+// Run fires the coordinator's timers until ctx ends: session, rebalance
+// and sync timeouts and the initial rebalance delay every 100ms, offsets
+// expiry every offsets.retention.check.interval.ms.
+func (c *Coordinator) Run(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Tick(ctx)
+		}
+	}
+}
+
+// Tick runs every timer that is due at the configured clock's now. Run
+// calls it; tests with a fake clock call it directly.
+func (c *Coordinator) Tick(ctx context.Context) {
+	shards := c.activeShards()
+	now := c.nowMs()
+	for _, s := range shards {
+		s.mu.Lock()
+		if s.status == shardActive {
+			s.fireTimers(ctx, now)
+		}
+		s.mu.Unlock()
+	}
+	c.expiryMu.Lock()
+	due := c.now().Sub(c.lastExpiry) >= time.Duration(c.cfg.OffsetsRetentionCheckIntervalMs)*time.Millisecond
+	if due {
+		c.lastExpiry = c.now()
+	}
+	c.expiryMu.Unlock()
+	if due {
+		for _, s := range shards {
+			s.mu.Lock()
+			if s.status == shardActive {
+				s.expireOffsets(ctx, c.nowMs())
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *shard) fireTimers(ctx context.Context, now int64) {
+	for _, id := range sortedKeys(s.classic) {
+		if g := s.classic[id]; g != nil {
+			s.classicTimers(ctx, g, now)
+		}
+	}
+	for _, id := range sortedKeys(s.consumer) {
+		if g := s.consumer[id]; g != nil {
+			s.consumerTimers(ctx, g, now)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func strPtr(s string) *string { return &s }
+
+func errMsg(code int16, format string, args ...any) *string {
+	if code == 0 {
+		return nil
+	}
+	s := fmt.Sprintf(format, args...)
+	return &s
+}
+
+func asKerr(err error, target **kerr.Error) bool { return errors.As(err, target) }

@@ -1,0 +1,55 @@
+// Package group is Gregor's group coordinator: the classic group protocol
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the KIP-848 consumer
+// protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group
+// administration (DescribeGroups, ListGroups, DeleteGroups).
+//
+// # Boundaries
+//
+// The broker owns the network and the __consumer_offsets partitions; this
+// package owns what is in them. The broker calls Load when it becomes
+// leader of a partition (the coordinator replays it, answering
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile) and Unload when it stops being
+// leader; groups of partitions not loaded answer NOT_COORDINATOR. It runs
+// Run for the timers and calls one method per API with the decoded kmsg
+// request. CoordinatorFor answers the group half of FindCoordinator.
+//
+// # Persistence
+//
+// Everything that survives a restart is a record in Kafka's key/value
+// schemas (see records.go): OffsetCommit (key version 1; value v3, v1 with
+// an expire timestamp, v4 with a topic id), GroupMetadata (key version 2,
+// value v3) and the KIP-848 ConsumerGroup* records (key versions 3, 5, 6,
+// 7, 8, 16), with tombstones where Kafka writes them. A request that
+// changes persisted state is answered only after its batch is appended
+// (PartitionLog.Append has acks=all semantics).
+//
+// # Supported versions (the broker advertises these)
+//
+//	JoinGroup v0-v9, SyncGroup v0-v5, Heartbeat v0-v4, LeaveGroup v0-v5,
+//	OffsetCommit v2-v10 (v0-v1 are not served: Kafka 4 dropped them),
+//	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
+//	DeleteGroups v0-v3, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
+//	ConsumerGroupDescribe v0-v1.
+//
+// # Deliberate deviations and gaps
+//
+//   - Online migration of a non-empty group between the protocols
+//     (group.consumer.migration.policy upgrade/downgrade with live members)
+//     is not implemented: a consumer-protocol member joining a live classic
+//     group gets GROUP_ID_NOT_FOUND and a classic member joining a live
+//     consumer group gets INCONSISTENT_GROUP_PROTOCOL, which is what Kafka
+//     answers when the policy is "disabled". Empty groups convert either way.
+//   - Transactional offset commits (TxnOffsetCommit) belong to the
+//     transaction coordinator, not built yet; require_stable therefore
+//     never finds pending offsets.
+//   - Regular expressions are resolved synchronously with Go's regexp (RE2
+//     syntax, as Kafka's RE2J) on heartbeats; internal topics never match.
+//   - When an append fails, the partition's state is rebuilt from its log
+//     and every parked request of that partition is answered
+//     NOT_COORDINATOR; Kafka instead reverts to its last committed
+//     in-memory snapshot.
+//   - group.consumer.* and group.* per-group dynamic configs
+//     (IncrementalAlterConfigs on GROUP resources) are not honoured yet;
+//     the broker-wide values apply.
+package group

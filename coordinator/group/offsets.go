@@ -1,0 +1,589 @@
+package group
+
+// Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and offsets
+// retention. Each commit is an OffsetCommit record; a deletion or an
+// expiry is its tombstone.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type offsetEntry struct {
+	offset          int64
+	leaderEpoch     int32
+	metadata        string
+	commitTimestamp int64
+	expireTimestamp int64 // -1 when the commit carried no retention
+	topicID         [16]byte
+}
+
+type groupOffsets struct {
+	topics map[string]map[int32]*offsetEntry
+}
+
+func (o *groupOffsets) count() int {
+	n := 0
+	for _, ps := range o.topics {
+		n += len(ps)
+	}
+	return n
+}
+
+func (s *shard) replayOffset(k parsedKey, value []byte) error {
+	if value == nil {
+		if o := s.offsets[k.group]; o != nil {
+			if ps := o.topics[k.topic]; ps != nil {
+				delete(ps, k.partition)
+				if len(ps) == 0 {
+					delete(o.topics, k.topic)
+				}
+			}
+			if len(o.topics) == 0 {
+				delete(s.offsets, k.group)
+			}
+		}
+		return nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return err
+	}
+	e := &offsetEntry{
+		offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata,
+		commitTimestamp: v.CommitTimestamp, expireTimestamp: -1, topicID: v.TopicID,
+	}
+	if v.Version >= 3 {
+		e.leaderEpoch = v.LeaderEpoch
+	}
+	if v.Version == 1 {
+		e.expireTimestamp = v.ExpireTimestamp
+	}
+	o := s.offsets[k.group]
+	if o == nil {
+		o = &groupOffsets{topics: map[string]map[int32]*offsetEntry{}}
+		s.offsets[k.group] = o
+	}
+	ps := o.topics[k.topic]
+	if ps == nil {
+		ps = map[int32]*offsetEntry{}
+		o.topics[k.topic] = ps
+	}
+	ps[k.partition] = e
+	// A commit for a group that does not exist makes a "simple" classic
+	// group, as in Kafka, so that it is listed and can be deleted.
+	if s.classic[k.group] == nil && s.consumer[k.group] == nil {
+		s.classic[k.group] = newClassicGroup(k.group, e.commitTimestamp)
+	}
+	return nil
+}
+
+func offsetRecord(group, topic string, partition int32, e *offsetEntry) record {
+	v := kmsg.NewOffsetCommitValue()
+	v.Offset = e.offset
+	v.LeaderEpoch = e.leaderEpoch
+	v.Metadata = e.metadata
+	v.CommitTimestamp = e.commitTimestamp
+	switch {
+	case e.expireTimestamp >= 0:
+		v.Version = offsetValueVersionExpire
+		v.ExpireTimestamp = e.expireTimestamp
+	case e.topicID != [16]byte{}:
+		v.Version = offsetValueVersionTopicID
+		v.TopicID = e.topicID
+	default:
+		v.Version = offsetValueVersion
+	}
+	return record{key: offsetKey(group, topic, partition), value: v.AppendTo(nil)}
+}
+
+func offsetTombstone(group, topic string, partition int32) record {
+	return record{key: offsetKey(group, topic, partition)}
+}
+
+func commitResponse(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// OffsetCommit stores offsets and answers once their records are durably
+// appended.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	if req.Group == "" {
+		return commitResponse(req, kerr.InvalidGroupID.Code)
+	}
+	s, code := c.lockGroup(req.Group)
+	if code != 0 {
+		return commitResponse(req, code)
+	}
+	defer s.mu.Unlock()
+	if code := s.validateOffsetCommit(req); code != 0 {
+		return commitResponse(req, code)
+	}
+	resp := commitResponse(req, 0)
+	now := c.nowMs()
+	type target struct {
+		topic     string
+		partition int32
+		entry     *offsetEntry
+		code      *int16
+	}
+	var targets []target
+	var recs []record
+	for i, t := range req.Topics {
+		name, id := t.Topic, t.TopicID
+		var topicCode int16
+		if req.Version >= 10 {
+			info, ok := c.topics.TopicByID(t.TopicID)
+			if !ok {
+				topicCode = kerr.UnknownTopicID.Code
+			}
+			name = info.Name
+		} else if info, ok := c.topics.TopicByName(t.Topic); ok {
+			id = info.ID
+		} else {
+			topicCode = kerr.UnknownTopicOrPartition.Code
+		}
+		info, _ := c.topics.TopicByName(name)
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			switch {
+			case topicCode != 0:
+				rp.ErrorCode = topicCode
+				continue
+			case p.Partition < 0 || p.Partition >= info.Partitions:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case p.Metadata != nil && int32(len(*p.Metadata)) > c.cfg.OffsetMetadataMaxBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			e := &offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, expireTimestamp: -1}
+			if req.Version < 6 {
+				e.leaderEpoch = -1
+			}
+			if p.Metadata != nil {
+				e.metadata = *p.Metadata
+			}
+			if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
+				e.expireTimestamp = now + req.RetentionTimeMillis
+			}
+			if req.Version >= 10 {
+				e.topicID = id
+			}
+			targets = append(targets, target{name, p.Partition, e, &rp.ErrorCode})
+			recs = append(recs, offsetRecord(req.Group, name, p.Partition, e))
+		}
+	}
+	if err := s.write(ctx, recs); err != nil {
+		code := appendErrorCode(err)
+		var ke *kerr.Error
+		if asKerr(err, &ke) && (ke == kerr.MessageTooLarge || ke == kerr.RecordListTooLarge || ke == kerr.InvalidFetchSize) {
+			code = kerr.InvalidCommitOffsetSize.Code
+		}
+		for _, t := range targets {
+			*t.code = code
+		}
+		return resp
+	}
+	for i := range recs {
+		_ = s.replay(recs[i])
+	}
+	return resp
+}
+
+func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
+	if cg := s.consumer[req.Group]; cg != nil {
+		if req.Generation < 0 && len(cg.members) == 0 {
+			return 0
+		}
+		m := cg.members[req.MemberID]
+		if m == nil {
+			return kerr.UnknownMemberID.Code
+		}
+		if req.Version < 9 {
+			return kerr.UnsupportedVersion.Code
+		}
+		if req.Generation != m.epoch {
+			return kerr.StaleMemberEpoch.Code
+		}
+		return 0
+	}
+	g := s.classic[req.Group]
+	if g == nil {
+		if req.Generation < 0 {
+			return 0 // a simple group, created when the record is applied
+		}
+		if req.Version >= 9 {
+			return kerr.GroupIDNotFound.Code
+		}
+		return kerr.IllegalGeneration.Code
+	}
+	if g.state == classicDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if req.Generation < 0 && g.state == classicEmpty {
+		return 0
+	}
+	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
+		if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+			return code
+		}
+		if req.Generation != g.generation {
+			return kerr.IllegalGeneration.Code
+		}
+	} else if g.state != classicEmpty {
+		return kerr.UnknownMemberID.Code
+	}
+	if g.state == classicCompleting {
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// OffsetFetch answers committed offsets, for one group (v0-v7) or many
+// (v8+).
+func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg))
+		}
+		return resp
+	}
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = req.Group
+	rg.MemberEpoch = -1
+	if req.Topics != nil {
+		rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+		for _, t := range req.Topics {
+			rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	g := c.fetchGroup(req.Version, rg)
+	resp.ErrorCode = g.ErrorCode
+	for _, t := range g.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+			if req.Version < 2 && g.ErrorCode != 0 {
+				rp.ErrorCode = g.ErrorCode
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func noOffset(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+	p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+	p.Partition = partition
+	p.Offset = -1
+	p.LeaderEpoch = -1
+	p.Metadata = strPtr("")
+	return p
+}
+
+func (c *Coordinator) fetchGroup(version int16, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = rg.Group
+	// With an error, requested partitions are still listed (v0-v1 carry
+	// the error only there).
+	failWith := func(code int16) kmsg.OffsetFetchResponseGroup {
+		out.ErrorCode = code
+		for _, t := range rg.Topics {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := noOffset(p)
+				if version < 2 {
+					rp.ErrorCode = code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+		return out
+	}
+	if rg.Group == "" && version >= 8 {
+		return failWith(kerr.InvalidGroupID.Code)
+	}
+	s, code := c.lockGroup(rg.Group)
+	if code != 0 {
+		return failWith(code)
+	}
+	defer s.mu.Unlock()
+	if cg := s.consumer[rg.Group]; cg != nil && rg.MemberID != nil && version >= 9 {
+		if !(rg.MemberEpoch < 0 && *rg.MemberID == "") {
+			m := cg.members[*rg.MemberID]
+			if m == nil {
+				return failWith(kerr.UnknownMemberID.Code)
+			}
+			if rg.MemberEpoch != m.epoch {
+				return failWith(kerr.StaleMemberEpoch.Code)
+			}
+		}
+	}
+	offs := s.offsets[rg.Group]
+	lookup := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := noOffset(p)
+		if offs == nil {
+			return rp
+		}
+		if e := offs.topics[topic][p]; e != nil {
+			rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, strPtr(e.metadata)
+		}
+		return rp
+	}
+	if rg.Topics == nil {
+		if offs == nil {
+			out.Topics = []kmsg.OffsetFetchResponseGroupTopic{}
+			return out
+		}
+		for _, topic := range sortedKeys(offs.topics) {
+			rt := kmsg.NewOffsetFetchResponseGroupTopic()
+			rt.Topic = topic
+			if version >= 10 {
+				info, ok := c.topics.TopicByName(topic)
+				if !ok {
+					continue
+				}
+				rt.TopicID = info.ID
+			}
+			ps := make([]int32, 0, len(offs.topics[topic]))
+			for p := range offs.topics[topic] {
+				ps = append(ps, p)
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+			for _, p := range ps {
+				rt.Partitions = append(rt.Partitions, lookup(topic, p))
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+		return out
+	}
+	for _, t := range rg.Topics {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name := t.Topic
+		var topicCode int16
+		if version >= 10 {
+			info, ok := c.topics.TopicByID(t.TopicID)
+			if !ok {
+				topicCode = kerr.UnknownTopicID.Code
+			}
+			name = info.Name
+		}
+		for _, p := range t.Partitions {
+			rp := lookup(name, p)
+			if topicCode != 0 {
+				rp = noOffset(p)
+				rp.ErrorCode = topicCode
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	return out
+}
+
+// OffsetDelete removes committed offsets of topics the group no longer
+// consumes.
+func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
+	s, code := c.lockGroup(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	defer s.mu.Unlock()
+	var subscribed func(topic string) bool
+	if cg := s.consumer[req.Group]; cg != nil {
+		subscribed = func(topic string) bool { return cg.subscribedTopicNames()[topic] }
+	} else if g := s.classic[req.Group]; g != nil && g.state != classicDead {
+		if g.state != classicEmpty && g.protocolType != "consumer" {
+			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			return resp
+		}
+		topics := g.subscribedTopics()
+		subscribed = func(topic string) bool { return topics[topic] }
+	} else {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	var recs []record
+	var codes []*int16
+	offs := s.offsets[req.Group]
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		isSub := subscribed(t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if isSub {
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			} else if offs != nil && offs.topics[t.Topic][p.Partition] != nil {
+				recs = append(recs, offsetTombstone(req.Group, t.Topic, p.Partition))
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			codes = append(codes, &resp.Topics[i].Partitions[j].ErrorCode)
+		}
+	}
+	if err := s.write(ctx, recs); err != nil {
+		resp.ErrorCode = appendErrorCode(err)
+		for _, c := range codes {
+			*c = 0
+		}
+		resp.Topics = nil
+		return resp
+	}
+	for _, r := range recs {
+		_ = s.replay(r)
+	}
+	return resp
+}
+
+// subscribedTopics decodes the members' consumer-protocol subscriptions
+// (only for protocol type "consumer", as Kafka does).
+func (g *classicGroup) subscribedTopics() map[string]bool {
+	out := map[string]bool{}
+	if g.protocolType != "consumer" || g.protocol == "" {
+		return out
+	}
+	for _, m := range g.members {
+		var sub kmsg.ConsumerMemberMetadata
+		if err := sub.ReadFrom(m.metadataFor(g.protocol)); err != nil {
+			continue
+		}
+		for _, t := range sub.Topics {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// expireOffsets applies offsets.retention.minutes and then deletes groups
+// left empty with no offsets, as Kafka's periodic cleanup does.
+func (s *shard) expireOffsets(ctx context.Context, now int64) {
+	retention := s.c.cfg.offsetsRetention().Milliseconds()
+	var recs []record
+	groups := map[string]bool{}
+	for id := range s.classic {
+		groups[id] = true
+	}
+	for id := range s.consumer {
+		groups[id] = true
+	}
+	for id := range s.offsets {
+		groups[id] = true
+	}
+	for _, id := range sortedKeys(groups) {
+		offs := s.offsets[id]
+		remaining := 0
+		if offs != nil {
+			base, subscribed, ok := s.expirationCondition(id)
+			for _, topic := range sortedKeys(offs.topics) {
+				ps := offs.topics[topic]
+				for _, p := range sortedPartitions(ps) {
+					e := ps[p]
+					expired := false
+					if ok && !subscribed[topic] {
+						if e.expireTimestamp >= 0 {
+							expired = now >= e.expireTimestamp
+						} else {
+							expired = now-base(e) >= retention
+						}
+					}
+					if expired {
+						recs = append(recs, offsetTombstone(id, topic, p))
+					} else {
+						remaining++
+					}
+				}
+			}
+		}
+		if remaining > 0 {
+			continue
+		}
+		if g := s.classic[id]; g != nil && g.state == classicEmpty && len(g.pending) == 0 {
+			recs = append(recs, record{key: groupMetadataKey(id)})
+		} else if cg := s.consumer[id]; cg != nil && len(cg.members) == 0 {
+			recs = append(recs, s.deleteConsumerGroupRecords(cg)...)
+		}
+	}
+	if len(recs) == 0 {
+		return
+	}
+	if err := s.write(ctx, recs); err != nil {
+		s.c.log.Warn("expiring offsets failed", "partition", s.partition, "err", err)
+		return
+	}
+	for _, r := range recs {
+		_ = s.replay(r)
+	}
+	s.c.log.Info("expired offsets and groups", "partition", s.partition, "records", len(recs))
+}
+
+func sortedPartitions(ps map[int32]*offsetEntry) []int32 {
+	out := make([]int32, 0, len(ps))
+	for p := range ps {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// expirationCondition is Kafka's offsetExpirationCondition: the timestamp
+// retention counts from, the topics exempt, and whether offsets of this
+// group expire at all now.
+func (s *shard) expirationCondition(id string) (base func(*offsetEntry) int64, subscribed map[string]bool, ok bool) {
+	commitTime := func(e *offsetEntry) int64 { return e.commitTimestamp }
+	if cg := s.consumer[id]; cg != nil {
+		return commitTime, cg.subscribedTopicNames(), true
+	}
+	g := s.classic[id]
+	if g == nil || g.protocolType == "" {
+		// A simple group: retention counts from each commit.
+		return commitTime, nil, true
+	}
+	switch {
+	case g.state == classicEmpty:
+		ts := g.stateTimestamp
+		return func(e *offsetEntry) int64 {
+			if ts > 0 {
+				return ts
+			}
+			return e.commitTimestamp
+		}, nil, true
+	case g.protocolType == "consumer" && g.state == classicStable:
+		return commitTime, g.subscribedTopics(), true
+	}
+	return nil, nil, false
+}

@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+)
+
+// epochCache is Kafka's LeaderEpochFileCache: for each leader epoch, the
+// first offset written in it, kept in leader-epoch-checkpoint. Entries have
+// strictly increasing epochs and start offsets.
+//
+// The appender changes it (under Log.mu); OffsetForLeaderEpoch and
+// ListOffsets read it, so mu guards entries.
+type epochCache struct {
+	fsys FS
+	path string
+
+	mu      sync.RWMutex
+	entries []EpochEntry
+}
+
+func openEpochCache(fsys FS, dir string) (*epochCache, error) {
+	c := &epochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
+	data, err := ReadFile(fsys, c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", c.path, err)
+	}
+	entries, err := decodeEpochCheckpoint(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", c.path, err)
+	}
+	c.entries = entries
+	return c, nil
+}
+
+// assign records that epoch starts at startOffset, dropping entries it
+// contradicts (an epoch not above, or a start offset not below, the new
+// one). It reports whether the cache changed; the caller persists it.
+func (c *epochCache) assign(epoch int32, startOffset int64) bool {
+	if epoch < 0 || startOffset < 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if last.Epoch == epoch && startOffset >= last.StartOffset {
+			return false
+		}
+	}
+	n := len(c.entries)
+	for n > 0 && (c.entries[n-1].Epoch >= epoch || c.entries[n-1].StartOffset >= startOffset) {
+		n--
+	}
+	c.entries = append(c.entries[:n], EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	return true
+}
+
+func (c *epochCache) latest() (EpochEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.entries) == 0 {
+		return EpochEntry{}, false
+	}
+	return c.entries[len(c.entries)-1], true
+}
+
+// endOffsetFor answers OffsetsForLeaderEpoch: the largest epoch <= the
+// requested one and the start offset of the epoch after it (or the log end
+// offset for the latest epoch); (-1, -1) when unknown.
+func (c *epochCache) endOffsetFor(epoch int32, logEndOffset int64) (int32, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.entries)
+	if epoch == -1 || n == 0 {
+		return -1, -1
+	}
+	if c.entries[n-1].Epoch == epoch {
+		return epoch, logEndOffset
+	}
+	higher := -1
+	for i, e := range c.entries {
+		if e.Epoch > epoch {
+			higher = i
+			break
+		}
+	}
+	if higher < 0 {
+		return -1, -1
+	}
+	if higher == 0 {
+		return epoch, c.entries[0].StartOffset
+	}
+	return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
+}
+
+// epochForOffset is the epoch of the entry with the largest start offset
+// <= offset.
+func (c *epochCache) epochForOffset(offset int64) (int32, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	epoch, found := int32(-1), false
+	for _, e := range c.entries {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch, found = e.Epoch, true
+	}
+	return epoch, found
+}
+
+// truncateFromEnd drops entries starting at or after endOffset.
+func (c *epochCache) truncateFromEnd(endOffset int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
+		n--
+	}
+	changed := n != len(c.entries)
+	c.entries = c.entries[:n]
+	return changed
+}
+
+// truncateFromStart drops entries wholly before startOffset; the last one
+// at or before it now starts at startOffset.
+func (c *epochCache) truncateFromStart(startOffset int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for i < len(c.entries) && c.entries[i].StartOffset <= startOffset {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	first := EpochEntry{Epoch: c.entries[i-1].Epoch, StartOffset: startOffset}
+	changed := i > 1 || c.entries[0] != first
+	c.entries = append([]EpochEntry{first}, c.entries[i:]...)
+	return changed
+}
+
+func (c *epochCache) snapshot() []EpochEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]EpochEntry(nil), c.entries...)
+}
+
+// write persists the cache atomically.
+func (c *epochCache) write() error {
+	if err := WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.snapshot())); err != nil {
+		return fmt.Errorf("writing %s: %w", c.path, err)
+	}
+	return nil
+}

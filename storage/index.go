@@ -1,0 +1,373 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+)
+
+const (
+	offsetIndexEntrySize = 8  // relative offset u32, position u32
+	timeIndexEntrySize   = 12 // timestamp i64, relative offset u32
+)
+
+var errIndexFull = errors.New("index is full")
+
+// indexFile is a file of fixed-size entries kept in memory: memory-mapped
+// when the file has a real descriptor (as Kafka does), otherwise a heap copy
+// that every append also writes through to the file (MemFS in tests).
+//
+// mu guards data, mapped, entries and maxEntries. The log's appender is the
+// only writer; readers (fetch, ListOffsets) take the read lock, so a lookup
+// never sees a half-written entry or a region being remapped.
+type indexFile struct {
+	f         File
+	entrySize int
+
+	mu         sync.RWMutex
+	data       []byte // capacity region: mapped file or heap copy
+	mapped     bool
+	entries    int
+	maxEntries int
+}
+
+// openIndexFile opens (creating) an index file. When size > 0 the file is
+// resized to it (rounded down to whole entries): an active segment's index
+// is preallocated to segment.index.bytes. With size 0 the file keeps its
+// length. Entries are taken from the file's length; the caller validates and
+// trims them.
+func openIndexFile(fsys FS, name string, entrySize int, size int64) (*indexFile, error) {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening index %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat index %s: %w", name, err)
+	}
+	length := st.Size() - st.Size()%int64(entrySize)
+	idx := &indexFile{f: f, entrySize: entrySize, entries: int(length) / entrySize}
+	target := length
+	if size > 0 {
+		target = size - size%int64(entrySize)
+		if target < length {
+			// Never cut live entries when the configured size shrank;
+			// Kafka rolls the segment instead (the index reports full).
+			target = length
+		}
+	}
+	if err := idx.mapLocked(target, st.Size() != target); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// mapLocked sizes the file to length bytes and maps (or loads) it.
+func (x *indexFile) mapLocked(length int64, truncate bool) error {
+	if truncate {
+		if err := x.f.Truncate(length); err != nil {
+			return fmt.Errorf("resizing index %s: %w", x.f.Name(), err)
+		}
+	}
+	x.maxEntries = int(length) / x.entrySize
+	if x.entries > x.maxEntries {
+		x.entries = x.maxEntries
+	}
+	if length == 0 {
+		x.data, x.mapped = nil, false
+		return nil
+	}
+	if of, ok := x.f.(OSFiler); ok {
+		data, err := syscall.Mmap(int(of.OSFile().Fd()), 0, int(length), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err == nil {
+			x.data, x.mapped = data, true
+			return nil
+		}
+		// Fall through to the heap copy: some filesystems refuse mmap.
+	}
+	data := make([]byte, length)
+	n, err := x.f.ReadAt(data, 0)
+	if err != nil && int64(n) < length {
+		// A short file after a crash: the missing tail reads as zeros.
+		clear(data[n:])
+	}
+	x.data, x.mapped = data, false
+	return nil
+}
+
+func (x *indexFile) unmapLocked() error {
+	var err error
+	if x.mapped && x.data != nil {
+		err = syscall.Munmap(x.data)
+	}
+	x.data, x.mapped = nil, false
+	return err
+}
+
+// resize changes the file's capacity (trim on roll and close, grow back to
+// segment.index.bytes when a segment becomes active again after truncation).
+func (x *indexFile) resize(length int64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	length -= length % int64(x.entrySize)
+	if length < int64(x.entries*x.entrySize) {
+		length = int64(x.entries * x.entrySize)
+	}
+	if length == int64(x.maxEntries*x.entrySize) {
+		return nil
+	}
+	if err := x.unmapLocked(); err != nil {
+		return fmt.Errorf("unmapping index %s: %w", x.f.Name(), err)
+	}
+	return x.mapLocked(length, true)
+}
+
+func (x *indexFile) trim() error {
+	x.mu.RLock()
+	n := x.entries
+	x.mu.RUnlock()
+	return x.resize(int64(n * x.entrySize))
+}
+
+// appendEntry writes one whole entry after the last one.
+func (x *indexFile) appendEntry(entry []byte) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.entries >= x.maxEntries {
+		return errIndexFull
+	}
+	off := x.entries * x.entrySize
+	if !x.mapped {
+		if _, err := x.f.WriteAt(entry, int64(off)); err != nil {
+			return fmt.Errorf("writing index %s: %w", x.f.Name(), err)
+		}
+	}
+	copy(x.data[off:], entry)
+	x.entries++
+	return nil
+}
+
+// truncateEntries keeps the first n entries and zeroes the rest, so that a
+// crash cannot resurrect stale entries past the new end.
+func (x *indexFile) truncateEntries(n int) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if n >= x.entries {
+		return nil
+	}
+	from, to := n*x.entrySize, x.entries*x.entrySize
+	clear(x.data[from:to])
+	x.entries = n
+	if !x.mapped {
+		if _, err := x.f.WriteAt(x.data[from:to], int64(from)); err != nil {
+			return fmt.Errorf("truncating index %s: %w", x.f.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (x *indexFile) count() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entries
+}
+
+func (x *indexFile) full() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entries >= x.maxEntries
+}
+
+func (x *indexFile) sync() error {
+	// fsync also writes back pages dirtied through a shared mapping.
+	if err := x.f.Sync(); err != nil {
+		return fmt.Errorf("syncing index %s: %w", x.f.Name(), err)
+	}
+	return nil
+}
+
+func (x *indexFile) close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	err := x.unmapLocked()
+	if cerr := x.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// entryAt returns entry i; the caller holds mu.
+func (x *indexFile) entryAt(i int) []byte {
+	return x.data[i*x.entrySize : (i+1)*x.entrySize]
+}
+
+// offsetIndex maps offsets to file positions: each entry names the last
+// offset of a batch (relative to the segment's base) and where that batch
+// starts, as Kafka's OffsetIndex does.
+type offsetIndex struct {
+	*indexFile
+	baseOffset int64
+}
+
+func (x *offsetIndex) entry(i int) (offset int64, pos int64) {
+	e := x.entryAt(i)
+	return x.baseOffset + int64(binary.BigEndian.Uint32(e)), int64(binary.BigEndian.Uint32(e[4:]))
+}
+
+// lookup returns the last entry whose offset is <= target, or the segment
+// start when there is none.
+func (x *offsetIndex) lookup(target int64) (offset, pos int64) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i := sort.Search(x.entries, func(i int) bool {
+		o, _ := x.entry(i)
+		return o > target
+	}) - 1
+	if i < 0 {
+		return x.baseOffset, 0
+	}
+	return x.entry(i)
+}
+
+func (x *offsetIndex) append(offset, pos int64) error {
+	var e [offsetIndexEntrySize]byte
+	binary.BigEndian.PutUint32(e[:], uint32(offset-x.baseOffset))
+	binary.BigEndian.PutUint32(e[4:], uint32(pos))
+	return x.appendEntry(e[:])
+}
+
+// truncateToPosition drops the entries for batches at or after pos.
+func (x *offsetIndex) truncateToPosition(pos int64) error {
+	x.mu.RLock()
+	n := sort.Search(x.entries, func(i int) bool {
+		_, p := x.entry(i)
+		return p >= pos
+	})
+	x.mu.RUnlock()
+	return x.truncateEntries(n)
+}
+
+// validPrefix keeps the entries that can be trusted against a log of
+// logSize bytes: positions strictly increasing, above 0 (the first batch is
+// never indexed) and inside the log, offsets strictly increasing. A
+// preallocated file left by a crash ends in zero entries, which this drops.
+func (x *offsetIndex) validPrefix(logSize int64) error {
+	x.mu.RLock()
+	n := 0
+	lastOff, lastPos := int64(-1), int64(0)
+	for ; n < x.entries; n++ {
+		o, p := x.entry(n)
+		if p <= lastPos || p >= logSize || o <= lastOff || o < x.baseOffset {
+			break
+		}
+		lastOff, lastPos = o, p
+	}
+	x.mu.RUnlock()
+	return x.truncateEntries(n)
+}
+
+// timeIndex maps timestamps to offsets: each entry is the largest timestamp
+// seen so far in the segment and the last offset of the batch holding it.
+type timeIndex struct {
+	*indexFile
+	baseOffset int64
+}
+
+func (x *timeIndex) entry(i int) (ts int64, offset int64) {
+	e := x.entryAt(i)
+	return int64(binary.BigEndian.Uint64(e)), x.baseOffset + int64(binary.BigEndian.Uint32(e[8:]))
+}
+
+// full reserves the last slot for the entry written on roll, like Kafka.
+func (x *timeIndex) full() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entries >= x.maxEntries-1
+}
+
+func (x *timeIndex) last() (ts, offset int64, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.entries == 0 {
+		return -1, x.baseOffset, false
+	}
+	ts, offset = x.entry(x.entries - 1)
+	return ts, offset, true
+}
+
+// lookup returns the last entry whose timestamp is <= ts, or (-1, base).
+func (x *timeIndex) lookup(ts int64) (timestamp, offset int64) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i := sort.Search(x.entries, func(i int) bool {
+		t, _ := x.entry(i)
+		return t > ts
+	}) - 1
+	if i < 0 {
+		return -1, x.baseOffset
+	}
+	return x.entry(i)
+}
+
+// maybeAppend adds an entry when ts is larger than the last one. With
+// onRoll the reserved last slot may be used.
+func (x *timeIndex) maybeAppend(ts, offset int64, onRoll bool) error {
+	if lastTs, lastOff, ok := x.last(); ok && (ts <= lastTs || offset < lastOff) {
+		return nil
+	}
+	if !onRoll && x.full() {
+		return errIndexFull
+	}
+	var e [timeIndexEntrySize]byte
+	binary.BigEndian.PutUint64(e[:], uint64(ts))
+	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.baseOffset))
+	return x.appendEntry(e[:])
+}
+
+// truncateToOffset drops entries whose offset is >= offset.
+func (x *timeIndex) truncateToOffset(offset int64) error {
+	x.mu.RLock()
+	n := sort.Search(x.entries, func(i int) bool {
+		_, o := x.entry(i)
+		return o >= offset
+	})
+	x.mu.RUnlock()
+	return x.truncateEntries(n)
+}
+
+// validPrefix keeps entries with strictly increasing timestamps and
+// non-decreasing offsets below nextOffset. An all-zero entry is the
+// unwritten preallocated tail (a real entry of timestamp 0 at the base offset
+// is dropped too; the index is sparse, so that only costs a longer scan).
+func (x *timeIndex) validPrefix(nextOffset int64) error {
+	x.mu.RLock()
+	n := 0
+	lastTs, lastOff := int64(-1<<63), x.baseOffset
+	for ; n < x.entries; n++ {
+		if isZero(x.entryAt(n)) {
+			break
+		}
+		ts, o := x.entry(n)
+		if ts <= lastTs || o < lastOff || o >= nextOffset {
+			break
+		}
+		lastTs, lastOff = ts, o
+	}
+	x.mu.RUnlock()
+	return x.truncateEntries(n)
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

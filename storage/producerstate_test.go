@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func TestSequenceArithmeticWraps(t *testing.T) {
+	if got := incrementSequence(math.MaxInt32-1, 3); got != 1 {
+		t.Fatalf("increment wrap: %d", got)
+	}
+	if got := decrementSequence(1, 3); got != math.MaxInt32-1 {
+		t.Fatalf("decrement wrap: %d", got)
+	}
+	if !inSequence(math.MaxInt32, 0) || !inSequence(-1, 0) || inSequence(5, 7) {
+		t.Fatal("inSequence")
+	}
+}
+
+func TestIdempotentProducerRules(t *testing.T) {
+	type step struct {
+		epoch  int16
+		seq    int32
+		n      int
+		origin AppendOrigin
+		err    *kerr.Error
+		dupOf  int // index of the step whose offsets a duplicate returns
+		isDup  bool
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"in order", []step{{epoch: 0, seq: 0, n: 2}, {epoch: 0, seq: 2, n: 3}, {epoch: 0, seq: 5, n: 1}}},
+		{"retry of the last batch is a duplicate", []step{{epoch: 0, seq: 0, n: 2}, {epoch: 0, seq: 2, n: 3}, {epoch: 0, seq: 2, n: 3, isDup: true, dupOf: 1}}},
+		{"retry of an older retained batch", []step{{epoch: 0, seq: 0, n: 1}, {epoch: 0, seq: 1, n: 1}, {epoch: 0, seq: 2, n: 1}, {epoch: 0, seq: 0, n: 1, isDup: true, dupOf: 0}}},
+		{"retry past the 5 retained batches", []step{{epoch: 0, seq: 0, n: 1}, {epoch: 0, seq: 1, n: 1}, {epoch: 0, seq: 2, n: 1}, {epoch: 0, seq: 3, n: 1}, {epoch: 0, seq: 4, n: 1}, {epoch: 0, seq: 5, n: 1}, {epoch: 0, seq: 0, n: 1, err: kerr.OutOfOrderSequenceNumber}}},
+		{"gap", []step{{epoch: 0, seq: 0, n: 2}, {epoch: 0, seq: 3, n: 1, err: kerr.OutOfOrderSequenceNumber}}},
+		{"same range different epoch is not a duplicate", []step{{epoch: 0, seq: 0, n: 2}, {epoch: 1, seq: 0, n: 2}}},
+		{"stale epoch", []step{{epoch: 2, seq: 0, n: 1}, {epoch: 1, seq: 1, n: 1, err: kerr.InvalidProducerEpoch}}},
+		{"epoch bump must restart at 0", []step{{epoch: 0, seq: 0, n: 1}, {epoch: 1, seq: 1, n: 1, err: kerr.OutOfOrderSequenceNumber}}},
+		{"epoch bump at 0", []step{{epoch: 0, seq: 0, n: 1}, {epoch: 1, seq: 0, n: 1}, {epoch: 1, seq: 1, n: 1}}},
+		{"unknown producer may start anywhere", []step{{epoch: 4, seq: 77, n: 2}, {epoch: 4, seq: 79, n: 1}}},
+		{"wrap around", []step{{epoch: 0, seq: math.MaxInt32 - 1, n: 2}, {epoch: 0, seq: 0, n: 2}, {epoch: 0, seq: 2, n: 1}}},
+		{"batch spanning the wrap", []step{{epoch: 0, seq: math.MaxInt32 - 1, n: 4}, {epoch: 0, seq: 2, n: 1}, {epoch: 0, seq: math.MaxInt32 - 1, n: 4, isDup: true, dupOf: 0}}},
+		{"replication skips sequence checks", []step{{epoch: 0, seq: 0, n: 1}, {epoch: 0, seq: 9, n: 1, origin: AppendReplication}}},
+		{"coordinator checks the epoch only", []step{{epoch: 3, seq: 0, n: 1}, {epoch: 3, seq: 9, n: 1, origin: AppendCoordinator}, {epoch: 2, seq: 10, n: 1, origin: AppendCoordinator, err: kerr.InvalidProducerEpoch}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+			defer l.Close()
+			var results []AppendResult
+			for i, s := range c.steps {
+				b := makeBatch(t, batchSpec{n: s.n, pid: 42, epoch: s.epoch, seq: s.seq})
+				leoBefore := l.LogEndOffset()
+				if s.origin == AppendReplication {
+					// A follower's batch arrives with its offsets already set.
+					binary.BigEndian.PutUint64(b, uint64(leoBefore))
+				}
+				res, _, err := l.Append(b, 0, s.origin)
+				results = append(results, res)
+				if s.err != nil {
+					if kerrOf(err) != s.err {
+						t.Fatalf("step %d: got %v, want %v", i, err, s.err)
+					}
+					if l.LogEndOffset() != leoBefore {
+						t.Fatalf("step %d: refused append moved the log end", i)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if res.Duplicate != s.isDup {
+					t.Fatalf("step %d: duplicate=%v", i, res.Duplicate)
+				}
+				if s.isDup {
+					orig := results[s.dupOf]
+					if res.FirstOffset != orig.FirstOffset || res.LastOffset != orig.LastOffset || l.LogEndOffset() != leoBefore {
+						t.Fatalf("step %d: duplicate answered %d-%d, original %d-%d", i, res.FirstOffset, res.LastOffset, orig.FirstOffset, orig.LastOffset)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestProducerStateSurvivesRestartAndCrash(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		fsys := NewMemFS()
+		cfg := smallConfig()
+		cfg.SegmentBytes = 1024
+		l := openTest(t, fsys, "/d/t-0", cfg)
+		var last AppendResult
+		for i := int32(0); i < 20; i++ {
+			last = mustAppend(t, l, makeBatch(t, batchSpec{n: 2, pid: 7, epoch: 1, seq: 2 * i, value: 30}))
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if clean {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			l.bg.Wait()
+			fsys.Crash(true, rand.New(rand.NewSource(1)))
+		}
+		l2 := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) { o.CleanShutdown = clean })
+		res, _, err := l2.Append(makeBatch(t, batchSpec{n: 2, pid: 7, epoch: 1, seq: 38, value: 30}), 0, AppendClient)
+		if err != nil || !res.Duplicate || res.FirstOffset != last.FirstOffset {
+			t.Fatalf("clean=%v: retry after restart: %+v %v", clean, res, err)
+		}
+		if _, _, err := l2.Append(makeBatch(t, batchSpec{n: 1, pid: 7, epoch: 1, seq: 41}), 0, AppendClient); kerrOf(err) != kerr.OutOfOrderSequenceNumber {
+			t.Fatalf("clean=%v: gap after restart: %v", clean, err)
+		}
+		mustAppend(t, l2, makeBatch(t, batchSpec{n: 1, pid: 7, epoch: 1, seq: 40}))
+		l2.Close()
+	}
+}
+
+func TestProducerExpiry(t *testing.T) {
+	clock := &testClock{ms: testNowMs}
+	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig(), func(o *LogOptions) {
+		o.Now = clock.now
+		o.ProducerIDExpirationMs = 1000
+	})
+	defer l.Close()
+	mustAppend(t, l, makeBatch(t, batchSpec{n: 1, pid: 1, epoch: 0, seq: 0, ts: testNowMs}))
+	mustAppend(t, l, makeBatch(t, batchSpec{n: 1, pid: 2, epoch: 0, seq: 0, ts: testNowMs + 900}))
+	clock.ms = testNowMs + 1000
+	if n := l.RemoveExpiredProducers(); n != 1 || l.ProducerCount() != 1 {
+		t.Fatalf("removed %d, left %d", n, l.ProducerCount())
+	}
+	// An expired producer is unknown again: any sequence is accepted.
+	mustAppend(t, l, makeBatch(t, batchSpec{n: 1, pid: 1, epoch: 0, seq: 50}))
+}
+
+func TestProducerSnapshotFormat(t *testing.T) {
+	e := emptyProducerEntry()
+	e.addBatch(3, producerBatch{lastSeq: 9, lastOffset: 100, offsetDelta: 4, timestamp: 1234})
+	e.coordinatorEpoch = 6
+	empty := emptyProducerEntry()
+	empty.epoch = 2
+	buf := encodeSnapshot(map[int64]producerEntry{5: e, 1: empty})
+	be := binary.BigEndian
+	if be.Uint16(buf) != 1 || len(buf) != 10+2*46 || be.Uint32(buf[6:]) != 2 {
+		t.Fatalf("header: % x", buf[:10])
+	}
+	if crc := crc32.Checksum(buf[6:], crc32.MakeTable(crc32.Castagnoli)); crc != be.Uint32(buf[2:]) {
+		t.Fatal("CRC-32C over the entries")
+	}
+	// Entries sorted by producer id; the first (id 1) has no batch.
+	first := buf[10:56]
+	want := []byte{
+		0, 0, 0, 0, 0, 0, 0, 1, // producer id
+		0, 2, // epoch
+		0xff, 0xff, 0xff, 0xff, // last sequence -1
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // last offset -1
+		0, 0, 0, 0, // offset delta
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // timestamp -1
+		0xff, 0xff, 0xff, 0xff, // coordinator epoch -1
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // no open transaction
+	}
+	if string(first) != string(want) {
+		t.Fatalf("entry bytes\n% x\nwant\n% x", first, want)
+	}
+	got, err := decodeSnapshot(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got[5]; g.epoch != 3 || g.n != 1 || g.batches[0] != (producerBatch{9, 100, 4, 1234}) || g.coordinatorEpoch != 6 || g.currentTxnFirstOffset != -1 {
+		t.Fatalf("round trip %+v", g)
+	}
+	if g := got[1]; g.n != 0 || g.epoch != 2 {
+		t.Fatalf("round trip of an entry without batches %+v", g)
+	}
+	buf[20] ^= 1
+	if _, err := decodeSnapshot(buf); err == nil {
+		t.Fatal("corrupt snapshot accepted")
+	}
+}

@@ -1,0 +1,375 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregorbroker/gregor/protocol"
+)
+
+// checkLog reads the whole log back and checks the invariants: whole
+// batches only, CRCs good, offsets dense from the log start to the end,
+// and every batch identical to what was appended at its offset.
+func checkLog(t *testing.T, l *Log, written map[int64][]byte) {
+	t.Helper()
+	next := l.LogStartOffset()
+	for next < l.LogEndOffset() {
+		r, err := l.Read(next, 1<<20, l.LogEndOffset(), true)
+		if err != nil {
+			t.Fatalf("read at %d: %v", next, err)
+		}
+		data := readRange(t, r)
+		if len(data) == 0 {
+			t.Fatalf("nothing at %d below log end %d", next, l.LogEndOffset())
+		}
+		for len(data) > 0 {
+			batch, rest, h, err := protocol.NextBatch(data)
+			if err != nil || !protocol.CheckBatchCRC(batch) {
+				t.Fatalf("bad batch at %d: %v", next, err)
+			}
+			if h.BaseOffset != next {
+				t.Fatalf("batch at %d, want %d (offsets not dense)", h.BaseOffset, next)
+			}
+			if want, ok := written[h.BaseOffset]; !ok || string(want) != string(batch) {
+				t.Fatalf("batch at %d differs from what was appended", h.BaseOffset)
+			}
+			next = h.LastOffset() + 1
+			data = rest
+		}
+	}
+	if next != l.LogEndOffset() {
+		t.Fatalf("read up to %d, log end %d", next, l.LogEndOffset())
+	}
+}
+
+func TestCrashRecoveryProperty(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := 0; seed < seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(int64(seed)))
+			fsys := NewMemFS()
+			cfg := smallConfig()
+			cfg.SegmentBytes = int32(1500 + rng.Intn(3000))
+			cfg.IndexIntervalBytes = int32(rng.Intn(600))
+			written := map[int64][]byte{}
+			var recoveryPoint, durable int64
+			var seq int32
+			for round := 0; round < 4; round++ {
+				full := rng.Intn(3) == 0
+				l := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) {
+					if !full {
+						o.RecoveryPoint = recoveryPoint
+					}
+				})
+				if l.LogEndOffset() < durable {
+					t.Fatalf("round %d: log end %d below the durable end %d", round, l.LogEndOffset(), durable)
+				}
+				checkLog(t, l, written)
+				t.Logf("round %d: durable %d recovered %d full=%v", round, durable, l.LogEndOffset(), full)
+				// After recovery the producer continues from what survived.
+				seq = 0
+				for off := int64(0); off < l.LogEndOffset(); {
+					r, _ := l.Read(off, 1<<20, l.LogEndOffset(), true)
+					for _, h := range batchesIn(t, readRange(t, r)) {
+						if h.ProducerID == 9 {
+							seq = h.BaseSequence + h.LastOffsetDelta + 1
+						}
+						off = h.LastOffset() + 1
+					}
+				}
+				n := rng.Intn(40)
+				for i := 0; i < n; i++ {
+					spec := batchSpec{n: 1 + rng.Intn(5), value: rng.Intn(200), pid: -1}
+					if rng.Intn(2) == 0 {
+						spec.pid, spec.epoch, spec.seq = 9, 0, seq
+					}
+					res, _, err := l.Append(makeBatch(t, spec), int32(round), AppendClient)
+					if err != nil {
+						t.Fatalf("round %d append %d: %v", round, i, err)
+					}
+					if spec.pid == 9 {
+						seq += int32(spec.n)
+					}
+					r, err := l.Read(res.FirstOffset, 1, res.FirstOffset+1, true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					written[res.FirstOffset] = readRange(t, r)
+					if rng.Intn(6) == 0 {
+						if err := l.Flush(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				l.bg.Wait()
+				recoveryPoint = l.RecoveryPoint()
+				durable = recoveryPoint
+				fsys.Crash(true, rng)
+			}
+		})
+	}
+}
+
+func TestCleanCloseReopenSkipsRecovery(t *testing.T) {
+	fsys := NewMemFS()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	l := openTest(t, fsys, "/d/t-0", cfg)
+	written := map[int64][]byte{}
+	for i := 0; i < 50; i++ {
+		res := mustAppend(t, l, plainBatch(t, 3))
+		r, _ := l.Read(res.FirstOffset, 1, res.FirstOffset+1, true)
+		written[res.FirstOffset] = readRange(t, r)
+	}
+	rp := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != rp {
+		t.Fatalf("close did not flush: recovery point %d", l.RecoveryPoint())
+	}
+	fsys.Crash(true, rand.New(rand.NewSource(2)))
+	reads := 0
+	fsys.Inject(func(op Op, name string) error {
+		if op == OpRead && strings.HasSuffix(name, ".log") {
+			reads++
+		}
+		return nil
+	})
+	l2 := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) { o.CleanShutdown = true; o.RecoveryPoint = rp })
+	defer l2.Close()
+	if reads > 3*l2.NumSegments()+10 {
+		t.Fatalf("clean open read the logs %d times for %d segments", reads, l2.NumSegments())
+	}
+	fsys.Inject(nil)
+	checkLog(t, l2, written)
+}
+
+func TestTornTailIsCut(t *testing.T) {
+	fsys := NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig())
+	written := map[int64][]byte{}
+	for i := 0; i < 5; i++ {
+		res := mustAppend(t, l, plainBatch(t, 2))
+		r, _ := l.Read(res.FirstOffset, 1, res.FirstOffset+1, true)
+		written[res.FirstOffset] = readRange(t, r)
+	}
+	l.Flush()
+	l.Close()
+	// Append garbage and a partial batch behind the log's back.
+	f, _ := fsys.OpenFile("/d/t-0/00000000000000000000.log", os.O_RDWR|os.O_APPEND, 0)
+	half := plainBatch(t, 3)
+	f.Write(half[:len(half)/2])
+	f.Close()
+	l2 := openTest(t, fsys, "/d/t-0", smallConfig())
+	defer l2.Close()
+	if l2.LogEndOffset() != 10 {
+		t.Fatalf("log end %d", l2.LogEndOffset())
+	}
+	checkLog(t, l2, written)
+	if st, _ := fsys.Stat("/d/t-0/00000000000000000000.log"); st.Size() != l2.Size() {
+		t.Fatalf("torn tail not cut: file %d, log %d", st.Size(), l2.Size())
+	}
+	// A corrupt batch in the middle ends the log there.
+	l2.Close()
+	data, _ := ReadFile(fsys, "/d/t-0/00000000000000000000.log")
+	data[len(written[0])+len(written[2])+70] ^= 0x55
+	WriteFileAtomic(fsys, "/d/t-0/00000000000000000000.log", data)
+	l3 := openTest(t, fsys, "/d/t-0", smallConfig())
+	defer l3.Close()
+	if l3.LogEndOffset() != 4 {
+		t.Fatalf("log end after a corrupt batch %d", l3.LogEndOffset())
+	}
+}
+
+func TestAppendFaults(t *testing.T) {
+	boom := errors.New("injected I/O error")
+	cases := []struct {
+		name    string
+		setup   func(*MemFS)
+		offline bool
+	}{
+		{"disk full", func(m *MemFS) {
+			used := int64(0)
+			ents, _ := m.ReadDir("/d/t-0")
+			for _, e := range ents {
+				info, _ := e.Info()
+				used += info.Size()
+			}
+			m.SetCapacity(used + 10)
+		}, false},
+		{"write error", func(m *MemFS) {
+			m.Inject(func(op Op, name string) error {
+				if op == OpWrite && strings.HasSuffix(name, ".log") {
+					return syscall.EIO
+				}
+				return nil
+			})
+		}, false},
+		{"epoch checkpoint write error", func(m *MemFS) {
+			m.Inject(func(op Op, name string) error {
+				if op == OpOpen && strings.Contains(name, "leader-epoch-checkpoint") {
+					return boom
+				}
+				return nil
+			})
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := NewMemFS()
+			l := openTest(t, fsys, "/d/t-0", smallConfig())
+			defer l.Close()
+			written := map[int64][]byte{}
+			res := mustAppend(t, l, plainBatch(t, 2))
+			r, _ := l.Read(0, 1, 1, true)
+			written[res.FirstOffset] = readRange(t, r)
+			c.setup(fsys)
+			_, _, err := l.Append(makeBatch(t, batchSpec{n: 2, value: 100, pid: -1}), 7, AppendClient)
+			if kerrOf(err) != kerr.KafkaStorageError {
+				t.Fatalf("got %v, want KAFKA_STORAGE_ERROR", err)
+			}
+			fsys.SetCapacity(0)
+			fsys.Inject(nil)
+			if c.offline {
+				if l.Err() == nil {
+					t.Fatal("log not offline")
+				}
+				if _, _, err := l.Append(plainBatch(t, 1), 7, AppendClient); kerrOf(err) != kerr.KafkaStorageError {
+					t.Fatalf("offline log took an append: %v", err)
+				}
+				return
+			}
+			if l.LogEndOffset() != 2 || l.Err() != nil {
+				t.Fatalf("log end %d err %v after a refused write", l.LogEndOffset(), l.Err())
+			}
+			checkLog(t, l, written)
+			res = mustAppend(t, l, plainBatch(t, 1))
+			if res.FirstOffset != 2 {
+				t.Fatalf("next append at %d", res.FirstOffset)
+			}
+		})
+	}
+}
+
+func TestFailedSyncTakesLogOffline(t *testing.T) {
+	fsys := NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig())
+	written := map[int64][]byte{}
+	for i := 0; i < 3; i++ {
+		res := mustAppend(t, l, plainBatch(t, 2))
+		r, _ := l.Read(res.FirstOffset, 1, res.FirstOffset+1, true)
+		written[res.FirstOffset] = readRange(t, r)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, plainBatch(t, 2))
+	fsys.Inject(func(op Op, name string) error {
+		if op == OpSync {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if err := l.Flush(); kerrOf(err) != kerr.KafkaStorageError {
+		t.Fatalf("flush: %v", err)
+	}
+	if _, _, err := l.Append(plainBatch(t, 1), 0, AppendClient); kerrOf(err) != kerr.KafkaStorageError {
+		t.Fatalf("append after failed sync: %v", err)
+	}
+	if _, err := l.Read(0, 100, 10, true); kerrOf(err) != kerr.KafkaStorageError {
+		t.Fatalf("read after failed sync: %v", err)
+	}
+	if l.RecoveryPoint() != 6 {
+		t.Fatalf("recovery point moved to %d", l.RecoveryPoint())
+	}
+	l.Close()
+	fsys.Inject(nil)
+	fsys.Crash(true, rand.New(rand.NewSource(5)))
+	l2 := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.RecoveryPoint = 6 })
+	defer l2.Close()
+	if l2.LogEndOffset() < 6 {
+		t.Fatalf("lost synced data: log end %d", l2.LogEndOffset())
+	}
+	checkLog(t, l2, written)
+}
+
+func TestConcurrentAppendRead(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 4096
+	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	defer l.Close()
+	const appends = 300
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := 0; i < appends; i++ {
+			if _, _, err := l.Append(makeBatch(t, batchSpec{n: 1 + i%4, value: 64, pid: -1}), 1, AppendClient); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				if err := l.Flush(); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				leo := l.LogEndOffset()
+				if leo == 0 {
+					continue
+				}
+				off := rng.Int63n(leo)
+				rg, err := l.Read(off, int32(rng.Intn(2000)), leo, true)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				buf := make([]byte, rg.Size)
+				rg.File.ReadAt(buf, rg.Pos)
+				for len(buf) > 0 {
+					batch, rest, h, err := protocol.NextBatch(buf)
+					if err != nil || !protocol.CheckBatchCRC(batch) {
+						t.Errorf("read at %d saw a partial batch: %v", off, err)
+						return
+					}
+					if h.LastOffset() >= leo {
+						t.Errorf("read past the log end")
+					}
+					buf = rest
+				}
+				l.OffsetForTimestamp(testNowMs)
+				l.MaxTimestamp()
+			}
+		}(int64(r))
+	}
+	wg.Wait()
+	if l.LogEndOffset() != int64(appends/4*10) {
+		t.Fatalf("log end %d", l.LogEndOffset())
+	}
+}

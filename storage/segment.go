@@ -1,0 +1,560 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/gregorbroker/gregor/protocol"
+)
+
+// Segment file suffixes, as Kafka names them.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
+	snapshotSuffix  = ".snapshot"
+	deletedSuffix   = ".deleted"
+	cleanedSuffix   = ".cleaned"
+	swapSuffix      = ".swap"
+)
+
+// segmentFileName is <dir>/<20-digit base offset><suffix>.
+func segmentFileName(dir string, baseOffset int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", baseOffset, suffix))
+}
+
+// errCorruptBatch marks where recovery stops: a torn or corrupt batch.
+var errCorruptBatch = errors.New("corrupt or torn record batch")
+
+// headerBuf is scratch for one batch header read.
+type headerBuf [protocol.BatchHeaderSize]byte
+
+// segment is one <base>.log with its offset and time indexes.
+//
+// The log's appender (holding Log.mu) is the only goroutine that writes a
+// segment or changes the appender-owned fields below. Readers use size,
+// maxTimestamp and the indexes (which have their own lock); size is stored
+// only after the bytes it covers are written, so a reader never sees a
+// partial batch.
+type segment struct {
+	fsys       FS
+	dir        string
+	baseOffset int64
+	log        File
+	offsets    *offsetIndex
+	times      *timeIndex
+
+	size         atomic.Int64 // bytes of whole batches
+	maxTimestamp atomic.Int64 // largest batch max timestamp, -1 if none
+	deleted      atomic.Bool  // renamed to *.deleted, awaiting removal
+
+	// Appender-owned.
+	nextOffset      int64 // offset after the last batch
+	offsetOfMaxTs   int64 // last offset of the batch holding maxTimestamp
+	bytesSinceIndex int64
+	firstBatchTs    int64 // max timestamp of the first batch, -1 if none (segment.ms)
+	createdMs       int64 // wall clock at creation, for segment.ms of empty-timestamp batches
+	rollJitterMs    int64
+}
+
+// openSegment opens (creating) a segment's files. indexBytes > 0
+// preallocates the indexes for an active segment; 0 keeps their length.
+// The caller then either recovers the segment or loads it as trusted.
+func openSegment(fsys FS, dir string, baseOffset int64, indexBytes int64, nowMs int64) (*segment, error) {
+	name := segmentFileName(dir, baseOffset, logSuffix)
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening segment %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat segment %s: %w", name, err)
+	}
+	oi, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, indexSuffix), offsetIndexEntrySize, indexBytes)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ti, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, timeIndexSuffix), timeIndexEntrySize, indexBytes)
+	if err != nil {
+		oi.close()
+		f.Close()
+		return nil, err
+	}
+	s := &segment{
+		fsys:          fsys,
+		dir:           dir,
+		baseOffset:    baseOffset,
+		log:           f,
+		offsets:       &offsetIndex{indexFile: oi, baseOffset: baseOffset},
+		times:         &timeIndex{indexFile: ti, baseOffset: baseOffset},
+		nextOffset:    baseOffset,
+		offsetOfMaxTs: baseOffset,
+		firstBatchTs:  -1,
+		createdMs:     nowMs,
+	}
+	s.size.Store(st.Size())
+	s.maxTimestamp.Store(-1)
+	return s, nil
+}
+
+// readHeader reads the batch header at pos; the batch must end by limit.
+func (s *segment) readHeader(pos, limit int64, buf *headerBuf) (protocol.BatchHeader, error) {
+	if limit-pos < protocol.BatchHeaderSize {
+		return protocol.BatchHeader{}, errCorruptBatch
+	}
+	if _, err := s.log.ReadAt(buf[:], pos); err != nil && !errors.Is(err, io.EOF) {
+		return protocol.BatchHeader{}, fmt.Errorf("reading %s at %d: %w", s.log.Name(), pos, err)
+	}
+	h, err := protocol.ParseBatchHeader(buf[:])
+	if err != nil || h.Magic != 2 || h.TotalSize() < protocol.BatchHeaderSize || pos+h.TotalSize() > limit {
+		return h, errCorruptBatch
+	}
+	return h, nil
+}
+
+// scan calls fn for each whole batch from pos up to limit, stopping when fn
+// returns false. It returns the position where it stopped.
+func (s *segment) scan(pos, limit int64, buf *headerBuf, fn func(pos int64, h protocol.BatchHeader) bool) (int64, error) {
+	for pos < limit {
+		h, err := s.readHeader(pos, limit, buf)
+		if err != nil {
+			return pos, err
+		}
+		if !fn(pos, h) {
+			return pos, nil
+		}
+		pos += h.TotalSize()
+	}
+	return pos, nil
+}
+
+// findBatch finds the first batch whose last offset is >= target (the one
+// containing target, or the next one after a gap), below limit.
+func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h protocol.BatchHeader, found bool, err error) {
+	_, start := s.offsets.lookup(target)
+	pos, err = s.scan(start, limit, buf, func(_ int64, bh protocol.BatchHeader) bool {
+		if bh.LastOffset() >= target {
+			h, found = bh, true
+			return false
+		}
+		return true
+	})
+	return pos, h, found, err
+}
+
+// read returns whole batches starting with the one holding target. found is
+// false when the segment holds no batch at or after target.
+func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (FileRange, bool, error) {
+	limit := s.size.Load()
+	pos, h, found, err := s.findBatch(target, limit, buf)
+	if err != nil || !found {
+		return FileRange{}, found, err
+	}
+	r := FileRange{File: s.log, Pos: pos}
+	if h.BaseOffset >= maxOffset {
+		return r, true, nil
+	}
+	if h.TotalSize() > int64(maxBytes) && !minOneBatch {
+		return r, true, nil
+	}
+	end := pos + h.TotalSize()
+	_, err = s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
+		if bh.BaseOffset >= maxOffset || p+bh.TotalSize()-pos > int64(maxBytes) {
+			return false
+		}
+		end = p + bh.TotalSize()
+		return true
+	})
+	r.Size = end - pos
+	// A header that fails to parse past the first batch only ends the
+	// range; the committed size guarantees it is not a torn write.
+	return r, true, err
+}
+
+// appendedBatch describes one batch of an append, in file order.
+type appendedBatch struct {
+	size         int64
+	baseOffset   int64
+	lastOffset   int64
+	maxTimestamp int64
+	leaderEpoch  int32
+}
+
+// canHold reports whether offset fits the index's 32-bit relative offsets.
+func (s *segment) canHold(offset int64) bool {
+	d := offset - s.baseOffset
+	return d >= 0 && d <= math.MaxInt32
+}
+
+// append writes data (whole batches described by batches) at the end with
+// one write, publishes the new size and updates the indexes. On a failed
+// write the file is cut back so that no partial batch stays behind; written
+// reports whether the batches are in the log (an error with written set
+// came from the indexes, and cutBack false means the partial write may
+// still be in the file).
+func (s *segment) append(data []byte, batches []appendedBatch, indexInterval int64) (written, cutBack bool, err error) {
+	pos := s.size.Load()
+	if _, err := s.log.WriteAt(data, pos); err != nil {
+		if terr := s.log.Truncate(pos); terr != nil {
+			return false, false, fmt.Errorf("appending to %s: %w (and cutting back the partial write: %v)", s.log.Name(), err, terr)
+		}
+		return false, true, fmt.Errorf("appending to %s: %w", s.log.Name(), err)
+	}
+	s.size.Store(pos + int64(len(data)))
+	var indexErr error
+	for _, b := range batches {
+		if pos == 0 {
+			s.firstBatchTs = b.maxTimestamp
+		}
+		if err := s.indexBatch(pos, b, indexInterval); err != nil && indexErr == nil {
+			indexErr = err
+		}
+		pos += b.size
+		s.nextOffset = b.lastOffset + 1
+	}
+	return true, true, indexErr
+}
+
+// indexBatch records a batch at pos in the sparse indexes, as Kafka's
+// LogSegment does: an entry once more than index.interval.bytes were
+// written since the last one.
+func (s *segment) indexBatch(pos int64, b appendedBatch, indexInterval int64) error {
+	if b.maxTimestamp > s.maxTimestamp.Load() {
+		s.maxTimestamp.Store(b.maxTimestamp)
+		s.offsetOfMaxTs = b.lastOffset
+	}
+	var err error
+	if s.bytesSinceIndex > indexInterval {
+		if err = s.offsets.append(b.lastOffset, pos); errors.Is(err, errIndexFull) {
+			err = nil // the roll check normally prevents this; the index is sparse anyway
+		}
+		if terr := s.times.maybeAppend(s.maxTimestamp.Load(), s.offsetOfMaxTs, false); terr != nil && !errors.Is(terr, errIndexFull) && err == nil {
+			err = terr
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += b.size
+	return err
+}
+
+// recover rescans the whole segment: every batch's length and CRC are
+// checked, offsets must increase, and the first bad or torn batch ends the
+// segment (the file is cut there). The indexes are rebuilt and fn sees each
+// good batch (for the leader-epoch cache and producer state). It returns the
+// number of bytes cut.
+func (s *segment) recover(indexInterval int64, fn func(batch []byte, h protocol.BatchHeader)) (int64, error) {
+	if err := s.offsets.truncateEntries(0); err != nil {
+		return 0, err
+	}
+	if err := s.times.truncateEntries(0); err != nil {
+		return 0, err
+	}
+	st, err := s.log.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", s.log.Name(), err)
+	}
+	fileSize := st.Size()
+	s.maxTimestamp.Store(-1)
+	s.offsetOfMaxTs, s.bytesSinceIndex, s.firstBatchTs, s.nextOffset = s.baseOffset, 0, -1, s.baseOffset
+	var hb headerBuf
+	var batch []byte
+	pos := int64(0)
+	for pos < fileSize {
+		h, err := s.readHeader(pos, fileSize, &hb)
+		if errors.Is(err, errCorruptBatch) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if h.BaseOffset < s.nextOffset || h.LastOffset() < h.BaseOffset || !s.canHold(h.LastOffset()) {
+			break
+		}
+		n := int(h.TotalSize())
+		if cap(batch) < n {
+			batch = make([]byte, n)
+		}
+		batch = batch[:n]
+		if _, err := s.log.ReadAt(batch, pos); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("reading %s at %d: %w", s.log.Name(), pos, err)
+		}
+		if !protocol.CheckBatchCRC(batch) {
+			break
+		}
+		if pos == 0 {
+			s.firstBatchTs = h.MaxTimestamp
+		}
+		if err := s.indexBatch(pos, appendedBatch{size: h.TotalSize(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}, indexInterval); err != nil {
+			return 0, err
+		}
+		s.nextOffset = h.LastOffset() + 1
+		if fn != nil {
+			fn(batch, h)
+		}
+		pos += h.TotalSize()
+	}
+	cut := fileSize - pos
+	if cut > 0 {
+		if err := s.log.Truncate(pos); err != nil {
+			return 0, fmt.Errorf("truncating torn tail of %s: %w", s.log.Name(), err)
+		}
+	}
+	s.size.Store(pos)
+	return cut, nil
+}
+
+// loadTrusted opens a segment below the recovery point without rescanning
+// it: the indexes are sanity-checked and the tail after the last index
+// entry is read to learn the next offset and max timestamp. A segment that
+// fails the checks is recovered instead.
+func (s *segment) loadTrusted(indexInterval int64) (needsRecovery bool, err error) {
+	size := s.size.Load()
+	if err := s.offsets.validPrefix(size); err != nil {
+		return false, err
+	}
+	if err := s.reloadTail(indexInterval); err != nil {
+		if errors.Is(err, errCorruptBatch) {
+			return true, nil
+		}
+		return false, err
+	}
+	if err := s.times.validPrefix(s.nextOffset); err != nil {
+		return false, err
+	}
+	if ts, _, ok := s.times.last(); ok && ts > s.maxTimestamp.Load() {
+		s.maxTimestamp.Store(ts)
+	}
+	return false, nil
+}
+
+// reloadTail recomputes the appender-owned fields by scanning from the last
+// offset index entry to the end (after load or truncation).
+func (s *segment) reloadTail(indexInterval int64) error {
+	size := s.size.Load()
+	var hb headerBuf
+	startOff, startPos := s.baseOffset, int64(0)
+	if n := s.offsets.count(); n > 0 {
+		s.offsets.mu.RLock()
+		startOff, startPos = s.offsets.entry(n - 1)
+		s.offsets.mu.RUnlock()
+	}
+	maxTs, offOfMax := int64(-1), s.baseOffset
+	if ts, off, ok := s.times.last(); ok {
+		maxTs, offOfMax = ts, off
+	}
+	next := s.baseOffset
+	if startPos > 0 {
+		next = startOff + 1
+	}
+	end, err := s.scan(startPos, size, &hb, func(_ int64, h protocol.BatchHeader) bool {
+		if h.MaxTimestamp > maxTs {
+			maxTs, offOfMax = h.MaxTimestamp, h.LastOffset()
+		}
+		next = h.LastOffset() + 1
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if end != size {
+		return errCorruptBatch
+	}
+	s.nextOffset = next
+	s.maxTimestamp.Store(maxTs)
+	s.offsetOfMaxTs = offOfMax
+	s.bytesSinceIndex = size - startPos
+	if startPos == 0 && size > 0 {
+		s.bytesSinceIndex = size
+	}
+	s.firstBatchTs = -1
+	if size > 0 {
+		h, err := s.readHeader(0, size, &hb)
+		if err != nil {
+			return err
+		}
+		s.firstBatchTs = h.MaxTimestamp
+	}
+	return nil
+}
+
+// truncateTo removes the batch holding offset and everything after it.
+func (s *segment) truncateTo(offset int64, indexInterval int64) error {
+	size := s.size.Load()
+	var hb headerBuf
+	_, start := s.offsets.lookup(offset - 1)
+	cut, err := s.scan(start, size, &hb, func(_ int64, h protocol.BatchHeader) bool {
+		return h.LastOffset() < offset
+	})
+	if err != nil {
+		return err
+	}
+	if cut >= size {
+		return nil
+	}
+	if err := s.log.Truncate(cut); err != nil {
+		return fmt.Errorf("truncating %s: %w", s.log.Name(), err)
+	}
+	s.size.Store(cut)
+	if err := s.offsets.truncateToPosition(cut); err != nil {
+		return err
+	}
+	if err := s.times.truncateToOffset(offset); err != nil {
+		return err
+	}
+	return s.reloadTail(indexInterval)
+}
+
+// shouldRoll applies Kafka's roll rules before an append of size bytes whose
+// largest offset is lastOffset and largest timestamp maxTs.
+func (s *segment) shouldRoll(cfg LogConfig, size int64, lastOffset, maxTs, nowMs int64) bool {
+	if !s.canHold(lastOffset) {
+		return true
+	}
+	cur := s.size.Load()
+	if cur == 0 {
+		return false
+	}
+	if cur > int64(cfg.SegmentBytes)-size {
+		return true
+	}
+	if s.timeWaitedForRoll(nowMs, maxTs) > cfg.SegmentMs-s.rollJitterMs {
+		return true
+	}
+	return s.offsets.full() || s.times.full()
+}
+
+// timeWaitedForRoll measures segment age from the first batch's timestamp
+// when there is one, else from creation by the wall clock.
+func (s *segment) timeWaitedForRoll(nowMs, messageTs int64) int64 {
+	if s.firstBatchTs >= 0 {
+		return messageTs - s.firstBatchTs
+	}
+	return nowMs - s.createdMs
+}
+
+// onBecomeInactive adds the final time index entry and trims the indexes
+// to their entries, as Kafka does on roll and close.
+func (s *segment) onBecomeInactive() error {
+	if ts := s.maxTimestamp.Load(); ts >= 0 {
+		if err := s.times.maybeAppend(ts, s.offsetOfMaxTs, true); err != nil && !errors.Is(err, errIndexFull) {
+			return err
+		}
+	}
+	if err := s.offsets.trim(); err != nil {
+		return err
+	}
+	return s.times.trim()
+}
+
+// becomeActive preallocates the indexes again (after truncation made an
+// older segment the last one).
+func (s *segment) becomeActive(indexBytes int64) error {
+	if err := s.offsets.resize(indexBytes); err != nil {
+		return err
+	}
+	return s.times.resize(indexBytes)
+}
+
+func (s *segment) sync() error {
+	if err := s.log.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", s.log.Name(), err)
+	}
+	if err := s.offsets.sync(); err != nil {
+		return err
+	}
+	return s.times.sync()
+}
+
+func (s *segment) close() error {
+	err := s.offsets.close()
+	if terr := s.times.close(); err == nil {
+		err = terr
+	}
+	if lerr := s.log.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// segmentSuffixes are the files that belong to a segment.
+var segmentSuffixes = []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+
+// renameDeleted renames the segment's files to *.deleted; open descriptors
+// stay valid, so a fetch response already holding a FileRange completes.
+func (s *segment) renameDeleted() error {
+	for _, suf := range segmentSuffixes {
+		name := segmentFileName(s.dir, s.baseOffset, suf)
+		if err := s.fsys.Rename(name, name+deletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("renaming %s for deletion: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// removeDeleted closes the segment and removes its *.deleted files.
+func (s *segment) removeDeleted() error {
+	err := s.close()
+	for _, suf := range segmentSuffixes {
+		name := segmentFileName(s.dir, s.baseOffset, suf) + deletedSuffix
+		if rerr := s.fsys.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// findByTimestamp finds the first record at or after startOffset whose
+// timestamp is >= ts (Kafka's LogSegment.findOffsetByTimestamp): the time
+// index narrows the start, then batches whose max timestamp reaches ts are
+// opened and their records walked.
+func (s *segment) findByTimestamp(ts, startOffset int64) (offset, timestamp int64, leaderEpoch int32, found bool, err error) {
+	_, idxOffset := s.times.lookup(ts)
+	_, pos := s.offsets.lookup(max(idxOffset, startOffset))
+	limit := s.size.Load()
+	var hb headerBuf
+	var batch, scratch []byte
+	for pos < limit {
+		h, err := s.readHeader(pos, limit, &hb)
+		if err != nil {
+			return 0, 0, 0, false, err
+		}
+		if h.MaxTimestamp >= ts && h.LastOffset() >= startOffset {
+			n := int(h.TotalSize())
+			if cap(batch) < n {
+				batch = make([]byte, n)
+			}
+			batch = batch[:n]
+			if _, err := s.log.ReadAt(batch, pos); err != nil && !errors.Is(err, io.EOF) {
+				return 0, 0, 0, false, fmt.Errorf("reading %s at %d: %w", s.log.Name(), pos, err)
+			}
+			err := walkRecordTimestamps(batch, h, &scratch, func(o, t int64) bool {
+				if t >= ts && o >= startOffset {
+					offset, timestamp, found = o, t, true
+					return false
+				}
+				return true
+			})
+			if err != nil {
+				return 0, 0, 0, false, err
+			}
+			if found {
+				leaderEpoch = h.PartitionLeaderEpoch
+				if leaderEpoch < 0 {
+					leaderEpoch = -1
+				}
+				return offset, timestamp, leaderEpoch, true, nil
+			}
+		}
+		pos += h.TotalSize()
+	}
+	return 0, 0, 0, false, nil
+}
