@@ -58,6 +58,21 @@ type Run struct {
 	Payload  string // description of the payload file
 	Started  time.Time
 	Elapsed  time.Duration
+	// LoadAvg is /proc/loadavg at the start and the end: the machine is
+	// shared, and other work on it skews both targets' numbers.
+	LoadAvg [2]string
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // loadgen wraps the franz-go load generator binary.
@@ -116,7 +131,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		LZ4Ratio float64 `json:"lz4_ratio"`
 	}
 	_ = json.Unmarshal([]byte(pout.Stdout), &pr)
-	run := &Run{Config: cfg, Started: time.Now(),
+	run := &Run{Config: cfg, Started: time.Now(), LoadAvg: [2]string{loadAvg(), ""},
 		Payload: fmt.Sprintf("%d distinct %d-byte JSON-like event records (seeded generator in bench/loadgen), lz4 ratio %.2f:1 over 16 KiB blocks", pr.Count, pr.Size, pr.LZ4Ratio)}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, t := range cfg.Targets {
@@ -135,6 +150,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		run.Commands = append(run.Commands, w+"\n    "+r.commands[w])
 	}
 	run.Elapsed = time.Since(run.Started)
+	run.LoadAvg[1] = loadAvg()
 	return run, nil
 }
 
