@@ -345,12 +345,11 @@ func (t *Tools) Versions(ctx context.Context) map[string]string {
 			set := strings.TrimPrefix(k, "maven ")
 			v["kafka jars ("+set+")"] = mavenJarVersions(filepath.Join(t.Cache, "maven", set, "libs"))
 		case k == "kcat":
-			v["kcat"] = first(Cmd{Name: "kcat", Args: []string{"-V"}}, `kcat - .*\n.*\n.*\nVersion (\S+)`) + " (" +
-				first(Cmd{Name: "kcat", Args: []string{"-V"}}, `(librdkafka version \S+)`) + ")"
+			v["kcat"] = first(Cmd{Name: "kcat", Args: []string{"-V"}}, `Version (\S+ \([^)]*librdkafka [0-9.]+)`) + ")"
 		case k == "python venv":
 			py := filepath.Join(t.Cache, "venv", "bin", "python")
 			v["python"] = first(Cmd{Name: py, Args: []string{"--version"}}, `Python (\S+)`)
-			v["confluent-kafka"] = first(Cmd{Name: py, Args: []string{"-c", "import confluent_kafka as c; print(c.version()[0], 'librdkafka', c.libversion()[0])"}}, `(.+)`)
+			v["confluent-kafka"] = first(Cmd{Name: py, Args: []string{"-c", "import confluent_kafka as c; print(c.__version__, '(librdkafka', c.libversion()[0] + ')')"}}, `(.+)`)
 			v["kafka-python"] = first(Cmd{Name: py, Args: []string{"-c", "import kafka; print(kafka.__version__)"}}, `(\S+)`)
 		case k == "npm kafkajs":
 			v["node"] = first(Cmd{Name: "node", Args: []string{"--version"}}, `v(\S+)`)

@@ -106,6 +106,7 @@ func run() int {
 	}()
 
 	started := time.Now()
+	commit := integration.GitCommit(ctx, root) // before the run: the tree may change while it runs
 	runner := &integration.Runner{Target: tgt, Tools: tools, WorkDir: workDir, Log: log,
 		Report: func(r integration.Result) {
 			line := fmt.Sprintf("%-4s %-40s %6.1fs", strings.ToUpper(string(r.Status)), r.Scenario, r.Elapsed.Seconds())
@@ -122,7 +123,7 @@ func run() int {
 		run := integration.TargetRun{
 			Target:   *target,
 			Describe: tgt.Describe(),
-			Commit:   integration.GitCommit(ctx, root),
+			Commit:   commit,
 			Date:     time.Now().UTC().Format(time.RFC3339),
 			Duration: elapsed.Round(time.Second).String(),
 			Versions: tools.Versions(ctx),
