@@ -65,13 +65,24 @@ type Output struct {
 	Elapsed  time.Duration
 }
 
-// Tail returns the last few lines of stderr, then stdout, for error messages.
+// Tail returns the telling part of stderr (else stdout) for error
+// messages: the last lines, without Java stack frames and the tools'
+// banners, so that the exception itself survives truncation.
 func (o Output) Tail() string {
 	s := strings.TrimSpace(o.Stderr)
 	if s == "" {
 		s = strings.TrimSpace(o.Stdout)
 	}
-	return lastLines(s, 6)
+	var kept []string
+	for _, l := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "... ") || strings.HasPrefix(t, "The consumer rebalance protocol (KIP-848)") ||
+			strings.HasPrefix(t, "SLF4J:") || strings.HasPrefix(t, "Option --") || strings.HasPrefix(t, "Warning: --") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return lastLines(strings.Join(kept, "\n"), 5)
 }
 
 func lastLines(s string, n int) string {

@@ -133,16 +133,14 @@ func (e *Env) Exec(ctx context.Context, c Cmd) (Output, error) {
 	e.Log.Debug("exec", "cmd", c.String())
 	out, err := Run(ctx, c)
 	e.Log.Debug("done", "exit", out.ExitCode, "elapsed", out.Elapsed.Round(time.Millisecond))
-	if err != nil {
-		e.saveOutput(c, out)
-	}
+	e.saveOutput(c, out)
 	return out, err
 }
 
-// saveOutput keeps the output of a failed step next to the scenario for
-// whoever debugs it.
+// saveOutput keeps every step's output next to the scenario for whoever
+// debugs it (a step can exit 0 and still fail the scenario's checks).
 func (e *Env) saveOutput(c Cmd, out Output) {
-	f, err := os.OpenFile(filepath.Join(e.Dir, "failed-steps.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(e.Dir, "steps.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return
 	}
