@@ -111,6 +111,9 @@ func (e *ExitError) Error() string {
 // a flag), which is what a reader of a failure needs.
 func (c Cmd) Label() string {
 	name := filepath.Base(c.Name)
+	if name == "taskset" && len(c.Args) > 2 {
+		return Cmd{Name: c.Args[2], Args: c.Args[3:]}.Label()
+	}
 	if name != "java" {
 		return name
 	}
