@@ -108,7 +108,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
 	fmt.Fprintf(&b, "- commit: %s\n", commit)
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end (the machine is shared with other work)\n", m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1])
-	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d rounds; every round starts each broker fresh (new data dir, new ports)\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
+	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d round(s); every round starts each broker fresh (new data dir, new ports)\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
 	if cfg.BrokerCPU != "" {
 		fmt.Fprintf(&b, "- pinning: the broker runs under `taskset -c %s`; every load generator (perf tools, franz-go) and topic creation under `taskset -c %s`. Broker and load share this 2-core machine, so each gets one core.\n", cfg.BrokerCPU, cfg.LoadCPU)
 	} else {

@@ -197,3 +197,19 @@ func TestRequiredAndAllowlistFilesParse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCmdLabel(t *testing.T) {
+	for _, c := range []struct {
+		cmd  Cmd
+		want string
+	}{
+		{Cmd{Name: "/usr/bin/kcat", Args: []string{"-L"}}, "kcat"},
+		{Cmd{Name: "java", Args: []string{"-Xmx256M", "-cp", "/x/libs/*", "org.apache.kafka.tools.TopicCommand", "--list"}}, "TopicCommand"},
+		{Cmd{Name: "java", Args: []string{"-version"}}, "java"},
+		{Cmd{Name: "taskset", Args: []string{"-c", "1", "java", "-cp", "x", "a.b.ProducerPerformance"}}, "ProducerPerformance"},
+	} {
+		if got := c.cmd.Label(); got != c.want {
+			t.Errorf("%v: %q, want %q", c.cmd, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,13 +96,38 @@ func lastLines(s string, n int) string {
 
 // ExitError reports a command that ran but exited non-zero or was killed.
 type ExitError struct {
-	Cmd    string
+	Cmd    string // the full command line
+	Label  string // what ran, in a few words (program, or Java main class)
 	Output Output
 	Err    error
 }
 
 func (e *ExitError) Error() string {
-	return fmt.Sprintf("%s: %v: %s", truncate(e.Cmd, 160), e.Err, truncate(e.Output.Tail(), 600))
+	return fmt.Sprintf("%s: %v: %s", e.Label, e.Err, truncate(e.Output.Tail(), 600))
+}
+
+// Label names what c runs in a few words: the program's base name, or for
+// java the main class (the first argument after the class path that is not
+// a flag), which is what a reader of a failure needs.
+func (c Cmd) Label() string {
+	name := filepath.Base(c.Name)
+	if name == "taskset" && len(c.Args) > 2 {
+		return Cmd{Name: c.Args[2], Args: c.Args[3:]}.Label()
+	}
+	if name != "java" {
+		return name
+	}
+	for i := 0; i < len(c.Args); i++ {
+		a := c.Args[i]
+		if a == "-cp" || a == "-classpath" {
+			i++
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			return a[strings.LastIndex(a, ".")+1:]
+		}
+	}
+	return name
 }
 
 func truncate(s string, n int) string {
@@ -148,7 +174,7 @@ func Run(ctx context.Context, c Cmd) (Output, error) {
 		out.ExitCode = -1
 	}
 	if err != nil {
-		return out, &ExitError{Cmd: c.String(), Output: out, Err: err}
+		return out, &ExitError{Cmd: c.String(), Label: c.Label(), Output: out, Err: err}
 	}
 	return out, nil
 }

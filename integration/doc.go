@@ -1,0 +1,26 @@
+// Package integration is Gregor's black-box compatibility harness: the
+// built binary (or Apache Kafka 4.3.1, or any external cluster) against the
+// stock Kafka tools, Apache's verifiers, franz-go's kgo suite and other
+// real clients. `go run ./integration/cmd/compat` drives it; see README.
+//
+// Shape:
+//
+//   - Target (target.go) starts and stops one cluster: gregor (./cmd/gregor
+//     with overrides), kafka (kafka.Kafka from Maven jars, formatted with
+//     StorageTool --standalone) or external (BOOTSTRAP=host:port). Ports
+//     are picked at start; data dirs are fresh; ready = ApiVersions answers.
+//   - Tools (deps.go) fetches everything on first use into <repo>/.cache.
+//   - Scenario (scenario.go) is one named check with a timeout; Runner runs
+//     a list of them in order against one Target and restarts the target
+//     if a scenario kills it. Scenarios live in scenarios_*.go, one file
+//     per family (cli, verify, kgo, client).
+//   - report.go merges one run's column into COMPAT.md.
+//
+// Processes and goroutines: every external command runs in its own
+// process group (proc.go) and is killed as a group on timeout or Ctrl-C;
+// the only goroutines are the per-process waiters in proc.go, each owning
+// its exec.Cmd, and they publish the exit status by closing a channel.
+// Scenarios run one at a time on the caller's goroutine, so Runner and Env
+// need no locks; Tools is the one shared object and guards its memo with a
+// single mutex (the only lock in the package).
+package integration
