@@ -17,6 +17,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +31,10 @@ const (
 	// operationsOmitted is Kafka's "not requested" value.
 	operationsOmitted int32 = -2147483648
 )
+
+// topicOpenWait bounds how long topic creation waits for this broker to
+// open the new partitions before answering.
+const topicOpenWait = 2 * time.Second
 
 // internalTopics are the topics Kafka marks internal.
 func isInternalTopic(name string) bool {
@@ -95,6 +100,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	if len(toCreate) > 0 {
 		created = b.autoCreateTopics(ctx, toCreate)
 		img = b.ctrl.Image()
+		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || hasTopic(resp.Topics, *rt.Topic) {
