@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -191,6 +192,9 @@ func (rm *replicaManager) reconcile(img *controller.Image, first bool) error {
 					part.advanceHighWatermark()
 				}
 			}
+			if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+				rm.b.groups.leadershipChanged(part)
+			}
 		}
 	}
 	rm.mu.RLock()
@@ -229,5 +233,8 @@ func (rm *replicaManager) remove(tp storage.TopicPartition) {
 	rm.mu.Unlock()
 	if part != nil {
 		part.wake()
+	}
+	if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+		rm.b.groups.partitionGone(tp.Partition)
 	}
 }

@@ -341,8 +341,6 @@ func heartbeatError(req *kmsg.ConsumerGroupHeartbeatRequest, code int16, msg str
 	return resp
 }
 
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
-
 func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, cfg *Config) (int16, string) {
 	inval := kerr.InvalidRequest.Code
 	switch {
@@ -770,7 +768,7 @@ func (s *shard) refreshRegexes(g *consumerGroup, recs *[]record, now int64) {
 		}
 		var matched []string
 		for _, n := range names {
-			if !internalTopics[n] && compiled.MatchString(n) {
+			if compiled.MatchString(n) {
 				matched = append(matched, n)
 			}
 		}

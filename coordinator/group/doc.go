@@ -44,7 +44,8 @@
 //     transaction coordinator, not built yet; require_stable therefore
 //     never finds pending offsets.
 //   - Regular expressions are resolved synchronously with Go's regexp (RE2
-//     syntax, as Kafka's RE2J) on heartbeats; internal topics never match.
+//     syntax, as Kafka's RE2J) on heartbeats. Like Kafka, every topic of
+//     the image is a candidate, internal ones included.
 //   - When an append fails, the partition's state is rebuilt from its log
 //     and every parked request of that partition is answered
 //     NOT_COORDINATOR; Kafka instead reverts to its last committed
