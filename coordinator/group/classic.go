@@ -528,7 +528,6 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 	}
 	saved := *old
 	wasLeader := g.leader == oldID
-	protocolsChanged := !sameProtocols(old.protocols, req.Protocols)
 
 	m := old
 	delete(g.members, oldID)
@@ -555,15 +554,20 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 
 	switch g.state {
 	case classicStable:
-		if protocolsChanged {
+		// Kafka rebalances only when the rejoin changes the protocol the
+		// group would select: a client's subscription bytes (owned
+		// partitions, generation) may differ from its previous
+		// incarnation's without that mattering.
+		if g.selectProtocol() != g.protocol {
 			ch := make(chan *kmsg.JoinGroupResponse, 1)
 			m.joinCh, m.joinVersion = ch, req.Version
 			g.awaitingJoinSize++
-			s.maybePrepareRebalance(g, now, "static member "+*req.InstanceID+" rejoined with new protocols")
+			s.maybePrepareRebalance(g, now, "static member "+*req.InstanceID+" rejoined with a change of protocol")
 			return nil, ch
 		}
-		// Same protocols: the new incarnation takes over the assignment
-		// without a rebalance (KIP-345); persist the new member id.
+		// The selected protocol stays: the new incarnation takes over
+		// the assignment without a rebalance (KIP-345); persist the new
+		// member id and its protocols.
 		if err := s.write(ctx, []record{g.metadataRecord()}); err != nil {
 			// write rebuilt the shard from the log, which still has the
 			// previous incarnation.
