@@ -313,9 +313,10 @@ func TestGroupsSurviveKill9(t *testing.T) {
 	admin := g.client(t)
 	const topic, parts = "kill9", 3
 	topicID := createTopic(t, admin, topic, parts)
+	producer := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 30 {
 		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: []byte(strconv.Itoa(i))}
-		if err := admin.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		if err := producer.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatalf("producing: %v", err)
 		}
 	}
