@@ -346,10 +346,11 @@ func (s *shard) classicJoin(ctx context.Context, client Client, req *kmsg.JoinGr
 	}
 	unknownMember := req.MemberID == ""
 	if cg := s.consumer[req.Group]; cg != nil {
-		if len(cg.members) > 0 || !cfg.protocolEnabled("classic") {
-			// Classic members joining a live consumer group (online
-			// downgrade) are not supported: refuse as Kafka does when the
-			// protocols are incompatible.
+		if len(cg.members) > 0 {
+			// A classic member of a consumer group (migration.go).
+			return s.classicJoinToConsumer(ctx, cg, client, req), nil
+		}
+		if !cfg.protocolEnabled("classic") {
 			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 		// An empty consumer group is converted to a classic one.
@@ -827,6 +828,12 @@ func (s *shard) classicSync(ctx context.Context, req *kmsg.SyncGroupRequest) (*k
 	fail := func(code int16) (*kmsg.SyncGroupResponse, chan *kmsg.SyncGroupResponse) {
 		return syncError(req.Version, code), nil
 	}
+	if cg := s.consumer[req.Group]; cg != nil {
+		if len(cg.members) == 0 {
+			return fail(kerr.UnknownMemberID.Code)
+		}
+		return s.classicSyncToConsumer(cg, req), nil
+	}
 	g := s.classic[req.Group]
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
@@ -932,7 +939,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 	}
 	defer s.mu.Unlock()
 	if cg := s.consumer[req.Group]; cg != nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+		resp.ErrorCode = s.classicHeartbeatToConsumer(cg, req)
 		return resp
 	}
 	g := s.classic[req.Group]
@@ -983,8 +990,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 	}
 	defer s.mu.Unlock()
 	if cg := s.consumer[req.Group]; cg != nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
+		return s.classicLeaveToConsumer(ctx, cg, req, members)
 	}
 	g := s.classic[req.Group]
 	if g == nil {
