@@ -17,6 +17,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -175,10 +176,14 @@ func (b *Broker) offsetsTopicSpec() kmsg.CreateTopicsRequestTopic {
 	t.Topic = "__consumer_offsets"
 	t.NumPartitions = b.opts.OffsetsTopicPartitions
 	t.ReplicationFactor = b.opts.OffsetsTopicReplicationFactor
+	segmentBytes := int32(100 << 20) // offsets.topic.segment.bytes
+	if b.opts.Groups != nil && b.opts.Groups.OffsetsTopicSegmentBytes > 0 {
+		segmentBytes = b.opts.Groups.OffsetsTopicSegmentBytes
+	}
 	for _, kv := range [][2]string{
 		{"cleanup.policy", "compact"},
 		{"compression.type", "producer"},
-		{"segment.bytes", "104857600"},
+		{"segment.bytes", strconv.Itoa(int(segmentBytes))},
 	} {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		k, val := kv[0], kv[1]

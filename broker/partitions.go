@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -225,6 +226,9 @@ func (rm *replicaManager) reconcile(img *controller.Image, first bool) error {
 					part.advanceHighWatermark()
 				}
 			}
+			if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+				rm.b.groups.leadershipChanged(part)
+			}
 		}
 	}
 	rm.mu.RLock()
@@ -263,6 +267,9 @@ func (rm *replicaManager) remove(tp storage.TopicPartition) {
 	rm.mu.Unlock()
 	if part != nil {
 		part.wake()
+	}
+	if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+		rm.b.groups.partitionGone(tp.Partition)
 	}
 }
 
