@@ -15,10 +15,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// startNode starts gregor (integration/node) with the overrides; its output
+// is logged when the test fails.
+func startNode(t *testing.T, overrides ...string) *node.Node {
+	t.Helper()
+	n := node.Start(t, overrides...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("gregor's output:\n%s", n.Output())
+		}
+	})
+	return n
+}
 
 // Short group timeouts so that the failure cases take seconds, not the
 // defaults' minutes.
@@ -156,11 +170,11 @@ func describeGroup(cl *kgo.Client, group string, topicID [16]byte, consumerProto
 func TestGroupSessionTimeoutMovesPartitions(t *testing.T) {
 	skipShort(t)
 	protocols(t, func(t *testing.T, consumer bool) {
-		g := startGregor(t, fastGroups...)
-		admin := g.client(t)
+		n := startNode(t, fastGroups...)
+		admin := n.Client()
 		const topic, parts = "session-timeout", 4
 		topicID := createTopic(t, admin, topic, parts)
-		spec := memberSpec{seeds: g.addr(), group: "session-timeout-group", topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
+		spec := memberSpec{seeds: n.Addr(), group: "session-timeout-group", topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
 		a := startMember(t, "a", spec)
 		b := startMember(t, "b", spec)
 
@@ -231,19 +245,19 @@ func TestGroupSessionTimeoutMovesPartitions(t *testing.T) {
 func TestGroupStaticMemberRestartKeepsAssignment(t *testing.T) {
 	skipShort(t)
 	protocols(t, func(t *testing.T, consumer bool) {
-		g := startGregor(t, fastGroups...)
-		admin := g.client(t)
+		n := startNode(t, fastGroups...)
+		admin := n.Client()
 		const topic, parts = "static-restart", 6
 		topicID := createTopic(t, admin, topic, parts)
-		base := memberSpec{seeds: g.addr(), group: "static-group", topic: topic, consumerProtocol: consumer, sessionTimeout: 20 * time.Second}
+		base := memberSpec{seeds: n.Addr(), group: "static-group", topic: topic, consumerProtocol: consumer, sessionTimeout: 20 * time.Second}
 		if consumer {
 			// The consumer protocol's session timeout is the broker's:
 			// give the restart room.
-			g.stop()
-			g = startGregor(t, append(fastGroups, "group.consumer.session.timeout.ms=20000", "group.consumer.max.session.timeout.ms=60000")...)
-			admin = g.client(t)
+			n.Stop()
+			n = startNode(t, append(fastGroups, "group.consumer.session.timeout.ms=20000", "group.consumer.max.session.timeout.ms=60000")...)
+			admin = n.Client()
 			topicID = createTopic(t, admin, topic, parts)
-			base.seeds = g.addr()
+			base.seeds = n.Addr()
 		}
 		specA, specB := base, base
 		specA.instanceID, specB.instanceID = "instance-a", "instance-b"
@@ -309,11 +323,11 @@ func TestGroupStaticMemberRestartKeepsAssignment(t *testing.T) {
 // __consumer_offsets on restart.
 func TestGroupsSurviveKill9(t *testing.T) {
 	skipShort(t)
-	g := startGregor(t, fastGroups...)
-	admin := g.client(t)
+	n := startNode(t, fastGroups...)
+	admin := n.Client()
 	const topic, parts = "kill9", 3
 	topicID := createTopic(t, admin, topic, parts)
-	producer := g.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer := n.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	for i := range 30 {
 		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: []byte(strconv.Itoa(i))}
 		if err := producer.ProduceSync(context.Background(), r).FirstErr(); err != nil {
@@ -328,8 +342,8 @@ func TestGroupsSurviveKill9(t *testing.T) {
 		if consumer {
 			group = "kill9-consumer"
 		}
-		spec := memberSpec{seeds: g.addr(), group: group, topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
-		cl := g.client(t, append(groupMemberOpts(spec, func(string, []int32) {}), kgo.DisableAutoCommit())...)
+		spec := memberSpec{seeds: n.Addr(), group: group, topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
+		cl := n.Client(append(groupMemberOpts(spec, func(string, []int32) {}), kgo.DisableAutoCommit())...)
 		consumed := 0
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		for consumed < 30 && ctx.Err() == nil {
@@ -383,9 +397,9 @@ func TestGroupsSurviveKill9(t *testing.T) {
 	}
 
 	before := groupsSnapshot(t, admin)
-	g.kill()
-	g.restart()
-	admin = g.client(t)
+	n.Kill()
+	n.Restart()
+	admin = n.Client()
 
 	var after map[string]string
 	waitFor(t, 30*time.Second, "the groups to be served again", func() error {
@@ -474,11 +488,11 @@ func groupsSnapshotErr(cl *kgo.Client) (map[string]string, error) {
 func TestGroupChurnConverges(t *testing.T) {
 	skipShort(t)
 	protocols(t, func(t *testing.T, consumer bool) {
-		g := startGregor(t, fastGroups...)
-		admin := g.client(t)
+		n := startNode(t, fastGroups...)
+		admin := n.Client()
 		const topic, parts = "churn", 24
 		topicID := createTopic(t, admin, topic, parts)
-		spec := memberSpec{seeds: g.addr(), group: "churn-group", topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
+		spec := memberSpec{seeds: n.Addr(), group: "churn-group", topic: topic, consumerProtocol: consumer, sessionTimeout: classicSession}
 
 		type member struct {
 			cl     *kgo.Client

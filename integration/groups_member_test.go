@@ -9,6 +9,7 @@ package integration_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -217,6 +218,25 @@ func (o *ownership) history() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return strings.Join(o.events, "; ")
+}
+
+// lockedBuffer collects a child's stderr (written by exec's copying
+// goroutine, read by the test).
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // memberProc is a running child member.

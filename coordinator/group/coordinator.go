@@ -251,12 +251,6 @@ func (s *shard) replayAll(ctx context.Context) error {
 	})
 }
 
-// errNotServed carries the error code for a group whose partition is not
-// served here.
-type errNotServed int16
-
-func (e errNotServed) Error() string { return kerr.ErrorForCode(int16(e)).Error() }
-
 // lockGroup finds the shard serving groupID and returns it locked, or the
 // error code to answer with.
 func (c *Coordinator) lockGroup(groupID string) (*shard, int16) {
@@ -462,13 +456,5 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func strPtr(s string) *string { return &s }
-
-func errMsg(code int16, format string, args ...any) *string {
-	if code == 0 {
-		return nil
-	}
-	s := fmt.Sprintf(format, args...)
-	return &s
-}
 
 func asKerr(err error, target **kerr.Error) bool { return errors.As(err, target) }

@@ -25,14 +25,6 @@ type groupOffsets struct {
 	topics map[string]map[int32]*offsetEntry
 }
 
-func (o *groupOffsets) count() int {
-	n := 0
-	for _, ps := range o.topics {
-		n += len(ps)
-	}
-	return n
-}
-
 func (s *shard) replayOffset(k parsedKey, value []byte) error {
 	if value == nil {
 		if o := s.offsets[k.group]; o != nil {

@@ -144,17 +144,6 @@ type classicMemberMetadata struct {
 	Protocols        []classicProtocol
 }
 
-func (c *classicMemberMetadata) clone() *classicMemberMetadata {
-	if c == nil {
-		return nil
-	}
-	out := &classicMemberMetadata{SessionTimeoutMs: c.SessionTimeoutMs, Protocols: make([]classicProtocol, len(c.Protocols))}
-	for i, p := range c.Protocols {
-		out.Protocols[i] = classicProtocol{name: p.name, metadata: append([]byte(nil), p.metadata...)}
-	}
-	return out
-}
-
 func (c *classicMemberMetadata) equal(o *classicMemberMetadata) bool {
 	if c == nil || o == nil {
 		return c == o
