@@ -29,8 +29,10 @@
 //	JoinGroup v0-v9, SyncGroup v0-v5, Heartbeat v0-v4, LeaveGroup v0-v5,
 //	OffsetCommit v2-v10 (v0-v1 are not served: Kafka 4 dropped them),
 //	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
-//	DeleteGroups v0-v3, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
-//	ConsumerGroupDescribe v0-v1.
+//	DeleteGroups v0-v2, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
+//	ConsumerGroupDescribe v0-v1. (kmsg knows DeleteGroups v3, newer than
+//	Kafka 4.3; its per-group error messages are not filled, so it is not
+//	advertised.)
 //
 // # Deliberate deviations and gaps
 //
