@@ -827,10 +827,11 @@ func (c *Controller) publish(img *Image) {
 // with the current image (prev is nil then). It returns a function that
 // cancels the subscription.
 func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) {
-	s := &subscription{fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	s := &subscription{fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	c.subsMu.Lock()
 	if c.stopped {
 		c.subsMu.Unlock()
+		close(s.done)
 		return func() {}
 	}
 	s.push(nil, c.image.Load())
@@ -844,6 +845,9 @@ func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) {
 		}
 		c.subsMu.Unlock()
 		s.close()
+		// Once cancel returns, fn is not running and will not run again
+		// (the caller may close what fn uses). Must not be called from fn.
+		<-s.done
 	}
 }
 
@@ -855,6 +859,7 @@ type subscription struct {
 	queue     []imagePair
 	wake      chan struct{}
 	quit      chan struct{}
+	done      chan struct{} // closed when run returns
 	closeOnce sync.Once
 }
 
@@ -871,6 +876,7 @@ func (s *subscription) push(prev, next *Image) {
 func (s *subscription) close() { s.closeOnce.Do(func() { close(s.quit) }) }
 
 func (s *subscription) run() {
+	defer close(s.done)
 	for {
 		select {
 		case <-s.quit:
