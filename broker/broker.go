@@ -193,7 +193,7 @@ func (b *Broker) register(ctx context.Context) error {
 	if img != nil {
 		req.ClusterID = img.ClusterID
 	}
-	req.IncarnationID = newUUID()
+	req.IncarnationID = controller.RandomUUID()
 	for _, ep := range b.endpoints() {
 		l := kmsg.NewBrokerRegistrationRequestListener()
 		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol

@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"crypto/rand"
 	"errors"
-	"time"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -24,14 +21,3 @@ func codeOf(err error) int16 {
 	}
 	return kerr.UnknownServerError.Code
 }
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() controller.UUID {
-	var u controller.UUID
-	rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return u
-}
-
-func deadlineNow() time.Time { return time.Now() }

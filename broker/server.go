@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -215,7 +216,7 @@ func (s *Server) Shutdown() {
 	s.connsMu.Lock()
 	for c := range s.conns {
 		// Wake the reader; it stops reading and drains.
-		c.nc.SetReadDeadline(deadlineNow())
+		c.nc.SetReadDeadline(time.Now())
 	}
 	s.connsMu.Unlock()
 	s.wg.Wait()
