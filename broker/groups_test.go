@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -11,102 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/broker/config"
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupTestNode is an in-process combined node on a MemFS: controller,
-// log manager and broker with a PLAINTEXT listener on a free port.
-type groupTestNode struct {
-	b    *Broker
-	ctrl *controller.Controller
-	logs *storage.Manager
-	addr string
-}
+// groupTestNode is the package's in-process node with a small
+// __consumer_offsets and no initial rebalance delay.
+type groupTestNode = testNode
 
 // startGroupTestNode starts a node whose fresh format finalizes the given
 // group.version.
 func startGroupTestNode(t *testing.T, groupVersion int16) *groupTestNode {
 	t.Helper()
-	fs := storage.NewMemFS()
-	log := discardLogger()
-	cfg, _, err := config.Load(config.EmbeddedDefaults(), map[string]string{
+	return startTestNodeWithGroupVersion(t, map[string]string{
 		"offsets.topic.num.partitions":     "3",
 		"group.initial.rebalance.delay.ms": "0",
-	})
-	if err != nil {
-		t.Fatalf("loading the config: %v", err)
-	}
-	features := map[string][2]int16{
-		controller.MetadataVersionFeature: {7, controller.LatestMetadataVersion},
-		controller.KRaftVersionFeature:    {0, controller.LatestKRaftVersion},
-		"group.version":                   {0, 1},
-	}
-	voters := []controller.Voter{{ID: 1, Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
-	dirID := controller.RandomUUID()
-	if err := controller.Format(fs, "/meta", controller.FormatOptions{
-		ClusterID: "groups-test", NodeID: 1, DirectoryID: dirID, Voters: voters,
-		Features: map[string]int16{"group.version": groupVersion},
-	}); err != nil {
-		t.Fatalf("formatting: %v", err)
-	}
-	ctrl, err := controller.Start(context.Background(), controller.Config{
-		FS: fs, NodeID: 1, ClusterID: "groups-test", DirectoryID: dirID, MetadataDir: "/meta",
-		Voters: voters, DefaultPartitions: 1, DefaultReplicationFactor: 1,
-		Schema: config.NewControllerSchema(cfg), SupportedFeatures: features, Logger: log,
-		TickInterval: 10 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatalf("starting the controller: %v", err)
-	}
-	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fs, Dirs: []string{"/data"}, Logger: log})
-	if err != nil {
-		ctrl.Close()
-		t.Fatalf("opening the logs: %v", err)
-	}
-	gcfg := group.DefaultConfig()
-	gcfg.OffsetsTopicNumPartitions = 3
-	gcfg.OffsetsTopicReplicationFactor = 1
-	gcfg.InitialRebalanceDelayMs = 0
-	gcfg.Logger = log
-	b := New(Options{
-		NodeID: 1,
-		Server: ServerOptions{
-			Listeners:      []ListenerSpec{{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"}},
-			MaxRequestSize: 100 << 20,
-		},
-		Advertised:                    []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
-		AutoCreateTopics:              true,
-		NumPartitions:                 1,
-		DefaultReplicationFactor:      1,
-		OffsetsTopicPartitions:        3,
-		OffsetsTopicReplicationFactor: 1,
-		Groups:                        &gcfg,
-		LogDirIDs:                     []controller.UUID{controller.RandomUUID()},
-		SupportedFeatures:             features,
-		Controller:                    ctrl,
-		Logs:                          logs,
-		Configs:                       config.NewProvider(cfg, log),
-		Logger:                        log,
-	})
-	if err := b.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(context.Background()); err != nil {
-		b.Shutdown()
-		t.Fatalf("starting the broker: %v", err)
-	}
-	n := &groupTestNode{b: b, ctrl: ctrl, logs: logs, addr: b.Addrs()["PLAINTEXT"]}
-	t.Cleanup(func() {
-		b.Shutdown()
-		logs.Close()
-		ctrl.Close()
-	})
-	return n
+	}, groupVersion)
 }
 
 // groupConn speaks the protocol at exact versions, with pipelining.

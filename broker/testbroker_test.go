@@ -20,14 +20,22 @@ import (
 // testNode is a combined controller+broker running in the test process on
 // a temp dir and ephemeral 127.0.0.1 ports.
 type testNode struct {
-	addr   string
-	broker *Broker
-	ctrl   *controller.Controller
-	logs   *storage.Manager
-	dir    string
+	addr string
+	b    *Broker
+	ctrl *controller.Controller
+	logs *storage.Manager
+	dir  string
 }
 
+// startTestNode starts a node with config overrides on a fresh format.
 func startTestNode(t *testing.T, overrides map[string]string) *testNode {
+	t.Helper()
+	return startTestNodeWithGroupVersion(t, overrides, 1)
+}
+
+// startTestNodeWithGroupVersion also chooses the group.version finalized
+// at format (0 turns the KIP-848 consumer protocol off).
+func startTestNodeWithGroupVersion(t *testing.T, overrides map[string]string, groupVersion int16) *testNode {
 	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
@@ -48,15 +56,22 @@ func startTestNode(t *testing.T, overrides map[string]string) *testNode {
 	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters}); err != nil {
+	features := map[string][2]int16{
+		controller.MetadataVersionFeature: {7, controller.LatestMetadataVersion},
+		controller.KRaftVersionFeature:    {0, controller.LatestKRaftVersion},
+		"group.version":                   {0, 1},
+	}
+	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters,
+		Features: map[string]int16{"group.version": groupVersion}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	ctrl, err := controller.Start(ctx, controller.Config{
 		FS: fsys, NodeID: 1, ClusterID: clusterID, DirectoryID: voters[0].DirectoryID, MetadataDir: dir, Voters: voters,
 		DefaultPartitions: cfg.NumPartitions, DefaultReplicationFactor: 1, Schema: config.NewControllerSchema(cfg),
-		SupportedFeatures: map[string][2]int16{"metadata.version": {7, 30}, "kraft.version": {0, 1}},
+		SupportedFeatures: features,
 		Logger:            log,
+		TickInterval:      10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +80,7 @@ func startTestNode(t *testing.T, overrides map[string]string) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	groups := cfg.GroupCoordinatorConfig(log)
 	b := New(Options{
 		NodeID: 1,
 		Server: ServerOptions{
@@ -81,7 +97,9 @@ func startTestNode(t *testing.T, overrides map[string]string) *testNode {
 		DeleteTopicEnable:             true,
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: 1,
-		SupportedFeatures:             map[string][2]int16{"metadata.version": {7, 30}, "kraft.version": {0, 1}, "group.version": {0, 0}},
+		SupportedFeatures:             features,
+		Groups:                        &groups,
+		LogDirIDs:                     []controller.UUID{voters[0].DirectoryID},
 		Controller:                    ctrl,
 		Logs:                          logs,
 		Configs:                       config.NewProvider(cfg, log),
@@ -93,7 +111,7 @@ func startTestNode(t *testing.T, overrides map[string]string) *testNode {
 	if err := b.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := &testNode{addr: b.Addrs()["PLAINTEXT"], broker: b, ctrl: ctrl, logs: logs, dir: dir}
+	n := &testNode{addr: b.Addrs()["PLAINTEXT"], b: b, ctrl: ctrl, logs: logs, dir: dir}
 	t.Cleanup(func() {
 		b.Shutdown()
 		logs.Close()

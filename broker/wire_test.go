@@ -48,7 +48,7 @@ func TestApiVersionsDerivedFromRegistry(t *testing.T) {
 		t.Fatal("BrokerRegistration advertised on the client listener")
 	}
 	for _, k := range resp.ApiKeys {
-		if !n.broker.server.brokerRegistry.Serves(k.ApiKey, k.MaxVersion) {
+		if !n.b.server.brokerRegistry.Serves(k.ApiKey, k.MaxVersion) {
 			t.Fatalf("advertised %d v%d without a handler", k.ApiKey, k.MaxVersion)
 		}
 	}
@@ -398,7 +398,7 @@ func createTopic(t *testing.T, n *testNode, name string, partitions int32, confi
 	for {
 		ok := true
 		for p := int32(0); p < partitions; p++ {
-			if n.broker.replicas.get(topicPartition(name, p)) == nil {
+			if n.b.replicas.get(topicPartition(name, p)) == nil {
 				ok = false
 			}
 		}

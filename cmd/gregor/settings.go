@@ -13,7 +13,6 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/coordinator/group"
 )
 
 // settings is everything the wiring needs, derived from the broker config.
@@ -58,34 +57,6 @@ func supportedFeatures() map[string][2]int16 {
 // group.version 1 turns on the KIP-848 consumer protocol.
 func defaultBootstrapFeatures() map[string]int16 {
 	return map[string]int16{"group.version": 1}
-}
-
-// groupConfig maps the broker config to the group coordinator's settings.
-func groupConfig(cfg *config.Broker, logger *slog.Logger) group.Config {
-	return group.Config{
-		MinSessionTimeoutMs:             cfg.GroupMinSessionTimeoutMs,
-		MaxSessionTimeoutMs:             cfg.GroupMaxSessionTimeoutMs,
-		InitialRebalanceDelayMs:         cfg.GroupInitialRebalanceDelayMs,
-		MaxSize:                         cfg.GroupMaxSize,
-		ConsumerSessionTimeoutMs:        cfg.GroupConsumerSessionTimeoutMs,
-		ConsumerMinSessionTimeoutMs:     cfg.GroupConsumerMinSessionTimeoutMs,
-		ConsumerMaxSessionTimeoutMs:     cfg.GroupConsumerMaxSessionTimeoutMs,
-		ConsumerHeartbeatIntervalMs:     cfg.GroupConsumerHeartbeatIntervalMs,
-		ConsumerMinHeartbeatInterval:    cfg.GroupConsumerMinHeartbeatMs,
-		ConsumerMaxHeartbeatInterval:    cfg.GroupConsumerMaxHeartbeatMs,
-		ConsumerMaxSize:                 cfg.GroupConsumerMaxSize,
-		ConsumerAssignors:               cfg.GroupConsumerAssignors,
-		ConsumerMigrationPolicy:         cfg.GroupConsumerMigrationPolicy,
-		RebalanceProtocols:              cfg.GroupCoordinatorRebalanceProtocols,
-		OffsetsTopicNumPartitions:       cfg.OffsetsTopicNumPartitions,
-		OffsetsTopicReplicationFactor:   cfg.OffsetsTopicReplicationFactor,
-		OffsetsTopicSegmentBytes:        cfg.OffsetsTopicSegmentBytes,
-		OffsetsRetentionMinutes:         cfg.OffsetsRetentionMinutes,
-		OffsetsRetentionCheckIntervalMs: cfg.OffsetsRetentionCheckIntervalMs,
-		OffsetMetadataMaxBytes:          cfg.OffsetMetadataMaxBytes,
-		OffsetsCommitTimeoutMs:          cfg.OffsetsCommitTimeoutMs,
-		Logger:                          logger,
-	}
 }
 
 // securityProtocolCodes are Kafka's SecurityProtocol ids.
@@ -198,7 +169,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 	}
-	groups := groupConfig(cfg, logger.With("component", "group-coordinator"))
+	groups := cfg.GroupCoordinatorConfig(logger.With("component", "group-coordinator"))
 	if err := groups.Validate(); err != nil {
 		return nil, err
 	}
