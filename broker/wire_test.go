@@ -428,3 +428,47 @@ func produceRaw(t *testing.T, n *testNode, topic string, partition int32, batch 
 	c.recv(resp)
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
+
+// DescribeTopicPartitions pages with its cursor: every partition of every
+// topic exactly once, in topic-name order, at most the limit per answer.
+func TestDescribeTopicPartitionsCursor(t *testing.T) {
+	n := startTestNode(t, nil)
+	createTopic(t, n, "dtp-a", 3, nil)
+	createTopic(t, n, "dtp-b", 2, nil)
+	var seen []string
+	var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+	for page := 0; page < 10; page++ {
+		c := dialRaw(t, n.addr)
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "dtp-b"}, {Topic: "dtp-a"}, {Topic: "dtp-missing"}}
+		req.ResponsePartitionLimit = 2
+		req.Cursor = cursor
+		c.send(req, 1)
+		resp := kmsg.NewPtrDescribeTopicPartitionsResponse()
+		c.recv(resp)
+		count := 0
+		for _, topic := range resp.Topics {
+			if *topic.Topic == "dtp-missing" {
+				if topic.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					t.Fatalf("missing topic answered %d", topic.ErrorCode)
+				}
+				continue
+			}
+			for _, p := range topic.Partitions {
+				seen = append(seen, fmt.Sprintf("%s-%d", *topic.Topic, p.Partition))
+				count++
+			}
+		}
+		if count > 2 {
+			t.Fatalf("page %d holds %d partitions, limit 2", page, count)
+		}
+		if resp.NextCursor == nil {
+			break
+		}
+		cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+	want := "[dtp-a-0 dtp-a-1 dtp-a-2 dtp-b-0 dtp-b-1]"
+	if fmt.Sprint(seen) != want {
+		t.Fatalf("paged partitions %v, want %s", seen, want)
+	}
+}
