@@ -79,6 +79,7 @@ func TestRenderShowsRatiosAndFailures(t *testing.T) {
 		"taskset -c 0",
 		"2 cores (cpu), 23.4 GiB",
 		"| failed | failed | – |",
+		"`make bench TARGET=both`",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
