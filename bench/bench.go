@@ -31,7 +31,9 @@ type Config struct {
 	LoadCPU   string // taskset list for load generators
 	E2ERate   int    // records/s for the latency workload
 	E2ETime   time.Duration
-	Log       *slog.Logger
+	// CommitTime is how long each offset-commit workload commits.
+	CommitTime time.Duration
+	Log        *slog.Logger
 }
 
 // Figure names, in report order. Units are part of the name.
@@ -258,9 +260,12 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 		rd.Figures[prefix+" p99.9"] = lat.P999Ms
 		moved += 2 * float64(lat.Records) * 1024
 	}
+	// CPU per GB covers the workloads that move payload; the group
+	// workloads below move none, so they are left out of it.
 	if cpu1, err := cpuSeconds(tgt.Pid()); err == nil && moved > 0 {
 		rd.Figures[figCPU] = (cpu1 - cpu0) / (moved / 1e9)
 	}
+	r.groupWorkloads(ctx, bootstrap, round, &rd, fail)
 	if rss, err := peakRSSMiB(tgt.Pid()); err == nil {
 		rd.Figures[figRSS] = rss
 	}

@@ -79,9 +79,34 @@ func TestRenderShowsRatiosAndFailures(t *testing.T) {
 		"taskset -c 0",
 		"2 cores (cpu), 23.4 GiB",
 		"| failed | failed | – |",
+		"`make bench TARGET=both`",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestRenderOrdersGroupFiguresBeforeCPU(t *testing.T) {
+	stable := groupProtocols()[0].stableFigure()
+	commits := commitRateFigure(8)
+	figs := map[string]float64{figCPU: 3, figRSS: 100, commits: 20000, stable: 1.5, "end-to-end latency x p50": 1}
+	run := &Run{Config: Config{Targets: []string{"gregor"}, Rounds: 1, Records: 1000, CommitTime: 10 * time.Second},
+		Started: time.Unix(0, 0), Rounds: []Round{{Target: "gregor", Round: 1, Figures: figs}}}
+	s := string(Render(run, Machine{Cores: 2}, "abc"))
+	at := func(f string) int {
+		i := strings.Index(s, "| "+f+" |")
+		if i < 0 {
+			t.Fatalf("report lacks %q:\n%s", f, s)
+		}
+		return i
+	}
+	if !(at("end-to-end latency x p50") < at(stable) && at(stable) < at(commits) && at(commits) < at(figCPU)) {
+		t.Errorf("group figures out of order:\n%s", s)
+	}
+	for _, want := range []string{"group.initial.rebalance.delay.ms=0", "| " + stable + " | 1.5 | not run |", "for 10s;"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
 		}
 	}
 }

@@ -71,6 +71,10 @@ func figureOrder(rounds []Round) []string {
 		add(w.name() + " records/s")
 		add(w.name() + " MB/s")
 	}
+	group := map[string]bool{}
+	for _, f := range groupFigures() {
+		group[f] = true
+	}
 	for _, r := range rounds {
 		keys := make([]string, 0, len(r.Figures))
 		for k := range r.Figures {
@@ -78,10 +82,13 @@ func figureOrder(rounds []Round) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k != figCPU && k != figRSS {
+			if k != figCPU && k != figRSS && !group[k] {
 				add(k)
 			}
 		}
+	}
+	for _, f := range groupFigures() {
+		add(f)
 	}
 	add(figCPU)
 	add(figRSS)
@@ -99,12 +106,21 @@ func fmtNum(v float64) string {
 	}
 }
 
+// makeTarget is the TARGET value that selects targets: the report names
+// the command that reproduces it, and "gregor|kafka" is not one.
+func makeTarget(targets []string) string {
+	if len(targets) == 2 {
+		return "both"
+	}
+	return strings.Join(targets, ",")
+}
+
 // Render writes RESULTS.md for run.
 func Render(run *Run, m Machine, commit string) []byte {
 	var b bytes.Buffer
 	cfg := run.Config
 	b.WriteString("# Benchmark results\n\n")
-	b.WriteString("Written by `make bench TARGET=" + strings.Join(cfg.Targets, "|") + "` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n")
+	fmt.Fprintf(&b, "Written by `make bench TARGET=%s` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n", makeTarget(cfg.Targets))
 	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
 	fmt.Fprintf(&b, "- commit: %s\n", commit)
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end (the machine is shared with other work)\n", m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1])
@@ -118,12 +134,12 @@ func Render(run *Run, m Machine, commit string) []byte {
 	b.WriteString("- Gregor: `./cmd/gregor` built from this commit, started with the overrides in integration/target.go\n")
 	fmt.Fprintf(&b, "- payloads: %s; each throughput workload sends %d records (%d MiB of payload)\n", run.Payload, cfg.Records, cfg.Records/1024)
 	b.WriteString("- consume rates from kafka-consumer-perf-test are its fetch.* columns (group join time excluded); franz-go consumes without a group\n")
-	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over all workloads of a round, divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); peak RSS is VmHWM at the end of the round\n\n")
+	fmt.Fprintf(&b, "- group settings: %s\n", groupSettings)
+	fmt.Fprintf(&b, "- group of %[1]d becomes stable: one loadgen process starts %[1]d franz-go consumers at once (separate clients with franz-go's defaults, each polling as an application does; classic members heartbeat every 3 s with a 45 s session, KIP-848 members at the interval the broker sets) on a fresh %[1]d-partition topic, after FindCoordinator for the group already answers (so creating __consumer_offsets is not timed). The clock runs from the first JoinGroup (classic) or ConsumerGroupHeartbeat (consumer protocol) any member issued to the reply of the first describe (DescribeGroups, or ConsumerGroupDescribe for KIP-848) that shows the group Stable with every member holding exactly the partitions its OnPartitionsAssigned/Revoked callbacks report and all %[1]d partitions owned exactly once; describes start when the callbacks report a complete assignment and repeat every 10 ms. Classic uses franz-go's default cooperative-sticky balancer (a member that must give up partitions revokes them first, which costs another JoinGroup/SyncGroup round); the consumer protocol uses kgo.ServerSideBalancer(), which asks for the broker's uniform assignor. The request counts are what all members sent until then\n", groupMembers)
+	fmt.Fprintf(&b, "- offset commits: each committer is a franz-go client acting as a standalone consumer of one shared group (as Java's assign() plus commitSync(): generation -1, no member id) that commits offsets for its own %d partitions (topic name and id, metadata \"\") in a loop, one request in flight, for %s; only requests whose every partition came back without error count, and at the end OffsetFetch must return each partition's last acknowledged offset\n", commitPartitions, cfg.CommitTime)
+	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
 
-	var targets []string
-	for _, t := range []string{"gregor", "kafka"} {
-		targets = append(targets, t)
-	}
+	targets := []string{"gregor", "kafka"}
 	vals := map[string]map[string][]float64{}
 	errs := map[string][]string{}
 	for _, r := range run.Rounds {
@@ -166,7 +182,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f, g, k, ratio, graw, kraw)
 	}
-	b.WriteString("\nHigher is better for records/s and MB/s; lower is better for latency, start-up, CPU and RSS.\n")
+	b.WriteString("\nHigher is better for records/s, MB/s and commits/s; lower is better for latency, start-up, time to a stable group, group requests, CPU and RSS.\n")
 	for _, t := range targets {
 		if len(errs[t]) == 0 {
 			continue

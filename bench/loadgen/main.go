@@ -7,6 +7,8 @@
 //	loadgen consume       -bootstrap B -topic T -records N
 //	loadgen e2e           -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
 //	loadgen first-produce -bootstrap B -topic T [-timeout 3m]
+//	loadgen group-stable  -bootstrap B -topic T -group G -partitions P -members M -protocol classic|consumer
+//	loadgen commits       -bootstrap B -topic T -group G -committers C -partitions-each P -duration D
 package main
 
 import (
@@ -34,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -50,8 +52,13 @@ func main() {
 	size := fs.Int("size", 1024, "payload size in bytes")
 	seed := fs.Uint64("seed", 1, "payload generator seed")
 	rate := fs.Int("rate", 1000, "records per second (e2e)")
-	duration := fs.Duration("duration", 20*time.Second, "how long to produce (e2e)")
+	duration := fs.Duration("duration", 20*time.Second, "how long to produce (e2e) or commit (commits)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "bound on the whole mode")
+	group := fs.String("group", "", "consumer group (group-stable, commits)")
+	members := fs.Int("members", 30, "group members, one client each (group-stable)")
+	protocol := fs.String("protocol", "classic", "group protocol: classic or consumer (KIP-848) (group-stable)")
+	committers := fs.Int("committers", 1, "concurrent committers, one client each (commits)")
+	partitionsEach := fs.Int("partitions-each", 3, "partitions in each committer's OffsetCommit (commits)")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -69,6 +76,10 @@ func main() {
 		res, err = endToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *duration, *payloadFile)
 	case "first-produce":
 		res, err = firstProduce(ctx, *bootstrap, *topic)
+	case "group-stable":
+		res, err = groupStable(ctx, *bootstrap, *topic, *group, *members, *partitions, *protocol)
+	case "commits":
+		res, err = commits(ctx, *bootstrap, *topic, *group, *committers, *partitionsEach, *duration)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

@@ -29,6 +29,7 @@ func run() int {
 	records := flag.Int("records", 200000, "records per throughput workload")
 	rate := flag.Int("e2e-rate", 2000, "records/s for the latency workload (below saturation)")
 	e2eTime := flag.Duration("e2e-time", 15*time.Second, "duration of the latency workload")
+	commitTime := flag.Duration("commit-time", 10*time.Second, "duration of each offset-commit workload")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -51,7 +52,7 @@ func run() int {
 	if *rounds < 3 {
 		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
 	}
-	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, Log: log}
+	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, CommitTime: *commitTime, Log: log}
 	if _, err := exec.LookPath("taskset"); err == nil {
 		cfg.BrokerCPU, cfg.LoadCPU = "0", "1"
 	}
