@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -653,7 +654,11 @@ func (s *shard) prepareRebalance(g *classicGroup, now int64, reason string) {
 	g.syncDeadline = 0
 	rt := int64(g.maxRebalanceTimeout())
 	delay := int64(s.c.cfg.InitialRebalanceDelayMs)
-	if g.state == classicEmpty && delay > 0 {
+	// The first rebalance of an empty group always waits for the initial
+	// delay timer, even at 0 ms, as Kafka's InitialDelayedJoin does: the
+	// members that arrive together join one generation instead of the
+	// first one completing alone and the rest forcing another round.
+	if g.state == classicEmpty {
 		first := min(delay, rt)
 		g.initialDelay = true
 		g.delayRemaining = max(rt-delay, 0)
@@ -667,8 +672,25 @@ func (s *shard) prepareRebalance(g *classicGroup, now int64, reason string) {
 	g.transition(classicPreparing, now)
 	if !g.initialDelay {
 		s.tryCompleteJoin(context.Background(), g, now)
+		return
+	}
+	if delay == 0 {
+		// A zero delay still gathers the joins that arrive together:
+		// complete after a short window rather than on the next timer
+		// tick (100 ms).
+		time.AfterFunc(zeroDelayJoinWindow, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.status == shardActive && s.classic[g.id] == g && g.state == classicPreparing && g.initialDelay {
+				s.completeJoin(context.Background(), g, s.c.nowMs())
+			}
+		})
 	}
 }
+
+// zeroDelayJoinWindow is how long the first rebalance of an empty group
+// gathers joins when group.initial.rebalance.delay.ms is 0.
+const zeroDelayJoinWindow = 10 * time.Millisecond
 
 func (g *classicGroup) allJoined() bool {
 	return g.awaitingJoinSize == len(g.members) && len(g.pending) == 0

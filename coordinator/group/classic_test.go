@@ -442,3 +442,23 @@ func (h *harness) waitMembers(group string, n int) {
 	}
 	h.t.Fatalf("group %s never reached %d members", group, n)
 }
+
+// With group.initial.rebalance.delay.ms=0 the members that join an empty
+// group together still land in one generation (Kafka's InitialDelayedJoin
+// runs even at 0 ms): the first join must not complete alone.
+func TestClassicZeroInitialDelayGathersConcurrentJoins(t *testing.T) {
+	h := newHarness(t, nil)
+	const g = "together"
+	const n = 5
+	joins := make([]chan *kmsg.JoinGroupResponse, n)
+	for i := range joins {
+		_, joins[i] = h.joinNew(joinReq(g, ""))
+	}
+	for i, ch := range joins {
+		r := recv(t, ch)
+		wantCode(t, "join", r.ErrorCode, nil)
+		if r.Generation != 1 {
+			t.Fatalf("member %d joined generation %d: the first join completed before the others arrived", i, r.Generation)
+		}
+	}
+}
