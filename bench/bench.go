@@ -41,6 +41,10 @@ const (
 	figStartup = "start-up to first acknowledged produce (s)"
 	figCPU     = "broker CPU seconds per GB moved"
 	figRSS     = "broker peak RSS (MiB)"
+	figIdleRSS = "broker idle RSS after start-up (MiB)"
+	// idleSettle is how long a freshly started broker idles (after one
+	// small produce) before its resident memory is read.
+	idleSettle = 5 * time.Second
 )
 
 // Round is what one target did in one round: figure -> value.
@@ -209,6 +213,14 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 		rd.Figures[figStartup] = time.Unix(0, fa.AckedUnixNanos).Sub(launched).Seconds()
 	} else {
 		fail("first produce never acknowledged")
+	}
+
+	select {
+	case <-time.After(idleSettle):
+	case <-ctx.Done():
+	}
+	if rss, err := rssMiB(tgt.Pid()); err == nil {
+		rd.Figures[figIdleRSS] = rss
 	}
 
 	bootstrap := tgt.Bootstrap()

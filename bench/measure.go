@@ -105,7 +105,12 @@ func parseStatCPU(stat string) (float64, error) {
 }
 
 // peakRSSMiB is VmHWM of process pid.
-func peakRSSMiB(pid int) (float64, error) {
+func peakRSSMiB(pid int) (float64, error) { return statusMiB(pid, "VmHWM:") }
+
+// rssMiB is the current VmRSS of process pid.
+func rssMiB(pid int) (float64, error) { return statusMiB(pid, "VmRSS:") }
+
+func statusMiB(pid int, field string) (float64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("no process")
 	}
@@ -113,12 +118,15 @@ func peakRSSMiB(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseVmHWM(string(b))
+	return parseStatusKiB(string(b), field)
 }
 
-func parseVmHWM(status string) (float64, error) {
+func parseVmHWM(status string) (float64, error) { return parseStatusKiB(status, "VmHWM:") }
+
+// parseStatusKiB reads a "Field:  N kB" line of /proc/<pid>/status, in MiB.
+func parseStatusKiB(status, field string) (float64, error) {
 	for _, line := range strings.Split(status, "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			if len(f) >= 2 {
 				kb, err := strconv.ParseFloat(f[1], 64)
@@ -129,5 +137,5 @@ func parseVmHWM(status string) (float64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM")
+	return 0, fmt.Errorf("no %s in /proc status", strings.TrimSuffix(field, ":"))
 }

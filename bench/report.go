@@ -82,7 +82,7 @@ func figureOrder(rounds []Round) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k != figCPU && k != figRSS && !group[k] {
+			if k != figCPU && k != figRSS && k != figIdleRSS && !group[k] {
 				add(k)
 			}
 		}
@@ -91,6 +91,7 @@ func figureOrder(rounds []Round) []string {
 		add(f)
 	}
 	add(figCPU)
+	add(figIdleRSS)
 	add(figRSS)
 	return names
 }
@@ -137,7 +138,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 	fmt.Fprintf(&b, "- group settings: %s\n", groupSettings)
 	fmt.Fprintf(&b, "- group of %[1]d becomes stable: one loadgen process starts %[1]d franz-go consumers at once (separate clients with franz-go's defaults, each polling as an application does; classic members heartbeat every 3 s with a 45 s session, KIP-848 members at the interval the broker sets) on a fresh %[1]d-partition topic, after FindCoordinator for the group already answers (so creating __consumer_offsets is not timed). The clock runs from the first JoinGroup (classic) or ConsumerGroupHeartbeat (consumer protocol) any member issued to the reply of the first describe (DescribeGroups, or ConsumerGroupDescribe for KIP-848) that shows the group Stable with every member holding exactly the partitions its OnPartitionsAssigned/Revoked callbacks report and all %[1]d partitions owned exactly once; describes start when the callbacks report a complete assignment and repeat every 10 ms. Classic uses franz-go's default cooperative-sticky balancer (a member that must give up partitions revokes them first, which costs another JoinGroup/SyncGroup round); the consumer protocol uses kgo.ServerSideBalancer(), which asks for the broker's uniform assignor. The request counts are what all members sent until then\n", groupMembers)
 	fmt.Fprintf(&b, "- offset commits: each committer is a franz-go client acting as a standalone consumer of one shared group (as Java's assign() plus commitSync(): generation -1, no member id) that commits offsets for its own %d partitions (topic name and id, metadata \"\") in a loop, one request in flight, for %s; only requests whose every partition came back without error count, and at the end OffsetFetch must return each partition's last acknowledged offset\n", commitPartitions, cfg.CommitTime)
-	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
+	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); idle RSS is VmRSS 5 s after the first acknowledged produce, before any workload; peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
 
 	targets := []string{"gregor", "kafka"}
 	vals := map[string]map[string][]float64{}
