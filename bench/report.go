@@ -104,7 +104,11 @@ func Render(run *Run, m Machine, commit string) []byte {
 	var b bytes.Buffer
 	cfg := run.Config
 	b.WriteString("# Benchmark results\n\n")
-	b.WriteString("Written by `make bench TARGET=" + strings.Join(cfg.Targets, "|") + "` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n")
+	which := strings.Join(cfg.Targets, "")
+	if len(cfg.Targets) > 1 {
+		which = "both"
+	}
+	b.WriteString("Written by `make bench TARGET=" + which + "` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n")
 	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
 	fmt.Fprintf(&b, "- commit: %s\n", commit)
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end (the machine is shared with other work)\n", m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1])
