@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,6 +50,9 @@ type Options struct {
 	MaxIncrementalFetchSessions   int
 	// HeartbeatInterval is broker.heartbeat.interval.ms.
 	HeartbeatInterval time.Duration
+	// Groups configures the group coordinator; nil means Kafka's defaults
+	// with the offsets topic settings above.
+	Groups *group.Config
 	// LogDirIDs are the directory ids of the log dirs (registration v2+).
 	LogDirIDs []controller.UUID
 	// SupportedFeatures is reported in ApiVersions and registration.
@@ -71,6 +75,8 @@ type Broker struct {
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
 	now         func() time.Time
+	// groups is the group coordinator, created by Start.
+	groups *groupRuntime
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -127,6 +133,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.register(ctx); err != nil {
 		return err
 	}
+	b.groups = newGroupRuntime(ctx, b)
 	if err := b.replicas.start(ctx); err != nil {
 		return err
 	}
@@ -143,6 +150,11 @@ func (b *Broker) Start(ctx context.Context) error {
 // work. The caller closes the log manager and controller afterwards.
 func (b *Broker) Shutdown() {
 	b.stopOnce.Do(func() {
+		if b.groups != nil {
+			// Parked group requests are answered before the server
+			// drains its connections.
+			b.groups.stop()
+		}
 		b.server.Shutdown()
 		if b.cancel != nil {
 			b.cancel()

@@ -143,7 +143,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		rt.AuthorizedOperations = operationsOmitted
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if err := validTopicName(name); err != nil {
+			if controller.TopicNameError(name) != "" {
 				rt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -38,8 +38,8 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 		}
 		switch controller.ConfigResourceType(res.ResourceType) {
 		case controller.ConfigResourceTopic:
-			if err := validTopicName(res.ResourceName); err != nil {
-				fail(kerr.InvalidTopicException, err.Error())
+			if msg := controller.TopicNameError(res.ResourceName); msg != "" {
+				fail(kerr.InvalidTopicException, msg)
 			} else if img.Topics[res.ResourceName] == nil {
 				fail(kerr.UnknownTopicOrPartition, "The topic '"+res.ResourceName+"' does not exist.")
 			} else {
@@ -117,23 +117,4 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 			r.closeConnection()
 		}
 	})
-}
-
-// validTopicName applies Kafka's topic name rules.
-func validTopicName(name string) error {
-	if name == "" {
-		return fmt.Errorf("Topic name is illegal, it can't be empty")
-	}
-	if name == "." || name == ".." {
-		return fmt.Errorf("Topic name cannot be \".\" or \"..\"")
-	}
-	if len(name) > 249 {
-		return fmt.Errorf("Topic name is illegal, it can't be longer than 249 characters, topic name: %s", name)
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
-		}
-	}
-	return nil
 }

@@ -91,7 +91,6 @@ func (w *chunkWriter) file(fr storage.FileRange) {
 	w.chunks = append(w.chunks, respChunk{file: fr})
 }
 
-func (w *chunkWriter) i8(v int8)   { w.buf = append(w.buf, byte(v)) }
 func (w *chunkWriter) i16(v int16) { w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v)) }
 func (w *chunkWriter) i32(v int32) { w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(v)) }
 func (w *chunkWriter) i64(v int64) { w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(v)) }

@@ -37,5 +37,19 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
 		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
+		// Groups (groups.go, findcoordinator.go).
+		client(&handler{key: kmsg.FindCoordinator, min: 0, max: 6, fn: b.handleFindCoordinator}),
+		client(&handler{key: kmsg.JoinGroup, min: 0, max: 9, fn: b.handleJoinGroup}),
+		client(&handler{key: kmsg.SyncGroup, min: 0, max: 5, fn: b.handleSyncGroup}),
+		client(&handler{key: kmsg.Heartbeat, min: 0, max: 4, fn: b.handleHeartbeat}),
+		client(&handler{key: kmsg.LeaveGroup, min: 0, max: 5, fn: b.handleLeaveGroup}),
+		client(&handler{key: kmsg.OffsetCommit, min: 2, max: 10, fn: b.handleOffsetCommit}),
+		client(&handler{key: kmsg.OffsetFetch, min: 0, max: 10, fn: b.handleOffsetFetch}),
+		client(&handler{key: kmsg.DescribeGroups, min: 0, max: 6, fn: b.handleDescribeGroups}),
+		client(&handler{key: kmsg.ListGroups, min: 0, max: 5, fn: b.handleListGroups}),
+		client(&handler{key: kmsg.DeleteGroups, min: 0, max: 2, fn: b.handleDeleteGroups}),
+		client(&handler{key: kmsg.OffsetDelete, min: 0, max: 0, fn: b.handleOffsetDelete}),
+		client(&handler{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, fn: b.handleConsumerGroupHeartbeat}),
+		client(&handler{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, fn: b.handleConsumerGroupDescribe}),
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,6 +32,10 @@ const (
 	// operationsOmitted is Kafka's "not requested" value.
 	operationsOmitted int32 = -2147483648
 )
+
+// topicOpenWait bounds how long topic creation waits for this broker to
+// open the new partitions before answering.
+const topicOpenWait = 2 * time.Second
 
 // internalTopics are the topics Kafka marks internal.
 func isInternalTopic(name string) bool {
@@ -95,6 +101,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	if len(toCreate) > 0 {
 		created = b.autoCreateTopics(ctx, toCreate)
 		img = b.ctrl.Image()
+		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || hasTopic(resp.Topics, *rt.Topic) {
@@ -169,10 +176,14 @@ func (b *Broker) offsetsTopicSpec() kmsg.CreateTopicsRequestTopic {
 	t.Topic = "__consumer_offsets"
 	t.NumPartitions = b.opts.OffsetsTopicPartitions
 	t.ReplicationFactor = b.opts.OffsetsTopicReplicationFactor
+	segmentBytes := int32(100 << 20) // offsets.topic.segment.bytes
+	if b.opts.Groups != nil && b.opts.Groups.OffsetsTopicSegmentBytes > 0 {
+		segmentBytes = b.opts.Groups.OffsetsTopicSegmentBytes
+	}
 	for _, kv := range [][2]string{
 		{"cleanup.policy", "compact"},
 		{"compression.type", "producer"},
-		{"segment.bytes", "104857600"},
+		{"segment.bytes", strconv.Itoa(int(segmentBytes))},
 	} {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		k, val := kv[0], kv[1]

@@ -15,8 +15,10 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -97,6 +99,11 @@ type replicaManager struct {
 	parts map[storage.TopicPartition]*partition
 
 	unsubscribe func()
+	// appliedMu guards applied and appliedCh: the offset of the last image
+	// reconciled, and a channel closed (and replaced) whenever it moves.
+	appliedMu sync.Mutex
+	applied   int64
+	appliedCh chan struct{}
 	// ready is closed once the first image has been applied.
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -104,7 +111,7 @@ type replicaManager struct {
 }
 
 func newReplicaManager(b *Broker) *replicaManager {
-	return &replicaManager{b: b, parts: map[storage.TopicPartition]*partition{}, ready: make(chan struct{})}
+	return &replicaManager{b: b, parts: map[storage.TopicPartition]*partition{}, ready: make(chan struct{}), appliedCh: make(chan struct{})}
 }
 
 // get returns the hosted partition.
@@ -143,6 +150,34 @@ func (rm *replicaManager) applyImage(prev, next *controller.Image) {
 		rm.startErr = err
 		close(rm.ready)
 	})
+	rm.appliedMu.Lock()
+	rm.applied = next.Offset
+	close(rm.appliedCh)
+	rm.appliedCh = make(chan struct{})
+	rm.appliedMu.Unlock()
+}
+
+// waitApplied waits (at most timeout) until the partitions reflect the
+// image at offset, so that a topic this broker just created can be
+// produced to at once instead of answering NOT_LEADER_OR_FOLLOWER.
+func (rm *replicaManager) waitApplied(ctx context.Context, offset int64, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		rm.appliedMu.Lock()
+		done, ch := rm.applied >= offset, rm.appliedCh
+		rm.appliedMu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 func (rm *replicaManager) reconcile(img *controller.Image, first bool) error {
@@ -191,6 +226,9 @@ func (rm *replicaManager) reconcile(img *controller.Image, first bool) error {
 					part.advanceHighWatermark()
 				}
 			}
+			if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+				rm.b.groups.leadershipChanged(part)
+			}
 		}
 	}
 	rm.mu.RLock()
@@ -229,6 +267,9 @@ func (rm *replicaManager) remove(tp storage.TopicPartition) {
 	rm.mu.Unlock()
 	if part != nil {
 		part.wake()
+	}
+	if tp.Topic == group.OffsetsTopic && rm.b.groups != nil {
+		rm.b.groups.partitionGone(tp.Partition)
 	}
 }
 

@@ -26,8 +26,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 			r.closeConnection() // shutting down
 			return
 		}
+		img := b.ctrl.Image()
+		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
 		if r.version() >= 5 {
-			img := b.ctrl.Image()
 			for i := range resp.Topics {
 				t := &resp.Topics[i]
 				if t.ErrorCode != 0 {
@@ -94,6 +95,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	r.goAsync(func() {
 		if resp := b.ctrl.CreatePartitions(ctx, req); resp != nil {
+			b.replicas.waitApplied(ctx, b.ctrl.Image().Offset, topicOpenWait)
 			r.respond(resp)
 		} else {
 			r.closeConnection()

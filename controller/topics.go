@@ -54,6 +54,16 @@ func newAPIError(err *kerr.Error, format string, args ...any) *apiError {
 	return &apiError{err: err, msg: fmt.Sprintf(format, args...)}
 }
 
+// TopicNameError returns Kafka's message for an illegal topic name
+// (Topic.validate), or "" when the name is legal. Every layer that checks
+// topic names uses it.
+func TopicNameError(name string) string {
+	if e := validateTopicName(name); e != nil {
+		return e.msg
+	}
+	return ""
+}
+
 // validateTopicName applies Kafka's Topic.validate.
 func validateTopicName(name string) *apiError {
 	var reason string

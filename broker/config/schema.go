@@ -56,7 +56,7 @@ func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string
 		if name == "" {
 			return &ValidationError{Code: errInvalidRequest, Message: "Default topic resources are not allowed."}
 		}
-		if msg := TopicNameError(name); msg != "" {
+		if msg := controller.TopicNameError(name); msg != "" {
 			return &ValidationError{Code: errInvalidTopic, Message: msg}
 		}
 		if err := storage.ValidateTopicConfigs(c.topicBase, overrides); err != nil {
@@ -169,32 +169,4 @@ func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) 
 		return Layers{Static: c.static}.EffectiveValue(key)
 	}
 	return "", false
-}
-
-// TopicNameError returns Kafka's message for an illegal topic name
-// (Topic.validate), or "" when the name is legal.
-func TopicNameError(name string) string {
-	reason := ""
-	switch {
-	case name == "":
-		reason = "the empty string is not allowed"
-	case name == ".":
-		reason = "'.' is not allowed"
-	case name == "..":
-		reason = "'..' is not allowed"
-	case len(name) > 249:
-		reason = fmt.Sprintf("the length of '%s' is longer than the max allowed length 249", name)
-	default:
-		for i := 0; i < len(name); i++ {
-			ch := name[i]
-			if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
-				reason = fmt.Sprintf("'%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
-				break
-			}
-		}
-	}
-	if reason == "" {
-		return ""
-	}
-	return "Topic name is invalid: " + reason
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/group"
 )
 
 // settings is everything the wiring needs, derived from the broker config.
@@ -45,10 +46,45 @@ func supportedFeatures() map[string][2]int16 {
 		"metadata.version":                 {7, controller.LatestMetadataVersion},
 		"kraft.version":                    {0, controller.LatestKRaftVersion},
 		"transaction.version":              {0, 0},
-		"group.version":                    {0, 0},
+		"group.version":                    {0, 1},
 		"eligible.leader.replicas.version": {0, 0},
 		"share.version":                    {0, 0},
 		"streams.version":                  {0, 0},
+	}
+}
+
+// defaultBootstrapFeatures are the feature levels a fresh node finalizes
+// besides metadata.version and kraft.version, as Kafka 4.3's format does:
+// group.version 1 turns on the KIP-848 consumer protocol.
+func defaultBootstrapFeatures() map[string]int16 {
+	return map[string]int16{"group.version": 1}
+}
+
+// groupConfig maps the broker config to the group coordinator's settings.
+func groupConfig(cfg *config.Broker, logger *slog.Logger) group.Config {
+	return group.Config{
+		MinSessionTimeoutMs:             cfg.GroupMinSessionTimeoutMs,
+		MaxSessionTimeoutMs:             cfg.GroupMaxSessionTimeoutMs,
+		InitialRebalanceDelayMs:         cfg.GroupInitialRebalanceDelayMs,
+		MaxSize:                         cfg.GroupMaxSize,
+		ConsumerSessionTimeoutMs:        cfg.GroupConsumerSessionTimeoutMs,
+		ConsumerMinSessionTimeoutMs:     cfg.GroupConsumerMinSessionTimeoutMs,
+		ConsumerMaxSessionTimeoutMs:     cfg.GroupConsumerMaxSessionTimeoutMs,
+		ConsumerHeartbeatIntervalMs:     cfg.GroupConsumerHeartbeatIntervalMs,
+		ConsumerMinHeartbeatInterval:    cfg.GroupConsumerMinHeartbeatMs,
+		ConsumerMaxHeartbeatInterval:    cfg.GroupConsumerMaxHeartbeatMs,
+		ConsumerMaxSize:                 cfg.GroupConsumerMaxSize,
+		ConsumerAssignors:               cfg.GroupConsumerAssignors,
+		ConsumerMigrationPolicy:         cfg.GroupConsumerMigrationPolicy,
+		RebalanceProtocols:              cfg.GroupCoordinatorRebalanceProtocols,
+		OffsetsTopicNumPartitions:       cfg.OffsetsTopicNumPartitions,
+		OffsetsTopicReplicationFactor:   cfg.OffsetsTopicReplicationFactor,
+		OffsetsTopicSegmentBytes:        cfg.OffsetsTopicSegmentBytes,
+		OffsetsRetentionMinutes:         cfg.OffsetsRetentionMinutes,
+		OffsetsRetentionCheckIntervalMs: cfg.OffsetsRetentionCheckIntervalMs,
+		OffsetMetadataMaxBytes:          cfg.OffsetMetadataMaxBytes,
+		OffsetsCommitTimeoutMs:          cfg.OffsetsCommitTimeoutMs,
+		Logger:                          logger,
 	}
 }
 
@@ -92,6 +128,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		logDirs:                cfg.LogDirs,
 		metadataDir:            cfg.MetadataLogDir,
 		supportedFeatures:      supportedFeatures(),
+		bootstrapFeatures:      defaultBootstrapFeatures(),
 		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		logger:                 logger,
@@ -161,6 +198,11 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 	}
+	groups := groupConfig(cfg, logger.With("component", "group-coordinator"))
+	if err := groups.Validate(); err != nil {
+		return nil, err
+	}
+	s.brokerOpts.Groups = &groups
 	return s, nil
 }
 

@@ -346,10 +346,11 @@ func (s *shard) classicJoin(ctx context.Context, client Client, req *kmsg.JoinGr
 	}
 	unknownMember := req.MemberID == ""
 	if cg := s.consumer[req.Group]; cg != nil {
-		if len(cg.members) > 0 || !cfg.protocolEnabled("classic") {
-			// Classic members joining a live consumer group (online
-			// downgrade) are not supported: refuse as Kafka does when the
-			// protocols are incompatible.
+		if len(cg.members) > 0 {
+			// A classic member of a consumer group (migration.go).
+			return s.classicJoinToConsumer(ctx, cg, client, req), nil
+		}
+		if !cfg.protocolEnabled("classic") {
 			return fail(kerr.InconsistentGroupProtocol.Code)
 		}
 		// An empty consumer group is converted to a classic one.
@@ -528,7 +529,6 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 	}
 	saved := *old
 	wasLeader := g.leader == oldID
-	protocolsChanged := !sameProtocols(old.protocols, req.Protocols)
 
 	m := old
 	delete(g.members, oldID)
@@ -555,15 +555,20 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 
 	switch g.state {
 	case classicStable:
-		if protocolsChanged {
+		// Kafka rebalances only when the rejoin changes the protocol the
+		// group would select: a client's subscription bytes (owned
+		// partitions, generation) may differ from its previous
+		// incarnation's without that mattering.
+		if g.selectProtocol() != g.protocol {
 			ch := make(chan *kmsg.JoinGroupResponse, 1)
 			m.joinCh, m.joinVersion = ch, req.Version
 			g.awaitingJoinSize++
-			s.maybePrepareRebalance(g, now, "static member "+*req.InstanceID+" rejoined with new protocols")
+			s.maybePrepareRebalance(g, now, "static member "+*req.InstanceID+" rejoined with a change of protocol")
 			return nil, ch
 		}
-		// Same protocols: the new incarnation takes over the assignment
-		// without a rebalance (KIP-345); persist the new member id.
+		// The selected protocol stays: the new incarnation takes over
+		// the assignment without a rebalance (KIP-345); persist the new
+		// member id and its protocols.
 		if err := s.write(ctx, []record{g.metadataRecord()}); err != nil {
 			// write rebuilt the shard from the log, which still has the
 			// previous incarnation.
@@ -823,6 +828,12 @@ func (s *shard) classicSync(ctx context.Context, req *kmsg.SyncGroupRequest) (*k
 	fail := func(code int16) (*kmsg.SyncGroupResponse, chan *kmsg.SyncGroupResponse) {
 		return syncError(req.Version, code), nil
 	}
+	if cg := s.consumer[req.Group]; cg != nil {
+		if len(cg.members) == 0 {
+			return fail(kerr.UnknownMemberID.Code)
+		}
+		return s.classicSyncToConsumer(cg, req), nil
+	}
 	g := s.classic[req.Group]
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
@@ -928,7 +939,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 	}
 	defer s.mu.Unlock()
 	if cg := s.consumer[req.Group]; cg != nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+		resp.ErrorCode = s.classicHeartbeatToConsumer(cg, req)
 		return resp
 	}
 	g := s.classic[req.Group]
@@ -979,8 +990,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 	}
 	defer s.mu.Unlock()
 	if cg := s.consumer[req.Group]; cg != nil {
-		resp.ErrorCode = kerr.UnknownMemberID.Code
-		return resp
+		return s.classicLeaveToConsumer(ctx, cg, req, members)
 	}
 	g := s.classic[req.Group]
 	if g == nil {

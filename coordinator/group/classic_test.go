@@ -335,6 +335,35 @@ func TestClassicStaticMemberRestart(t *testing.T) {
 	}
 }
 
+// A restarted static member whose subscription bytes differ (franz-go
+// puts its generation and owned partitions there) takes over without a
+// rebalance, as in Kafka: only a change of the selected protocol counts.
+func TestClassicStaticRestartNewMetadataSameProtocol(t *testing.T) {
+	h := newHarness(t, nil)
+	const g = "static-meta"
+	ja := recv(t, async(func() *kmsg.JoinGroupResponse {
+		return h.c.JoinGroup(context.Background(), client, staticJoin(g, "", "i-a"))
+	}))
+	a := ja.MemberID
+	recv(t, h.sync(g, a, 1, map[string][]byte{a: []byte("mine")}))
+
+	rejoin := staticJoin(g, "", "i-a")
+	rejoin.Protocols[0].Metadata = subscription("foo", "bar")
+	ja2 := h.c.JoinGroup(context.Background(), client, rejoin)
+	wantCode(t, "static rejoin", ja2.ErrorCode, nil)
+	if ja2.Generation != 1 || h.classicState(g) != "Stable" {
+		t.Fatalf("rejoin with new metadata rebalanced: %+v, state %s", ja2, h.classicState(g))
+	}
+
+	// A rejoin the group's protocol cannot survive does rebalance.
+	other := joinReq(g, "", "roundrobin", "range")
+	other.InstanceID = strPtr("i-a")
+	ja3 := recv(t, async(func() *kmsg.JoinGroupResponse { return h.c.JoinGroup(context.Background(), client, other) }))
+	if ja3.ErrorCode != 0 || ja3.Generation != 2 || *ja3.Protocol != "roundrobin" {
+		t.Fatalf("a change of the selected protocol did not rebalance: %+v", ja3)
+	}
+}
+
 func TestClassicCooperativeRejoinKeepsGeneration(t *testing.T) {
 	// A cooperative client rejoins right after a rebalance with the same
 	// protocols; a non-leader in Stable gets the current generation back.

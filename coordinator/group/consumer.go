@@ -43,9 +43,13 @@ type consumerMember struct {
 	assigned          map[[16]byte][]int32
 	pendingRevocation map[[16]byte][]int32
 
-	// Volatile timers, ms (0 = none).
+	// Volatile timers, ms (0 = none). joinDeadline and syncDeadline are
+	// for classic members (migration.go): the rejoin asked for by a
+	// REBALANCE_IN_PROGRESS, and the SyncGroup due after a JoinGroup.
 	sessionDeadline   int64
 	rebalanceDeadline int64
+	joinDeadline      int64
+	syncDeadline      int64
 }
 
 type consumerGroup struct {
@@ -341,8 +345,6 @@ func heartbeatError(req *kmsg.ConsumerGroupHeartbeatRequest, code int16, msg str
 	return resp
 }
 
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
-
 func validateHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, cfg *Config) (int16, string) {
 	inval := kerr.InvalidRequest.Code
 	switch {
@@ -434,18 +436,30 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 				return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group)
 			}
 			if cg.state != classicEmpty || len(cg.pending) > 0 {
-				// Online upgrade of a live classic group is not
-				// supported: answer as Kafka does when it is refused.
-				return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group)
+				// A live classic group: the online upgrade, when the
+				// migration policy and the group allow it.
+				if why := s.upgradeRefusal(cg); why != "" {
+					s.c.log.Info("cannot upgrade classic group to a consumer group", "group", req.Group, "reason", why)
+					return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group", req.Group)
+				}
+				upgraded, err := s.upgradeClassicGroup(cg, recs, now)
+				if err != nil {
+					s.c.log.Warn("cannot upgrade classic group to a consumer group", "group", req.Group, "err", err)
+					return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Cannot upgrade the classic group %s to consumer group because the embedded consumer protocol is malformed.", req.Group)
+				}
+				g = upgraded
+			} else {
+				// An empty classic group is replaced; its offsets stay.
+				s.emit(recs, record{key: groupMetadataKey(req.Group)})
 			}
-			// An empty classic group is replaced; its offsets stay.
-			s.emit(recs, record{key: groupMetadataKey(req.Group)})
 		} else if !joining {
 			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", req.Group)
 		}
-		g = newConsumerGroup(req.Group)
-		s.consumer[req.Group] = g
-		delete(s.classic, req.Group)
+		if g == nil {
+			g = newConsumerGroup(req.Group)
+			s.consumer[req.Group] = g
+			delete(s.classic, req.Group)
+		}
 	}
 	if int32(len(g.members)) >= cfg.ConsumerMaxSize && (req.MemberID == "" || g.members[req.MemberID] == nil) {
 		if len(g.members) == 0 && len(*recs) == 0 {
@@ -546,36 +560,10 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 		}
 	}
 	newMeta.ClientID, newMeta.ClientHost = client.ID, client.Host
-	bump := m == nil
-	if m == nil || !sameMemberMetadata(&m.meta, &newMeta) {
-		if m != nil && (!slices.Equal(m.meta.SubscribedTopicNames, newMeta.SubscribedTopicNames) ||
-			!eqStrPtr(m.meta.SubscribedTopicRegex, newMeta.SubscribedTopicRegex)) {
-			bump = true
-		}
-		s.emit(recs, memberMetadataRecord(g.id, memberID, &newMeta))
-	}
-	m = g.members[memberID]
-
-	// 2. Regexes and topic metadata: a change in what the group is
-	// subscribed to bumps the group epoch.
-	s.refreshRegexes(g, recs, now)
-	hash := s.subscriptionHash(g)
-	if hash != g.metadataHash {
-		bump = true
-		g.metadataHash = hash
-	}
-	if bump {
-		s.emit(recs, epochRecord(g.id, g.epoch+1))
-	}
-
-	// 3. Target assignment.
-	if g.epoch > g.assignmentEpoch {
-		s.computeTarget(g, recs)
-	}
-
-	// 4. Reconcile the member towards its target.
-	s.reconcile(g, m, req.Topics, recs, now)
-	m = g.members[memberID]
+	// A member speaking the consumer protocol has no classic metadata
+	// (a static member may take over from a classic incarnation).
+	newMeta.Classic = nil
+	m = s.updateConsumerMember(g, m, memberID, &newMeta, req.Topics, recs, now)
 	m.sessionDeadline = now + int64(cfg.ConsumerSessionTimeoutMs)
 
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -594,6 +582,41 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	return resp, 0, ""
 }
 
+// updateConsumerMember records a member's new metadata and moves the group
+// on (m is nil for a new member): 1. a subscription change bumps the
+// group epoch; 2. so does a change in the subscribed topics (regexes are
+// re-resolved); 3. a new epoch gets a new target assignment; 4. the member
+// reconciles one step towards its target, given the partitions it reports
+// owning (nil: not reported).
+func (s *shard) updateConsumerMember(g *consumerGroup, m *consumerMember, memberID string, newMeta *memberMetadataValue, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, recs *[]record, now int64) *consumerMember {
+	bump := m == nil
+	if m == nil || !sameMemberMetadata(&m.meta, newMeta) {
+		if m != nil && (!slices.Equal(m.meta.SubscribedTopicNames, newMeta.SubscribedTopicNames) ||
+			!eqStrPtr(m.meta.SubscribedTopicRegex, newMeta.SubscribedTopicRegex)) {
+			bump = true
+		}
+		s.emit(recs, memberMetadataRecord(g.id, memberID, newMeta))
+	}
+	m = g.members[memberID]
+
+	s.refreshRegexes(g, recs, now)
+	hash := s.subscriptionHash(g)
+	if hash != g.metadataHash {
+		bump = true
+		g.metadataHash = hash
+	}
+	if bump {
+		s.emit(recs, epochRecord(g.id, g.epoch+1))
+	}
+
+	if g.epoch > g.assignmentEpoch {
+		s.computeTarget(g, recs)
+	}
+
+	s.reconcile(g, m, owned, recs, now)
+	return g.members[memberID]
+}
+
 func eqStrPtr(a, b *string) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -606,7 +629,8 @@ func sameMemberMetadata(a, b *memberMetadataValue) bool {
 		a.ClientID == b.ClientID && a.ClientHost == b.ClientHost &&
 		slices.Equal(a.SubscribedTopicNames, b.SubscribedTopicNames) &&
 		eqStrPtr(a.SubscribedTopicRegex, b.SubscribedTopicRegex) &&
-		a.RebalanceTimeoutMs == b.RebalanceTimeoutMs && eqStrPtr(a.ServerAssignor, b.ServerAssignor)
+		a.RebalanceTimeoutMs == b.RebalanceTimeoutMs && eqStrPtr(a.ServerAssignor, b.ServerAssignor) &&
+		a.Classic.equal(b.Classic)
 }
 
 // checkMemberEpoch fences a member whose epoch is ahead of the
@@ -681,7 +705,7 @@ func (s *shard) consumerLeave(g *consumerGroup, req *kmsg.ConsumerGroupHeartbeat
 		g.members[m.id].rebalanceDeadline = 0
 		return resp, 0, ""
 	}
-	s.fenceMember(g, m.id, recs)
+	s.removeConsumerMember(g, m.id, recs, s.c.nowMs())
 	return resp, 0, ""
 }
 
@@ -770,7 +794,7 @@ func (s *shard) refreshRegexes(g *consumerGroup, recs *[]record, now int64) {
 		}
 		var matched []string
 		for _, n := range names {
-			if !internalTopics[n] && compiled.MatchString(n) {
+			if compiled.MatchString(n) {
 				matched = append(matched, n)
 			}
 		}
@@ -947,7 +971,7 @@ func sortAssignment(a map[[16]byte][]int32) map[[16]byte][]int32 {
 
 // startSession arms a member's session timer (on load and on heartbeat).
 func (g *consumerGroup) startSession(s *shard, m *consumerMember, now int64) {
-	m.sessionDeadline = now + int64(s.c.cfg.ConsumerSessionTimeoutMs)
+	m.sessionDeadline = now + s.sessionTimeoutOf(m)
 	if m.state == memberUnrevokedPartitions && m.meta.RebalanceTimeoutMs > 0 {
 		m.rebalanceDeadline = now + int64(m.meta.RebalanceTimeoutMs)
 	}
@@ -959,8 +983,9 @@ func (s *shard) consumerTimers(ctx context.Context, g *consumerGroup, now int64)
 	var expired []string
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
-		if (m.sessionDeadline != 0 && now >= m.sessionDeadline) ||
-			(m.state == memberUnrevokedPartitions && m.rebalanceDeadline != 0 && now >= m.rebalanceDeadline) {
+		due := func(deadline int64) bool { return deadline != 0 && now >= deadline }
+		if due(m.sessionDeadline) || (m.state == memberUnrevokedPartitions && due(m.rebalanceDeadline)) ||
+			due(m.joinDeadline) || due(m.syncDeadline) {
 			expired = append(expired, id)
 		}
 	}
@@ -970,12 +995,20 @@ func (s *shard) consumerTimers(ctx context.Context, g *consumerGroup, now int64)
 	var recs []record
 	for _, id := range expired {
 		s.c.log.Info("fencing consumer group member", "group", g.id, "member", id)
+		if s.downgradeAllowed(g, id) {
+			// The last member speaking the consumer protocol is gone:
+			// the classic members carry on as a classic group.
+			s.downgradeConsumerGroup(g, id, &recs, now)
+			break
+		}
 		for _, r := range removeMemberRecords(g.id, id) {
 			s.emit(&recs, r)
 		}
 	}
-	g.metadataHash = s.subscriptionHash(g)
-	s.emit(&recs, epochRecord(g.id, g.epoch+1))
+	if s.consumer[g.id] == g {
+		g.metadataHash = s.subscriptionHash(g)
+		s.emit(&recs, epochRecord(g.id, g.epoch+1))
+	}
 	if err := s.write(ctx, recs); err != nil {
 		s.c.log.Warn("fencing members failed", "group", g.id, "err", err)
 	}
@@ -1037,6 +1070,9 @@ func (c *Coordinator) describeConsumerGroup(id string, includeOps bool) kmsg.Con
 		dm.Assignment = c.describeAssignment(m.assigned)
 		dm.TargetAssignment = c.describeAssignment(g.target[m.id])
 		dm.MemberType = 1 // consumer protocol
+		if m.usesClassicProtocol() {
+			dm.MemberType = 0
+		}
 		out.Members = append(out.Members, dm)
 	}
 	return out

@@ -237,7 +237,11 @@ func TestConsumerGroupHeartbeatErrors(t *testing.T) {
 	}
 	cl := newKip("classic-group", "x", "foo")
 	recvJoin := func() {
-		id, ch := h.joinNew(joinReq("classic-group", ""))
+		// A classic group that does not embed the consumer protocol
+		// cannot be upgraded.
+		req := joinReq("classic-group", "")
+		req.ProtocolType = "connect"
+		id, ch := h.joinNew(req)
 		recv(t, ch)
 		recv(t, h.sync("classic-group", id, 1, nil))
 	}
@@ -397,9 +401,11 @@ func TestGroupConversionBetweenProtocols(t *testing.T) {
 	if f := h.fetch(h.c, g, "foo", 0); f.Topics[0].Partitions[0].Offset != 42 {
 		t.Fatalf("offsets lost: %+v", f)
 	}
-	// Members of a live consumer group must use its protocol.
-	r := h.c.JoinGroup(context.Background(), client, joinReq(g, ""))
-	wantCode(t, "classic join to live consumer group", r.ErrorCode, kerr.InconsistentGroupProtocol)
+	// Members of a live consumer group must embed the consumer protocol.
+	other := joinReq(g, "")
+	other.ProtocolType = "connect"
+	r := h.c.JoinGroup(context.Background(), client, other)
+	wantCode(t, "connect join to live consumer group", r.ErrorCode, kerr.InconsistentGroupProtocol)
 	// Once empty, a classic member converts it back.
 	leave := m.request(false)
 	leave.MemberEpoch = -1

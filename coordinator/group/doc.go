@@ -34,17 +34,20 @@
 //
 // # Deliberate deviations and gaps
 //
-//   - Online migration of a non-empty group between the protocols
-//     (group.consumer.migration.policy upgrade/downgrade with live members)
-//     is not implemented: a consumer-protocol member joining a live classic
-//     group gets GROUP_ID_NOT_FOUND and a classic member joining a live
-//     consumer group gets INCONSISTENT_GROUP_PROTOCOL, which is what Kafka
-//     answers when the policy is "disabled". Empty groups convert either way.
+//   - Online migration between the protocols follows
+//     group.consumer.migration.policy (migration.go): a consumer-protocol
+//     member joining a live classic group upgrades it, classic members of a
+//     consumer group keep using JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
+//     and the group turns back into a classic group when its last
+//     consumer-protocol member leaves. Kafka's downgrade when a static
+//     classic member replaces the last consumer-protocol member is not
+//     done: the member is replaced inside the consumer group.
 //   - Transactional offset commits (TxnOffsetCommit) belong to the
 //     transaction coordinator, not built yet; require_stable therefore
 //     never finds pending offsets.
 //   - Regular expressions are resolved synchronously with Go's regexp (RE2
-//     syntax, as Kafka's RE2J) on heartbeats; internal topics never match.
+//     syntax, as Kafka's RE2J) on heartbeats. Like Kafka, every topic of
+//     the image is a candidate, internal ones included.
 //   - When an append fails, the partition's state is rebuilt from its log
 //     and every parked request of that partition is answered
 //     NOT_COORDINATOR; Kafka instead reverts to its last committed

@@ -215,6 +215,14 @@ func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 		if m == nil {
 			return kerr.UnknownMemberID.Code
 		}
+		if m.usesClassicProtocol() {
+			// A classic member commits with its generation, which is
+			// its member epoch.
+			if req.Generation != m.epoch {
+				return kerr.IllegalGeneration.Code
+			}
+			return 0
+		}
 		if req.Version < 9 {
 			return kerr.UnsupportedVersion.Code
 		}

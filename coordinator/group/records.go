@@ -132,6 +132,72 @@ type memberMetadataValue struct {
 	SubscribedTopicRegex *string
 	RebalanceTimeoutMs   int32
 	ServerAssignor       *string
+	// Classic is the tagged ClassicMemberMetadata (tag 0): set for a
+	// member of a consumer group that speaks the classic protocol.
+	Classic *classicMemberMetadata
+}
+
+// classicMemberMetadata is what a consumer group keeps about a member that
+// joined with JoinGroup: its session timeout and supported protocols.
+type classicMemberMetadata struct {
+	SessionTimeoutMs int32
+	Protocols        []classicProtocol
+}
+
+func (c *classicMemberMetadata) clone() *classicMemberMetadata {
+	if c == nil {
+		return nil
+	}
+	out := &classicMemberMetadata{SessionTimeoutMs: c.SessionTimeoutMs, Protocols: make([]classicProtocol, len(c.Protocols))}
+	for i, p := range c.Protocols {
+		out.Protocols[i] = classicProtocol{name: p.name, metadata: append([]byte(nil), p.metadata...)}
+	}
+	return out
+}
+
+func (c *classicMemberMetadata) equal(o *classicMemberMetadata) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	if c.SessionTimeoutMs != o.SessionTimeoutMs || len(c.Protocols) != len(o.Protocols) {
+		return false
+	}
+	for i := range c.Protocols {
+		if c.Protocols[i].name != o.Protocols[i].name || string(c.Protocols[i].metadata) != string(o.Protocols[i].metadata) {
+			return false
+		}
+	}
+	return true
+}
+
+// encode is the struct's flexible encoding (without the presence marker
+// a nullable tagged struct carries).
+func (c *classicMemberMetadata) encode(b []byte) []byte {
+	b = kbin.AppendInt32(b, c.SessionTimeoutMs)
+	b = kbin.AppendCompactArrayLen(b, len(c.Protocols))
+	for _, p := range c.Protocols {
+		b = kbin.AppendCompactString(b, p.name)
+		b = kbin.AppendCompactBytes(b, p.metadata)
+		b = kbin.AppendUvarint(b, 0) // tagged fields
+	}
+	return kbin.AppendUvarint(b, 0)
+}
+
+func decodeClassicMemberMetadata(r *kbin.Reader) *classicMemberMetadata {
+	c := &classicMemberMetadata{SessionTimeoutMs: r.Int32()}
+	n := r.CompactArrayLen()
+	if n > 0 && int(n) <= len(r.Src) {
+		c.Protocols = make([]classicProtocol, n)
+		for i := range c.Protocols {
+			c.Protocols[i].name = r.CompactString()
+			c.Protocols[i].metadata = append([]byte(nil), r.CompactBytes()...)
+			skipTags(r)
+		}
+	} else if n > 0 {
+		r.Span(len(r.Src) + 1) // poison the reader
+	}
+	skipTags(r)
+	return c
 }
 
 // currentAssignmentValue is ConsumerGroupCurrentMemberAssignmentValue v0.
@@ -250,7 +316,16 @@ func (v *memberMetadataValue) encode() []byte {
 	b = kbin.AppendCompactNullableString(b, v.SubscribedTopicRegex)
 	b = kbin.AppendInt32(b, v.RebalanceTimeoutMs)
 	b = kbin.AppendCompactNullableString(b, v.ServerAssignor)
-	return kbin.AppendUvarint(b, 0)
+	if v.Classic == nil {
+		return kbin.AppendUvarint(b, 0)
+	}
+	// One tagged field, tag 0: a nullable struct is written with a
+	// presence marker (1) ahead of its fields, counted in its size.
+	body := v.Classic.encode(kbin.AppendUvarint(nil, 1))
+	b = kbin.AppendUvarint(b, 1)
+	b = kbin.AppendUvarint(b, 0)
+	b = kbin.AppendUvarint(b, uint32(len(body)))
+	return append(b, body...)
 }
 
 func (v *memberMetadataValue) decode(b []byte) error {
@@ -266,7 +341,21 @@ func (v *memberMetadataValue) decode(b []byte) error {
 	v.SubscribedTopicRegex = r.CompactNullableString()
 	v.RebalanceTimeoutMs = r.Int32()
 	v.ServerAssignor = r.CompactNullableString()
-	skipTags(&r) // tag 0 is ClassicMemberMetadata, written only for migrated members
+	v.Classic = nil
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		tag, size := r.Uvarint(), int(r.Uvarint())
+		field := kbin.Reader{Src: r.Span(size)}
+		if tag != 0 {
+			continue
+		}
+		if field.Uvarint() == 0 {
+			continue // null
+		}
+		v.Classic = decodeClassicMemberMetadata(&field)
+		if err := field.Complete(); err != nil {
+			return fmt.Errorf("decoding ClassicMemberMetadata: %w", err)
+		}
+	}
 	return r.Complete()
 }
 

@@ -1,0 +1,99 @@
+package broker
+
+// FindCoordinator (key 10), versions 0-6; v4+ batches keys.
+//
+// A group's coordinator is the leader of its __consumer_offsets partition
+// (Kafka's hash of the group id modulo the topic's partition count). When
+// the topic does not exist yet it is created, as Kafka does on first use,
+// and the answer is COORDINATOR_NOT_AVAILABLE until it has a leader; the
+// client retries. Like Kafka, the answer does not wait for the partition's
+// groups to be loaded: the group APIs answer COORDINATOR_LOAD_IN_PROGRESS
+// meanwhile.
+//
+// Deliberate deviations until later issues: transaction keys (type 1) get
+// COORDINATOR_NOT_AVAILABLE because the transaction coordinator does not
+// exist yet; share keys (type 2) get INVALID_REQUEST, Kafka's answer when
+// it runs without a share coordinator.
+
+import (
+	"context"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Coordinator key types.
+const (
+	coordinatorGroup       int8 = 0
+	coordinatorTransaction int8 = 1
+)
+
+// kafkaErrorMessages are Kafka's default messages (Errors.message()) for
+// the errors FindCoordinator answers with.
+var kafkaErrorMessages = map[int16]string{
+	0:                                 "NONE",
+	kerr.CoordinatorNotAvailable.Code: "The coordinator is not available.",
+	kerr.InvalidRequest.Code:          "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
+}
+
+func kafkaErrorMessage(code int16) *string {
+	msg, ok := kafkaErrorMessages[code]
+	if !ok {
+		msg = errFromCode(code).Error()
+	}
+	return &msg
+}
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	img := b.ctrl.Image()
+	v := r.version()
+	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
+
+	if v < 4 {
+		c := b.findCoordinator(img, r.conn.listener.Name, req.CoordinatorType, req.CoordinatorKey)
+		if !validType {
+			c = noCoordinator(req.CoordinatorKey, kerr.InvalidRequest.Code)
+		}
+		resp.ErrorCode = c.ErrorCode
+		resp.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
+		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+		r.respond(resp)
+		return
+	}
+	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(req.CoordinatorKeys))
+	for _, key := range req.CoordinatorKeys {
+		var c kmsg.FindCoordinatorResponseCoordinator
+		if !validType {
+			// Kafka fails the whole request, every key with its message.
+			c = noCoordinator(key, kerr.InvalidRequest.Code)
+			c.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
+		} else {
+			c = b.findCoordinator(img, r.conn.listener.Name, req.CoordinatorType, key)
+		}
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	r.respond(resp)
+}
+
+func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinator {
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key = key
+	c.NodeID, c.Port = -1, -1
+	c.ErrorCode = code
+	return c
+}
+
+// findCoordinator locates one key's coordinator.
+func (b *Broker) findCoordinator(img *controller.Image, listenerName string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	if keyType != coordinatorGroup || b.groups == nil {
+		return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
+	}
+	c, ok := b.groups.offsetsTopicCoordinator(img, listenerName, key)
+	if !ok {
+		return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
+	}
+	return c
+}
