@@ -124,10 +124,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 	b.WriteString("- consume rates from kafka-consumer-perf-test are its fetch.* columns (group join time excluded); franz-go consumes without a group\n")
 	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over all workloads of a round, divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); peak RSS is VmHWM at the end of the round\n\n")
 
-	var targets []string
-	for _, t := range []string{"gregor", "kafka"} {
-		targets = append(targets, t)
-	}
+	targets := []string{"gregor", "kafka"}
 	vals := map[string]map[string][]float64{}
 	errs := map[string][]string{}
 	for _, r := range run.Rounds {
