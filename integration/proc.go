@@ -290,8 +290,8 @@ func (p *Proc) Stop(grace time.Duration) error {
 			<-p.done
 		}
 	}
-	// Children that ignored SIGTERM and outlived the leader still get killed.
-	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	// The group is not signalled once its leader has been reaped: the id
+	// may by then belong to someone else's process group.
 	p.logFile.Close()
 	var exitErr *exec.ExitError
 	if p.waitErr != nil && !errors.As(p.waitErr, &exitErr) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -152,6 +153,15 @@ func runKgoSuite(ctx context.Context, e *Env) error {
 	counts := map[string]int{}
 	for _, o := range outcomes {
 		counts[o.Action]++
+	}
+	// Tests that never finished usually mean the broker hung. A Go broker
+	// prints every goroutine's stack on SIGQUIT (and exits; the runner
+	// restarts it), which is what whoever debugs the hang needs.
+	if counts["run"] > 0 && e.Target.Name() == "gregor" && e.Target.Alive() == nil {
+		if pid := e.Target.Pid(); pid > 0 && syscall.Kill(pid, syscall.SIGQUIT) == nil {
+			time.Sleep(2 * time.Second)
+			e.Log.Warn("kgo tests hung; sent SIGQUIT to gregor for a goroutine dump in its broker.log", "pid", pid)
+		}
 	}
 	e.Notef("%d tests: %d pass, %d fail, %d skip, %d unfinished; allowlist %d", len(outcomes), counts["pass"], counts["fail"], counts["skip"], counts["run"], len(allow))
 	return checkAllowlist(outcomes, allow)
