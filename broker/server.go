@@ -75,11 +75,14 @@ type Server struct {
 
 	listeners []*listener
 	draining  atomic.Bool
-	wg        sync.WaitGroup
-	connsMu   sync.Mutex
-	conns     map[*conn]struct{}
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// panics counts handler panics (each closed only its connection);
+	// tests assert it stays zero.
+	panics  atomic.Int64
+	wg      sync.WaitGroup
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // ServerOptions configure the network side.
@@ -230,6 +233,7 @@ func (s *Server) Shutdown() {
 func (s *Server) dispatch(ctx context.Context, h *handler, r *request) {
 	defer func() {
 		if p := recover(); p != nil {
+			s.panics.Add(1)
 			s.log.Error("handler panicked; closing connection", "api", h.key.Name(), "version", r.hdr.APIVersion, "panic", p, "stack", string(debug.Stack()))
 			r.slot.closeConn = true
 			select {
@@ -248,6 +252,7 @@ func (r *request) goAsync(fn func()) {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
+				r.conn.srv.panics.Add(1)
 				r.conn.log.Error("handler panicked; closing connection", "api", kmsg.NameForKey(r.hdr.APIKey), "panic", p, "stack", string(debug.Stack()))
 				r.slot.closeConn = true
 				select {

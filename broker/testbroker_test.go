@@ -28,14 +28,14 @@ type testNode struct {
 }
 
 // startTestNode starts a node with config overrides on a fresh format.
-func startTestNode(t *testing.T, overrides map[string]string) *testNode {
+func startTestNode(t testing.TB, overrides map[string]string) *testNode {
 	t.Helper()
 	return startTestNodeWithGroupVersion(t, overrides, 1)
 }
 
 // startTestNodeWithGroupVersion also chooses the group.version finalized
 // at format (0 turns the KIP-848 consumer protocol off).
-func startTestNodeWithGroupVersion(t *testing.T, overrides map[string]string, groupVersion int16) *testNode {
+func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, groupVersion int16) *testNode {
 	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
