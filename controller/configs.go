@@ -67,6 +67,33 @@ func checkResourceType(t int8) *apiError {
 	return newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", t)
 }
 
+// admitResources reports which resources of an alter request may be
+// processed: a resource named more than once is answered once with
+// INVALID_REQUEST, an unsupported type with its error, through reject.
+func admitResources(resources []ConfigResource, reject func(ConfigResource, *apiError)) []bool {
+	seen := map[ConfigResource]int{}
+	for _, r := range resources {
+		seen[r]++
+	}
+	reported := map[ConfigResource]bool{}
+	admitted := make([]bool, len(resources))
+	for i, r := range resources {
+		if seen[r] > 1 {
+			if !reported[r] {
+				reported[r] = true
+				reject(r, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
+			}
+			continue
+		}
+		if e := checkResourceType(int8(r.Type)); e != nil {
+			reject(r, e)
+			continue
+		}
+		admitted[i] = true
+	}
+	return admitted
+}
+
 // IncrementalAlterConfigs changes configs key by key.
 func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -78,25 +105,17 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		r.ErrorMessage = e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	seen := map[ConfigResource]int{}
-	for _, r := range req.Resources {
-		seen[ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}]++
+	resources := make([]ConfigResource, len(req.Resources))
+	for i, r := range req.Resources {
+		resources[i] = ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
+	admitted := admitResources(resources, func(res ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
 	var changes []configChange
-	reported := map[ConfigResource]bool{}
-	for _, r := range req.Resources {
-		res := ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
-		if seen[res] > 1 {
-			if !reported[res] {
-				reported[res] = true
-				add(int8(r.ResourceType), r.ResourceName, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
-			}
+	for i, r := range req.Resources {
+		if !admitted[i] {
 			continue
 		}
-		if e := checkResourceType(int8(r.ResourceType)); e != nil {
-			add(int8(r.ResourceType), r.ResourceName, e)
-			continue
-		}
+		res := resources[i]
 		ch := configChange{res: res, ops: map[string]configOp{}}
 		var e *apiError
 		for _, cfg := range r.Configs {
@@ -139,25 +158,17 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		r.ErrorMessage = e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	seen := map[ConfigResource]int{}
-	for _, r := range req.Resources {
-		seen[ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}]++
+	resources := make([]ConfigResource, len(req.Resources))
+	for i, r := range req.Resources {
+		resources[i] = ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
+	admitted := admitResources(resources, func(res ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
 	var changes []configChange
-	reported := map[ConfigResource]bool{}
-	for _, r := range req.Resources {
-		res := ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
-		if seen[res] > 1 {
-			if !reported[res] {
-				reported[res] = true
-				add(int8(r.ResourceType), r.ResourceName, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
-			}
+	for i, r := range req.Resources {
+		if !admitted[i] {
 			continue
 		}
-		if e := checkResourceType(int8(r.ResourceType)); e != nil {
-			add(int8(r.ResourceType), r.ResourceName, e)
-			continue
-		}
+		res := resources[i]
 		ch := configChange{res: res, legacy: map[string]string{}}
 		var e *apiError
 		for _, cfg := range r.Configs {
