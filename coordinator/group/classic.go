@@ -678,7 +678,7 @@ func (s *shard) prepareRebalance(g *classicGroup, now int64, reason string) {
 		// A zero delay still gathers the joins that arrive together:
 		// complete after a short window rather than on the next timer
 		// tick (100 ms).
-		time.AfterFunc(zeroDelayJoinWindow, func() {
+		time.AfterFunc(s.c.zeroDelayJoinWindow, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.status == shardActive && s.classic[g.id] == g && g.state == classicPreparing && g.initialDelay {
@@ -688,9 +688,9 @@ func (s *shard) prepareRebalance(g *classicGroup, now int64, reason string) {
 	}
 }
 
-// zeroDelayJoinWindow is how long the first rebalance of an empty group
-// gathers joins when group.initial.rebalance.delay.ms is 0.
-const zeroDelayJoinWindow = 10 * time.Millisecond
+// defaultZeroDelayJoinWindow is how long the first rebalance of an empty
+// group gathers joins when group.initial.rebalance.delay.ms is 0.
+const defaultZeroDelayJoinWindow = 10 * time.Millisecond
 
 func (g *classicGroup) allJoined() bool {
 	return g.awaitingJoinSize == len(g.members) && len(g.pending) == 0

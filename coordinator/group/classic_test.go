@@ -448,6 +448,7 @@ func (h *harness) waitMembers(group string, n int) {
 // runs even at 0 ms): the first join must not complete alone.
 func TestClassicZeroInitialDelayGathersConcurrentJoins(t *testing.T) {
 	h := newHarness(t, nil)
+	h.c.zeroDelayJoinWindow = time.Second
 	const g = "together"
 	const n = 5
 	joins := make([]chan *kmsg.JoinGroupResponse, n)

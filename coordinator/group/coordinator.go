@@ -69,6 +69,9 @@ type Coordinator struct {
 	topics TopicView
 	log    *slog.Logger
 	now    func() time.Time
+	// zeroDelayJoinWindow: see defaultZeroDelayJoinWindow (tests widen it
+	// so that a loaded machine cannot split their joins).
+	zeroDelayJoinWindow time.Duration
 
 	mu     sync.RWMutex
 	shards map[int32]*shard
@@ -80,7 +83,7 @@ type Coordinator struct {
 // New returns a coordinator with no partitions loaded. cfg is used as
 // given; call cfg.Validate first to refuse bad settings at start-up.
 func New(cfg Config, topics TopicView) *Coordinator {
-	c := &Coordinator{cfg: cfg, topics: topics, log: cfg.Logger, now: cfg.Now, shards: map[int32]*shard{}}
+	c := &Coordinator{cfg: cfg, topics: topics, log: cfg.Logger, now: cfg.Now, shards: map[int32]*shard{}, zeroDelayJoinWindow: defaultZeroDelayJoinWindow}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
