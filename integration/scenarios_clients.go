@@ -31,6 +31,10 @@ func clientScenarios() []Scenario {
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
 				return runPython(ctx, e, "confluent_check.py", topic, group)
 			}),
+		script("client/confluent-kafka-python-consumer-protocol", "confluent-kafka (librdkafka) with group.protocol=consumer (KIP-848): produce, group consume + commit, the group described as a consumer group",
+			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
+				return runPython(ctx, e, "confluent_check.py", topic, group, "consumer")
+			}),
 		script("client/kafka-python", "kafka-python: admin create, produce acks=all, group consume + commit, list groups, group offsets",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
 				return runPython(ctx, e, "kafka_python_check.py", topic, group)
@@ -55,13 +59,14 @@ func clientScenarios() []Scenario {
 	}
 }
 
-func runPython(ctx context.Context, e *Env, script, topic, group string) (Output, error) {
+func runPython(ctx context.Context, e *Env, script, topic, group string, extra ...string) (Output, error) {
 	py, err := e.Tools.Python(ctx)
 	if err != nil {
 		return Output{}, err
 	}
-	return e.Exec(ctx, Cmd{Name: py, Args: []string{filepath.Join(e.Tools.Root, "integration", "clients", "python", script),
-		e.Bootstrap(), topic, group, strconv.Itoa(clientRecords)}, Timeout: 3 * time.Minute})
+	args := append([]string{filepath.Join(e.Tools.Root, "integration", "clients", "python", script),
+		e.Bootstrap(), topic, group, strconv.Itoa(clientRecords)}, extra...)
+	return e.Exec(ctx, Cmd{Name: py, Args: args, Timeout: 3 * time.Minute})
 }
 
 func runGoClient(ctx context.Context, e *Env, client, topic, group string) (Output, error) {

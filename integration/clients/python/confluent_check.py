@@ -1,6 +1,7 @@
 """confluent-kafka (librdkafka) produce/consume/group/admin check.
 
-Usage: confluent_check.py BOOTSTRAP TOPIC GROUP COUNT
+Usage: confluent_check.py BOOTSTRAP TOPIC GROUP COUNT [GROUP_PROTOCOL]
+GROUP_PROTOCOL is classic (the default) or consumer (KIP-848).
 Prints one JSON line with what it saw; exits non-zero on any failure.
 """
 import json
@@ -13,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 def main():
     bootstrap, topic, group, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    protocol = sys.argv[5] if len(sys.argv) > 5 else "classic"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for fut in admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)]).values():
         fut.result(timeout=30)
@@ -39,7 +41,7 @@ def main():
         raise SystemExit(f"produce: {len(acked)} acked, {remaining} unflushed, errors {errors[:3]}")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False, "group.protocol": protocol})
     consumer.subscribe([topic])
     seen = []
     deadline = time.time() + 60
@@ -60,8 +62,11 @@ def main():
     groups = admin.list_consumer_groups().result(timeout=30)
     listed = any(g.group_id == group for g in groups.valid)
     desc = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    group_type = str(getattr(desc, "type", "")).rsplit(".", 1)[-1]
+    if protocol == "consumer" and group_type.upper() != "CONSUMER":
+        raise SystemExit(f"group type {group_type!r} after a group.protocol=consumer member, want CONSUMER")
     print(json.dumps({"produced": len(acked), "consumed": len(seen), "committed": total, "group_listed": listed,
-                      "group_state": str(desc.state).rsplit(".", 1)[-1]}))
+                      "group_state": str(desc.state).rsplit(".", 1)[-1], "group_type": group_type}))
 
 
 if __name__ == "__main__":
