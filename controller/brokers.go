@@ -340,8 +340,9 @@ func hasLeaderships(img *Image, id int32) bool {
 // maybeFenceStaleBroker fences one broker whose session expired (loop).
 func (c *Controller) maybeFenceStaleBroker() {
 	now := c.now()
-	for _, id := range slices.Sorted(maps.Keys(c.committed.Brokers)) {
-		b := c.committed.Brokers[id]
+	img := c.latest()
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		b := img.Brokers[id]
 		if b.Fenced {
 			continue
 		}
@@ -355,7 +356,7 @@ func (c *Controller) maybeFenceStaleBroker() {
 			continue
 		}
 		c.logger.Info("fencing broker whose session expired", "broker", id, "last_heartbeat", s.lastSeen)
-		c.propose(fenceBrokerRecords(c.committed, b), c.nextOffset(), func(_ *Image, err error) {
+		c.propose(fenceBrokerRecords(img, b), c.nextIndex(), func(err error) {
 			if err != nil {
 				c.logger.Warn("fencing broker was not committed", "broker", id, "err", err)
 			}

@@ -5,12 +5,13 @@ package controller
 //
 // Goroutines and ownership:
 //   - The loop goroutine (run) owns the raft RawNode, the committed image
-//     (c.committed), the in-flight write, the broker sessions and every
-//     other field marked "loop". It drives the Ready loop: persist, send,
-//     apply, Advance. Admin operations reach it as events on c.events and
-//     run one at a time against the latest committed image; an operation
-//     that writes records holds the loop's single write slot until its
-//     records are committed and applied, so the next operation sees them.
+//     (c.committed), the write pipeline (pipeline.go: the entries proposed
+//     and not yet applied, and the pending image that includes them), the
+//     broker sessions and every other field marked "loop". It drives the
+//     Ready loop: persist, send, apply, Advance. Admin operations reach it
+//     as events on c.events; it decides them one at a time against the
+//     pending image and proposes their records without waiting for earlier
+//     entries to commit; each is answered once its own entry is applied.
 //   - Callers of the admin methods wait for their event's reply.
 //   - Each subscription has its own delivery goroutine.
 //   - Start runs the loop's work itself (replay, first campaign) before the
@@ -21,7 +22,6 @@ package controller
 // subscription's mu. raftlog.Log has its own internal lock, taken last.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +35,6 @@ import (
 
 	"github.com/gregorbroker/gregor/controller/raftlog"
 	"github.com/gregorbroker/gregor/storage"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -155,34 +154,19 @@ type Controller struct {
 	isLeader        bool
 	term            uint64
 	leadRaftID      uint64
-	inflight        *inflight
 	sessions        map[int32]*brokerSession
 	entriesSinceSn  int64
 	lastSnapshot    time.Time
 	snapshotIndex   uint64
 	peerLastContact map[uint64]time.Time
 	peerCaughtUp    map[uint64]time.Time
-}
 
-// event is one operation for the loop. fn runs against the latest
-// committed image; offset is the log offset the records it returns will
-// get. If it returns records they are proposed and reply is sent once they
-// are applied (or fail); otherwise reply is sent at once.
-type event struct {
-	fn    func(img *Image, offset int64) ([]Record, any)
-	reply chan eventResult
-}
-
-type eventResult struct {
-	val any
-	err error
-}
-
-type inflight struct {
-	index uint64
-	term  uint64
-	data  []byte
-	done  func(img *Image, err error)
+	// the write pipeline (loop-owned, see pipeline.go)
+	inflight      []*proposal
+	inflightBytes int
+	pending       *Image // nil when inflight is empty
+	// inflightCount is len(inflight), readable outside the loop.
+	inflightCount atomic.Int64
 }
 
 // brokerSession is the leader's view of a broker's liveness (not part of the
@@ -453,7 +437,7 @@ func (c *Controller) run() {
 	defer ticker.Stop()
 	for {
 		var events chan *event
-		if c.inflight == nil && c.canTakeEvents() {
+		if c.canTakeEvents() {
 			events = c.events
 		}
 		select {
@@ -469,7 +453,7 @@ func (c *Controller) run() {
 				c.logger.Debug("raft step", "err", err)
 			}
 		case ev := <-events:
-			c.handleEvent(ev)
+			c.handleEvents(ev)
 		case report := <-c.reports:
 			report(c.rn)
 		}
@@ -477,7 +461,9 @@ func (c *Controller) run() {
 		c.maybeBootstrap()
 		c.drain()
 		if err := c.fatalErr(); err != nil {
-			c.failInflight(err)
+			// Kafka fails every pending write with NOT_CONTROLLER when
+			// its controller renounces; the cause goes along.
+			c.failInflight(fmt.Errorf("%w: %w", errNotController, err))
 			// Keep draining events with the error until Close.
 			c.failEventsUntilStop(err)
 			return
@@ -511,11 +497,12 @@ func (c *Controller) serving() bool {
 	return c.isLeader && c.appliedTerm == c.term && c.committed.Features[MetadataVersionFeature] != 0
 }
 
-// canTakeEvents: the leader serves them; a follower that knows the leader
-// answers NOT_CONTROLLER; a node in an election keeps them queued.
+// canTakeEvents: the leader serves them while the pipeline has room; a
+// follower that knows the leader answers NOT_CONTROLLER; a node in an
+// election keeps them queued.
 func (c *Controller) canTakeEvents() bool {
 	if c.serving() {
-		return true
+		return c.hasRoom()
 	}
 	return !c.isLeader && c.leadRaftID != raft.None && c.leadRaftID != c.raftID
 }
@@ -559,6 +546,12 @@ func (c *Controller) handleReady() {
 			return
 		}
 	}
+	// What this Ready committed of this node's proposals has been answered;
+	// the rest can no longer commit under its term. (A term never changes
+	// while a node stays leader, but comparing terms costs nothing.)
+	if len(c.inflight) > 0 && (!c.isLeader || c.inflight[0].term != c.term) {
+		c.failInflight(errNotController)
+	}
 	c.rn.Advance(rd)
 	c.updateQuorumStatus()
 	c.maybeSnapshot()
@@ -575,8 +568,9 @@ func (c *Controller) onSoftState(ss *raft.SoftState) {
 		c.publish(&img)
 	}
 	if wasLeader && !c.isLeader {
-		c.logger.Info("lost metadata quorum leadership", "leader", nodeIDOf(ss.Lead))
-		c.failInflight(errNotController)
+		// handleReady fails the pending proposals once it has applied
+		// what this Ready commits.
+		c.logger.Info("lost metadata quorum leadership", "leader", nodeIDOf(ss.Lead), "pending", len(c.inflight))
 	}
 	if !wasLeader && c.isLeader {
 		c.logger.Info("became the active controller")
@@ -613,7 +607,6 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 			if err != nil {
 				return err
 			}
-			c.afterApply(recs, int64(e.GetIndex()))
 			c.committed = img
 			c.entriesSinceSn++
 			c.publish(img)
@@ -621,19 +614,17 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 	}
 	c.appliedIndex = e.GetIndex()
 	c.appliedTerm = e.GetTerm()
-	if in := c.inflight; in != nil && e.GetIndex() >= in.index {
-		c.inflight = nil
-		if e.GetIndex() == in.index && e.GetTerm() == in.term && bytes.Equal(e.GetData(), in.data) {
-			in.done(c.committed, nil)
-		} else {
-			in.done(c.committed, errNotController)
-		}
-	}
+	// The image with this entry is published: whoever settle answers sees
+	// it in Image().
+	c.settle(e)
 	return nil
 }
 
-// afterApply keeps the leader's broker sessions in step with the log.
-func (c *Controller) afterApply(recs []Record, offset int64) {
+// trackSessions keeps the leader's broker sessions in step with what it
+// proposes, so that decisions on the pending image see the sessions that
+// go with it (a second registration in a burst sees the first one's live
+// contact). Sessions are the leader's own; a new leader rebuilds them.
+func (c *Controller) trackSessions(recs []Record, offset int64) {
 	for _, rec := range recs {
 		switch r := rec.(type) {
 		case *RegisterBrokerRecord:
@@ -660,128 +651,27 @@ func (c *Controller) afterApply(recs []Record, offset int64) {
 	}
 }
 
-func (c *Controller) failInflight(err error) {
-	if in := c.inflight; in != nil {
-		c.inflight = nil
-		in.done(c.committed, err)
-	}
-}
-
-// propose proposes records at the next offset; done is called once they
-// are applied or have failed. The caller has drained Ready, so the entry
-// will get the index after the last one in the log.
-func (c *Controller) propose(records []Record, offset int64, done func(*Image, error)) {
-	data := EncodeRecords(records)
-	if err := c.rn.Propose(data); err != nil {
-		done(c.committed, errNotController)
-		return
-	}
-	c.inflight = &inflight{index: uint64(offset), term: c.term, data: data, done: done}
-}
-
-func (c *Controller) nextOffset() int64 {
-	last, _ := c.rlog.LastIndex()
-	return int64(last) + 1
-}
-
-func (c *Controller) handleEvent(ev *event) {
-	// Everything raft has appended must be in the log before the next
-	// offset is known.
-	c.drain()
-	if !c.serving() || c.inflight != nil {
-		ev.reply <- eventResult{err: errNotController}
-		return
-	}
-	offset := c.nextOffset()
-	recs, val := ev.fn(c.committed, offset)
-	if len(recs) == 0 {
-		ev.reply <- eventResult{val: val}
-		return
-	}
-	c.propose(recs, offset, func(_ *Image, err error) {
-		ev.reply <- eventResult{val: val, err: err}
-	})
-}
-
 // maybeBootstrap writes the bootstrap records once the first leader has
 // applied the log and finds it empty.
 func (c *Controller) maybeBootstrap() {
 	c.drain()
-	if !c.isLeader || c.appliedTerm != c.term || c.inflight != nil || c.fatalErr() != nil {
+	if !c.isLeader || c.appliedTerm != c.term || len(c.inflight) > 0 || c.fatalErr() != nil {
 		return
 	}
 	if c.committed.Features[MetadataVersionFeature] != 0 {
 		return
 	}
 	c.logger.Info("writing bootstrap metadata records", "features", c.info.Features)
-	c.propose(c.info.bootstrapRecords(), c.nextOffset(), func(_ *Image, err error) {
+	c.propose(c.info.bootstrapRecords(), c.nextIndex(), func(err error) {
 		if err != nil {
 			c.logger.Warn("bootstrap records were not committed; retrying", "err", err)
 		}
 	})
 }
 
-// submit runs fn on the loop and waits for its records to be applied. On
-// error val may still hold fn's result (fn ran but its records did not
-// commit) or be nil (fn never ran).
-func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int64) ([]Record, any)) (any, error) {
-	if err := c.fatalErr(); err != nil {
-		return nil, err
-	}
-	ev := &event{fn: fn, reply: make(chan eventResult, 1)}
-	select {
-	case c.events <- ev:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		if err := c.fatalErr(); err != nil {
-			return nil, err
-		}
-		return nil, errStopped
-	}
-	select {
-	case res := <-ev.reply:
-		return res.val, res.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		select {
-		case res := <-ev.reply:
-			return res.val, res.err
-		default:
-		}
-		return nil, errStopped
-	}
-}
-
-// submitTyped is submit with a typed result.
-func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *Image, offset int64) ([]Record, T)) (T, bool, error) {
-	val, err := c.submit(ctx, func(img *Image, offset int64) ([]Record, any) {
-		return fn(img, offset)
-	})
-	t, ok := val.(T)
-	return t, ok, err
-}
-
-// errorCode maps a failure to commit to the Kafka error a client should see.
-func errorCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, errNotController):
-		return kerr.NotController.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return kerr.RequestTimedOut.Code
-	case errors.Is(err, errStopped):
-		return kerr.NotController.Code
-	default:
-		return kerr.UnknownServerError.Code
-	}
-}
-
 func (c *Controller) onTick() {
 	c.drain()
-	if !c.serving() || c.inflight != nil || c.fatalErr() != nil {
+	if !c.serving() || !c.hasRoom() || c.fatalErr() != nil {
 		return
 	}
 	c.maybeFenceStaleBroker()

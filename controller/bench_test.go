@@ -1,0 +1,77 @@
+package controller
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkCreateTopicsBurst measures one burst of 50 concurrent
+// CreateTopics requests of 100 partitions each (one topic per request, as
+// an admin tool creating topics in parallel sends them) against a fresh
+// single-node controller, on the in-memory FS and on the real disk.
+func BenchmarkCreateTopicsBurst(b *testing.B) {
+	const topics, partitions = 50, 100
+	for _, disk := range []string{"memfs", "osfs"} {
+		b.Run(disk, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				var c *Controller
+				if disk == "memfs" {
+					c = startTest(b, storage.NewMemFS())
+				} else {
+					c = startBenchOS(b)
+				}
+				registerBroker(b, c, 1)
+				b.StartTimer()
+				var wg sync.WaitGroup
+				errs := make(chan error, topics)
+				for i := range topics {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						req := kmsg.NewPtrCreateTopicsRequest()
+						req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq(fmt.Sprintf("burst-%d", i), partitions, 1)}
+						if r := c.CreateTopics(ctxT(b), req).Topics[0]; r.ErrorCode != 0 {
+							errs <- fmt.Errorf("create %s: %d %v", r.Topic, r.ErrorCode, r.ErrorMessage)
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+				if n := len(c.Image().Topics); n != topics {
+					b.Fatalf("%d topics in the image", n)
+				}
+				c.Close()
+			}
+		})
+	}
+}
+
+// startBenchOS starts a single-node controller on the real filesystem in a
+// temporary directory (fsyncs cost what they cost on this machine).
+func startBenchOS(b *testing.B) *Controller {
+	b.Helper()
+	dir := b.TempDir()
+	cfg := testConfig(storage.OSFS{})
+	cfg.MetadataDir = dir
+	if err := Format(storage.OSFS{}, dir, FormatOptions{
+		ClusterID: "test-cluster", NodeID: 1, DirectoryID: RandomUUID(),
+		Voters: []Voter{{ID: 1}},
+	}); err != nil {
+		b.Fatalf("format: %v", err)
+	}
+	c, err := Start(ctxT(b), cfg)
+	if err != nil {
+		b.Fatalf("start: %v", err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
