@@ -240,11 +240,7 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 		return
 	}
 	for _, r := range results {
-		e := r.err
-		if e == nil && err != nil {
-			e = commitError(err)
-		}
-		add(r.res, e)
+		add(r.res, r.err)
 	}
 }
 

@@ -102,14 +102,6 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 		}
 		return resp
 	}
-	for i := range results {
-		for j := range results[i].Partitions {
-			if p := &results[i].Partitions[j]; p.ErrorCode == 0 && err != nil {
-				p.ErrorCode = errorCode(err)
-				p.ErrorMessage = strPtr(err.Error())
-			}
-		}
-	}
 	resp.Topics = results
 	return resp
 }

@@ -214,8 +214,10 @@ func (c *Controller) failInflight(err error) {
 }
 
 // submit runs fn on the loop and waits for its records to be applied. On
-// error val may still hold fn's result (fn ran but its records did not
-// commit) or be nil (fn never ran).
+// error val is nil even if fn ran: what it decided may rest on pending
+// entries that never committed (a TOPIC_ALREADY_EXISTS for a topic whose
+// creation failed), so none of it is an answer; as in Kafka, the whole
+// operation fails.
 func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int64) ([]Record, any)) (any, error) {
 	if err := c.fatalErr(); err != nil {
 		return nil, err
@@ -233,17 +235,24 @@ func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int6
 	}
 	select {
 	case res := <-ev.reply:
-		return res.val, res.err
+		return res.answer()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-c.done:
 		select {
 		case res := <-ev.reply:
-			return res.val, res.err
+			return res.answer()
 		default:
 		}
 		return nil, errStopped
 	}
+}
+
+func (r eventResult) answer() (any, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.val, nil
 }
 
 // submitTyped is submit with a typed result.

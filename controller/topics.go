@@ -527,11 +527,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		return resp
 	}
 	for _, r := range results {
-		e := r.err
-		if e == nil && err != nil {
-			e = commitError(err)
-		}
-		add(r.name, r.id, e)
+		add(r.name, r.id, r.err)
 	}
 	return resp
 }
