@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -95,12 +96,16 @@ func (w *workload) step(ctx context.Context) error {
 // not synced (keeping torn prefixes), restarts and checks that nothing
 // acknowledged was lost and the image is exactly one the log had.
 func TestCrashAtRandomPointsRebuildsImage(t *testing.T) {
-	seeds := 25
+	forSeeds(t, 25, crashOnce)
+}
+
+// forSeeds runs one subtest per seed 1..seeds (5 with -short).
+func forSeeds(t *testing.T, seeds int, run func(t *testing.T, seed int64)) {
 	if testing.Short() {
 		seeds = 5
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { crashOnce(t, seed) })
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { run(t, seed) })
 	}
 }
 
@@ -115,37 +120,9 @@ func crashOnce(t *testing.T, seed int64) {
 	c := startTest(t, fsys, small)
 	epoch := registerBroker(t, c, 1)
 
-	var mu sync.Mutex
-	published := map[int64]string{}
-	cancel := c.Subscribe(func(_, next *Image) {
-		mu.Lock()
-		published[next.Offset] = imageBytes(next)
-		mu.Unlock()
-	})
+	published := recordImages(t, c)
 
-	// Die after a random number of mutating file operations.
-	var opsMu sync.Mutex
-	budget := 20 + rng.Intn(400)
-	dead := false
-	fsys.Inject(func(op storage.Op, name string) error {
-		switch op {
-		case storage.OpRead, storage.OpReadDir, storage.OpOpen:
-			if !dead {
-				return nil
-			}
-		}
-		opsMu.Lock()
-		defer opsMu.Unlock()
-		if dead {
-			return errors.New("disk gone")
-		}
-		budget--
-		if budget <= 0 {
-			dead = true
-			return errors.New("disk gone")
-		}
-		return nil
-	})
+	kill := diskThatDies(fsys, 20+rng.Intn(400))
 	w := &workload{rng: rng, c: c, epoch: epoch, created: map[string]UUID{}, configs: map[string]string{}}
 	acked := map[string]UUID{}
 	ackedConfigs := map[string]string{}
@@ -160,10 +137,7 @@ func crashOnce(t *testing.T, seed int64) {
 		ackedConfigs = cloneMap(w.configs)
 	}
 	lastAck := w.lastAck
-	opsMu.Lock()
-	dead = true
-	opsMu.Unlock()
-	cancel()
+	kill()
 	c.Close()
 	fsys.Inject(nil)
 	if testing.Verbose() {
@@ -172,7 +146,7 @@ func crashOnce(t *testing.T, seed int64) {
 			fi, _ := d.Info()
 			t.Logf("before crash: %s %d", d.Name(), fi.Size())
 		}
-		t.Logf("lastAck %d budget %d", lastAck, budget)
+		t.Logf("lastAck %d", lastAck)
 	}
 	fsys.Crash(true, rng)
 	if testing.Verbose() {
@@ -211,10 +185,7 @@ func crashOnce(t *testing.T, seed int64) {
 	if changed > 1 {
 		t.Fatalf("%d acknowledged configs changed by the crash", changed)
 	}
-	mu.Lock()
-	want, ok := published[img.Offset]
-	mu.Unlock()
-	if ok && want != imageBytes(img) {
+	if want := published.at(img.Offset); want != nil && imageBytes(want) != imageBytes(img) {
 		t.Fatalf("image at offset %d differs from the one published before the crash", img.Offset)
 	}
 	// A clean restart rebuilds exactly the same image (snapshot + log).
@@ -234,6 +205,168 @@ func crashOnce(t *testing.T, seed int64) {
 	}
 	// And the controller still works.
 	if r := createTopic(t, c3, "after-crash", 1, 1); r.ErrorCode != 0 && r.ErrorCode != 36 {
+		t.Fatalf("create after restart: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+}
+
+// diskThatDies makes fsys fail every mutating operation after budget of
+// them, and every operation once it is dead; kill kills it at once.
+func diskThatDies(fsys *storage.MemFS, budget int) (kill func()) {
+	var mu sync.Mutex
+	dead := false
+	fsys.Inject(func(op storage.Op, name string) error {
+		switch op {
+		case storage.OpRead, storage.OpReadDir, storage.OpOpen:
+			mu.Lock()
+			alive := !dead
+			mu.Unlock()
+			if alive {
+				return nil
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return errors.New("disk gone")
+		}
+		budget--
+		if budget <= 0 {
+			dead = true
+			return errors.New("disk gone")
+		}
+		return nil
+	})
+	return func() {
+		mu.Lock()
+		dead = true
+		mu.Unlock()
+	}
+}
+
+// burstWriter is one of the concurrent writers of crashBurstOnce and what
+// it was told.
+type burstWriter struct {
+	topics map[string]UUID
+	blocks []int64
+	// config is the last acknowledged retention.ms of its own topic;
+	// failedConfig the one whose write failed (it may have committed).
+	config, failedConfig string
+	lastAck              int64
+}
+
+// run writes until its first failure; a failure must be one a pending
+// write gets when the disk dies (NOT_CONTROLLER) or one a write gets
+// after (UNKNOWN_SERVER_ERROR), never a hang.
+func (w *burstWriter) run(t *testing.T, c *Controller, rng *rand.Rand, id int, epoch int64) {
+	w.topics = map[string]UUID{}
+	for i := range 40 {
+		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		var code int16
+		switch rng.Intn(3) {
+		case 0:
+			name := fmt.Sprintf("w%d-%d", id, i)
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq(name, int32(1+rng.Intn(3)), 1)}
+			r := c.CreateTopics(ctx, req).Topics[0]
+			if code = r.ErrorCode; code == 0 {
+				w.topics[name] = r.TopicID
+			}
+		case 1:
+			req := kmsg.NewPtrAllocateProducerIDsRequest()
+			req.BrokerID, req.BrokerEpoch = 1, epoch
+			r := c.AllocateProducerIDs(ctx, req)
+			if code = r.ErrorCode; code == 0 {
+				w.blocks = append(w.blocks, r.ProducerIDStart)
+			}
+		case 2:
+			v := fmt.Sprint(id*1000 + i)
+			r := c.IncrementalAlterConfigs(ctx, alterReq(kmsg.ConfigResourceTypeTopic, fmt.Sprintf("cfg-%d", id), "retention.ms", opSet, &v)).Resources[0]
+			if code = r.ErrorCode; code == 0 {
+				w.config = v
+			} else {
+				w.failedConfig = v
+			}
+		}
+		done()
+		if code != 0 {
+			if code != kerr.NotController.Code && code != kerr.UnknownServerError.Code {
+				t.Errorf("writer %d: failed with code %d", id, code)
+			}
+			return
+		}
+		w.lastAck = max(w.lastAck, c.Image().Offset)
+	}
+}
+
+// TestCrashDuringPipelinedBurst: concurrent writers keep entries in flight
+// when the disk dies; after the crash (unsynced data lost, torn tails
+// kept) and a restart, every acknowledged write is in the replayed image.
+func TestCrashDuringPipelinedBurst(t *testing.T) {
+	forSeeds(t, 20, crashBurstOnce)
+}
+
+func crashBurstOnce(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	fsys := storage.NewMemFS()
+	formatTest(t, fsys)
+	c := startTest(t, fsys, func(cfg *Config) {
+		cfg.SnapshotMaxEntries = int64(5 + rng.Intn(20))
+		cfg.SegmentBytes = int64(1024 + rng.Intn(8192))
+	})
+	epoch := registerBroker(t, c, 1)
+	const writers = 8
+	for id := range writers {
+		if r := createTopic(t, c, fmt.Sprintf("cfg-%d", id), 1, 1); r.ErrorCode != 0 {
+			t.Fatalf("create cfg-%d: %d", id, r.ErrorCode)
+		}
+	}
+	published := recordImages(t, c)
+	kill := diskThatDies(fsys, 30+rng.Intn(300))
+	ws := make([]burstWriter, writers)
+	rngs := make([]*rand.Rand, writers)
+	for id := range writers {
+		rngs[id] = rand.New(rand.NewSource(rng.Int63()))
+	}
+	concurrently(writers, func(id int) { ws[id].run(t, c, rngs[id], id, epoch) })
+	kill()
+	c.Close()
+	fsys.Inject(nil)
+	fsys.Crash(true, rng)
+
+	c2, err := Start(context.Background(), testConfig(fsys))
+	if err != nil {
+		t.Fatalf("restart after crash: %v", err)
+	}
+	defer c2.Close()
+	img := c2.Image()
+	blocks := map[int64]bool{}
+	for id, w := range ws {
+		if img.Offset < w.lastAck {
+			t.Fatalf("restarted at offset %d, before writer %d's acknowledged offset %d", img.Offset, id, w.lastAck)
+		}
+		for name, tid := range w.topics {
+			if tp := img.Topics[name]; tp == nil || tp.ID != tid {
+				t.Fatalf("acknowledged topic %s lost (image offset %d)", name, img.Offset)
+			}
+		}
+		for _, start := range w.blocks {
+			if blocks[start] {
+				t.Fatalf("producer id block %d handed out twice", start)
+			}
+			blocks[start] = true
+			if start+producerIDBlockSize > img.NextProducerID {
+				t.Fatalf("acknowledged producer id block %d is not below the next producer id %d", start, img.NextProducerID)
+			}
+		}
+		got := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: fmt.Sprintf("cfg-%d", id)}]["retention.ms"]
+		if got != w.config && got != w.failedConfig {
+			t.Fatalf("cfg-%d retention.ms = %q, acknowledged %q, in flight %q", id, got, w.config, w.failedConfig)
+		}
+	}
+	if want := published.at(img.Offset); want != nil && imageBytes(want) != imageBytes(img) {
+		t.Fatalf("image at offset %d differs from the one published before the crash", img.Offset)
+	}
+	if r := createTopic(t, c2, "after-crash", 1, 1); r.ErrorCode != 0 {
 		t.Fatalf("create after restart: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 }

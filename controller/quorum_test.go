@@ -121,11 +121,19 @@ func TestUpdateFeatures(t *testing.T) {
 
 // memNet connects controllers in one process: every message is cloned (a
 // real transport serializes) and delivered asynchronously; links can be
-// cut.
+// cut, and messages can be held back and released later.
 type memNet struct {
 	mu    sync.Mutex
 	nodes map[uint64]*Controller
 	down  map[uint64]bool
+	// hold, when set, keeps back the messages it matches until release.
+	hold func(from uint64, m *pb.Message) bool
+	held []heldMessage
+}
+
+type heldMessage struct {
+	from uint64
+	m    *pb.Message
 }
 
 type memTransport struct {
@@ -140,19 +148,28 @@ func (t memTransport) Send(msgs []*pb.Message) {
 		return
 	}
 	for _, m := range msgs {
-		to := t.net.nodes[m.GetTo()]
-		if to == nil || t.net.down[m.GetTo()] {
+		m := proto.Clone(m).(*pb.Message)
+		if t.net.hold != nil && t.net.hold(t.self, m) {
+			t.net.held = append(t.net.held, heldMessage{from: t.self, m: m})
 			continue
 		}
-		m := proto.Clone(m).(*pb.Message)
-		from := t.net.nodes[t.self]
-		go func() {
-			err := to.Step(context.Background(), m)
-			if m.GetType() == pb.MsgSnap && from != nil {
-				from.ReportSnapshot(nodeIDOf(m.GetTo()), err != nil)
-			}
-		}()
+		t.net.deliver(t.self, m)
 	}
+}
+
+// deliver hands m to its destination on a goroutine of its own (n.mu held).
+func (n *memNet) deliver(from uint64, m *pb.Message) {
+	to := n.nodes[m.GetTo()]
+	if to == nil || n.down[m.GetTo()] {
+		return
+	}
+	sender := n.nodes[from]
+	go func() {
+		err := to.Step(context.Background(), m)
+		if m.GetType() == pb.MsgSnap && sender != nil {
+			sender.ReportSnapshot(nodeIDOf(m.GetTo()), err != nil)
+		}
+	}()
 }
 
 func (n *memNet) setDown(id uint64, down bool) {
@@ -161,7 +178,30 @@ func (n *memNet) setDown(id uint64, down bool) {
 	n.mu.Unlock()
 }
 
-func TestThreeNodeQuorum(t *testing.T) {
+// holdBack starts holding the messages hold matches.
+func (n *memNet) holdBack(hold func(from uint64, m *pb.Message) bool) {
+	n.mu.Lock()
+	n.hold = hold
+	n.mu.Unlock()
+}
+
+// release stops holding messages and delivers (or drops) those held.
+func (n *memNet) release(deliver bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	held := n.held
+	n.hold, n.held = nil, nil
+	if !deliver {
+		return
+	}
+	for _, h := range held {
+		n.deliver(h.from, h.m)
+	}
+}
+
+// startThreeNodes starts a quorum of three voters on one memNet.
+func startThreeNodes(t *testing.T, mutate ...func(*Config)) (*memNet, []*Controller) {
+	t.Helper()
 	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
 	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
 	var nodes []*Controller
@@ -173,6 +213,9 @@ func TestThreeNodeQuorum(t *testing.T) {
 		cfg := testConfig(fsys)
 		cfg.NodeID = id
 		cfg.Transport = memTransport{net: net, self: raftIDOf(id)}
+		for _, m := range mutate {
+			m(&cfg)
+		}
 		c, err := Start(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -183,23 +226,35 @@ func TestThreeNodeQuorum(t *testing.T) {
 		net.mu.Unlock()
 		nodes = append(nodes, c)
 	}
-	leader := func() *Controller {
-		var found *Controller
-		waitFor(t, func() bool {
-			for _, c := range nodes {
-				if net.down[c.raftID] {
-					continue
-				}
-				if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
-					found = c
-					return true
-				}
+	return net, nodes
+}
+
+// waitForLeader returns the bootstrapped leader among the nodes that are
+// not down.
+func waitForLeader(t *testing.T, net *memNet, nodes []*Controller) *Controller {
+	t.Helper()
+	var found *Controller
+	waitFor(t, func() bool {
+		for _, c := range nodes {
+			net.mu.Lock()
+			down := net.down[c.raftID]
+			net.mu.Unlock()
+			if down {
+				continue
 			}
-			return false
-		})
-		return found
-	}
-	l := leader()
+			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
+				found = c
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func TestThreeNodeQuorum(t *testing.T) {
+	net, nodes := startThreeNodes(t)
+	l := waitForLeader(t, net, nodes)
 	registerBroker(t, l, 10)
 	if r := createTopic(t, l, "replicated", 3, 1); r.ErrorCode != 0 {
 		t.Fatalf("create on leader: %+v", r)
@@ -223,7 +278,7 @@ func TestThreeNodeQuorum(t *testing.T) {
 	// The leader fails: a new one is elected and keeps the metadata.
 	net.setDown(l.raftID, true)
 	old := l
-	l = leader()
+	l = waitForLeader(t, net, nodes)
 	if l == old {
 		t.Fatal("no new leader")
 	}
@@ -243,38 +298,8 @@ func TestThreeNodeQuorum(t *testing.T) {
 // than the leader keeps in its log gets the leader's snapshot and ends with
 // the same image.
 func TestLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
-	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
-	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
-	var nodes []*Controller
-	for _, id := range []int32{1, 2, 3} {
-		fsys := storage.NewMemFS()
-		if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: id, Voters: voters}); err != nil {
-			t.Fatal(err)
-		}
-		cfg := testConfig(fsys)
-		cfg.NodeID = id
-		cfg.SnapshotMaxEntries = 5
-		cfg.Transport = memTransport{net: net, self: raftIDOf(id)}
-		c, err := Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		net.mu.Lock()
-		net.nodes[raftIDOf(id)] = c
-		net.mu.Unlock()
-		nodes = append(nodes, c)
-	}
-	var l *Controller
-	waitFor(t, func() bool {
-		for _, c := range nodes {
-			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
-				l = c
-				return true
-			}
-		}
-		return false
-	})
+	net, nodes := startThreeNodes(t, func(cfg *Config) { cfg.SnapshotMaxEntries = 5 })
+	l := waitForLeader(t, net, nodes)
 	registerBroker(t, l, 10)
 	var lagging *Controller
 	for _, c := range nodes {
@@ -307,37 +332,8 @@ func TestLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 // other voters cannot commit, so it never reports success, and its image
 // never shows the change.
 func TestNoSuccessWithoutCommit(t *testing.T) {
-	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
-	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
-	var nodes []*Controller
-	for _, id := range []int32{1, 2, 3} {
-		fsys := storage.NewMemFS()
-		if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: id, Voters: voters}); err != nil {
-			t.Fatal(err)
-		}
-		cfg := testConfig(fsys)
-		cfg.NodeID = id
-		cfg.Transport = memTransport{net: net, self: raftIDOf(id)}
-		c, err := Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		net.mu.Lock()
-		net.nodes[raftIDOf(id)] = c
-		net.mu.Unlock()
-		nodes = append(nodes, c)
-	}
-	var l *Controller
-	waitFor(t, func() bool {
-		for _, c := range nodes {
-			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
-				l = c
-				return true
-			}
-		}
-		return false
-	})
+	net, nodes := startThreeNodes(t)
+	l := waitForLeader(t, net, nodes)
 	registerBroker(t, l, 10)
 	for _, c := range nodes {
 		if c != l {
