@@ -7,8 +7,13 @@
 //
 // Files:
 //
-//	controller.go  Start/Close, the raft Ready loop, the event loop that
-//	               serializes admin operations, subscriptions
+//	controller.go  Start/Close, the raft Ready loop and the event loop
+//	               that owns it, subscriptions
+//	pipeline.go    the write pipeline: operations decided one at a time
+//	               against the pending image, their entries proposed
+//	               without waiting for earlier commits, each answered
+//	               once its own entry is applied, all pending ones failed
+//	               with NOT_CONTROLLER when leadership is lost; submit
 //	records.go     the versioned metadata record encoding
 //	replay.go      copy-on-write application of records to an Image,
 //	               and the records that rebuild an Image (snapshots)
@@ -24,7 +29,9 @@
 //
 // Offsets: a metadata offset is the raft index of the entry holding the
 // records (Image.Offset, broker epochs, DescribeQuorum's high watermark and
-// log end offsets). Every record of one entry shares its offset.
+// log end offsets). Every record of one entry shares its offset. Each
+// operation that writes records gets one entry of its own, so the offset it
+// decides with (a new broker's epoch) is the index its entry gets.
 //
 // Deliberate deviations from Kafka 4.3 (the ledger):
 //   - The log is Gregor's own format (raft entries, CRC-32C frames), not
@@ -42,4 +49,12 @@
 //   - CreateTopics leaves each topic's Configs for the broker to fill.
 //   - No create-topic or alter-config policies, no controller mutation
 //     quota.
+//   - The write pipeline does not linger (Kafka's
+//     controller.quorum.append.linger.ms, default 25): the operations
+//     already queued when the loop takes one are decided together (up to
+//     64) and share one log sync; at most 256 entries or 8 MiB are in
+//     flight, and the loop takes no operation while either is reached.
+//   - Records a leader decided but that do not apply to the image they
+//     were decided against are refused (UNKNOWN_SERVER_ERROR for that
+//     operation) and never written; Kafka treats it as a fatal fault.
 package controller
