@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -62,7 +62,7 @@ type slot struct {
 // sendfile.
 type respChunk struct {
 	bytes []byte
-	file  storage.FileRange
+	file  vfs.FileRange
 }
 
 func (s *slot) finish() { close(s.done) }
@@ -288,8 +288,8 @@ func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
 
 // writeFileRange sends a segment range: with sendfile(2) when both ends
 // are real descriptors, else through a copy.
-func (c *conn) writeFileRange(bw *bufio.Writer, fr storage.FileRange) error {
-	if osf, ok := fr.File.(storage.OSFiler); ok {
+func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
+	if osf, ok := fr.File.(vfs.OSFiler); ok {
 		if tcp, ok := c.nc.(*net.TCPConn); ok {
 			if err := bw.Flush(); err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -50,7 +51,7 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	fsys := storage.OSFS{}
+	fsys := vfs.OSFS{}
 	clusterID := controller.RandomUUID().String()
 	voters := []controller.Voter{{ID: 1, DirectoryID: controller.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
 	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {

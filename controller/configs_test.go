@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,7 +19,7 @@ func alterReq(t kmsg.ConfigResourceType, name, key string, op int8, value *strin
 }
 
 func TestIncrementalAlterConfigs(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
@@ -96,7 +96,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 }
 
 func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
@@ -134,7 +134,7 @@ func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
 }
 
 func TestAlterConfigsReplacesWholeSet(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)

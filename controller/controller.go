@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller/raftlog"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -43,7 +43,7 @@ import (
 
 // Config configures a controller node.
 type Config struct {
-	FS          storage.FS
+	FS          vfs.FS
 	NodeID      int32
 	ClusterID   string
 	DirectoryID UUID

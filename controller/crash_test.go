@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -106,7 +106,7 @@ func TestCrashAtRandomPointsRebuildsImage(t *testing.T) {
 
 func crashOnce(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	formatTest(t, fsys)
 	small := func(cfg *Config) {
 		cfg.SnapshotMaxEntries = int64(3 + rng.Intn(10))
@@ -127,9 +127,9 @@ func crashOnce(t *testing.T, seed int64) {
 	var opsMu sync.Mutex
 	budget := 20 + rng.Intn(400)
 	dead := false
-	fsys.Inject(func(op storage.Op, name string) error {
+	fsys.Inject(func(op vfs.Op, name string) error {
 		switch op {
-		case storage.OpRead, storage.OpReadDir, storage.OpOpen:
+		case vfs.OpRead, vfs.OpReadDir, vfs.OpOpen:
 			if !dead {
 				return nil
 			}
@@ -247,7 +247,7 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 }
 
 func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys, func(cfg *Config) { cfg.SnapshotMaxEntries = 10; cfg.SegmentBytes = 512 })
 	registerBroker(t, c, 1)
 	for i := range 50 {
@@ -285,7 +285,7 @@ func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
 }
 
 func TestSnapshotAfterInterval(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) {
 		cfg.Now = clock.Now

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,7 +56,7 @@ func (testSchema) Default(t ConfigResourceType, key string) (string, bool) {
 
 func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func formatTest(t testing.TB, fsys storage.FS) {
+func formatTest(t testing.TB, fsys vfs.FS) {
 	t.Helper()
 	err := Format(fsys, testDir, FormatOptions{
 		ClusterID:   "test-cluster",
@@ -69,7 +69,7 @@ func formatTest(t testing.TB, fsys storage.FS) {
 	}
 }
 
-func testConfig(fsys storage.FS) Config {
+func testConfig(fsys vfs.FS) Config {
 	return Config{
 		FS:                fsys,
 		NodeID:            1,
@@ -88,7 +88,7 @@ func testConfig(fsys storage.FS) Config {
 }
 
 // startTest formats (if needed) and starts a single-node controller.
-func startTest(t testing.TB, fsys *storage.MemFS, mutate ...func(*Config)) *Controller {
+func startTest(t testing.TB, fsys *vfs.MemFS, mutate ...func(*Config)) *Controller {
 	t.Helper()
 	if _, err := ReadFormat(fsys, testDir); err != nil {
 		formatTest(t, fsys)

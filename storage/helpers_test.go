@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // testClock is a settable clock for logs under test.
@@ -72,7 +73,7 @@ func plainBatch(t testing.TB, n int) []byte {
 	return makeBatch(t, batchSpec{n: n, value: 20, pid: -1})
 }
 
-func openTest(t testing.TB, fsys FS, dir string, cfg LogConfig, mod ...func(*LogOptions)) *Log {
+func openTest(t testing.TB, fsys vfs.FS, dir string, cfg LogConfig, mod ...func(*LogOptions)) *Log {
 	t.Helper()
 	clock := &testClock{ms: testNowMs}
 	opts := LogOptions{FS: fsys, Dir: dir, TopicPartition: TopicPartition{"t", 0}, Config: cfg, Now: clock.now}
@@ -103,7 +104,7 @@ func kerrOf(err error) *kerr.Error {
 	return nil
 }
 
-func readRange(t testing.TB, r FileRange) []byte {
+func readRange(t testing.TB, r vfs.FileRange) []byte {
 	t.Helper()
 	if r.Size == 0 {
 		return nil

@@ -3,6 +3,8 @@ package storage
 import (
 	"os"
 	"testing"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // TestWriteSampleLogForKafkaTools writes a small log with idempotent and
@@ -17,7 +19,7 @@ func TestWriteSampleLogForKafkaTools(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 4096
 	cfg.IndexIntervalBytes = 300
-	l := openTest(t, OSFS{}, dir, cfg)
+	l := openTest(t, vfs.OSFS{}, dir, cfg)
 	for i := 0; i < 40; i++ {
 		spec := batchSpec{n: 1 + i%3, value: 50, pid: -1}
 		if i%2 == 0 {

@@ -15,12 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ManagerOptions opens the log manager over log.dirs.
 type ManagerOptions struct {
-	FS     FS
+	FS     vfs.FS
 	Dirs   []string
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -85,7 +86,7 @@ type logDir struct {
 // goroutine is the caller's; it copies the log list under mu and works on
 // the copy.
 type Manager struct {
-	fsys   FS
+	fsys   vfs.FS
 	logger *slog.Logger
 	now    func() time.Time
 	opts   ManagerOptions
@@ -116,7 +117,7 @@ type dirDeletion struct {
 // OpenManager fails only when no dir is usable.
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.FS == nil {
-		opts.FS = OSFS{}
+		opts.FS = vfs.OSFS{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -175,7 +176,7 @@ func (m *Manager) openDir(path string) *logDir {
 		return d
 	}
 	marker := filepath.Join(path, CleanShutdownFile)
-	if data, err := ReadFile(m.fsys, marker); err == nil {
+	if data, err := vfs.ReadFile(m.fsys, marker); err == nil {
 		d.cleanShutdown = true
 		if epoch, err := decodeCleanShutdown(data); err == nil {
 			d.prevBrokerEpoch = epoch
@@ -603,7 +604,7 @@ func (m *Manager) Close() error {
 			continue
 		}
 		marker := filepath.Join(d.path, CleanShutdownFile)
-		if err := WriteFileAtomic(m.fsys, marker, encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
+		if err := vfs.WriteFileAtomic(m.fsys, marker, encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
 			errs = append(errs, fmt.Errorf("writing %s: %w", marker, err))
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: how many recent batches
@@ -132,7 +133,7 @@ func (e *producerEntry) findDuplicate(epoch int16, firstSeq, lastSeq int32) (pro
 // entries of every unexpired producer and the offset up to which batches
 // have been applied. It is owned by the log's appender (Log.mu).
 type producerState struct {
-	fsys      FS
+	fsys      vfs.FS
 	dir       string
 	producers map[int64]producerEntry
 	// mapEndOffset is the offset after the last batch applied.
@@ -141,7 +142,7 @@ type producerState struct {
 	lastSnapOffset int64
 }
 
-func newProducerState(fsys FS, dir string) *producerState {
+func newProducerState(fsys vfs.FS, dir string) *producerState {
 	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}}
 }
 
@@ -387,7 +388,7 @@ func decodeSnapshot(buf []byte) (map[int64]producerEntry, error) {
 }
 
 // listSnapshots returns the offsets of the dir's snapshot files, ascending.
-func listSnapshots(fsys FS, dir string) ([]int64, error) {
+func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
@@ -414,7 +415,7 @@ func (ps *producerState) takeSnapshot() error {
 		return nil
 	}
 	name := snapshotFileName(ps.dir, ps.mapEndOffset)
-	if err := WriteFileAtomic(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
+	if err := vfs.WriteFileAtomic(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
 		return fmt.Errorf("writing producer snapshot %s: %w", name, err)
 	}
 	ps.lastSnapOffset = ps.mapEndOffset
@@ -439,7 +440,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			}
 			continue
 		}
-		data, err := ReadFile(ps.fsys, name)
+		data, err := vfs.ReadFile(ps.fsys, name)
 		if err != nil {
 			return fmt.Errorf("reading producer snapshot %s: %w", name, err)
 		}

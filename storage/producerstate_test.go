@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -53,7 +54,7 @@ func TestIdempotentProducerRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+			l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 			defer l.Close()
 			var results []AppendResult
 			for i, s := range c.steps {
@@ -93,7 +94,7 @@ func TestIdempotentProducerRules(t *testing.T) {
 
 func TestProducerStateSurvivesRestartAndCrash(t *testing.T) {
 	for _, clean := range []bool{true, false} {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		cfg := smallConfig()
 		cfg.SegmentBytes = 1024
 		l := openTest(t, fsys, "/d/t-0", cfg)
@@ -127,7 +128,7 @@ func TestProducerStateSurvivesRestartAndCrash(t *testing.T) {
 
 func TestProducerExpiry(t *testing.T) {
 	clock := &testClock{ms: testNowMs}
-	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig(), func(o *LogOptions) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig(), func(o *LogOptions) {
 		o.Now = clock.now
 		o.ProducerIDExpirationMs = 1000
 	})
