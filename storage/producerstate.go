@@ -194,6 +194,18 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
+	if origin != AppendReplication && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 {
+		// Kafka writes a transactional batch only into a transaction the
+		// transaction coordinator knows of: the first batch of each
+		// transaction on a partition is verified with the coordinator
+		// (KIP-890), later ones continue the open transaction. No
+		// coordinator has verified this one (Gregor has no transaction
+		// coordinator yet), so no transaction covers it: storing it would
+		// open a transaction that nothing can end, pinning the last stable
+		// offset. Kafka's log refuses such a batch with this error.
+		return fmt.Errorf("producer %d: record at offset %d was not part of an ongoing transaction: %w",
+			h.ProducerID, h.BaseOffset, kerr.InvalidTxnState)
+	}
 	if h.ProducerEpoch < e.epoch && origin != AppendReplication {
 		return fmt.Errorf("epoch of producer %d at offset %d is %d, older than the last seen epoch %d: %w",
 			h.ProducerID, h.BaseOffset, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
