@@ -2,19 +2,14 @@ package nullbroker
 
 import (
 	"errors"
-	"math"
-	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The versions from which requests name topics by id instead of by name.
-const (
-	produceTopicIDsFrom = 13
-	fetchTopicIDsFrom   = 13
-)
+// produceTopicIDsFrom is the version from which Produce names topics by id.
+const produceTopicIDsFrom = 13
 
 func unknownTopic(version, idFrom int16) int16 {
 	if version >= idFrom {
@@ -173,60 +168,6 @@ func countRecords(records []byte) (int64, error) {
 		return 0, errors.New("no records")
 	}
 	return n, nil
-}
-
-// fetch answers from the ring. Batches are copied into c.batches first and
-// the partitions' RecordBatches point into it once it has stopped growing.
-func (c *conn) fetch(kreq kmsg.Request) kmsg.Response {
-	req := kreq.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	r := c.srv.ring
-	budget := int(req.MaxBytes)
-	if budget <= 0 {
-		budget = math.MaxInt32
-	}
-	type span struct{ topic, partition, from, to int }
-	var spans []span
-	c.batches = c.batches[:0]
-	failed := false
-	for ti, rt := range req.Topics {
-		t := c.srv.topics.lookup(req.Version, fetchTopicIDsFrom, rt.Topic, rt.TopicID)
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for pi, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			switch {
-			case t == nil:
-				sp.ErrorCode = unknownTopic(req.Version, fetchTopicIDsFrom)
-			case !t.has(rp.Partition):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case rp.FetchOffset < 0 || rp.FetchOffset > r.end:
-				sp.ErrorCode = kerr.OffsetOutOfRange.Code
-			default:
-				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = r.end, r.end, 0
-				from := len(c.batches)
-				limit := min(int(rp.PartitionMaxBytes), budget)
-				c.batches = r.appendFrom(c.batches, rp.FetchOffset, limit, from == 0)
-				budget -= len(c.batches) - from
-				if len(c.batches) > from {
-					spans = append(spans, span{ti, pi, from, len(c.batches)})
-				}
-			}
-			failed = failed || sp.ErrorCode != 0
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	for _, sp := range spans {
-		resp.Topics[sp.topic].Partitions[sp.partition].RecordBatches = c.batches[sp.from:sp.to:sp.to]
-	}
-	// Only a fetch wholly at the high watermark can get here without
-	// data; it waits as a long poll would rather than spin the client.
-	if len(spans) == 0 && !failed && req.MaxWaitMillis > 0 {
-		c.wait(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	}
-	return resp
 }
 
 func (c *conn) listOffsets(kreq kmsg.Request) kmsg.Response {

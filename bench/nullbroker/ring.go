@@ -45,22 +45,23 @@ func newRing(payloads [][]byte, per int, timestampMs int64) (*ring, error) {
 	return r, nil
 }
 
-// appendFrom appends to dst the log's batches from the one holding offset
-// on, whole, while they fit in limit bytes and end below the high
-// watermark. With atLeastOne the first batch is appended even when it
-// alone exceeds limit (KIP-74: the first partition of a response with data
-// always gets one).
-func (r *ring) appendFrom(dst []byte, offset int64, limit int, atLeastOne bool) []byte {
-	written := 0
-	for k := offset / r.per; k*r.per < r.end; k++ {
-		b := r.batches[k%int64(len(r.batches))]
-		if written+len(b) > limit && !(atLeastOne && written == 0) {
+// batch is log batch k as built (base offset 0); the sender stamps k*per.
+func (r *ring) batch(k int64) []byte { return r.batches[k%int64(len(r.batches))] }
+
+// span picks the log's batches from the one holding offset on, whole,
+// while they fit in limit bytes and lie below the high watermark: n
+// batches from batch first, size bytes in all. With atLeastOne the first
+// batch is taken even when it alone exceeds limit (KIP-74: the first
+// partition of a response with data always gets one).
+func (r *ring) span(offset int64, limit int, atLeastOne bool) (first, n int64, size int) {
+	first = offset / r.per
+	for k := first; k*r.per < r.end; k++ {
+		b := len(r.batch(k))
+		if size+b > limit && !(atLeastOne && size == 0) {
 			break
 		}
-		at := len(dst)
-		dst = append(dst, b...)
-		protocol.SetBaseOffset(dst[at:], k*r.per)
-		written += len(b)
+		size += b
+		n++
 	}
-	return dst
+	return first, n, size
 }

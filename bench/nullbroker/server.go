@@ -73,8 +73,8 @@ const (
 	flushAt = 1 << 20
 )
 
-// handler answers one decoded request; a nil response sends nothing
-// (acks=0 produce).
+// handler answers one decoded request. A nil response sends nothing more:
+// the handler wrote its own (Fetch) or none is due (acks=0 produce).
 type handler func(c *conn, req kmsg.Request) kmsg.Response
 
 // Server is a running null broker.
@@ -220,14 +220,14 @@ func (s *Server) Close() error {
 	return err
 }
 
-// conn is one client connection; only its own goroutine touches it, so the
+// conn is one client connection; only its own goroutine touches it, so its
 // buffers are reused from request to request.
 type conn struct {
 	srv      *Server
 	nc       net.Conn
 	frame    []byte // the request being handled; decoded requests alias it
-	out      []byte // encoded responses not yet written
-	batches  []byte // fetch: the batches copied for the response being built
+	out      pending
+	corr     int32 // correlation id of the request being handled
 	clientID string
 }
 
@@ -244,11 +244,10 @@ func (c *conn) serve() {
 		}
 		ok := c.handle()
 		// Pipelined requests already read are answered together.
-		if !ok || br.Buffered() == 0 || len(c.out) >= flushAt {
-			if _, err := c.nc.Write(c.out); err != nil {
+		if !ok || br.Buffered() == 0 || c.out.len() >= flushAt {
+			if err := c.out.writeTo(c.nc); err != nil {
 				return
 			}
-			c.out = c.out[:0]
 		}
 		if !ok {
 			return
@@ -274,7 +273,7 @@ func (c *conn) handle() bool {
 		resp := kmsg.NewPtrApiVersionsResponse()
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ApiKeys = c.srv.registry.APIKeys()
-		c.out = protocol.AppendResponse(c.out, hdr.CorrelationID, resp)
+		c.out.buf = protocol.AppendResponse(c.out.buf, hdr.CorrelationID, resp)
 		return true
 	}
 	if req == nil || !c.srv.registry.Serves(key, version) {
@@ -289,10 +288,10 @@ func (c *conn) handle() bool {
 		c.srv.log.Debug("closing connection: malformed request", "api", kmsg.NameForKey(key), "version", version, "err", err)
 		return false
 	}
-	c.clientID = hdr.ClientID
+	c.corr, c.clientID = hdr.CorrelationID, hdr.ClientID
 	c.srv.log.Debug("request", "api", kmsg.NameForKey(key), "version", version, "client", hdr.ClientID)
 	if resp := c.srv.handlers[key](c, req); resp != nil {
-		c.out = protocol.AppendResponse(c.out, hdr.CorrelationID, resp)
+		c.out.buf = protocol.AppendResponse(c.out.buf, hdr.CorrelationID, resp)
 	}
 	return true
 }

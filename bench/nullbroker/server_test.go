@@ -456,3 +456,70 @@ func TestPipelinedRequestsAnsweredInOrder(t *testing.T) {
 		t.Fatalf("third answer is %d, want 13", corr)
 	}
 }
+
+// TestFetchEncodingMatchesKmsg holds the hand-written Fetch encoding to
+// kmsg's in every served version: kmsg decodes it, and encoding the decoded
+// response again gives the same bytes.
+func TestFetchEncodingMatchesKmsg(t *testing.T) {
+	s, _ := startServer(t)
+	s.topics.create("enc", 2)
+	batchLen := len(s.ring.batch(0))
+	twoBatches := batchLen + len(s.ring.batch(1))
+	for v := int16(4); v <= 18; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes = v, int32(10*batchLen)
+		for _, name := range []string{"enc", "missing"} {
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic, ft.TopicID = name, topicID(name)
+			for p, offset := range []int64{3, s.ring.end + 5} {
+				fp := kmsg.NewFetchRequestTopicPartition()
+				fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = int32(p), offset, int32(twoBatches)
+				ft.Partitions = append(ft.Partitions, fp)
+			}
+			req.Topics = append(req.Topics, ft)
+		}
+		c := &conn{srv: s, corr: 77}
+		if resp := c.fetch(req); resp != nil {
+			t.Fatalf("v%d: fetch returned a response to encode", v)
+		}
+		var frame []byte
+		for _, b := range c.out.bytes() {
+			frame = append(frame, b...)
+		}
+		if int(binary.BigEndian.Uint32(frame)) != len(frame)-4 || binary.BigEndian.Uint32(frame[4:]) != 77 {
+			t.Fatalf("v%d: frame header % x, %d bytes", v, frame[:8], len(frame))
+		}
+		body := frame[8:]
+		if v >= 12 {
+			body = body[1:]
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = v
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatalf("v%d: kmsg cannot decode: %v", v, err)
+		}
+		if again := resp.AppendTo(nil); string(again) != string(body) {
+			t.Fatalf("v%d: kmsg encodes the decoded response differently:\n% x\n% x", v, again[:min(len(again), 80)], body[:min(len(body), 80)])
+		}
+		ok, past, missing := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1], resp.Topics[1].Partitions[0]
+		if ok.ErrorCode != 0 || ok.HighWatermark != s.ring.end || len(ok.RecordBatches) != twoBatches {
+			t.Fatalf("v%d: partition with data %+v (%d bytes)", v, ok, len(ok.RecordBatches))
+		}
+		if h, err := protocol.ParseBatchHeader(ok.RecordBatches); err != nil || h.BaseOffset != 0 || !protocol.CheckBatchCRC(ok.RecordBatches[:batchLen]) {
+			t.Fatalf("v%d: first batch %+v %v", v, h, err)
+		}
+		if h, err := protocol.ParseBatchHeader(ok.RecordBatches[batchLen:]); err != nil || h.BaseOffset != testPerBatch {
+			t.Fatalf("v%d: second batch %+v %v", v, h, err)
+		}
+		if past.ErrorCode != kerr.OffsetOutOfRange.Code || len(past.RecordBatches) != 0 {
+			t.Fatalf("v%d: past the end %+v", v, past)
+		}
+		wantMissing := kerr.UnknownTopicOrPartition.Code
+		if v >= 13 {
+			wantMissing = kerr.UnknownTopicID.Code
+		}
+		if missing.ErrorCode != wantMissing {
+			t.Fatalf("v%d: unknown topic %+v", v, missing)
+		}
+	}
+}
