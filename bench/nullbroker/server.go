@@ -10,11 +10,12 @@
 //   - Produce: acknowledged without storing or checking the records; each
 //     partition hands out base offsets counting up from 0 by the records
 //     acknowledged; acks=0 gets no response.
-//   - Fetch: every partition reads as a log of logBatches pre-built lz4
-//     batches (the configured payloads, records per batch as configured,
-//     correct CRC) from offset 0 to a high watermark no consumer reaches;
-//     a fetch gets copies of them with base offsets rewritten so that the
-//     consumer sees the offsets it asked for.
+//   - Fetch: every partition reads as a log of logBatches lz4 batches from
+//     offset 0 to a high watermark no consumer reaches, made of a small
+//     ring of batches built once from the configured payloads (records per
+//     batch as configured, CRC correct). They go to the wire straight from
+//     the ring, each behind the base offset its place in the log gives it,
+//     so the consumer sees the offsets it asked for.
 //   - ListOffsets: earliest 0, latest the high watermark.
 //   - InitProducerId for idempotent producers (no transactions).
 //   - FindCoordinator and a classic group coordinator for groups of one
