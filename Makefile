@@ -36,7 +36,9 @@ required:
 compat:
 	$(GO) run ./integration/cmd/compat -target $(TARGET)
 
-# benchmarks against TARGET=gregor|kafka|both; writes bench/RESULTS.md
+# benchmarks against TARGET=both (gregor, kafka and the null broker, the load
+# generators' ceiling, alternated every round) or a comma-separated list of
+# gregor, kafka, null; writes bench/RESULTS.md
 bench:
 	$(GO) run ./bench/cmd/bench -target $(TARGET)
 
