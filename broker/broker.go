@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
@@ -20,7 +21,7 @@ import (
 // from the metadata image). broker/config implements it.
 type Configs interface {
 	// LogConfig is a topic's effective log configuration.
-	LogConfig(img *controller.Image, topic string) storage.LogConfig
+	LogConfig(img *controller.Image, topic string) cfgdef.Topic
 	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
 	// resource; keys nil means every key.
 	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig

@@ -19,8 +19,8 @@ import (
 	"sort"
 	"strconv"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -124,10 +124,10 @@ func (l Layers) configSynonyms(name string, synonyms []string, sensitive bool) [
 // brokerKeyType returns the type Kafka's KafkaConfig.configType gives name:
 // its own, a dynamic-only key's, or that of the key a listener override
 // stands for; false when Kafka does not know the key.
-func (s *Schema) brokerKeyType(name string) (storage.ConfigType, *BrokerKey, bool) {
+func (s *Schema) brokerKeyType(name string) (cfgdef.Type, *BrokerKey, bool) {
 	k, ok := s.lookupAny(name)
 	if !ok {
-		return storage.ConfigTypeUnknown, nil, false
+		return cfgdef.TypeUnknown, nil, false
 	}
 	return k.Type, k, true
 }
@@ -199,7 +199,7 @@ func (l Layers) DescribeBroker(perBroker bool, opts DescribeOptions) []kmsg.Desc
 	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(sorted))
 	for _, name := range sorted {
 		typ, key, known := schema.brokerKeyType(name)
-		sensitive := !known || typ == storage.ConfigTypePassword
+		sensitive := !known || typ == cfgdef.TypePassword
 		e := kmsg.NewDescribeConfigsResponseResourceConfig()
 		e.Name = name
 		e.IsSensitive = sensitive
@@ -245,7 +245,7 @@ func (l Layers) DescribeBroker(perBroker bool, opts DescribeOptions) []kmsg.Desc
 // topicBase is the topic-keyed defaults this broker gives its topics, from
 // its effective configuration (dynamic configs included).
 func (l Layers) topicBase() map[string]string {
-	base, err := storage.TopicDefaultsFromBroker(l.EffectiveValue)
+	base, err := cfgdef.TopicDefaultsFromBroker(l.EffectiveValue)
 	if err != nil {
 		// Values that reached the layers were validated; a failure here
 		// means a dynamic value that no longer parses, which Kafka would
@@ -256,14 +256,14 @@ func (l Layers) topicBase() map[string]string {
 }
 
 // TopicDefaults returns the topic-keyed defaults this broker applies to
-// topics (see storage.TopicDefaultsFromBroker).
+// topics (see cfgdef.TopicDefaultsFromBroker).
 func (l Layers) TopicDefaults() map[string]string { return l.topicBase() }
 
-// LogConfigFor returns a topic's effective storage.LogConfig: its overrides
+// LogConfigFor returns a topic's effective cfgdef.Topic: its overrides
 // on top of this broker's defaults (dynamic broker configs included, with
 // log.roll.hours and the like converted) on top of Kafka's topic defaults.
-func (l Layers) LogConfigFor(overrides map[string]string) (storage.LogConfig, error) {
-	return storage.BuildLogConfig(l.topicBase(), overrides)
+func (l Layers) LogConfigFor(overrides map[string]string) (cfgdef.Topic, error) {
+	return cfgdef.BuildTopic(l.topicBase(), overrides)
 }
 
 // DescribeTopic returns a topic's configs as DescribeConfigs does, given
@@ -272,7 +272,7 @@ func (l Layers) LogConfigFor(overrides map[string]string) (storage.LogConfig, er
 func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions) []kmsg.DescribeConfigsResponseResourceConfig {
 	base := l.topicBase()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, d := range storage.TopicConfigDefs() {
+	for _, d := range cfgdef.TopicKeys() {
 		override, overridden := overrides[d.Name]
 		if d.Internal && !overridden {
 			continue
@@ -280,7 +280,7 @@ func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions)
 		if !opts.wants(d.Name) {
 			continue
 		}
-		sensitive := d.Type == storage.ConfigTypePassword
+		sensitive := d.Type == cfgdef.TypePassword
 		e := kmsg.NewDescribeConfigsResponseResourceConfig()
 		e.Name = d.Name
 		e.IsSensitive = sensitive
@@ -335,10 +335,10 @@ func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions)
 // name, internal keys only when set.
 func (l Layers) CreateTopicConfigs(topicConfigs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, d := range storage.TopicConfigDefs() {
+	for _, d := range cfgdef.TopicKeys() {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name = d.Name
-		c.IsSensitive = d.Type == storage.ConfigTypePassword
+		c.IsSensitive = d.Type == cfgdef.TypePassword
 		value, source, ok := l.createTopicValue(d, topicConfigs)
 		if d.Internal && source != kmsg.ConfigSourceDynamicTopicConfig {
 			continue
@@ -352,7 +352,7 @@ func (l Layers) CreateTopicConfigs(topicConfigs map[string]string) []kmsg.Create
 	return out
 }
 
-func (l Layers) createTopicValue(d storage.TopicConfigDef, topicConfigs map[string]string) (string, kmsg.ConfigSource, bool) {
+func (l Layers) createTopicValue(d cfgdef.TopicKey, topicConfigs map[string]string) (string, kmsg.ConfigSource, bool) {
 	if v, ok := topicConfigs[d.Name]; ok {
 		return v, kmsg.ConfigSourceDynamicTopicConfig, true
 	}

@@ -3,8 +3,8 @@ package config
 import (
 	"log/slog"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,11 +30,11 @@ func topicOverrides(img *controller.Image, topic string) map[string]string {
 // LogConfig is a topic's effective log configuration. Overrides were
 // validated when committed, so an error here means a broker default
 // changed underneath; the log keeps Kafka's defaults for that key set.
-func (p *Provider) LogConfig(img *controller.Image, topic string) storage.LogConfig {
+func (p *Provider) LogConfig(img *controller.Image, topic string) cfgdef.Topic {
 	cfg, err := LayersFromImage(p.static, img).LogConfigFor(topicOverrides(img, topic))
 	if err != nil {
 		p.log.Error("topic configuration is invalid; using defaults", "topic", topic, "err", err)
-		return storage.DefaultLogConfig()
+		return cfgdef.DefaultTopic()
 	}
 	return cfg
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 )
 
 // Kafka error codes the validation errors carry.
@@ -59,7 +59,7 @@ func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string
 		if msg := controller.TopicNameError(name); msg != "" {
 			return &ValidationError{Code: errInvalidTopic, Message: msg}
 		}
-		if err := storage.ValidateTopicConfigs(c.topicBase, overrides); err != nil {
+		if err := cfgdef.ValidateTopic(c.topicBase, overrides); err != nil {
 			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
 		return nil
@@ -142,11 +142,11 @@ func (c *ControllerSchema) validateDynamicBroker(props map[string]string, perBro
 func (c *ControllerSchema) IsList(t controller.ConfigResourceType, key string) bool {
 	switch t {
 	case controller.ConfigResourceTopic:
-		d, ok := storage.LookupTopicConfig(key)
-		return ok && d.Type == storage.ConfigTypeList
+		d, ok := cfgdef.LookupTopicKey(key)
+		return ok && d.Type == cfgdef.TypeList
 	case controller.ConfigResourceBroker:
 		k, ok := c.static.schema.lookupAny(key)
-		return ok && k.Type == storage.ConfigTypeList
+		return ok && k.Type == cfgdef.TypeList
 	}
 	return false
 }
@@ -160,7 +160,7 @@ func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) 
 		if v, ok := c.topicBase[key]; ok {
 			return v, true
 		}
-		d, ok := storage.LookupTopicConfig(key)
+		d, ok := cfgdef.LookupTopicKey(key)
 		if !ok || !d.HasValue() {
 			return "", false
 		}
