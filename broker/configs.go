@@ -7,9 +7,10 @@ package broker
 // configs in the metadata image: every key with its value, source, synonyms
 // (v1+), type (v3+) and documentation (v3+) the way Kafka reports them
 // (broker/config). Broker resources are this broker ("<node id>") or the
-// cluster default (""); another id is INVALID_REQUEST as in Kafka. Broker
-// logger resources report the logger levels. Alter requests change
-// metadata and go to the controller.
+// cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
+// resources (KIP-848's group configs) report Kafka 4.3's group keys for any
+// group id, existing or not. Broker logger resources report the logger
+// levels. Alter requests change metadata and go to the controller.
 
 import (
 	"context"
@@ -56,6 +57,14 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 				id = int32(n)
 			}
 			rr.Configs = b.opts.Configs.DescribeBroker(img, id, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case controller.ConfigResourceGroup:
+			// Any group id may be described, whether or not the group
+			// exists; only the empty one is refused.
+			if res.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Group name must not be empty")
+				break
+			}
+			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case controller.ConfigResourceBrokerLogger:
 			if res.ResourceName != strconv.Itoa(int(b.opts.NodeID)) {
 				fail(kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d but received %s", b.opts.NodeID, res.ResourceName))

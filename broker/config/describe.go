@@ -380,3 +380,111 @@ func (l Layers) createTopicValue(d cfgdef.TopicKey, topicConfigs map[string]stri
 	}
 	return d.Default, kmsg.ConfigSourceDefaultConfig, true
 }
+
+// DescribeGroup returns a group's configs as DescribeConfigs does (Kafka's
+// ConfigHelper.createGroupConfigEntry), given its overrides (the image's
+// ConfigResource{Group, name} map): every group key with the group's
+// value, else the broker's value of its synonym (group.consumer.* and the
+// like), else the key's default. Synonyms are the group's own value
+// (GROUP_CONFIG) and then the broker synonym in every layer that sets it,
+// or, for a key without one, its default (DEFAULT_CONFIG). An override
+// Kafka does not know is listed as sensitive with a null value, as for
+// brokers. Entries are sorted by name.
+func (l Layers) DescribeGroup(overrides map[string]string, opts DescribeOptions) []kmsg.DescribeConfigsResponseResourceConfig {
+	keys := map[string]*cfgdef.GroupKey{}
+	all := cfgdef.GroupKeys()
+	for i := range all {
+		keys[all[i].Name] = &all[i]
+	}
+	names := make([]string, 0, len(keys)+len(overrides))
+	for n := range keys {
+		names = append(names, n)
+	}
+	for n := range overrides {
+		if keys[n] == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range names {
+		if !opts.wants(name) {
+			continue
+		}
+		d := keys[name]
+		override, overridden := overrides[name]
+		sensitive := d == nil || d.Type == cfgdef.TypePassword
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name = name
+		e.IsSensitive = sensitive
+		e.ReadOnly = false
+		e.ConfigType = kmsg.ConfigType(cfgdef.TypeUnknown)
+		if d != nil {
+			e.ConfigType = kmsg.ConfigType(d.Type)
+		}
+		if !sensitive {
+			raw, ok := override, overridden
+			if !ok && d.BrokerSynonym != "" {
+				raw, ok = l.EffectiveValue(d.BrokerSynonym)
+			}
+			if !ok && d.HasValue() {
+				raw, ok = d.Default, true
+			}
+			if ok {
+				if c, err := d.Canonical(raw); err == nil {
+					raw = c
+				}
+				e.Value = kmsg.StringPtr(raw)
+			}
+		}
+		var synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		if overridden {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name = name
+			s.Value = e.Value
+			s.Source = kmsg.ConfigSourceGroupConfig
+			synonyms = append(synonyms, s)
+		}
+		switch {
+		case d == nil:
+		case d.BrokerSynonym != "":
+			synonyms = append(synonyms, l.configSynonyms(d.BrokerSynonym, brokerSynonyms(d.BrokerSynonym), sensitive)...)
+		case d.HasValue():
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name = name
+			if !sensitive {
+				s.Value = kmsg.StringPtr(d.Default)
+			}
+			s.Source = kmsg.ConfigSourceDefaultConfig
+			synonyms = append(synonyms, s)
+		}
+		e.Source = kmsg.ConfigSourceDefaultConfig
+		if len(synonyms) > 0 {
+			e.Source = synonyms[0].Source
+		}
+		if opts.IncludeSynonyms {
+			e.ConfigSynonyms = synonyms
+		}
+		if opts.IncludeDocumentation && d != nil {
+			e.Documentation = kmsg.StringPtr(d.Doc)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// GroupConfig is a group's effective configuration (its overrides on top
+// of this broker's group.* settings, dynamic ones included); false when
+// the group has no dynamic configs, and then the coordinator's own
+// settings apply, as in Kafka's GroupConfigManager.
+func (l Layers) GroupConfig(overrides map[string]string) (cfgdef.Group, bool, error) {
+	if len(overrides) == 0 {
+		return cfgdef.Group{}, false, nil
+	}
+	g, err := cfgdef.EvaluateGroup(overrides, l.EffectiveValue)
+	if err != nil {
+		return cfgdef.Group{}, false, err
+	}
+	return g, true, nil
+}

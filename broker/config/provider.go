@@ -54,3 +54,30 @@ func (p *Provider) DescribeBroker(img *controller.Image, brokerID int32, keys []
 func (p *Provider) CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	return LayersFromImage(p.static, img).CreateTopicConfigs(overrides)
 }
+
+func groupOverrides(img *controller.Image, group string) map[string]string {
+	if img == nil {
+		return nil
+	}
+	return img.Configs[controller.ConfigResource{Type: controller.ConfigResourceGroup, Name: group}]
+}
+
+// DescribeGroup answers DescribeConfigs for a group. The group need not
+// exist: Kafka describes any group name, with the broker's values.
+func (p *Provider) DescribeGroup(img *controller.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	return LayersFromImage(p.static, img).DescribeGroup(groupOverrides(img, group), DescribeOptions{Names: keys, IncludeSynonyms: synonyms, IncludeDocumentation: docs})
+}
+
+// GroupConfig is a group's effective configuration; false when it has no
+// dynamic configs. Overrides were validated when committed, so an error
+// here means a broker setting changed underneath in a way clamping cannot
+// mend; the group then runs with the broker's settings. It is called on
+// every consumer-group heartbeat, so it logs only at debug level.
+func (p *Provider) GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool) {
+	g, ok, err := LayersFromImage(p.static, img).GroupConfig(groupOverrides(img, group))
+	if err != nil {
+		p.log.Debug("group configuration is invalid; using the broker's settings", "group", group, "err", err)
+		return cfgdef.Group{}, false
+	}
+	return g, ok
+}
