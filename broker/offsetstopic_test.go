@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
@@ -39,7 +40,7 @@ func newOffsetsLogFixture(t *testing.T, fs *vfs.MemFS) *offsetsLogFixture {
 		t.Fatalf("opening the log manager: %v", err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	cfg := storage.DefaultLogConfig()
+	cfg := cfgdef.DefaultTopic()
 	cfg.Compact, cfg.Delete = true, false
 	tp := storage.TopicPartition{Topic: group.OffsetsTopic, Partition: 0}
 	l, err := logs.GetOrCreate(tp, [16]byte{1}, cfg)

@@ -19,8 +19,26 @@ const testDir = "/meta"
 
 // testSchema is a small config schema: cleanup.policy is a list defaulting
 // to "delete"; retention.ms must be an integer >= -1; everything else must
-// be a known key.
+// be a known key. Groups know two keys, whose values must be integers from
+// 5000 to 60000; the default group ("") is refused with INVALID_REQUEST.
 type testSchema struct{}
+
+var testGroupKeys = map[string]bool{"consumer.heartbeat.interval.ms": true, "consumer.session.timeout.ms": true}
+
+func validateTestGroup(name string, overrides map[string]string) error {
+	if name == "" {
+		return fmt.Errorf("Default group resources are not allowed.: %w", kerr.InvalidRequest)
+	}
+	for k, v := range overrides {
+		if !testGroupKeys[k] {
+			return errors.New("Unknown group config name: " + k)
+		}
+		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 5000 || n > 60000 {
+			return errors.New("Invalid value " + v + " for configuration " + k)
+		}
+	}
+	return nil
+}
 
 var testKnownKeys = map[string]bool{
 	"cleanup.policy": true, "retention.ms": true, "segment.bytes": true,
@@ -28,6 +46,9 @@ var testKnownKeys = map[string]bool{
 }
 
 func (testSchema) Validate(t ConfigResourceType, name string, overrides map[string]string) error {
+	if t == ConfigResourceGroup {
+		return validateTestGroup(name, overrides)
+	}
 	for k, v := range overrides {
 		if !testKnownKeys[k] {
 			return errors.New("Unknown topic config name: " + k)

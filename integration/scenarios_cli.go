@@ -48,6 +48,7 @@ func cliScenarios() []Scenario {
 		{Name: "cli/groups-delete", Doc: "kafka-consumer-groups --delete", Run: cliGroupsDelete},
 		{Name: "cli/configs-topic", Doc: "kafka-configs topics --describe --all, --alter --add-config/--delete-config", Run: cliConfigsTopic},
 		{Name: "cli/configs-broker", Doc: "kafka-configs brokers --describe --all, --alter a dynamic broker config", Run: cliConfigsBroker},
+		{Name: "cli/configs-group", Doc: "kafka-configs groups --alter --add-config consumer.heartbeat.interval.ms on a group without members, --describe (--all), refused values, --delete-config", Run: cliConfigsGroup},
 		{Name: "cli/broker-api-versions", Doc: "kafka-broker-api-versions lists the broker with usable versions of core APIs", Run: cliAPIVersions},
 		{Name: "cli/metadata-quorum", Doc: "kafka-metadata-quorum describe --status and --replication", Run: cliQuorum},
 		{Name: "cli/features-describe", Doc: "kafka-features describe prints metadata.version and finalized levels", Run: cliFeatures},
@@ -693,6 +694,83 @@ func cliConfigsBroker(ctx context.Context, e *Env) error {
 		return fmt.Errorf("--alter of read-only log.dirs succeeded")
 	}
 	return nil
+}
+
+// cliConfigsGroup alters and describes a group's dynamic configs (KIP-848's
+// GroupConfig) with the stock tool. The group has no members: the tool
+// finds it through ListConfigResources.
+func cliConfigsGroup(ctx context.Context, e *Env) error {
+	group := e.Name("configs-group")
+	groupArgs := func(args ...string) []string {
+		return append([]string{"--entity-type", "groups", "--entity-name", group}, args...)
+	}
+	out, err := e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--add-config", "consumer.heartbeat.interval.ms=6000")...)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out.Stdout, "Completed updating config for group "+group+".") {
+		return fmt.Errorf("--alter: %s", out.Tail())
+	}
+	// Describe reads the broker's metadata, which follows the commit.
+	describeUntil := func(what, text string) (Output, error) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := e.Kafka(ctx, mainConfigs, groupArgs("--describe")...)
+			if err != nil || strings.Contains(out.Stdout, text) {
+				return out, err
+			}
+			if time.Now().After(deadline) {
+				return out, fmt.Errorf("--describe %s: %s", what, strings.TrimSpace(out.Stdout))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	if out, err = describeUntil("does not find the group", "Dynamic configs for group "+group+" are:"); err != nil {
+		return err
+	}
+	dyn := parseConfigs(out.Stdout)
+	hb := dyn["consumer.heartbeat.interval.ms"]
+	if len(dyn) != 1 || hb.Value != "6000" || hb.Sensitive ||
+		hb.Synonyms != "{DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}" {
+		return fmt.Errorf("--describe after --alter: %v", dyn)
+	}
+	out, err = e.Kafka(ctx, mainConfigs, groupArgs("--describe", "--all")...)
+	if err != nil {
+		return err
+	}
+	all := parseConfigs(out.Stdout)
+	if len(all) != 17 {
+		return fmt.Errorf("--describe --all lists %d group configs, want Kafka 4.3's 17: %s", len(all), strings.TrimSpace(out.Stdout))
+	}
+	want := map[string]configEntry{
+		"consumer.heartbeat.interval.ms": hb,
+		"consumer.session.timeout.ms":    {Value: "45000", Synonyms: "{DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}"},
+		"share.isolation.level":          {Value: "read_uncommitted", Synonyms: "{DEFAULT_CONFIG:share.isolation.level=read_uncommitted}"},
+		"streams.num.standby.replicas":   {Value: "0", Synonyms: "{DEFAULT_CONFIG:group.streams.num.standby.replicas=0}"},
+	}
+	for k, w := range want {
+		if all[k] != w {
+			return fmt.Errorf("--describe --all: %s = %+v, want %+v", k, all[k], w)
+		}
+	}
+	for value, why := range map[string]string{
+		"consumer.heartbeat.interval.ms=20000": "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+		"consumer.heartbeat.interval.ms=often": "Invalid value often for configuration consumer.heartbeat.interval.ms: Not a number of type INT",
+		"no.such.key=1":                        "Unknown group config name: no.such.key",
+	} {
+		out, err = e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--add-config", value)...)
+		if err == nil {
+			return fmt.Errorf("--alter --add-config %s succeeded", value)
+		}
+		if !strings.Contains(out.Stderr+out.Stdout, "InvalidConfigurationException: "+why) {
+			return fmt.Errorf("--alter --add-config %s: want %q, got %s", value, why, out.Tail())
+		}
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--delete-config", "consumer.heartbeat.interval.ms")...); err != nil {
+		return err
+	}
+	_, err = describeUntil("after --delete-config", "The group '"+group+"' doesn't exist and doesn't have dynamic config.")
+	return err
 }
 
 var apiLineRe = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (\d+) to (\d+) \[usable: (\d+)\]`)

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -13,7 +14,7 @@ func benchBatch(b *testing.B) []byte {
 }
 
 func BenchmarkAppend(b *testing.B) {
-	cfg := DefaultLogConfig()
+	cfg := config.DefaultTopic()
 	l := openTest(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
 	defer l.Close()
 	proto := benchBatch(b)
@@ -30,7 +31,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	cfg := DefaultLogConfig()
+	cfg := config.DefaultTopic()
 	l := openTest(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
 	defer l.Close()
 	proto := benchBatch(b)

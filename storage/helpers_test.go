@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -20,8 +21,8 @@ func (c *testClock) now() time.Time { return time.UnixMilli(c.ms) }
 
 const testNowMs = 1_700_000_000_000
 
-func smallConfig() LogConfig {
-	c := DefaultLogConfig()
+func smallConfig() config.Topic {
+	c := config.DefaultTopic()
 	c.SegmentBytes = 16 << 10
 	c.SegmentIndexBytes = 1024
 	c.IndexIntervalBytes = 512
@@ -73,7 +74,7 @@ func plainBatch(t testing.TB, n int) []byte {
 	return makeBatch(t, batchSpec{n: n, value: 20, pid: -1})
 }
 
-func openTest(t testing.TB, fsys vfs.FS, dir string, cfg LogConfig, mod ...func(*LogOptions)) *Log {
+func openTest(t testing.TB, fsys vfs.FS, dir string, cfg config.Topic, mod ...func(*LogOptions)) *Log {
 	t.Helper()
 	clock := &testClock{ms: testNowMs}
 	opts := LogOptions{FS: fsys, Dir: dir, TopicPartition: TopicPartition{"t", 0}, Config: cfg, Now: clock.now}

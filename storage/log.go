@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -44,7 +45,7 @@ type LogOptions struct {
 	Dir            string // <log.dir>/<topic>-<partition>
 	TopicPartition TopicPartition
 	TopicID        [16]byte
-	Config         LogConfig
+	Config         config.Topic
 	RecoveryPoint  int64 // from recovery-point-offset-checkpoint; 0 if unknown
 	LogStartOffset int64 // from log-start-offset-checkpoint; 0 if unknown
 	HighWatermark  int64 // from replication-offset-checkpoint
@@ -103,7 +104,7 @@ type Log struct {
 	now      func() time.Time
 	expiryMs int64
 
-	cfg atomic.Pointer[LogConfig]
+	cfg atomic.Pointer[config.Topic]
 
 	mu        sync.Mutex
 	producers *producerState
@@ -478,14 +479,14 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 	return nil
 }
 
-func jitter(cfg LogConfig) int64 {
+func jitter(cfg config.Topic) int64 {
 	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
 		return 0
 	}
 	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
 }
 
-func (l *Log) config() LogConfig { return *l.cfg.Load() }
+func (l *Log) config() config.Topic { return *l.cfg.Load() }
 
 // active is the last segment; the caller holds mu or segMu.
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
@@ -672,7 +673,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 	return res, nil, nil
 }
 
-func (l *Log) validateOptions(cfg LogConfig, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
+func (l *Log) validateOptions(cfg config.Topic, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
 	return protocol.ValidateOptions{
 		SegmentBytes:         cfg.SegmentBytes,
 		Topic:                l.tp.Topic,
@@ -934,11 +935,11 @@ func (l *Log) NumSegments() int {
 }
 
 // Config is the log's current configuration.
-func (l *Log) Config() LogConfig { return l.config() }
+func (l *Log) Config() config.Topic { return l.config() }
 
 // SetConfig applies a changed topic configuration; it takes effect for the
 // next append and roll.
-func (l *Log) SetConfig(cfg LogConfig) {
+func (l *Log) SetConfig(cfg config.Topic) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cfg.Store(&cfg)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -274,7 +275,7 @@ func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
 
 // GetOrCreate opens the partition's existing log (recovering it) or creates
 // a new one, in the dir with the fewest partitions.
-func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
+func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg config.Topic) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -357,7 +358,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if d == nil {
 		return nil
 	}
-	delay := time.Duration(DefaultLogConfig().FileDeleteDelayMs) * time.Millisecond
+	delay := time.Duration(config.DefaultTopic().FileDeleteDelayMs) * time.Millisecond
 	if l, ok := m.logs[tp]; ok {
 		delay = time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
 		if err := l.Close(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -416,7 +417,7 @@ func (s *segment) truncateTo(offset int64, indexInterval int64) error {
 
 // shouldRoll applies Kafka's roll rules before an append of size bytes whose
 // largest offset is lastOffset and largest timestamp maxTs.
-func (s *segment) shouldRoll(cfg LogConfig, size int64, lastOffset, maxTs, nowMs int64) bool {
+func (s *segment) shouldRoll(cfg config.Topic, size int64, lastOffset, maxTs, nowMs int64) bool {
 	if !s.canHold(lastOffset) {
 		return true
 	}

@@ -161,7 +161,7 @@ type Broker struct {
 func (b *Broker) Schema() *Schema { return b.schema }
 
 // Value returns the parsed value of a static broker key (see
-// storage.ConfigKey for the Go types); false when the key is null.
+// cfgdef.Key for the Go types); false when the key is null.
 func (b *Broker) Value(key string) (any, bool) {
 	v, ok := b.values[key]
 	return v, ok
@@ -288,7 +288,7 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 }
 
 func parseTypeOnly(name string, k *BrokerKey, text string) (any, error) {
-	c := k.ConfigKey
+	c := k.Key
 	c.Validator = nil
 	return c.Parse(text)
 }
