@@ -842,7 +842,7 @@ func (b *Broker) resolveListenerMaxConnections() error {
 		if !ok {
 			continue
 		}
-		k := base.ConfigKey
+		k := base.Key
 		k.Name = name
 		v, err := k.Parse(text)
 		if err != nil {
