@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
@@ -112,7 +113,14 @@ type ServerOptions struct {
 	QueuedMaxRequestBytes int64
 	// Limits are the connection-count limits; nil means none.
 	Limits *ConnectionLimits
-	Logger *slog.Logger
+	// SendBufferBytes and ReceiveBufferBytes are socket.send.buffer.bytes
+	// and socket.receive.buffer.bytes: SO_SNDBUF of accepted sockets and
+	// SO_RCVBUF of the listening socket (which accepted sockets inherit,
+	// so that the TCP window is sized before the handshake), as Kafka's
+	// Acceptor sets them. 0 or negative keeps the OS default (Kafka's -1).
+	SendBufferBytes    int32
+	ReceiveBufferBytes int32
+	Logger             *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners
@@ -177,6 +185,24 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 	return s
 }
 
+// listenConfig sets SO_RCVBUF on listening sockets when configured.
+func (s *Server) listenConfig() *net.ListenConfig {
+	lc := &net.ListenConfig{}
+	if n := s.opts.ReceiveBufferBytes; n > 0 {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, int(n))
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	return lc
+}
+
 // Listen binds every listener; start-up fails if one cannot be bound.
 func (s *Server) Listen() error {
 	var clientQuotas, controllerQuotas *connQuotas
@@ -190,7 +216,7 @@ func (s *Server) Listen() error {
 	}
 	for _, spec := range s.opts.Listeners {
 		addr := net.JoinHostPort(spec.Host, strconv.Itoa(spec.Port))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := s.listenConfig().Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			s.closeListeners()
 			return fmt.Errorf("binding listener %s on %s: %w", spec.Name, addr, err)
@@ -262,6 +288,9 @@ func (s *Server) acceptLoop(l *listener) {
 		}
 		if tcp, ok := nc.(*net.TCPConn); ok {
 			tcp.SetNoDelay(true)
+			if n := s.opts.SendBufferBytes; n > 0 {
+				tcp.SetWriteBuffer(int(n))
+			}
 		}
 		cctx, cancel := context.WithCancel(s.ctx)
 		c := &conn{

@@ -98,6 +98,8 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 		MaxRequestSize:        cfg.SocketRequestMaxBytes,
 		MaxIdle:               time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		SendBufferBytes:       cfg.SocketSendBufferBytes,
+		ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
 		Limits: &ConnectionLimits{
 			MaxConnections:         cfg.MaxConnections,
 			ListenerMaxConnections: cfg.ListenerMaxConnections,

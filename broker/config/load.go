@@ -84,10 +84,12 @@ type Broker struct {
 	CompressionType          string
 
 	// Connection limits and idle expiry.
-	ConnectionsMaxIdleMs  int64 // -1: never
-	QueuedMaxRequestBytes int64 // -1: no limit
-	MaxConnections        int32
-	MaxConnectionsPerIP   int32
+	ConnectionsMaxIdleMs     int64 // -1: never
+	SocketSendBufferBytes    int32 // socket.send.buffer.bytes; -1: OS default
+	SocketReceiveBufferBytes int32 // socket.receive.buffer.bytes; -1: OS default
+	QueuedMaxRequestBytes    int64 // -1: no limit
+	MaxConnections           int32
+	MaxConnectionsPerIP      int32
 	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides
 	// as host (name or address) to limit.
 	MaxConnectionsPerIPOverrides map[string]int32
@@ -866,6 +868,8 @@ func (b *Broker) fillTypedFields() {
 	b.MessageMaxBytes = b.Int("message.max.bytes")
 	b.SocketRequestMaxBytes = b.Int("socket.request.max.bytes")
 	b.ConnectionsMaxIdleMs = b.Long("connections.max.idle.ms")
+	b.SocketSendBufferBytes = b.Int("socket.send.buffer.bytes")
+	b.SocketReceiveBufferBytes = b.Int("socket.receive.buffer.bytes")
 	b.QueuedMaxRequestBytes = b.Long("queued.max.request.bytes")
 	b.MaxConnections = b.Int("max.connections")
 	b.MaxConnectionsPerIP = b.Int("max.connections.per.ip")

@@ -160,6 +160,8 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			MaxRequestSize:        cfg.SocketRequestMaxBytes,
 			MaxIdle:               maxIdle(cfg.ConnectionsMaxIdleMs),
 			QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+			SendBufferBytes:       cfg.SocketSendBufferBytes,
+			ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
 			Limits: &broker.ConnectionLimits{
 				MaxConnections:         cfg.MaxConnections,
 				ListenerMaxConnections: cfg.ListenerMaxConnections,
