@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit required compat bench fuzz lint
+.PHONY: build run test unit allocs required compat bench fuzz lint
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -17,9 +17,15 @@ run: build
 # unit tests (with -race) plus the required compatibility scenarios
 test: unit required
 
-unit:
+unit: allocs
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# allocation-count tests skip under -race (the race detector allocates and
+# sync.Pool drops items at random), so they run once more without it; by
+# convention their names end in DoesNotAllocate or Allocs
+allocs:
+	$(GO) test -count=1 -run 'DoesNotAllocate|Allocs$$' ./...
 
 # exactly the scenarios in integration/REQUIRED, against Gregor
 required:
@@ -30,7 +36,9 @@ required:
 compat:
 	$(GO) run ./integration/cmd/compat -target $(TARGET)
 
-# benchmarks against TARGET=gregor|kafka|both; writes bench/RESULTS.md
+# benchmarks against TARGET=both (gregor, kafka and the null broker, the load
+# generators' ceiling, alternated every round) or a comma-separated list of
+# gregor, kafka, null; writes bench/RESULTS.md
 bench:
 	$(GO) run ./bench/cmd/bench -target $(TARGET)
 

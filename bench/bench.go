@@ -1,9 +1,11 @@
 // Package bench runs the same workloads against Gregor and Apache Kafka on
-// this machine and writes bench/RESULTS.md.
+// this machine, and the throughput workloads against the null broker
+// (bench/nullbroker) as the ceiling the load generators set, and writes
+// bench/RESULTS.md.
 //
-// Each round starts every target afresh, one after the other (A B A B…),
-// so that slow drift of the machine (page cache, thermal, neighbours)
-// touches both alike. The broker runs pinned to one core and every load
+// Each round starts every target afresh, one after the other (A B N A B
+// N…), so that slow drift of the machine (page cache, thermal, neighbours)
+// touches all alike. The broker runs pinned to one core and every load
 // generator to the other, with taskset.
 package bench
 
@@ -14,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +89,7 @@ type runner struct {
 	cfg      Config
 	tools    *integration.Tools
 	loadgen  string
+	nullBin  string // bench/cmd/nullbroker, built when a target is null
 	payloads string
 	workDir  string
 	commands map[string]string // workload -> command line (first seen)
@@ -100,11 +104,14 @@ func (r *runner) note(workload string, c integration.Cmd) {
 }
 
 // pinned wraps c to run under taskset on the load-generator core.
-func (r *runner) pinned(c integration.Cmd) integration.Cmd {
-	if r.cfg.LoadCPU == "" {
+func (r *runner) pinned(c integration.Cmd) integration.Cmd { return taskset(r.cfg.LoadCPU, c) }
+
+// taskset wraps c to run on cpus; with no cpus it runs as it is.
+func taskset(cpus string, c integration.Cmd) integration.Cmd {
+	if cpus == "" {
 		return c
 	}
-	c.Args = append([]string{"-c", r.cfg.LoadCPU, c.Name}, c.Args...)
+	c.Args = append([]string{"-c", cpus, c.Name}, c.Args...)
 	c.Name = "taskset"
 	return c
 }
@@ -122,6 +129,13 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", r.loadgen, "."},
 		Dir: filepath.Join(cfg.Root, "bench", "loadgen"), Timeout: 10 * time.Minute}); err != nil {
 		return nil, fmt.Errorf("building the load generator: %w", err)
+	}
+	if slices.Contains(cfg.Targets, targetNull) {
+		r.nullBin = filepath.Join(tools.Cache, "bin", "nullbroker")
+		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", r.nullBin, "./bench/cmd/nullbroker"},
+			Dir: cfg.Root, Timeout: 10 * time.Minute}); err != nil {
+			return nil, fmt.Errorf("building the null broker: %w", err)
+		}
 	}
 	if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
 		return nil, err
@@ -165,6 +179,10 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 func (r *runner) round(ctx context.Context, target string, round int) Round {
 	rd := Round{Target: target, Round: round, Figures: map[string]float64{}}
 	fail := func(format string, args ...any) { rd.Errors = append(rd.Errors, fmt.Sprintf(format, args...)) }
+	if target == targetNull {
+		r.nullRound(ctx, round, &rd, fail)
+		return rd
+	}
 
 	var launched time.Time
 	var first *integration.Proc
@@ -225,44 +243,7 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 
 	bootstrap := tgt.Bootstrap()
 	cpu0, _ := cpuSeconds(tgt.Pid())
-	var moved float64 // bytes of payload produced plus consumed
-	n := r.cfg.Records
-	for _, w := range produceWorkloads() {
-		topic := fmt.Sprintf("bench-%s-p%d-acks%s-%d", w.tool, w.partitions, w.acks, round)
-		var res throughputResult
-		var err error
-		if w.tool == "perf" {
-			res, err = r.perfProduce(ctx, bootstrap, topic, w, n)
-		} else {
-			res, err = r.loadgenProduce(ctx, bootstrap, topic, w, n)
-		}
-		if err != nil {
-			fail("%s: %v", w.name(), oneLine(err.Error()))
-			continue
-		}
-		rd.Figures[w.name()+" records/s"] = res.RecordsPerSec
-		rd.Figures[w.name()+" MB/s"] = res.MBPerSec
-		moved += float64(n) * 1024
-	}
-	// Consumers read the 16-partition acks=all topics written above.
-	for _, tool := range []string{"perf", "franz-go"} {
-		topic := fmt.Sprintf("bench-%s-p16-acksall-%d", tool, round)
-		var res throughputResult
-		var err error
-		name := "consume 1 KiB lz4, 16 partitions, " + toolName(tool)
-		if tool == "perf" {
-			res, err = r.perfConsume(ctx, bootstrap, topic, n, name)
-		} else {
-			res, err = r.loadgenConsume(ctx, bootstrap, topic, n, name)
-		}
-		if err != nil {
-			fail("%s: %v", name, oneLine(err.Error()))
-			continue
-		}
-		rd.Figures[name+" records/s"] = res.RecordsPerSec
-		rd.Figures[name+" MB/s"] = res.MBPerSec
-		moved += float64(n) * 1024
-	}
+	moved := r.throughput(ctx, bootstrap, round, &rd, fail)
 	if lat, err := r.e2e(ctx, bootstrap, round); err != nil {
 		fail("end-to-end latency: %v", oneLine(err.Error()))
 	} else {
@@ -282,6 +263,68 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 		rd.Figures[figRSS] = rss
 	}
 	return rd
+}
+
+// throughput runs the produce and consume workloads and returns the bytes
+// of payload they moved (produced plus consumed).
+func (r *runner) throughput(ctx context.Context, bootstrap string, round int, rd *Round, fail func(string, ...any)) float64 {
+	var moved float64
+	n := r.cfg.Records
+	for _, w := range produceWorkloads() {
+		topic := fmt.Sprintf("bench-%s-p%d-acks%s-%d", w.tool, w.partitions, w.acks, round)
+		var res throughputResult
+		var err error
+		if w.tool == "perf" {
+			res, err = r.perfProduce(ctx, bootstrap, topic, w, n)
+		} else {
+			res, err = r.loadgenProduce(ctx, bootstrap, topic, w, n)
+		}
+		if err != nil {
+			fail("%s: %v", w.name(), oneLine(err.Error()))
+			continue
+		}
+		rd.Figures[w.name()+" records/s"] = res.RecordsPerSec
+		rd.Figures[w.name()+" MB/s"] = res.MBPerSec
+		moved += float64(n) * 1024
+	}
+	// Consumers read the 16-partition acks=all topics written above.
+	for _, tool := range consumeTools() {
+		topic := fmt.Sprintf("bench-%s-p16-acksall-%d", tool, round)
+		var res throughputResult
+		var err error
+		name := consumeName(tool)
+		if tool == "perf" {
+			res, err = r.perfConsume(ctx, bootstrap, topic, n, name)
+		} else {
+			res, err = r.loadgenConsume(ctx, bootstrap, topic, n, name)
+		}
+		if err != nil {
+			fail("%s: %v", name, oneLine(err.Error()))
+			continue
+		}
+		rd.Figures[name+" records/s"] = res.RecordsPerSec
+		rd.Figures[name+" MB/s"] = res.MBPerSec
+		moved += float64(n) * 1024
+	}
+	return moved
+}
+
+func consumeTools() []string { return []string{"perf", "franz-go"} }
+
+func consumeName(tool string) string { return "consume 1 KiB lz4, 16 partitions, " + toolName(tool) }
+
+// throughputFigures are the figures the throughput workloads produce, the
+// only ones taken against the null broker.
+func throughputFigures() map[string]bool {
+	figs := map[string]bool{}
+	add := func(name string) { figs[name+" records/s"], figs[name+" MB/s"] = true, true }
+	for _, w := range produceWorkloads() {
+		add(w.name())
+	}
+	for _, tool := range consumeTools() {
+		add(consumeName(tool))
+	}
+	return figs
 }
 
 type produceWorkload struct {

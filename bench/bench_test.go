@@ -64,25 +64,68 @@ func TestMedian(t *testing.T) {
 }
 
 func TestRenderShowsRatiosAndFailures(t *testing.T) {
-	run := &Run{Config: Config{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 1000, BrokerCPU: "0", LoadCPU: "1"},
+	produce := produceWorkloads()[0].name() + " records/s"
+	consume := consumeName("franz-go") + " MB/s"
+	run := &Run{Config: Config{Targets: bothTargets, Rounds: 2, Records: 1000, BrokerCPU: "0", LoadCPU: "1"},
 		Started: time.Unix(0, 0), Payload: "p", Commands: []string{"w\n    cmd"},
 		Rounds: []Round{
-			{Target: "gregor", Round: 1, Figures: map[string]float64{figStartup: 0.2}, Errors: []string{"x | y"}},
-			{Target: "kafka", Round: 1, Figures: map[string]float64{figStartup: 4}},
-			{Target: "gregor", Round: 2, Figures: map[string]float64{figStartup: 0.4}},
-			{Target: "kafka", Round: 2, Figures: map[string]float64{figStartup: 6}},
+			{Target: "gregor", Round: 1, Figures: map[string]float64{figStartup: 0.2, produce: 100, consume: 300}, Errors: []string{"x | y"}},
+			{Target: "kafka", Round: 1, Figures: map[string]float64{figStartup: 4, produce: 50}},
+			{Target: targetNull, Round: 1, Figures: map[string]float64{produce: 200, consume: 1000}, Errors: []string{"null hiccup"}},
+			{Target: "gregor", Round: 2, Figures: map[string]float64{figStartup: 0.4, produce: 120, consume: 500}},
+			{Target: "kafka", Round: 2, Figures: map[string]float64{figStartup: 6, produce: 70}},
+			{Target: targetNull, Round: 2, Figures: map[string]float64{produce: 240, consume: 600}},
 		}}
 	s := string(Render(run, Machine{Cores: 2, CPUModel: "cpu", MemGiB: 23.4}, "abc"))
 	for _, want := range []string{
-		"| " + figStartup + " | 0.3 | 5 | 0.06 | 0.2, 0.4 | 4, 6 |",
+		"| figure | gregor | kafka | null | gregor/kafka | gregor/null | rounds (gregor) | rounds (kafka) | rounds (null) |",
+		// Start-up is not taken against the null broker: no value, no ratio.
+		"| " + figStartup + " | 0.3 | 5 | – | 0.06 | – | 0.2, 0.4 | 4, 6 |  |",
+		"| " + produce + " | 110.0 | 60.0 | 220.0 | 1.83 | 0.50 | 100.0, 120.0 | 50.0, 70.0 | 200.0, 240.0 |",
+		"| " + consume + " | 400.0 | failed | 800.0 | – | 0.50 | 300.0, 500.0 |  | 1000, 600.0 |",
+		"| " + figCPU + " | failed | failed | – | – | – |",
 		"round 1: x \\| y",
+		"## Failures (null)\n\n- round 1: null hiccup",
 		"taskset -c 0",
+		"pinned like the brokers (`taskset -c 0`)",
+		"Produce is acknowledged from the batch headers alone",
 		"2 cores (cpu), 23.4 GiB",
-		"| failed | failed | – |",
 		"`make bench TARGET=both`",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestRenderWithoutNull(t *testing.T) {
+	produce := produceWorkloads()[0].name() + " records/s"
+	run := &Run{Config: Config{Targets: []string{"gregor", "kafka"}, Rounds: 1, Records: 1000},
+		Started: time.Unix(0, 0), Rounds: []Round{
+			{Target: "gregor", Round: 1, Figures: map[string]float64{produce: 100}},
+			{Target: "kafka", Round: 1, Figures: map[string]float64{produce: 50}},
+		}}
+	s := string(Render(run, Machine{Cores: 2}, "abc"))
+	for _, want := range []string{"| " + produce + " | 100.0 | 50.0 | not run | 2.00 | – | 100.0 | 50.0 |  |", "`make bench TARGET=gregor,kafka`"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestParseTargets(t *testing.T) {
+	for in, want := range map[string]string{"both": "gregor,kafka,null", "kafka": "kafka", "null,gregor": "null,gregor"} {
+		got, err := ParseTargets(in)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("ParseTargets(%q) = %v, %v; want %s", in, got, err, want)
+		}
+		if in == "both" && makeTarget(got) != "both" {
+			t.Errorf("makeTarget(%v) = %q, want both", got, makeTarget(got))
+		}
+	}
+	for _, bad := range []string{"", "gregor,", "external", "gregor,gregor", "all"} {
+		if got, err := ParseTargets(bad); err == nil {
+			t.Errorf("ParseTargets(%q) = %v, want an error", bad, got)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -71,6 +72,10 @@ func figureOrder(rounds []Round) []string {
 		add(w.name() + " records/s")
 		add(w.name() + " MB/s")
 	}
+	for _, tool := range consumeTools() {
+		add(consumeName(tool) + " records/s")
+		add(consumeName(tool) + " MB/s")
+	}
 	group := map[string]bool{}
 	for _, f := range groupFigures() {
 		group[f] = true
@@ -108,12 +113,19 @@ func fmtNum(v float64) string {
 }
 
 // makeTarget is the TARGET value that selects targets: the report names
-// the command that reproduces it, and "gregor|kafka" is not one.
+// the command that reproduces it.
 func makeTarget(targets []string) string {
-	if len(targets) == 2 {
+	if slices.Equal(targets, bothTargets) {
 		return "both"
 	}
 	return strings.Join(targets, ",")
+}
+
+func ratio(a, b float64) string {
+	if a > 0 && b > 0 {
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	return "–"
 }
 
 // Render writes RESULTS.md for run.
@@ -133,6 +145,11 @@ func Render(run *Run, m Machine, commit string) []byte {
 	}
 	fmt.Fprintf(&b, "- Apache Kafka %s: kafka_2.13 jars from Maven Central, KRaft combined mode, `-Xms1G -Xmx1G` and kafka-server-start.sh's G1 flags, the 4.3.1 sample server.properties\n", "4.3.1")
 	b.WriteString("- Gregor: `./cmd/gregor` built from this commit, started with the overrides in integration/target.go\n")
+	pinning := "unpinned (taskset not available)"
+	if cfg.BrokerCPU != "" {
+		pinning = fmt.Sprintf("pinned like the brokers (`taskset -c %s`)", cfg.BrokerCPU)
+	}
+	fmt.Fprintf(&b, "- null: "+nullDescription+"\n", nullRecordsPerBatch, pinning)
 	fmt.Fprintf(&b, "- payloads: %s; each throughput workload sends %d records (%d MiB of payload)\n", run.Payload, cfg.Records, cfg.Records/1024)
 	b.WriteString("- consume rates from kafka-consumer-perf-test are its fetch.* columns (group join time excluded); franz-go consumes without a group\n")
 	fmt.Fprintf(&b, "- group settings: %s\n", groupSettings)
@@ -140,7 +157,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 	fmt.Fprintf(&b, "- offset commits: each committer is a franz-go client acting as a standalone consumer of one shared group (as Java's assign() plus commitSync(): generation -1, no member id) that commits offsets for its own %d partitions (topic name and id, metadata \"\") in a loop, one request in flight, for %s; only requests whose every partition came back without error count, and at the end OffsetFetch must return each partition's last acknowledged offset\n", commitPartitions, cfg.CommitTime)
 	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); idle RSS is VmRSS 5 s after the first acknowledged produce, before any workload; peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
 
-	targets := []string{"gregor", "kafka"}
+	targets := []string{"gregor", "kafka", targetNull}
 	vals := map[string]map[string][]float64{}
 	errs := map[string][]string{}
 	for _, r := range run.Rounds {
@@ -158,9 +175,13 @@ func Render(run *Run, m Machine, commit string) []byte {
 	for _, t := range cfg.Targets {
 		ran[t] = true
 	}
-	b.WriteString("## Medians\n\n| figure | gregor | kafka | gregor/kafka | rounds (gregor) | rounds (kafka) |\n|---|---|---|---|---|---|\n")
+	b.WriteString("## Medians\n\n| figure | gregor | kafka | null | gregor/kafka | gregor/null | rounds (gregor) | rounds (kafka) | rounds (null) |\n|---|---|---|---|---|---|---|---|---|\n")
+	throughput := throughputFigures()
 	for _, f := range figureOrder(run.Rounds) {
 		cellFor := func(t string) (string, float64, string) {
+			if t == targetNull && !throughput[f] {
+				return "–", 0, ""
+			}
 			if !ran[t] {
 				return "not run", 0, ""
 			}
@@ -177,11 +198,8 @@ func Render(run *Run, m Machine, commit string) []byte {
 		}
 		g, gm, graw := cellFor("gregor")
 		k, km, kraw := cellFor("kafka")
-		ratio := "–"
-		if gm > 0 && km > 0 {
-			ratio = fmt.Sprintf("%.2f", gm/km)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f, g, k, ratio, graw, kraw)
+		n, nm, nraw := cellFor(targetNull)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f, g, k, n, ratio(gm, km), ratio(gm, nm), graw, kraw, nraw)
 	}
 	b.WriteString("\nHigher is better for records/s, MB/s and commits/s; lower is better for latency, start-up, time to a stable group, group requests, CPU and RSS.\n")
 	for _, t := range targets {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
@@ -16,15 +17,19 @@ import (
 )
 
 // Configs answers every question about effective configuration: the
-// static file, dynamic broker configs and topic overrides (the latter two
-// from the metadata image). broker/config implements it.
+// static file, dynamic broker configs and topic and group overrides (the
+// latter from the metadata image). broker/config implements it.
 type Configs interface {
 	// LogConfig is a topic's effective log configuration.
-	LogConfig(img *controller.Image, topic string) storage.LogConfig
+	LogConfig(img *controller.Image, topic string) cfgdef.Topic
 	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
 	// resource; keys nil means every key.
 	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
 	DescribeBroker(img *controller.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	DescribeGroup(img *controller.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	// GroupConfig is a group's effective configuration; false when the
+	// group has no dynamic configs.
+	GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool)
 	// CreateTopicConfigs is the Configs list of a CreateTopics v5+ answer.
 	CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
 }

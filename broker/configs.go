@@ -1,19 +1,32 @@
 package broker
 
-// DescribeConfigs (key 32) v1-4, AlterConfigs (key 33) v0-2 and
-// IncrementalAlterConfigs (key 44) v0-1.
+// DescribeConfigs (key 32) v1-4, AlterConfigs (key 33) v0-2,
+// IncrementalAlterConfigs (key 44) v0-1 and ListConfigResources (key 74)
+// v0-1.
 //
 // DescribeConfigs answers from the static configuration and the dynamic
 // configs in the metadata image: every key with its value, source, synonyms
 // (v1+), type (v3+) and documentation (v3+) the way Kafka reports them
 // (broker/config). Broker resources are this broker ("<node id>") or the
-// cluster default (""); another id is INVALID_REQUEST as in Kafka. Broker
-// logger resources report the logger levels. Alter requests change
-// metadata and go to the controller.
+// cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
+// resources (KIP-848's group configs) report Kafka 4.3's group keys for any
+// group id, existing or not. Broker logger resources report the logger
+// levels. Alter requests change metadata and go to the controller.
+//
+// ListConfigResources (KIP-1142; v0 was ListClientMetricsResources) lists,
+// per requested type, the groups and client-metrics resources that have
+// dynamic configs, the registered brokers with an endpoint on the
+// request's listener (as BROKER and BROKER_LOGGER resources) and every
+// topic, in Kafka's type order, names sorted. A type the version does not
+// know is UNSUPPORTED_VERSION for the whole request, as in Kafka.
+// kafka-configs --describe relies on it to find groups that have configs
+// but no members.
 
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -56,6 +69,14 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 				id = int32(n)
 			}
 			rr.Configs = b.opts.Configs.DescribeBroker(img, id, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case controller.ConfigResourceGroup:
+			// Any group id may be described, whether or not the group
+			// exists; only the empty one is refused.
+			if res.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Group name must not be empty")
+				break
+			}
+			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case controller.ConfigResourceBrokerLogger:
 			if res.ResourceName != strconv.Itoa(int(b.opts.NodeID)) {
 				fail(kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d but received %s", b.opts.NodeID, res.ResourceName))
@@ -117,4 +138,74 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 			r.closeConnection()
 		}
 	})
+}
+
+// listedConfigTypes are the types ListConfigResources v1 lists, in the
+// order Kafka's handleListConfigResources adds them.
+func listedConfigTypes() []controller.ConfigResourceType {
+	return []controller.ConfigResourceType{
+		controller.ConfigResourceGroup, configResourceClientMetrics, controller.ConfigResourceBrokerLogger,
+		controller.ConfigResourceBroker, controller.ConfigResourceTopic,
+	}
+}
+
+// configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).
+const configResourceClientMetrics controller.ConfigResourceType = 16
+
+func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.ListConfigResourcesRequest)
+	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	// v0 (ListClientMetricsResources) knows only client metrics.
+	supported := listedConfigTypes()
+	if req.Version == 0 {
+		supported = []controller.ConfigResourceType{configResourceClientMetrics}
+	}
+	wanted := map[controller.ConfigResourceType]bool{}
+	for _, t := range req.ResourceTypes {
+		if !slices.Contains(supported, controller.ConfigResourceType(t)) {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			r.respond(resp)
+			return
+		}
+		wanted[controller.ConfigResourceType(t)] = true
+	}
+	img := b.ctrl.Image()
+	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
+	for _, t := range supported {
+		if len(wanted) > 0 && !wanted[t] {
+			continue
+		}
+		for _, name := range configResourceNames(img, t, r.conn.listener.Name) {
+			cr := kmsg.NewListConfigResourcesResponseConfigResource()
+			cr.Name, cr.Type = name, int8(t)
+			resp.ConfigResources = append(resp.ConfigResources, cr)
+		}
+	}
+	r.respond(resp)
+}
+
+// configResourceNames are the resources of one type that
+// ListConfigResources lists, sorted.
+func configResourceNames(img *controller.Image, t controller.ConfigResourceType, listener string) []string {
+	var names []string
+	switch t {
+	case controller.ConfigResourceGroup, configResourceClientMetrics:
+		for res := range img.Configs {
+			if res.Type == t {
+				names = append(names, res.Name)
+			}
+		}
+	case controller.ConfigResourceBroker, controller.ConfigResourceBrokerLogger:
+		for id, br := range img.Brokers {
+			if slices.ContainsFunc(br.Endpoints, func(ep controller.Endpoint) bool { return ep.Name == listener }) {
+				names = append(names, strconv.Itoa(int(id)))
+			}
+		}
+	case controller.ConfigResourceTopic:
+		for name := range img.Topics {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

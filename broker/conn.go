@@ -10,6 +10,34 @@ package broker
 // sent them, which idempotent sequences rely on. The writer goroutine
 // (writeLoop) sends finished slots strictly in request order: clients
 // pipeline requests and match responses by order.
+//
+// Memory: a connection's requests being handled and its responses waiting
+// to be written are counted in held (request frames by capacity, responses
+// by their heap bytes; a file range sent with sendfile is not heap). The
+// reader reads the next request only while held is under the budget, so a
+// client that pipelines and never reads stalls only itself; a single
+// response larger than the budget still goes out, after which reading
+// resumes. Kafka is stricter: it mutes a channel from a request's arrival
+// until its response is sent, one request per connection at a time.
+//
+// Idleness (connections.max.idle.ms): a connection is idle while nothing
+// is read from it and nothing written to it, and the broker is not working
+// on the oldest request it owes an answer (the one the writer waits for).
+// Kafka measures from the last socket event only, so it reaps a connection
+// whose JoinGroup or long-poll fetch waits longer than the idle time; Gregor
+// does not, and like Kafka it does reap a connection whose peer stops
+// reading its responses.
+//
+// The reader also waits for room before it reads a request (budget and
+// maxInFlight), then for queued.max.request.bytes, which the server shares
+// among all connections; it never holds a queued.max.request.bytes
+// reservation while it waits for its own writer.
+//
+// Shared state: held and idle are atomics written by the reader, the
+// writer and handlers finishing their slots, and read by the idle timer's
+// function (expireIdle, on a goroutine of the runtime's); room is a
+// one-token channel the writer and finishing handlers signal and only the
+// reader waits on. No lock is held while waiting.
 
 import (
 	"bufio"
@@ -18,19 +46,34 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxInFlight bounds the requests of one connection being handled or
 // waiting to be written; the reader stops reading past it.
 const maxInFlight = 128
+
+// DefaultConnectionBudget is the bytes one connection may hold in requests
+// being handled and responses waiting to be written before its reader
+// stops reading. It is maxInFlight answers of 2 KiB: small requests
+// (produce acknowledgements, heartbeats, offset commits, fetch headers
+// whose records go by sendfile) pipeline as deep as maxInFlight allows,
+// and only a client that lets large answers pile up (DescribeConfigs with
+// documentation, Metadata for many topics) meets the byte bound, which
+// then costs it nothing it could use: it is not reading anyway, and the
+// kernel's socket buffer keeps a reading client's pipe full. Kafka keeps
+// one request per connection in flight; a request larger than the budget
+// (a 1 MiB produce batch waiting for acks=all) is that.
+const DefaultConnectionBudget = maxInFlight * (2 << 10)
 
 // drainTimeout bounds how long a shutting-down connection waits for its
 // in-flight requests to be answered.
@@ -46,11 +89,136 @@ type conn struct {
 	queue    chan *slot
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
+	// held is the memory the connection's requests and unwritten
+	// responses hold.
+	held heldBytes
+	// room has space for one token, dropped in whenever held falls
+	// below its budget or the writer takes a slot off the queue, so a
+	// reader waiting for room never misses the change.
+	room chan struct{}
+	idle idleClock
+	// idleTimer closes the connection after connections.max.idle.ms
+	// idle; nil when the limit is -1.
+	idleTimer *time.Timer
+}
+
+// heldBytes counts bytes against a connection's budget.
+type heldBytes struct {
+	budget int64
+	n      atomic.Int64
+	// peak is the highest n reached (tests hold it against the budget).
+	peak atomic.Int64
+	// freed is signalled when n drops below the budget.
+	freed func()
+}
+
+func (h *heldBytes) add(delta int64) {
+	n := h.n.Add(delta)
+	if delta < 0 {
+		if n < h.budget {
+			h.freed()
+		}
+		return
+	}
+	for p := h.peak.Load(); n > p && !h.peak.CompareAndSwap(p, n); p = h.peak.Load() {
+	}
+}
+
+func (h *heldBytes) full() bool { return h.n.Load() >= h.budget }
+
+// signalRoom tells a reader waiting in waitRoom to look again.
+func (c *conn) signalRoom() {
+	select {
+	case c.room <- struct{}{}:
+	default:
+	}
+}
+
+// waitRoom blocks while the connection is at its budget or has
+// maxInFlight requests unanswered; it reports false when the connection
+// ends or the server drains first. Only the reader sends on the queue, so
+// a free place seen here is still free when it sends.
+func (c *conn) waitRoom() bool {
+	for c.held.full() || len(c.queue) == cap(c.queue) {
+		select {
+		case <-c.room:
+		case <-c.ctx.Done():
+			return false
+		case <-c.srv.drain:
+			return false
+		}
+	}
+	return true
+}
+
+// idleClock tells how long a connection has been idle.
+type idleClock struct {
+	born time.Time
+	// lastActive is when a byte was last read or written, as time since
+	// born (monotonic).
+	lastActive atomic.Int64
+	// awaitingBroker is set while the writer waits for a handler to
+	// finish the oldest unanswered request. The writer touches
+	// lastActive before clearing it and idleFor loads it first, so a
+	// reader of a cleared flag also sees the touch.
+	awaitingBroker atomic.Bool
+}
+
+func (ic *idleClock) touch() { ic.lastActive.Store(int64(time.Since(ic.born))) }
+
+// idleFor is how long the connection has been idle; zero while the broker
+// works on a request it owes an answer.
+func (ic *idleClock) idleFor() time.Duration {
+	if ic.awaitingBroker.Load() {
+		return 0
+	}
+	return time.Since(ic.born) - time.Duration(ic.lastActive.Load())
+}
+
+// activityReader and activityWriter stand between the socket and its
+// buffers and mark the connection active on every transfer. Writes go in
+// pieces so that a large response trickling out to a slow reader counts
+// as progress, not as one stall.
+type activityReader struct{ c *conn }
+
+func (r activityReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 {
+		r.c.idle.touch()
+	}
+	return n, err
+}
+
+type activityWriter struct{ c *conn }
+
+// activityPiece is the most written to the socket between two touches.
+const activityPiece = 64 << 10
+
+func (w activityWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		piece := p[:min(len(p), activityPiece)]
+		n, err := w.c.nc.Write(piece)
+		written += n
+		if n > 0 {
+			w.c.idle.touch()
+		}
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
 }
 
 // slot is one request's place in the response order.
 type slot struct {
 	done chan struct{}
+	// held is what the slot counts in its connection's budget: its
+	// request frame until it is finished, then its response until it is
+	// written.
+	held  int64
+	owner *heldBytes
 	// Exactly one of the following describes the outcome.
 	frame      []byte      // a whole encoded response frame
 	chunks     []respChunk // a response built from bytes and file ranges
@@ -62,10 +230,25 @@ type slot struct {
 // sendfile.
 type respChunk struct {
 	bytes []byte
-	file  storage.FileRange
+	file  vfs.FileRange
 }
 
-func (s *slot) finish() { close(s.done) }
+// finish hands the slot to the writer; from here on it holds its
+// response, no longer its request.
+func (s *slot) finish() {
+	var resp int64
+	switch {
+	case s.frame != nil:
+		resp = int64(cap(s.frame))
+	case s.chunks != nil:
+		for _, ch := range s.chunks {
+			resp += int64(cap(ch.bytes))
+		}
+	}
+	s.owner.add(resp - s.held)
+	s.held = resp
+	close(s.done)
+}
 
 // request is what a handler receives.
 type request struct {
@@ -126,7 +309,16 @@ func (c *conn) serve() {
 		defer close(writerDone)
 		c.writeLoop()
 	}()
+	if maxIdle := c.srv.opts.MaxIdle; maxIdle >= 0 {
+		// Created far in the future and then reset, so that the timer
+		// is assigned before its function can run.
+		c.idleTimer = time.AfterFunc(math.MaxInt64, func() { c.expireIdle(maxIdle) })
+		c.idleTimer.Reset(maxIdle)
+	}
 	defer func() {
+		if c.idleTimer != nil {
+			c.idleTimer.Stop()
+		}
 		// On a graceful shutdown the requests already read are answered
 		// (bounded by drainTimeout); otherwise the peer is gone and
 		// in-flight work is cancelled.
@@ -137,29 +329,85 @@ func (c *conn) serve() {
 		select {
 		case <-writerDone:
 		case <-time.After(drainTimeout):
-			c.cancel()
+			// Closing the socket also frees a writer stuck on a
+			// peer that does not read.
+			c.close()
 			<-writerDone
 		}
 		c.close()
 	}()
 
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(activityReader{c}, 64<<10)
 	maxSize := c.srv.opts.MaxRequestSize
 	for {
-		// A fresh buffer per frame: decoded requests alias it (produce
-		// records are appended straight from it) and async handlers
-		// may hold it after the next frame is read.
-		frame, err := protocol.ReadFrame(br, maxSize, nil)
+		if !c.waitRoom() {
+			return
+		}
+		reserved, err := c.reserveRequest(br, maxSize)
+		if err == nil && reserved < 0 {
+			return // the server stops or the connection closed
+		}
+		var frame []byte
+		if err == nil {
+			// A fresh buffer per frame: decoded requests alias it
+			// (produce records are appended straight from it) and
+			// async handlers may hold it after the next frame is
+			// read.
+			frame, err = protocol.ReadFrame(br, maxSize, nil)
+		}
 		if err != nil {
+			c.srv.requestPool.release(max(reserved, 0))
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
 				c.log.Debug("closing connection", "err", err)
 			}
 			return
 		}
-		if !c.handleFrame(frame) {
+		ok := c.handleFrame(frame)
+		// As in Kafka, queued.max.request.bytes counts a request until
+		// its handler has taken it in.
+		c.srv.requestPool.release(reserved)
+		if !ok {
 			return
 		}
 	}
+}
+
+// reserveRequest waits until the next request's size is known and
+// queued.max.request.bytes has room for it, and returns the bytes
+// reserved; -1 when the wait was cut short. An oversized or truncated
+// prefix reserves nothing and is left for ReadFrame to report.
+func (c *conn) reserveRequest(br *bufio.Reader, maxSize int32) (int64, error) {
+	if c.srv.requestPool == nil {
+		return 0, nil
+	}
+	prefix, err := br.Peek(4)
+	if err != nil {
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(prefix))
+	if size < 0 || size > maxSize {
+		return 0, nil
+	}
+	if !c.srv.requestPool.acquire(c.ctx, c.srv.drain, int64(size)) {
+		return -1, nil
+	}
+	return int64(size), nil
+}
+
+// expireIdle runs on the idle timer: it closes the connection once it has
+// been idle for maxIdle, and otherwise sets the timer for when it could
+// be.
+func (c *conn) expireIdle(maxIdle time.Duration) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	idle := c.idle.idleFor()
+	if idle >= maxIdle {
+		c.log.Debug("closing idle connection", "idle", idle, "connections.max.idle.ms", maxIdle.Milliseconds())
+		c.close()
+		return
+	}
+	c.idleTimer.Reset(maxIdle - idle)
 }
 
 // handleFrame decodes and dispatches one request. It returns false when the
@@ -169,7 +417,8 @@ func (c *conn) handleFrame(frame []byte) bool {
 	if !ok {
 		return false
 	}
-	s := &slot{done: make(chan struct{})}
+	s := &slot{done: make(chan struct{}), held: int64(cap(frame)), owner: &c.held}
+	c.held.add(s.held)
 	select {
 	case c.queue <- s:
 	case <-c.ctx.Done():
@@ -229,11 +478,10 @@ func (c *conn) handleFrame(frame []byte) bool {
 
 // writeLoop writes finished responses in request order.
 func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	bw := bufio.NewWriterSize(activityWriter{c}, 64<<10)
 	for s := range c.queue {
-		select {
-		case <-s.done:
-		case <-c.ctx.Done():
+		c.signalRoom()
+		if !c.awaitHandler(s) {
 			// Drain: the reader closes the queue once it stops.
 			for range c.queue {
 			}
@@ -255,6 +503,11 @@ func (c *conn) writeLoop() {
 		} else {
 			err = c.writeChunks(bw, s.chunks)
 		}
+		// The response is in the socket or the writer's own buffer.
+		// A file range goes by sendfile, around activityWriter: its
+		// progress counts here, once it is sent.
+		c.idle.touch()
+		c.held.add(-s.held)
 		if err == nil && len(c.queue) == 0 {
 			err = bw.Flush()
 		}
@@ -266,6 +519,28 @@ func (c *conn) writeLoop() {
 		}
 	}
 	bw.Flush()
+}
+
+// awaitHandler waits until s is finished; it reports false when the
+// connection ends first. While it waits the connection is not idle: the
+// broker owes the client an answer.
+func (c *conn) awaitHandler(s *slot) bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+	}
+	c.idle.awaitingBroker.Store(true)
+	defer func() {
+		c.idle.touch()
+		c.idle.awaitingBroker.Store(false)
+	}()
+	select {
+	case <-s.done:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
 }
 
 func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
@@ -288,8 +563,8 @@ func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
 
 // writeFileRange sends a segment range: with sendfile(2) when both ends
 // are real descriptors, else through a copy.
-func (c *conn) writeFileRange(bw *bufio.Writer, fr storage.FileRange) error {
-	if osf, ok := fr.File.(storage.OSFiler); ok {
+func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
+	if osf, ok := fr.File.(vfs.OSFiler); ok {
 		if tcp, ok := c.nc.(*net.TCPConn); ok {
 			if err := bw.Flush(); err != nil {
 				return err

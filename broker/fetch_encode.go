@@ -11,7 +11,7 @@ package broker
 import (
 	"encoding/binary"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // fetchPartitionResult is one partition of a fetch response.
@@ -25,7 +25,7 @@ type fetchPartitionResult struct {
 	abortedTxns          []abortedTxn
 	abortedTxnsNonNull   bool
 	preferredReadReplica int32
-	records              storage.FileRange
+	records              vfs.FileRange
 	// Tagged fields (v12+); -1 means absent.
 	divergingEpoch     int32
 	divergingEndOffset int64
@@ -86,7 +86,7 @@ func (w *chunkWriter) flushBytes() {
 	}
 }
 
-func (w *chunkWriter) file(fr storage.FileRange) {
+func (w *chunkWriter) file(fr vfs.FileRange) {
 	w.flushBytes()
 	w.chunks = append(w.chunks, respChunk{file: fr})
 }

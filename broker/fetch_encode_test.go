@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,7 +27,7 @@ func materialize(t *testing.T, chunks []respChunk) []byte {
 }
 
 func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	f, err := fsys.OpenFile("/seg", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
 	for v := int16(4); v <= 18; v++ {
 		p1 := newFetchPartitionResult(0)
 		p1.highWatermark, p1.lastStableOffset, p1.logStartOffset = 100, 90, 5
-		p1.records = storage.FileRange{File: f, Pos: 10, Size: 20}
+		p1.records = vfs.FileRange{File: f, Pos: 10, Size: 20}
 		p1.abortedTxns = []abortedTxn{{producerID: 7, firstOffset: 42}}
 		p2 := newFetchPartitionResult(3)
 		p2.errorCode = 6

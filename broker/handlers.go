@@ -27,6 +27,7 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeConfigs, min: 1, max: 4, fn: b.handleDescribeConfigs}),
 		both(&handler{key: kmsg.AlterConfigs, min: 0, max: 2, fn: b.handleAlterConfigs}),
 		both(&handler{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, fn: b.handleIncrementalAlterConfigs}),
+		client(&handler{key: kmsg.ListConfigResources, min: 0, max: 1, fn: b.handleListConfigResources}),
 		both(&handler{key: kmsg.DescribeCluster, min: 0, max: 2, fn: b.handleDescribeCluster}),
 		client(&handler{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, fn: b.handleDescribeTopicPartitions}),
 		client(&handler{key: kmsg.DescribeLogDirs, min: 1, max: 4, fn: b.handleDescribeLogDirs}),

@@ -25,10 +25,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Operations bitfields reported when no authorizer is configured.
+// Operations bitfields reported when no authorizer is configured: every
+// operation Kafka's AclEntry.supportedOperations lists for the resource
+// type, one bit per AclOperation code (READ 3, WRITE 4, CREATE 5, DELETE 6,
+// ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+// ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12). A cluster supports no WRITE.
 const (
 	topicOperations   int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	clusterOperations int32 = 1<<4 | 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+	clusterOperations int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 	// operationsOmitted is Kafka's "not requested" value.
 	operationsOmitted int32 = -2147483648
 )

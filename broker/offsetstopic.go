@@ -83,6 +83,9 @@ func newGroupRuntime(ctx context.Context, b *Broker) *groupRuntime {
 	if cfg.Now == nil {
 		cfg.Now = b.now
 	}
+	if cfg.GroupConfigs == nil && b.opts.Configs != nil {
+		cfg.GroupConfigs = b.groupConfigs
+	}
 	rt := &groupRuntime{
 		b:         b,
 		cfg:       cfg,
@@ -324,6 +327,17 @@ func (l *offsetsPartitionLog) ReadFrom(ctx context.Context, offset int64, fn fun
 		}
 		pos = next
 	}
+}
+
+// groupConfigs is the coordinator's GroupConfigs lookup: the group's
+// dynamic configs in the current metadata image (an atomic load; no
+// locks), so a committed change reaches the group's next heartbeat.
+func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
+	g, ok := b.opts.Configs.GroupConfig(b.ctrl.Image(), groupID)
+	if !ok {
+		return group.DynamicConfig{}, false
+	}
+	return group.DynamicConfig{ConsumerSessionTimeoutMs: g.ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs: g.ConsumerHeartbeatIntervalMs}, true
 }
 
 // imageTopics answers the coordinator's topic questions from the current

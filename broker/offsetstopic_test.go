@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,19 +28,19 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // offsetsLogFixture is one __consumer_offsets partition on a MemFS, led by
 // node 1, without a controller: enough to drive offsetsPartitionLog.
 type offsetsLogFixture struct {
-	fs   *storage.MemFS
+	fs   *vfs.MemFS
 	logs *storage.Manager
 	part *partition
 }
 
-func newOffsetsLogFixture(t *testing.T, fs *storage.MemFS) *offsetsLogFixture {
+func newOffsetsLogFixture(t *testing.T, fs *vfs.MemFS) *offsetsLogFixture {
 	t.Helper()
 	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fs, Dirs: []string{"/data"}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatalf("opening the log manager: %v", err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	cfg := storage.DefaultLogConfig()
+	cfg := cfgdef.DefaultTopic()
 	cfg.Compact, cfg.Delete = true, false
 	tp := storage.TopicPartition{Topic: group.OffsetsTopic, Partition: 0}
 	l, err := logs.GetOrCreate(tp, [16]byte{1}, cfg)
@@ -108,7 +110,7 @@ func readAll(t *testing.T, plog *offsetsPartitionLog, from int64) (bases []int64
 }
 
 func TestOffsetsPartitionLogAppendsAndReads(t *testing.T) {
-	f := newOffsetsLogFixture(t, storage.NewMemFS())
+	f := newOffsetsLogFixture(t, vfs.NewMemFS())
 	plog := f.plog()
 	var want []int64
 	// Enough bytes that ReadFrom needs several chunks.
@@ -147,7 +149,7 @@ func TestOffsetsPartitionLogAppendsAndReads(t *testing.T) {
 // Only what the high watermark covers is read: replay never sees an
 // uncommitted tail.
 func TestOffsetsPartitionLogReadsOnlyCommitted(t *testing.T) {
-	f := newOffsetsLogFixture(t, storage.NewMemFS())
+	f := newOffsetsLogFixture(t, vfs.NewMemFS())
 	plog := f.plog()
 	if _, err := plog.Append(context.Background(), testBatch("committed", 2, 10)); err != nil {
 		t.Fatal(err)
@@ -172,7 +174,7 @@ func TestOffsetsPartitionLogRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newOffsetsLogFixture(t, storage.NewMemFS())
+			f := newOffsetsLogFixture(t, vfs.NewMemFS())
 			f.part.mu.Lock()
 			tc.setup(f.part)
 			f.part.mu.Unlock()
@@ -189,7 +191,7 @@ func TestOffsetsPartitionLogRefusals(t *testing.T) {
 }
 
 func TestOffsetsPartitionLogWaitsForTheHighWatermark(t *testing.T) {
-	f := newOffsetsLogFixture(t, storage.NewMemFS())
+	f := newOffsetsLogFixture(t, vfs.NewMemFS())
 	plog := f.plog()
 	res, _, err := f.part.log.Append(testBatch("pending", 1, 10), 3, storage.AppendCoordinator)
 	if err != nil {
@@ -299,14 +301,14 @@ func fetchOffsets(t *testing.T, c *group.Coordinator, groupID string) []int64 {
 // for a storage error on the offsets topic) and nothing half-applied is
 // served afterwards.
 func TestOffsetCommitOnAFailingDisk(t *testing.T) {
-	fs := storage.NewMemFS()
+	fs := vfs.NewMemFS()
 	f := newOffsetsLogFixture(t, fs)
 	c := newTestCoordinator(t, f.plog())
 	if code := commitOffsets(c, "g", 5); code != 0 {
 		t.Fatalf("first commit: %v", kerr.ErrorForCode(code))
 	}
-	fs.Inject(func(op storage.Op, name string) error {
-		if op == storage.OpWrite {
+	fs.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpWrite {
 			return syscall.EIO
 		}
 		return nil
@@ -335,7 +337,7 @@ func TestOffsetCommitOnAFailingDisk(t *testing.T) {
 func TestCoordinatorReloadsAfterATornTail(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
 		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
-			fs := storage.NewMemFS()
+			fs := vfs.NewMemFS()
 			f := newOffsetsLogFixture(t, fs)
 			c := newTestCoordinator(t, f.plog())
 			const flushedUpTo, last = 20, 60

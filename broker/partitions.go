@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/storage"
@@ -32,7 +33,7 @@ type partition struct {
 	leaderEpoch int32
 	replicas    []int32
 	isr         []int32
-	config      storage.LogConfig
+	config      cfgdef.Topic
 	// waiters are long-poll fetches to wake when the high watermark moves.
 	waiters map[chan struct{}]struct{}
 }
@@ -45,7 +46,7 @@ func (p *partition) leadership() (leader, epoch int32) {
 }
 
 // logConfig is the partition's effective topic configuration.
-func (p *partition) logConfig() storage.LogConfig {
+func (p *partition) logConfig() cfgdef.Topic {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.config

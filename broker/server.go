@@ -4,13 +4,16 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
@@ -35,6 +38,9 @@ type listener struct {
 	registry *protocol.Registry
 	// allowed is the set of API keys served on this listener.
 	allowed map[int16]bool
+	// quotas counts this listener's connections with the others of its
+	// kind; nil when no limits are configured.
+	quotas *connQuotas
 }
 
 func (l *listener) serves(key int16) bool { return l.allowed[key] }
@@ -75,6 +81,12 @@ type Server struct {
 
 	listeners []*listener
 	draining  atomic.Bool
+	// drain is closed when Shutdown begins: readers waiting for room in
+	// a budget and acceptors waiting for a connection slot stop.
+	drain     chan struct{}
+	drainOnce sync.Once
+	// requestPool is queued.max.request.bytes; nil when unlimited.
+	requestPool *requestPool
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -89,7 +101,48 @@ type Server struct {
 type ServerOptions struct {
 	Listeners      []ListenerSpec
 	MaxRequestSize int32 // socket.request.max.bytes
-	Logger         *slog.Logger
+	// MaxIdle is connections.max.idle.ms: 0 means Kafka's default of 10
+	// minutes, negative means never.
+	MaxIdle time.Duration
+	// ConnectionBudget is the bytes of requests being handled and
+	// responses waiting to be written past which a connection's next
+	// request is not read; 0 means DefaultConnectionBudget.
+	ConnectionBudget int64
+	// QueuedMaxRequestBytes is queued.max.request.bytes; 0 or negative
+	// means no limit (Kafka's default is -1).
+	QueuedMaxRequestBytes int64
+	// Limits are the connection-count limits; nil means none.
+	Limits *ConnectionLimits
+	// SendBufferBytes and ReceiveBufferBytes are socket.send.buffer.bytes
+	// and socket.receive.buffer.bytes: SO_SNDBUF of accepted sockets and
+	// SO_RCVBUF of the listening socket (which accepted sockets inherit,
+	// so that the TCP window is sized before the handshake), as Kafka's
+	// Acceptor sets them. 0 or negative keeps the OS default (Kafka's -1).
+	SendBufferBytes    int32
+	ReceiveBufferBytes int32
+	Logger             *slog.Logger
+}
+
+// ConnectionLimits are Kafka's connection-count limits. Client listeners
+// and controller listeners are counted apart, as Kafka's broker and
+// controller socket servers each count their own.
+type ConnectionLimits struct {
+	// MaxConnections is max.connections: past it a listener stops
+	// accepting until a connection of its kind closes.
+	MaxConnections int32
+	// ListenerMaxConnections are listener.name.<l>.max.connections by
+	// listener name; a listener without one is held to MaxConnections.
+	ListenerMaxConnections map[string]int32
+	// MaxConnectionsPerIP is max.connections.per.ip: a connection past
+	// it is closed at once.
+	MaxConnectionsPerIP int32
+	// PerIPOverrides are max.connections.per.ip.overrides: a host name
+	// or address and its own limit.
+	PerIPOverrides map[string]int32
+	// InterBrokerListener is exempt from MaxConnections (not from its
+	// own listener limit) when there are other client listeners, so that
+	// clients cannot lock brokers out (Kafka's protected listener).
+	InterBrokerListener string
 }
 
 func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *listener, version int16) *kmsg.ApiVersionsResponse) *Server {
@@ -102,6 +155,16 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 		registry:           protocol.NewRegistry(),
 		apiVersions:        apiVersions,
 		conns:              map[*conn]struct{}{},
+		drain:              make(chan struct{}),
+	}
+	if s.opts.MaxIdle == 0 {
+		s.opts.MaxIdle = 10 * time.Minute
+	}
+	if s.opts.ConnectionBudget <= 0 {
+		s.opts.ConnectionBudget = DefaultConnectionBudget
+	}
+	if s.opts.QueuedMaxRequestBytes > 0 {
+		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
 	}
 	for _, h := range handlers {
 		s.handlers[int16(h.key)] = h
@@ -122,11 +185,38 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 	return s
 }
 
+// listenConfig sets SO_RCVBUF on listening sockets when configured.
+func (s *Server) listenConfig() *net.ListenConfig {
+	lc := &net.ListenConfig{}
+	if n := s.opts.ReceiveBufferBytes; n > 0 {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, int(n))
+			})
+			if err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	return lc
+}
+
 // Listen binds every listener; start-up fails if one cannot be bound.
 func (s *Server) Listen() error {
+	var clientQuotas, controllerQuotas *connQuotas
+	if lim := s.opts.Limits; lim != nil {
+		overrides, err := resolvePerIPOverrides(lim.PerIPOverrides)
+		if err != nil {
+			return err
+		}
+		clientQuotas = newConnQuotas(*lim, overrides)
+		controllerQuotas = newConnQuotas(*lim, overrides)
+	}
 	for _, spec := range s.opts.Listeners {
 		addr := net.JoinHostPort(spec.Host, strconv.Itoa(spec.Port))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := s.listenConfig().Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			s.closeListeners()
 			return fmt.Errorf("binding listener %s on %s: %w", spec.Name, addr, err)
@@ -135,6 +225,11 @@ func (s *Server) Listen() error {
 		if spec.Controller {
 			l.registry = s.controllerRegistry
 		}
+		l.quotas = clientQuotas
+		if spec.Controller {
+			l.quotas = controllerQuotas
+		}
+		l.quotas.addListener()
 		l.Port = ln.Addr().(*net.TCPAddr).Port
 		for key, h := range s.handlers {
 			if (spec.Controller && h.onController) || (!spec.Controller && h.onBroker) {
@@ -182,8 +277,20 @@ func (s *Server) acceptLoop(l *listener) {
 			}
 			return
 		}
+		ip := remoteIP(nc)
+		if err := l.quotas.admit(s.ctx, s.drain, l.Name, ip); err != nil {
+			var tooMany errTooManyFromIP
+			if errors.As(err, &tooMany) {
+				s.log.Info(fmt.Sprintf("Rejected connection from %s, address already has the configured maximum of %d connections.", ip, tooMany.limit), "listener", l.Name)
+			}
+			nc.Close()
+			continue
+		}
 		if tcp, ok := nc.(*net.TCPConn); ok {
 			tcp.SetNoDelay(true)
+			if n := s.opts.SendBufferBytes; n > 0 {
+				tcp.SetWriteBuffer(int(n))
+			}
 		}
 		cctx, cancel := context.WithCancel(s.ctx)
 		c := &conn{
@@ -194,7 +301,10 @@ func (s *Server) acceptLoop(l *listener) {
 			ctx:      cctx,
 			cancel:   cancel,
 			queue:    make(chan *slot, maxInFlight),
+			room:     make(chan struct{}, 1),
+			idle:     idleClock{born: time.Now()},
 		}
+		c.held = heldBytes{budget: s.opts.ConnectionBudget, freed: c.signalRoom}
 		s.connsMu.Lock()
 		s.conns[c] = struct{}{}
 		s.connsMu.Unlock()
@@ -205,6 +315,7 @@ func (s *Server) acceptLoop(l *listener) {
 				s.connsMu.Lock()
 				delete(s.conns, c)
 				s.connsMu.Unlock()
+				l.quotas.release(l.Name, ip)
 			}()
 			c.serve()
 		}()
@@ -215,6 +326,7 @@ func (s *Server) acceptLoop(l *listener) {
 // has already read, and closes them.
 func (s *Server) Shutdown() {
 	s.draining.Store(true)
+	s.drainOnce.Do(func() { close(s.drain) })
 	s.closeListeners()
 	s.connsMu.Lock()
 	for c := range s.conns {
@@ -274,4 +386,205 @@ func (s *Server) apiVersionsUnsupported() kmsg.Response {
 	resp.ErrorCode = 35 // UNSUPPORTED_VERSION
 	resp.ApiKeys = s.brokerRegistry.APIKeys()
 	return resp
+}
+
+// requestPool is queued.max.request.bytes: the request bytes all
+// connections together may hold from reading a request's size until its
+// handler has taken it in. Like Kafka's non-strict memory pool, a
+// reservation succeeds while any room is left, so a large request is not
+// starved by small ones and the total overshoots by at most one request.
+type requestPool struct {
+	mu        sync.Mutex
+	available int64
+	// freed is broadcast whenever bytes come back.
+	freed broadcast
+}
+
+func newRequestPool(size int64) *requestPool {
+	return &requestPool{available: size, freed: newBroadcast()}
+}
+
+// acquire reserves n bytes, waiting while the pool is exhausted; it
+// reports false when ctx ends or stop closes first.
+func (p *requestPool) acquire(ctx context.Context, stop <-chan struct{}, n int64) bool {
+	if p == nil {
+		return true
+	}
+	for {
+		p.mu.Lock()
+		if p.available > 0 {
+			p.available -= n
+			p.mu.Unlock()
+			return true
+		}
+		freed := p.freed.wait()
+		p.mu.Unlock()
+		if !awaitClose(ctx, stop, freed) {
+			return false
+		}
+	}
+}
+
+func (p *requestPool) release(n int64) {
+	if p == nil || n == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.available += n
+	p.freed.notify()
+	p.mu.Unlock()
+}
+
+// broadcast wakes every waiter at once: a waiter takes the channel under
+// its owner's lock, and notify (under the same lock) closes it and puts a
+// fresh one in its place.
+type broadcast struct{ ch chan struct{} }
+
+func newBroadcast() broadcast { return broadcast{ch: make(chan struct{})} }
+
+func (b *broadcast) wait() <-chan struct{} { return b.ch }
+
+func (b *broadcast) notify() {
+	close(b.ch)
+	b.ch = make(chan struct{})
+}
+
+// awaitClose waits for ch to close; it reports false when ctx ends or stop
+// closes first.
+func awaitClose(ctx context.Context, stop, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stop:
+		return false
+	}
+}
+
+// connQuotas counts the connections of one kind of listener (client or
+// controller) against ConnectionLimits.
+type connQuotas struct {
+	limits     ConnectionLimits
+	ipOverride map[netip.Addr]int32
+	// listeners is how many listeners share these quotas.
+	listeners int
+
+	mu sync.Mutex
+	// freed is broadcast whenever a connection ends.
+	freed       broadcast
+	total       int32
+	perListener map[string]int32
+	perIP       map[netip.Addr]int32
+}
+
+func newConnQuotas(limits ConnectionLimits, ipOverride map[netip.Addr]int32) *connQuotas {
+	return &connQuotas{
+		limits: limits, ipOverride: ipOverride, freed: newBroadcast(),
+		perListener: map[string]int32{}, perIP: map[netip.Addr]int32{},
+	}
+}
+
+func (q *connQuotas) addListener() {
+	if q != nil {
+		q.listeners++
+	}
+}
+
+// errTooManyFromIP refuses a connection past max.connections.per.ip.
+type errTooManyFromIP struct{ limit int32 }
+
+func (e errTooManyFromIP) Error() string {
+	return fmt.Sprintf("address already has the configured maximum of %d connections", e.limit)
+}
+
+var errAcceptStopped = errors.New("server stopping")
+
+// admit counts a new connection on listener from ip. Like Kafka's
+// acceptor it waits while the listener or the broker is at its limit;
+// an address at its own limit is refused at once.
+func (q *connQuotas) admit(ctx context.Context, stop <-chan struct{}, listener string, ip netip.Addr) error {
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	for !q.slotAvailable(listener) {
+		freed := q.freed.wait()
+		q.mu.Unlock()
+		if !awaitClose(ctx, stop, freed) {
+			return errAcceptStopped
+		}
+		q.mu.Lock()
+	}
+	defer q.mu.Unlock()
+	limit, ok := q.ipOverride[ip]
+	if !ok {
+		limit = q.limits.MaxConnectionsPerIP
+	}
+	if q.perIP[ip] >= limit {
+		return errTooManyFromIP{limit: limit}
+	}
+	q.total++
+	q.perListener[listener]++
+	q.perIP[ip]++
+	return nil
+}
+
+// slotAvailable is called with mu held.
+func (q *connQuotas) slotAvailable(listener string) bool {
+	listenerMax, ok := q.limits.ListenerMaxConnections[listener]
+	if !ok {
+		listenerMax = q.limits.MaxConnections
+	}
+	if q.perListener[listener] >= listenerMax {
+		return false
+	}
+	if listener == q.limits.InterBrokerListener && q.listeners > 1 {
+		return true
+	}
+	return q.total < q.limits.MaxConnections
+}
+
+func (q *connQuotas) release(listener string, ip netip.Addr) {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	q.total--
+	q.perListener[listener]--
+	if q.perIP[ip]--; q.perIP[ip] <= 0 {
+		delete(q.perIP, ip)
+	}
+	q.freed.notify()
+	q.mu.Unlock()
+}
+
+// resolvePerIPOverrides turns max.connections.per.ip.overrides into
+// addresses; a host name counts for every address it resolves to.
+func resolvePerIPOverrides(overrides map[string]int32) (map[netip.Addr]int32, error) {
+	out := make(map[netip.Addr]int32, len(overrides))
+	for host, limit := range overrides {
+		if addr, err := netip.ParseAddr(host); err == nil {
+			out[addr.Unmap()] = limit
+			continue
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s in max.connections.per.ip.overrides: %w", host, err)
+		}
+		for _, ip := range ips {
+			if addr, ok := netip.AddrFromSlice(ip); ok {
+				out[addr.Unmap()] = limit
+			}
+		}
+	}
+	return out, nil
+}
+
+// remoteIP is the peer address connections are counted by.
+func remoteIP(nc net.Conn) netip.Addr {
+	if tcp, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return tcp.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -37,6 +38,13 @@ func startTestNode(t testing.TB, overrides map[string]string) *testNode {
 // at format (0 turns the KIP-848 consumer protocol off).
 func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, groupVersion int16) *testNode {
 	t.Helper()
+	return startTestNodeWithServer(t, overrides, groupVersion, nil)
+}
+
+// startTestNodeWithServer lets the test adjust the server options (those
+// no config key sets) after the config has filled them in.
+func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions)) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
 	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
@@ -50,7 +58,7 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 	if testing.Verbose() {
 		log = slog.Default()
 	}
-	fsys := storage.OSFS{}
+	fsys := vfs.OSFS{}
 	clusterID := controller.RandomUUID().String()
 	voters := []controller.Voter{{ID: 1, DirectoryID: controller.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
 	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {
@@ -81,15 +89,34 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 		t.Fatal(err)
 	}
 	groups := cfg.GroupCoordinatorConfig(log)
-	b := New(Options{
-		NodeID: 1,
-		Server: ServerOptions{
-			Listeners: []ListenerSpec{
-				{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
-				{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
-			},
-			MaxRequestSize: cfg.SocketRequestMaxBytes,
+	// As cmd/gregor's settings fill them in.
+	server := ServerOptions{
+		Listeners: []ListenerSpec{
+			{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
+			{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
 		},
+		MaxRequestSize:        cfg.SocketRequestMaxBytes,
+		MaxIdle:               time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		SendBufferBytes:       cfg.SocketSendBufferBytes,
+		ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
+		Limits: &ConnectionLimits{
+			MaxConnections:         cfg.MaxConnections,
+			ListenerMaxConnections: cfg.ListenerMaxConnections,
+			MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
+			PerIPOverrides:         cfg.MaxConnectionsPerIPOverrides,
+			InterBrokerListener:    cfg.InterBrokerListenerName,
+		},
+	}
+	if cfg.ConnectionsMaxIdleMs < 0 {
+		server.MaxIdle = -1
+	}
+	if adjust != nil {
+		adjust(&server)
+	}
+	b := New(Options{
+		NodeID:                        1,
+		Server:                        server,
 		Advertised:                    []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
 		NumPartitions:                 cfg.NumPartitions,
@@ -141,6 +168,11 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 // send writes a request frame for req with the given correlation id.
 func (c *rawConn) send(req kmsg.Request, corr int32) {
 	c.t.Helper()
+	c.writeFrame(requestBody(req, corr))
+}
+
+// requestBody is req with its header, as a frame carries it.
+func requestBody(req kmsg.Request, corr int32) []byte {
 	var b []byte
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
@@ -150,8 +182,7 @@ func (c *rawConn) send(req kmsg.Request, corr int32) {
 	if req.IsFlexible() {
 		b = append(b, 0)
 	}
-	b = req.AppendTo(b)
-	c.writeFrame(b)
+	return req.AppendTo(b)
 }
 
 func (c *rawConn) writeFrame(body []byte) {

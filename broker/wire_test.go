@@ -142,14 +142,7 @@ func TestPipelinedResponsesStayInOrder(t *testing.T) {
 	n := startTestNode(t, nil)
 	createTopic(t, n, "pipe", 1, nil)
 	c := dialRaw(t, n.addr)
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.SetVersion(12)
-	fetch.ReplicaID = -1
-	fetch.MaxWaitMillis = 300
-	fetch.MinBytes = 1
-	fetch.MaxBytes = 1 << 20
-	fetch.SessionEpoch = -1
-	fetch.Topics = []kmsg.FetchRequestTopic{{Topic: "pipe", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, FetchOffset: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
+	fetch := longPollFetch("pipe", 300)
 	c.send(fetch, 1)
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.SetVersion(0)

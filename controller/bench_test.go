@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,9 +25,9 @@ func BenchmarkCreateTopicsBurst(b *testing.B) {
 				b.StopTimer()
 				var c *Controller
 				if disk == "memfs" {
-					fsys := storage.NewMemFS()
-					fsys.Inject(func(op storage.Op, _ string) error {
-						if op == storage.OpSync {
+					fsys := vfs.NewMemFS()
+					fsys.Inject(func(op vfs.Op, _ string) error {
+						if op == vfs.OpSync {
 							syncs.Add(1)
 						}
 						return nil
@@ -76,9 +76,9 @@ func BenchmarkCreateTopicsBurst(b *testing.B) {
 func startBenchOS(b *testing.B) *Controller {
 	b.Helper()
 	dir := b.TempDir()
-	cfg := testConfig(storage.OSFS{})
+	cfg := testConfig(vfs.OSFS{})
 	cfg.MetadataDir = dir
-	if err := Format(storage.OSFS{}, dir, FormatOptions{
+	if err := Format(vfs.OSFS{}, dir, FormatOptions{
 		ClusterID: "test-cluster", NodeID: 1, DirectoryID: RandomUUID(),
 		Voters: []Voter{{ID: 1}},
 	}); err != nil {

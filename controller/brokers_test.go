@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,7 +52,7 @@ func heartbeat(t *testing.T, c *Controller, id int32, epoch int64, mutate ...fun
 }
 
 func TestRegisterBrokerErrors(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	live := RandomUUID()
 	resp := c.RegisterBroker(ctxT(t), registration(1, live))
@@ -118,7 +118,7 @@ func TestRegisterBrokerErrors(t *testing.T) {
 }
 
 func TestHeartbeatUnfencesWhenCaughtUp(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	resp := c.RegisterBroker(ctxT(t), registration(1, RandomUUID()))
 	epoch := resp.BrokerEpoch
@@ -140,7 +140,7 @@ func TestHeartbeatUnfencesWhenCaughtUp(t *testing.T) {
 }
 
 func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) {
 		cfg.Now = clock.Now
@@ -183,7 +183,7 @@ func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
 }
 
 func TestControlledShutdown(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	e1 := registerBroker(t, c, 1)
 	e2 := registerBroker(t, c, 2)
@@ -214,7 +214,7 @@ func TestControlledShutdown(t *testing.T) {
 }
 
 func TestSingleBrokerShutdownIsImmediateWithoutLeaders(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	e1 := registerBroker(t, c, 1)
 	r := heartbeat(t, c, 1, e1, func(h *kmsg.BrokerHeartbeatRequest) { h.WantShutdown = true })
@@ -235,7 +235,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestElectLeaders(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) { cfg.Now = clock.Now })
 	registerBroker(t, c, 1)
@@ -301,7 +301,7 @@ func TestElectLeaders(t *testing.T) {
 }
 
 func TestElectLeadersPreferredAfterReturn(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	registerBroker(t, c, 2)
@@ -335,7 +335,7 @@ func TestElectLeadersPreferredAfterReturn(t *testing.T) {
 }
 
 func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) { cfg.Now = clock.Now })
 	registerBroker(t, c, 1)
@@ -373,7 +373,7 @@ func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
 }
 
 func TestTopicDeletionDisabled(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys, func(cfg *Config) { cfg.DisableTopicDeletion = true })
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)

@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,20 +19,14 @@ func alterReq(t kmsg.ConfigResourceType, name, key string, op int8, value *strin
 }
 
 func TestIncrementalAlterConfigs(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
 	topicCfg := func() map[string]string {
 		return c.Image().Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}]
 	}
-	steps := []struct {
-		name  string
-		req   *kmsg.IncrementalAlterConfigsRequest
-		code  int16
-		msg   string
-		check func() bool
-	}{
+	steps := []configStep{
 		{"set", alterReq(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", opSet, strPtr("100")), 0, "",
 			func() bool { return topicCfg()["retention.ms"] == "100" }},
 		{"append to default", alterReq(kmsg.ConfigResourceTypeTopic, "t", "cleanup.policy", opAppend, strPtr("compact")), 0, "",
@@ -72,6 +66,21 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		{"bad broker name", alterReq(kmsg.ConfigResourceTypeBroker, "x", "num.io.threads", opSet, strPtr("4")), kerr.InvalidRequest.Code,
 			"Invalid broker name x", nil},
 	}
+	runConfigSteps(t, c, steps)
+}
+
+// configStep is one IncrementalAlterConfigs request with the error it must
+// get (msg "" checks only the code) and a check of the image after it.
+type configStep struct {
+	name  string
+	req   *kmsg.IncrementalAlterConfigsRequest
+	code  int16
+	msg   string
+	check func() bool
+}
+
+func runConfigSteps(t *testing.T, c *Controller, steps []configStep) {
+	t.Helper()
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			resp := c.IncrementalAlterConfigs(ctxT(t), s.req)
@@ -96,7 +105,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 }
 
 func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
@@ -134,7 +143,7 @@ func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
 }
 
 func TestAlterConfigsReplacesWholeSet(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
@@ -159,5 +168,64 @@ func TestAlterConfigsReplacesWholeSet(t *testing.T) {
 	req.Resources = []kmsg.AlterConfigsRequestResource{r}
 	if resp := c.AlterConfigs(ctxT(t), req); resp.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
 		t.Fatalf("invalid replace: %+v", resp.Resources[0])
+	}
+}
+
+// Group configs are metadata: ConfigRecords with resource type GROUP that
+// the image (and a restart) shows. The group need not exist; the schema's
+// verdict picks the error.
+func TestGroupConfigs(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	c := startTest(t, fsys)
+	groupCfg := func(c *Controller) map[string]string {
+		return c.Image().Configs[ConfigResource{Type: ConfigResourceGroup, Name: "g"}]
+	}
+	const (
+		hb      = "consumer.heartbeat.interval.ms"
+		session = "consumer.session.timeout.ms"
+	)
+	validateOnly := alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", hb, opSet, strPtr("6000"))
+	validateOnly.ValidateOnly = true
+	steps := []configStep{
+		{"validate only", validateOnly, 0, "", func() bool { return groupCfg(c) == nil }},
+		{"set on a group that does not exist", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", hb, opSet, strPtr("6000")), 0, "",
+			func() bool { return groupCfg(c)[hb] == "6000" }},
+		{"second key", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", session, opSet, strPtr("50000")), 0, "",
+			func() bool { return groupCfg(c)[hb] == "6000" && groupCfg(c)[session] == "50000" }},
+		{"invalid value", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", hb, opSet, strPtr("100")), kerr.InvalidConfig.Code,
+			"Invalid value 100 for configuration consumer.heartbeat.interval.ms", func() bool { return groupCfg(c)[hb] == "6000" }},
+		{"unknown key", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", "group.max.size", opSet, strPtr("3")), kerr.InvalidConfig.Code,
+			"Unknown group config name: group.max.size", nil},
+		{"append to non-list", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", hb, opAppend, strPtr("1")), kerr.InvalidConfig.Code,
+			"Can't APPEND to key consumer.heartbeat.interval.ms because its type is not LIST.", nil},
+		{"default group", alterReq(kmsg.ConfigResourceTypeGroupConfig, "", hb, opSet, strPtr("6000")), kerr.InvalidRequest.Code, "", nil},
+		{"delete", alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", session, opDelete, nil), 0, "",
+			func() bool { _, ok := groupCfg(c)[session]; return !ok && groupCfg(c)[hb] == "6000" }},
+	}
+	runConfigSteps(t, c, steps)
+
+	// AlterConfigs replaces the group's whole set, as for any resource.
+	legacy := kmsg.NewPtrAlterConfigsRequest()
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeGroupConfig
+	r.ResourceName = "g"
+	r.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: session, Value: strPtr("55000")}}
+	legacy.Resources = []kmsg.AlterConfigsRequestResource{r}
+	if resp := c.AlterConfigs(ctxT(t), legacy); resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter configs: %+v", resp.Resources[0])
+	}
+	if got := groupCfg(c); len(got) != 1 || got[session] != "55000" {
+		t.Fatalf("after AlterConfigs: %v", got)
+	}
+
+	// The committed records replay after a restart.
+	c.Close()
+	c = startTest(t, fsys)
+	waitFor(t, func() bool { return groupCfg(c)[session] == "55000" })
+	if r := c.IncrementalAlterConfigs(ctxT(t), alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", session, opDelete, nil)).Resources[0]; r.ErrorCode != 0 {
+		t.Fatalf("delete after restart: %+v", r)
+	}
+	if _, ok := c.Image().Configs[ConfigResource{Type: ConfigResourceGroup, Name: "g"}]; ok {
+		t.Fatal("a group without configs stays in the image")
 	}
 }

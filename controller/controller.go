@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller/raftlog"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -42,7 +42,7 @@ import (
 
 // Config configures a controller node.
 type Config struct {
-	FS          storage.FS
+	FS          vfs.FS
 	NodeID      int32
 	ClusterID   string
 	DirectoryID UUID

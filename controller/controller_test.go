@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestSingleNodeBecomesLeaderQuickly(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	formatTest(t, fsys)
 	start := time.Now()
 	c, err := Start(context.Background(), testConfig(fsys))
@@ -48,7 +48,7 @@ func TestSingleNodeBecomesLeaderQuickly(t *testing.T) {
 }
 
 func TestStartRefusesUnformattedAndMismatchedIdentity(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	if _, err := Start(context.Background(), testConfig(fsys)); !errors.Is(err, ErrNotFormatted) {
 		t.Fatalf("unformatted start: %v", err)
 	}
@@ -69,7 +69,7 @@ func TestStartRefusesUnformattedAndMismatchedIdentity(t *testing.T) {
 }
 
 func TestFormatRoundTrip(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	dir := RandomUUID()
 	opts := FormatOptions{
 		ClusterID: "abc", NodeID: 3, DirectoryID: dir,
@@ -93,9 +93,9 @@ func TestFormatRoundTrip(t *testing.T) {
 		}
 	}
 	// A damaged file is refused.
-	raw, _ := storage.ReadFile(fsys, "/d/__cluster_metadata-0/bootstrap.checkpoint")
+	raw, _ := vfs.ReadFile(fsys, "/d/__cluster_metadata-0/bootstrap.checkpoint")
 	raw[len(raw)-1] ^= 0xff
-	if err := storage.WriteFileAtomic(fsys, "/d/__cluster_metadata-0/bootstrap.checkpoint", raw); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, "/d/__cluster_metadata-0/bootstrap.checkpoint", raw); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadFormat(fsys, "/d"); err == nil {
@@ -104,7 +104,7 @@ func TestFormatRoundTrip(t *testing.T) {
 }
 
 func TestSubscribeDeliversEveryImageInOrder(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	var mu sync.Mutex
 	var got []*Image
@@ -152,7 +152,7 @@ func TestSubscribeDeliversEveryImageInOrder(t *testing.T) {
 }
 
 func TestImageIsNotMutatedByLaterChanges(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	createTopic(t, c, "a", 2, 1)
@@ -177,7 +177,7 @@ func TestImageIsNotMutatedByLaterChanges(t *testing.T) {
 }
 
 func TestStaleBrokerEpochIsRefused(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	epoch := registerBroker(t, c, 1)
 	for _, tc := range []struct {
@@ -206,7 +206,7 @@ func TestStaleBrokerEpochIsRefused(t *testing.T) {
 }
 
 func TestAllocateProducerIDs(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	epoch := registerBroker(t, c, 1)
 	var starts []int64

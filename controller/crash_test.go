@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -111,7 +111,7 @@ func forSeeds(t *testing.T, seeds int, run func(t *testing.T, seed int64)) {
 
 func crashOnce(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	formatTest(t, fsys)
 	small := func(cfg *Config) {
 		cfg.SnapshotMaxEntries = int64(3 + rng.Intn(10))
@@ -211,12 +211,12 @@ func crashOnce(t *testing.T, seed int64) {
 
 // diskThatDies makes fsys fail every mutating operation after budget of
 // them, and every operation once it is dead; kill kills it at once.
-func diskThatDies(fsys *storage.MemFS, budget int) (kill func()) {
+func diskThatDies(fsys *vfs.MemFS, budget int) (kill func()) {
 	var mu sync.Mutex
 	dead := false
-	fsys.Inject(func(op storage.Op, name string) error {
+	fsys.Inject(func(op vfs.Op, name string) error {
 		switch op {
-		case storage.OpRead, storage.OpReadDir, storage.OpOpen:
+		case vfs.OpRead, vfs.OpReadDir, vfs.OpOpen:
 			mu.Lock()
 			alive := !dead
 			mu.Unlock()
@@ -307,7 +307,7 @@ func TestCrashDuringPipelinedBurst(t *testing.T) {
 
 func crashBurstOnce(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	formatTest(t, fsys)
 	c := startTest(t, fsys, func(cfg *Config) {
 		cfg.SnapshotMaxEntries = int64(5 + rng.Intn(20))
@@ -380,7 +380,7 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 }
 
 func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys, func(cfg *Config) { cfg.SnapshotMaxEntries = 10; cfg.SegmentBytes = 512 })
 	registerBroker(t, c, 1)
 	for i := range 50 {
@@ -418,7 +418,7 @@ func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
 }
 
 func TestSnapshotAfterInterval(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) {
 		cfg.Now = clock.Now

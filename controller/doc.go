@@ -1,6 +1,6 @@
 // Package controller is Gregor's cluster metadata quorum: an etcd-raft log
 // of metadata records (controller/raftlog keeps it durable on a
-// storage.FS), the immutable Image built from the committed records, and
+// vfs.FS), the immutable Image built from the committed records, and
 // the decisions Kafka's QuorumController makes (topic creation and
 // placement, configs, leader elections, broker registration, heartbeats and
 // fencing, producer-id blocks, feature levels).

@@ -17,7 +17,7 @@ import (
 	"path"
 	"slices"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
@@ -77,7 +77,7 @@ type FormatInfo struct {
 
 // Format records opts in metadataDir. It refuses a directory that is
 // already formatted (ErrAlreadyFormatted).
-func Format(fsys storage.FS, metadataDir string, opts FormatOptions) error {
+func Format(fsys vfs.FS, metadataDir string, opts FormatOptions) error {
 	if opts.ClusterID == "" {
 		return errors.New("formatting metadata directory: cluster id is empty")
 	}
@@ -116,16 +116,16 @@ func Format(fsys storage.FS, metadataDir string, opts FormatOptions) error {
 		Voters:      opts.Voters,
 		Features:    features,
 	}
-	if err := storage.WriteFileAtomic(fsys, file, encodeFormat(info)); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, file, encodeFormat(info)); err != nil {
 		return fmt.Errorf("formatting %s: %w", metadataDir, err)
 	}
 	return nil
 }
 
 // ReadFormat reads what Format recorded in metadataDir.
-func ReadFormat(fsys storage.FS, metadataDir string) (FormatInfo, error) {
+func ReadFormat(fsys vfs.FS, metadataDir string) (FormatInfo, error) {
 	file := path.Join(metadataDir, MetadataPartitionDir, BootstrapFile)
-	raw, err := storage.ReadFile(fsys, file)
+	raw, err := vfs.ReadFile(fsys, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return FormatInfo{}, fmt.Errorf("reading %s: %w", file, ErrNotFormatted)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,8 +19,26 @@ const testDir = "/meta"
 
 // testSchema is a small config schema: cleanup.policy is a list defaulting
 // to "delete"; retention.ms must be an integer >= -1; everything else must
-// be a known key.
+// be a known key. Groups know two keys, whose values must be integers from
+// 5000 to 60000; the default group ("") is refused with INVALID_REQUEST.
 type testSchema struct{}
+
+var testGroupKeys = map[string]bool{"consumer.heartbeat.interval.ms": true, "consumer.session.timeout.ms": true}
+
+func validateTestGroup(name string, overrides map[string]string) error {
+	if name == "" {
+		return fmt.Errorf("Default group resources are not allowed.: %w", kerr.InvalidRequest)
+	}
+	for k, v := range overrides {
+		if !testGroupKeys[k] {
+			return errors.New("Unknown group config name: " + k)
+		}
+		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 5000 || n > 60000 {
+			return errors.New("Invalid value " + v + " for configuration " + k)
+		}
+	}
+	return nil
+}
 
 var testKnownKeys = map[string]bool{
 	"cleanup.policy": true, "retention.ms": true, "segment.bytes": true,
@@ -28,6 +46,9 @@ var testKnownKeys = map[string]bool{
 }
 
 func (testSchema) Validate(t ConfigResourceType, name string, overrides map[string]string) error {
+	if t == ConfigResourceGroup {
+		return validateTestGroup(name, overrides)
+	}
 	for k, v := range overrides {
 		if !testKnownKeys[k] {
 			return errors.New("Unknown topic config name: " + k)
@@ -56,7 +77,7 @@ func (testSchema) Default(t ConfigResourceType, key string) (string, bool) {
 
 func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func formatTest(t testing.TB, fsys storage.FS) {
+func formatTest(t testing.TB, fsys vfs.FS) {
 	t.Helper()
 	err := Format(fsys, testDir, FormatOptions{
 		ClusterID:   "test-cluster",
@@ -69,7 +90,7 @@ func formatTest(t testing.TB, fsys storage.FS) {
 	}
 }
 
-func testConfig(fsys storage.FS) Config {
+func testConfig(fsys vfs.FS) Config {
 	return Config{
 		FS:                fsys,
 		NodeID:            1,
@@ -88,7 +109,7 @@ func testConfig(fsys storage.FS) Config {
 }
 
 // startTest formats (if needed) and starts a single-node controller.
-func startTest(t testing.TB, fsys *storage.MemFS, mutate ...func(*Config)) *Controller {
+func startTest(t testing.TB, fsys *vfs.MemFS, mutate ...func(*Config)) *Controller {
 	t.Helper()
 	if _, err := ReadFormat(fsys, testDir); err != nil {
 		formatTest(t, fsys)

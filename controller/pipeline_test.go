@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -112,7 +112,7 @@ func checkAnsweredAfterApply(t *testing.T, images *imageLog, creates []createdAt
 }
 
 func TestPipelinedCreateTopicsBurst(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	registerBroker(t, c, 1)
 	images := recordImages(t, c)
 	const topics, partitions = 50, 100
@@ -146,7 +146,7 @@ func TestPipelinedCreateTopicsBurst(t *testing.T) {
 // Two creations of one name in a burst: the second is decided against the
 // first's pending records, so exactly one wins.
 func TestPipelinedDuplicateTopicNames(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	registerBroker(t, c, 1)
 	const names, tries = 5, 10
 	results := make([]kmsg.CreateTopicsResponseTopic, names*tries)
@@ -177,7 +177,7 @@ func TestPipelinedDuplicateTopicNames(t *testing.T) {
 }
 
 func TestPipelinedProducerIDBlocksNeverOverlap(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	epoch := registerBroker(t, c, 1)
 	first := c.Image().NextProducerID
 	const n = 100
@@ -212,7 +212,7 @@ func registrationReq(id int32, incarnation UUID) *kmsg.BrokerRegistrationRequest
 // Brokers registering and heartbeating at once all get distinct epochs
 // (the offsets of their own registrations) and end unfenced.
 func TestPipelinedRegistrationsAndHeartbeats(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	const brokers = 20
 	epochs := make([]int64, brokers)
 	concurrently(brokers, func(i int) {
@@ -260,7 +260,7 @@ func TestPipelinedRegistrationsAndHeartbeats(t *testing.T) {
 // has live contact for the later ones (sessions follow the pending image),
 // so exactly one is registered.
 func TestPipelinedRegistrationsOfOneBroker(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	const n = 10
 	incarnations := make([]UUID, n)
 	codes := make([]int16, n)
@@ -299,7 +299,7 @@ func TestPipelinedRegistrationsOfOneBroker(t *testing.T) {
 // succeeds, one decided after it is stale; once the registration is
 // answered the old epoch is refused and the new one works.
 func TestPipelinedHeartbeatsAcrossReRegistration(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	old := registerBroker(t, c, 1)
 	var wg sync.WaitGroup
 	for range 20 {
@@ -334,7 +334,7 @@ func TestPipelinedHeartbeatsAcrossReRegistration(t *testing.T) {
 // The leader refuses records that do not apply to the image they were
 // decided against instead of writing them, and keeps serving.
 func TestLeaderRefusesRecordsThatDoNotApply(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	registerBroker(t, c, 1)
 	before := c.Image()
 	_, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {

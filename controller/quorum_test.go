@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -21,7 +21,7 @@ func describeQuorumReq(version int16) *kmsg.DescribeQuorumRequest {
 }
 
 func TestDescribeQuorumSingleNode(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	for _, v := range []int16{0, 1, 2} {
@@ -63,7 +63,7 @@ func TestDescribeQuorumSingleNode(t *testing.T) {
 }
 
 func TestUpdateFeatures(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	upd := func(version int16, name string, level int16, typ int8, validateOnly bool) *kmsg.UpdateFeaturesResponse {
 		req := kmsg.NewPtrUpdateFeaturesRequest()
@@ -206,7 +206,7 @@ func startThreeNodes(t *testing.T, mutate ...func(*Config)) (*memNet, []*Control
 	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
 	var nodes []*Controller
 	for _, id := range []int32{1, 2, 3} {
-		fsys := storage.NewMemFS()
+		fsys := vfs.NewMemFS()
 		if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: id, Voters: voters}); err != nil {
 			t.Fatal(err)
 		}

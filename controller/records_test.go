@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"go.etcd.io/raft/v3"
 )
@@ -135,7 +135,7 @@ func TestDecodeRefusesWhatItCannotRead(t *testing.T) {
 // cannot read stops the controller from applying (the image stays where it
 // was) and a restart refuses to start rather than skipping it.
 func TestOlderNodeStopsAtUnreadableRecord(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	before := c.Image()

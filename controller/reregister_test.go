@@ -3,7 +3,7 @@ package controller
 import (
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,7 +28,7 @@ func reRegistration(id int32, previousEpoch int64) *kmsg.BrokerRegistrationReque
 // broker with a freshly started controller; the old registration's session
 // was never renewed with this controller, so it must not block the new one.
 func TestReRegistrationAfterControllerRestart(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	c.Close()
@@ -41,7 +41,7 @@ func TestReRegistrationAfterControllerRestart(t *testing.T) {
 // While the registered incarnation is alive, another one is refused,
 // unless it names the registered epoch (a clean restart, KIP-966).
 func TestDuplicateRegistrationWhileAlive(t *testing.T) {
-	c := startTest(t, storage.NewMemFS())
+	c := startTest(t, vfs.NewMemFS())
 	epoch := registerBroker(t, c, 1)
 	if resp := c.RegisterBroker(ctxT(t), reRegistration(1, -1)); resp.ErrorCode != kerr.DuplicateBrokerRegistration.Code {
 		t.Fatalf("want DUPLICATE_BROKER_REGISTRATION, got %d", resp.ErrorCode)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,7 +18,7 @@ func topicReq(name string, partitions int32, rf int16) kmsg.CreateTopicsRequestT
 }
 
 func TestCreateTopicsErrors(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	if r := createTopic(t, c, "exists", 1, 1); r.ErrorCode != 0 {
@@ -90,7 +90,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 }
 
 func TestCreateTopicsSuccessAndDefaults(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys, func(cfg *Config) { cfg.DefaultPartitions = 3 })
 	for id := int32(1); id <= 3; id++ {
 		registerBroker(t, c, id)
@@ -146,7 +146,7 @@ func TestCreateTopicsSuccessAndDefaults(t *testing.T) {
 }
 
 func TestCreateTopicsValidateOnlyAndDuplicates(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	req := kmsg.NewPtrCreateTopicsRequest()
@@ -184,7 +184,7 @@ func TestCreateTopicsValidateOnlyAndDuplicates(t *testing.T) {
 }
 
 func TestCreateTopicsNeedsUnfencedBroker(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	if r := createTopic(t, c, "a", 1, 1); r.ErrorCode != kerr.InvalidReplicationFactor.Code ||
 		*r.ErrorMessage != "Unable to replicate the partition 1 time(s): All brokers are currently fenced." {
@@ -193,7 +193,7 @@ func TestCreateTopicsNeedsUnfencedBroker(t *testing.T) {
 }
 
 func TestDeleteTopics(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	a := createTopic(t, c, "a", 1, 1)
@@ -257,7 +257,7 @@ func TestDeleteTopics(t *testing.T) {
 }
 
 func TestCreatePartitions(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	registerBroker(t, c, 2)
@@ -332,7 +332,7 @@ func TestCreatePartitions(t *testing.T) {
 }
 
 func TestCreateTopicsExcessivelyLarge(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	registerBroker(t, c, 1)
 	req := kmsg.NewPtrCreateTopicsRequest()

@@ -48,6 +48,7 @@ func cliScenarios() []Scenario {
 		{Name: "cli/groups-delete", Doc: "kafka-consumer-groups --delete", Run: cliGroupsDelete},
 		{Name: "cli/configs-topic", Doc: "kafka-configs topics --describe --all, --alter --add-config/--delete-config", Run: cliConfigsTopic},
 		{Name: "cli/configs-broker", Doc: "kafka-configs brokers --describe --all, --alter a dynamic broker config", Run: cliConfigsBroker},
+		{Name: "cli/configs-group", Doc: "kafka-configs groups --alter --add-config consumer.heartbeat.interval.ms on a group without members, --describe (--all), refused values, --delete-config", Run: cliConfigsGroup},
 		{Name: "cli/broker-api-versions", Doc: "kafka-broker-api-versions lists the broker with usable versions of core APIs", Run: cliAPIVersions},
 		{Name: "cli/metadata-quorum", Doc: "kafka-metadata-quorum describe --status and --replication", Run: cliQuorum},
 		{Name: "cli/features-describe", Doc: "kafka-features describe prints metadata.version and finalized levels", Run: cliFeatures},
@@ -103,9 +104,9 @@ func listTopics(ctx context.Context, e *Env, extra ...string) ([]string, error) 
 
 // produceKeyed sends key:value lines with the console producer
 // (idempotent, acks=all by default) and fails if it reports any error.
-func produceKeyed(ctx context.Context, e *Env, topic string, lines []string) error {
-	out, err := e.KafkaStdin(ctx, strings.Join(lines, "\n")+"\n", mainProducer, "--topic", topic,
-		"--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
+func produceKeyed(ctx context.Context, e *Env, topic string, lines []string, extraArgs ...string) error {
+	args := append([]string{"--topic", topic, "--reader-property", "parse.key=true", "--reader-property", "key.separator=:"}, extraArgs...)
+	out, err := e.KafkaStdin(ctx, strings.Join(lines, "\n")+"\n", mainProducer, args...)
 	if err != nil {
 		return fmt.Errorf("console producer: %w", err)
 	}
@@ -695,6 +696,83 @@ func cliConfigsBroker(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// cliConfigsGroup alters and describes a group's dynamic configs (KIP-848's
+// GroupConfig) with the stock tool. The group has no members: the tool
+// finds it through ListConfigResources.
+func cliConfigsGroup(ctx context.Context, e *Env) error {
+	group := e.Name("configs-group")
+	groupArgs := func(args ...string) []string {
+		return append([]string{"--entity-type", "groups", "--entity-name", group}, args...)
+	}
+	out, err := e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--add-config", "consumer.heartbeat.interval.ms=6000")...)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out.Stdout, "Completed updating config for group "+group+".") {
+		return fmt.Errorf("--alter: %s", out.Tail())
+	}
+	// Describe reads the broker's metadata, which follows the commit.
+	describeUntil := func(what, text string) (Output, error) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := e.Kafka(ctx, mainConfigs, groupArgs("--describe")...)
+			if err != nil || strings.Contains(out.Stdout, text) {
+				return out, err
+			}
+			if time.Now().After(deadline) {
+				return out, fmt.Errorf("--describe %s: %s", what, strings.TrimSpace(out.Stdout))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	if out, err = describeUntil("does not find the group", "Dynamic configs for group "+group+" are:"); err != nil {
+		return err
+	}
+	dyn := parseConfigs(out.Stdout)
+	hb := dyn["consumer.heartbeat.interval.ms"]
+	if len(dyn) != 1 || hb.Value != "6000" || hb.Sensitive ||
+		hb.Synonyms != "{DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}" {
+		return fmt.Errorf("--describe after --alter: %v", dyn)
+	}
+	out, err = e.Kafka(ctx, mainConfigs, groupArgs("--describe", "--all")...)
+	if err != nil {
+		return err
+	}
+	all := parseConfigs(out.Stdout)
+	if len(all) != 17 {
+		return fmt.Errorf("--describe --all lists %d group configs, want Kafka 4.3's 17: %s", len(all), strings.TrimSpace(out.Stdout))
+	}
+	want := map[string]configEntry{
+		"consumer.heartbeat.interval.ms": hb,
+		"consumer.session.timeout.ms":    {Value: "45000", Synonyms: "{DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}"},
+		"share.isolation.level":          {Value: "read_uncommitted", Synonyms: "{DEFAULT_CONFIG:share.isolation.level=read_uncommitted}"},
+		"streams.num.standby.replicas":   {Value: "0", Synonyms: "{DEFAULT_CONFIG:group.streams.num.standby.replicas=0}"},
+	}
+	for k, w := range want {
+		if all[k] != w {
+			return fmt.Errorf("--describe --all: %s = %+v, want %+v", k, all[k], w)
+		}
+	}
+	for value, why := range map[string]string{
+		"consumer.heartbeat.interval.ms=20000": "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+		"consumer.heartbeat.interval.ms=often": "Invalid value often for configuration consumer.heartbeat.interval.ms: Not a number of type INT",
+		"no.such.key=1":                        "Unknown group config name: no.such.key",
+	} {
+		out, err = e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--add-config", value)...)
+		if err == nil {
+			return fmt.Errorf("--alter --add-config %s succeeded", value)
+		}
+		if !strings.Contains(out.Stderr+out.Stdout, "InvalidConfigurationException: "+why) {
+			return fmt.Errorf("--alter --add-config %s: want %q, got %s", value, why, out.Tail())
+		}
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, groupArgs("--alter", "--delete-config", "consumer.heartbeat.interval.ms")...); err != nil {
+		return err
+	}
+	_, err = describeUntil("after --delete-config", "The group '"+group+"' doesn't exist and doesn't have dynamic config.")
+	return err
+}
+
 var apiLineRe = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (\d+) to (\d+) \[usable: (\d+)\]`)
 
 func cliAPIVersions(ctx context.Context, e *Env) error {
@@ -989,24 +1067,48 @@ func cliLeaderElection(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// cliDumpLog points Kafka's own DumpLogSegments at the target's files: a
+// topic rolled into several segments by segment.ms, written by idempotent
+// console producers, so that there are inactive segments with trimmed
+// indexes and producer snapshots as well as the active segment. Every
+// segment's batches must decode with the records produced, every index
+// must pass --index-sanity-check, the inactive segments' offset and time
+// indexes must point at the right batches, and the newest producer
+// snapshot must list the producers.
 func cliDumpLog(ctx context.Context, e *Env) error {
 	logDir := e.Target.LogDir()
 	if logDir == "" {
 		return Skipf("the target's log.dirs is not visible to the harness")
 	}
 	topic := e.Name("dump-log")
-	if err := createTopic(ctx, e, topic, 1); err != nil {
+	// Each console producer is a new JVM, well over segment.ms apart, so
+	// every run after the first rolls a new segment. batch.size=1 makes
+	// every record a batch of its own and index.interval.bytes=1 indexes
+	// every batch after a segment's first, so the indexes have entries to
+	// check.
+	if err := createTopic(ctx, e, topic, 1, "segment.ms=100", "index.interval.bytes=1"); err != nil {
 		return err
 	}
-	lines := keyedLines("dump", 5)
-	if err := produceKeyed(ctx, e, topic, lines); err != nil {
+	const runs = 3
+	var lines []string
+	for i := range runs {
+		run := keyedLines(fmt.Sprintf("dump%d", i), 3)
+		if err := produceKeyed(ctx, e, topic, run, "--producer-property", "batch.size=1"); err != nil {
+			return err
+		}
+		lines = append(lines, run...)
+	}
+	dir := filepath.Join(logDir, topic+"-0")
+	files, err := segmentFiles(dir)
+	if err != nil {
 		return err
 	}
-	seg := filepath.Join(logDir, topic+"-0", "00000000000000000000.log")
-	if _, err := os.Stat(seg); err != nil {
-		return fmt.Errorf("segment file: %w", err)
+	logs := files[".log"]
+	if len(logs) < runs {
+		return fmt.Errorf("%d segments after %d producer runs with segment.ms=100, want at least %d: %v", len(logs), runs, runs, logs)
 	}
-	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", seg, "--print-data-log", "--deep-iteration")
+
+	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", strings.Join(logs, ","), "--print-data-log", "--deep-iteration")
 	if err != nil {
 		return err
 	}
@@ -1034,5 +1136,73 @@ func cliDumpLog(ctx context.Context, e *Env) error {
 	if strings.Contains(out.Stderr, "Exception") {
 		return fmt.Errorf("dump-log reported: %s", out.Tail())
 	}
+
+	// The active segment's indexes are preallocated, and the tool reads
+	// their zero-filled tail as entries on any broker (Kafka's own active
+	// time index fails --index-sanity-check the same way); the rolled
+	// segments' indexes are trimmed and must match their logs exactly.
+	var rolled, indexes []string
+	for _, l := range logs[:len(logs)-1] {
+		stem := strings.TrimSuffix(l, ".log")
+		rolled = append(rolled, l, stem+".index", stem+".timeindex")
+		indexes = append(indexes, stem+".index", stem+".timeindex")
+	}
+	out, err = e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--index-sanity-check", "--files", strings.Join(indexes, ","))
+	if err != nil {
+		return err
+	}
+	for _, f := range indexes {
+		name := filepath.Base(f)
+		if !strings.Contains(out.Stdout, name+" passed sanity check.") {
+			return fmt.Errorf("%s did not pass kafka-dump-log --index-sanity-check: %s", name, out.Tail())
+		}
+	}
+	out, err = e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", strings.Join(rolled, ","))
+	if err != nil {
+		return err
+	}
+	for _, bad := range []string{"Mismatches in", "are not found in", "Exception"} {
+		if strings.Contains(out.Stdout+out.Stderr, bad) {
+			return fmt.Errorf("kafka-dump-log found index problems in the rolled segments (%q): %s", bad, out.Tail())
+		}
+	}
+	if entries := strings.Count("\n"+out.Stdout, "\noffset: "); entries == 0 {
+		return fmt.Errorf("the rolled segments' offset indexes have no entries with index.interval.bytes=1: %s", out.Tail())
+	}
+
+	snapshots := files[".snapshot"]
+	if len(snapshots) == 0 {
+		return fmt.Errorf("no producer snapshot after %d rolls of an idempotent producer's topic", len(logs)-1)
+	}
+	newest := snapshots[len(snapshots)-1]
+	out, err = e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", newest)
+	if err != nil {
+		return err
+	}
+	producers := strings.Count(out.Stdout, "producerId: ")
+	if producers < runs-1 || !strings.Contains(out.Stdout, "lastSequence: 2") {
+		return fmt.Errorf("producer snapshot %s lists %d producers (want at least %d, each with lastSequence 2): %s", filepath.Base(newest), producers, runs-1, out.Tail())
+	}
 	return nil
+}
+
+// segmentFiles lists a partition dir's segment files by suffix, each list
+// sorted by base offset (the zero-padded names sort that way).
+func segmentFiles(dir string) (map[string][]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	out := map[string][]string{}
+	for _, ent := range ents {
+		ext := filepath.Ext(ent.Name())
+		switch ext {
+		case ".log", ".index", ".timeindex", ".snapshot":
+			out[ext] = append(out[ext], filepath.Join(dir, ent.Name()))
+		}
+	}
+	for _, names := range out {
+		slices.Sort(names)
+	}
+	return out, nil
 }

@@ -3,6 +3,9 @@ package storage
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/gregorbroker/gregor/config"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // 1 KiB records, 16 per batch (a typical producer batch).
@@ -11,8 +14,8 @@ func benchBatch(b *testing.B) []byte {
 }
 
 func BenchmarkAppend(b *testing.B) {
-	cfg := DefaultLogConfig()
-	l := openTest(b, OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
+	cfg := config.DefaultTopic()
+	l := openTest(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
 	defer l.Close()
 	proto := benchBatch(b)
 	buf := make([]byte, len(proto))
@@ -28,8 +31,8 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	cfg := DefaultLogConfig()
-	l := openTest(b, OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
+	cfg := config.DefaultTopic()
+	l := openTest(b, vfs.OSFS{}, filepath.Join(b.TempDir(), "t-0"), cfg)
 	defer l.Close()
 	proto := benchBatch(b)
 	for i := 0; i < 2000; i++ {

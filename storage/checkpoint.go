@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // File names Kafka uses inside a log dir and inside a partition dir.
@@ -126,8 +128,8 @@ func decodeOffsetCheckpoint(data []byte) (map[TopicPartition]int64, error) {
 
 // readOffsetCheckpoint reads one of a log dir's offset checkpoint files. A
 // missing file is an empty checkpoint (a new dir).
-func readOffsetCheckpoint(fsys FS, name string) (map[TopicPartition]int64, error) {
-	data, err := ReadFile(fsys, name)
+func readOffsetCheckpoint(fsys vfs.FS, name string) (map[TopicPartition]int64, error) {
+	data, err := vfs.ReadFile(fsys, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[TopicPartition]int64{}, nil
 	}
@@ -141,8 +143,8 @@ func readOffsetCheckpoint(fsys FS, name string) (map[TopicPartition]int64, error
 	return m, nil
 }
 
-func writeOffsetCheckpoint(fsys FS, name string, offsets map[TopicPartition]int64) error {
-	if err := WriteFileAtomic(fsys, name, encodeOffsetCheckpoint(offsets)); err != nil {
+func writeOffsetCheckpoint(fsys vfs.FS, name string, offsets map[TopicPartition]int64) error {
+	if err := vfs.WriteFileAtomic(fsys, name, encodeOffsetCheckpoint(offsets)); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
@@ -234,9 +236,9 @@ type MetaProperties struct {
 
 // ReadMetaProperties reads <dir>/meta.properties (Java properties syntax).
 // Version 0 files (ZooKeeper era) name the node broker.id.
-func ReadMetaProperties(fsys FS, dir string) (MetaProperties, error) {
+func ReadMetaProperties(fsys vfs.FS, dir string) (MetaProperties, error) {
 	name := filepath.Join(dir, MetaPropertiesFile)
-	data, err := ReadFile(fsys, name)
+	data, err := vfs.ReadFile(fsys, name)
 	if err != nil {
 		return MetaProperties{}, fmt.Errorf("reading %s: %w", name, err)
 	}
@@ -275,7 +277,7 @@ func ReadMetaProperties(fsys FS, dir string) (MetaProperties, error) {
 // WriteMetaProperties writes <dir>/meta.properties the way Kafka's
 // PropertiesUtils does (java.util.Properties.store with an empty comment:
 // a "#" line, a date line, then key=value lines), atomically.
-func WriteMetaProperties(fsys FS, dir string, mp MetaProperties) error {
+func WriteMetaProperties(fsys vfs.FS, dir string, mp MetaProperties) error {
 	var b bytes.Buffer
 	b.WriteString("#\n#" + time.Now().Format("Mon Jan 02 15:04:05 MST 2006") + "\n")
 	idKey := "node.id"
@@ -291,7 +293,7 @@ func WriteMetaProperties(fsys FS, dir string, mp MetaProperties) error {
 		b.WriteString("cluster.id=" + escapeJavaProperty(mp.ClusterID) + "\n")
 	}
 	name := filepath.Join(dir, MetaPropertiesFile)
-	if err := WriteFileAtomic(fsys, name, b.Bytes()); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, name, b.Bytes()); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 func TestOffsetCheckpointFormat(t *testing.T) {
@@ -22,7 +24,7 @@ func TestOffsetCheckpointFormat(t *testing.T) {
 			t.Errorf("accepted %q", bad)
 		}
 	}
-	if m, err := readOffsetCheckpoint(NewMemFS(), "/nope"); err != nil || len(m) != 0 {
+	if m, err := readOffsetCheckpoint(vfs.NewMemFS(), "/nope"); err != nil || len(m) != 0 {
 		t.Fatalf("missing file: %v %v", m, err)
 	}
 }
@@ -55,13 +57,13 @@ func TestUUIDText(t *testing.T) {
 }
 
 func TestMetaProperties(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/d", 0o755)
 	mp := MetaProperties{Version: 1, ClusterID: "MkU3OEVBNTcwNTJENDM2Qg", NodeID: 3, DirectoryID: "AAAAAAAAAAAAAAAAAAAAAQ"}
 	if err := WriteMetaProperties(fsys, "/d", mp); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := ReadFile(fsys, "/d/meta.properties")
+	data, _ := vfs.ReadFile(fsys, "/d/meta.properties")
 	text := string(data)
 	for _, line := range []string{"version=1\n", "cluster.id=MkU3OEVBNTcwNTJENDM2Qg\n", "node.id=3\n", "directory.id=AAAAAAAAAAAAAAAAAAAAAQ\n"} {
 		if !strings.Contains(text, line) {
@@ -78,12 +80,12 @@ func TestMetaProperties(t *testing.T) {
 	// A file written by Kafka itself (with escaped colons in a comment
 	// and other spacing) reads too.
 	kafka := "#\n#Thu Jan 01 00:00:00 UTC 2026\nnode.id = 1\ndirectory.id=J8aAPcfLQt2bqs1JT_rMgQ\nversion=1\ncluster.id=4L6g3nShT-eMCtK--X86sw\n"
-	WriteFileAtomic(fsys, "/d/meta.properties", []byte(kafka))
+	vfs.WriteFileAtomic(fsys, "/d/meta.properties", []byte(kafka))
 	back, err = ReadMetaProperties(fsys, "/d")
 	if err != nil || back.NodeID != 1 || back.ClusterID != "4L6g3nShT-eMCtK--X86sw" {
 		t.Fatalf("kafka file: %+v %v", back, err)
 	}
-	WriteFileAtomic(fsys, "/d/meta.properties", []byte("version=7\nnode.id=1\n"))
+	vfs.WriteFileAtomic(fsys, "/d/meta.properties", []byte("version=7\nnode.id=1\n"))
 	if _, err := ReadMetaProperties(fsys, "/d"); err == nil {
 		t.Fatal("unknown version accepted")
 	}
@@ -99,7 +101,7 @@ func TestCleanShutdownMarkerFormat(t *testing.T) {
 }
 
 func TestIndexFileFormats(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/d", 0o755)
 	oi, err := openIndexFile(fsys, "/d/00000000000000000100.index", offsetIndexEntrySize, 100)
 	if err != nil {
@@ -114,7 +116,7 @@ func TestIndexFileFormats(t *testing.T) {
 	if err := off.trim(); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := ReadFile(fsys, "/d/00000000000000000100.index")
+	data, _ := vfs.ReadFile(fsys, "/d/00000000000000000100.index")
 	want := []byte{0, 0, 0, 5, 0, 0, 0x10, 0x68, 0, 0, 0, 10, 0, 0, 0x23, 0x28}
 	if string(data) != string(want) {
 		t.Fatalf("offset index bytes % x", data)
@@ -136,7 +138,7 @@ func TestIndexFileFormats(t *testing.T) {
 	tix.maybeAppend(999, 106, false) // not larger: skipped
 	tix.maybeAppend(2000, 109, false)
 	tix.trim()
-	data, _ = ReadFile(fsys, "/d/00000000000000000100.timeindex")
+	data, _ = vfs.ReadFile(fsys, "/d/00000000000000000100.timeindex")
 	var w []byte
 	w = binary.BigEndian.AppendUint64(w, 1000)
 	w = binary.BigEndian.AppendUint32(w, 4)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sync"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // epochCache is Kafka's LeaderEpochFileCache: for each leader epoch, the
@@ -15,16 +17,16 @@ import (
 // The appender changes it (under Log.mu); OffsetForLeaderEpoch and
 // ListOffsets read it, so mu guards entries.
 type epochCache struct {
-	fsys FS
+	fsys vfs.FS
 	path string
 
 	mu      sync.RWMutex
 	entries []EpochEntry
 }
 
-func openEpochCache(fsys FS, dir string) (*epochCache, error) {
+func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
 	c := &epochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
-	data, err := ReadFile(fsys, c.path)
+	data, err := vfs.ReadFile(fsys, c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -154,7 +156,7 @@ func (c *epochCache) snapshot() []EpochEntry {
 
 // write persists the cache atomically.
 func (c *epochCache) write() error {
-	if err := WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.snapshot())); err != nil {
+	if err := vfs.WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.snapshot())); err != nil {
 		return fmt.Errorf("writing %s: %w", c.path, err)
 	}
 	return nil

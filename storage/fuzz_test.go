@@ -3,6 +3,8 @@ package storage
 import (
 	"os"
 	"testing"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // FuzzCheckpointDecoders: malformed checkpoint, partition.metadata and
@@ -53,7 +55,7 @@ func FuzzSegmentRecovery(f *testing.F) {
 	f.Add(two, int64(0))
 	f.Add(two[:len(two)-5], int64(7))
 	f.Fuzz(func(t *testing.T, data []byte, recoveryPoint int64) {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		fsys.MkdirAll("/d/t-0", 0o755)
 		fl, _ := fsys.OpenFile("/d/t-0/00000000000000000000.log", os.O_CREATE|os.O_RDWR, 0o644)
 		fl.Write(data)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // testClock is a settable clock for logs under test.
@@ -19,8 +21,8 @@ func (c *testClock) now() time.Time { return time.UnixMilli(c.ms) }
 
 const testNowMs = 1_700_000_000_000
 
-func smallConfig() LogConfig {
-	c := DefaultLogConfig()
+func smallConfig() config.Topic {
+	c := config.DefaultTopic()
 	c.SegmentBytes = 16 << 10
 	c.SegmentIndexBytes = 1024
 	c.IndexIntervalBytes = 512
@@ -72,7 +74,7 @@ func plainBatch(t testing.TB, n int) []byte {
 	return makeBatch(t, batchSpec{n: n, value: 20, pid: -1})
 }
 
-func openTest(t testing.TB, fsys FS, dir string, cfg LogConfig, mod ...func(*LogOptions)) *Log {
+func openTest(t testing.TB, fsys vfs.FS, dir string, cfg config.Topic, mod ...func(*LogOptions)) *Log {
 	t.Helper()
 	clock := &testClock{ms: testNowMs}
 	opts := LogOptions{FS: fsys, Dir: dir, TopicPartition: TopicPartition{"t", 0}, Config: cfg, Now: clock.now}
@@ -103,7 +105,7 @@ func kerrOf(err error) *kerr.Error {
 	return nil
 }
 
-func readRange(t testing.TB, r FileRange) []byte {
+func readRange(t testing.TB, r vfs.FileRange) []byte {
 	t.Helper()
 	if r.Size == 0 {
 		return nil

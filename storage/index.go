@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 const (
@@ -25,7 +27,7 @@ var errIndexFull = errors.New("index is full")
 // only writer; readers (fetch, ListOffsets) take the read lock, so a lookup
 // never sees a half-written entry or a region being remapped.
 type indexFile struct {
-	f         File
+	f         vfs.File
 	entrySize int
 
 	mu         sync.RWMutex
@@ -40,7 +42,7 @@ type indexFile struct {
 // is preallocated to segment.index.bytes. With size 0 the file keeps its
 // length. Entries are taken from the file's length; the caller validates and
 // trims them.
-func openIndexFile(fsys FS, name string, entrySize int, size int64) (*indexFile, error) {
+func openIndexFile(fsys vfs.FS, name string, entrySize int, size int64) (*indexFile, error) {
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening index %s: %w", name, err)
@@ -83,7 +85,7 @@ func (x *indexFile) mapLocked(length int64, truncate bool) error {
 		x.data, x.mapped = nil, false
 		return nil
 	}
-	if of, ok := x.f.(OSFiler); ok {
+	if of, ok := x.f.(vfs.OSFiler); ok {
 		data, err := syscall.Mmap(int(of.OSFile().Fd()), 0, int(length), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err == nil {
 			x.data, x.mapped = data, true

@@ -16,7 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // TopicPartition names one partition.
@@ -39,11 +41,11 @@ const (
 
 // LogOptions opens one partition's log.
 type LogOptions struct {
-	FS             FS
+	FS             vfs.FS
 	Dir            string // <log.dir>/<topic>-<partition>
 	TopicPartition TopicPartition
 	TopicID        [16]byte
-	Config         LogConfig
+	Config         config.Topic
 	RecoveryPoint  int64 // from recovery-point-offset-checkpoint; 0 if unknown
 	LogStartOffset int64 // from log-start-offset-checkpoint; 0 if unknown
 	HighWatermark  int64 // from replication-offset-checkpoint
@@ -66,15 +68,6 @@ type AppendResult struct {
 	LogAppendTime  int64 // -1 unless message.timestamp.type=LogAppendTime
 	LogStartOffset int64
 	Duplicate      bool
-}
-
-// FileRange is a contiguous byte range of a segment file holding whole
-// record batches, sent to the client with sendfile where File supports it.
-// Size 0 means no batches.
-type FileRange struct {
-	File File
-	Pos  int64
-	Size int64
 }
 
 // ErrUnexpectedAppendOffset refuses a replicated append whose offsets do
@@ -103,7 +96,7 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 // bg, awaited by Close); segment deletion runs on timers (file.delete.delay.ms),
 // stopped and run at once by Close.
 type Log struct {
-	fsys     FS
+	fsys     vfs.FS
 	dir      string
 	tp       TopicPartition
 	topicID  [16]byte
@@ -111,7 +104,7 @@ type Log struct {
 	now      func() time.Time
 	expiryMs int64
 
-	cfg atomic.Pointer[LogConfig]
+	cfg atomic.Pointer[config.Topic]
 
 	mu        sync.Mutex
 	producers *producerState
@@ -159,7 +152,7 @@ func (d *pendingDeletion) run(logger *slog.Logger) {
 // OpenLog opens (creating if needed) and recovers a partition's log.
 func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.FS == nil {
-		opts.FS = OSFS{}
+		opts.FS = vfs.OSFS{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -210,13 +203,13 @@ func OpenLog(opts LogOptions) (*Log, error) {
 // topic ID differs: the topic was deleted and recreated).
 func (l *Log) checkPartitionMetadata() error {
 	name := filepath.Join(l.dir, PartitionMetadataFile)
-	data, err := ReadFile(l.fsys, name)
+	data, err := vfs.ReadFile(l.fsys, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if l.topicID == ([16]byte{}) {
 			return nil
 		}
-		if err := WriteFileAtomic(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
+		if err := vfs.WriteFileAtomic(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 		return nil
@@ -419,7 +412,7 @@ func (l *Log) scanDir() ([]int64, error) {
 	return bases, nil
 }
 
-func removeSegmentFiles(fsys FS, dir string, base int64) error {
+func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
 	for _, suf := range segmentSuffixes {
 		name := segmentFileName(dir, base, suf)
 		if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -486,14 +479,14 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 	return nil
 }
 
-func jitter(cfg LogConfig) int64 {
+func jitter(cfg config.Topic) int64 {
 	if cfg.SegmentJitterMs <= 0 || cfg.SegmentMs <= 0 {
 		return 0
 	}
 	return rand.Int64N(min(cfg.SegmentJitterMs, cfg.SegmentMs))
 }
 
-func (l *Log) config() LogConfig { return *l.cfg.Load() }
+func (l *Log) config() config.Topic { return *l.cfg.Load() }
 
 // active is the last segment; the caller holds mu or segMu.
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
@@ -680,7 +673,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 	return res, nil, nil
 }
 
-func (l *Log) validateOptions(cfg LogConfig, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
+func (l *Log) validateOptions(cfg config.Topic, nowMs int64, origin AppendOrigin) protocol.ValidateOptions {
 	return protocol.ValidateOptions{
 		SegmentBytes:         cfg.SegmentBytes,
 		Topic:                l.tp.Topic,
@@ -870,34 +863,34 @@ func (l *Log) MaybeFlush() error {
 // a batch whose base offset is >= maxOffset (the high watermark or LSO).
 // offset outside [LogStartOffset, LogEndOffset] is OFFSET_OUT_OF_RANGE. At
 // the log end the range is empty.
-func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (FileRange, error) {
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, error) {
 	if err := l.Err(); err != nil {
-		return FileRange{}, err
+		return vfs.FileRange{}, err
 	}
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	if len(l.segments) == 0 {
-		return FileRange{}, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
+		return vfs.FileRange{}, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
 	}
 	start, end := l.logStartOffset.Load(), l.logEndOffset.Load()
 	if offset < start || offset > end {
-		return FileRange{}, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
+		return vfs.FileRange{}, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
 	}
 	if offset == end || offset >= maxOffset {
-		return FileRange{}, nil
+		return vfs.FileRange{}, nil
 	}
 	i := l.floorSegment(offset)
 	var hb headerBuf
 	for ; i < len(l.segments); i++ {
 		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch, &hb)
 		if err != nil && (!found || r.Size == 0) {
-			return FileRange{}, storageError("reading "+l.tp.String(), err)
+			return vfs.FileRange{}, storageError("reading "+l.tp.String(), err)
 		}
 		if found {
 			return r, nil
 		}
 	}
-	return FileRange{}, nil
+	return vfs.FileRange{}, nil
 }
 
 // floorSegment is the index of the segment holding offset (the last one
@@ -942,11 +935,11 @@ func (l *Log) NumSegments() int {
 }
 
 // Config is the log's current configuration.
-func (l *Log) Config() LogConfig { return l.config() }
+func (l *Log) Config() config.Topic { return l.config() }
 
 // SetConfig applies a changed topic configuration; it takes effect for the
 // next append and roll.
-func (l *Log) SetConfig(cfg LogConfig) {
+func (l *Log) SetConfig(cfg config.Topic) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cfg.Store(&cfg)

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func TestAppendAssignsDenseOffsetsAndReadsWholeBatches(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
 	defer l.Close()
 	var want [][2]int64
@@ -47,7 +48,7 @@ func TestAppendAssignsDenseOffsetsAndReadsWholeBatches(t *testing.T) {
 }
 
 func TestReadLimits(t *testing.T) {
-	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 	defer l.Close()
 	var sizes []int64
 	for i := 0; i < 5; i++ {
@@ -97,7 +98,7 @@ func TestReadLimits(t *testing.T) {
 }
 
 func TestRollsBySizeAndNamesSegmentsLikeKafka(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	cfg := smallConfig()
 	cfg.SegmentBytes = 2048
 	l := openTest(t, fsys, "/d/t-0", cfg)
@@ -158,7 +159,7 @@ func TestRollsOnIndexFullAndSegmentMs(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentIndexBytes = 8 * 3 // three offset index entries
 	cfg.IndexIntervalBytes = 1
-	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", cfg)
 	defer l.Close()
 	for i := 0; i < 12; i++ {
 		mustAppend(t, l, plainBatch(t, 1))
@@ -169,7 +170,7 @@ func TestRollsOnIndexFullAndSegmentMs(t *testing.T) {
 
 	cfg = smallConfig()
 	cfg.SegmentMs = 1000
-	l2 := openTest(t, NewMemFS(), "/d/t-1", cfg)
+	l2 := openTest(t, vfs.NewMemFS(), "/d/t-1", cfg)
 	defer l2.Close()
 	mustAppend(t, l2, makeBatch(t, batchSpec{n: 1, ts: testNowMs, pid: -1}))
 	mustAppend(t, l2, makeBatch(t, batchSpec{n: 1, ts: testNowMs + 500, pid: -1}))
@@ -185,7 +186,7 @@ func TestRollsOnIndexFullAndSegmentMs(t *testing.T) {
 func TestTruncateTo(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1024
-	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", cfg)
 	defer l.Close()
 	for i := 0; i < 30; i++ {
 		mustAppend(t, l, plainBatch(t, 2))
@@ -231,7 +232,7 @@ func TestTruncateTo(t *testing.T) {
 func TestDeleteRecordsBefore(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1024
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", cfg)
 	defer l.Close()
 	for i := 0; i < 30; i++ {
@@ -275,7 +276,7 @@ func TestOffsetForTimestampAndMaxTimestamp(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1024
 	cfg.IndexIntervalBytes = 100
-	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", cfg)
 	defer l.Close()
 	if o, ts, e := l.MaxTimestamp(); o != -1 || ts != -1 || e != -1 {
 		t.Fatalf("empty log max timestamp %d %d %d", o, ts, e)
@@ -325,7 +326,7 @@ func TestOffsetForTimestampAndMaxTimestamp(t *testing.T) {
 func TestLogAppendTime(t *testing.T) {
 	cfg := smallConfig()
 	cfg.LogAppendTime = true
-	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", cfg)
 	defer l.Close()
 	res := mustAppend(t, l, makeBatch(t, batchSpec{n: 3, ts: 5, pid: -1}))
 	if res.LogAppendTime != testNowMs {
@@ -342,7 +343,7 @@ func TestLogAppendTime(t *testing.T) {
 }
 
 func TestEndOffsetForEpoch(t *testing.T) {
-	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 	defer l.Close()
 	for _, e := range []struct {
 		epoch int32
@@ -388,11 +389,11 @@ func TestEndOffsetForEpoch(t *testing.T) {
 }
 
 func TestPartitionMetadataTopicID(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	id := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	l := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.TopicID = id })
 	l.Close()
-	data, _ := ReadFile(fsys, "/d/t-0/partition.metadata")
+	data, _ := vfs.ReadFile(fsys, "/d/t-0/partition.metadata")
 	if want := "version: 0\ntopic_id: AQIDBAUGBwgJCgsMDQ4PEA"; string(data) != want {
 		t.Fatalf("partition.metadata %q, want %q", data, want)
 	}
@@ -408,7 +409,7 @@ func TestPartitionMetadataTopicID(t *testing.T) {
 }
 
 func TestAppendRejectsGarbage(t *testing.T) {
-	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 	defer l.Close()
 	b := plainBatch(t, 2)
 	b[len(b)-1] ^= 0xff
@@ -430,7 +431,7 @@ func TestAppendRejectsGarbage(t *testing.T) {
 }
 
 func TestReplicationAppendKeepsOffsets(t *testing.T) {
-	leader := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+	leader := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 	defer leader.Close()
 	for i := 0; i < 5; i++ {
 		if _, _, err := leader.Append(plainBatch(t, 3), int32(i/2), AppendClient); err != nil {
@@ -439,7 +440,7 @@ func TestReplicationAppendKeepsOffsets(t *testing.T) {
 	}
 	r, _ := leader.Read(0, 1<<20, leader.LogEndOffset(), true)
 	data := readRange(t, r)
-	follower := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+	follower := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 	defer follower.Close()
 	if _, _, err := follower.Append(append([]byte(nil), data...), 99, AppendReplication); err != nil {
 		t.Fatal(err)

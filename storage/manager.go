@@ -15,12 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/config"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ManagerOptions opens the log manager over log.dirs.
 type ManagerOptions struct {
-	FS     FS
+	FS     vfs.FS
 	Dirs   []string
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -85,7 +87,7 @@ type logDir struct {
 // goroutine is the caller's; it copies the log list under mu and works on
 // the copy.
 type Manager struct {
-	fsys   FS
+	fsys   vfs.FS
 	logger *slog.Logger
 	now    func() time.Time
 	opts   ManagerOptions
@@ -116,7 +118,7 @@ type dirDeletion struct {
 // OpenManager fails only when no dir is usable.
 func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.FS == nil {
-		opts.FS = OSFS{}
+		opts.FS = vfs.OSFS{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -175,7 +177,7 @@ func (m *Manager) openDir(path string) *logDir {
 		return d
 	}
 	marker := filepath.Join(path, CleanShutdownFile)
-	if data, err := ReadFile(m.fsys, marker); err == nil {
+	if data, err := vfs.ReadFile(m.fsys, marker); err == nil {
 		d.cleanShutdown = true
 		if epoch, err := decodeCleanShutdown(data); err == nil {
 			d.prevBrokerEpoch = epoch
@@ -273,7 +275,7 @@ func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
 
 // GetOrCreate opens the partition's existing log (recovering it) or creates
 // a new one, in the dir with the fewest partitions.
-func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
+func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg config.Topic) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -356,7 +358,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if d == nil {
 		return nil
 	}
-	delay := time.Duration(DefaultLogConfig().FileDeleteDelayMs) * time.Millisecond
+	delay := time.Duration(config.DefaultTopic().FileDeleteDelayMs) * time.Millisecond
 	if l, ok := m.logs[tp]; ok {
 		delay = time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
 		if err := l.Close(); err != nil {
@@ -603,7 +605,7 @@ func (m *Manager) Close() error {
 			continue
 		}
 		marker := filepath.Join(d.path, CleanShutdownFile)
-		if err := WriteFileAtomic(m.fsys, marker, encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
+		if err := vfs.WriteFileAtomic(m.fsys, marker, encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
 			errs = append(errs, fmt.Errorf("writing %s: %w", marker, err))
 		}
 	}

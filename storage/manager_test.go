@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
-func openTestManager(t *testing.T, fsys FS, dirs ...string) *Manager {
+func openTestManager(t *testing.T, fsys vfs.FS, dirs ...string) *Manager {
 	t.Helper()
 	m, err := OpenManager(ManagerOptions{FS: fsys, Dirs: dirs, Now: (&testClock{ms: testNowMs}).now})
 	if err != nil {
@@ -17,7 +19,7 @@ func openTestManager(t *testing.T, fsys FS, dirs ...string) *Manager {
 }
 
 func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	m := openTestManager(t, fsys, "/a", "/b")
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1024
@@ -54,7 +56,7 @@ func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
 	}
 	var rpFile string
 	for _, d := range []string{"/a", "/b"} {
-		data, err := ReadFile(fsys, d+"/"+RecoveryPointCheckpointFile)
+		data, err := vfs.ReadFile(fsys, d+"/"+RecoveryPointCheckpointFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +100,7 @@ func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
 }
 
 func TestManagerDelete(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	m := openTestManager(t, fsys, "/a")
 	cfg := smallConfig()
 	cfg.FileDeleteDelayMs = 60000
@@ -143,7 +145,7 @@ func TestManagerDelete(t *testing.T) {
 }
 
 func TestManagerUncleanReopenRecovers(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	m := openTestManager(t, fsys, "/a")
 	tp := TopicPartition{"t", 0}
 	l, _ := m.GetOrCreate(tp, [16]byte{1}, smallConfig())
@@ -170,7 +172,7 @@ func TestManagerUncleanReopenRecovers(t *testing.T) {
 }
 
 func TestManagerRunFlushesAndCheckpoints(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	m, err := OpenManager(ManagerOptions{FS: fsys, Dirs: []string{"/a"}, FlushSchedulerInterval: 5 * time.Millisecond, CheckpointInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +190,7 @@ func TestManagerRunFlushesAndCheckpoints(t *testing.T) {
 	}
 	var data []byte
 	for time.Now().Before(deadline) {
-		data, _ = ReadFile(fsys, "/a/"+RecoveryPointCheckpointFile)
+		data, _ = vfs.ReadFile(fsys, "/a/"+RecoveryPointCheckpointFile)
 		if strings.Contains(string(data), "t 0 3") {
 			break
 		}
@@ -221,7 +223,7 @@ func TestParsePartitionDir(t *testing.T) {
 // manager must never treat it as a partition (a stray-log sweep would
 // delete the raft log).
 func TestManagerIgnoresMetadataLogDir(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	if err := fsys.MkdirAll("/data/__cluster_metadata-0", 0o755); err != nil {
 		t.Fatal(err)
 	}

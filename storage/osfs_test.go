@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // TestOSFSMappedIndexes runs the log on the real filesystem, where the
@@ -14,7 +16,7 @@ func TestOSFSMappedIndexes(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 4096
 	cfg.IndexIntervalBytes = 200
-	l := openTest(t, OSFS{}, dir, cfg)
+	l := openTest(t, vfs.OSFS{}, dir, cfg)
 	if !l.active().offsets.mapped {
 		t.Fatal("index not memory-mapped on OSFS")
 	}
@@ -39,7 +41,7 @@ func TestOSFSMappedIndexes(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l2 := openTest(t, OSFS{}, dir, cfg, func(o *LogOptions) { o.CleanShutdown = true; o.RecoveryPoint = leo })
+	l2 := openTest(t, vfs.OSFS{}, dir, cfg, func(o *LogOptions) { o.CleanShutdown = true; o.RecoveryPoint = leo })
 	defer l2.Close()
 	checkLog(t, l2, written)
 	for off := int64(0); off < leo; off += 3 {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: how many recent batches
@@ -132,7 +133,7 @@ func (e *producerEntry) findDuplicate(epoch int16, firstSeq, lastSeq int32) (pro
 // entries of every unexpired producer and the offset up to which batches
 // have been applied. It is owned by the log's appender (Log.mu).
 type producerState struct {
-	fsys      FS
+	fsys      vfs.FS
 	dir       string
 	producers map[int64]producerEntry
 	// mapEndOffset is the offset after the last batch applied.
@@ -141,7 +142,7 @@ type producerState struct {
 	lastSnapOffset int64
 }
 
-func newProducerState(fsys FS, dir string) *producerState {
+func newProducerState(fsys vfs.FS, dir string) *producerState {
 	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}}
 }
 
@@ -193,6 +194,18 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
+	if origin != AppendReplication && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 {
+		// Kafka writes a transactional batch only into a transaction the
+		// transaction coordinator knows of: the first batch of each
+		// transaction on a partition is verified with the coordinator
+		// (KIP-890), later ones continue the open transaction. No
+		// coordinator has verified this one (Gregor has no transaction
+		// coordinator yet), so no transaction covers it: storing it would
+		// open a transaction that nothing can end, pinning the last stable
+		// offset. Kafka's log refuses such a batch with this error.
+		return fmt.Errorf("producer %d: record at offset %d was not part of an ongoing transaction: %w",
+			h.ProducerID, h.BaseOffset, kerr.InvalidTxnState)
+	}
 	if h.ProducerEpoch < e.epoch && origin != AppendReplication {
 		return fmt.Errorf("epoch of producer %d at offset %d is %d, older than the last seen epoch %d: %w",
 			h.ProducerID, h.BaseOffset, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
@@ -387,7 +400,7 @@ func decodeSnapshot(buf []byte) (map[int64]producerEntry, error) {
 }
 
 // listSnapshots returns the offsets of the dir's snapshot files, ascending.
-func listSnapshots(fsys FS, dir string) ([]int64, error) {
+func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
 	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
@@ -414,7 +427,7 @@ func (ps *producerState) takeSnapshot() error {
 		return nil
 	}
 	name := snapshotFileName(ps.dir, ps.mapEndOffset)
-	if err := WriteFileAtomic(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
+	if err := vfs.WriteFileAtomic(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
 		return fmt.Errorf("writing producer snapshot %s: %w", name, err)
 	}
 	ps.lastSnapOffset = ps.mapEndOffset
@@ -439,7 +452,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			}
 			continue
 		}
-		data, err := ReadFile(ps.fsys, name)
+		data, err := vfs.ReadFile(ps.fsys, name)
 		if err != nil {
 			return fmt.Errorf("reading producer snapshot %s: %w", name, err)
 		}

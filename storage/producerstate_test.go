@@ -7,6 +7,8 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -53,7 +55,7 @@ func TestIdempotentProducerRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := openTest(t, NewMemFS(), "/d/t-0", smallConfig())
+			l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
 			defer l.Close()
 			var results []AppendResult
 			for i, s := range c.steps {
@@ -93,7 +95,7 @@ func TestIdempotentProducerRules(t *testing.T) {
 
 func TestProducerStateSurvivesRestartAndCrash(t *testing.T) {
 	for _, clean := range []bool{true, false} {
-		fsys := NewMemFS()
+		fsys := vfs.NewMemFS()
 		cfg := smallConfig()
 		cfg.SegmentBytes = 1024
 		l := openTest(t, fsys, "/d/t-0", cfg)
@@ -127,7 +129,7 @@ func TestProducerStateSurvivesRestartAndCrash(t *testing.T) {
 
 func TestProducerExpiry(t *testing.T) {
 	clock := &testClock{ms: testNowMs}
-	l := openTest(t, NewMemFS(), "/d/t-0", smallConfig(), func(o *LogOptions) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig(), func(o *LogOptions) {
 		o.Now = clock.now
 		o.ProducerIDExpirationMs = 1000
 	})
@@ -184,5 +186,43 @@ func TestProducerSnapshotFormat(t *testing.T) {
 	buf[20] ^= 1
 	if _, err := decodeSnapshot(buf); err == nil {
 		t.Fatal("corrupt snapshot accepted")
+	}
+}
+
+// A transactional batch no transaction covers is refused on client and
+// coordinator appends, before any state changes: nothing is written, the
+// producer has no open transaction (so none reaches a snapshot), and its
+// sequence is not consumed. A follower copies whatever its leader wrote.
+func TestTransactionalBatchNeedsATransaction(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig())
+	txn := makeBatch(t, batchSpec{n: 2, pid: 9, epoch: 0, seq: 0, txn: true})
+	for _, origin := range []AppendOrigin{AppendClient, AppendCoordinator} {
+		if _, _, err := l.Append(append([]byte(nil), txn...), 3, origin); kerrOf(err) != kerr.InvalidTxnState {
+			t.Fatalf("origin %d: want INVALID_TXN_STATE, got %v", origin, err)
+		}
+	}
+	if leo := l.LogEndOffset(); leo != 0 {
+		t.Fatalf("log end %d after refused appends", leo)
+	}
+	if n := l.ProducerCount(); n != 0 {
+		t.Fatalf("%d producers tracked after refused appends", n)
+	}
+	mustAppend(t, l, makeBatch(t, batchSpec{n: 1, pid: 9, epoch: 0, seq: 0}))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.CleanShutdown = true })
+	defer l.Close()
+	for _, p := range l.ActiveProducers() {
+		if p.CurrentTxnStartOffset != -1 {
+			t.Fatalf("producer %d has an open transaction at %d after restart", p.ProducerID, p.CurrentTxnStartOffset)
+		}
+	}
+
+	replicated := makeBatch(t, batchSpec{n: 2, pid: 10, epoch: 0, seq: 0, txn: true})
+	protocol.SetBaseOffset(replicated, l.LogEndOffset())
+	if _, _, err := l.Append(replicated, 3, AppendReplication); err != nil {
+		t.Fatalf("replicated transactional batch: %v", err)
 	}
 }

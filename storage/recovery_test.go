@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // checkLog reads the whole log back and checks the invariants: whole
@@ -58,7 +59,7 @@ func TestCrashRecoveryProperty(t *testing.T) {
 	for seed := 0; seed < seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(int64(seed)))
-			fsys := NewMemFS()
+			fsys := vfs.NewMemFS()
 			cfg := smallConfig()
 			cfg.SegmentBytes = int32(1500 + rng.Intn(3000))
 			cfg.IndexIntervalBytes = int32(rng.Intn(600))
@@ -122,7 +123,7 @@ func TestCrashRecoveryProperty(t *testing.T) {
 }
 
 func TestCleanCloseReopenSkipsRecovery(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1024
 	l := openTest(t, fsys, "/d/t-0", cfg)
@@ -141,8 +142,8 @@ func TestCleanCloseReopenSkipsRecovery(t *testing.T) {
 	}
 	fsys.Crash(true, rand.New(rand.NewSource(2)))
 	reads := 0
-	fsys.Inject(func(op Op, name string) error {
-		if op == OpRead && strings.HasSuffix(name, ".log") {
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpRead && strings.HasSuffix(name, ".log") {
 			reads++
 		}
 		return nil
@@ -157,7 +158,7 @@ func TestCleanCloseReopenSkipsRecovery(t *testing.T) {
 }
 
 func TestTornTailIsCut(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
 	written := map[int64][]byte{}
 	for i := 0; i < 5; i++ {
@@ -183,9 +184,9 @@ func TestTornTailIsCut(t *testing.T) {
 	}
 	// A corrupt batch in the middle ends the log there.
 	l2.Close()
-	data, _ := ReadFile(fsys, "/d/t-0/00000000000000000000.log")
+	data, _ := vfs.ReadFile(fsys, "/d/t-0/00000000000000000000.log")
 	data[len(written[0])+len(written[2])+70] ^= 0x55
-	WriteFileAtomic(fsys, "/d/t-0/00000000000000000000.log", data)
+	vfs.WriteFileAtomic(fsys, "/d/t-0/00000000000000000000.log", data)
 	l3 := openTest(t, fsys, "/d/t-0", smallConfig())
 	defer l3.Close()
 	if l3.LogEndOffset() != 4 {
@@ -197,10 +198,10 @@ func TestAppendFaults(t *testing.T) {
 	boom := errors.New("injected I/O error")
 	cases := []struct {
 		name    string
-		setup   func(*MemFS)
+		setup   func(*vfs.MemFS)
 		offline bool
 	}{
-		{"disk full", func(m *MemFS) {
+		{"disk full", func(m *vfs.MemFS) {
 			used := int64(0)
 			ents, _ := m.ReadDir("/d/t-0")
 			for _, e := range ents {
@@ -209,17 +210,17 @@ func TestAppendFaults(t *testing.T) {
 			}
 			m.SetCapacity(used + 10)
 		}, false},
-		{"write error", func(m *MemFS) {
-			m.Inject(func(op Op, name string) error {
-				if op == OpWrite && strings.HasSuffix(name, ".log") {
+		{"write error", func(m *vfs.MemFS) {
+			m.Inject(func(op vfs.Op, name string) error {
+				if op == vfs.OpWrite && strings.HasSuffix(name, ".log") {
 					return syscall.EIO
 				}
 				return nil
 			})
 		}, false},
-		{"epoch checkpoint write error", func(m *MemFS) {
-			m.Inject(func(op Op, name string) error {
-				if op == OpOpen && strings.Contains(name, "leader-epoch-checkpoint") {
+		{"epoch checkpoint write error", func(m *vfs.MemFS) {
+			m.Inject(func(op vfs.Op, name string) error {
+				if op == vfs.OpOpen && strings.Contains(name, "leader-epoch-checkpoint") {
 					return boom
 				}
 				return nil
@@ -228,7 +229,7 @@ func TestAppendFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fsys := NewMemFS()
+			fsys := vfs.NewMemFS()
 			l := openTest(t, fsys, "/d/t-0", smallConfig())
 			defer l.Close()
 			written := map[int64][]byte{}
@@ -264,7 +265,7 @@ func TestAppendFaults(t *testing.T) {
 }
 
 func TestFailedSyncTakesLogOffline(t *testing.T) {
-	fsys := NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
 	written := map[int64][]byte{}
 	for i := 0; i < 3; i++ {
@@ -276,8 +277,8 @@ func TestFailedSyncTakesLogOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, plainBatch(t, 2))
-	fsys.Inject(func(op Op, name string) error {
-		if op == OpSync {
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpSync {
 			return syscall.EIO
 		}
 		return nil
@@ -308,7 +309,7 @@ func TestFailedSyncTakesLogOffline(t *testing.T) {
 func TestConcurrentAppendRead(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 4096
-	l := openTest(t, NewMemFS(), "/d/t-0", cfg)
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", cfg)
 	defer l.Close()
 	const appends = 300
 	var wg sync.WaitGroup

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // Segment file suffixes, as Kafka names them.
@@ -44,10 +46,10 @@ type headerBuf [protocol.BatchHeaderSize]byte
 // only after the bytes it covers are written, so a reader never sees a
 // partial batch.
 type segment struct {
-	fsys       FS
+	fsys       vfs.FS
 	dir        string
 	baseOffset int64
-	log        File
+	log        vfs.File
 	offsets    *offsetIndex
 	times      *timeIndex
 
@@ -67,7 +69,7 @@ type segment struct {
 // openSegment opens (creating) a segment's files. indexBytes > 0
 // preallocates the indexes for an active segment; 0 keeps their length.
 // The caller then either recovers the segment or loads it as trusted.
-func openSegment(fsys FS, dir string, baseOffset int64, indexBytes int64, nowMs int64) (*segment, error) {
+func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64) (*segment, error) {
 	name := segmentFileName(dir, baseOffset, logSuffix)
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -153,13 +155,13 @@ func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h p
 
 // read returns whole batches starting with the one holding target. found is
 // false when the segment holds no batch at or after target.
-func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (FileRange, bool, error) {
+func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (vfs.FileRange, bool, error) {
 	limit := s.size.Load()
 	pos, h, found, err := s.findBatch(target, limit, buf)
 	if err != nil || !found {
-		return FileRange{}, found, err
+		return vfs.FileRange{}, found, err
 	}
-	r := FileRange{File: s.log, Pos: pos}
+	r := vfs.FileRange{File: s.log, Pos: pos}
 	if h.BaseOffset >= maxOffset {
 		return r, true, nil
 	}
@@ -415,7 +417,7 @@ func (s *segment) truncateTo(offset int64, indexInterval int64) error {
 
 // shouldRoll applies Kafka's roll rules before an append of size bytes whose
 // largest offset is lastOffset and largest timestamp maxTs.
-func (s *segment) shouldRoll(cfg LogConfig, size int64, lastOffset, maxTs, nowMs int64) bool {
+func (s *segment) shouldRoll(cfg config.Topic, size int64, lastOffset, maxTs, nowMs int64) bool {
 	if !s.canHold(lastOffset) {
 		return true
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregorbroker/gregor/storage"
+	cfgdef "github.com/gregorbroker/gregor/config"
 )
 
 // UpdateMode is how a broker key may change at run time (Kafka's
@@ -35,24 +35,24 @@ func (m UpdateMode) String() string {
 
 // BrokerKey is one broker config key.
 type BrokerKey struct {
-	storage.ConfigKey
+	cfgdef.Key
 	Mode UpdateMode
 }
 
 // Sensitive reports whether DescribeConfigs hides the key's value.
-func (k *BrokerKey) Sensitive() bool { return k.Type == storage.ConfigTypePassword }
+func (k *BrokerKey) Sensitive() bool { return k.Type == cfgdef.TypePassword }
 
 // Shorthands that keep the key table readable.
 const (
-	tBool     = storage.ConfigTypeBoolean
-	tString   = storage.ConfigTypeString
-	tInt      = storage.ConfigTypeInt
-	tShort    = storage.ConfigTypeShort
-	tLong     = storage.ConfigTypeLong
-	tDouble   = storage.ConfigTypeDouble
-	tList     = storage.ConfigTypeList
-	tClass    = storage.ConfigTypeClass
-	tPassword = storage.ConfigTypePassword
+	tBool     = cfgdef.TypeBoolean
+	tString   = cfgdef.TypeString
+	tInt      = cfgdef.TypeInt
+	tShort    = cfgdef.TypeShort
+	tLong     = cfgdef.TypeLong
+	tDouble   = cfgdef.TypeDouble
+	tList     = cfgdef.TypeList
+	tClass    = cfgdef.TypeClass
+	tPassword = cfgdef.TypePassword
 
 	// null and required stand in the default column for "no default
 	// value" and "no default at all, must be set".
@@ -60,8 +60,8 @@ const (
 	required = "\x00required"
 )
 
-func key(name string, t storage.ConfigType, def string, v storage.ConfigValidator, mode UpdateMode, doc string) BrokerKey {
-	k := BrokerKey{ConfigKey: storage.ConfigKey{Name: name, Type: t, Validator: v, Doc: doc}, Mode: mode}
+func key(name string, t cfgdef.Type, def string, v cfgdef.Validator, mode UpdateMode, doc string) BrokerKey {
+	k := BrokerKey{Key: cfgdef.Key{Name: name, Type: t, Validator: v, Doc: doc}, Mode: mode}
 	switch def {
 	case null:
 		k.DefaultNull = true
@@ -73,7 +73,7 @@ func key(name string, t storage.ConfigType, def string, v storage.ConfigValidato
 	return k
 }
 
-func internalKey(name string, t storage.ConfigType, def string, v storage.ConfigValidator, mode UpdateMode, doc string) BrokerKey {
+func internalKey(name string, t cfgdef.Type, def string, v cfgdef.Validator, mode UpdateMode, doc string) BrokerKey {
 	k := key(name, t, def, v, mode, doc)
 	k.Internal = true
 	return k
@@ -192,7 +192,7 @@ var clusterLevelListenerConfigs = map[string]bool{
 }
 
 // quorumVotersValidator checks id@host:port entries.
-var quorumVotersValidator = storage.CustomValidator{
+var quorumVotersValidator = cfgdef.CustomValidator{
 	Text: "non-empty list",
 	Check: func(key string, value any) error {
 		items, _ := value.([]string)
@@ -202,7 +202,7 @@ var quorumVotersValidator = storage.CustomValidator{
 }
 
 // quorumBootstrapServersValidator checks host:port entries.
-var quorumBootstrapServersValidator = storage.CustomValidator{
+var quorumBootstrapServersValidator = cfgdef.CustomValidator{
 	Text: "non-empty list",
 	Check: func(key string, value any) error {
 		items, _ := value.([]string)

@@ -19,8 +19,8 @@ import (
 	"sort"
 	"strconv"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -124,10 +124,10 @@ func (l Layers) configSynonyms(name string, synonyms []string, sensitive bool) [
 // brokerKeyType returns the type Kafka's KafkaConfig.configType gives name:
 // its own, a dynamic-only key's, or that of the key a listener override
 // stands for; false when Kafka does not know the key.
-func (s *Schema) brokerKeyType(name string) (storage.ConfigType, *BrokerKey, bool) {
+func (s *Schema) brokerKeyType(name string) (cfgdef.Type, *BrokerKey, bool) {
 	k, ok := s.lookupAny(name)
 	if !ok {
-		return storage.ConfigTypeUnknown, nil, false
+		return cfgdef.TypeUnknown, nil, false
 	}
 	return k.Type, k, true
 }
@@ -199,7 +199,7 @@ func (l Layers) DescribeBroker(perBroker bool, opts DescribeOptions) []kmsg.Desc
 	out := make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(sorted))
 	for _, name := range sorted {
 		typ, key, known := schema.brokerKeyType(name)
-		sensitive := !known || typ == storage.ConfigTypePassword
+		sensitive := !known || typ == cfgdef.TypePassword
 		e := kmsg.NewDescribeConfigsResponseResourceConfig()
 		e.Name = name
 		e.IsSensitive = sensitive
@@ -245,7 +245,7 @@ func (l Layers) DescribeBroker(perBroker bool, opts DescribeOptions) []kmsg.Desc
 // topicBase is the topic-keyed defaults this broker gives its topics, from
 // its effective configuration (dynamic configs included).
 func (l Layers) topicBase() map[string]string {
-	base, err := storage.TopicDefaultsFromBroker(l.EffectiveValue)
+	base, err := cfgdef.TopicDefaultsFromBroker(l.EffectiveValue)
 	if err != nil {
 		// Values that reached the layers were validated; a failure here
 		// means a dynamic value that no longer parses, which Kafka would
@@ -256,14 +256,14 @@ func (l Layers) topicBase() map[string]string {
 }
 
 // TopicDefaults returns the topic-keyed defaults this broker applies to
-// topics (see storage.TopicDefaultsFromBroker).
+// topics (see cfgdef.TopicDefaultsFromBroker).
 func (l Layers) TopicDefaults() map[string]string { return l.topicBase() }
 
-// LogConfigFor returns a topic's effective storage.LogConfig: its overrides
+// LogConfigFor returns a topic's effective cfgdef.Topic: its overrides
 // on top of this broker's defaults (dynamic broker configs included, with
 // log.roll.hours and the like converted) on top of Kafka's topic defaults.
-func (l Layers) LogConfigFor(overrides map[string]string) (storage.LogConfig, error) {
-	return storage.BuildLogConfig(l.topicBase(), overrides)
+func (l Layers) LogConfigFor(overrides map[string]string) (cfgdef.Topic, error) {
+	return cfgdef.BuildTopic(l.topicBase(), overrides)
 }
 
 // DescribeTopic returns a topic's configs as DescribeConfigs does, given
@@ -272,7 +272,7 @@ func (l Layers) LogConfigFor(overrides map[string]string) (storage.LogConfig, er
 func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions) []kmsg.DescribeConfigsResponseResourceConfig {
 	base := l.topicBase()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, d := range storage.TopicConfigDefs() {
+	for _, d := range cfgdef.TopicKeys() {
 		override, overridden := overrides[d.Name]
 		if d.Internal && !overridden {
 			continue
@@ -280,7 +280,7 @@ func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions)
 		if !opts.wants(d.Name) {
 			continue
 		}
-		sensitive := d.Type == storage.ConfigTypePassword
+		sensitive := d.Type == cfgdef.TypePassword
 		e := kmsg.NewDescribeConfigsResponseResourceConfig()
 		e.Name = d.Name
 		e.IsSensitive = sensitive
@@ -335,10 +335,10 @@ func (l Layers) DescribeTopic(overrides map[string]string, opts DescribeOptions)
 // name, internal keys only when set.
 func (l Layers) CreateTopicConfigs(topicConfigs map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
-	for _, d := range storage.TopicConfigDefs() {
+	for _, d := range cfgdef.TopicKeys() {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name = d.Name
-		c.IsSensitive = d.Type == storage.ConfigTypePassword
+		c.IsSensitive = d.Type == cfgdef.TypePassword
 		value, source, ok := l.createTopicValue(d, topicConfigs)
 		if d.Internal && source != kmsg.ConfigSourceDynamicTopicConfig {
 			continue
@@ -352,7 +352,7 @@ func (l Layers) CreateTopicConfigs(topicConfigs map[string]string) []kmsg.Create
 	return out
 }
 
-func (l Layers) createTopicValue(d storage.TopicConfigDef, topicConfigs map[string]string) (string, kmsg.ConfigSource, bool) {
+func (l Layers) createTopicValue(d cfgdef.TopicKey, topicConfigs map[string]string) (string, kmsg.ConfigSource, bool) {
 	if v, ok := topicConfigs[d.Name]; ok {
 		return v, kmsg.ConfigSourceDynamicTopicConfig, true
 	}
@@ -379,4 +379,112 @@ func (l Layers) createTopicValue(d storage.TopicConfigDef, topicConfigs map[stri
 		return "", kmsg.ConfigSourceDefaultConfig, false
 	}
 	return d.Default, kmsg.ConfigSourceDefaultConfig, true
+}
+
+// DescribeGroup returns a group's configs as DescribeConfigs does (Kafka's
+// ConfigHelper.createGroupConfigEntry), given its overrides (the image's
+// ConfigResource{Group, name} map): every group key with the group's
+// value, else the broker's value of its synonym (group.consumer.* and the
+// like), else the key's default. Synonyms are the group's own value
+// (GROUP_CONFIG) and then the broker synonym in every layer that sets it,
+// or, for a key without one, its default (DEFAULT_CONFIG). An override
+// Kafka does not know is listed as sensitive with a null value, as for
+// brokers. Entries are sorted by name.
+func (l Layers) DescribeGroup(overrides map[string]string, opts DescribeOptions) []kmsg.DescribeConfigsResponseResourceConfig {
+	keys := map[string]*cfgdef.GroupKey{}
+	all := cfgdef.GroupKeys()
+	for i := range all {
+		keys[all[i].Name] = &all[i]
+	}
+	names := make([]string, 0, len(keys)+len(overrides))
+	for n := range keys {
+		names = append(names, n)
+	}
+	for n := range overrides {
+		if keys[n] == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range names {
+		if !opts.wants(name) {
+			continue
+		}
+		d := keys[name]
+		override, overridden := overrides[name]
+		sensitive := d == nil || d.Type == cfgdef.TypePassword
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name = name
+		e.IsSensitive = sensitive
+		e.ReadOnly = false
+		e.ConfigType = kmsg.ConfigType(cfgdef.TypeUnknown)
+		if d != nil {
+			e.ConfigType = kmsg.ConfigType(d.Type)
+		}
+		if !sensitive {
+			raw, ok := override, overridden
+			if !ok && d.BrokerSynonym != "" {
+				raw, ok = l.EffectiveValue(d.BrokerSynonym)
+			}
+			if !ok && d.HasValue() {
+				raw, ok = d.Default, true
+			}
+			if ok {
+				if c, err := d.Canonical(raw); err == nil {
+					raw = c
+				}
+				e.Value = kmsg.StringPtr(raw)
+			}
+		}
+		var synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		if overridden {
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name = name
+			s.Value = e.Value
+			s.Source = kmsg.ConfigSourceGroupConfig
+			synonyms = append(synonyms, s)
+		}
+		switch {
+		case d == nil:
+		case d.BrokerSynonym != "":
+			synonyms = append(synonyms, l.configSynonyms(d.BrokerSynonym, brokerSynonyms(d.BrokerSynonym), sensitive)...)
+		case d.HasValue():
+			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			s.Name = name
+			if !sensitive {
+				s.Value = kmsg.StringPtr(d.Default)
+			}
+			s.Source = kmsg.ConfigSourceDefaultConfig
+			synonyms = append(synonyms, s)
+		}
+		e.Source = kmsg.ConfigSourceDefaultConfig
+		if len(synonyms) > 0 {
+			e.Source = synonyms[0].Source
+		}
+		if opts.IncludeSynonyms {
+			e.ConfigSynonyms = synonyms
+		}
+		if opts.IncludeDocumentation && d != nil {
+			e.Documentation = kmsg.StringPtr(d.Doc)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// GroupConfig is a group's effective configuration (its overrides on top
+// of this broker's group.* settings, dynamic ones included); false when
+// the group has no dynamic configs, and then the coordinator's own
+// settings apply, as in Kafka's GroupConfigManager.
+func (l Layers) GroupConfig(overrides map[string]string) (cfgdef.Group, bool, error) {
+	if len(overrides) == 0 {
+		return cfgdef.Group{}, false, nil
+	}
+	g, err := cfgdef.EvaluateGroup(overrides, l.EffectiveValue)
+	if err != nil {
+		return cfgdef.Group{}, false, err
+	}
+	return g, true, nil
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -144,7 +144,7 @@ func TestDescribeTopic(t *testing.T) {
 	if len(entries) != 33 {
 		t.Errorf("%d topic entries, want 33", len(entries))
 	}
-	for _, d := range storage.TopicConfigDefs() {
+	for _, d := range cfgdef.TopicKeys() {
 		if e, ok := entries[d.Name]; ok && (str(e.Documentation) != d.Doc || e.ReadOnly || e.ConfigType != kmsg.ConfigType(d.Type)) {
 			t.Errorf("%s: %+v", d.Name, e)
 		}

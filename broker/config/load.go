@@ -83,6 +83,20 @@ type Broker struct {
 	NumIOThreads             int32
 	CompressionType          string
 
+	// Connection limits and idle expiry.
+	ConnectionsMaxIdleMs     int64 // -1: never
+	SocketSendBufferBytes    int32 // socket.send.buffer.bytes; -1: OS default
+	SocketReceiveBufferBytes int32 // socket.receive.buffer.bytes; -1: OS default
+	QueuedMaxRequestBytes    int64 // -1: no limit
+	MaxConnections           int32
+	MaxConnectionsPerIP      int32
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides
+	// as host (name or address) to limit.
+	MaxConnectionsPerIPOverrides map[string]int32
+	// ListenerMaxConnections holds listener.name.<l>.max.connections by
+	// upper-case listener name, for the listeners that set one.
+	ListenerMaxConnections map[string]int32
+
 	LogSegmentBytes                         int32
 	LogRollMs                               int64 // log.roll.ms, else log.roll.hours
 	LogRollJitterMs                         int64 // log.roll.jitter.ms, else log.roll.jitter.hours
@@ -161,7 +175,7 @@ type Broker struct {
 func (b *Broker) Schema() *Schema { return b.schema }
 
 // Value returns the parsed value of a static broker key (see
-// storage.ConfigKey for the Go types); false when the key is null.
+// cfgdef.Key for the Go types); false when the key is null.
 func (b *Broker) Value(key string) (any, bool) {
 	v, ok := b.values[key]
 	return v, ok
@@ -288,7 +302,7 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 }
 
 func parseTypeOnly(name string, k *BrokerKey, text string) (any, error) {
-	c := k.ConfigKey
+	c := k.Key
 	c.Validator = nil
 	return c.Parse(text)
 }
@@ -787,13 +801,19 @@ func (b *Broker) resolveMisc() error {
 			return err
 		}
 	}
+	b.MaxConnectionsPerIPOverrides = map[string]int32{}
 	if overrides != "" {
 		for _, pair := range strings.Split(overrides, ",") {
 			host, count, ok := strings.Cut(strings.TrimSpace(pair), ":")
-			if _, err := strconv.ParseInt(strings.TrimSpace(count), 10, 32); !ok || err != nil || strings.TrimSpace(host) == "" {
+			n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 32)
+			if !ok || err != nil || strings.TrimSpace(host) == "" {
 				return fmt.Errorf("Error parsing configuration property 'max.connections.per.ip.overrides': Malformed key-value pair %s", pair)
 			}
+			b.MaxConnectionsPerIPOverrides[strings.TrimSpace(host)] = int32(n)
 		}
+	}
+	if err := b.resolveListenerMaxConnections(); err != nil {
+		return err
 	}
 	if idle := b.Long("connections.max.idle.ms"); idle >= 0 {
 		delay := b.Int("connection.failed.authentication.delay.ms")
@@ -813,6 +833,28 @@ func (b *Broker) resolveMisc() error {
 	return nil
 }
 
+// resolveListenerMaxConnections reads listener.name.<l>.max.connections
+// for every listener, validated as max.connections is.
+func (b *Broker) resolveListenerMaxConnections() error {
+	b.ListenerMaxConnections = map[string]int32{}
+	base, _ := b.schema.Lookup("max.connections")
+	for _, l := range b.Listeners {
+		name := "listener.name." + strings.ToLower(l.Name) + ".max.connections"
+		text, ok := b.Raw[name]
+		if !ok {
+			continue
+		}
+		k := base.Key
+		k.Name = name
+		v, err := k.Parse(text)
+		if err != nil {
+			return err
+		}
+		b.ListenerMaxConnections[l.Name] = v.(int32)
+	}
+	return nil
+}
+
 func (b *Broker) fillTypedFields() {
 	b.MetadataLogDir = b.String("metadata.log.dir")
 	if b.MetadataLogDir == "" {
@@ -825,6 +867,12 @@ func (b *Broker) fillTypedFields() {
 	b.DeleteTopicEnable = b.Bool("delete.topic.enable")
 	b.MessageMaxBytes = b.Int("message.max.bytes")
 	b.SocketRequestMaxBytes = b.Int("socket.request.max.bytes")
+	b.ConnectionsMaxIdleMs = b.Long("connections.max.idle.ms")
+	b.SocketSendBufferBytes = b.Int("socket.send.buffer.bytes")
+	b.SocketReceiveBufferBytes = b.Int("socket.receive.buffer.bytes")
+	b.QueuedMaxRequestBytes = b.Long("queued.max.request.bytes")
+	b.MaxConnections = b.Int("max.connections")
+	b.MaxConnectionsPerIP = b.Int("max.connections.per.ip")
 	b.NumNetworkThreads = b.Int("num.network.threads")
 	b.NumIOThreads = b.Int("num.io.threads")
 	b.CompressionType = b.String("compression.type")

@@ -80,6 +80,40 @@ func TestLoadKafkaSampleAndOverrides(t *testing.T) {
 	if b.Raw["broker.id"] != "1" {
 		t.Errorf("broker.id not filled from node.id")
 	}
+	if !reflect.DeepEqual(b.ListenerMaxConnections, map[string]int32{"PLAINTEXT": 10}) {
+		t.Errorf("listener max.connections %v", b.ListenerMaxConnections)
+	}
+}
+
+func TestLoadConnectionLimits(t *testing.T) {
+	b, _, err := Load(EmbeddedDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ConnectionsMaxIdleMs != 600000 || b.QueuedMaxRequestBytes != -1 || b.MaxConnections != 1<<31-1 ||
+		b.MaxConnectionsPerIP != 1<<31-1 || len(b.MaxConnectionsPerIPOverrides) != 0 || len(b.ListenerMaxConnections) != 0 {
+		t.Errorf("defaults: idle %d queued %d max %d per ip %d overrides %v listeners %v", b.ConnectionsMaxIdleMs, b.QueuedMaxRequestBytes,
+			b.MaxConnections, b.MaxConnectionsPerIP, b.MaxConnectionsPerIPOverrides, b.ListenerMaxConnections)
+	}
+	b, _, err = Load(EmbeddedDefaults(), map[string]string{
+		"connections.max.idle.ms":                  "-1",
+		"max.connections.per.ip":                   "0",
+		"max.connections.per.ip.overrides":         "127.0.0.1:5, broker-host:7",
+		"listener.name.controller.max.connections": "3",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ConnectionsMaxIdleMs != -1 || b.MaxConnectionsPerIP != 0 ||
+		!reflect.DeepEqual(b.MaxConnectionsPerIPOverrides, map[string]int32{"127.0.0.1": 5, "broker-host": 7}) ||
+		!reflect.DeepEqual(b.ListenerMaxConnections, map[string]int32{"CONTROLLER": 3}) {
+		t.Errorf("overrides: idle %d per ip %d overrides %v listeners %v", b.ConnectionsMaxIdleMs, b.MaxConnectionsPerIP,
+			b.MaxConnectionsPerIPOverrides, b.ListenerMaxConnections)
+	}
+	_, _, err = Load(EmbeddedDefaults(), map[string]string{"listener.name.plaintext.max.connections": "-2"})
+	if want := "Invalid value -2 for configuration listener.name.plaintext.max.connections: Value must be at least 0"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
 }
 
 func TestLoadBrokerOnly(t *testing.T) {

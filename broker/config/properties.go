@@ -1,8 +1,9 @@
 // Package config is Gregor's configuration system: Kafka 4.3's broker
 // config keys, the server.properties parser, loading and validating a
 // broker's configuration, DescribeConfigs answers, and the controller's
-// config schema. Topic-level keys live in storage (topicconfig.go) because
-// the log needs them; this package reuses their definitions.
+// config schema. The key machinery (types, validators, synonyms) and the
+// topic- and group-level key tables live in the config package
+// (imported as cfgdef), which the log and the controller share.
 package config
 
 import (

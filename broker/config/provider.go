@@ -3,8 +3,8 @@ package config
 import (
 	"log/slog"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,11 +30,11 @@ func topicOverrides(img *controller.Image, topic string) map[string]string {
 // LogConfig is a topic's effective log configuration. Overrides were
 // validated when committed, so an error here means a broker default
 // changed underneath; the log keeps Kafka's defaults for that key set.
-func (p *Provider) LogConfig(img *controller.Image, topic string) storage.LogConfig {
+func (p *Provider) LogConfig(img *controller.Image, topic string) cfgdef.Topic {
 	cfg, err := LayersFromImage(p.static, img).LogConfigFor(topicOverrides(img, topic))
 	if err != nil {
 		p.log.Error("topic configuration is invalid; using defaults", "topic", topic, "err", err)
-		return storage.DefaultLogConfig()
+		return cfgdef.DefaultTopic()
 	}
 	return cfg
 }
@@ -53,4 +53,31 @@ func (p *Provider) DescribeBroker(img *controller.Image, brokerID int32, keys []
 // CreateTopicConfigs is the per-topic Configs of a CreateTopics v5+ answer.
 func (p *Provider) CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	return LayersFromImage(p.static, img).CreateTopicConfigs(overrides)
+}
+
+func groupOverrides(img *controller.Image, group string) map[string]string {
+	if img == nil {
+		return nil
+	}
+	return img.Configs[controller.ConfigResource{Type: controller.ConfigResourceGroup, Name: group}]
+}
+
+// DescribeGroup answers DescribeConfigs for a group. The group need not
+// exist: Kafka describes any group name, with the broker's values.
+func (p *Provider) DescribeGroup(img *controller.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	return LayersFromImage(p.static, img).DescribeGroup(groupOverrides(img, group), DescribeOptions{Names: keys, IncludeSynonyms: synonyms, IncludeDocumentation: docs})
+}
+
+// GroupConfig is a group's effective configuration; false when it has no
+// dynamic configs. Overrides were validated when committed, so an error
+// here means a broker setting changed underneath in a way clamping cannot
+// mend; the group then runs with the broker's settings. It is called on
+// every consumer-group heartbeat, so it logs only at debug level.
+func (p *Provider) GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool) {
+	g, ok, err := LayersFromImage(p.static, img).GroupConfig(groupOverrides(img, group))
+	if err != nil {
+		p.log.Debug("group configuration is invalid; using the broker's settings", "group", group, "err", err)
+		return cfgdef.Group{}, false
+	}
+	return g, ok
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
-	"github.com/gregorbroker/gregor/storage"
 )
 
 // Kafka error codes the validation errors carry.
@@ -30,10 +30,10 @@ func (e *ValidationError) Error() string { return e.Message }
 // INVALID_TOPIC_EXCEPTION).
 func (e *ValidationError) ErrorCode() int16 { return e.Code }
 
-// ControllerSchema implements controller.ConfigSchema for Kafka 4.3's topic
-// and broker keys. Topic overrides are validated against the controller
-// node's static configuration, as Kafka's controller does. It is read-only
-// after construction and safe for concurrent use.
+// ControllerSchema implements controller.ConfigSchema for Kafka 4.3's topic,
+// broker and group keys. Topic and group overrides are validated against
+// the controller node's static configuration, as Kafka's controller does.
+// It is read-only after construction and safe for concurrent use.
 type ControllerSchema struct {
 	static *Broker
 	// topicBase is the static topic defaults (log.retention.hours etc.
@@ -59,7 +59,7 @@ func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string
 		if msg := controller.TopicNameError(name); msg != "" {
 			return &ValidationError{Code: errInvalidTopic, Message: msg}
 		}
-		if err := storage.ValidateTopicConfigs(c.topicBase, overrides); err != nil {
+		if err := cfgdef.ValidateTopic(c.topicBase, overrides); err != nil {
 			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
 		return nil
@@ -75,6 +75,16 @@ func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string
 		}
 		if err := c.validateDynamicBroker(overrides, name != ""); err != nil {
 			return &ValidationError{Code: errInvalidRequest, Message: err.Error()}
+		}
+		return nil
+	case controller.ConfigResourceGroup:
+		// Any non-empty group id may carry configs: the group need not
+		// exist (Kafka's ControllerConfigurationValidator).
+		if name == "" {
+			return &ValidationError{Code: errInvalidRequest, Message: "Default group resources are not allowed."}
+		}
+		if err := cfgdef.ValidateGroup(overrides, Layers{Static: c.static}.EffectiveValue); err != nil {
+			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
 		return nil
 	}
@@ -142,11 +152,14 @@ func (c *ControllerSchema) validateDynamicBroker(props map[string]string, perBro
 func (c *ControllerSchema) IsList(t controller.ConfigResourceType, key string) bool {
 	switch t {
 	case controller.ConfigResourceTopic:
-		d, ok := storage.LookupTopicConfig(key)
-		return ok && d.Type == storage.ConfigTypeList
+		d, ok := cfgdef.LookupTopicKey(key)
+		return ok && d.Type == cfgdef.TypeList
 	case controller.ConfigResourceBroker:
 		k, ok := c.static.schema.lookupAny(key)
-		return ok && k.Type == storage.ConfigTypeList
+		return ok && k.Type == cfgdef.TypeList
+	case controller.ConfigResourceGroup:
+		k, ok := cfgdef.LookupGroupKey(key)
+		return ok && k.Type == cfgdef.TypeList
 	}
 	return false
 }
@@ -160,13 +173,24 @@ func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) 
 		if v, ok := c.topicBase[key]; ok {
 			return v, true
 		}
-		d, ok := storage.LookupTopicConfig(key)
+		d, ok := cfgdef.LookupTopicKey(key)
 		if !ok || !d.HasValue() {
 			return "", false
 		}
 		return d.Default, true
 	case controller.ConfigResourceBroker:
 		return Layers{Static: c.static}.EffectiveValue(key)
+	case controller.ConfigResourceGroup:
+		k, ok := cfgdef.LookupGroupKey(key)
+		if !ok {
+			return "", false
+		}
+		if k.BrokerSynonym != "" {
+			if v, ok := (Layers{Static: c.static}).EffectiveValue(k.BrokerSynonym); ok {
+				return v, true
+			}
+		}
+		return k.Default, k.HasValue()
 	}
 	return "", false
 }

@@ -18,12 +18,13 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	start := time.Now()
 	log := s.logger
-	fsys := storage.OSFS{}
+	fsys := vfs.OSFS{}
 	startDebugListener(log)
 
 	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)
@@ -112,7 +113,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 // metadata dir) and formats a fresh node on first start. It refuses dirs
 // that belong to another cluster or node. It returns the cluster id and
 // the directory id of each dir.
-func ensureFormatted(fsys storage.FS, s *settings, log *slog.Logger) (string, map[string]controller.UUID, error) {
+func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[string]controller.UUID, error) {
 	dirs := allDirs(s)
 	metas := map[string]storage.MetaProperties{}
 	clusterID := ""

@@ -156,8 +156,19 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
 		Server: broker.ServerOptions{
-			Listeners:      specs,
-			MaxRequestSize: cfg.SocketRequestMaxBytes,
+			Listeners:             specs,
+			MaxRequestSize:        cfg.SocketRequestMaxBytes,
+			MaxIdle:               maxIdle(cfg.ConnectionsMaxIdleMs),
+			QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+			SendBufferBytes:       cfg.SocketSendBufferBytes,
+			ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
+			Limits: &broker.ConnectionLimits{
+				MaxConnections:         cfg.MaxConnections,
+				ListenerMaxConnections: cfg.ListenerMaxConnections,
+				MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
+				PerIPOverrides:         cfg.MaxConnectionsPerIPOverrides,
+				InterBrokerListener:    cfg.InterBrokerListenerName,
+			},
 		},
 		Advertised:                    advertised,
 		InterBrokerListener:           cfg.InterBrokerListenerName,
@@ -175,6 +186,19 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	}
 	s.brokerOpts.Groups = &groups
 	return s, nil
+}
+
+// maxIdle converts connections.max.idle.ms to the server's option, where
+// zero stands for the default: Kafka's 0 closes a connection as soon as it
+// is idle at all.
+func maxIdle(ms int64) time.Duration {
+	switch {
+	case ms < 0:
+		return -1
+	case ms == 0:
+		return time.Nanosecond
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // endpoint converts a configured listener to a registered endpoint; an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 func storageCommand(args []string, stdout, stderr io.Writer) int {
@@ -135,7 +136,7 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	fsys := storage.OSFS{}
+	fsys := vfs.OSFS{}
 	formatted := 0
 	for _, d := range allDirs(s) {
 		if _, err := storage.ReadMetaProperties(fsys, d); err == nil {
@@ -213,7 +214,7 @@ func storageInfo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gregor storage info: %v\n", err)
 		return 1
 	}
-	fsys := storage.OSFS{}
+	fsys := vfs.OSFS{}
 	var found, missing []string
 	var metas []storage.MetaProperties
 	for _, d := range allDirs(s) {

@@ -5,7 +5,7 @@ import (
 	"path"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // FuzzOpen: whatever bytes a segment holds, Open either recovers a log or
@@ -14,7 +14,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(frozenSegment())
 	f.Add(append(frozenSegment(), 0, 0, 0, 9, 1, 2))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := storage.NewMemFS()
+		fsys := vfs.NewMemFS()
 		fsys.MkdirAll(dir, 0o755)
 		f, _ := fsys.OpenFile(path.Join(dir, "wal-00000000000000000001.log"), os.O_CREATE|os.O_WRONLY, 0o644)
 		f.Write(data)

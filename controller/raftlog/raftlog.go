@@ -1,6 +1,6 @@
 // Package raftlog is the durable raft log of the metadata quorum: a
 // write-ahead log of raft entries and hard state plus snapshot files, kept in
-// one directory on a storage.FS. It implements raft.Storage so the raft
+// one directory on a vfs.FS. It implements raft.Storage so the raft
 // state machine can read what was persisted.
 //
 // Layout of the directory:
@@ -38,7 +38,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -67,14 +67,14 @@ var ErrCorrupt = errors.New("raft log corrupt")
 // in practice the raft driver goroutine writes and reads, and status
 // queries (DescribeQuorum) read.
 type Log struct {
-	fs  storage.FS
+	fs  vfs.FS
 	dir string
 
 	mu        sync.Mutex
 	snap      *pb.Snapshot // latest snapshot; metadata only when index is 0
 	ents      []*pb.Entry  // entries after snap's index, contiguous
 	hardState *pb.HardState
-	seg       storage.File // segment being appended to
+	seg       vfs.File // segment being appended to
 	segName   string
 	segSize   int64
 	segments  []string // all segment names, oldest first
@@ -87,7 +87,7 @@ type Log struct {
 
 // Options opens a Log.
 type Options struct {
-	FS  storage.FS
+	FS  vfs.FS
 	Dir string
 	// InitialConfState is the voter set used when no snapshot exists yet
 	// (from the format's initial voters).
@@ -181,7 +181,7 @@ func (l *Log) replaySegments() error {
 	for i, name := range l.segments {
 		last := i == len(l.segments)-1
 		full := path.Join(l.dir, name)
-		data, err := storage.ReadFile(l.fs, full)
+		data, err := vfs.ReadFile(l.fs, full)
 		if err != nil {
 			return fmt.Errorf("reading raft log segment %s: %w", name, err)
 		}
@@ -531,15 +531,15 @@ func (l *Log) writeSnapshot(snap *pb.Snapshot) error {
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(body, castagnoli))
 	out = append(out, body...)
 	name := path.Join(l.dir, snapshotName(snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm()))
-	if err := storage.WriteFileAtomic(l.fs, name, out); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, name, out); err != nil {
 		return fmt.Errorf("writing snapshot %s: %w", name, err)
 	}
 	l.bytesSinceSnapshot = 0
 	return nil
 }
 
-func readSnapshotFile(fsys storage.FS, name string) (*pb.Snapshot, error) {
-	raw, err := storage.ReadFile(fsys, name)
+func readSnapshotFile(fsys vfs.FS, name string) (*pb.Snapshot, error) {
+	raw, err := vfs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading snapshot %s: %w", name, err)
 	}

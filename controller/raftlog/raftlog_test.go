@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -26,7 +26,7 @@ func hs(term, vote, commit uint64) *pb.HardState {
 	return &pb.HardState{Term: new(term), Vote: new(vote), Commit: new(commit)}
 }
 
-func open(t *testing.T, fsys storage.FS) *Log {
+func open(t *testing.T, fsys vfs.FS) *Log {
 	t.Helper()
 	l, err := Open(Options{FS: fsys, Dir: dir, InitialConfState: &pb.ConfState{Voters: []uint64{1}}, RollBytes: 200})
 	if err != nil {
@@ -54,7 +54,7 @@ func entries(t *testing.T, l *Log) []string {
 }
 
 func TestSaveAndReopen(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	if h, cs, _ := l.InitialState(); !raft.IsEmptyHardState(h) || len(cs.GetVoters()) != 1 {
 		t.Fatalf("fresh state %v %v", h, cs)
@@ -90,7 +90,7 @@ func TestSaveAndReopen(t *testing.T) {
 }
 
 func TestConflictingEntriesReplaceTheTail(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	var es []*pb.Entry
 	for i := uint64(1); i <= 5; i++ {
@@ -120,7 +120,7 @@ func TestConflictingEntriesReplaceTheTail(t *testing.T) {
 
 func TestTornTailIsCut(t *testing.T) {
 	for seed := int64(0); seed < 30; seed++ {
-		fsys := storage.NewMemFS()
+		fsys := vfs.NewMemFS()
 		l, err := Open(Options{FS: fsys, Dir: dir, RollBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func TestTornTailIsCut(t *testing.T) {
 }
 
 func TestCorruptionBeforeTheTailIsAnError(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	for i := uint64(1); i <= 20; i++ {
 		if err := l.Save(hs(1, 0, i), []*pb.Entry{ent(i, 1, "0123456789")}, true); err != nil {
@@ -192,7 +192,7 @@ func TestCorruptionBeforeTheTailIsAnError(t *testing.T) {
 }
 
 func TestSnapshotCompactsAndSurvivesReopen(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	for i := uint64(1); i <= 30; i++ {
 		if err := l.Save(hs(2, 1, i), []*pb.Entry{ent(i, 2, "e")}, true); err != nil {
@@ -246,7 +246,7 @@ func TestSnapshotCompactsAndSurvivesReopen(t *testing.T) {
 }
 
 func TestApplySnapshotFromLeader(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	if err := l.Save(hs(1, 0, 1), []*pb.Entry{ent(1, 1, "a"), ent(2, 1, "b")}, true); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestApplySnapshotFromLeader(t *testing.T) {
 }
 
 func TestFullDiskIsReported(t *testing.T) {
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	l := open(t, fsys)
 	fsys.SetCapacity(300)
 	var err error
@@ -297,7 +297,7 @@ func TestReadsFrozenSegmentFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys := storage.NewMemFS()
+	fsys := vfs.NewMemFS()
 	fsys.MkdirAll(dir, 0o755)
 	f, _ := fsys.OpenFile(path.Join(dir, "wal-00000000000000000001.log"), os.O_CREATE|os.O_WRONLY, 0o644)
 	f.Write(data)

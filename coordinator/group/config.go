@@ -46,10 +46,50 @@ type Config struct {
 	OffsetMetadataMaxBytes          int32 // offset.metadata.max.bytes
 	OffsetsCommitTimeoutMs          int32 // offsets.commit.timeout.ms
 
+	// GroupConfigs looks up a group's dynamic configuration (Kafka's
+	// GroupConfigManager, fed from GROUP config resources in the metadata
+	// image); false when the group has none, and then the settings above
+	// apply. nil means no group has any. It is called on heartbeats with
+	// a shard's lock held, so it must be cheap and must not call into the
+	// coordinator.
+	GroupConfigs func(groupID string) (DynamicConfig, bool)
+
 	// Logger receives the coordinator's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests pass a fake clock.
 	Now func() time.Time
+}
+
+// DynamicConfig is the part of a group's dynamic configuration that the
+// coordinator applies: both fields are set, to the group's value or, when
+// it sets none, the broker's group.consumer.* setting. Kafka applies them
+// from a member's next heartbeat on: the interval it is told and the
+// session deadline that heartbeat arms.
+type DynamicConfig struct {
+	ConsumerSessionTimeoutMs    int32 // consumer.session.timeout.ms
+	ConsumerHeartbeatIntervalMs int32 // consumer.heartbeat.interval.ms
+}
+
+// consumerSessionTimeoutMs is the session timeout of a consumer-protocol
+// member of group (Kafka's GroupMetadataManager.consumerGroupSessionTimeoutMs).
+func (c *Config) consumerSessionTimeoutMs(groupID string) int32 {
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok {
+			return d.ConsumerSessionTimeoutMs
+		}
+	}
+	return c.ConsumerSessionTimeoutMs
+}
+
+// consumerHeartbeatIntervalMs is the heartbeat interval a consumer-protocol
+// member of group is told.
+func (c *Config) consumerHeartbeatIntervalMs(groupID string) int32 {
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok {
+			return d.ConsumerHeartbeatIntervalMs
+		}
+	}
+	return c.ConsumerHeartbeatIntervalMs
 }
 
 // DefaultConfig returns Kafka 4.3's defaults.

@@ -564,12 +564,12 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	// (a static member may take over from a classic incarnation).
 	newMeta.Classic = nil
 	m = s.updateConsumerMember(g, m, memberID, &newMeta, req.Topics, recs, now)
-	m.sessionDeadline = now + int64(cfg.ConsumerSessionTimeoutMs)
+	m.sessionDeadline = now + int64(cfg.consumerSessionTimeoutMs(g.id))
 
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.MemberID = strPtr(memberID)
 	resp.MemberEpoch = m.epoch
-	resp.HeartbeatIntervalMillis = cfg.ConsumerHeartbeatIntervalMs
+	resp.HeartbeatIntervalMillis = cfg.consumerHeartbeatIntervalMs(g.id)
 	full := joining || (req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
 	if full || !sameAssignment(before.assigned, m.assigned) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -971,7 +971,7 @@ func sortAssignment(a map[[16]byte][]int32) map[[16]byte][]int32 {
 
 // startSession arms a member's session timer (on load and on heartbeat).
 func (g *consumerGroup) startSession(s *shard, m *consumerMember, now int64) {
-	m.sessionDeadline = now + s.sessionTimeoutOf(m)
+	m.sessionDeadline = now + s.sessionTimeoutOf(g.id, m)
 	if m.state == memberUnrevokedPartitions && m.meta.RebalanceTimeoutMs > 0 {
 		m.rebalanceDeadline = now + int64(m.meta.RebalanceTimeoutMs)
 	}

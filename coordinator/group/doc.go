@@ -54,7 +54,11 @@
 //     and every parked request of that partition is answered
 //     NOT_COORDINATOR; Kafka instead reverts to its last committed
 //     in-memory snapshot.
-//   - group.consumer.* and group.* per-group dynamic configs
-//     (IncrementalAlterConfigs on GROUP resources) are not honoured yet;
-//     the broker-wide values apply.
+//   - Of the per-group dynamic configs (GROUP config resources, Kafka's
+//     GroupConfig), consumer.session.timeout.ms and
+//     consumer.heartbeat.interval.ms are honoured (Config.GroupConfigs,
+//     from a member's next heartbeat on, as in Kafka);
+//     consumer.assignment.interval.ms is not, as the broker-wide
+//     group.consumer.assignment.interval.ms is not either. The share.*
+//     and streams.* keys wait for share and streams groups.
 package group

@@ -38,13 +38,13 @@ const consumerProtocolType = "consumer"
 
 func (m *consumerMember) usesClassicProtocol() bool { return m.meta.Classic != nil }
 
-// classicSessionTimeout is a member's session timeout: its own for a
-// classic member, the broker's otherwise.
-func (s *shard) sessionTimeoutOf(m *consumerMember) int64 {
+// sessionTimeoutOf is the session timeout of a member of group: its own
+// for a classic member, the group's (or the broker's) otherwise.
+func (s *shard) sessionTimeoutOf(groupID string, m *consumerMember) int64 {
 	if m.meta.Classic != nil {
 		return int64(m.meta.Classic.SessionTimeoutMs)
 	}
-	return int64(s.c.cfg.ConsumerSessionTimeoutMs)
+	return int64(s.c.cfg.consumerSessionTimeoutMs(groupID))
 }
 
 func (g *consumerGroup) numClassicMembers() int {
@@ -209,7 +209,7 @@ func (s *shard) upgradeClassicGroup(cg *classicGroup, recs *[]record, now int64)
 		s.consumer[cg.id] = g
 	}
 	for _, m := range g.members {
-		m.sessionDeadline = now + s.sessionTimeoutOf(m)
+		m.sessionDeadline = now + s.sessionTimeoutOf(g.id, m)
 	}
 	g.metadataHash = s.subscriptionHash(g)
 	s.c.log.Info("upgraded classic group to a consumer group", "group", cg.id, "generation", epoch, "members", len(members))
@@ -477,7 +477,7 @@ func (s *shard) classicSyncToConsumer(g *consumerGroup, req *kmsg.SyncGroupReque
 		return syncError(req.Version, kerr.RebalanceInProgress.Code)
 	}
 	m.syncDeadline = 0
-	m.sessionDeadline = now + s.sessionTimeoutOf(m)
+	m.sessionDeadline = now + s.sessionTimeoutOf(g.id, m)
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.Version = req.Version
 	resp.ProtocolType = req.ProtocolType
@@ -495,7 +495,7 @@ func (s *shard) classicHeartbeatToConsumer(g *consumerGroup, req *kmsg.Heartbeat
 		return kerr.IllegalGeneration.Code
 	}
 	now := s.c.nowMs()
-	m.sessionDeadline = now + s.sessionTimeoutOf(m)
+	m.sessionDeadline = now + s.sessionTimeoutOf(g.id, m)
 	if g.mustRejoin(m) {
 		if m.joinDeadline == 0 {
 			m.joinDeadline = now + int64(m.meta.RebalanceTimeoutMs)

@@ -1,8 +1,10 @@
-// Command bench runs the benchmark workloads against Gregor and/or Apache
-// Kafka and writes bench/RESULTS.md.
+// Command bench runs the benchmark workloads against Gregor, Apache Kafka
+// and the null broker (the load generators' ceiling) and writes
+// bench/RESULTS.md.
 //
-//	go run ./bench/cmd/bench -target both     # A B A B alternation
+//	go run ./bench/cmd/bench -target both          # gregor, kafka, null alternated every round
 //	go run ./bench/cmd/bench -target kafka
+//	go run ./bench/cmd/bench -target gregor,null
 package main
 
 import (
@@ -24,7 +26,7 @@ import (
 func main() { os.Exit(run()) }
 
 func run() int {
-	target := flag.String("target", envOr("TARGET", "both"), "gregor, kafka or both")
+	target := flag.String("target", envOr("TARGET", "both"), "both (gregor, kafka and null), or a comma-separated list of gregor, kafka, null")
 	rounds := flag.Int("rounds", atoi(envOr("ROUNDS", "3"), 3), "rounds (each target once per round)")
 	records := flag.Int("records", 200000, "records per throughput workload")
 	rate := flag.Int("e2e-rate", 2000, "records/s for the latency workload (below saturation)")
@@ -39,14 +41,9 @@ func run() int {
 		log.Error("finding repository", "err", err)
 		return 2
 	}
-	var targets []string
-	switch *target {
-	case "both":
-		targets = []string{"gregor", "kafka"}
-	case "gregor", "kafka":
-		targets = []string{*target}
-	default:
-		log.Error("unknown target (want gregor, kafka or both)", "target", *target)
+	targets, err := bench.ParseTargets(*target)
+	if err != nil {
+		log.Error("parsing -target", "err", err)
 		return 2
 	}
 	if *rounds < 3 {

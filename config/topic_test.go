@@ -1,23 +1,22 @@
-package storage
+package config
 
 import (
-	"math"
 	"reflect"
 	"testing"
 )
 
 func TestBuildLogConfigDefaultsMatchDefaultLogConfig(t *testing.T) {
-	got, err := BuildLogConfig(nil, nil)
+	got, err := BuildTopic(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := DefaultLogConfig(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("BuildLogConfig(nil, nil) =\n%+v\nwant DefaultLogConfig()\n%+v", got, want)
+	if want := DefaultTopic(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("BuildTopic(nil, nil) =\n%+v\nwant DefaultTopic()\n%+v", got, want)
 	}
 }
 
 func TestEveryTopicDefaultParses(t *testing.T) {
-	for _, d := range TopicConfigDefs() {
+	for _, d := range TopicKeys() {
 		if !d.HasValue() {
 			continue
 		}
@@ -33,7 +32,7 @@ func TestEveryTopicDefaultParses(t *testing.T) {
 }
 
 func TestTopicConfigDefsSortedAndComplete(t *testing.T) {
-	defs := TopicConfigDefs()
+	defs := TopicKeys()
 	public := 0
 	for i, d := range defs {
 		if i > 0 && defs[i-1].Name >= d.Name {
@@ -46,7 +45,7 @@ func TestTopicConfigDefsSortedAndComplete(t *testing.T) {
 			public++
 		}
 	}
-	// Kafka 4.3's LogConfig has 33 non-internal topic keys.
+	// Kafka 4.3's Topic has 33 non-internal topic keys.
 	if public != 33 {
 		t.Errorf("%d public topic keys, want 33", public)
 	}
@@ -61,16 +60,16 @@ func TestBuildLogConfigOverridesAndBase(t *testing.T) {
 		"min.cleanable.dirty.ratio":             "0.25",
 		"leader.replication.throttled.replicas": "0:1,1:2",
 	}
-	lc, err := BuildLogConfig(base, over)
+	lc, err := BuildTopic(base, over)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if lc.SegmentBytes != 1048576 || lc.RetentionMs != 86400000 || !lc.Compact || !lc.Delete ||
 		!lc.LogAppendTime || lc.MinCleanableRatio != 0.25 ||
 		!reflect.DeepEqual(lc.LeaderReplicationThrottledReplicas, []string{"0:1", "1:2"}) {
-		t.Fatalf("unexpected LogConfig %+v", lc)
+		t.Fatalf("unexpected Topic %+v", lc)
 	}
-	lc, err = BuildLogConfig(nil, map[string]string{"cleanup.policy": ""})
+	lc, err = BuildTopic(nil, map[string]string{"cleanup.policy": ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestValidateTopicConfigsErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateTopicConfigs(tc.base, tc.overrides)
+			err := ValidateTopic(tc.base, tc.overrides)
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -116,7 +115,7 @@ func TestValidateTopicConfigsErrors(t *testing.T) {
 		"retention.ms": " -1 ", "leader.replication.throttled.replicas": "*", "follower.replication.throttled.replicas": "",
 		"compression.gzip.level": "-1", "preallocate": "TRUE", "min.cleanable.dirty.ratio": "1", "cleanup.policy": "",
 	}
-	if err := ValidateTopicConfigs(nil, ok); err != nil {
+	if err := ValidateTopic(nil, ok); err != nil {
 		t.Fatalf("valid overrides refused: %v", err)
 	}
 }
@@ -151,51 +150,5 @@ func TestTopicDefaultsFromBroker(t *testing.T) {
 	got, _ = TopicDefaultsFromBroker(func(k string) (string, bool) { v, ok := broker[k]; return v, ok })
 	if got["retention.ms"] != "180000" {
 		t.Fatalf("minutes conversion: got %q", got["retention.ms"])
-	}
-}
-
-func TestFormatJavaDouble(t *testing.T) {
-	cases := map[float64]string{
-		0.5: "0.5", 1: "1.0", 0.9: "0.9", 0.05: "0.05", 1e7: "1.0E7", 1.5e-4: "1.5E-4",
-		math.MaxFloat64: "1.7976931348623157E308", 0.001: "0.001", 1234567.5: "1234567.5", -2: "-2.0",
-	}
-	for f, want := range cases {
-		if got := FormatJavaDouble(f); got != want {
-			t.Errorf("FormatJavaDouble(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
-func TestParseConfigValueJavaRules(t *testing.T) {
-	cases := []struct {
-		typ  ConfigType
-		raw  string
-		want any
-		bad  bool
-	}{
-		{ConfigTypeInt, " +42 ", int32(42), false},
-		{ConfigTypeInt, "0x10", nil, true},
-		{ConfigTypeInt, "1_000", nil, true},
-		{ConfigTypeShort, "40000", nil, true},
-		{ConfigTypeLong, "9223372036854775807", int64(math.MaxInt64), false},
-		{ConfigTypeDouble, "1e3", 1000.0, false},
-		{ConfigTypeDouble, "2.5d", 2.5, false},
-		{ConfigTypeDouble, "inf", nil, true},
-		{ConfigTypeBoolean, " False ", false, false},
-		{ConfigTypeList, "  ", []string{}, false},
-		{ConfigTypeList, "a , b,c", []string{"a", "b", "c"}, false},
-		{ConfigTypeString, "  x y  ", "x y", false},
-	}
-	for _, tc := range cases {
-		got, err := ParseConfigValue("k", tc.typ, tc.raw)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("%v %q: accepted as %v", tc.typ, tc.raw, got)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%v %q: got %v, %v; want %v", tc.typ, tc.raw, got, err, tc.want)
-		}
 	}
 }

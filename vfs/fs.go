@@ -1,4 +1,9 @@
-package storage
+// Package vfs is the filesystem seam under storage and the controller's
+// raft log: the FS interface, the real filesystem (OSFS), and an in-memory
+// filesystem (MemFS) whose crash forgets what was not made durable, with
+// fault injection for I/O errors, torn writes and a full disk. Nothing here
+// knows what the files mean.
+package vfs
 
 import (
 	"errors"
@@ -13,7 +18,7 @@ import (
 // checkpoints and the controller's raft log use. Every file operation goes
 // through it so that crash, torn-write, full-disk and I/O-error behaviour can
 // be tested with an in-memory or fault-injecting implementation (see
-// errorfs.go) instead of a real disk.
+// memfs.go) instead of a real disk.
 type FS interface {
 	// OpenFile opens name with os.OpenFile's flag semantics.
 	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
@@ -132,4 +137,13 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// FileRange is a contiguous byte range of a segment file holding whole
+// record batches, sent to the client with sendfile where File supports it.
+// Size 0 means no batches.
+type FileRange struct {
+	File File
+	Pos  int64
+	Size int64
 }
