@@ -88,7 +88,7 @@ func (p *partition) wake() {
 // advanceHighWatermark moves the high watermark after an append. With this
 // node the only in-sync replica, everything appended is committed.
 func (p *partition) advanceHighWatermark() {
-	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.log.AdvanceHighWatermark(p.log.LogEndOffset())
 	p.wake()
 }
 
