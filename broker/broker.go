@@ -10,7 +10,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,8 +19,6 @@ import (
 // static file, dynamic broker configs and topic overrides (the latter two
 // from the metadata image). broker/config implements it.
 type Configs interface {
-	// LogConfig is a topic's effective log configuration.
-	LogConfig(img *controller.Image, topic string) storage.LogConfig
 	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
 	// resource; keys nil means every key.
 	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
@@ -59,10 +57,12 @@ type Options struct {
 	SupportedFeatures map[string][2]int16
 
 	Controller *controller.Controller
-	Logs       *storage.Manager
-	Configs    Configs
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Replicas hosts this node's partitions; the broker starts and stops
+	// it with itself.
+	Replicas *replica.Manager
+	Configs  Configs
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -71,12 +71,12 @@ type Broker struct {
 	log         *slog.Logger
 	ctrl        *controller.Controller
 	server      *Server
-	replicas    *replicaManager
+	replicas    *replica.Manager
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
 	now         func() time.Time
 	// groups is the group coordinator, created by Start.
-	groups *groupRuntime
+	groups *groupCoordinator
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -101,12 +101,12 @@ func New(opts Options) *Broker {
 		opts.MaxIncrementalFetchSessions = 1000
 	}
 	b := &Broker{
-		opts: opts,
-		log:  opts.Logger,
-		ctrl: opts.Controller,
-		now:  opts.Now,
+		opts:     opts,
+		log:      opts.Logger,
+		ctrl:     opts.Controller,
+		replicas: opts.Replicas,
+		now:      opts.Now,
 	}
-	b.replicas = newReplicaManager(b)
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
@@ -133,10 +133,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.register(ctx); err != nil {
 		return err
 	}
-	b.groups = newGroupRuntime(ctx, b)
-	if err := b.replicas.start(ctx); err != nil {
+	if err := b.replicas.Start(ctx, b.ctrl); err != nil {
 		return err
 	}
+	b.groups = b.startGroups(ctx)
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
@@ -153,14 +153,14 @@ func (b *Broker) Shutdown() {
 		if b.groups != nil {
 			// Parked group requests are answered before the server
 			// drains its connections.
-			b.groups.stop()
+			b.groups.runtime.Stop()
 		}
 		b.server.Shutdown()
 		if b.cancel != nil {
 			b.cancel()
 		}
 		b.bg.Wait()
-		b.replicas.stop()
+		b.replicas.Stop()
 	})
 }
 
@@ -208,7 +208,7 @@ func (b *Broker) register(ctx context.Context) error {
 	for _, id := range b.opts.LogDirIDs {
 		req.LogDirs = append(req.LogDirs, id)
 	}
-	if epoch, ok := b.opts.Logs.PreviousBrokerEpoch(); ok {
+	if epoch, ok := b.replicas.PreviousBrokerEpoch(); ok {
 		req.PreviousBrokerEpoch = epoch
 	}
 	// A previous incarnation may still hold a live session (another
@@ -236,7 +236,7 @@ func (b *Broker) register(ctx context.Context) error {
 		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 	}
 	b.brokerEpoch = resp.BrokerEpoch
-	b.opts.Logs.SetBrokerEpoch(resp.BrokerEpoch)
+	b.replicas.SetBrokerEpoch(resp.BrokerEpoch)
 	// The first heartbeat asks to be unfenced.
 	return b.heartbeat(ctx)
 }

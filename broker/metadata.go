@@ -15,9 +15,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -101,7 +101,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	if len(toCreate) > 0 {
 		created = b.autoCreateTopics(ctx, toCreate)
 		img = b.ctrl.Image()
-		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
+		b.replicas.WaitApplied(ctx, img.Offset, topicOpenWait)
 	}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || hasTopic(resp.Topics, *rt.Topic) {
@@ -144,8 +144,8 @@ func (b *Broker) autoCreateTopics(ctx context.Context, names []string) map[strin
 		t.Topic = name
 		t.NumPartitions = -1
 		t.ReplicationFactor = -1
-		if name == "__consumer_offsets" {
-			t = b.offsetsTopicSpec()
+		if spec, ok := b.internalTopic(name); ok {
+			t = spec
 		}
 		req.Topics = append(req.Topics, t)
 	}
@@ -170,27 +170,31 @@ func (b *Broker) autoCreateTopics(ctx context.Context, names []string) map[strin
 	return out
 }
 
-// offsetsTopicSpec is __consumer_offsets as Kafka creates it.
-func (b *Broker) offsetsTopicSpec() kmsg.CreateTopicsRequestTopic {
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic = "__consumer_offsets"
-	t.NumPartitions = b.opts.OffsetsTopicPartitions
-	t.ReplicationFactor = b.opts.OffsetsTopicReplicationFactor
-	segmentBytes := int32(100 << 20) // offsets.topic.segment.bytes
-	if b.opts.Groups != nil && b.opts.Groups.OffsetsTopicSegmentBytes > 0 {
-		segmentBytes = b.opts.Groups.OffsetsTopicSegmentBytes
+// internalTopic is how a coordinator's internal topic is created (Kafka's
+// AutoTopicCreationManager.creatableTopic), when name is one.
+func (b *Broker) internalTopic(name string) (kmsg.CreateTopicsRequestTopic, bool) {
+	if b.groups != nil {
+		if spec := b.groups.runtime.Topic(); spec.Name == name {
+			return spec.CreateTopic(), true
+		}
 	}
-	for _, kv := range [][2]string{
-		{"cleanup.policy", "compact"},
-		{"compression.type", "producer"},
-		{"segment.bytes", strconv.Itoa(int(segmentBytes))},
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		k, val := kv[0], kv[1]
-		c.Name, c.Value = k, &val
-		t.Configs = append(t.Configs, c)
+	return kmsg.CreateTopicsRequestTopic{}, false
+}
+
+// createInternalTopic asks the controller to create a coordinator's topic
+// (runtime.Options.CreateTopic); a topic that already exists is fine.
+func (b *Broker) createInternalTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	req.Topics = append(req.Topics, t)
+	resp := b.ctrl.CreateTopics(ctx, req)
+	if resp == nil || len(resp.Topics) != 1 {
+		return fmt.Errorf("creating %s: no answer from the controller", t.Topic)
 	}
-	return t
+	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("creating %s: %w", t.Topic, errFromCode(code))
+	}
+	return nil
 }
 
 // metadataBrokers lists unfenced brokers with an endpoint on listenerName.

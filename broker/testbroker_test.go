@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,6 +83,8 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 		t.Fatal(err)
 	}
 	groups := cfg.GroupCoordinatorConfig(log)
+	configs := config.NewProvider(cfg, log)
+	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
 	b := New(Options{
 		NodeID: 1,
 		Server: ServerOptions{
@@ -102,8 +105,8 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 		Groups:                        &groups,
 		LogDirIDs:                     []controller.UUID{voters[0].DirectoryID},
 		Controller:                    ctrl,
-		Logs:                          logs,
-		Configs:                       config.NewProvider(cfg, log),
+		Replicas:                      replicas,
+		Configs:                       configs,
 		Logger:                        log,
 	})
 	if err := b.Listen(); err != nil {

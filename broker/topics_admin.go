@@ -27,7 +27,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 			return
 		}
 		img := b.ctrl.Image()
-		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
+		b.replicas.WaitApplied(ctx, img.Offset, topicOpenWait)
 		if r.version() >= 5 {
 			for i := range resp.Topics {
 				t := &resp.Topics[i]
@@ -95,7 +95,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreatePartitionsRequest)
 	r.goAsync(func() {
 		if resp := b.ctrl.CreatePartitions(ctx, req); resp != nil {
-			b.replicas.waitApplied(ctx, b.ctrl.Image().Offset, topicOpenWait)
+			b.replicas.WaitApplied(ctx, b.ctrl.Image().Offset, topicOpenWait)
 			r.respond(resp)
 		} else {
 			r.closeConnection()

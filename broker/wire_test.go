@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -398,7 +399,7 @@ func createTopic(t *testing.T, n *testNode, name string, partitions int32, confi
 	for {
 		ok := true
 		for p := int32(0); p < partitions; p++ {
-			if n.b.replicas.get(topicPartition(name, p)) == nil {
+			if !n.b.replicas.Hosts(replica.TopicPartition{Topic: name, Partition: p}) {
 				ok = false
 			}
 		}
