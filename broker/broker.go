@@ -27,6 +27,23 @@ type Configs interface {
 	CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
 }
 
+// MetadataView is the committed metadata as this node has applied it: the
+// current image (immutable; read it once per request) and its changes, in
+// order, first with the current image (prev nil).
+type MetadataView interface {
+	Image() *controller.Image
+	Subscribe(fn func(prev, next *controller.Image)) (cancel func())
+}
+
+// ActiveController is the active controller as the broker reaches it: in a
+// combined node the local one (*controller.Controller); a client that
+// forwards to a remote one will plug in here. Handle returns the
+// controller's answer, once any change it makes is committed, or an error
+// when there is none.
+type ActiveController interface {
+	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
 // Options configure a broker.
 type Options struct {
 	NodeID int32
@@ -56,7 +73,10 @@ type Options struct {
 	// SupportedFeatures is reported in ApiVersions and registration.
 	SupportedFeatures map[string][2]int16
 
-	Controller *controller.Controller
+	// Metadata is the image this node follows; Controller takes the
+	// requests that change it.
+	Metadata   MetadataView
+	Controller ActiveController
 	// Replicas hosts this node's partitions; the broker starts and stops
 	// it with itself.
 	Replicas *replica.Manager
@@ -69,7 +89,8 @@ type Options struct {
 type Broker struct {
 	opts        Options
 	log         *slog.Logger
-	ctrl        *controller.Controller
+	meta        MetadataView
+	ctrl        ActiveController
 	server      *Server
 	replicas    *replica.Manager
 	sessions    *fetchSessionCache
@@ -80,10 +101,17 @@ type Broker struct {
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
+	// autoCreating holds the topics whose auto-creation (Metadata) is in
+	// flight, so that a burst of requests asks the controller once.
+	autoCreateMu sync.Mutex
+	autoCreating map[string]bool
 
 	stopOnce sync.Once
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
+	// runCtx is Start's context, cancelled by Shutdown; background work
+	// (heartbeats, auto-creations) runs under it, tracked by bg.
+	runCtx context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 // New builds a broker; Start brings it up.
@@ -101,11 +129,13 @@ func New(opts Options) *Broker {
 		opts.MaxIncrementalFetchSessions = 1000
 	}
 	b := &Broker{
-		opts:     opts,
-		log:      opts.Logger,
-		ctrl:     opts.Controller,
-		replicas: opts.Replicas,
-		now:      opts.Now,
+		opts:         opts,
+		log:          opts.Logger,
+		meta:         opts.Metadata,
+		ctrl:         opts.Controller,
+		replicas:     opts.Replicas,
+		now:          opts.Now,
+		autoCreating: map[string]bool{},
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	opts.Server.Logger = opts.Logger
@@ -130,10 +160,11 @@ func (b *Broker) Addrs() map[string]string {
 // starts serving.
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
+	b.runCtx = ctx
 	if err := b.register(ctx); err != nil {
 		return err
 	}
-	if err := b.replicas.Start(ctx, b.ctrl); err != nil {
+	if err := b.replicas.Start(ctx, b.meta); err != nil {
 		return err
 	}
 	b.groups = b.startGroups(ctx)
@@ -156,6 +187,10 @@ func (b *Broker) Shutdown() {
 			b.groups.runtime.Stop()
 		}
 		b.server.Shutdown()
+		// No auto-creation starts after this (bg.Add must not race Wait).
+		b.autoCreateMu.Lock()
+		b.autoCreating = nil
+		b.autoCreateMu.Unlock()
 		if b.cancel != nil {
 			b.cancel()
 		}
@@ -184,12 +219,45 @@ func (b *Broker) endpoints() []controller.Endpoint {
 // session to expire (broker.session.timeout.ms is 9 s by default).
 const registrationRetries = 30
 
+// forward sends a request to the active controller and returns its answer:
+// the one way from this broker to the controller, for clients' admin
+// requests (forwardRequest) and the broker's own registration, heartbeats
+// and producer-id allocations. Forwarding to a remote active controller
+// (KIP-590 envelopes, NOT_CONTROLLER retries) will live here.
+func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := b.ctrl.Handle(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s to the controller: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// forwardRequest answers r with the active controller's answer to its
+// request, off the reader goroutine (the controller answers once the
+// change is committed). finish, when set, adds what only the broker knows
+// before the answer goes out. No answer (shutting down) closes the
+// connection, as Kafka does.
+func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+	r.goAsync(func() {
+		resp, err := b.forward(ctx, r.kreq)
+		if err != nil {
+			b.log.Debug("forwarding failed; closing the connection", "err", err)
+			r.closeConnection()
+			return
+		}
+		if finish != nil {
+			finish(resp)
+		}
+		r.respond(resp)
+	})
+}
+
 // register registers this broker with the controller (a BrokerRegistration
 // request in combined mode goes straight to the local controller).
 func (b *Broker) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID = b.opts.NodeID
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	if img != nil {
 		req.ClusterID = img.ClusterID
 	}
@@ -216,10 +284,11 @@ func (b *Broker) register(ctx context.Context) error {
 	// noticed): retry, as Kafka brokers do, until it expires.
 	var resp *kmsg.BrokerRegistrationResponse
 	for attempt := 0; ; attempt++ {
-		resp = b.ctrl.RegisterBroker(ctx, req)
-		if resp == nil {
-			return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
+		answer, err := b.forward(ctx, req)
+		if err != nil {
+			return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 		}
+		resp = answer.(*kmsg.BrokerRegistrationResponse)
 		if resp.ErrorCode != kerr.DuplicateBrokerRegistration.Code || attempt >= registrationRetries {
 			break
 		}
@@ -245,15 +314,15 @@ func (b *Broker) heartbeat(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID = b.opts.NodeID
 	req.BrokerEpoch = b.brokerEpoch
-	if img := b.ctrl.Image(); img != nil {
+	if img := b.meta.Image(); img != nil {
 		req.CurrentMetadataOffset = img.Offset
 	}
 	req.WantFence = false
-	resp := b.ctrl.BrokerHeartbeat(ctx, req)
-	if resp == nil {
-		return fmt.Errorf("broker heartbeat: no answer from the controller")
+	resp, err := b.forward(ctx, req)
+	if err != nil {
+		return err
 	}
-	return errFromCode(resp.ErrorCode)
+	return errFromCode(resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode)
 }
 
 // heartbeatLoop keeps the broker's lease (broker.heartbeat.interval.ms).

@@ -56,7 +56,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		return
 	}
 	plan.listener = r.conn.listener.Name
-	c := &fetchCall{b: b, r: r, plan: plan, img: b.ctrl.Image()}
+	c := &fetchCall{b: b, r: r, plan: plan, img: b.meta.Image()}
 	entries := make([]replica.FetchEntry, len(plan.items))
 	for i, it := range plan.items {
 		e := &entries[i]

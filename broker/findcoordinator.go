@@ -49,7 +49,7 @@ func kafkaErrorMessage(code int16) *string {
 func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	v := r.version()
 	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
 

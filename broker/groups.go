@@ -63,7 +63,7 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 		cfg.OffsetsTopicReplicationFactor = b.opts.OffsetsTopicReplicationFactor
 	}
 	spec := cfg.TopicSpec()
-	if img := b.ctrl.Image(); img != nil {
+	if img := b.meta.Image(); img != nil {
 		if t := img.Topics[spec.Name]; t != nil && len(t.Partitions) > 0 {
 			cfg.OffsetsTopicNumPartitions = int32(len(t.Partitions))
 		}
@@ -74,7 +74,7 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 	if cfg.Now == nil {
 		cfg.Now = b.now
 	}
-	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{ctrl: b.ctrl}), connTails: map[*conn]chan struct{}{}}
+	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{meta: b.meta}), connTails: map[*conn]chan struct{}{}}
 	g.runtime = runtime.Start(ctx, runtime.Options{
 		Topic:       spec,
 		Coordinator: g.coord,
@@ -87,14 +87,14 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 
 // imageTopics answers the coordinator's topic questions from the current
 // metadata image (an atomic load; no locks).
-type imageTopics struct{ ctrl *controller.Controller }
+type imageTopics struct{ meta MetadataView }
 
 func topicInfo(t *controller.Topic) group.TopicInfo {
 	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
 }
 
 func (it imageTopics) TopicByName(name string) (group.TopicInfo, bool) {
-	img := it.ctrl.Image()
+	img := it.meta.Image()
 	if img == nil {
 		return group.TopicInfo{}, false
 	}
@@ -106,7 +106,7 @@ func (it imageTopics) TopicByName(name string) (group.TopicInfo, bool) {
 }
 
 func (it imageTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
-	img := it.ctrl.Image()
+	img := it.meta.Image()
 	if img == nil {
 		return group.TopicInfo{}, false
 	}
@@ -118,7 +118,7 @@ func (it imageTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
 }
 
 func (it imageTopics) TopicNames() []string {
-	img := it.ctrl.Image()
+	img := it.meta.Image()
 	if img == nil {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (b *Broker) consumerProtocolEnabled() bool {
 	if !enabled {
 		return false
 	}
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	return img != nil && img.Features["group.version"] >= 1
 }
 

@@ -199,6 +199,7 @@ func TestGroupRequestsOfAConnectionRunInOrder(t *testing.T) {
 	mt.Topic = kmsg.StringPtr("ordered-topic")
 	meta.Topics = append(meta.Topics, mt)
 	c.roundTrip(meta)
+	waitMetadataTopic(t, n, "ordered-topic") // auto-creation is not awaited
 
 	var reqs []kmsg.Request
 	for i := range 50 {

@@ -61,7 +61,7 @@ func (b *Broker) produceUnsupportedVersion(r *request) {
 func (b *Broker) handleProduce(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	// The entries live on the stack for the common request (one
 	// partition): the append keeps nothing of them unless it must wait.
 	var entryBuf [1]replica.AppendEntry

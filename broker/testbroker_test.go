@@ -104,6 +104,7 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 		SupportedFeatures:             features,
 		Groups:                        &groups,
 		LogDirIDs:                     []controller.UUID{voters[0].DirectoryID},
+		Metadata:                      ctrl,
 		Controller:                    ctrl,
 		Replicas:                      replicas,
 		Configs:                       configs,

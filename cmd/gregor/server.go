@@ -70,6 +70,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	}()
 
 	opts := s.brokerOpts
+	opts.Metadata = ctrl
 	opts.Controller = ctrl
 	opts.Replicas = replica.NewManager(replica.Options{
 		NodeID:  s.nodeID,
