@@ -27,14 +27,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fetchItem is one partition to read in this request.
-type fetchItem struct {
-	key          sessionKey
-	fetchOffset  int64
-	maxBytes     int32
-	currentEpoch int32
-}
-
 // fetchPlan is a decoded fetch: what to read and how to answer.
 type fetchPlan struct {
 	version       int16
@@ -100,7 +92,7 @@ func (c *fetchCall) FetchCompleted(entries []replica.FetchEntry) {
 	c.b.respondFetch(c.r, c.plan, c.img, entries)
 }
 
-// planFetch resolves the fetch session and lists the partitions to read.
+// planFetch decodes a fetch and resolves its session.
 func (b *Broker) planFetch(req *kmsg.FetchRequest, v int16) (*fetchPlan, int16) {
 	plan := &fetchPlan{
 		version:       v,
@@ -109,92 +101,25 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, v int16) (*fetchPlan, int16) 
 		minBytes:      req.MinBytes,
 		maxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
 	}
-	useIDs := v >= 13
-	keyOf := func(topic string, id [16]byte, partition int32) sessionKey {
-		if useIDs {
-			return sessionKey{topicID: id, partition: partition}
-		}
-		return sessionKey{topic: topic, partition: partition}
-	}
-	var reqItems []fetchItem
+	sr := sessionRequest{version: v, id: req.SessionID, epoch: req.SessionEpoch}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			reqItems = append(reqItems, fetchItem{
-				key:          keyOf(t.Topic, t.TopicID, p.Partition),
+			sr.items = append(sr.items, fetchItem{
+				key:          newSessionKey(v, t.Topic, t.TopicID, p.Partition),
 				fetchOffset:  p.FetchOffset,
 				maxBytes:     p.PartitionMaxBytes,
 				currentEpoch: p.CurrentLeaderEpoch,
 			})
 		}
 	}
-
-	switch {
-	case v < 7 || (req.SessionID == 0 && req.SessionEpoch == sessionEpochFinal):
-		// Sessionless full fetch.
-		plan.items, plan.full = reqItems, true
-		return plan, 0
-	case req.SessionEpoch == sessionEpochFinal:
-		// Close the session and do a sessionless full fetch.
-		b.sessions.remove(req.SessionID)
-		plan.items, plan.full = reqItems, true
-		return plan, 0
-	case req.SessionEpoch == sessionEpochInitial:
-		if req.SessionID != 0 {
-			b.sessions.remove(req.SessionID)
-		}
-		plan.items, plan.full = reqItems, true
-		if len(reqItems) == 0 {
-			return plan, 0
-		}
-		s := b.sessions.create(useIDs)
-		if s == nil {
-			return plan, 0 // no room: sessionless
-		}
-		b.sessions.mu.Lock()
-		for _, it := range reqItems {
-			s.upsert(sessionPartition{key: it.key, fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch})
-		}
-		b.sessions.mu.Unlock()
-		plan.session = s
-		return plan, 0
-	case req.SessionID == 0:
-		return nil, kerr.InvalidFetchSessionEpoch.Code
-	}
-
-	s := b.sessions.get(req.SessionID)
-	if s == nil {
-		return nil, kerr.FetchSessionIDNotFound.Code
-	}
-	b.sessions.mu.Lock()
-	defer b.sessions.mu.Unlock()
-	if s.epoch != req.SessionEpoch {
-		return nil, kerr.InvalidFetchSessionEpoch.Code
-	}
-	if s.usesTopicIDs != useIDs {
-		return nil, kerr.FetchSessionTopicIDError.Code
-	}
-	for _, it := range reqItems {
-		s.upsert(sessionPartition{key: it.key, fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch})
-	}
 	for _, ft := range req.ForgottenTopics {
 		for _, p := range ft.Partitions {
-			s.forget(keyOf(ft.Topic, ft.TopicID, p))
+			sr.forgotten = append(sr.forgotten, newSessionKey(v, ft.Topic, ft.TopicID, p))
 		}
 	}
-	s.epoch = nextSessionEpoch(s.epoch)
-	for _, k := range s.order {
-		sp := s.parts[k]
-		plan.items = append(plan.items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch})
-	}
-	plan.session = s
-	return plan, 0
-}
-
-func nextSessionEpoch(e int32) int32 {
-	if e == 1<<31-1 {
-		return 1
-	}
-	return e + 1
+	var errCode int16
+	plan.session, plan.items, plan.full, errCode = b.sessions.open(sr)
+	return plan, errCode
 }
 
 // respondFetch builds the response: every item for a full fetch, only the
@@ -208,30 +133,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 	var include []bool
 	if plan.session != nil {
 		body.sessionID = plan.session.id
-		b.sessions.mu.Lock()
-		include = make([]bool, len(plan.items))
-		moved := map[sessionKey]bool{}
-		for i, it := range plan.items {
-			pr := &results[i]
-			sp := plan.session.parts[it.key]
-			if sp == nil { // forgotten meanwhile by a concurrent request
-				continue
-			}
-			changed := plan.full || pr.records.Size > 0 || pr.errorCode != 0 ||
-				pr.highWatermark != sp.sentHighWatermark || pr.lastStableOffset != sp.sentLastStable ||
-				pr.logStartOffset != sp.sentLogStart || pr.currentLeaderID != -1
-			if changed {
-				include[i] = true
-				sp.sentHighWatermark, sp.sentLastStable, sp.sentLogStart = pr.highWatermark, pr.lastStableOffset, pr.logStartOffset
-			}
-			if pr.records.Size > 0 {
-				moved[it.key] = true
-			}
-		}
-		if !plan.full {
-			plan.session.moveToEnd(moved)
-		}
-		b.sessions.mu.Unlock()
+		include = b.sessions.respond(plan.session, plan.full, plan.items, results)
 	}
 	leaders := map[int32]bool{}
 	for i, it := range plan.items {
