@@ -44,7 +44,8 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 }
 
 // producerIDBlocks hands out producer ids from blocks allocated by the
-// controller.
+// controller. mu is held across the allocation's round trip to the
+// controller, so concurrent InitProducerIds wait for one block (LOCKS.md).
 type producerIDBlocks struct {
 	mu     sync.Mutex
 	nextID int64

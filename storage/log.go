@@ -90,6 +90,8 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     advances); it is held for a few loads and stores, never across I/O.
 //   - each index and the epoch cache have their own lock, taken last.
 //
+// The whole node's lock order is LOCKS.md at the repository root.
+//
 // Offsets readers need (log end, log start, high watermark, recovery point)
 // are atomics: the appender stores the log end offset only after the bytes
 // and the segment's size are published.

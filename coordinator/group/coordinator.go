@@ -5,7 +5,8 @@ package group
 // that shard's groups and offsets and is held across PartitionLog.Append,
 // so that the order of records in the log is the order in which they were
 // applied in memory: replaying the partition rebuilds the same state. Lock
-// order: Coordinator.mu, then shard.mu; never two shard locks at once.
+// order: Coordinator.mu, then shard.mu; never two shard locks at once (the
+// append path under shard.mu: LOCKS.md at the repository root).
 // Requests run on the caller's goroutine; a request that must wait (a
 // JoinGroup parked until the rebalance completes, a SyncGroup waiting for
 // the leader's assignment) registers a buffered channel under shard.mu,
