@@ -56,12 +56,7 @@ func (m *Manager) ListOffset(tp TopicPartition, currentEpoch int32, timestamp in
 	}
 	l := p.log
 	_, epoch := p.leadership()
-	visible := l.LogEndOffset()
-	if replicaID == ConsumerReplicaID {
-		// The last stable offset equals the high watermark until
-		// transactions exist.
-		visible = l.HighWatermark()
-	}
+	visible := visibleEnd(l, replicaID, isolation)
 	var off, ts int64
 	var ep int32
 	switch timestamp {

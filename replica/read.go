@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -120,8 +121,7 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 	l := p.log
 	// The offsets are read before the records, as Kafka's readRecords
 	// does: an append landing meanwhile shows up in the next fetch.
-	hw := l.HighWatermark()
-	lso := hw // the last stable offset, until transactions exist
+	hw, lso := l.HighWatermark(), lastStableOffset(l)
 	e.Result.HighWatermark, e.Result.LastStableOffset = hw, lso
 	e.Result.LogStartOffset = l.LogStartOffset()
 	maxOffset := hw
@@ -139,6 +139,23 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 		*budget -= fr.Size
 		*minOne = false
 	}
+}
+
+// lastStableOffset is where read_committed consumers stop: the first
+// offset of the oldest open transaction, or the high watermark. Without
+// transactions (not served yet) it is the high watermark.
+func lastStableOffset(l *storage.Log) int64 { return l.HighWatermark() }
+
+// visibleEnd is the end of what a reader may see: the log end for a
+// replica, the high watermark or the last stable offset for a consumer.
+func visibleEnd(l *storage.Log, replicaID int32, isolation Isolation) int64 {
+	switch {
+	case replicaID != ConsumerReplicaID:
+		return l.LogEndOffset()
+	case isolation == ReadCommitted:
+		return lastStableOffset(l)
+	}
+	return l.HighWatermark()
 }
 
 // storageErr is the Kafka error for a failed log operation: the
