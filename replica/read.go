@@ -80,8 +80,7 @@ func (m *Manager) Fetch(params FetchParams, entries []FetchEntry, done FetchComp
 		done.FetchCompleted(entries)
 		return
 	}
-	// What was read is dropped (this is the one place a read's ranges are
-	// discarded unsent); the fetch reads again when woken.
+	dropReads(entries)
 	keys := make([]TopicPartition, 0, len(entries))
 	for i := range entries {
 		if !entries[i].preset {
@@ -169,6 +168,16 @@ func storageErr(err error) *kerr.Error {
 	return kerr.KafkaStorageError
 }
 
+// dropReads forgets the ranges of a read that is not answered (the fetch
+// waits and reads again when woken). It is the one place read ranges are
+// discarded unsent: a range's release goes here once ranges hold their
+// segment file open.
+func dropReads(entries []FetchEntry) {
+	for i := range entries {
+		entries[i].Result.Records = vfs.FileRange{}
+	}
+}
+
 // delayedFetch is a fetch waiting for MinBytes.
 type delayedFetch struct {
 	m       *Manager
@@ -179,6 +188,7 @@ type delayedFetch struct {
 
 func (d *delayedFetch) TryComplete() bool {
 	if !d.m.readFetch(d.params, d.entries) {
+		dropReads(d.entries)
 		return false
 	}
 	d.done.FetchCompleted(d.entries)
@@ -219,6 +229,8 @@ func (m *Manager) ReadCommitted(tp TopicPartition, offset int64, maxBytes int32)
 	}
 }
 
+// copyRange copies a read range into memory; the range is done with when
+// it returns (with dropReads, the other place a range's life ends here).
 func copyRange(fr vfs.FileRange) ([]byte, error) {
 	if fr.Size == 0 {
 		return nil, nil
