@@ -53,7 +53,7 @@ func (b *Broker) apiVersionsFor(l *listener, version int16) *kmsg.ApiVersionsRes
 		f.Name, f.MinVersion, f.MaxVersion = name, rng[0], rng[1]
 		resp.SupportedFeatures = append(resp.SupportedFeatures, f)
 	}
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	if img == nil {
 		return resp
 	}

@@ -11,7 +11,7 @@ import (
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,8 +20,6 @@ import (
 // static file, dynamic broker configs and topic and group overrides (the
 // latter from the metadata image). broker/config implements it.
 type Configs interface {
-	// LogConfig is a topic's effective log configuration.
-	LogConfig(img *controller.Image, topic string) cfgdef.Topic
 	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
 	// resource; keys nil means every key.
 	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
@@ -32,6 +30,23 @@ type Configs interface {
 	GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool)
 	// CreateTopicConfigs is the Configs list of a CreateTopics v5+ answer.
 	CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
+}
+
+// MetadataView is the committed metadata as this node has applied it: the
+// current image (immutable; read it once per request) and its changes, in
+// order, first with the current image (prev nil).
+type MetadataView interface {
+	Image() *controller.Image
+	Subscribe(fn func(prev, next *controller.Image)) (cancel func())
+}
+
+// ActiveController is the active controller as the broker reaches it: in a
+// combined node the local one (*controller.Controller); a client that
+// forwards to a remote one will plug in here. Handle returns the
+// controller's answer, once any change it makes is committed, or an error
+// when there is none.
+type ActiveController interface {
+	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
 // Options configure a broker.
@@ -63,32 +78,45 @@ type Options struct {
 	// SupportedFeatures is reported in ApiVersions and registration.
 	SupportedFeatures map[string][2]int16
 
-	Controller *controller.Controller
-	Logs       *storage.Manager
-	Configs    Configs
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Metadata is the image this node follows; Controller takes the
+	// requests that change it.
+	Metadata   MetadataView
+	Controller ActiveController
+	// Replicas hosts this node's partitions; the broker starts and stops
+	// it with itself.
+	Replicas *replica.Manager
+	Configs  Configs
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
 type Broker struct {
 	opts        Options
 	log         *slog.Logger
-	ctrl        *controller.Controller
+	meta        MetadataView
+	ctrl        ActiveController
 	server      *Server
-	replicas    *replicaManager
+	replicas    *replica.Manager
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
 	now         func() time.Time
 	// groups is the group coordinator, created by Start.
-	groups *groupRuntime
+	groups *groupCoordinator
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
+	// autoCreating holds the topics whose auto-creation (Metadata) is in
+	// flight, so that a burst of requests asks the controller once.
+	autoCreateMu sync.Mutex
+	autoCreating map[string]bool
 
 	stopOnce sync.Once
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
+	// runCtx is Start's context, cancelled by Shutdown; background work
+	// (heartbeats, auto-creations) runs under it, tracked by bg.
+	runCtx context.Context
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 // New builds a broker; Start brings it up.
@@ -106,12 +134,14 @@ func New(opts Options) *Broker {
 		opts.MaxIncrementalFetchSessions = 1000
 	}
 	b := &Broker{
-		opts: opts,
-		log:  opts.Logger,
-		ctrl: opts.Controller,
-		now:  opts.Now,
+		opts:         opts,
+		log:          opts.Logger,
+		meta:         opts.Metadata,
+		ctrl:         opts.Controller,
+		replicas:     opts.Replicas,
+		now:          opts.Now,
+		autoCreating: map[string]bool{},
 	}
-	b.replicas = newReplicaManager(b)
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
@@ -135,13 +165,14 @@ func (b *Broker) Addrs() map[string]string {
 // starts serving.
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
+	b.runCtx = ctx
 	if err := b.register(ctx); err != nil {
 		return err
 	}
-	b.groups = newGroupRuntime(ctx, b)
-	if err := b.replicas.start(ctx); err != nil {
+	if err := b.replicas.Start(ctx, b.meta); err != nil {
 		return err
 	}
+	b.groups = b.startGroups(ctx)
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
@@ -158,14 +189,18 @@ func (b *Broker) Shutdown() {
 		if b.groups != nil {
 			// Parked group requests are answered before the server
 			// drains its connections.
-			b.groups.stop()
+			b.groups.runtime.Stop()
 		}
 		b.server.Shutdown()
+		// No auto-creation starts after this (bg.Add must not race Wait).
+		b.autoCreateMu.Lock()
+		b.autoCreating = nil
+		b.autoCreateMu.Unlock()
 		if b.cancel != nil {
 			b.cancel()
 		}
 		b.bg.Wait()
-		b.replicas.stop()
+		b.replicas.Stop()
 	})
 }
 
@@ -189,12 +224,45 @@ func (b *Broker) endpoints() []controller.Endpoint {
 // session to expire (broker.session.timeout.ms is 9 s by default).
 const registrationRetries = 30
 
+// forward sends a request to the active controller and returns its answer:
+// the one way from this broker to the controller, for clients' admin
+// requests (forwardRequest) and the broker's own registration, heartbeats
+// and producer-id allocations. Forwarding to a remote active controller
+// (KIP-590 envelopes, NOT_CONTROLLER retries) will live here.
+func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := b.ctrl.Handle(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s to the controller: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// forwardRequest answers r with the active controller's answer to its
+// request, off the reader goroutine (the controller answers once the
+// change is committed). finish, when set, adds what only the broker knows
+// before the answer goes out. No answer (shutting down) closes the
+// connection, as Kafka does.
+func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+	r.goAsync(func() {
+		resp, err := b.forward(ctx, r.kreq)
+		if err != nil {
+			b.log.Debug("forwarding failed; closing the connection", "err", err)
+			r.closeConnection()
+			return
+		}
+		if finish != nil {
+			finish(resp)
+		}
+		r.respond(resp)
+	})
+}
+
 // register registers this broker with the controller (a BrokerRegistration
 // request in combined mode goes straight to the local controller).
 func (b *Broker) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.BrokerID = b.opts.NodeID
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	if img != nil {
 		req.ClusterID = img.ClusterID
 	}
@@ -213,7 +281,7 @@ func (b *Broker) register(ctx context.Context) error {
 	for _, id := range b.opts.LogDirIDs {
 		req.LogDirs = append(req.LogDirs, id)
 	}
-	if epoch, ok := b.opts.Logs.PreviousBrokerEpoch(); ok {
+	if epoch, ok := b.replicas.PreviousBrokerEpoch(); ok {
 		req.PreviousBrokerEpoch = epoch
 	}
 	// A previous incarnation may still hold a live session (another
@@ -221,10 +289,11 @@ func (b *Broker) register(ctx context.Context) error {
 	// noticed): retry, as Kafka brokers do, until it expires.
 	var resp *kmsg.BrokerRegistrationResponse
 	for attempt := 0; ; attempt++ {
-		resp = b.ctrl.RegisterBroker(ctx, req)
-		if resp == nil {
-			return fmt.Errorf("registering broker %d: no answer from the controller", b.opts.NodeID)
+		answer, err := b.forward(ctx, req)
+		if err != nil {
+			return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 		}
+		resp = answer.(*kmsg.BrokerRegistrationResponse)
 		if resp.ErrorCode != kerr.DuplicateBrokerRegistration.Code || attempt >= registrationRetries {
 			break
 		}
@@ -241,7 +310,7 @@ func (b *Broker) register(ctx context.Context) error {
 		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 	}
 	b.brokerEpoch = resp.BrokerEpoch
-	b.opts.Logs.SetBrokerEpoch(resp.BrokerEpoch)
+	b.replicas.SetBrokerEpoch(resp.BrokerEpoch)
 	// The first heartbeat asks to be unfenced.
 	return b.heartbeat(ctx)
 }
@@ -250,15 +319,15 @@ func (b *Broker) heartbeat(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID = b.opts.NodeID
 	req.BrokerEpoch = b.brokerEpoch
-	if img := b.ctrl.Image(); img != nil {
+	if img := b.meta.Image(); img != nil {
 		req.CurrentMetadataOffset = img.Offset
 	}
 	req.WantFence = false
-	resp := b.ctrl.BrokerHeartbeat(ctx, req)
-	if resp == nil {
-		return fmt.Errorf("broker heartbeat: no answer from the controller")
+	resp, err := b.forward(ctx, req)
+	if err != nil {
+		return err
 	}
-	return errFromCode(resp.ErrorCode)
+	return errFromCode(resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode)
 }
 
 // heartbeatLoop keeps the broker's lease (broker.heartbeat.interval.ms).

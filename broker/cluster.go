@@ -34,7 +34,7 @@ const (
 func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	resp.ClusterID = img.ClusterID
 	resp.ClusterAuthorizedOperations = operationsOmitted
 	if req.IncludeClusterAuthorizedOperations {
@@ -100,7 +100,7 @@ func endpointKind(controller bool) string {
 func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 
 	var names []string
 	if len(req.Topics) == 0 {

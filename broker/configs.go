@@ -41,7 +41,7 @@ func topicResource(name string) controller.ConfigResource {
 func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -119,25 +119,11 @@ func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseR
 }
 
 func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.AlterConfigsRequest)
-	r.goAsync(func() {
-		if resp := b.ctrl.AlterConfigs(ctx, req); resp != nil {
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
-	})
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	r.goAsync(func() {
-		if resp := b.ctrl.IncrementalAlterConfigs(ctx, req); resp != nil {
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
-	})
+	b.forwardRequest(ctx, r, nil)
 }
 
 // listedConfigTypes are the types ListConfigResources v1 lists, in the
@@ -169,7 +155,7 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 		}
 		wanted[controller.ConfigResourceType(t)] = true
 	}
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
 	for _, t := range supported {
 		if len(wanted) > 0 && !wanted[t] {

@@ -12,14 +12,21 @@ package broker
 // otherwise the client gets a sessionless answer (SessionId 0), which every
 // client handles.
 //
+// open resolves a fetch's session and the partitions it reads; respond
+// records what the answer told the client and picks the partitions an
+// incremental answer carries. Everything a session is lives in this file.
+//
 // Locking: fetchSessionCache.mu guards the map and every session's fields;
 // a session is used by one fetch at a time (its epoch check enforces that
-// for well-behaved clients, and the lock keeps a misbehaving one safe).
+// for well-behaved clients, and the lock keeps a misbehaving one safe). It
+// is a leaf lock (LOCKS.md): nothing is called while holding it.
 
 import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 const (
@@ -36,14 +43,155 @@ type sessionKey struct {
 	partition int32
 }
 
+// newSessionKey is a request partition's key: by topic ID from fetch v13,
+// by name before.
+func newSessionKey(version int16, topic string, id [16]byte, partition int32) sessionKey {
+	if version >= 13 {
+		return sessionKey{topicID: id, partition: partition}
+	}
+	return sessionKey{topic: topic, partition: partition}
+}
+
+// fetchItem is one partition to read in a fetch.
+type fetchItem struct {
+	key          sessionKey
+	fetchOffset  int64
+	maxBytes     int32
+	currentEpoch int32
+}
+
+// sessionRequest is what a fetch says about its session: the session id
+// and epoch, its partitions (all of them for a full fetch, the changed
+// ones for an incremental one) and the partitions it forgets.
+type sessionRequest struct {
+	version   int16
+	id        int32
+	epoch     int32
+	items     []fetchItem
+	forgotten []sessionKey
+}
+
+// open resolves a fetch's session as Kafka's FetchManager.newContext does
+// and returns the partitions to read, whether the answer is full (every
+// partition) or incremental, and the session (nil: sessionless). Its
+// rules:
+//   - before v7, or id 0 with the final epoch: a sessionless full fetch;
+//   - the final epoch (-1) with an id: that session closes, and the fetch
+//     is sessionless and full;
+//   - the initial epoch (0): a new session with the request's partitions
+//     (a previous one named by id closes), full; no partitions, or a full
+//     cache (see create), means a sessionless answer instead;
+//   - any other epoch: the named session, which must exist
+//     (FETCH_SESSION_ID_NOT_FOUND), expect exactly that epoch
+//     (INVALID_FETCH_SESSION_EPOCH) and use topic IDs as the request does
+//     (FETCH_SESSION_TOPIC_ID_ERROR); its partitions are updated, the
+//     forgotten ones dropped, its epoch advanced, and every partition it
+//     holds is read, incrementally. Id 0 with such an epoch is
+//     INVALID_FETCH_SESSION_EPOCH.
+func (c *fetchSessionCache) open(req sessionRequest) (s *fetchSession, items []fetchItem, full bool, errCode int16) {
+	useIDs := req.version >= 13
+	switch {
+	case req.version < 7 || (req.id == 0 && req.epoch == sessionEpochFinal):
+		return nil, req.items, true, 0
+	case req.epoch == sessionEpochFinal:
+		c.remove(req.id)
+		return nil, req.items, true, 0
+	case req.epoch == sessionEpochInitial:
+		if req.id != 0 {
+			c.remove(req.id)
+		}
+		if len(req.items) == 0 {
+			return nil, req.items, true, 0
+		}
+		s = c.create(useIDs)
+		if s == nil {
+			return nil, req.items, true, 0 // no room: sessionless
+		}
+		c.mu.Lock()
+		for _, it := range req.items {
+			s.upsert(it)
+		}
+		c.mu.Unlock()
+		return s, req.items, true, 0
+	case req.id == 0:
+		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code
+	}
+	s = c.get(req.id)
+	if s == nil {
+		return nil, nil, false, kerr.FetchSessionIDNotFound.Code
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.epoch != req.epoch {
+		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code
+	}
+	if s.usesTopicIDs != useIDs {
+		return nil, nil, false, kerr.FetchSessionTopicIDError.Code
+	}
+	for _, it := range req.items {
+		s.upsert(it)
+	}
+	for _, k := range req.forgotten {
+		s.forget(k)
+	}
+	s.epoch = nextSessionEpoch(s.epoch)
+	items = make([]fetchItem, 0, len(s.order))
+	for _, k := range s.order {
+		sp := s.parts[k]
+		items = append(items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch})
+	}
+	return s, items, false, 0
+}
+
+func nextSessionEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// respond records in the session what the answer tells the client and
+// returns which items it includes: all of a full answer, and of an
+// incremental one only the partitions with news (records, an error, a
+// leader hint, or a high watermark, last stable offset or log start offset
+// that differs from what the client was last told). Partitions that
+// returned records move to the end of the session's order, so that the
+// others get the response's byte budget first next time.
+func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchItem, results []fetchPartitionResult) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	include := make([]bool, len(items))
+	var moved map[sessionKey]bool
+	for i, it := range items {
+		pr := &results[i]
+		sp := s.parts[it.key]
+		if sp == nil { // forgotten meanwhile by a concurrent request
+			continue
+		}
+		changed := full || pr.records.Size > 0 || pr.errorCode != 0 ||
+			pr.highWatermark != sp.sentHighWatermark || pr.lastStableOffset != sp.sentLastStable ||
+			pr.logStartOffset != sp.sentLogStart || pr.currentLeaderID != -1
+		if changed {
+			include[i] = true
+			sp.sentHighWatermark, sp.sentLastStable, sp.sentLogStart = pr.highWatermark, pr.lastStableOffset, pr.logStartOffset
+		}
+		if pr.records.Size > 0 && !full {
+			if moved == nil {
+				moved = map[sessionKey]bool{}
+			}
+			moved[it.key] = true
+		}
+	}
+	s.moveToEnd(moved)
+	return include
+}
+
 // sessionPartition is what the session remembers of one partition.
 type sessionPartition struct {
-	key               sessionKey
-	fetchOffset       int64
-	maxBytes          int32
-	currentEpoch      int32
-	lastFetchedEpoch  int32
-	followerLogStart  int64
+	fetchOffset  int64
+	maxBytes     int32
+	currentEpoch int32
+	// What the client was last told (-1: nothing yet).
 	sentHighWatermark int64
 	sentLastStable    int64
 	sentLogStart      int64
@@ -111,19 +259,21 @@ func (c *fetchSessionCache) remove(id int32) {
 	c.mu.Unlock()
 }
 
-// upsert adds or updates a partition, keeping insertion order for new ones.
-func (s *fetchSession) upsert(p sessionPartition) {
-	if cur, ok := s.parts[p.key]; ok {
-		cur.fetchOffset, cur.maxBytes, cur.currentEpoch = p.fetchOffset, p.maxBytes, p.currentEpoch
-		cur.lastFetchedEpoch, cur.followerLogStart = p.lastFetchedEpoch, p.followerLogStart
+// upsert adds or updates a partition, keeping insertion order for new
+// ones. The caller holds the cache's mu.
+func (s *fetchSession) upsert(it fetchItem) {
+	if cur, ok := s.parts[it.key]; ok {
+		cur.fetchOffset, cur.maxBytes, cur.currentEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch
 		return
 	}
-	np := p
-	np.sentHighWatermark, np.sentLastStable, np.sentLogStart = -1, -1, -1
-	s.parts[p.key] = &np
-	s.order = append(s.order, p.key)
+	s.parts[it.key] = &sessionPartition{
+		fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch,
+		sentHighWatermark: -1, sentLastStable: -1, sentLogStart: -1,
+	}
+	s.order = append(s.order, it.key)
 }
 
+// forget drops a partition; the caller holds the cache's mu.
 func (s *fetchSession) forget(key sessionKey) {
 	if _, ok := s.parts[key]; !ok {
 		return
@@ -138,7 +288,8 @@ func (s *fetchSession) forget(key sessionKey) {
 }
 
 // moveToEnd puts partitions that returned records at the end of the
-// iteration order so that the others get their turn next time.
+// iteration order so that the others get their turn next time; the caller
+// holds the cache's mu.
 func (s *fetchSession) moveToEnd(keys map[sessionKey]bool) {
 	if len(keys) == 0 {
 		return

@@ -19,6 +19,7 @@ import (
 	"context"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -48,7 +49,7 @@ func kafkaErrorMessage(code int16) *string {
 func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	v := r.version()
 	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
 
@@ -91,9 +92,34 @@ func (b *Broker) findCoordinator(img *controller.Image, listenerName string, key
 	if keyType != coordinatorGroup || b.groups == nil {
 		return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
 	}
-	c, ok := b.groups.offsetsTopicCoordinator(img, listenerName, key)
-	if !ok {
-		return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
+	return coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
+}
+
+// coordinatorOn answers where key's coordinator is: the leader of its
+// partition of the runtime's topic, on the listener the request came in
+// on. The topic is created on first use; until it has a leader the answer
+// is COORDINATOR_NOT_AVAILABLE.
+func coordinatorOn(img *controller.Image, listenerName string, rt *runtime.Runtime, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
+	none := noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
+	t := img.Topics[rt.Topic().Name]
+	if t == nil {
+		rt.EnsureTopic()
+		return none
 	}
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return none
+	}
+	leader := t.Partitions[partition].Leader
+	br := img.Brokers[leader]
+	if leader < 0 || br == nil || br.Fenced {
+		return none
+	}
+	ep, ok := endpointFor(br, listenerName)
+	if !ok {
+		return none
+	}
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key = key
+	c.NodeID, c.Host, c.Port = leader, ep.Host, ep.Port
 	return c
 }

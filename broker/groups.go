@@ -19,35 +19,148 @@ package broker
 // append), and the group requests of one connection run one after the
 // other, in arrival order: Kafka handles a connection's requests one at a
 // time, so a client's pipelined commit and fetch never pass each other.
+//
+// The coordinator's shards are loaded and unloaded with the leadership of
+// their __consumer_offsets partitions by the coordinator runtime
+// (coordinator/runtime); this file only wires it in.
+//
+// Goroutines and locks: connMu guards connTails, the last group request
+// queued per connection; it is a leaf lock (LOCKS.md).
 
 import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// groupCoordinator is the group coordinator inside the broker.
+type groupCoordinator struct {
+	cfg     group.Config
+	coord   *group.Coordinator
+	runtime *runtime.Runtime
+
+	connMu    sync.Mutex
+	connTails map[*conn]chan struct{}
+}
+
+// startGroups builds the coordinator and its runtime. The group-to-
+// partition mapping uses the partition count of an existing
+// __consumer_offsets (it cannot change once groups live there) and
+// offsets.topic.num.partitions otherwise, as Kafka does.
+func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
+	cfg := group.DefaultConfig()
+	if b.opts.Groups != nil {
+		cfg = *b.opts.Groups
+	} else {
+		cfg.OffsetsTopicNumPartitions = b.opts.OffsetsTopicPartitions
+		cfg.OffsetsTopicReplicationFactor = b.opts.OffsetsTopicReplicationFactor
+	}
+	spec := cfg.TopicSpec()
+	if img := b.meta.Image(); img != nil {
+		if t := img.Topics[spec.Name]; t != nil && len(t.Partitions) > 0 {
+			cfg.OffsetsTopicNumPartitions = int32(len(t.Partitions))
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = b.log.With("component", "group-coordinator")
+	}
+	if cfg.Now == nil {
+		cfg.Now = b.now
+	}
+	if cfg.GroupConfigs == nil && b.opts.Configs != nil {
+		cfg.GroupConfigs = b.groupConfigs
+	}
+	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{meta: b.meta}), connTails: map[*conn]chan struct{}{}}
+	g.runtime = runtime.Start(ctx, runtime.Options{
+		Topic:       spec,
+		Coordinator: g.coord,
+		Replicas:    b.replicas,
+		CreateTopic: b.createInternalTopic,
+		Logger:      cfg.Logger,
+	})
+	return g
+}
+
+// groupConfigs is the coordinator's GroupConfigs lookup: the group's
+// dynamic configs in the current metadata image (an atomic load; no
+// locks), so a committed change reaches the group's next heartbeat.
+func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
+	g, ok := b.opts.Configs.GroupConfig(b.meta.Image(), groupID)
+	if !ok {
+		return group.DynamicConfig{}, false
+	}
+	return group.DynamicConfig{ConsumerSessionTimeoutMs: g.ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs: g.ConsumerHeartbeatIntervalMs}, true
+}
+
+// imageTopics answers the coordinator's topic questions from the current
+// metadata image (an atomic load; no locks).
+type imageTopics struct{ meta MetadataView }
+
+func topicInfo(t *controller.Topic) group.TopicInfo {
+	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
+}
+
+func (it imageTopics) TopicByName(name string) (group.TopicInfo, bool) {
+	img := it.meta.Image()
+	if img == nil {
+		return group.TopicInfo{}, false
+	}
+	t := img.Topics[name]
+	if t == nil {
+		return group.TopicInfo{}, false
+	}
+	return topicInfo(t), true
+}
+
+func (it imageTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
+	img := it.meta.Image()
+	if img == nil {
+		return group.TopicInfo{}, false
+	}
+	t := img.TopicsByID[controller.UUID(id)]
+	if t == nil {
+		return group.TopicInfo{}, false
+	}
+	return topicInfo(t), true
+}
+
+func (it imageTopics) TopicNames() []string {
+	img := it.meta.Image()
+	if img == nil {
+		return nil
+	}
+	names := make([]string, 0, len(img.Topics))
+	for name := range img.Topics {
+		names = append(names, name)
+	}
+	return names
+}
+
 // serveGroupRequest runs fn for r after the connection's previous group
 // request has been handled, on a goroutine of its own.
 func (b *Broker) serveGroupRequest(ctx context.Context, r *request, fn func(ctx context.Context) kmsg.Response) {
-	rt := b.groups
+	g := b.groups
 	c := r.conn
-	rt.connMu.Lock()
-	prev := rt.connTails[c]
+	g.connMu.Lock()
+	prev := g.connTails[c]
 	done := make(chan struct{})
-	rt.connTails[c] = done
-	rt.connMu.Unlock()
+	g.connTails[c] = done
+	g.connMu.Unlock()
 	r.goAsync(func() {
 		defer func() {
 			close(done)
-			rt.connMu.Lock()
-			if rt.connTails[c] == done {
-				delete(rt.connTails, c)
+			g.connMu.Lock()
+			if g.connTails[c] == done {
+				delete(g.connTails, c)
 			}
-			rt.connMu.Unlock()
+			g.connMu.Unlock()
 		}()
 		if prev != nil {
 			<-prev
@@ -77,7 +190,7 @@ func (b *Broker) consumerProtocolEnabled() bool {
 	if !enabled {
 		return false
 	}
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	return img != nil && img.Features["group.version"] >= 1
 }
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/group"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -188,106 +187,6 @@ func TestFindCoordinator(t *testing.T) {
 	}
 }
 
-// The coordinator follows leadership of the offsets topic's partitions:
-// unloaded when another broker leads (parked requests answered
-// NOT_COORDINATOR), loaded again with the replayed state when leadership
-// comes back.
-func TestGroupCoordinatorFollowsLeadership(t *testing.T) {
-	n := startGroupTestNode(t, 1)
-	c := n.dial(t)
-	const groupID = "follow"
-	waitGroupCoordinator(t, n, c, groupID)
-	partition := n.b.groups.coord.PartitionFor(groupID)
-	part := n.b.replicas.get(storage.TopicPartition{Topic: group.OffsetsTopic, Partition: partition})
-
-	// A topic to commit offsets for, and a committed offset.
-	resp := c.roundTrip(func() kmsg.Request {
-		r := kmsg.NewPtrMetadataRequest()
-		r.Version = 12
-		r.AllowAutoTopicCreation = true
-		mt := kmsg.NewMetadataRequestTopic()
-		mt.Topic = kmsg.StringPtr("events")
-		r.Topics = append(r.Topics, mt)
-		return r
-	}()).(*kmsg.MetadataResponse)
-	if resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("creating events: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
-	}
-	commit := kmsg.NewPtrOffsetCommitRequest()
-	commit.Version, commit.Group, commit.Generation = 8, groupID, -1
-	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "events"
-	cp := kmsg.NewOffsetCommitRequestTopicPartition()
-	cp.Offset = 42
-	cp.Metadata = kmsg.StringPtr("kept")
-	ct.Partitions = append(ct.Partitions, cp)
-	commit.Topics = append(commit.Topics, ct)
-	cresp := c.roundTrip(commit).(*kmsg.OffsetCommitResponse)
-	if code := cresp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
-	}
-
-	// A JoinGroup that parks (v4+ member id round trip, then the join
-	// waits for the rebalance of a group whose other member never comes).
-	join := func(memberID string) *kmsg.JoinGroupRequest {
-		r := kmsg.NewPtrJoinGroupRequest()
-		r.Version, r.Group, r.MemberID = 5, groupID, memberID
-		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 30000, 60000
-		r.ProtocolType = "consumer"
-		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
-		return r
-	}
-	j := c.roundTrip(join("")).(*kmsg.JoinGroupResponse)
-	if j.ErrorCode != kerr.MemberIDRequired.Code {
-		t.Fatalf("first join: %v", kerr.ErrorForCode(j.ErrorCode))
-	}
-	j = c.roundTrip(join(j.MemberID)).(*kmsg.JoinGroupResponse)
-	if j.ErrorCode != 0 {
-		t.Fatalf("join: %v", kerr.ErrorForCode(j.ErrorCode))
-	}
-	c2 := n.dial(t)
-	j2 := c2.roundTrip(join("")).(*kmsg.JoinGroupResponse)
-	parked := join(j2.MemberID)
-	c2.send(parked) // rebalance: waits for the first member, which never rejoins
-
-	leader, epoch := part.leadership()
-	setLeader := func(id, epoch int32) {
-		part.mu.Lock()
-		part.leader, part.leaderEpoch = id, epoch
-		part.mu.Unlock()
-		n.b.groups.leadershipChanged(part)
-	}
-	time.Sleep(50 * time.Millisecond)
-	setLeader(2, epoch+1)
-	if r := c2.recv(parked).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.NotCoordinator.Code {
-		t.Fatalf("parked join after losing leadership: %v, want NOT_COORDINATOR", kerr.ErrorForCode(r.ErrorCode))
-	}
-	waitCode := func(want int16) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			_, code := n.b.groups.coord.CoordinatorFor(groupID)
-			if code == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("coordinator state %v, want %v", kerr.ErrorForCode(code), kerr.ErrorForCode(want))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitCode(kerr.NotCoordinator.Code)
-
-	setLeader(leader, epoch+2)
-	waitCode(0)
-	fetch := kmsg.NewPtrOffsetFetchRequest()
-	fetch.Version, fetch.Group = 7, groupID
-	fresp := c.roundTrip(fetch).(*kmsg.OffsetFetchResponse)
-	if len(fresp.Topics) != 1 || fresp.Topics[0].Partitions[0].Offset != 42 || *fresp.Topics[0].Partitions[0].Metadata != "kept" {
-		t.Fatalf("offsets after the reload: %+v", fresp)
-	}
-}
-
 // A connection's group requests are answered in order and take effect in
 // order: a pipelined commit and fetch never pass each other.
 func TestGroupRequestsOfAConnectionRunInOrder(t *testing.T) {
@@ -300,6 +199,7 @@ func TestGroupRequestsOfAConnectionRunInOrder(t *testing.T) {
 	mt.Topic = kmsg.StringPtr("ordered-topic")
 	meta.Topics = append(meta.Topics, mt)
 	c.roundTrip(meta)
+	waitMetadataTopic(t, n, "ordered-topic") // auto-creation is not awaited
 
 	var reqs []kmsg.Request
 	for i := range 50 {

@@ -6,8 +6,9 @@ package broker
 // epoch 0, as in Kafka, drawn from blocks the controller hands out
 // (AllocateProducerIds, so ids are unique across brokers and restarts).
 // Transactional ids belong to the transaction coordinator, which does not
-// exist yet: they are answered with COORDINATOR_NOT_AVAILABLE, and
-// FindCoordinator is not advertised, so clients fail early and clearly.
+// exist yet: they are answered with COORDINATOR_NOT_AVAILABLE, as
+// FindCoordinator answers transaction keys, so transactional clients retry
+// and then fail with a clear error instead of misbehaving.
 
 import (
 	"context"
@@ -43,7 +44,8 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 }
 
 // producerIDBlocks hands out producer ids from blocks allocated by the
-// controller.
+// controller. mu is held across the allocation's round trip to the
+// controller, so concurrent InitProducerIds wait for one block (LOCKS.md).
 type producerIDBlocks struct {
 	mu     sync.Mutex
 	nextID int64
@@ -57,10 +59,11 @@ func (p *producerIDBlocks) next(ctx context.Context, b *Broker) (int64, error) {
 		req := kmsg.NewPtrAllocateProducerIDsRequest()
 		req.BrokerID = b.opts.NodeID
 		req.BrokerEpoch = b.brokerEpoch
-		resp := b.ctrl.AllocateProducerIDs(ctx, req)
-		if resp == nil {
-			return 0, fmt.Errorf("allocating producer ids: no answer from the controller")
+		answer, err := b.forward(ctx, req)
+		if err != nil {
+			return 0, fmt.Errorf("allocating producer ids: %w", err)
 		}
+		resp := answer.(*kmsg.AllocateProducerIDsResponse)
 		if err := errFromCode(resp.ErrorCode); err != nil {
 			return 0, fmt.Errorf("allocating producer ids: %w", err)
 		}

@@ -29,7 +29,7 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
 			}
 		}
 	}
-	for _, d := range b.opts.Logs.DescribeDirs() {
+	for _, d := range b.replicas.DescribeLogDirs() {
 		rd := kmsg.NewDescribeLogDirsResponseDir()
 		rd.Dir = d.Path
 		rd.TotalBytes, rd.UsableBytes = -1, -1

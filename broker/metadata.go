@@ -2,22 +2,29 @@ package broker
 
 // Metadata (key 3), versions 0-13.
 //
-// Answers from the current metadata image. Brokers are the unfenced
-// registered brokers with an endpoint on the listener the request came in
-// on. ControllerId is this broker's own id: in KRaft, admin requests sent
-// to a broker are forwarded to the active controller, and this broker is
-// certainly alive (DESIGN.md §10: a dead or -1 controller id hangs admin
-// clients). Topic IDs are real from v10. Unknown topics are created when
-// the request allows it (v4+, always for v0-3) and auto.create.topics.enable
-// is set; creation goes through the controller and the new topic's
-// metadata is returned at once. Authorized operations: there is no
-// authorizer, so every operation the resource supports is reported.
+// Answers from the metadata image, read once per request. Brokers are the
+// unfenced registered brokers with an endpoint on the listener the request
+// came in on. ControllerId is this broker's own id: in KRaft, admin
+// requests sent to a broker are forwarded to the active controller, and
+// this broker is certainly alive (DESIGN.md §10: a dead or -1 controller id
+// hangs admin clients). Topic IDs are real from v10; an unknown ID (v12+)
+// is UNKNOWN_TOPIC_ID, an illegal name INVALID_TOPIC_EXCEPTION, and a name
+// asked twice is answered once.
+//
+// Auto-creation, as Kafka 4.3's AutoTopicCreationManager: when the request
+// allows it (v4+, always for v0-3) and auto.create.topics.enable is set, an
+// unknown topic is sent to the controller for creation (a coordinator's
+// internal topic with its spec) and not awaited. The answer that triggered
+// it says UNKNOWN_TOPIC_OR_PARTITION without partitions, so a client that
+// just deleted a topic does not see it back at once; clients retry on that
+// error and find the topic once it is created. Authorized operations: there
+// is no authorizer, so every operation the resource supports is reported.
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -49,7 +56,7 @@ func isInternalTopic(name string) bool {
 func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	v := r.version()
-	img := b.ctrl.Image()
+	img := b.meta.Image()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
 	resp.Brokers = b.metadataBrokers(img, r.conn.listener.Name)
@@ -68,7 +75,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			resp.Topics = append(resp.Topics, b.metadataTopic(img.Topics[name], req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, metadataTopic(img, img.Topics[name], req.IncludeTopicAuthorizedOperations))
 		}
 		r.respond(resp)
 		return
@@ -76,6 +83,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 
 	autoCreate := b.opts.AutoCreateTopics && (v < 4 || req.AllowAutoTopicCreation)
 	var toCreate []string
+	seen := map[string]bool{}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// Lookup by topic ID (v12+).
@@ -88,113 +96,127 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
 			continue
 		}
 		name := *rt.Topic
+		if seen[name] {
+			continue // Kafka answers each name once
+		}
+		seen[name] = true
 		if t := img.Topics[name]; t != nil {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, req.IncludeTopicAuthorizedOperations))
-			continue
-		}
-		if autoCreate && !slices.Contains(toCreate, name) {
-			toCreate = append(toCreate, name)
-		}
-	}
-
-	created := map[string]int16{}
-	if len(toCreate) > 0 {
-		created = b.autoCreateTopics(ctx, toCreate)
-		img = b.ctrl.Image()
-		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
-	}
-	for _, rt := range req.Topics {
-		if rt.Topic == nil || hasTopic(resp.Topics, *rt.Topic) {
-			continue
-		}
-		name := *rt.Topic
-		if t := img.Topics[name]; t != nil {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, req.IncludeTopicAuthorizedOperations))
+			resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = &name
+		mt.IsInternal = isInternalTopic(name)
 		mt.AuthorizedOperations = operationsOmitted
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		if code, ok := created[name]; ok && code != 0 {
-			mt.ErrorCode = code
+		switch {
+		case controller.TopicNameError(name) != "":
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case autoCreate:
+			toCreate = append(toCreate, name)
 		}
 		resp.Topics = append(resp.Topics, mt)
+	}
+	if len(toCreate) > 0 {
+		b.autoCreateTopics(toCreate)
 	}
 	r.respond(resp)
 }
 
-func hasTopic(topics []kmsg.MetadataResponseTopic, name string) bool {
-	for _, t := range topics {
-		if t.Topic != nil && *t.Topic == name {
-			return true
-		}
-	}
-	return false
-}
+// autoCreationTimeout is Kafka's request.timeout.ms, the CreateTopics
+// timeout AutoTopicCreationManager sends.
+const autoCreationTimeout = 30 * time.Second
 
-// autoCreateTopics creates topics with the broker defaults and returns the
-// error code per topic (INVALID_TOPIC_EXCEPTION for illegal names, as Kafka
-// reports them in Metadata).
-func (b *Broker) autoCreateTopics(ctx context.Context, names []string) map[string]int16 {
+// autoCreateTopics asks the controller to create topics with the broker
+// defaults (a coordinator's internal topic with its spec), in the
+// background: Kafka 4.3's AutoTopicCreationManager does not wait for the
+// creation, and does not send a topic whose creation is already in flight.
+// A failure is logged; the client's next Metadata tries again.
+func (b *Broker) autoCreateTopics(names []string) {
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
+	req.TimeoutMillis = int32(autoCreationTimeout / time.Millisecond)
+	b.autoCreateMu.Lock()
+	if b.autoCreating == nil || b.runCtx == nil {
+		b.autoCreateMu.Unlock()
+		return // shutting down, or not started
+	}
 	for _, name := range names {
+		if b.autoCreating[name] {
+			continue
+		}
+		b.autoCreating[name] = true
 		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic = name
-		t.NumPartitions = -1
-		t.ReplicationFactor = -1
-		if name == "__consumer_offsets" {
-			t = b.offsetsTopicSpec()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
+		if spec, ok := b.internalTopic(name); ok {
+			t = spec
 		}
 		req.Topics = append(req.Topics, t)
 	}
-	resp := b.ctrl.CreateTopics(ctx, req)
-	out := map[string]int16{}
-	if resp == nil {
-		for _, name := range names {
-			out[name] = kerr.LeaderNotAvailable.Code
-		}
-		return out
+	if len(req.Topics) == 0 {
+		b.autoCreateMu.Unlock()
+		return
 	}
-	for _, t := range resp.Topics {
-		switch t.ErrorCode {
-		case 0, kerr.TopicAlreadyExists.Code:
-			out[t.Topic] = 0
-		case kerr.InvalidTopicException.Code:
-			out[t.Topic] = t.ErrorCode
-		default:
-			out[t.Topic] = kerr.LeaderNotAvailable.Code
+	b.bg.Add(1)
+	b.autoCreateMu.Unlock()
+	go func() {
+		defer b.bg.Done()
+		defer func() {
+			b.autoCreateMu.Lock()
+			for _, t := range req.Topics {
+				delete(b.autoCreating, t.Topic)
+			}
+			b.autoCreateMu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(b.runCtx, autoCreationTimeout)
+		defer cancel()
+		answer, err := b.forward(ctx, req)
+		if err != nil {
+			if b.runCtx.Err() == nil {
+				b.log.Warn("auto topic creation failed", "err", err)
+			}
+			return
 		}
-	}
-	return out
+		for _, t := range answer.(*kmsg.CreateTopicsResponse).Topics {
+			if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
+				b.log.Info("auto topic creation failed", "topic", t.Topic, "err", errFromCode(t.ErrorCode))
+			}
+		}
+	}()
 }
 
-// offsetsTopicSpec is __consumer_offsets as Kafka creates it.
-func (b *Broker) offsetsTopicSpec() kmsg.CreateTopicsRequestTopic {
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic = "__consumer_offsets"
-	t.NumPartitions = b.opts.OffsetsTopicPartitions
-	t.ReplicationFactor = b.opts.OffsetsTopicReplicationFactor
-	segmentBytes := int32(100 << 20) // offsets.topic.segment.bytes
-	if b.opts.Groups != nil && b.opts.Groups.OffsetsTopicSegmentBytes > 0 {
-		segmentBytes = b.opts.Groups.OffsetsTopicSegmentBytes
+// internalTopic is how a coordinator's internal topic is created (Kafka's
+// AutoTopicCreationManager.creatableTopic), when name is one.
+func (b *Broker) internalTopic(name string) (kmsg.CreateTopicsRequestTopic, bool) {
+	if b.groups != nil {
+		if spec := b.groups.runtime.Topic(); spec.Name == name {
+			return spec.CreateTopic(), true
+		}
 	}
-	for _, kv := range [][2]string{
-		{"cleanup.policy", "compact"},
-		{"compression.type", "producer"},
-		{"segment.bytes", strconv.Itoa(int(segmentBytes))},
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		k, val := kv[0], kv[1]
-		c.Name, c.Value = k, &val
-		t.Configs = append(t.Configs, c)
+	return kmsg.CreateTopicsRequestTopic{}, false
+}
+
+// createInternalTopic asks the controller to create a coordinator's topic
+// (runtime.Options.CreateTopic); a topic that already exists is fine.
+func (b *Broker) createInternalTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	req.Topics = append(req.Topics, t)
+	answer, err := b.forward(ctx, req)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", t.Topic, err)
 	}
-	return t
+	resp := answer.(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("creating %s: %d results", t.Topic, len(resp.Topics))
+	}
+	if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("creating %s: %w", t.Topic, errFromCode(code))
+	}
+	return nil
 }
 
 // metadataBrokers lists unfenced brokers with an endpoint on listenerName.
@@ -220,9 +242,10 @@ func (b *Broker) metadataBrokers(img *controller.Image, listenerName string) []k
 	return out
 }
 
-// endpointFor returns a broker's endpoint on a listener. A request on a
-// listener the broker did not register (the controller listener) falls
-// back to the broker's first endpoint.
+// endpointFor returns a broker's endpoint on a listener; ok is false when
+// the broker registered none there (a request on the controller listener,
+// or a listener only some brokers have): callers leave that broker out, as
+// Kafka leaves out brokers without the listener.
 func endpointFor(br *controller.Broker, listenerName string) (controller.Endpoint, bool) {
 	for _, ep := range br.Endpoints {
 		if ep.Name == listenerName {
@@ -232,7 +255,7 @@ func endpointFor(br *controller.Broker, listenerName string) (controller.Endpoin
 	return controller.Endpoint{}, false
 }
 
-func (b *Broker) metadataTopic(t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+func metadataTopic(img *controller.Image, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -242,7 +265,6 @@ func (b *Broker) metadataTopic(t *controller.Topic, includeOps bool) kmsg.Metada
 	if includeOps {
 		mt.AuthorizedOperations = topicOperations
 	}
-	img := b.ctrl.Image()
 	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)

@@ -5,12 +5,17 @@ package broker
 // v0-2 are answered with UNSUPPORTED_VERSION as Kafka 4 does.
 //
 // Each partition's records must be exactly one v2 batch (Kafka's rule for
-// v3+). Validation, idempotent sequence checks and offset assignment happen
-// in the partition's log; the handler maps its errors to Kafka's codes,
-// with per-record errors from v8. v13 addresses topics by ID only.
-// acks=0 gets no response, and a failure closes the connection so that the
-// client notices, as in Kafka. Appends run inline on the connection's
-// reader goroutine, in request order (idempotent producers pipeline).
+// v3+). The handler checks the request (acks, topics, internal topics,
+// the batch rule) and hands the rest to the replica manager, which checks
+// leadership, appends (validation, idempotent sequence checks and offset
+// assignment happen in the partition's log) and answers acks=all once the
+// high watermark passes each batch; the handler maps the results to the
+// response, with per-record errors from v8 and the current leader of a
+// NOT_LEADER_OR_FOLLOWER partition from v10. v13 addresses topics by ID
+// only. acks=0 gets no response, and a failure closes the connection so
+// that the client notices, as in Kafka. Appends run inline on the
+// connection's reader goroutine, in request order (idempotent producers
+// pipeline); so does the answer unless an acks=all append has to wait.
 //
 // Deliberate deviation: transactional produce is not served until the
 // transaction coordinator exists.
@@ -19,10 +24,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -55,39 +61,49 @@ func (b *Broker) produceUnsupportedVersion(r *request) {
 func (b *Broker) handleProduce(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	img := b.ctrl.Image()
-	failed := false
-	leaders := map[int32]bool{}
-
+	img := b.meta.Image()
+	// The entries live on the stack for the common request (one
+	// partition): the append keeps nothing of them unless it must wait.
+	var entryBuf [1]replica.AppendEntry
+	entries := entryBuf[:0]
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		topic := b.produceTopic(img, r.version(), t)
 		for _, p := range t.Partitions {
-			rp := b.producePartition(img, r, req, topic, t.Topic, p)
-			if rp.ErrorCode != 0 {
-				failed = true
-				if rp.CurrentLeader.LeaderID >= 0 {
-					leaders[rp.CurrentLeader.LeaderID] = true
-				}
+			rp, ok := checkProducePartition(r, req, topic, p)
+			if ok {
+				entries = append(entries, replica.AppendEntry{
+					TopicPartition: replica.TopicPartition{Topic: topic.Name, Partition: p.Partition},
+					Records:        p.Records,
+					LeaderEpoch:    -1,
+				})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-
-	if req.Acks == 0 {
-		if failed {
-			r.closeConnection()
-		} else {
-			r.noResponse()
-		}
+	pending := b.replicas.Append(req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, replica.OriginClient, entries)
+	if pending != nil {
+		// acks=all waiting for the high watermark: answered by whoever
+		// completes it.
+		pending.Then(&producePending{b: b, r: r, req: req, resp: resp, img: img})
 		return
 	}
-	if r.version() >= 10 {
-		resp.Brokers = b.nodeEndpoints(img, r.conn.listener.Name, leaders)
-	}
-	r.respond(resp)
+	b.respondProduce(r, req, resp, img, entries)
+}
+
+// producePending answers a produce whose append had to wait.
+type producePending struct {
+	b    *Broker
+	r    *request
+	req  *kmsg.ProduceRequest
+	resp *kmsg.ProduceResponse
+	img  *controller.Image
+}
+
+func (p *producePending) AppendCompleted(entries []replica.AppendEntry) {
+	p.b.respondProduce(p.r, p.req, p.resp, p.img, entries)
 }
 
 // produceTopic resolves a request topic by name (v3-12) or ID (v13).
@@ -98,93 +114,108 @@ func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.Produ
 	return img.Topics[t.Topic]
 }
 
-func (b *Broker) producePartition(img *controller.Image, r *request, req *kmsg.ProduceRequest, topic *controller.Topic, name string, p kmsg.ProduceRequestTopicPartition) kmsg.ProduceResponseTopicPartition {
-	rp := kmsg.NewProduceResponseTopicPartition()
+// checkProducePartition applies the request-level rules Kafka's handler
+// applies before the replica manager sees a partition (KafkaApis and
+// ReplicaManager.appendRecords): valid acks, a known topic and partition,
+// no client writes to internal topics, one v2 batch. ok means the
+// partition goes to the append, with rp a placeholder (error 0) that the
+// append's result fills.
+func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition) (rp kmsg.ProduceResponseTopicPartition, ok bool) {
+	rp = kmsg.NewProduceResponseTopicPartition()
 	rp.Partition = p.Partition
 	rp.BaseOffset = -1
 	rp.LogAppendTime = -1
 	rp.LogStartOffset = -1
-	fail := func(err *kerr.Error, msg string) kmsg.ProduceResponseTopicPartition {
-		rp.ErrorCode = err.Code
-		if msg != "" && r.version() >= 8 {
-			rp.ErrorMessage = &msg
-		}
-		return rp
+	fail := func(err *kerr.Error, msg string) (kmsg.ProduceResponseTopicPartition, bool) {
+		setProduceError(r, &rp, err, msg)
+		return rp, false
 	}
-
-	if req.Acks != -1 && req.Acks != 0 && req.Acks != 1 {
+	v := r.version()
+	switch acks := req.Acks; {
+	case acks != -1 && acks != 0 && acks != 1:
 		return fail(kerr.InvalidRequiredAcks, "")
-	}
-	if topic == nil {
-		if r.version() >= 13 {
-			return fail(kerr.UnknownTopicID, "")
-		}
+	case topic == nil && v >= 13:
+		return fail(kerr.UnknownTopicID, "")
+	case topic == nil:
 		return fail(kerr.UnknownTopicOrPartition, "")
-	}
-	if isInternalTopic(topic.Name) && r.hdr.ClientID != adminClientID {
+	case isInternalTopic(topic.Name) && r.hdr.ClientID != adminClientID:
 		return fail(kerr.InvalidTopicException, fmt.Sprintf("Cannot append to internal topic %s", topic.Name))
-	}
-	if p.Partition < 0 || int(p.Partition) >= len(topic.Partitions) {
+	case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 		return fail(kerr.UnknownTopicOrPartition, "")
 	}
-	tp := storage.TopicPartition{Topic: topic.Name, Partition: p.Partition}
-	part := b.replicas.get(tp)
-	leader, epoch := int32(-1), int32(-1)
-	if part != nil {
-		leader, epoch = part.leadership()
-	}
-	if part == nil || leader != b.opts.NodeID {
-		meta := topic.Partitions[p.Partition]
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = meta.Leader, meta.LeaderEpoch
-		return fail(kerr.NotLeaderForPartition, "")
-	}
-	if err := checkSingleBatch(p.Records, r.version()); err != nil {
+	if err := checkSingleBatch(p.Records, v); err != nil {
 		if err == errZstdNeedsV7 {
 			return fail(kerr.UnsupportedCompressionType, "")
 		}
 		return fail(kerr.InvalidRecord, err.Error())
 	}
-	if req.Acks == -1 {
-		cfg := part.logConfig()
-		if part.isrSize() < int(cfg.MinInsyncReplicas) {
-			return fail(kerr.NotEnoughReplicas, fmt.Sprintf("The size of the current ISR %d is insufficient to satisfy the min.isr requirement of %d for partition %s-%d", part.isrSize(), cfg.MinInsyncReplicas, tp.Topic, tp.Partition))
-		}
-	}
-
-	res, recErrs, err := part.log.Append(p.Records, epoch, storage.AppendClient)
-	if err != nil {
-		var ke *kerr.Error
-		if !errors.As(err, &ke) {
-			b.log.Error("append failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			return fail(kerr.KafkaStorageError, "")
-		}
-		if r.version() >= 8 {
-			for _, re := range recErrs {
-				e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-				e.RelativeOffset = re.BatchIndex
-				msg := re.Message
-				if msg != "" {
-					e.ErrorMessage = &msg
-				}
-				rp.ErrorRecords = append(rp.ErrorRecords, e)
-			}
-		}
-		return fail(ke, errMessage(err, ke))
-	}
-	part.advanceHighWatermark()
-	rp.BaseOffset = res.FirstOffset
-	rp.LogAppendTime = res.LogAppendTime
-	rp.LogStartOffset = res.LogStartOffset
-	return rp
+	return rp, true
 }
 
-// errMessage is the human message for a wrapped Kafka error: the wrapping
-// text, unless it is just the code's own description.
-func errMessage(err error, ke *kerr.Error) string {
-	if err == error(ke) {
-		return ""
+// setProduceError sets a partition's error, with the message from v8.
+func setProduceError(r *request, rp *kmsg.ProduceResponseTopicPartition, err *kerr.Error, msg string) {
+	rp.ErrorCode = err.Code
+	if msg != "" && r.version() >= 8 {
+		rp.ErrorMessage = &msg
 	}
-	return err.Error()
+}
+
+// respondProduce answers the request: the placeholders take the append
+// results in order. acks=0 gets no response, and a failure closes the
+// connection so that the client notices, as in Kafka.
+func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, img *controller.Image, entries []replica.AppendEntry) {
+	v := r.version()
+	failed := false
+	var leaders map[int32]bool
+	next := 0
+	for i := range resp.Topics {
+		parts := resp.Topics[i].Partitions
+		for j := range parts {
+			rp := &parts[j]
+			if rp.ErrorCode != 0 {
+				failed = true
+				continue
+			}
+			res := &entries[next].Result
+			next++
+			if res.Err == nil {
+				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				continue
+			}
+			failed = true
+			setProduceError(r, rp, res.Err, res.ErrorMessage)
+			if v >= 8 {
+				for _, re := range res.RecordErrors {
+					e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					e.RelativeOffset = re.BatchIndex
+					if re.Message != "" {
+						msg := re.Message
+						e.ErrorMessage = &msg
+					}
+					rp.ErrorRecords = append(rp.ErrorRecords, e)
+				}
+			}
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = res.CurrentLeader.ID, res.CurrentLeader.Epoch
+			if res.CurrentLeader.ID >= 0 {
+				if leaders == nil {
+					leaders = map[int32]bool{}
+				}
+				leaders[res.CurrentLeader.ID] = true
+			}
+		}
+	}
+	if req.Acks == 0 {
+		if failed {
+			r.closeConnection()
+		} else {
+			r.noResponse()
+		}
+		return
+	}
+	if v >= 10 && len(leaders) > 0 {
+		resp.Brokers = b.nodeEndpoints(img, r.conn.listener.Name, leaders)
+	}
+	r.respond(resp)
 }
 
 // errZstdNeedsV7 is Kafka's rule that zstd batches need Produce v7+.

@@ -3,7 +3,8 @@ package broker
 // DescribeQuorum (key 55) v0-2, UpdateFeatures (key 57) v0-2, ElectLeaders
 // (key 43) v0-2 and ListPartitionReassignments (key 46) v0.
 //
-// The first three are answered by the controller (forwarded unchanged).
+// The first three are answered by the active controller (forwarded
+// unchanged, broker.go forwardRequest).
 // ListPartitionReassignments reports the ongoing reassignments; Gregor has
 // no reassignment support yet (AlterPartitionReassignments is not served),
 // so there are never any, and the answer is the truthful empty list.
@@ -15,34 +16,15 @@ import (
 )
 
 func (b *Broker) handleDescribeQuorum(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeQuorumRequest)
-	if resp := b.ctrl.DescribeQuorum(ctx, req); resp != nil {
-		r.respond(resp)
-	} else {
-		r.closeConnection()
-	}
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleUpdateFeatures(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.UpdateFeaturesRequest)
-	r.goAsync(func() {
-		if resp := b.ctrl.UpdateFeatures(ctx, req); resp != nil {
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
-	})
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleElectLeaders(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ElectLeadersRequest)
-	r.goAsync(func() {
-		if resp := b.ctrl.ElectLeaders(ctx, req); resp != nil {
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
-	})
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleListPartitionReassignments(ctx context.Context, r *request) {

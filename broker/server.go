@@ -1,5 +1,7 @@
 // Package broker serves the Kafka protocol: listeners and connections,
-// request dispatch, one handler file per API, and the replica manager.
+// request dispatch, and thin handlers, one file per API, over the replica
+// manager (replica/), the coordinators (coordinator/) and the metadata
+// view. Lock order and goroutines: LOCKS.md at the repository root.
 package broker
 
 import (

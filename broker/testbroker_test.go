@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -89,6 +90,8 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 		t.Fatal(err)
 	}
 	groups := cfg.GroupCoordinatorConfig(log)
+	configs := config.NewProvider(cfg, log)
+	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
 	// As cmd/gregor's settings fill them in.
 	server := ServerOptions{
 		Listeners: []ListenerSpec{
@@ -127,9 +130,10 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 		SupportedFeatures:             features,
 		Groups:                        &groups,
 		LogDirIDs:                     []controller.UUID{voters[0].DirectoryID},
+		Metadata:                      ctrl,
 		Controller:                    ctrl,
-		Logs:                          logs,
-		Configs:                       config.NewProvider(cfg, log),
+		Replicas:                      replicas,
+		Configs:                       configs,
 		Logger:                        log,
 	})
 	if err := b.Listen(); err != nil {

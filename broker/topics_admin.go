@@ -3,13 +3,16 @@ package broker
 // CreateTopics (key 19) v2-7, DeleteTopics (key 20) v1-6 and
 // CreatePartitions (key 37) v0-3.
 //
-// These change metadata, so they go to the controller (in combined mode
-// the local one; the request and response types are Kafka's, so a broker
-// can forward them unchanged once controllers are remote). The controller
-// validates, commits and answers after the change is applied. The broker
-// adds what only it knows: CreateTopics v5+ per-topic configs, and
-// DeleteTopics' TOPIC_DELETION_DISABLED when delete.topic.enable=false.
-// The controller's answer is awaited off the connection's reader goroutine.
+// These change metadata, so they go to the active controller
+// (forwardRequest in broker.go: in combined mode the local one; the request
+// and response types are Kafka's, so they are forwarded unchanged once
+// controllers are remote). The controller validates, commits and answers
+// after the change is applied. The broker adds what only it knows:
+// CreateTopics v5+ per-topic configs, DeleteTopics' TOPIC_DELETION_DISABLED
+// when delete.topic.enable=false, and for creations a short wait until its
+// replica manager hosts the new partitions, so that a produce right after
+// does not meet NOT_LEADER_OR_FOLLOWER. The controller's answer is awaited
+// off the connection's reader goroutine.
 
 import (
 	"context"
@@ -20,28 +23,25 @@ import (
 
 func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
-	r.goAsync(func() {
-		resp := b.ctrl.CreateTopics(ctx, req)
-		if resp == nil {
-			r.closeConnection() // shutting down
+	b.forwardRequest(ctx, r, func(answer kmsg.Response) {
+		resp := answer.(*kmsg.CreateTopicsResponse)
+		// The image after the change: read once, when it is committed.
+		img := b.meta.Image()
+		b.replicas.WaitApplied(ctx, img.Offset, topicOpenWait)
+		if r.version() < 5 {
 			return
 		}
-		img := b.ctrl.Image()
-		b.replicas.waitApplied(ctx, img.Offset, topicOpenWait)
-		if r.version() >= 5 {
-			for i := range resp.Topics {
-				t := &resp.Topics[i]
-				if t.ErrorCode != 0 {
-					continue
-				}
-				overrides := requestedConfigs(req, t.Topic)
-				if topic := img.Topics[t.Topic]; topic != nil {
-					overrides = img.Configs[topicResource(t.Topic)]
-				}
-				t.Configs = b.opts.Configs.CreateTopicConfigs(img, t.Topic, overrides)
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			if t.ErrorCode != 0 {
+				continue
 			}
+			overrides := requestedConfigs(req, t.Topic)
+			if topic := img.Topics[t.Topic]; topic != nil {
+				overrides = img.Configs[topicResource(t.Topic)]
+			}
+			t.Configs = b.opts.Configs.CreateTopicConfigs(img, t.Topic, overrides)
 		}
-		r.respond(resp)
 	})
 }
 
@@ -82,23 +82,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) {
 		r.respond(resp)
 		return
 	}
-	r.goAsync(func() {
-		if resp := b.ctrl.DeleteTopics(ctx, req); resp != nil {
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
-	})
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreatePartitionsRequest)
-	r.goAsync(func() {
-		if resp := b.ctrl.CreatePartitions(ctx, req); resp != nil {
-			b.replicas.waitApplied(ctx, b.ctrl.Image().Offset, topicOpenWait)
-			r.respond(resp)
-		} else {
-			r.closeConnection()
-		}
+	b.forwardRequest(ctx, r, func(kmsg.Response) {
+		b.replicas.WaitApplied(ctx, b.meta.Image().Offset, topicOpenWait)
 	})
 }

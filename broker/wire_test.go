@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -193,25 +194,19 @@ func TestAutoCreateHonoursConfig(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
 		t.Run(fmt.Sprint(enabled), func(t *testing.T) {
 			n := startTestNode(t, map[string]string{"auto.create.topics.enable": fmt.Sprint(enabled), "num.partitions": "3"})
-			c := dialRaw(t, n.addr)
-			req := kmsg.NewPtrMetadataRequest()
-			req.SetVersion(12)
-			topic := "auto-me"
-			req.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
-			req.AllowAutoTopicCreation = true
-			c.send(req, 1)
-			resp := kmsg.NewPtrMetadataResponse()
-			resp.SetVersion(12)
-			c.recv(resp)
-			got := resp.Topics[0]
+			got := topicIn(t, metadataFor(t, n, "auto-me"), "auto-me")
+			if got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Fatalf("want UNKNOWN_TOPIC_OR_PARTITION, got %d", got.ErrorCode)
+			}
 			if !enabled {
-				if got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
-					t.Fatalf("want UNKNOWN_TOPIC_OR_PARTITION, got %d", got.ErrorCode)
+				time.Sleep(100 * time.Millisecond)
+				if n.ctrl.Image().Topics["auto-me"] != nil {
+					t.Fatal("created with auto.create.topics.enable=false")
 				}
 				return
 			}
-			if got.ErrorCode != 0 || len(got.Partitions) != 3 {
-				t.Fatalf("auto-created topic %+v", got)
+			if mt := waitMetadataTopic(t, n, "auto-me"); len(mt.Partitions) != 3 {
+				t.Fatalf("auto-created topic %+v", mt)
 			}
 		})
 	}
@@ -391,7 +386,7 @@ func createTopic(t *testing.T, n *testNode, name string, partitions int32, confi
 	for {
 		ok := true
 		for p := int32(0); p < partitions; p++ {
-			if n.b.replicas.get(topicPartition(name, p)) == nil {
+			if !n.b.replicas.Hosts(replica.TopicPartition{Topic: name, Partition: p}) {
 				ok = false
 			}
 		}

@@ -86,7 +86,12 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     does not block appends.
 //   - segMu guards the segments slice: readers hold it shared while they use
 //     a segment, writers exclusively only while they swap the slice.
+//   - hwMu orders high watermark updates against the log end and log
+//     start moving under them (AdvanceHighWatermark, truncation, log start
+//     advances); it is held for a few loads and stores, never across I/O.
 //   - each index and the epoch cache have their own lock, taken last.
+//
+// The whole node's lock order is LOCKS.md at the repository root.
 //
 // Offsets readers need (log end, log start, high watermark, recovery point)
 // are atomics: the appender stores the log end offset only after the bytes
@@ -116,6 +121,7 @@ type Log struct {
 	deletions     []*pendingDeletion
 
 	flushMu sync.Mutex
+	hwMu    sync.Mutex
 
 	segMu    sync.RWMutex
 	segments []*segment // ascending base offset; the last one is active
@@ -909,11 +915,21 @@ func (l *Log) Dir() string           { return l.dir }
 // TopicPartition names the log's partition.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
 
-// SetHighWatermark moves the high watermark, clamped to [log start, log
-// end] as Kafka does.
-func (l *Log) SetHighWatermark(hw int64) {
+// AdvanceHighWatermark moves the high watermark forward to hw, clamped to
+// [log start, log end] as Kafka does, and reports whether it moved. It
+// never moves it back: a caller that computed hw before another caller's
+// newer value landed leaves the newer one in place (the replica layer
+// decides what the high watermark should be; the log only keeps it
+// monotonic). Only truncation lowers it.
+func (l *Log) AdvanceHighWatermark(hw int64) (moved bool) {
+	l.hwMu.Lock()
+	defer l.hwMu.Unlock()
 	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
+	if hw <= l.highWatermark.Load() {
+		return false
+	}
 	l.highWatermark.Store(hw)
+	return true
 }
 
 // Size is the total bytes of the log's segments.
@@ -1057,12 +1073,14 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	leo := l.active().nextOffset
+	l.hwMu.Lock()
 	l.logEndOffset.Store(leo)
-	if l.recoveryPoint.Load() > leo {
-		l.recoveryPoint.Store(leo)
-	}
 	if l.highWatermark.Load() > leo {
 		l.highWatermark.Store(leo)
+	}
+	l.hwMu.Unlock()
+	if l.recoveryPoint.Load() > leo {
+		l.recoveryPoint.Store(leo)
 	}
 	if l.epochs.truncateFromEnd(leo) {
 		if err := l.epochs.write(); err != nil {
@@ -1141,10 +1159,12 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 // below it; the caller holds mu.
 func (l *Log) advanceLogStart(offset int64) error {
 	nowMs := l.now().UnixMilli()
+	l.hwMu.Lock()
 	l.logStartOffset.Store(offset)
 	if l.highWatermark.Load() < offset {
 		l.highWatermark.Store(offset)
 	}
+	l.hwMu.Unlock()
 	if l.epochs.truncateFromStart(offset) {
 		if err := l.epochs.write(); err != nil {
 			return l.fail(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gregorbroker/gregor/vfs"
@@ -192,7 +193,7 @@ func TestTruncateTo(t *testing.T) {
 		mustAppend(t, l, plainBatch(t, 2))
 	}
 	segs := l.NumSegments()
-	l.SetHighWatermark(l.LogEndOffset())
+	l.AdvanceHighWatermark(l.LogEndOffset())
 	if err := l.TruncateTo(31); err != nil { // inside the batch 30-31
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestDeleteRecordsBefore(t *testing.T) {
 	if _, err := l.DeleteRecordsBefore(10); kerrOf(err) != kerr.OffsetOutOfRange {
 		t.Fatalf("beyond the high watermark: %v", err)
 	}
-	l.SetHighWatermark(l.LogEndOffset())
+	l.AdvanceHighWatermark(l.LogEndOffset())
 	segs := l.NumSegments()
 	start, err := l.DeleteRecordsBefore(25)
 	if err != nil || start != 25 || l.LogStartOffset() != 25 {
@@ -453,5 +454,85 @@ func TestReplicationAppendKeepsOffsets(t *testing.T) {
 	}
 	if _, _, err := follower.Append(append([]byte(nil), data...), 99, AppendReplication); err == nil {
 		t.Fatal("replicated batches below the log end were accepted")
+	}
+}
+
+// The high watermark only moves forward: a slower caller storing an older
+// value after a faster one must not hide acknowledged records again
+// (DESIGN.md §10). Truncation (a follower's) is the one way down.
+func TestHighWatermarkOnlyMovesForward(t *testing.T) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
+	defer l.Close()
+	for range 3 {
+		mustAppend(t, l, plainBatch(t, 2))
+	}
+	if !l.AdvanceHighWatermark(6) {
+		t.Fatal("the high watermark did not move to 6")
+	}
+	if l.AdvanceHighWatermark(2) { // a stale caller, computed before the last append
+		t.Fatal("a stale update reports a move")
+	}
+	if hw := l.HighWatermark(); hw != 6 {
+		t.Fatalf("high watermark %d after a stale update, want 6", hw)
+	}
+	l.AdvanceHighWatermark(100) // clamped to the log end
+	if hw := l.HighWatermark(); hw != 6 {
+		t.Fatalf("high watermark %d beyond the log end 6", hw)
+	}
+	if err := l.TruncateTo(4); err != nil {
+		t.Fatal(err)
+	}
+	if hw := l.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d after truncating to 4", hw)
+	}
+}
+
+// Concurrent updaters race the way an appender on one goroutine and a
+// coordinator on another do: whatever order their stores land in, the
+// high watermark ends at the largest value and a reader never sees it go
+// back.
+func TestHighWatermarkConcurrentUpdates(t *testing.T) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
+	defer l.Close()
+	for range 100 {
+		mustAppend(t, l, plainBatch(t, 1))
+	}
+	stop := make(chan struct{})
+	backwards := make(chan int64, 1)
+	go func() {
+		last := int64(0)
+		for {
+			select {
+			case <-stop:
+				close(backwards)
+				return
+			default:
+			}
+			hw := l.HighWatermark()
+			if hw < last {
+				backwards <- hw
+				close(backwards)
+				return
+			}
+			last = hw
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := int64(g); v <= 100; v += 4 {
+				l.AdvanceHighWatermark(v)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if hw, ok := <-backwards; ok {
+		t.Fatalf("a reader saw the high watermark go back to %d", hw)
+	}
+	if hw := l.HighWatermark(); hw != 100 {
+		t.Fatalf("high watermark %d, want 100", hw)
 	}
 }

@@ -83,9 +83,9 @@ type logDir struct {
 //
 // Locking: mu guards logs, logDirOf and every logDir's maps; it may be held
 // while calling into a Log (lock order Manager.mu → Log.mu), never the
-// other way round. checkpointMu serialises checkpoint writes. Run's
-// goroutine is the caller's; it copies the log list under mu and works on
-// the copy.
+// other way round. checkpointMu serialises checkpoint writes and is taken
+// before mu (LOCKS.md has the whole node's order). Run's goroutine is the
+// caller's; it copies the log list under mu and works on the copy.
 type Manager struct {
 	fsys   vfs.FS
 	logger *slog.Logger

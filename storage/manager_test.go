@@ -32,7 +32,7 @@ func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
 		for j := 0; j < 10*(i+1); j++ {
 			mustAppend(t, l, plainBatch(t, 2))
 		}
-		l.SetHighWatermark(l.LogEndOffset() - 1)
+		l.AdvanceHighWatermark(l.LogEndOffset() - 1)
 	}
 	again, _ := m.GetOrCreate(tps[0], [16]byte{1}, cfg)
 	if l, _ := m.Get(tps[0]); l != again {
@@ -47,7 +47,7 @@ func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
 		t.Fatalf("sizes %+v", descs[0])
 	}
 	l3, _ := m.Get(tps[3])
-	l3.SetHighWatermark(l3.LogEndOffset())
+	l3.AdvanceHighWatermark(l3.LogEndOffset())
 	if _, err := l3.DeleteRecordsBefore(5); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -69,8 +70,14 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	}()
 
 	opts := s.brokerOpts
+	opts.Metadata = ctrl
 	opts.Controller = ctrl
-	opts.Logs = logs
+	opts.Replicas = replica.NewManager(replica.Options{
+		NodeID:  s.nodeID,
+		Logs:    logs,
+		Configs: s.configs,
+		Logger:  log.With("component", "replica"),
+	})
 	opts.Configs = s.configs
 	opts.SupportedFeatures = s.supportedFeatures
 	for _, d := range s.logDirs {

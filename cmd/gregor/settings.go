@@ -25,7 +25,7 @@ type settings struct {
 	metadataDir            string
 	voters                 []controller.Voter
 	brokerOpts             broker.Options
-	configs                broker.Configs
+	configs                *config.Provider
 	schema                 controller.ConfigSchema
 	supportedFeatures      map[string][2]int16
 	bootstrapFeatures      map[string]int16

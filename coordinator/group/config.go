@@ -3,8 +3,11 @@ package group
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 )
 
 // Migration policies for group.consumer.migration.policy.
@@ -90,6 +93,26 @@ func (c *Config) consumerHeartbeatIntervalMs(groupID string) int32 {
 		}
 	}
 	return c.ConsumerHeartbeatIntervalMs
+}
+
+// TopicSpec is __consumer_offsets as Kafka creates it: the offsets.topic.*
+// settings, compacted, compression as the producer sent it (Kafka's
+// GroupCoordinator.groupMetadataTopicConfigs).
+func (c *Config) TopicSpec() runtime.TopicSpec {
+	segmentBytes := c.OffsetsTopicSegmentBytes
+	if segmentBytes <= 0 {
+		segmentBytes = DefaultConfig().OffsetsTopicSegmentBytes
+	}
+	return runtime.TopicSpec{
+		Name:              OffsetsTopic,
+		Partitions:        c.OffsetsTopicNumPartitions,
+		ReplicationFactor: c.OffsetsTopicReplicationFactor,
+		Configs: [][2]string{
+			{"cleanup.policy", "compact"},
+			{"compression.type", "producer"},
+			{"segment.bytes", strconv.Itoa(int(segmentBytes))},
+		},
+	}
 }
 
 // DefaultConfig returns Kafka 4.3's defaults.

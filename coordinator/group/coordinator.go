@@ -5,7 +5,8 @@ package group
 // that shard's groups and offsets and is held across PartitionLog.Append,
 // so that the order of records in the log is the order in which they were
 // applied in memory: replaying the partition rebuilds the same state. Lock
-// order: Coordinator.mu, then shard.mu; never two shard locks at once.
+// order: Coordinator.mu, then shard.mu; never two shard locks at once (the
+// append path under shard.mu: LOCKS.md at the repository root).
 // Requests run on the caller's goroutine; a request that must wait (a
 // JoinGroup parked until the rebalance completes, a SyncGroup waiting for
 // the leader's assignment) registers a buffered channel under shard.mu,
@@ -22,18 +23,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // PartitionLog is one __consumer_offsets partition as the coordinator sees
-// it.
-type PartitionLog interface {
-	// Append writes one record batch to the partition and returns once it
-	// is durably committed (acks=all semantics), with its base offset.
-	Append(ctx context.Context, batch []byte) (baseOffset int64, err error)
-	// ReadFrom calls fn for each committed batch from offset on, in order.
-	ReadFrom(ctx context.Context, offset int64, fn func(batch []byte) error) error
-}
+// it: Append has acks=all semantics, ReadFrom sees committed batches (the
+// coordinator runtime provides it, bound to the leader epoch the shard was
+// loaded at).
+type PartitionLog = runtime.PartitionLog
 
 // TopicInfo is one topic of the metadata image.
 type TopicInfo struct {

@@ -6,13 +6,15 @@
 //
 // # Boundaries
 //
-// The broker owns the network and the __consumer_offsets partitions; this
-// package owns what is in them. The broker calls Load when it becomes
-// leader of a partition (the coordinator replays it, answering
+// The broker owns the network, the replica layer the __consumer_offsets
+// partitions; this package owns what is in them. The coordinator runtime
+// (coordinator/runtime) calls Load when this node becomes leader of a
+// partition (the coordinator replays it, answering
 // COORDINATOR_LOAD_IN_PROGRESS meanwhile) and Unload when it stops being
-// leader; groups of partitions not loaded answer NOT_COORDINATOR. It runs
-// Run for the timers and calls one method per API with the decoded kmsg
-// request. CoordinatorFor answers the group half of FindCoordinator.
+// leader, and runs Run for the timers; groups of partitions not loaded
+// answer NOT_COORDINATOR. The broker calls one method per API with the
+// decoded kmsg request. CoordinatorFor answers the group half of
+// FindCoordinator; Config.TopicSpec is how __consumer_offsets is created.
 //
 // # Persistence
 //

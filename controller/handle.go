@@ -1,0 +1,58 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrNoAnswer is Handle's error when the controller gives no answer: it is
+// shutting down, or the request's context ended first.
+var ErrNoAnswer = errors.New("the controller gave no answer")
+
+// Handle answers one metadata-changing request as the active controller:
+// the requests a broker sends it (forwards from clients, and its own
+// registration, heartbeats and producer-id allocations). Each is answered
+// only after its change is committed. In a combined node the broker calls
+// it directly; a remote controller will serve the same requests on its
+// listener.
+func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return answered(c.CreateTopics(ctx, r))
+	case *kmsg.DeleteTopicsRequest:
+		return answered(c.DeleteTopics(ctx, r))
+	case *kmsg.CreatePartitionsRequest:
+		return answered(c.CreatePartitions(ctx, r))
+	case *kmsg.AlterConfigsRequest:
+		return answered(c.AlterConfigs(ctx, r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return answered(c.IncrementalAlterConfigs(ctx, r))
+	case *kmsg.ElectLeadersRequest:
+		return answered(c.ElectLeaders(ctx, r))
+	case *kmsg.UpdateFeaturesRequest:
+		return answered(c.UpdateFeatures(ctx, r))
+	case *kmsg.DescribeQuorumRequest:
+		return answered(c.DescribeQuorum(ctx, r))
+	case *kmsg.BrokerRegistrationRequest:
+		return answered(c.RegisterBroker(ctx, r))
+	case *kmsg.BrokerHeartbeatRequest:
+		return answered(c.BrokerHeartbeat(ctx, r))
+	case *kmsg.AllocateProducerIDsRequest:
+		return answered(c.AllocateProducerIDs(ctx, r))
+	}
+	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
+}
+
+// answered turns a typed nil answer into ErrNoAnswer.
+func answered[R any, P interface {
+	*R
+	kmsg.Response
+}](resp P) (kmsg.Response, error) {
+	if resp == nil {
+		return nil, ErrNoAnswer
+	}
+	return resp, nil
+}

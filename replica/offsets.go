@@ -1,0 +1,168 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Special ListOffsets timestamps.
+const (
+	LatestTimestamp                = -1
+	EarliestTimestamp              = -2
+	MaxTimestamp                   = -3
+	EarliestLocalTimestamp         = -4
+	LatestTieredTimestamp          = -5
+	EarliestPendingUploadTimestamp = -6
+)
+
+// Replica ids a request may carry.
+const (
+	ConsumerReplicaID  = -1
+	DebuggingReplicaID = -2
+)
+
+// ListedOffset is one partition's ListOffsets answer; Offset, Timestamp and
+// LeaderEpoch are -1 when nothing matches.
+type ListedOffset struct {
+	Err         *kerr.Error
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}
+
+// ListOffset answers ListOffsets for one partition, as Kafka's
+// Partition.fetchOffsetForTimestamp and ReplicaManager.fetchOffset do.
+// Only the leader answers, except to the debugging replica id (-2). A
+// consumer (replica id -1) sees only what its isolation lets it fetch
+// (below the high watermark, or the last stable offset): a found record
+// at or beyond that is answered -1/-1, for the max-timestamp record as for
+// a timestamp search (the max is not taken over the visible records
+// alone). Other replica ids see up to the log end.
+//
+// Special timestamps: -1 latest (that visible end, with the current leader
+// epoch), -2 earliest and -4 earliest local (the log start: nothing is
+// tiered), -3 the record with the largest timestamp (KIP-734, the exact
+// record since KAFKA-16310), -5 latest tiered and -6 earliest pending
+// upload (-1 without tiered storage, as in Kafka). Any other negative
+// timestamp is INVALID_REQUEST.
+func (m *Manager) ListOffset(tp TopicPartition, currentEpoch int32, timestamp int64, isolation Isolation, replicaID int32) ListedOffset {
+	out := ListedOffset{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
+	p, ke, _ := m.leaderPartition(tp, currentEpoch, replicaID != DebuggingReplicaID)
+	if ke != nil {
+		out.Err = ke
+		return out
+	}
+	l := p.log
+	_, epoch := p.leadership()
+	visible := visibleEnd(l, replicaID, isolation)
+	var off, ts int64
+	var ep int32
+	switch timestamp {
+	case LatestTimestamp:
+		out.Offset, out.LeaderEpoch = visible, epoch
+		return out
+	case EarliestTimestamp, EarliestLocalTimestamp:
+		out.Offset = l.LogStartOffset()
+		if e, ok := l.EpochForOffset(out.Offset); ok {
+			out.LeaderEpoch = e
+		}
+		return out
+	case LatestTieredTimestamp, EarliestPendingUploadTimestamp:
+		return out
+	case MaxTimestamp:
+		off, ts, ep = l.MaxTimestamp()
+	default:
+		if timestamp < 0 {
+			out.Err = kerr.InvalidRequest
+			return out
+		}
+		var found bool
+		var err error
+		off, ts, ep, found, err = l.OffsetForTimestamp(timestamp)
+		if err != nil {
+			out.Err = storageErr(err)
+			return out
+		}
+		if !found {
+			return out
+		}
+	}
+	if off < 0 || off >= visible {
+		return out
+	}
+	out.Offset, out.Timestamp, out.LeaderEpoch = off, ts, ep
+	return out
+}
+
+// EpochEndOffset is one partition's OffsetForLeaderEpoch answer.
+type EpochEndOffset struct {
+	Err         *kerr.Error
+	LeaderEpoch int32
+	EndOffset   int64
+}
+
+// OffsetForLeaderEpoch answers OffsetForLeaderEpoch from the leader epoch
+// cache: the largest epoch <= leaderEpoch and the offset where it ended
+// (the log end for the current one). Only the leader answers, as in Kafka
+// (fetchOnlyFromLeader is always set there); currentEpoch -1 skips the
+// epoch check.
+func (m *Manager) OffsetForLeaderEpoch(tp TopicPartition, currentEpoch, leaderEpoch int32) EpochEndOffset {
+	p, ke, _ := m.leaderPartition(tp, currentEpoch, true)
+	if ke != nil {
+		return EpochEndOffset{Err: ke, LeaderEpoch: -1, EndOffset: -1}
+	}
+	e, off := p.log.EndOffsetForEpoch(leaderEpoch)
+	return EpochEndOffset{LeaderEpoch: e, EndOffset: off}
+}
+
+// DeleteRecords moves the partition's log start offset to offset (-1: the
+// high watermark) and deletes the segments wholly below it, answering the
+// new low watermark. Only the leader deletes; a topic whose cleanup.policy
+// lacks delete refuses with POLICY_VIOLATION, an offset past the high
+// watermark is OFFSET_OUT_OF_RANGE (Kafka's deleteRecordsOnLeader). With
+// this node the only replica, the low watermark is its log start at once;
+// followers' (and the purgatory wait for them) come with replication.
+func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (lowWatermark int64, ke *kerr.Error, msg string) {
+	p, ke, _ := m.leaderPartition(tp, -1, true)
+	if ke != nil {
+		return -1, ke, ""
+	}
+	p.mu.RLock()
+	deletable := p.config.Delete
+	p.mu.RUnlock()
+	if !deletable {
+		return -1, kerr.PolicyViolation, fmt.Sprintf("Records of partition %s can not be deleted due to the configured policy", tp)
+	}
+	if offset == -1 {
+		offset = p.log.HighWatermark()
+	}
+	low, err := p.log.DeleteRecordsBefore(offset)
+	if err != nil {
+		return low, storageErr(err), ""
+	}
+	// A fetch waiting below the new log start answers OFFSET_OUT_OF_RANGE.
+	m.wake(tp)
+	return low, nil, ""
+}
+
+// ProducerInfo describes one producer a partition tracks.
+type ProducerInfo = storage.ProducerInfo
+
+// ActiveProducers lists the producers a partition's log tracks
+// (DescribeProducers). As in Kafka it is answered by any replica with the
+// log, the leader or not.
+func (m *Manager) ActiveProducers(tp TopicPartition) ([]ProducerInfo, *kerr.Error) {
+	p, ke, _ := m.leaderPartition(tp, -1, false)
+	if ke != nil {
+		return nil, ke
+	}
+	return p.log.ActiveProducers(), nil
+}
+
+// LogDirDescription is one log dir for DescribeLogDirs.
+type LogDirDescription = storage.DirDescription
+
+// DescribeLogDirs reports every log dir with its usage and partitions.
+func (m *Manager) DescribeLogDirs() []LogDirDescription { return m.logs.DescribeDirs() }

@@ -1,0 +1,231 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gregorbroker/gregor/config"
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicPartition names one partition.
+type TopicPartition = storage.TopicPartition
+
+// Partition is one hosted partition: its log and its replica state. The
+// log never changes; the leadership state is guarded by mu (see doc.go).
+type Partition struct {
+	tp      TopicPartition
+	topicID controller.UUID
+	self    int32
+	// log is nil while the partition is offline: its log could not be
+	// opened (operations answer KAFKA_STORAGE_ERROR).
+	log *storage.Log
+
+	mu          sync.RWMutex
+	leader      int32
+	leaderEpoch int32
+	replicas    []int32
+	isr         []int32
+	config      config.Topic
+	// remotes are the other replicas, with the log end offset each last
+	// fetched up to (-1 until it fetches; follower fetches land later).
+	remotes map[int32]*remoteReplica
+	// removed is set when the partition stops being hosted; operations
+	// holding it answer NOT_LEADER_OR_FOLLOWER from then on.
+	removed bool
+
+	// announcedEpoch is the leader epoch the leadership listeners were
+	// last told about (-1: they know this node does not lead). Only
+	// ApplyImage touches it, under Manager.applyMu.
+	announcedEpoch int32
+}
+
+// remoteReplica is what the leader knows of another replica.
+type remoteReplica struct {
+	logEndOffset atomic.Int64
+}
+
+func newPartition(tp TopicPartition, topicID controller.UUID, self int32, log *storage.Log) *Partition {
+	return &Partition{tp: tp, topicID: topicID, self: self, log: log, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
+}
+
+// TopicPartition names the partition.
+func (p *Partition) TopicPartition() TopicPartition { return p.tp }
+
+// update applies the image's view of the partition.
+func (p *Partition) update(meta controller.Partition, cfg config.Topic) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if meta.Leader != p.leader || meta.LeaderEpoch != p.leaderEpoch {
+		// A new leadership term: what this node knew of the other
+		// replicas' progress belongs to the old one (Kafka resets the
+		// remote replica states on makeLeader).
+		p.remotes = map[int32]*remoteReplica{}
+	}
+	p.leader, p.leaderEpoch = meta.Leader, meta.LeaderEpoch
+	p.replicas, p.isr = meta.Replicas, meta.ISR
+	p.config = cfg
+	for _, id := range p.replicas {
+		if id != p.self && p.remotes[id] == nil {
+			r := &remoteReplica{}
+			r.logEndOffset.Store(-1)
+			p.remotes[id] = r
+		}
+	}
+	for id := range p.remotes {
+		if !slices.Contains(p.replicas, id) {
+			delete(p.remotes, id)
+		}
+	}
+}
+
+// markRemoved stops the partition from serving.
+func (p *Partition) markRemoved() {
+	p.mu.Lock()
+	p.removed = true
+	p.mu.Unlock()
+}
+
+// isLeaderLocked reports whether this node leads; the caller holds mu.
+func (p *Partition) isLeaderLocked() bool {
+	return !p.removed && p.leader == p.self && p.log != nil
+}
+
+// effectiveMinISRLocked is Kafka's effective minimum ISR size:
+// min.insync.replicas capped at the replication factor (KAFKA-15583).
+// The caller holds mu.
+func (p *Partition) effectiveMinISRLocked() int {
+	return min(int(p.config.MinInsyncReplicas), max(len(p.replicas), 1))
+}
+
+// checkLeaderEpochLocked is Kafka's check of a request's current leader
+// epoch against this partition's (-1: the request names none). The
+// caller holds mu.
+func (p *Partition) checkLeaderEpochLocked(current int32) *kerr.Error {
+	switch {
+	case current < 0:
+		return nil
+	case p.leaderEpoch > current:
+		return kerr.FencedLeaderEpoch
+	case p.leaderEpoch < current:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}
+
+// maybeAdvanceHighWatermarkLocked moves the high watermark to the
+// smallest log end offset over the ISR, if that is further than it is,
+// and reports whether it moved. Kafka's maybeIncrementLeaderHW: only the
+// leader advances it, and not while the ISR is below the effective
+// minimum. The caller holds mu (shared is enough: the log keeps the high
+// watermark monotonic whatever order concurrent callers store in).
+func (p *Partition) maybeAdvanceHighWatermarkLocked() bool {
+	if !p.isLeaderLocked() || len(p.isr) < p.effectiveMinISRLocked() {
+		return false
+	}
+	hw := p.log.LogEndOffset()
+	for _, id := range p.isr {
+		if id == p.self {
+			continue
+		}
+		r := p.remotes[id]
+		if r == nil {
+			return false
+		}
+		hw = min(hw, r.logEndOffset.Load())
+	}
+	return p.log.AdvanceHighWatermark(hw)
+}
+
+// maybeAdvanceHighWatermark is maybeAdvanceHighWatermarkLocked taking mu.
+func (p *Partition) maybeAdvanceHighWatermark() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.maybeAdvanceHighWatermarkLocked()
+}
+
+// leadership is the current leader and epoch.
+func (p *Partition) leadership() (leader, epoch int32) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.leader, p.leaderEpoch
+}
+
+// checkAppendLocked refuses an append this partition cannot take: not the
+// leader (or not at the epoch the writer was bound to), or, for acks=all,
+// an ISR below the effective min.insync.replicas. The caller holds mu.
+func (p *Partition) checkAppendLocked(acks int16, boundEpoch int32) (*kerr.Error, string) {
+	if !p.isLeaderLocked() || (boundEpoch >= 0 && boundEpoch != p.leaderEpoch) {
+		return kerr.NotLeaderForPartition, ""
+	}
+	if acks == -1 {
+		if minISR := p.effectiveMinISRLocked(); len(p.isr) < minISR {
+			return kerr.NotEnoughReplicas, fmt.Sprintf("The size of the current ISR %v is insufficient to satisfy the min.isr requirement of %d for partition %s", p.isr, minISR, p.tp)
+		}
+	}
+	return nil, ""
+}
+
+// appendAsLeader appends records as the leader, under mu held shared so
+// that leadership cannot change during the append, and advances the high
+// watermark. hwMoved tells the caller to wake what waits on it.
+func (p *Partition) appendAsLeader(records []byte, acks int16, boundEpoch int32, origin storage.AppendOrigin) (res storage.AppendResult, recErrs []protocol.RecordError, errMsg string, err error, hwMoved bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if ke, msg := p.checkAppendLocked(acks, boundEpoch); ke != nil {
+		return res, nil, msg, ke, false
+	}
+	res, recErrs, err = p.log.Append(records, p.leaderEpoch, origin)
+	if err != nil {
+		return res, recErrs, "", err, false
+	}
+	return res, nil, "", nil, p.maybeAdvanceHighWatermarkLocked()
+}
+
+// committedLocked reports whether the high watermark has passed offset
+// (acks=all), or the error that ends the wait: the leadership moved (or,
+// for a writer bound to an epoch, the epoch did), or the ISR shrank below
+// the minimum after the append. The caller holds mu.
+func (p *Partition) committedLocked(offset int64, boundEpoch int32) (bool, *kerr.Error) {
+	if !p.isLeaderLocked() || (boundEpoch >= 0 && boundEpoch != p.leaderEpoch) {
+		return true, kerr.NotLeaderForPartition
+	}
+	if p.log.HighWatermark() < offset {
+		return false, nil
+	}
+	if len(p.isr) < p.effectiveMinISRLocked() {
+		return true, kerr.NotEnoughReplicasAfterAppend
+	}
+	return true, nil
+}
+
+func (p *Partition) committed(offset int64, boundEpoch int32) (bool, *kerr.Error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.committedLocked(offset, boundEpoch)
+}
+
+// recordFollowerLogEnd notes how far a follower's log reaches and moves
+// the high watermark if the ISR now allows it. Follower fetches will call
+// it when replication lands; today only tests do.
+func (m *Manager) recordFollowerLogEnd(tp TopicPartition, replicaID int32, logEnd int64) {
+	p := m.hosted(tp)
+	if p == nil {
+		return
+	}
+	p.mu.RLock()
+	r := p.remotes[replicaID]
+	if r != nil {
+		r.logEndOffset.Store(logEnd)
+	}
+	moved := r != nil && p.maybeAdvanceHighWatermarkLocked()
+	p.mu.RUnlock()
+	if moved {
+		m.wake(tp)
+	}
+}
