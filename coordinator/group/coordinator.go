@@ -189,6 +189,21 @@ func (s *shard) reset() {
 	s.offsets = map[string]*groupOffsets{}
 }
 
+// Prepare marks partition as loading from the moment this node becomes its
+// leader (the runtime calls it synchronously from the leadership change;
+// Load follows on a goroutine of its own): until the replay ends, requests
+// for its groups get COORDINATOR_LOAD_IN_PROGRESS and ListGroups says the
+// listing is incomplete, instead of NOT_COORDINATOR and a listing that
+// silently lacks the partition's groups. A shard already present (a
+// re-election) keeps serving until Load replaces it.
+func (c *Coordinator) Prepare(partition int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shards[partition] == nil {
+		c.shards[partition] = newShard(c, partition, nil)
+	}
+}
+
 // Load replays partition's log and then serves its groups. Requests for
 // its groups get COORDINATOR_LOAD_IN_PROGRESS until the replay ends.
 func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLog) error {

@@ -61,6 +61,35 @@ func TestCoordinatorLoadStates(t *testing.T) {
 	}
 }
 
+// A partition prepared for loading answers COORDINATOR_LOAD_IN_PROGRESS
+// before its Load has started: ListGroups must not return a listing that
+// silently lacks its groups (a restarted node's clients would see groups
+// vanish).
+func TestPreparedPartitionIsLoading(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.OffsetsTopicNumPartitions = 1
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := New(cfg, newFakeTopics(map[string]int32{"foo": 1}))
+	c.Prepare(0)
+	if _, code := c.CoordinatorFor("g"); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("prepared: CoordinatorFor %d, want COORDINATOR_LOAD_IN_PROGRESS", code)
+	}
+	if lg := c.ListGroups(context.Background(), &kmsg.ListGroupsRequest{Version: 4}); lg.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("list while prepared: %+v", lg)
+	}
+	c.Tick(context.Background()) // timers skip a shard that is not loaded
+	if err := c.Load(context.Background(), 0, &memLog{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := c.CoordinatorFor("g"); code != 0 {
+		t.Fatalf("loaded: %d", code)
+	}
+	c.Prepare(0) // a re-election keeps the loaded shard serving until Load
+	if _, code := c.CoordinatorFor("g"); code != 0 {
+		t.Fatalf("prepared again while loaded: %d", code)
+	}
+}
+
 func TestUnloadAnswersParkedRequests(t *testing.T) {
 	h := newHarness(t, nil)
 	const g = "parked"

@@ -69,7 +69,11 @@ type PartitionLog interface {
 // topic. Load replays the partition through log and then serves its keys;
 // Unload stops serving them (answering parked requests). A Coordinator
 // that also has a Run(ctx) method gets it called on a goroutine of its own
-// for the runtime's lifetime (its timers).
+// for the runtime's lifetime (its timers); one with a Prepare(partition)
+// method gets it called, without blocking, the moment this node becomes a
+// partition's leader, before its Load is queued (so that it answers
+// COORDINATOR_LOAD_IN_PROGRESS for that partition at once, as Kafka's
+// runtime does once it has scheduled a load).
 type Coordinator interface {
 	Load(ctx context.Context, partition int32, log PartitionLog) error
 	Unload(partition int32)
@@ -192,6 +196,9 @@ func (l *listener) BecameLeader(tp replica.TopicPartition, epoch int32) {
 		return
 	}
 	rt.loaded[p] = epoch
+	if c, ok := rt.opts.Coordinator.(interface{ Prepare(int32) }); ok {
+		c.Prepare(p)
+	}
 	plog := &partitionLog{replicas: rt.opts.Replicas, tp: tp, epoch: epoch}
 	rt.enqueueLocked(p, func() {
 		if err := rt.opts.Coordinator.Load(rt.ctx, p, plog); err != nil && rt.ctx.Err() == nil {

@@ -100,6 +100,14 @@ type fakeCoordinator struct {
 	logs   map[int32]PartitionLog
 	gate   chan struct{}
 	ran    atomic.Bool
+	// prepared are the partitions Prepare was called for, in order.
+	prepared []int32
+}
+
+func (c *fakeCoordinator) Prepare(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prepared = append(c.prepared, p)
 }
 
 func (c *fakeCoordinator) Load(ctx context.Context, p int32, log PartitionLog) error {
@@ -185,6 +193,14 @@ func TestLoadsAndUnloadsFollowLeadership(t *testing.T) {
 	f.lead(0, 2) // told again: nothing new
 	f.lead(1, 1)
 	f.resign(2) // never led: nothing to unload
+	// Prepare ran synchronously with each new leadership, while the loads
+	// still wait behind the gate.
+	c.mu.Lock()
+	prepared := slices.Clone(c.prepared)
+	c.mu.Unlock()
+	if want := []int32{0, 0, 1}; !slices.Equal(prepared, want) {
+		t.Fatalf("prepared %v before any load ran, want %v", prepared, want)
+	}
 	close(gate)
 	got := c.waitEvents(t, 4)
 	var p0 []string
