@@ -11,6 +11,7 @@ import (
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -74,7 +75,7 @@ type Options struct {
 	// with the offsets topic settings above.
 	Groups *group.Config
 	// LogDirIDs are the directory ids of the log dirs (registration v2+).
-	LogDirIDs []controller.UUID
+	LogDirIDs []protocol.UUID
 	// SupportedFeatures is reported in ApiVersions and registration.
 	SupportedFeatures map[string][2]int16
 
@@ -266,7 +267,7 @@ func (b *Broker) register(ctx context.Context) error {
 	if img != nil {
 		req.ClusterID = img.ClusterID
 	}
-	req.IncarnationID = controller.RandomUUID()
+	req.IncarnationID = protocol.RandomUUID()
 	for _, ep := range b.endpoints() {
 		l := kmsg.NewBrokerRegistrationRequestListener()
 		l.Name, l.Host, l.Port, l.SecurityProtocol = ep.Name, ep.Host, uint16(ep.Port), ep.SecurityProtocol

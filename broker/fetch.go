@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,7 +57,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch
 		name := it.key.topic
 		if plan.version >= 13 {
-			t := c.img.TopicsByID[controller.UUID(it.key.topicID)]
+			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]
 			if t == nil {
 				e.Result.Err = kerr.UnknownTopicID
 				continue

@@ -36,6 +36,7 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -124,7 +125,7 @@ func (it imageTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
 	if img == nil {
 		return group.TopicInfo{}, false
 	}
-	t := img.TopicsByID[controller.UUID(id)]
+	t := img.TopicsByID[protocol.UUID(id)]
 	if t == nil {
 		return group.TopicInfo{}, false
 	}

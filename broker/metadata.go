@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -87,7 +88,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// Lookup by topic ID (v12+).
-			t := img.TopicsByID[controller.UUID(rt.TopicID)]
+			t := img.TopicsByID[protocol.UUID(rt.TopicID)]
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID

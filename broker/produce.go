@@ -109,7 +109,7 @@ func (p *producePending) AppendCompleted(entries []replica.AppendEntry) {
 // produceTopic resolves a request topic by name (v3-12) or ID (v13).
 func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.ProduceRequestTopic) *controller.Topic {
 	if version >= 13 {
-		return img.TopicsByID[controller.UUID(t.TopicID)]
+		return img.TopicsByID[protocol.UUID(t.TopicID)]
 	}
 	return img.Topics[t.Topic]
 }

@@ -60,8 +60,8 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 		log = slog.Default()
 	}
 	fsys := vfs.OSFS{}
-	clusterID := controller.RandomUUID().String()
-	voters := []controller.Voter{{ID: 1, DirectoryID: controller.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
+	clusterID := protocol.RandomUUID().String()
+	voters := []controller.Voter{{ID: 1, DirectoryID: protocol.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
 	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 		OffsetsTopicReplicationFactor: 1,
 		SupportedFeatures:             features,
 		Groups:                        &groups,
-		LogDirIDs:                     []controller.UUID{voters[0].DirectoryID},
+		LogDirIDs:                     []protocol.UUID{voters[0].DirectoryID},
 		Metadata:                      ctrl,
 		Controller:                    ctrl,
 		Replicas:                      replicas,

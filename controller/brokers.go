@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -72,14 +73,14 @@ func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequ
 	if req.IsMigratingZkBroker {
 		return nil, newAPIError(kerr.BrokerIDNotRegistered, "Controller does not support registering ZK brokers.")
 	}
-	var logDirs []UUID
+	var logDirs []protocol.UUID
 	if req.Version >= 2 {
 		if len(req.LogDirs) == 0 {
 			return nil, newAPIError(kerr.InvalidRegistration, "No directories specified in request")
 		}
-		seen := map[UUID]bool{}
+		seen := map[protocol.UUID]bool{}
 		for _, d := range req.LogDirs {
-			u := UUID(d)
+			u := protocol.UUID(d)
 			if reservedDirectoryID(u) {
 				return nil, newAPIError(kerr.InvalidRegistration, "Reserved directory ID in request")
 			}
@@ -164,7 +165,7 @@ func checkBrokerFeature(img *Image, name string, minLevel, maxLevel int16) *apiE
 
 // reservedDirectoryID: Kafka reserves the UUIDs whose first 8 bytes are 0
 // and last 8 bytes below 100 (UNASSIGNED, LOST, MIGRATING, ...).
-func reservedDirectoryID(u UUID) bool {
+func reservedDirectoryID(u protocol.UUID) bool {
 	for _, b := range u[:8] {
 		if b != 0 {
 			return false

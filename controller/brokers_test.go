@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,13 +29,13 @@ func (f *fakeClock) Add(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func registration(id int32, incarnation UUID) *kmsg.BrokerRegistrationRequest {
+func registration(id int32, incarnation protocol.UUID) *kmsg.BrokerRegistrationRequest {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 3
 	req.BrokerID = id
 	req.ClusterID = "test-cluster"
 	req.IncarnationID = incarnation
-	req.LogDirs = [][16]byte{RandomUUID()}
+	req.LogDirs = [][16]byte{protocol.RandomUUID()}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30}, {Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1}}
 	return req
 }
@@ -54,7 +55,7 @@ func heartbeat(t *testing.T, c *Controller, id int32, epoch int64, mutate ...fun
 func TestRegisterBrokerErrors(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
-	live := RandomUUID()
+	live := protocol.RandomUUID()
 	resp := c.RegisterBroker(ctxT(t), registration(1, live))
 	if resp.ErrorCode != 0 {
 		t.Fatalf("register: %d", resp.ErrorCode)
@@ -68,38 +69,38 @@ func TestRegisterBrokerErrors(t *testing.T) {
 		code int16
 	}{
 		{"wrong cluster", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(2, RandomUUID())
+			r := registration(2, protocol.RandomUUID())
 			r.ClusterID = "other"
 			return r
 		}, kerr.InconsistentClusterID.Code},
-		{"duplicate live id", func() *kmsg.BrokerRegistrationRequest { return registration(1, RandomUUID()) }, kerr.DuplicateBrokerRegistration.Code},
+		{"duplicate live id", func() *kmsg.BrokerRegistrationRequest { return registration(1, protocol.RandomUUID()) }, kerr.DuplicateBrokerRegistration.Code},
 		{"zk broker", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(3, RandomUUID())
+			r := registration(3, protocol.RandomUUID())
 			r.IsMigratingZkBroker = true
 			return r
 		}, kerr.BrokerIDNotRegistered.Code},
 		{"no log dirs", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(4, RandomUUID())
+			r := registration(4, protocol.RandomUUID())
 			r.LogDirs = nil
 			return r
 		}, kerr.InvalidRegistration.Code},
 		{"reserved log dir", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(5, RandomUUID())
+			r := registration(5, protocol.RandomUUID())
 			r.LogDirs = [][16]byte{{}}
 			return r
 		}, kerr.InvalidRegistration.Code},
 		{"unsupported metadata.version", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(6, RandomUUID())
+			r := registration(6, protocol.RandomUUID())
 			r.Features[0].MaxSupportedVersion = 20
 			return r
 		}, kerr.UnsupportedVersion.Code},
 		{"no metadata.version range", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(7, RandomUUID())
+			r := registration(7, protocol.RandomUUID())
 			r.Features = r.Features[1:]
 			return r
 		}, kerr.UnsupportedVersion.Code},
 		{"missing finalized kraft.version", func() *kmsg.BrokerRegistrationRequest {
-			r := registration(8, RandomUUID())
+			r := registration(8, protocol.RandomUUID())
 			r.Features = r.Features[:1]
 			return r
 		}, kerr.UnsupportedVersion.Code},
@@ -120,7 +121,7 @@ func TestRegisterBrokerErrors(t *testing.T) {
 func TestHeartbeatUnfencesWhenCaughtUp(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
-	resp := c.RegisterBroker(ctxT(t), registration(1, RandomUUID()))
+	resp := c.RegisterBroker(ctxT(t), registration(1, protocol.RandomUUID()))
 	epoch := resp.BrokerEpoch
 	r := heartbeat(t, c, 1, epoch, func(h *kmsg.BrokerHeartbeatRequest) { h.CurrentMetadataOffset = epoch - 1 })
 	if r.ErrorCode != 0 || !r.IsFenced || r.IsCaughtUp {
@@ -275,11 +276,11 @@ func TestElectLeaders(t *testing.T) {
 		t.Fatalf("leader did not move: %+v", p)
 	}
 	// Broker 2 re-registers (new incarnation), catches up and rejoins.
-	reg := c.RegisterBroker(ctxT(t), registration(2, RandomUUID()))
+	reg := c.RegisterBroker(ctxT(t), registration(2, protocol.RandomUUID()))
 	if reg.ErrorCode != 0 {
 		// Its session is still valid: wait it out.
 		clock.Add(10 * time.Second)
-		reg = c.RegisterBroker(ctxT(t), registration(2, RandomUUID()))
+		reg = c.RegisterBroker(ctxT(t), registration(2, protocol.RandomUUID()))
 	}
 	if reg.ErrorCode != 0 {
 		t.Fatalf("re-register: %d", reg.ErrorCode)
@@ -345,7 +346,7 @@ func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
 	// after its old session expired); broker 2 keeps heartbeating.
 	clock.Add(10 * time.Second)
 	heartbeat(t, c, 2, e2)
-	reg := c.RegisterBroker(ctxT(t), registration(1, RandomUUID()))
+	reg := c.RegisterBroker(ctxT(t), registration(1, protocol.RandomUUID()))
 	if reg.ErrorCode != 0 {
 		t.Fatalf("re-register: %d", reg.ErrorCode)
 	}

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller/raftlog"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -45,7 +46,7 @@ type Config struct {
 	FS          vfs.FS
 	NodeID      int32
 	ClusterID   string
-	DirectoryID UUID
+	DirectoryID protocol.UUID
 	// MetadataDir holds __cluster_metadata-0 (raft WAL and snapshots).
 	MetadataDir string
 	// Voters is the initial voter set (one voter, this node, in combined

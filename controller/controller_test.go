@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,7 +71,7 @@ func TestStartRefusesUnformattedAndMismatchedIdentity(t *testing.T) {
 
 func TestFormatRoundTrip(t *testing.T) {
 	fsys := vfs.NewMemFS()
-	dir := RandomUUID()
+	dir := protocol.RandomUUID()
 	opts := FormatOptions{
 		ClusterID: "abc", NodeID: 3, DirectoryID: dir,
 		Voters:   []Voter{{ID: 3, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 1, SecurityProtocol: 0}}}},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,7 +27,7 @@ type workload struct {
 	rng     *rand.Rand
 	c       *Controller
 	epoch   int64
-	created map[string]UUID
+	created map[string]protocol.UUID
 	configs map[string]string
 	lastAck int64
 	// inFlightDelete is the topic of a deletion that failed (was in flight
@@ -123,8 +124,8 @@ func crashOnce(t *testing.T, seed int64) {
 	published := recordImages(t, c)
 
 	kill := diskThatDies(fsys, 20+rng.Intn(400))
-	w := &workload{rng: rng, c: c, epoch: epoch, created: map[string]UUID{}, configs: map[string]string{}}
-	acked := map[string]UUID{}
+	w := &workload{rng: rng, c: c, epoch: epoch, created: map[string]protocol.UUID{}, configs: map[string]string{}}
+	acked := map[string]protocol.UUID{}
 	ackedConfigs := map[string]string{}
 	for i := 0; i < 300; i++ {
 		ctx, done := context.WithTimeout(context.Background(), 2*time.Second)
@@ -246,7 +247,7 @@ func diskThatDies(fsys *vfs.MemFS, budget int) (kill func()) {
 // burstWriter is one of the concurrent writers of crashBurstOnce and what
 // it was told.
 type burstWriter struct {
-	topics map[string]UUID
+	topics map[string]protocol.UUID
 	blocks []int64
 	// config is the last acknowledged retention.ms of its own topic;
 	// failedConfig the one whose write failed (it may have committed).
@@ -258,7 +259,7 @@ type burstWriter struct {
 // write gets when the disk dies (NOT_CONTROLLER) or one a write gets
 // after (UNKNOWN_SERVER_ERROR), never a hang.
 func (w *burstWriter) run(t *testing.T, c *Controller, rng *rand.Rand, id int, epoch int64) {
-	w.topics = map[string]UUID{}
+	w.topics = map[string]protocol.UUID{}
 	for i := range 40 {
 		ctx, done := context.WithTimeout(context.Background(), 5*time.Second)
 		var code int16

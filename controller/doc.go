@@ -17,7 +17,7 @@
 //	records.go     the versioned metadata record encoding
 //	replay.go      copy-on-write application of records to an Image,
 //	               and the records that rebuild an Image (snapshots)
-//	format.go      Format/ReadFormat (bootstrap.checkpoint), RandomUUID
+//	format.go      Format/ReadFormat (bootstrap.checkpoint)
 //	topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	placement.go   striped replica placement
 //	configs.go     IncrementalAlterConfigs, AlterConfigs

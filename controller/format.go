@@ -7,7 +7,6 @@ package controller
 // the first records of the metadata log.
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -53,7 +53,7 @@ var ErrNotFormatted = errors.New("metadata directory is not formatted")
 type FormatOptions struct {
 	ClusterID   string
 	NodeID      int32
-	DirectoryID UUID
+	DirectoryID protocol.UUID
 	// Voters is the initial voter set (this node alone for a single
 	// combined node).
 	Voters []Voter
@@ -68,7 +68,7 @@ type FormatOptions struct {
 type FormatInfo struct {
 	ClusterID   string
 	NodeID      int32
-	DirectoryID UUID
+	DirectoryID protocol.UUID
 	Voters      []Voter
 	// Features are all bootstrap feature levels, including
 	// metadata.version and kraft.version.
@@ -137,26 +137,6 @@ func ReadFormat(fsys vfs.FS, metadataDir string) (FormatInfo, error) {
 		return FormatInfo{}, fmt.Errorf("reading %s: %w", file, err)
 	}
 	return info, nil
-}
-
-// RandomUUID returns a random version-4 UUID (topic ids, directory ids,
-// cluster ids), avoiding the values Kafka reserves (all zeros and the
-// first 100 ids).
-func RandomUUID() UUID {
-	for {
-		var u UUID
-		if _, err := rand.Read(u[:]); err != nil {
-			panic(fmt.Sprintf("reading random bytes: %v", err))
-		}
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
-		// Kafka reserves UUIDs whose high 64 bits are 0 and a string
-		// starting with '-' (confusing on a command line).
-		if binary.BigEndian.Uint64(u[:8]) == 0 || u.String()[0] == '-' {
-			continue
-		}
-		return u
-	}
 }
 
 // encodeFormat: magic, crc32c of the rest, then version and fields.

@@ -1,12 +1,16 @@
 package controller
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gregorbroker/gregor/protocol"
+)
 
 // FuzzDecodeFormat: a damaged bootstrap.checkpoint is an error, never a
 // panic, and whatever decodes re-encodes to the same information.
 func FuzzDecodeFormat(f *testing.F) {
 	f.Add(encodeFormat(FormatInfo{
-		ClusterID: "c", NodeID: 1, DirectoryID: RandomUUID(),
+		ClusterID: "c", NodeID: 1, DirectoryID: protocol.RandomUUID(),
 		Voters:   []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 9093}}}},
 		Features: map[string]int16{MetadataVersionFeature: LatestMetadataVersion},
 	}))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,7 +83,7 @@ func formatTest(t testing.TB, fsys vfs.FS) {
 	err := Format(fsys, testDir, FormatOptions{
 		ClusterID:   "test-cluster",
 		NodeID:      1,
-		DirectoryID: RandomUUID(),
+		DirectoryID: protocol.RandomUUID(),
 		Voters:      []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
 	})
 	if err != nil {
@@ -139,8 +140,8 @@ func registerBroker(t testing.TB, c *Controller, id int32) int64 {
 	req.Version = 3
 	req.BrokerID = id
 	req.ClusterID = "test-cluster"
-	req.IncarnationID = RandomUUID()
-	req.LogDirs = [][16]byte{RandomUUID()}
+	req.IncarnationID = protocol.RandomUUID()
+	req.LogDirs = [][16]byte{protocol.RandomUUID()}
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9092 + id)}}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{
 		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},

@@ -1,11 +1,10 @@
 package controller
 
+import "github.com/gregorbroker/gregor/protocol"
+
 // The metadata image: an immutable view of the committed metadata log.
 // Handlers read the current *Image and never mutate it; applying records
 // builds a new Image that shares unchanged parts with the previous one.
-
-// UUID is a Kafka UUID (topic ID, directory ID, incarnation ID).
-type UUID [16]byte
 
 // ConfigResourceType mirrors Kafka's ConfigResource.Type codes.
 type ConfigResourceType int8
@@ -36,12 +35,12 @@ type Endpoint struct {
 type Broker struct {
 	ID                   int32
 	Epoch                int64
-	IncarnationID        UUID
+	IncarnationID        protocol.UUID
 	Endpoints            []Endpoint
 	Rack                 *string
 	Fenced               bool
 	InControlledShutdown bool
-	LogDirs              []UUID
+	LogDirs              []protocol.UUID
 	// Features are the feature ranges the broker said it supports.
 	Features []BrokerFeature
 }
@@ -55,20 +54,20 @@ type Partition struct {
 	Leader         int32 // -1 when there is none
 	LeaderEpoch    int32
 	PartitionEpoch int32
-	Directories    []UUID
+	Directories    []protocol.UUID
 }
 
 // Topic is a topic with its partitions, indexed by partition id.
 type Topic struct {
 	Name       string
-	ID         UUID
+	ID         protocol.UUID
 	Partitions []Partition
 }
 
 // Voter is one member of the controller quorum.
 type Voter struct {
 	ID          int32
-	DirectoryID UUID
+	DirectoryID protocol.UUID
 	Endpoints   []Endpoint
 }
 
@@ -85,7 +84,7 @@ type Image struct {
 
 	Brokers    map[int32]*Broker
 	Topics     map[string]*Topic
-	TopicsByID map[UUID]*Topic
+	TopicsByID map[protocol.UUID]*Topic
 	Configs    map[ConfigResource]map[string]string
 
 	// NextProducerID is the first producer id not yet handed out in a block.

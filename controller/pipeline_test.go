@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -102,7 +103,7 @@ func checkAnsweredAfterApply(t *testing.T, images *imageLog, creates []createdAt
 			t.Fatalf("%s (offset %d) answered with image %d", name, cr.offset, cr.answered.Offset)
 		}
 		img := images.at(cr.offset)
-		if img == nil || img.Topics[name] == nil || UUID(cr.result.TopicID) != img.Topics[name].ID {
+		if img == nil || img.Topics[name] == nil || protocol.UUID(cr.result.TopicID) != img.Topics[name].ID {
 			t.Fatalf("%s is not in the image published at its offset %d", name, cr.offset)
 		}
 		if prev := images.before(cr.offset); prev != nil && prev.Topics[name] != nil {
@@ -120,12 +121,12 @@ func TestPipelinedCreateTopicsBurst(t *testing.T) {
 	concurrently(topics, func(i int) {
 		creates[i] = createTopicAt(ctxT(t), c, fmt.Sprintf("burst-%d", i), partitions, nil)
 	})
-	ids := map[UUID]bool{}
+	ids := map[protocol.UUID]bool{}
 	for _, cr := range creates {
 		if cr.err != nil || cr.result.ErrorCode != 0 {
 			t.Fatalf("create %s: %v %d %v", cr.result.Topic, cr.err, cr.result.ErrorCode, cr.result.ErrorMessage)
 		}
-		ids[UUID(cr.result.TopicID)] = true
+		ids[protocol.UUID(cr.result.TopicID)] = true
 	}
 	if len(ids) != topics {
 		t.Fatalf("%d distinct topic ids for %d topics", len(ids), topics)
@@ -153,7 +154,7 @@ func TestPipelinedDuplicateTopicNames(t *testing.T) {
 	concurrently(names*tries, func(i int) {
 		results[i] = createTopic(t, c, fmt.Sprintf("dup-%d", i%names), 3, 1)
 	})
-	winners := map[string]UUID{}
+	winners := map[string]protocol.UUID{}
 	for _, r := range results {
 		switch r.ErrorCode {
 		case 0:
@@ -202,7 +203,7 @@ func TestPipelinedProducerIDBlocksNeverOverlap(t *testing.T) {
 	}
 }
 
-func registrationReq(id int32, incarnation UUID) *kmsg.BrokerRegistrationRequest {
+func registrationReq(id int32, incarnation protocol.UUID) *kmsg.BrokerRegistrationRequest {
 	req := reRegistration(id, -1)
 	req.IncarnationID = incarnation
 	req.Listeners[0].Port = uint16(9092 + id)
@@ -217,7 +218,7 @@ func TestPipelinedRegistrationsAndHeartbeats(t *testing.T) {
 	epochs := make([]int64, brokers)
 	concurrently(brokers, func(i int) {
 		id := int32(i + 1)
-		r := c.RegisterBroker(ctxT(t), registrationReq(id, RandomUUID()))
+		r := c.RegisterBroker(ctxT(t), registrationReq(id, protocol.RandomUUID()))
 		if r.ErrorCode != 0 {
 			t.Errorf("register %d: %d", id, r.ErrorCode)
 			return
@@ -262,11 +263,11 @@ func TestPipelinedRegistrationsAndHeartbeats(t *testing.T) {
 func TestPipelinedRegistrationsOfOneBroker(t *testing.T) {
 	c := startTest(t, vfs.NewMemFS())
 	const n = 10
-	incarnations := make([]UUID, n)
+	incarnations := make([]protocol.UUID, n)
 	codes := make([]int16, n)
 	epochs := make([]int64, n)
 	for i := range n {
-		incarnations[i] = RandomUUID()
+		incarnations[i] = protocol.RandomUUID()
 	}
 	concurrently(n, func(i int) {
 		r := c.RegisterBroker(ctxT(t), registrationReq(7, incarnations[i]))
@@ -338,7 +339,7 @@ func TestLeaderRefusesRecordsThatDoNotApply(t *testing.T) {
 	registerBroker(t, c, 1)
 	before := c.Image()
 	_, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionRecord{TopicID: RandomUUID(), PartitionID: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}, nil
+		return []Record{&PartitionRecord{TopicID: protocol.RandomUUID(), PartitionID: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}, nil
 	})
 	if err == nil || errorCode(err) != kerr.UnknownServerError.Code {
 		t.Fatalf("records for an unknown topic: err %v", err)
@@ -400,7 +401,7 @@ func TestProposalsPipelineBeforeCommit(t *testing.T) {
 	for _, c := range nodes {
 		waitFor(t, func() bool { return c.Image().Offset >= want.Offset })
 		for _, cr := range creates {
-			if tp := c.Image().Topics[cr.result.Topic]; tp == nil || tp.ID != UUID(cr.result.TopicID) {
+			if tp := c.Image().Topics[cr.result.Topic]; tp == nil || tp.ID != protocol.UUID(cr.result.TopicID) {
 				t.Fatalf("node %d: topic %s missing or different", c.cfg.NodeID, cr.result.Topic)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3"
@@ -125,7 +126,7 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 	p.LeaderEpoch = int32(qs.term)
 	p.HighWatermark = qs.highWatermark
 	now := c.now()
-	dirs := map[int32]UUID{}
+	dirs := map[int32]protocol.UUID{}
 	for _, v := range c.info.Voters {
 		dirs[v.ID] = v.DirectoryID
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kbin"
 )
 
@@ -64,14 +65,14 @@ type Record interface {
 // TopicRecord creates a topic.
 type TopicRecord struct {
 	Name    string
-	TopicID UUID
+	TopicID protocol.UUID
 }
 
 // PartitionRecord creates a partition (or replaces it wholesale in a
 // snapshot).
 type PartitionRecord struct {
 	PartitionID      int32
-	TopicID          UUID
+	TopicID          protocol.UUID
 	Replicas         []int32
 	ISR              []int32
 	RemovingReplicas []int32
@@ -79,7 +80,7 @@ type PartitionRecord struct {
 	Leader           int32
 	LeaderEpoch      int32
 	PartitionEpoch   int32
-	Directories      []UUID
+	Directories      []protocol.UUID
 	ELR              []int32
 	LastKnownELR     []int32
 }
@@ -89,18 +90,18 @@ type PartitionRecord struct {
 // when the leader changes.
 type PartitionChangeRecord struct {
 	PartitionID  int32
-	TopicID      UUID
+	TopicID      protocol.UUID
 	Leader       int32
 	ISR          []int32
 	Replicas     []int32
 	ELR          []int32
 	LastKnownELR []int32
-	Directories  []UUID
+	Directories  []protocol.UUID
 }
 
 // RemoveTopicRecord deletes a topic and its partitions (and its configs).
 type RemoveTopicRecord struct {
-	TopicID UUID
+	TopicID protocol.UUID
 }
 
 // ConfigRecord sets (Value != nil) or deletes (Value == nil) one config key.
@@ -121,14 +122,14 @@ type BrokerFeature struct {
 // RegisterBrokerRecord registers (or re-registers) a broker.
 type RegisterBrokerRecord struct {
 	BrokerID             int32
-	IncarnationID        UUID
+	IncarnationID        protocol.UUID
 	BrokerEpoch          int64
 	Endpoints            []Endpoint
 	Features             []BrokerFeature
 	Rack                 *string
 	Fenced               bool
 	InControlledShutdown bool
-	LogDirs              []UUID
+	LogDirs              []protocol.UUID
 }
 
 // UnregisterBrokerRecord removes a broker registration.
@@ -146,7 +147,7 @@ type BrokerRegistrationChangeRecord struct {
 	Fenced int8
 	// InControlledShutdown: 1 enter controlled shutdown, 0 unchanged.
 	InControlledShutdown int8
-	LogDirs              []UUID // nil: unchanged
+	LogDirs              []protocol.UUID // nil: unchanged
 }
 
 // FeatureLevelRecord sets a finalized feature level (0 removes it).
@@ -325,7 +326,7 @@ func readInt32s(r *kbin.Reader) []int32 {
 	return s
 }
 
-func appendUUIDs(dst []byte, s []UUID) []byte {
+func appendUUIDs(dst []byte, s []protocol.UUID) []byte {
 	dst = kbin.AppendNullableArrayLen(dst, len(s), s == nil)
 	for _, v := range s {
 		dst = kbin.AppendUuid(dst, v)
@@ -333,12 +334,12 @@ func appendUUIDs(dst []byte, s []UUID) []byte {
 	return dst
 }
 
-func readUUIDs(r *kbin.Reader) []UUID {
+func readUUIDs(r *kbin.Reader) []protocol.UUID {
 	n := r.ArrayLen()
 	if n < 0 || !r.Ok() {
 		return nil
 	}
-	s := make([]UUID, n)
+	s := make([]protocol.UUID, n)
 	for i := range s {
 		s[i] = r.Uuid()
 	}

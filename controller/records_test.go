@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"go.etcd.io/raft/v3"
@@ -17,17 +18,17 @@ import (
 
 // sampleRecords has one record of every type with every field set.
 func sampleRecords() []Record {
-	id := UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	dir := UUID{16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}
+	id := protocol.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	dir := protocol.UUID{16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}
 	return []Record{
 		&FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 30},
 		&VotersRecord{Voters: []Voter{{ID: 1, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 9093, SecurityProtocol: 0}}}}},
 		&RegisterBrokerRecord{BrokerID: 1, IncarnationID: id, BrokerEpoch: 5, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "b", Port: 9092, SecurityProtocol: 0}},
-			Features: []BrokerFeature{{Name: "metadata.version", MinLevel: 7, MaxLevel: 30}}, Rack: strPtr("r1"), Fenced: true, InControlledShutdown: false, LogDirs: []UUID{dir}},
-		&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 5, Fenced: fenceChangeUnfence, InControlledShutdown: controlledShutdownChangeNone, LogDirs: []UUID{dir}},
+			Features: []BrokerFeature{{Name: "metadata.version", MinLevel: 7, MaxLevel: 30}}, Rack: strPtr("r1"), Fenced: true, InControlledShutdown: false, LogDirs: []protocol.UUID{dir}},
+		&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 5, Fenced: fenceChangeUnfence, InControlledShutdown: controlledShutdownChangeNone, LogDirs: []protocol.UUID{dir}},
 		&TopicRecord{Name: "t", TopicID: id},
 		&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: "retention.ms", Value: strPtr("1000")},
-		&PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Directories: []UUID{dir}},
+		&PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 0, PartitionEpoch: 0, Directories: []protocol.UUID{dir}},
 		&PartitionChangeRecord{PartitionID: 0, TopicID: id, Leader: -1, ISR: []int32{1}},
 		&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: "retention.ms", Value: nil},
 		&ProducerIdsRecord{BrokerID: 1, BrokerEpoch: 5, NextProducerID: 1000},
@@ -142,7 +143,7 @@ func TestOlderNodeStopsAtUnreadableRecord(t *testing.T) {
 	// A leader never proposes records it cannot apply itself (the pending
 	// image is built from them first), so the entry goes straight to raft,
 	// as one written by a newer leader arrives.
-	data := (&futureRecord{typ: RecordTopic, version: 3}).batchWith(&TopicRecord{Name: "x", TopicID: RandomUUID()})
+	data := (&futureRecord{typ: RecordTopic, version: 3}).batchWith(&TopicRecord{Name: "x", TopicID: protocol.RandomUUID()})
 	proposed := make(chan error, 1)
 	c.report(func(rn *raft.RawNode) { proposed <- rn.Propose(data) })
 	if err := <-proposed; err != nil {
@@ -184,15 +185,15 @@ func FuzzDecodeRecords(f *testing.F) {
 }
 
 func TestUUIDStringIsKafkas(t *testing.T) {
-	if got := (UUID{}).String(); got != "AAAAAAAAAAAAAAAAAAAAAA" {
+	if got := (protocol.UUID{}).String(); got != "AAAAAAAAAAAAAAAAAAAAAA" {
 		t.Fatalf("zero uuid %q", got)
 	}
 	// Kafka's METADATA_TOPIC_ID is Uuid(0, 1).
-	if got := (UUID{15: 1}).String(); got != "AAAAAAAAAAAAAAAAAAAAAQ" {
+	if got := (protocol.UUID{15: 1}).String(); got != "AAAAAAAAAAAAAAAAAAAAAQ" {
 		t.Fatalf("metadata topic id %q", got)
 	}
 	for range 100 {
-		u := RandomUUID()
+		u := protocol.RandomUUID()
 		s := u.String()
 		if len(s) != 22 || s[0] == '-' || u[6]>>4 != 4 {
 			t.Fatalf("random uuid %x %q", u, s)

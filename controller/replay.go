@@ -7,10 +7,11 @@ package controller
 
 import (
 	"cmp"
-	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/gregorbroker/gregor/protocol"
 )
 
 // emptyImage is the image before any record is applied.
@@ -22,7 +23,7 @@ func emptyImage(clusterID string) *Image {
 		Features:   map[string]int16{},
 		Brokers:    map[int32]*Broker{},
 		Topics:     map[string]*Topic{},
-		TopicsByID: map[UUID]*Topic{},
+		TopicsByID: map[protocol.UUID]*Topic{},
 		Configs:    map[ConfigResource]map[string]string{},
 		LeaderID:   -1,
 	}
@@ -37,7 +38,7 @@ type imageBuilder struct {
 	topicsCopied   bool
 	configsCopied  bool
 	// Sub-objects already copied in this batch, safe to modify.
-	topicCopied  map[UUID]bool
+	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
 	configCopied map[ConfigResource]bool
 }
@@ -100,7 +101,7 @@ func (b *imageBuilder) mutableBroker(id int32) *Broker {
 	return &cp
 }
 
-func (b *imageBuilder) topics() (byName map[string]*Topic, byID map[UUID]*Topic) {
+func (b *imageBuilder) topics() (byName map[string]*Topic, byID map[protocol.UUID]*Topic) {
 	if !b.topicsCopied {
 		b.next.Topics = maps.Clone(b.next.Topics)
 		b.next.TopicsByID = maps.Clone(b.next.TopicsByID)
@@ -108,17 +109,17 @@ func (b *imageBuilder) topics() (byName map[string]*Topic, byID map[UUID]*Topic)
 			b.next.Topics = map[string]*Topic{}
 		}
 		if b.next.TopicsByID == nil {
-			b.next.TopicsByID = map[UUID]*Topic{}
+			b.next.TopicsByID = map[protocol.UUID]*Topic{}
 		}
 		b.topicsCopied = true
-		b.topicCopied = map[UUID]bool{}
+		b.topicCopied = map[protocol.UUID]bool{}
 	}
 	return b.next.Topics, b.next.TopicsByID
 }
 
 // mutableTopic returns a copy of the topic (with its own partition slice)
 // that this batch may modify.
-func (b *imageBuilder) mutableTopic(id UUID) *Topic {
+func (b *imageBuilder) mutableTopic(id protocol.UUID) *Topic {
 	byName, byID := b.topics()
 	old, ok := byID[id]
 	if !ok {
@@ -403,7 +404,3 @@ func imageRecords(img *Image) []Record {
 	}
 	return out
 }
-
-// String formats a UUID the way Kafka does (URL-safe base64 without
-// padding).
-func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,8 +14,8 @@ func reRegistration(id int32, previousEpoch int64) *kmsg.BrokerRegistrationReque
 	req.Version = 3
 	req.BrokerID = id
 	req.ClusterID = "test-cluster"
-	req.IncarnationID = RandomUUID()
-	req.LogDirs = [][16]byte{RandomUUID()}
+	req.IncarnationID = protocol.RandomUUID()
+	req.LogDirs = [][16]byte{protocol.RandomUUID()}
 	req.PreviousBrokerEpoch = previousEpoch
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{

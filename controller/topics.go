@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -344,9 +345,9 @@ func (c *Controller) createTopic(img *Image, placer *stripedPlacer, t kmsg.Creat
 			}
 		}
 	}
-	id := RandomUUID()
+	id := protocol.RandomUUID()
 	for img.TopicsByID[id] != nil {
-		id = RandomUUID()
+		id = protocol.RandomUUID()
 	}
 	recs := []Record{&TopicRecord{Name: t.Topic, TopicID: id}}
 	recs = append(recs, configRecs...)
@@ -433,8 +434,8 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	// Collect names and ids, as ControllerApis.deleteTopics does.
 	var names []string
 	nameCount := map[string]int{}
-	var ids []UUID
-	idCount := map[UUID]int{}
+	var ids []protocol.UUID
+	idCount := map[protocol.UUID]int{}
 	addName := func(n string) {
 		if nameCount[n] == 0 {
 			names = append(names, n)
@@ -470,19 +471,19 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		}
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { return nameCount[n] > 1 })
-	ids = slices.DeleteFunc(ids, func(id UUID) bool { return idCount[id] > 1 })
+	ids = slices.DeleteFunc(ids, func(id protocol.UUID) bool { return idCount[id] > 1 })
 
 	type deleteResult struct {
 		name *string
-		id   UUID
+		id   protocol.UUID
 		err  *apiError
 	}
 	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []deleteResult) {
 		var out []deleteResult
-		toDelete := map[UUID]string{}
-		var order []UUID
+		toDelete := map[protocol.UUID]string{}
+		var order []protocol.UUID
 		for _, id := range ids {
-			if id == (UUID{}) {
+			if id == (protocol.UUID{}) {
 				out = append(out, deleteResult{id: id, err: newAPIError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id)})
 				continue
 			}
@@ -504,7 +505,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 				// The name maps to an id that was also given: refuse both.
 				out = append(out, deleteResult{name: strPtr(n), id: t.ID, err: newAPIError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")})
 				delete(toDelete, t.ID)
-				order = slices.DeleteFunc(order, func(x UUID) bool { return x == t.ID })
+				order = slices.DeleteFunc(order, func(x protocol.UUID) bool { return x == t.ID })
 				continue
 			}
 			toDelete[t.ID] = n

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -208,8 +209,8 @@ func TestDeleteTopics(t *testing.T) {
 		{Topic: strPtr("b")},
 		{TopicID: a.TopicID},
 		{Topic: strPtr("missing")},
-		{TopicID: RandomUUID()},
-		{Topic: strPtr("c"), TopicID: RandomUUID()},
+		{TopicID: protocol.RandomUUID()},
+		{Topic: strPtr("c"), TopicID: protocol.RandomUUID()},
 		{},
 		{Topic: strPtr("d1")}, {Topic: strPtr("d1")},
 	}
@@ -221,7 +222,7 @@ func TestDeleteTopics(t *testing.T) {
 			key = *r.Topic
 		}
 		if r.Topic == nil && r.TopicID != [16]byte{} {
-			key = "id:" + UUID(r.TopicID).String()
+			key = "id:" + protocol.UUID(r.TopicID).String()
 		}
 		codes[key] = r.ErrorCode
 	}

@@ -54,7 +54,7 @@ func newFixtureOn(t *testing.T, fs *vfs.MemFS) *fixture {
 		f.m.Stop()
 		logs.Close()
 	})
-	f.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[controller.UUID]*controller.Topic{}}
+	f.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
 	f.m.ApplyImage(nil, f.img)
 	return f
 }
@@ -69,7 +69,7 @@ func (f *fixture) setTopic(name string, id byte, parts ...controller.Partition) 
 		delete(next.Topics, name)
 	}
 	if len(parts) > 0 {
-		t := &controller.Topic{Name: name, ID: controller.UUID{id}, Partitions: parts}
+		t := &controller.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
 		next.Topics[name] = t
 		next.TopicsByID[t.ID] = t
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -365,10 +366,10 @@ func TestReconcileDeletesLogs(t *testing.T) {
 		t.Fatal("a deleted topic's log is still open")
 	}
 	// Same name, new ID within one image change.
-	next := &controller.Image{Offset: f.img.Offset + 1, Topics: map[string]*controller.Topic{}, TopicsByID: map[controller.UUID]*controller.Topic{}}
+	next := &controller.Image{Offset: f.img.Offset + 1, Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
 	for name, tp := range f.img.Topics {
 		if name == "recreated" {
-			tp = &controller.Topic{Name: name, ID: controller.UUID{9}, Partitions: []controller.Partition{solo(0)}}
+			tp = &controller.Topic{Name: name, ID: protocol.UUID{9}, Partitions: []controller.Partition{solo(0)}}
 		}
 		next.Topics[name], next.TopicsByID[tp.ID] = tp, tp
 	}

@@ -20,7 +20,7 @@ type TopicPartition = storage.TopicPartition
 // log never changes; the leadership state is guarded by mu (see doc.go).
 type Partition struct {
 	tp      TopicPartition
-	topicID controller.UUID
+	topicID protocol.UUID
 	self    int32
 	// log is nil while the partition is offline: its log could not be
 	// opened (operations answer KAFKA_STORAGE_ERROR).
@@ -50,7 +50,7 @@ type remoteReplica struct {
 	logEndOffset atomic.Int64
 }
 
-func newPartition(tp TopicPartition, topicID controller.UUID, self int32, log *storage.Log) *Partition {
+func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *storage.Log) *Partition {
 	return &Partition{tp: tp, topicID: topicID, self: self, log: log, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
 }
 

@@ -3,7 +3,6 @@ package storage
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -186,27 +186,10 @@ func decodeEpochCheckpoint(data []byte) ([]EpochEntry, error) {
 	return out, nil
 }
 
-// FormatUUID renders a UUID the way Kafka's Uuid.toString does: URL-safe
-// base64 without padding (22 characters).
-func FormatUUID(id [16]byte) string {
-	return base64.RawURLEncoding.EncodeToString(id[:])
-}
-
-// ParseUUID parses Kafka's textual UUID form.
-func ParseUUID(s string) ([16]byte, error) {
-	var id [16]byte
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != 16 {
-		return id, fmt.Errorf("invalid uuid %q", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
-
 // encodePartitionMetadata renders partition.metadata exactly as Kafka's
 // PartitionMetadata.encode: two lines, no trailing newline.
 func encodePartitionMetadata(topicID [16]byte) []byte {
-	return []byte("version: 0\ntopic_id: " + FormatUUID(topicID))
+	return []byte("version: 0\ntopic_id: " + protocol.UUID(topicID).String())
 }
 
 func decodePartitionMetadata(data []byte) ([16]byte, error) {
@@ -223,7 +206,7 @@ func decodePartitionMetadata(data []byte) ([16]byte, error) {
 	if !ok {
 		return id, fmt.Errorf("partition.metadata: malformed topic_id line %q", lines[1])
 	}
-	return ParseUUID(strings.TrimSpace(topicID))
+	return protocol.ParseUUID(strings.TrimSpace(topicID))
 }
 
 // MetaProperties is a log dir's meta.properties.
@@ -267,7 +250,7 @@ func ReadMetaProperties(fsys vfs.FS, dir string) (MetaProperties, error) {
 	mp.ClusterID = props["cluster.id"]
 	mp.DirectoryID = props["directory.id"]
 	if mp.DirectoryID != "" {
-		if _, err := ParseUUID(mp.DirectoryID); err != nil {
+		if _, err := protocol.ParseUUID(mp.DirectoryID); err != nil {
 			return mp, fmt.Errorf("%s: directory.id: %w", name, err)
 		}
 	}

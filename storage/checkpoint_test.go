@@ -40,22 +40,6 @@ func TestLeaderEpochCheckpointFormat(t *testing.T) {
 	}
 }
 
-func TestUUIDText(t *testing.T) {
-	id := [16]byte{0xff, 0xfe}
-	s := FormatUUID(id)
-	if len(s) != 22 || strings.ContainsAny(s, "+/=") {
-		t.Fatalf("uuid text %q", s)
-	}
-	back, err := ParseUUID(s)
-	if err != nil || back != id {
-		t.Fatalf("parse %v %v", back, err)
-	}
-	// Kafka's example topic id text decodes.
-	if _, err := ParseUUID("MkU3OEVBNTcwNTJENDM2Qg"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMetaProperties(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/d", 0o755)

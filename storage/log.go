@@ -231,7 +231,7 @@ func (l *Log) checkPartitionMetadata() error {
 		return nil
 	}
 	if id != l.topicID {
-		return fmt.Errorf("%s holds topic ID %s, expected %s: %w", name, FormatUUID(id), FormatUUID(l.topicID), kerr.InconsistentTopicID)
+		return fmt.Errorf("%s holds topic ID %s, expected %s: %w", name, protocol.UUID(id).String(), protocol.UUID(l.topicID).String(), kerr.InconsistentTopicID)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -120,7 +120,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 // metadata dir) and formats a fresh node on first start. It refuses dirs
 // that belong to another cluster or node. It returns the cluster id and
 // the directory id of each dir.
-func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[string]controller.UUID, error) {
+func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[string]protocol.UUID, error) {
 	dirs := allDirs(s)
 	metas := map[string]storage.MetaProperties{}
 	clusterID := ""
@@ -146,14 +146,14 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 	case fresh && s.forcedClusterID != "":
 		clusterID = s.forcedClusterID
 	case fresh:
-		clusterID = controller.RandomUUID().String()
+		clusterID = protocol.RandomUUID().String()
 	case s.forcedClusterID != "" && s.forcedClusterID != clusterID:
 		return "", nil, fmt.Errorf("the log dirs belong to cluster %s, not %s", clusterID, s.forcedClusterID)
 	}
-	ids := map[string]controller.UUID{}
+	ids := map[string]protocol.UUID{}
 	for _, d := range dirs {
 		if mp, ok := metas[d]; ok {
-			id, err := parseUUID(mp.DirectoryID)
+			id, err := protocol.ParseUUID(mp.DirectoryID)
 			if err != nil {
 				return "", nil, fmt.Errorf("reading %s/meta.properties: bad directory.id: %w", d, err)
 			}
@@ -163,7 +163,7 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return "", nil, fmt.Errorf("creating log dir %s: %w", d, err)
 		}
-		id := controller.RandomUUID()
+		id := protocol.RandomUUID()
 		mp := storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: s.nodeID, DirectoryID: id.String()}
 		if err := storage.WriteMetaProperties(fsys, d, mp); err != nil {
 			return "", nil, fmt.Errorf("formatting %s: %w", d, err)
@@ -180,7 +180,7 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		// This node's voter entry carries the metadata dir's directory id
 		// (KIP-853), as kafka-storage format --standalone records it.
 		for i := range s.voters {
-			if s.voters[i].ID == s.nodeID && s.voters[i].DirectoryID == (controller.UUID{}) {
+			if s.voters[i].ID == s.nodeID && s.voters[i].DirectoryID == (protocol.UUID{}) {
 				s.voters[i].DirectoryID = ids[s.metadataDir]
 			}
 		}
@@ -208,18 +208,6 @@ func allDirs(s *settings) []string {
 		}
 	}
 	return append(dirs, s.metadataDir)
-}
-
-// parseUUID decodes Kafka's string form of a UUID (URL-safe base64, no
-// padding).
-func parseUUID(s string) (controller.UUID, error) {
-	var u controller.UUID
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) != len(u) {
-		return u, fmt.Errorf("%q is not a UUID", s)
-	}
-	copy(u[:], raw)
-	return u, nil
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -23,7 +24,7 @@ func storageCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "random-uuid":
-		fmt.Fprintln(stdout, controller.RandomUUID().String())
+		fmt.Fprintln(stdout, protocol.RandomUUID().String())
 		return 0
 	case "format":
 		return storageFormat(args[1:], stdout, stderr)
@@ -97,7 +98,7 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gregor storage format: --cluster-id is required")
 		return 2
 	}
-	if _, err := parseUUID(clusterID); err != nil {
+	if _, err := protocol.ParseUUID(clusterID); err != nil {
 		fmt.Fprintf(stderr, "gregor storage format: cluster id %s is not a valid UUID\n", clusterID)
 		return 1
 	}
@@ -184,7 +185,7 @@ func parseInitialControllers(list, listener string) ([]controller.Voter, error) 
 		if err != nil {
 			return nil, fmt.Errorf("invalid --initial-controllers entry %q: bad port", item)
 		}
-		dir, err := parseUUID(dirID)
+		dir, err := protocol.ParseUUID(dirID)
 		if err != nil {
 			return nil, fmt.Errorf("invalid --initial-controllers entry %q: %v", item, err)
 		}

@@ -9,11 +9,10 @@ package group
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"time"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -285,11 +284,10 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// newMemberID is Kafka's classic member id: the client id and a random
+// UUID in java.util.UUID's text form.
 func newMemberID(clientID string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
+	b := protocol.RandomUUID()
 	return fmt.Sprintf("%s-%x-%x-%x-%x-%x", clientID, b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
@@ -1130,7 +1128,3 @@ func (s *shard) classicTimers(ctx context.Context, g *classicGroup, now int64) {
 		}
 	}
 }
-
-func randRead(b []byte) (int, error) { return rand.Read(b) }
-
-func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

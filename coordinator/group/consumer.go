@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -469,7 +470,7 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	}
 	memberID := req.MemberID
 	if memberID == "" {
-		memberID = newUUIDString()
+		memberID = protocol.RandomUUID().String()
 	}
 
 	if req.MemberEpoch == leaveGroupEpoch || req.MemberEpoch == leaveGroupStaticEpoch {
@@ -716,15 +717,6 @@ func (s *shard) fenceMember(g *consumerGroup, memberID string, recs *[]record) {
 	}
 	g.metadataHash = s.subscriptionHash(g)
 	s.emit(recs, epochRecord(g.id, g.epoch+1))
-}
-
-func newUUIDString() string {
-	var b [16]byte
-	_, _ = randRead(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	// Kafka's Uuid.toString is URL-safe base64 without padding.
-	return base64URL(b[:])
 }
 
 // --- subscriptions --------------------------------------------------------------

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -313,7 +314,7 @@ func (s *shard) classicJoinToConsumer(ctx context.Context, g *consumerGroup, cli
 	memberID := req.MemberID
 	unknown := memberID == ""
 	if unknown {
-		memberID = newUUIDString()
+		memberID = protocol.RandomUUID().String()
 	}
 	if g.members[memberID] == nil && int32(len(g.members)) >= cfg.ConsumerMaxSize {
 		return classicJoinError(req.Version, memberID, kerr.GroupMaxSizeReached.Code)

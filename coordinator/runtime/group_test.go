@@ -82,12 +82,12 @@ func (n *node) stop() {
 // setOffsets applies an image in which __consumer_offsets has parts (the
 // first one as a restarted node's first image).
 func (n *node) setOffsets(parts ...controller.Partition) {
-	next := &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[controller.UUID]*controller.Topic{}}
+	next := &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
 	if n.img != nil {
 		next.Offset = n.img.Offset + 1
 		next.Topics, next.TopicsByID = maps.Clone(n.img.Topics), maps.Clone(n.img.TopicsByID)
 	}
-	t := &controller.Topic{Name: group.OffsetsTopic, ID: controller.UUID{1}, Partitions: parts}
+	t := &controller.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: parts}
 	next.Topics[t.Name], next.TopicsByID[t.ID] = t, t
 	prev := n.img
 	n.img = next
