@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const now = int64(1_700_000_000_000)
@@ -344,6 +345,85 @@ func TestValidateBatchUncompressedDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per batch", allocs)
+	}
+}
+
+// eventRecords are n distinct JSON-like 1 KiB values, compressible about
+// as well as the bench's payloads (lz4 near 1.9:1), without keys.
+func eventRecords(n int) []testRecord {
+	noise := pseudoRandom(n*64, 11)
+	recs := make([]testRecord, n)
+	for i := range recs {
+		var v []byte
+		for j := 0; len(v) < 1024; j++ {
+			v = fmt.Appendf(v, `{"user":%d,"score":%d,"tag":"%x"},`, i*31+j, noise[(i*64+j)%len(noise)], noise[(i*7+j*13)%len(noise)])
+		}
+		recs[i] = testRecord{value: v[:1024], ts: now + int64(i%5)}
+	}
+	return recs
+}
+
+// validateBatches are the batches whose validation must not allocate:
+// uncompressed, lz4 as Kafka's Java client frames it (64 KiB blocks, no
+// checksums) and lz4 as franz-go frames it (4 MiB blocks, content checksum).
+func validateBatches(tb testing.TB, n int) map[string][]byte {
+	recs := eventRecords(n)
+	return map[string][]byte{
+		"none":       buildBatch(tb, CodecNone, recs),
+		"lz4 kafka":  buildBatch(tb, CodecLZ4, recs),
+		"lz4 kgo":    kgoBatch(tb, kgo.Lz4Compression(), recs, noProducer),
+		"zstd kafka": buildBatch(tb, CodecZstd, recs),
+	}
+}
+
+func TestValidateParsedBatchDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	for name, batch := range validateBatches(t, 200) {
+		if strings.HasPrefix(name, "zstd") {
+			continue // the zstd decoder keeps allocating internally
+		}
+		if name == "lz4 kgo" && batch[BatchHeaderSize+4]&lz4FlagContentChecksum == 0 {
+			t.Fatal("kgo's lz4 frame has no content checksum: the test no longer covers it")
+		}
+		t.Run(name, func(t *testing.T) {
+			h, _ := ParseBatchHeader(batch)
+			parsed := Batch{Bytes: batch, Header: h}
+			opts := clientOpts(now)
+			// Warm the pooled scratch buffer first: the steady state is
+			// what must not allocate.
+			if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("%v allocations per batch", allocs)
+			}
+		})
+	}
+}
+
+// BenchmarkValidateBatchEvents validates 1 MiB batches of distinct 1 KiB
+// records, the shape of the bench's produce load.
+func BenchmarkValidateBatchEvents(b *testing.B) {
+	for name, batch := range validateBatches(b, 1000) {
+		b.Run(name, func(b *testing.B) {
+			h, _ := ParseBatchHeader(batch)
+			parsed := Batch{Bytes: batch, Header: h}
+			opts := clientOpts(now)
+			b.SetBytes(1000 * 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
