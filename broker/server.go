@@ -75,6 +75,9 @@ type Server struct {
 
 	listeners []*listener
 	draining  atomic.Bool
+	// frames recycles the frame buffers of Produce requests across
+	// connections (conn.releaseFrame says when one is free).
+	frames protocol.FramePool
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
