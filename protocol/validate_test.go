@@ -459,3 +459,48 @@ func BenchmarkValidateBatch1KiBLZ4(b *testing.B)    { benchmarkValidate(b, Codec
 func BenchmarkValidateBatch1KiBZstd(b *testing.B)   { benchmarkValidate(b, CodecZstd) }
 func BenchmarkValidateBatch1KiBSnappy(b *testing.B) { benchmarkValidate(b, CodecSnappy) }
 func BenchmarkValidateBatch1KiBGzip(b *testing.B)   { benchmarkValidate(b, CodecGzip) }
+
+// ParseProduceBatch gives the codes and messages the Produce handler has
+// always answered with for its one-batch rule (broker/produce.go's
+// checkSingleBatch), and the batch with its header otherwise.
+func TestParseProduceBatch(t *testing.T) {
+	one := buildBatch(t, CodecNone, recsAt(3, now))
+	zstd := buildBatch(t, CodecZstd, recsAt(3, now))
+	magic1 := bytes.Clone(one)
+	magic1[16] = 1
+	negative := bytes.Clone(one)
+	binary.BigEndian.PutUint32(negative[8:], 0xFFFFFFF0)
+	for _, c := range []struct {
+		name    string
+		records []byte
+		version int16
+		code    *kerr.Error
+		msg     string
+	}{
+		{"empty", nil, 9, kerr.InvalidRecord, "Produce requests with version 9 must have at least one record batch per partition"},
+		{"two batches", append(bytes.Clone(one), one...), 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain exactly one record batch per partition"},
+		{"trailing bytes", append(bytes.Clone(one), 1, 2, 3), 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain exactly one record batch per partition"},
+		{"magic 1", magic1, 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain record batches with magic version 2"},
+		{"truncated", one[:len(one)-1], 9, kerr.InvalidRecord, "invalid record batch: record batch truncated"},
+		{"short", one[:10], 9, kerr.InvalidRecord, "invalid record batch: record batch truncated"},
+		{"negative length", negative, 9, kerr.InvalidRecord, "invalid record batch: record batch length -16 is negative"},
+		{"zstd before v7", zstd, 6, kerr.UnsupportedCompressionType, ""},
+		{"zstd from v7", zstd, 7, nil, ""},
+		{"one batch", one, 3, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := ParseProduceBatch(c.records, c.version)
+			if c.code == nil {
+				h, _ := ParseBatchHeader(c.records)
+				if err != nil || h != b.Header || len(b.Bytes) != len(c.records) {
+					t.Fatalf("%v: %+v", err, b.Header)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Code != c.code || ve.Message != c.msg {
+				t.Fatalf("got %v, want %v %q", err, c.code, c.msg)
+			}
+		})
+	}
+}
