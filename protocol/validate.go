@@ -131,8 +131,11 @@ const maxPooledScratch = 16 << 20
 //
 // When the input is stored as is, ValidateBatch updates its header in place:
 // the max timestamp and timestamp type (LogAppendTime, or the true max of a
-// CreateTime batch) and the CRC, as Kafka does. Uncompressed batches are
-// validated without allocating.
+// CreateTime batch) and the CRC, as Kafka does. Uncompressed and LZ4
+// batches are validated without allocating: compressed ones decompress into
+// a pooled scratch buffer that is written over, not cleared, and only its
+// growth allocates. The CRC is computed once unless a stamp inside it
+// changes.
 //
 // Errors are *ValidationError values unwrapping to *kerr.Error:
 // INVALID_RECORD, CORRUPT_MESSAGE, INVALID_TIMESTAMP, MESSAGE_TOO_LARGE,

@@ -630,8 +630,10 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 				rewritten = true
 			}
 			// Validation hands back the header of what it returns, so
-			// the batch is not parsed again; the stamps below are
-			// outside the CRC that validation checked or set.
+			// the batch is not parsed again. Base offset and leader
+			// epoch lie outside the CRC; validation already stamped
+			// LogAppendTime with this same clock reading, so the CRC it
+			// checked or set stays right and is not computed again.
 			b = protocol.Batch{Bytes: out, Header: info.Header}
 			b.SetBaseOffset(next)
 			b.SetPartitionLeaderEpoch(leaderEpoch)
