@@ -349,11 +349,12 @@ func (c *conn) serve() {
 		}
 		var frame []byte
 		if err == nil {
-			// A fresh buffer per frame: decoded requests alias it
-			// (produce records are appended straight from it) and
-			// async handlers may hold it after the next frame is
-			// read.
-			frame, err = protocol.ReadFrame(br, maxSize, nil)
+			// Decoded requests alias their frame (produce records
+			// are appended straight from it) and async handlers may
+			// hold it after the next frame is read, so a buffer goes
+			// back to the pool only when releaseFrame can prove it
+			// is dead.
+			frame, err = protocol.ReadPooledFrame(br, maxSize, &c.srv.frames)
 		}
 		if err != nil {
 			c.srv.requestPool.release(max(reserved, 0))
@@ -473,7 +474,32 @@ func (c *conn) handleFrame(frame []byte) bool {
 		return false
 	}
 	c.srv.dispatch(c.ctx, h, r)
+	c.releaseFrame(key, frame, s)
 	return true
+}
+
+// releaseFrame gives a Produce request's frame buffer back to the pool once
+// its handler has returned with the response slot already finished. That
+// is when nothing can refer to the frame: the handler runs inline, the log
+// append copies the records into the segment file before it returns (and
+// keeps no slice of them: Log.append clears its batch list), the response
+// is encoded into its own buffer, and kmsg copies every string it decodes.
+// A produce whose slot is still open has handed its request to another
+// goroutine (a parked acks=all produce), which may still read the records,
+// so its frame is left to the garbage collector; so is every other API's,
+// whose decoded requests may be kept (group member metadata, async
+// handlers). The contract this relies on: a Produce handler neither keeps
+// the request's records nor touches the request after it finishes the
+// slot.
+func (c *conn) releaseFrame(key int16, frame []byte, s *slot) {
+	if key != int16(kmsg.Produce) {
+		return
+	}
+	select {
+	case <-s.done:
+		c.srv.frames.Put(frame)
+	default:
+	}
 }
 
 // writeLoop writes finished responses in request order.

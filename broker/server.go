@@ -89,6 +89,9 @@ type Server struct {
 	drainOnce sync.Once
 	// requestPool is queued.max.request.bytes; nil when unlimited.
 	requestPool *requestPool
+	// frames recycles the frame buffers of Produce requests across
+	// connections (conn.releaseFrame says when one is free).
+	frames protocol.FramePool
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64

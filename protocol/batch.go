@@ -162,6 +162,37 @@ func SetLogAppendTime(batch []byte, ts int64) {
 	be.PutUint32(batch[batchCRCPos:], ComputeBatchCRC(batch))
 }
 
+// Batch is one whole v2 record batch and its decoded header. It is what
+// NextBatch and ParseProduceBatch split off the wire, and it travels with
+// the batch through validation, offset assignment, producer-state checks
+// and indexing, so that the header is parsed once. The setters below change
+// the bytes and the header together.
+type Batch struct {
+	Bytes  []byte
+	Header BatchHeader
+}
+
+// SetBaseOffset stamps the base offset (outside the CRC).
+func (b *Batch) SetBaseOffset(offset int64) {
+	SetBaseOffset(b.Bytes, offset)
+	b.Header.BaseOffset = offset
+}
+
+// SetPartitionLeaderEpoch stamps the leader epoch (outside the CRC).
+func (b *Batch) SetPartitionLeaderEpoch(epoch int32) {
+	SetPartitionLeaderEpoch(b.Bytes, epoch)
+	b.Header.PartitionLeaderEpoch = epoch
+}
+
+// SetLogAppendTime marks the batch as LogAppendTime with max timestamp ts
+// and recomputes the CRC, as SetLogAppendTime does.
+func (b *Batch) SetLogAppendTime(ts int64) {
+	SetLogAppendTime(b.Bytes, ts)
+	b.Header.Attributes |= AttrLogAppendTime
+	b.Header.MaxTimestamp = ts
+	b.Header.CRC = binary.BigEndian.Uint32(b.Bytes[batchCRCPos:])
+}
+
 // NextBatch splits the first whole batch off b. It returns ErrShortBatch
 // when b ends inside the batch (a torn tail, or a partial batch a fetch
 // response may legally end with).

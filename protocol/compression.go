@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/golang/snappy"
@@ -97,9 +98,8 @@ func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, erro
 			if room := start + limit + 1 - len(dst); grow > room {
 				grow = room
 			}
-			next := make([]byte, len(dst), len(dst)+grow)
-			copy(next, dst)
-			dst = next
+			// Grow rather than make+copy: only the new room is zeroed.
+			dst = slices.Grow(dst, grow)
 		}
 		end := min(cap(dst), start+limit+1)
 		n, err := r.Read(dst[len(dst):end])
@@ -131,7 +131,6 @@ func readBounded(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, erro
 var (
 	gzipReaders sync.Pool // *gzipReader
 	gzipWriters sync.Pool // *gzip.Writer
-	lz4Readers  sync.Pool // *lz4Reader
 	lz4Writers  sync.Pool // *lz4.Writer
 	zstdReaders sync.Pool // *zstdReader
 )
@@ -253,7 +252,7 @@ func appendSnappyBlock(dst, block []byte, limit, start int) ([]byte, error) {
 	if n > limit-(len(dst)-start) {
 		return dst, ErrDecompressedTooLarge
 	}
-	dst = grow(dst, n)
+	dst = slices.Grow(dst, n)
 	out := dst[len(dst) : len(dst)+n]
 	got, err := snappy.Decode(out, block)
 	if err != nil {
@@ -265,16 +264,6 @@ func appendSnappyBlock(dst, block []byte, limit, start int) ([]byte, error) {
 	return dst[:len(dst)+n], nil
 }
 
-// grow makes room for n more bytes after len(b).
-func grow(b []byte, n int) []byte {
-	if cap(b)-len(b) >= n {
-		return b
-	}
-	next := make([]byte, len(b), len(b)+max(n, cap(b)))
-	copy(next, b)
-	return next
-}
-
 func appendXerialSnappy(dst, src []byte) []byte {
 	dst = append(dst, xerialMagic[:]...)
 	dst = binary.BigEndian.AppendUint32(dst, 1) // version
@@ -283,36 +272,13 @@ func appendXerialSnappy(dst, src []byte) []byte {
 		chunk := src[:min(len(src), xerialBlockSize)]
 		src = src[len(chunk):]
 		lenAt := len(dst)
-		dst = grow(dst, 4+snappy.MaxEncodedLen(len(chunk)))
+		dst = slices.Grow(dst, 4+snappy.MaxEncodedLen(len(chunk)))
 		dst = dst[:lenAt+4]
 		enc := snappy.Encode(dst[lenAt+4:cap(dst)], chunk)
 		binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(enc)))
 		dst = dst[:lenAt+4+len(enc)]
 	}
 	return dst
-}
-
-type lz4Reader struct {
-	src bytes.Reader
-	zr  *lz4.Reader
-}
-
-func unlz4(dst, src []byte, limit int) ([]byte, error) {
-	lr, _ := lz4Readers.Get().(*lz4Reader)
-	if lr == nil {
-		lr = &lz4Reader{zr: lz4.NewReader(nil)}
-	}
-	defer func() {
-		lr.zr.Reset(nil)
-		lz4Readers.Put(lr)
-	}()
-	lr.src.Reset(src)
-	lr.zr.Reset(&lr.src)
-	out, err := readBounded(dst, lr.zr, limit, 4*len(src))
-	if err != nil {
-		return out, fmt.Errorf("decompressing lz4: %w", err)
-	}
-	return out, nil
 }
 
 // appendLZ4 writes an LZ4 frame the way Kafka's Lz4BlockOutputStream does

@@ -1,6 +1,6 @@
 // Package protocol holds Kafka's wire framing, request and response
 // headers, the API version registry and the record-batch codec. It knows no
-// sockets and keeps no state.
+// sockets and keeps no global state (a FramePool belongs to its caller).
 package protocol
 
 import (
@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,17 +20,74 @@ var ErrFrameTooLarge = errors.New("request frame size out of range")
 
 // ReadFrame reads one size-prefixed frame. buf is reused when large enough.
 func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
+	n, err := readFrameSize(r, maxSize)
+	if err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 0 || n > maxSize {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
+	return readFrameBody(r, int(n), buf, int(n))
+}
+
+// ReadPooledFrame is ReadFrame with the buffer taken from pool when it holds
+// one large enough. A new buffer is sized so that pool can hold it later;
+// the caller decides whether to give it back (FramePool.Put).
+func ReadPooledFrame(r io.Reader, maxSize int32, pool *FramePool) ([]byte, error) {
+	n, err := readFrameSize(r, maxSize)
+	if err != nil {
+		return nil, err
 	}
-	if cap(buf) >= int(n) || n <= eagerFrameAlloc {
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
+	return readFrameBody(r, int(n), pool.get(int(n)), pooledCap(int(n)))
+}
+
+// peekReader is what bufio.Reader offers to read a frame's size prefix in
+// place.
+type peekReader interface {
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
+func readFrameSize(r io.Reader, maxSize int32) (int32, error) {
+	var n int32
+	if pr, ok := r.(peekReader); ok {
+		size, err := pr.Peek(4)
+		if err != nil {
+			if len(size) > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF // as io.ReadFull reports it
+			}
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(size))
+		_, _ = pr.Discard(4)
+	} else {
+		var err error
+		if n, err = readSizePrefix(r); err != nil {
+			return 0, err
+		}
+	}
+	if n < 0 || n > maxSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, maxSize)
+	}
+	return n, nil
+}
+
+// readSizePrefix reads the four size bytes from a reader that cannot peek;
+// the array it reads into escapes to the heap, which is why the peek path
+// above does not share it.
+func readSizePrefix(r io.Reader) (int32, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(size[:])), nil
+}
+
+// readFrameBody reads an n-byte frame body into buf when it is large
+// enough, else into a new buffer of capacity newCap (>= n). A reused
+// buffer is not zeroed first: the read overwrites exactly the n bytes the
+// frame is.
+func readFrameBody(r io.Reader, n int, buf []byte, newCap int) ([]byte, error) {
+	if cap(buf) >= n || n <= eagerFrameAlloc {
+		if cap(buf) < n {
+			buf = make([]byte, n, newCap)
 		}
 		buf = buf[:n]
 		if _, err := io.ReadFull(r, buf); err != nil {
@@ -37,11 +96,17 @@ func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
 		return buf, nil
 	}
 	// A large frame grows with the bytes that actually arrive, so a peer
-	// that announces 100 MiB and sends nothing costs nothing.
+	// that announces 100 MiB and sends nothing costs nothing. Capacity
+	// doubles up to newCap, so the copies add up to less than the frame.
 	buf = buf[:0]
-	for len(buf) < int(n) {
-		chunk := min(int(n)-len(buf), max(len(buf), eagerFrameAlloc))
-		buf = append(buf, make([]byte, chunk)...)
+	for len(buf) < n {
+		chunk := min(n-len(buf), max(len(buf), eagerFrameAlloc))
+		if cap(buf)-len(buf) < chunk {
+			next := make([]byte, len(buf), min(newCap, max(2*cap(buf), len(buf)+chunk)))
+			copy(next, buf)
+			buf = next
+		}
+		buf = buf[:len(buf)+chunk]
 		if _, err := io.ReadFull(r, buf[len(buf)-chunk:]); err != nil {
 			return nil, noEOF(err)
 		}
@@ -52,6 +117,78 @@ func ReadFrame(r io.Reader, maxSize int32, buf []byte) ([]byte, error) {
 // eagerFrameAlloc is the frame size up to which the buffer is allocated
 // before reading.
 const eagerFrameAlloc = 1 << 20
+
+// FramePool recycles request frame buffers, so that a busy connection does
+// not allocate, zero and later collect a fresh buffer for every large
+// request. Buffers are kept in power-of-two classes from 64 KiB to 16 MiB
+// (smaller frames are cheap to allocate; larger ones are rare enough). The
+// zero value is ready to use and safe for concurrent use.
+//
+// A buffer may only be Put once nothing refers to it any more: decoded
+// requests alias their frame (kmsg keeps byte fields such as Produce
+// records as slices of it), so the caller must know that the request and
+// every slice taken from it are dead.
+type FramePool struct {
+	classes [maxFrameClass - minFrameClass + 1]sync.Pool // of *[]byte
+	// holders keeps the emptied *[]byte that carried a buffer, so that a
+	// Put needs no new one.
+	holders sync.Pool
+}
+
+const (
+	minFrameClass = 16 // 64 KiB
+	maxFrameClass = 24 // 16 MiB
+)
+
+// frameClass is the smallest class whose buffers hold n bytes, or -1 when
+// frames of n bytes are not pooled.
+func frameClass(n int) int {
+	c := max(bits.Len(uint(n-1)), minFrameClass)
+	if n <= 1<<(minFrameClass-1) || c > maxFrameClass {
+		return -1
+	}
+	return c
+}
+
+// pooledCap is the capacity a new buffer for an n-byte frame gets: its
+// class size, so that the pool can take it back, or n when not pooled.
+func pooledCap(n int) int {
+	if c := frameClass(n); c >= 0 {
+		return 1 << c
+	}
+	return n
+}
+
+func (p *FramePool) get(n int) []byte {
+	c := frameClass(n)
+	if p == nil || c < 0 {
+		return nil
+	}
+	h, ok := p.classes[c-minFrameClass].Get().(*[]byte)
+	if !ok {
+		return nil
+	}
+	buf := *h
+	*h = nil
+	p.holders.Put(h)
+	return buf
+}
+
+// Put gives a frame buffer back. Buffers of a capacity the pool does not
+// keep are left to the garbage collector.
+func (p *FramePool) Put(buf []byte) {
+	// The class a buffer serves is the largest whose size it reaches.
+	c := bits.Len(uint(cap(buf))) - 1
+	if c < minFrameClass || c > maxFrameClass {
+		return
+	}
+	h, _ := p.holders.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = buf[:0]
+	p.classes[c-minFrameClass].Put(h)
+}
 
 func noEOF(err error) error {
 	if err == io.EOF {

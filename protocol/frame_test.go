@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -151,5 +152,92 @@ func TestReadFrameLargeFrameGrowsWithData(t *testing.T) {
 	buf.Write(payload[:100])
 	if _, err := ReadFrame(&buf, 10<<20, nil); err == nil {
 		t.Fatal("short large frame accepted")
+	}
+}
+
+func TestFrameClasses(t *testing.T) {
+	for _, c := range []struct{ n, class, newCap int }{
+		{0, -1, 0},
+		{32 << 10, -1, 32 << 10},
+		{32<<10 + 1, 16, 64 << 10},
+		{64 << 10, 16, 64 << 10},
+		{64<<10 + 1, 17, 128 << 10},
+		{1 << 20, 20, 1 << 20},
+		{16 << 20, 24, 16 << 20},
+		{16<<20 + 1, -1, 16<<20 + 1},
+	} {
+		if got := frameClass(c.n); got != c.class {
+			t.Errorf("frameClass(%d) = %d, want %d", c.n, got, c.class)
+		}
+		if got := pooledCap(c.n); got != c.newCap {
+			t.Errorf("pooledCap(%d) = %d, want %d", c.n, got, c.newCap)
+		}
+	}
+}
+
+// frameBytes is a size-prefixed frame of n bytes of fill.
+func frameBytes(n int, fill byte) []byte {
+	f := binary.BigEndian.AppendUint32(nil, uint32(n))
+	return append(f, bytes.Repeat([]byte{fill}, n)...)
+}
+
+func TestReadPooledFrame(t *testing.T) {
+	var pool FramePool
+	for _, n := range []int{10, 100 << 10, 3<<20 + 5} {
+		got, err := ReadPooledFrame(bytes.NewReader(frameBytes(n, 1)), 10<<20, &pool)
+		if err != nil || len(got) != n || got[n-1] != 1 {
+			t.Fatalf("%d bytes: %v, got %d", n, err, len(got))
+		}
+		if n > 32<<10 && cap(got) != 1<<frameClass(n) {
+			t.Fatalf("%d bytes: capacity %d, want its class size", n, cap(got))
+		}
+		// Once given back, the buffer serves the next frame of its
+		// class, which overwrites it exactly.
+		pool.Put(got)
+		again, err := ReadPooledFrame(bytes.NewReader(frameBytes(n-1, 2)), 10<<20, &pool)
+		if err != nil || len(again) != n-1 || again[0] != 2 || again[n-2] != 2 {
+			t.Fatalf("%d bytes again: %v", n, err)
+		}
+		if n > 32<<10 && !raceEnabled && &again[0] != &got[0] {
+			t.Fatalf("%d bytes: the pooled buffer was not reused", n)
+		}
+	}
+	// Capacities the pool does not keep are dropped, not misfiled.
+	pool.Put(make([]byte, 10))
+	pool.Put(make([]byte, 0, 64<<20))
+	if b := pool.get(40 << 10); b != nil && cap(b) < 40<<10 {
+		t.Fatalf("a %d-byte buffer for a 40 KiB frame", cap(b))
+	}
+	// Errors are ReadFrame's.
+	if _, err := ReadPooledFrame(bytes.NewReader(frameBytes(100, 0)), 10, &pool); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("oversized frame: %v", err)
+	}
+	if _, err := ReadPooledFrame(bytes.NewReader(frameBytes(100<<10, 0)[:50<<10]), 10<<20, &pool); err == nil {
+		t.Fatal("short frame accepted")
+	}
+}
+
+func TestReadPooledFrameAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	var pool FramePool
+	frame := frameBytes(1<<20, 3)
+	// A connection reads through a bufio.Reader, whose Peek spares the
+	// size prefix an allocation.
+	src := bytes.NewReader(frame)
+	r := bufio.NewReaderSize(src, 64<<10)
+	read := func() {
+		src.Reset(frame)
+		r.Reset(src)
+		got, err := ReadPooledFrame(r, 10<<20, &pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool.Put(got)
+	}
+	read()
+	if allocs := testing.AllocsPerRun(100, read); allocs != 0 {
+		t.Fatalf("%v allocations per pooled frame", allocs)
 	}
 }

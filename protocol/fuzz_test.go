@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/golang/snappy"
@@ -83,6 +84,14 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 		in := bytes.Clone(batch)
 		out, info, rerrs, err := ValidateBatch(in, opts)
+		// A batch NextBatch splits off whole validates the same way
+		// from its parsed header.
+		if whole, rest, h, perr := NextBatch(batch); perr == nil && len(rest) == 0 {
+			pout, pinfo, prerrs, perr := ValidateParsedBatch(Batch{Bytes: bytes.Clone(whole), Header: h}, opts)
+			if fmt.Sprint(perr) != fmt.Sprint(err) || !bytes.Equal(pout, out) || pinfo != info || len(prerrs) != len(rerrs) {
+				t.Fatalf("ValidateParsedBatch differs: %v %+v %v, ValidateBatch %v %+v %v", perr, pinfo, prerrs, err, info, rerrs)
+			}
+		}
 		if err != nil {
 			var ke *kerr.Error
 			if !errors.As(err, &ke) {

@@ -112,8 +112,11 @@ const noTimestamp = -1
 // scratchBuffers holds decompression buffers for compressed batches.
 var scratchBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// maxPooledScratch keeps one outsized batch from pinning its buffer forever.
-const maxPooledScratch = 4 << 20
+// maxPooledScratch keeps one outsized batch from pinning its buffer
+// forever. It leaves room for the common worst case: a batch near the
+// default max.message.bytes inflating a few times, decoded with room for
+// one more 4 MiB LZ4 block (the Go lz4 writer's default block size).
+const maxPooledScratch = 16 << 20
 
 // ValidateBatch checks one v2 record batch sent for a partition the way
 // Kafka 4.3 does (ProduceRequest.validateRecords, UnifiedLog's
@@ -128,8 +131,11 @@ const maxPooledScratch = 4 << 20
 //
 // When the input is stored as is, ValidateBatch updates its header in place:
 // the max timestamp and timestamp type (LogAppendTime, or the true max of a
-// CreateTime batch) and the CRC, as Kafka does. Uncompressed batches are
-// validated without allocating.
+// CreateTime batch) and the CRC, as Kafka does. Uncompressed and LZ4
+// batches are validated without allocating: compressed ones decompress into
+// a pooled scratch buffer that is written over, not cleared, and only its
+// growth allocates. The CRC is computed once unless a stamp inside it
+// changes.
 //
 // Errors are *ValidationError values unwrapping to *kerr.Error:
 // INVALID_RECORD, CORRUPT_MESSAGE, INVALID_TIMESTAMP, MESSAGE_TOO_LARGE,
@@ -147,7 +153,28 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 		// parse error must never be ignored.
 		return nil, info, nil, validationErr(kerr.CorruptMessage, "Record batch is corrupt: %v", err)
 	}
-	if err := checkBatchHeader(first, h, &opts); err != nil {
+	return validateBatch(Batch{Bytes: first, Header: h}, &opts)
+}
+
+// ValidateParsedBatch is ValidateBatch for a batch already split off and
+// parsed (by ParseProduceBatch or NextBatch): its header is used as it is,
+// not parsed again. b must be exactly one whole v2 batch with its own
+// header, as those functions return it.
+func ValidateParsedBatch(b Batch, opts ValidateOptions) (out []byte, info BatchInfo, recordErrors []RecordError, err error) {
+	if b.Header.Magic != 2 || b.Header.TotalSize() != int64(len(b.Bytes)) || len(b.Bytes) < BatchHeaderSize {
+		return nil, info, nil, validationErr(kerr.CorruptMessage, "Record batch is corrupt: header does not describe the %d bytes given", len(b.Bytes))
+	}
+	if err := checkCodec(b.Header.Codec(), &opts); err != nil {
+		return nil, info, nil, err
+	}
+	return validateBatch(b, &opts)
+}
+
+// validateBatch is ValidateBatch after the batch has been split off and its
+// header parsed and its codec checked.
+func validateBatch(b Batch, opts *ValidateOptions) (out []byte, info BatchInfo, recordErrors []RecordError, err error) {
+	h := b.Header
+	if err := checkBatchHeader(b.Bytes, h, opts); err != nil {
 		return nil, info, nil, err
 	}
 	if err := checkRecordCount(h); err != nil {
@@ -158,14 +185,9 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 	var scratch *[]byte
 	if codec != CodecNone {
 		scratch = scratchBuffers.Get().(*[]byte)
-		defer func() {
-			if cap(*scratch) <= maxPooledScratch {
-				*scratch = (*scratch)[:0]
-				scratchBuffers.Put(scratch)
-			}
-		}()
+		defer putScratch(scratch)
 	}
-	records, err := RecordsSection(first, h, scratch, opts.MaxDecompressedBytes)
+	records, err := RecordsSection(b.Bytes, h, scratch, opts.MaxDecompressedBytes)
 	if err != nil {
 		return nil, info, nil, err
 	}
@@ -183,7 +205,7 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 		target = CodecNone
 	}
 
-	scan, err := scanRecords(records, h, &opts)
+	scan, err := scanRecords(records, h, opts)
 	if err != nil {
 		return nil, info, scan.recordErrors, err
 	}
@@ -199,17 +221,18 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 	// one) has nothing to rewrite.
 	if (target == codec && scan.denseOffsets) || h.NumRecords == 0 {
 		if opts.LogAppendTime {
-			SetLogAppendTime(first, opts.NowMs)
+			b.SetLogAppendTime(opts.NowMs)
 		} else {
-			setCreateTimeMax(first, scan.maxTimestamp)
+			b.setCreateTimeMax(scan.maxTimestamp)
 		}
-		info.Header, _ = ParseBatchHeader(first)
-		out = first
+		info.Header = b.Header
+		out = b.Bytes
 	} else {
-		out, err = rebuildBatch(records, h, target, &opts)
+		out, err = rebuildBatch(records, h, target, opts)
 		if err != nil {
 			return nil, BatchInfo{}, nil, err
 		}
+		// A new batch: its header is parsed once, here.
 		info.Header, _ = ParseBatchHeader(out)
 		info.Rewritten = true
 		if opts.MaxBatchBytes > 0 && len(out) > int(opts.MaxBatchBytes) {
@@ -224,6 +247,46 @@ func ValidateBatch(batch []byte, opts ValidateOptions) (out []byte, info BatchIn
 			len(out), opts.topicPartition(), opts.SegmentBytes)
 	}
 	return out, info, nil, nil
+}
+
+func putScratch(scratch *[]byte) {
+	if cap(*scratch) <= maxPooledScratch {
+		*scratch = (*scratch)[:0]
+		scratchBuffers.Put(scratch)
+	}
+}
+
+// ParseProduceBatch applies the rule a Produce v3+ handler checks before
+// the partition's log sees the records (Kafka's
+// ProduceRequest.validateRecords): exactly one record batch, of magic 2,
+// and zstd only from Produce v7. It returns the batch with its header
+// parsed, so that ValidateParsedBatch and the log append reuse the header
+// instead of parsing it again.
+//
+// Errors are *ValidationError values: INVALID_RECORD with the message the
+// Produce response carries, or UNSUPPORTED_COMPRESSION_TYPE with an empty
+// message (the response then carries none).
+func ParseProduceBatch(records []byte, version int16) (Batch, error) {
+	if len(records) == 0 {
+		return Batch{}, validationErr(kerr.InvalidRecord,
+			"Produce requests with version %d must have at least one record batch per partition", version)
+	}
+	batch, rest, h, err := NextBatch(records)
+	if err != nil {
+		if batch != nil {
+			return Batch{}, validationErr(kerr.InvalidRecord,
+				"Produce requests with version %d are only allowed to contain record batches with magic version 2", version)
+		}
+		return Batch{}, validationErr(kerr.InvalidRecord, "invalid record batch: %v", err)
+	}
+	if h.Codec() == CodecZstd && version < 7 {
+		return Batch{}, &ValidationError{Code: kerr.UnsupportedCompressionType}
+	}
+	if len(rest) != 0 {
+		return Batch{}, validationErr(kerr.InvalidRecord,
+			"Produce requests with version %d are only allowed to contain exactly one record batch per partition", version)
+	}
+	return Batch{Bytes: batch, Header: h}, nil
 }
 
 // headerSizeUpToMagic is how much of a batch Kafka's log input stream needs
@@ -261,12 +324,8 @@ func splitSingleBatch(b []byte, opts *ValidateOptions) ([]byte, error) {
 			"Record batch is corrupt (the size %d is smaller than the minimum allowed overhead %d)", len(first), BatchHeaderSize)
 	}
 	codec := Codec(binary.BigEndian.Uint16(first[batchAttributesPos:]) & AttrCompressionMask)
-	if !codec.Valid() {
-		return nil, validationErr(kerr.UnsupportedCompressionType, "Unknown compression type id: %d", int8(codec))
-	}
-	if codec == CodecZstd && opts.ProduceVersion > 0 && opts.ProduceVersion < 7 {
-		return nil, validationErr(kerr.UnsupportedCompressionType,
-			"Produce requests with version %d are not allowed to use ZStandard compression", opts.ProduceVersion)
+	if err := checkCodec(codec, opts); err != nil {
+		return nil, err
 	}
 	_, more, err := peekBatch(b[len(first):])
 	if err != nil {
@@ -277,6 +336,19 @@ func splitSingleBatch(b []byte, opts *ValidateOptions) ([]byte, error) {
 			"Produce requests with version %d are only allowed to contain exactly one record batch per partition", opts.ProduceVersion)
 	}
 	return first, nil
+}
+
+// checkCodec refuses codec ids Kafka does not define, and zstd before
+// Produce v7.
+func checkCodec(codec Codec, opts *ValidateOptions) error {
+	if !codec.Valid() {
+		return validationErr(kerr.UnsupportedCompressionType, "Unknown compression type id: %d", int8(codec))
+	}
+	if codec == CodecZstd && opts.ProduceVersion > 0 && opts.ProduceVersion < 7 {
+		return validationErr(kerr.UnsupportedCompressionType,
+			"Produce requests with version %d are not allowed to use ZStandard compression", opts.ProduceVersion)
+	}
+	return nil
 }
 
 // peekBatch mirrors Kafka's ByteBufferLogInputStream.nextBatch: fewer than
@@ -444,16 +516,18 @@ func checkRecord(rec *Record, ts int64, h BatchHeader, opts *ValidateOptions) (r
 
 // setCreateTimeMax is Kafka's setMaxTimestamp(CREATE_TIME, ts): it leaves
 // the batch untouched when it already says so, else fixes the attributes,
-// max timestamp and CRC.
-func setCreateTimeMax(batch []byte, ts int64) {
-	be := binary.BigEndian
-	attrs := be.Uint16(batch[batchAttributesPos:])
-	if attrs&AttrLogAppendTime == 0 && int64(be.Uint64(batch[batchMaxTimestampPos:])) == ts {
+// max timestamp and CRC, in the bytes and the header.
+func (b *Batch) setCreateTimeMax(ts int64) {
+	if !b.Header.LogAppendTime() && b.Header.MaxTimestamp == ts {
 		return
 	}
-	be.PutUint16(batch[batchAttributesPos:], attrs&^AttrLogAppendTime)
-	be.PutUint64(batch[batchMaxTimestampPos:], uint64(ts))
-	be.PutUint32(batch[batchCRCPos:], ComputeBatchCRC(batch))
+	b.Header.Attributes &^= AttrLogAppendTime
+	b.Header.MaxTimestamp = ts
+	be := binary.BigEndian
+	be.PutUint16(b.Bytes[batchAttributesPos:], uint16(b.Header.Attributes))
+	be.PutUint64(b.Bytes[batchMaxTimestampPos:], uint64(ts))
+	b.Header.CRC = ComputeBatchCRC(b.Bytes)
+	be.PutUint32(b.Bytes[batchCRCPos:], b.Header.CRC)
 }
 
 // rebuildBatch writes the (already validated) records into a new batch with

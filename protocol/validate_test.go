@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const now = int64(1_700_000_000_000)
@@ -347,6 +348,85 @@ func TestValidateBatchUncompressedDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// eventRecords are n distinct JSON-like 1 KiB values, compressible about
+// as well as the bench's payloads (lz4 near 1.9:1), without keys.
+func eventRecords(n int) []testRecord {
+	noise := pseudoRandom(n*64, 11)
+	recs := make([]testRecord, n)
+	for i := range recs {
+		var v []byte
+		for j := 0; len(v) < 1024; j++ {
+			v = fmt.Appendf(v, `{"user":%d,"score":%d,"tag":"%x"},`, i*31+j, noise[(i*64+j)%len(noise)], noise[(i*7+j*13)%len(noise)])
+		}
+		recs[i] = testRecord{value: v[:1024], ts: now + int64(i%5)}
+	}
+	return recs
+}
+
+// validateBatches are the batches whose validation must not allocate:
+// uncompressed, lz4 as Kafka's Java client frames it (64 KiB blocks, no
+// checksums) and lz4 as franz-go frames it (4 MiB blocks, content checksum).
+func validateBatches(tb testing.TB, n int) map[string][]byte {
+	recs := eventRecords(n)
+	return map[string][]byte{
+		"none":       buildBatch(tb, CodecNone, recs),
+		"lz4 kafka":  buildBatch(tb, CodecLZ4, recs),
+		"lz4 kgo":    kgoBatch(tb, kgo.Lz4Compression(), recs, noProducer),
+		"zstd kafka": buildBatch(tb, CodecZstd, recs),
+	}
+}
+
+func TestValidateParsedBatchDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	for name, batch := range validateBatches(t, 200) {
+		if strings.HasPrefix(name, "zstd") {
+			continue // the zstd decoder keeps allocating internally
+		}
+		if name == "lz4 kgo" && batch[BatchHeaderSize+4]&lz4FlagContentChecksum == 0 {
+			t.Fatal("kgo's lz4 frame has no content checksum: the test no longer covers it")
+		}
+		t.Run(name, func(t *testing.T) {
+			h, _ := ParseBatchHeader(batch)
+			parsed := Batch{Bytes: batch, Header: h}
+			opts := clientOpts(now)
+			// Warm the pooled scratch buffer first: the steady state is
+			// what must not allocate.
+			if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("%v allocations per batch", allocs)
+			}
+		})
+	}
+}
+
+// BenchmarkValidateBatchEvents validates 1 MiB batches of distinct 1 KiB
+// records, the shape of the bench's produce load.
+func BenchmarkValidateBatchEvents(b *testing.B) {
+	for name, batch := range validateBatches(b, 1000) {
+		b.Run(name, func(b *testing.B) {
+			h, _ := ParseBatchHeader(batch)
+			parsed := Batch{Bytes: batch, Header: h}
+			opts := clientOpts(now)
+			b.SetBytes(1000 * 1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, err := ValidateParsedBatch(parsed, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func benchmarkValidate(b *testing.B, codec Codec) {
 	// JSON-ish text: compressible, but not trivially.
 	noise := pseudoRandom(256, 1)
@@ -379,3 +459,48 @@ func BenchmarkValidateBatch1KiBLZ4(b *testing.B)    { benchmarkValidate(b, Codec
 func BenchmarkValidateBatch1KiBZstd(b *testing.B)   { benchmarkValidate(b, CodecZstd) }
 func BenchmarkValidateBatch1KiBSnappy(b *testing.B) { benchmarkValidate(b, CodecSnappy) }
 func BenchmarkValidateBatch1KiBGzip(b *testing.B)   { benchmarkValidate(b, CodecGzip) }
+
+// ParseProduceBatch gives the codes and messages the Produce handler has
+// always answered with for its one-batch rule (broker/produce.go's
+// checkSingleBatch), and the batch with its header otherwise.
+func TestParseProduceBatch(t *testing.T) {
+	one := buildBatch(t, CodecNone, recsAt(3, now))
+	zstd := buildBatch(t, CodecZstd, recsAt(3, now))
+	magic1 := bytes.Clone(one)
+	magic1[16] = 1
+	negative := bytes.Clone(one)
+	binary.BigEndian.PutUint32(negative[8:], 0xFFFFFFF0)
+	for _, c := range []struct {
+		name    string
+		records []byte
+		version int16
+		code    *kerr.Error
+		msg     string
+	}{
+		{"empty", nil, 9, kerr.InvalidRecord, "Produce requests with version 9 must have at least one record batch per partition"},
+		{"two batches", append(bytes.Clone(one), one...), 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain exactly one record batch per partition"},
+		{"trailing bytes", append(bytes.Clone(one), 1, 2, 3), 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain exactly one record batch per partition"},
+		{"magic 1", magic1, 9, kerr.InvalidRecord, "Produce requests with version 9 are only allowed to contain record batches with magic version 2"},
+		{"truncated", one[:len(one)-1], 9, kerr.InvalidRecord, "invalid record batch: record batch truncated"},
+		{"short", one[:10], 9, kerr.InvalidRecord, "invalid record batch: record batch truncated"},
+		{"negative length", negative, 9, kerr.InvalidRecord, "invalid record batch: record batch length -16 is negative"},
+		{"zstd before v7", zstd, 6, kerr.UnsupportedCompressionType, ""},
+		{"zstd from v7", zstd, 7, nil, ""},
+		{"one batch", one, 3, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := ParseProduceBatch(c.records, c.version)
+			if c.code == nil {
+				h, _ := ParseBatchHeader(c.records)
+				if err != nil || h != b.Header || len(b.Bytes) != len(c.records) {
+					t.Fatalf("%v: %+v", err, b.Header)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Code != c.code || ve.Message != c.msg {
+				t.Fatalf("got %v, want %v %q", err, c.code, c.msg)
+			}
+		})
+	}
+}

@@ -145,12 +145,16 @@ func (x *indexFile) appendEntry(entry []byte) error {
 		return errIndexFull
 	}
 	off := x.entries * x.entrySize
+	// The file is written from data, not from entry: handing entry to
+	// the File interface would make every caller's entry escape to the
+	// heap, an allocation per indexed append.
+	copy(x.data[off:off+x.entrySize], entry)
 	if !x.mapped {
-		if _, err := x.f.WriteAt(entry, int64(off)); err != nil {
+		if _, err := x.f.WriteAt(x.data[off:off+x.entrySize], int64(off)); err != nil {
+			clear(x.data[off : off+x.entrySize])
 			return fmt.Errorf("writing index %s: %w", x.f.Name(), err)
 		}
 	}
-	copy(x.data[off:], entry)
 	x.entries++
 	return nil
 }

@@ -534,6 +534,62 @@ func (l *Log) errorResult() AppendResult {
 // the buffer over. Replicated batches (AppendReplication) keep their
 // offsets and epochs and are only CRC-checked; they must continue the log.
 func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
+	return l.append(batchSource{rest: batches}, leaderEpoch, origin)
+}
+
+// AppendBatch is Append for one batch that the caller has already split off
+// and parsed (protocol.ParseProduceBatch, or protocol.NextBatch): its header
+// goes through validation, offset assignment, the producer-state checks and
+// indexing without being parsed again. b.Bytes is handed over as with
+// Append.
+func (l *Log) AppendBatch(b protocol.Batch, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
+	return l.append(batchSource{parsed: b, single: true}, leaderEpoch, origin)
+}
+
+// batchSource yields the batches of one append: split one at a time from
+// the bytes given to Append, or the single batch given to AppendBatch.
+type batchSource struct {
+	rest   []byte
+	parsed protocol.Batch
+	single bool
+}
+
+// whole is every byte of the append, what one write stores when no batch
+// was rewritten.
+func (s *batchSource) whole() []byte {
+	if s.single {
+		return s.parsed.Bytes
+	}
+	return s.rest
+}
+
+func (s *batchSource) done() bool {
+	if s.single {
+		return len(s.parsed.Bytes) == 0
+	}
+	return len(s.rest) == 0
+}
+
+// next returns the next batch with its header; index counts the batches
+// already taken, for error messages.
+func (s *batchSource) next(index int) (protocol.Batch, error) {
+	if s.single {
+		b := s.parsed
+		s.parsed = protocol.Batch{}
+		if b.Header.Magic != 2 || b.Header.TotalSize() != int64(len(b.Bytes)) || len(b.Bytes) < protocol.BatchHeaderSize {
+			return b, fmt.Errorf("batch %d of the append: its header does not describe its %d bytes: %w", index, len(b.Bytes), kerr.CorruptMessage)
+		}
+		return b, nil
+	}
+	batch, tail, h, err := protocol.NextBatch(s.rest)
+	if err != nil {
+		return protocol.Batch{}, fmt.Errorf("batch %d of the append: %v: %w", index, err, kerr.CorruptMessage)
+	}
+	s.rest = tail
+	return protocol.Batch{Bytes: batch, Header: h}, nil
+}
+
+func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.Err(); err != nil {
@@ -542,9 +598,10 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 	if l.closed {
 		return l.errorResult(), nil, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
 	}
-	if len(batches) == 0 {
+	if src.done() {
 		return l.errorResult(), nil, nil
 	}
+	whole := src.whole()
 	cfg := l.config()
 	now := l.now().UnixMilli()
 	defer l.pending.reset()
@@ -559,41 +616,40 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 	rewritten := false
 	next := l.logEndOffset.Load()
 	var maxTs int64 = -1
-	for rest := batches; len(rest) > 0; {
-		batch, tail, h, err := protocol.NextBatch(rest)
+	for !src.done() {
+		b, err := src.next(len(metas))
 		if err != nil {
-			return l.errorResult(), nil, fmt.Errorf("batch %d of the append: %v: %w", len(metas), err, kerr.CorruptMessage)
+			return l.errorResult(), nil, err
 		}
-		rest = tail
 		if origin == AppendReplication {
-			if !protocol.CheckBatchCRC(batch) {
-				return l.errorResult(), nil, fmt.Errorf("replicated batch at offset %d fails its CRC: %w", h.BaseOffset, kerr.CorruptMessage)
+			if !protocol.CheckBatchCRC(b.Bytes) {
+				return l.errorResult(), nil, fmt.Errorf("replicated batch at offset %d fails its CRC: %w", b.Header.BaseOffset, kerr.CorruptMessage)
 			}
-			if h.BaseOffset < next || h.LastOffset() < h.BaseOffset {
-				return l.errorResult(), nil, fmt.Errorf("replicated batch %d-%d, log end %d: %w", h.BaseOffset, h.LastOffset(), next, ErrUnexpectedAppendOffset)
+			if b.Header.BaseOffset < next || b.Header.LastOffset() < b.Header.BaseOffset {
+				return l.errorResult(), nil, fmt.Errorf("replicated batch %d-%d, log end %d: %w", b.Header.BaseOffset, b.Header.LastOffset(), next, ErrUnexpectedAppendOffset)
 			}
 		} else {
-			out, info, recErrs, err := protocol.ValidateBatch(batch, l.validateOptions(cfg, now, origin))
+			out, info, recErrs, err := protocol.ValidateParsedBatch(b, l.validateOptions(cfg, now, origin))
 			if err != nil {
 				return l.errorResult(), recErrs, err
 			}
-			if info.Rewritten || len(out) != len(batch) || (len(out) > 0 && &out[0] != &batch[0]) {
+			if info.Rewritten || len(out) != len(b.Bytes) || &out[0] != &b.Bytes[0] {
 				rewritten = true
 			}
-			batch = out
-			if h, err = protocol.ParseBatchHeader(batch); err != nil {
-				return l.errorResult(), nil, fmt.Errorf("validated batch: %v: %w", err, kerr.CorruptMessage)
-			}
-			protocol.SetBaseOffset(batch, next)
-			protocol.SetPartitionLeaderEpoch(batch, leaderEpoch)
-			h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
-			if cfg.LogAppendTime && !(h.LogAppendTime() && h.MaxTimestamp == now) {
-				protocol.SetLogAppendTime(batch, now)
-				h.MaxTimestamp = now
-				h.Attributes |= protocol.AttrLogAppendTime
+			// Validation hands back the header of what it returns, so
+			// the batch is not parsed again. Base offset and leader
+			// epoch lie outside the CRC; validation already stamped
+			// LogAppendTime with this same clock reading, so the CRC it
+			// checked or set stays right and is not computed again.
+			b = protocol.Batch{Bytes: out, Header: info.Header}
+			b.SetBaseOffset(next)
+			b.SetPartitionLeaderEpoch(leaderEpoch)
+			if cfg.LogAppendTime && !(b.Header.LogAppendTime() && b.Header.MaxTimestamp == now) {
+				b.SetLogAppendTime(now)
 			}
 		}
-		stored = append(stored, batch)
+		h := b.Header
+		stored = append(stored, b.Bytes)
 		metas = append(metas, appendedBatch{
 			size: h.TotalSize(), baseOffset: h.BaseOffset, lastOffset: h.LastOffset(),
 			maxTimestamp: h.MaxTimestamp, leaderEpoch: h.PartitionLeaderEpoch,
@@ -619,7 +675,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 		}
 	}
 
-	data := batches
+	data := whole
 	if rewritten {
 		total := 0
 		for _, b := range stored {
