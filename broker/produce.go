@@ -6,7 +6,8 @@ package broker
 //
 // Each partition's records must be exactly one v2 batch (Kafka's rule for
 // v3+). The handler checks the request (acks, topics, internal topics,
-// the batch rule) and hands the rest to the replica manager, which checks
+// the batch rule, parsing the batch's header once for everything below)
+// and hands the rest to the replica manager, which checks
 // leadership, appends (validation, idempotent sequence checks and offset
 // assignment happen in the partition's log) and answers acks=all once the
 // high watermark passes each batch; the handler maps the results to the
@@ -17,8 +18,10 @@ package broker
 // connection's reader goroutine, in request order (idempotent producers
 // pipeline); so does the answer unless an acks=all append has to wait.
 //
-// Deliberate deviation: transactional produce is not served until the
-// transaction coordinator exists.
+// Transactional batches: there is no transaction coordinator yet, so no
+// transaction can cover one, and the log refuses every transactional batch
+// with INVALID_TXN_STATE, as Kafka's log refuses one that no verified
+// transaction covers (storage/producerstate.go).
 
 import (
 	"context"
@@ -71,11 +74,11 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		topic := b.produceTopic(img, r.version(), t)
 		for _, p := range t.Partitions {
-			rp, ok := checkProducePartition(r, req, topic, p)
+			rp, batch, ok := checkProducePartition(r, req, topic, p)
 			if ok {
 				entries = append(entries, replica.AppendEntry{
 					TopicPartition: replica.TopicPartition{Topic: topic.Name, Partition: p.Partition},
-					Records:        p.Records,
+					Batch:          batch,
 					LeaderEpoch:    -1,
 				})
 			}
@@ -117,18 +120,18 @@ func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.Produ
 // checkProducePartition applies the request-level rules Kafka's handler
 // applies before the replica manager sees a partition (KafkaApis and
 // ReplicaManager.appendRecords): valid acks, a known topic and partition,
-// no client writes to internal topics, one v2 batch. ok means the
-// partition goes to the append, with rp a placeholder (error 0) that the
-// append's result fills.
-func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition) (rp kmsg.ProduceResponseTopicPartition, ok bool) {
+// no client writes to internal topics, one v2 batch (whose header is parsed
+// here, once, for the log to use). ok means the partition goes to the
+// append, with rp a placeholder (error 0) that the append's result fills.
+func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
 	rp = kmsg.NewProduceResponseTopicPartition()
 	rp.Partition = p.Partition
 	rp.BaseOffset = -1
 	rp.LogAppendTime = -1
 	rp.LogStartOffset = -1
-	fail := func(err *kerr.Error, msg string) (kmsg.ProduceResponseTopicPartition, bool) {
+	fail := func(err *kerr.Error, msg string) (kmsg.ProduceResponseTopicPartition, protocol.Batch, bool) {
 		setProduceError(r, &rp, err, msg)
-		return rp, false
+		return rp, protocol.Batch{}, false
 	}
 	v := r.version()
 	switch acks := req.Acks; {
@@ -143,13 +146,15 @@ func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controll
 	case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 		return fail(kerr.UnknownTopicOrPartition, "")
 	}
-	if err := checkSingleBatch(p.Records, v); err != nil {
-		if err == errZstdNeedsV7 {
-			return fail(kerr.UnsupportedCompressionType, "")
+	batch, err := protocol.ParseProduceBatch(p.Records, v)
+	if err != nil {
+		var ve *protocol.ValidationError
+		if !errors.As(err, &ve) {
+			return fail(kerr.CorruptMessage, err.Error())
 		}
-		return fail(kerr.InvalidRecord, err.Error())
+		return fail(ve.Code, ve.Message)
 	}
-	return rp, true
+	return rp, batch, true
 }
 
 // setProduceError sets a partition's error, with the message from v8.
@@ -216,31 +221,6 @@ func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg
 		resp.Brokers = b.nodeEndpoints(img, r.conn.listener.Name, leaders)
 	}
 	r.respond(resp)
-}
-
-// errZstdNeedsV7 is Kafka's rule that zstd batches need Produce v7+.
-var errZstdNeedsV7 = errors.New("zstd compression needs produce v7 or later")
-
-// checkSingleBatch applies Kafka's ProduceRequest rule for v3+: exactly one
-// record batch, with magic 2.
-func checkSingleBatch(records []byte, version int16) error {
-	if len(records) == 0 {
-		return fmt.Errorf("Produce requests with version %d must have at least one record batch per partition", version)
-	}
-	batch, rest, h, err := protocol.NextBatch(records)
-	if err == nil && h.Codec() == protocol.CodecZstd && version < 7 {
-		return errZstdNeedsV7
-	}
-	if err != nil {
-		if batch != nil {
-			return fmt.Errorf("Produce requests with version %d are only allowed to contain record batches with magic version 2", version)
-		}
-		return fmt.Errorf("invalid record batch: %v", err)
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("Produce requests with version %d are only allowed to contain exactly one record batch per partition", version)
-	}
-	return nil
 }
 
 // nodeEndpoints lists the endpoints of the given brokers on a listener,

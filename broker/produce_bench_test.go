@@ -55,7 +55,7 @@ func benchmarkProduce(b *testing.B, acks int16) {
 	c := &conn{listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
 	produce := func() *request {
 		copy(records, pristine)
-		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{})}}
+		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}
 		n.b.handleProduce(ctx, r)
 		<-r.slot.done
 		return r

@@ -25,8 +25,13 @@ const (
 // them.
 type AppendEntry struct {
 	TopicPartition TopicPartition
-	// Records are the partition's record batches; the append stamps
-	// offsets and epochs into them in place.
+	// Batch is the partition's one record batch with its header already
+	// parsed (a Produce v3+ handler's protocol.ParseProduceBatch): the
+	// header travels to the segment without being parsed again. When
+	// Batch.Bytes is nil, Records are split into batches and parsed by the
+	// log instead. Either way the append stamps offsets and epochs into
+	// the bytes in place.
+	Batch   protocol.Batch
 	Records []byte
 	// LeaderEpoch binds the append to a leader epoch (a coordinator writes
 	// at the epoch it loaded its shard at): unless this node leads the
@@ -91,7 +96,7 @@ func (m *Manager) Append(acks int16, timeout time.Duration, origin Origin, entri
 			e.Result.Err, e.Result.CurrentLeader = ke, hint
 			continue
 		}
-		res, recErrs, msg, err, hwMoved := p.appendAsLeader(e.Records, acks, e.LeaderEpoch, origin)
+		res, recErrs, msg, err, hwMoved := p.appendAsLeader(e, acks, origin)
 		if err != nil {
 			m.appendFailed(e, p, err, recErrs, msg)
 			continue

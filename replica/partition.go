@@ -171,16 +171,20 @@ func (p *Partition) checkAppendLocked(acks int16, boundEpoch int32) (*kerr.Error
 	return nil, ""
 }
 
-// appendAsLeader appends records as the leader, under mu held shared so
-// that leadership cannot change during the append, and advances the high
-// watermark. hwMoved tells the caller to wake what waits on it.
-func (p *Partition) appendAsLeader(records []byte, acks int16, boundEpoch int32, origin storage.AppendOrigin) (res storage.AppendResult, recErrs []protocol.RecordError, errMsg string, err error, hwMoved bool) {
+// appendAsLeader appends an entry's batch as the leader, under mu held
+// shared so that leadership cannot change during the append, and advances
+// the high watermark. hwMoved tells the caller to wake what waits on it.
+func (p *Partition) appendAsLeader(e *AppendEntry, acks int16, origin storage.AppendOrigin) (res storage.AppendResult, recErrs []protocol.RecordError, errMsg string, err error, hwMoved bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if ke, msg := p.checkAppendLocked(acks, boundEpoch); ke != nil {
+	if ke, msg := p.checkAppendLocked(acks, e.LeaderEpoch); ke != nil {
 		return res, nil, msg, ke, false
 	}
-	res, recErrs, err = p.log.Append(records, p.leaderEpoch, origin)
+	if e.Batch.Bytes != nil {
+		res, recErrs, err = p.log.AppendBatch(e.Batch, p.leaderEpoch, origin)
+	} else {
+		res, recErrs, err = p.log.Append(e.Records, p.leaderEpoch, origin)
+	}
 	if err != nil {
 		return res, recErrs, "", err, false
 	}
