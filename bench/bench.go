@@ -402,8 +402,9 @@ func (r *runner) perfProduce(ctx context.Context, bootstrap, topic string, w pro
 	}
 	c, err := r.perfCmd(ctx, "org.apache.kafka.tools.ProducerPerformance", "--bootstrap-server", bootstrap, "--topic", topic,
 		"--num-records", strconv.Itoa(n), "--payload-file", r.payloads, "--throughput", "-1",
-		"--command-property", "acks="+w.acks, "--command-property", "compression.type=lz4",
-		"--command-property", "linger.ms=5", "--command-property", "batch.size=131072")
+		// One --command-property with every setting: the option takes
+		// several values, and a repeated one replaces the previous.
+		"--command-property", "acks="+w.acks, "compression.type=lz4", "linger.ms=5", "batch.size=131072")
 	if err != nil {
 		return throughputResult{}, err
 	}
