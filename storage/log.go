@@ -82,7 +82,9 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     DeleteRecordsBefore, SetConfig, producer expiry, Close. It owns
 //     producers, pending, scratch and each segment's appender-owned fields.
 //   - flushMu serialises fsyncs (Flush, the flush after a roll, Close); it
-//     does not block appends.
+//     does not block appends. TruncateTo holds it too, so that a flush
+//     that listed its segments before a truncation cannot move the
+//     recovery point over what the truncation removed.
 //   - segMu guards the segments slice: readers hold it shared while they use
 //     a segment, writers exclusively only while they swap the slice.
 //   - each index and the epoch cache have their own lock, taken last.
@@ -173,13 +175,10 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	}
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
-	if _, err := l.fsys.Stat(l.dir); errors.Is(err, fs.ErrNotExist) {
-		if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
-		}
-		if err := l.fsys.SyncDir(filepath.Dir(l.dir)); err != nil {
-			return nil, fmt.Errorf("syncing %s: %w", filepath.Dir(l.dir), err)
-		}
+	// The partition dir is an entry in the log dir: durable only once the
+	// log dir is synced.
+	if err := vfs.MkdirAllDurable(l.fsys, l.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
 	}
 	if err := l.checkPartitionMetadata(); err != nil {
 		return nil, err
@@ -343,24 +342,23 @@ func (l *Log) load(opts LogOptions) error {
 	if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
 		return err
 	}
+	// Segment files may be new (a fresh log, indexes rebuilt, a torn
+	// tail's later segments removed): the next flush syncs the directory.
+	// (When recovering, the leader-epoch checkpoint written above has
+	// synced it already.)
+	l.dirDirty.Store(true)
+	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	if recovering {
-		// Recovered bytes may live only in the page cache; make them
-		// durable before the recovery point claims them.
-		for _, s := range l.segments {
-			if err := s.sync(); err != nil {
-				return err
-			}
+		// Recovered bytes may live only in the page cache (the process
+		// died, the machine did not): the same flush that later advances
+		// the recovery point makes them durable before it claims them.
+		if err := l.flushUpTo(leo); err != nil {
+			return err
 		}
-		if err := l.fsys.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("syncing %s: %w", l.dir, err)
-		}
-		l.recoveryPoint.Store(leo)
 	} else {
 		l.recoveryPoint.Store(min(max(opts.RecoveryPoint, start), leo))
 	}
-	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	l.lastFlushMs.Store(nowMs)
-	l.dirDirty.Store(true) // the active segment's files may be new
 	return nil
 }
 
@@ -804,6 +802,9 @@ func (l *Log) flushUpTo(offset int64) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	// Never claim more than exists now: a roll's flush may start after a
+	// truncation lowered the log end below the offset it was asked for.
+	offset = min(offset, l.logEndOffset.Load())
 	rp := l.recoveryPoint.Load()
 	if offset <= rp {
 		return nil
@@ -1021,6 +1022,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.logEndOffset.Load() {
 		return nil
 	}
+	// No flush may run across the truncation (see the lock order).
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	cfg := l.config()
 	nowMs := l.now().UnixMilli()
 	if offset < l.logStartOffset.Load() {

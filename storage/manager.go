@@ -171,7 +171,7 @@ func (m *Manager) openDir(path string) *logDir {
 		prevBrokerEpoch: -1,
 		onDisk:          map[TopicPartition]bool{},
 	}
-	if err := m.fsys.MkdirAll(path, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(m.fsys, path, 0o755); err != nil {
 		d.err = fmt.Errorf("creating log dir %s: %w", path, err)
 		return d
 	}

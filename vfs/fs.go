@@ -129,6 +129,40 @@ func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	return fsys.SyncDir(filepath.Dir(name))
 }
 
+// MkdirAllDurable creates dir and any missing parents, and syncs the parent
+// of each directory it creates so that the whole chain survives a crash (a
+// new directory is an entry in its parent, durable only once the parent is
+// synced).
+func MkdirAllDurable(fsys FS, dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if parent := filepath.Dir(d); parent == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadFile reads a whole (small) file through fsys.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
