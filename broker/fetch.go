@@ -60,6 +60,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		b.respondFetch(r, plan, res)
 		return
 	}
+	res.release()
 	// Park until enough data arrives or the wait ends. The wait runs off
 	// the reader goroutine so the connection keeps reading.
 	r.goAsync(func() {
@@ -91,6 +92,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 					b.respondFetch(r, plan, res)
 					return
 				}
+				res.release() // not enough yet: read again on the next wake
 			}
 		}
 	})
@@ -198,6 +200,13 @@ type fetchRead struct {
 	results  []fetchPartitionResult
 	bytes    int64
 	anyError bool
+}
+
+// release gives back the file ranges of a read that is not sent.
+func (res *fetchRead) release() {
+	for i := range res.results {
+		res.results[i].records.Release()
+	}
 }
 
 func (res *fetchRead) done(plan *fetchPlan) bool {
@@ -320,6 +329,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, res *fetchRead) {
 			pr := &res.results[i]
 			sp := plan.session.parts[it.key]
 			if sp == nil { // forgotten meanwhile by a concurrent request
+				pr.records.Release()
 				continue
 			}
 			changed := plan.full || pr.records.Size > 0 || pr.errorCode != 0 ||
@@ -341,6 +351,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, res *fetchRead) {
 	leaders := map[int32]bool{}
 	for i, it := range plan.items {
 		if include != nil && !include[i] {
+			res.results[i].records.Release() // holds nothing today: unchanged partitions have no records
 			continue
 		}
 		pr := res.results[i]

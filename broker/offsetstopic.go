@@ -299,7 +299,9 @@ func (l *offsetsPartitionLog) ReadFrom(ctx context.Context, offset int64, fn fun
 			return nil
 		}
 		buf := make([]byte, fr.Size)
-		if n, err := fr.File.ReadAt(buf, fr.Pos); n < len(buf) {
+		n, err := fr.File.ReadAt(buf, fr.Pos)
+		fr.Release()
+		if n < len(buf) {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}

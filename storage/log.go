@@ -863,6 +863,11 @@ func (l *Log) MaybeFlush() error {
 // a batch whose base offset is >= maxOffset (the high watermark or LSO).
 // offset outside [LogStartOffset, LogEndOffset] is OFFSET_OUT_OF_RANGE. At
 // the log end the range is empty.
+//
+// A non-empty range holds its segment file open, even after the segment is
+// deleted or the log closed, until the caller calls its Release: once the
+// bytes are sent or copied, or when the response is dropped. A range never
+// released keeps a closed segment's descriptor open for good.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, error) {
 	if err := l.Err(); err != nil {
 		return vfs.FileRange{}, err

@@ -351,8 +351,7 @@ func TestConcurrentAppendRead(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				buf := make([]byte, rg.Size)
-				rg.File.ReadAt(buf, rg.Pos)
+				buf := readRange(t, rg)
 				for len(buf) > 0 {
 					batch, rest, h, err := protocol.NextBatch(buf)
 					if err != nil || !protocol.CheckBatchCRC(batch) {

@@ -48,9 +48,13 @@ type segment struct {
 	fsys       vfs.FS
 	dir        string
 	baseOffset int64
-	log        vfs.File
-	offsets    *offsetIndex
-	times      *timeIndex
+	// log is the segment file, for the segment's own I/O; shared owns it
+	// and hands out the ranges that readers send, which keep it open
+	// after the segment closes (deletion) until they are released.
+	log     vfs.File
+	shared  *vfs.SharedFile
+	offsets *offsetIndex
+	times   *timeIndex
 
 	size         atomic.Int64 // bytes of whole batches
 	maxTimestamp atomic.Int64 // largest batch max timestamp, -1 if none
@@ -95,6 +99,7 @@ func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, no
 		dir:           dir,
 		baseOffset:    baseOffset,
 		log:           f,
+		shared:        vfs.NewSharedFile(f),
 		offsets:       &offsetIndex{indexFile: oi, baseOffset: baseOffset},
 		times:         &timeIndex{indexFile: ti, baseOffset: baseOffset},
 		nextOffset:    baseOffset,
@@ -153,32 +158,35 @@ func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h p
 }
 
 // read returns whole batches starting with the one holding target. found is
-// false when the segment holds no batch at or after target.
+// false when the segment holds no batch at or after target. A range with
+// batches holds a reference to the segment file (the caller releases it).
 func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (vfs.FileRange, bool, error) {
 	limit := s.size.Load()
 	pos, h, found, err := s.findBatch(target, limit, buf)
 	if err != nil || !found {
 		return vfs.FileRange{}, found, err
 	}
-	r := vfs.FileRange{File: s.log, Pos: pos}
 	if h.BaseOffset >= maxOffset {
-		return r, true, nil
+		return vfs.FileRange{}, true, nil
 	}
 	if h.TotalSize() > int64(maxBytes) && !minOneBatch {
-		return r, true, nil
+		return vfs.FileRange{}, true, nil
 	}
 	end := pos + h.TotalSize()
-	_, err = s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
+	// A header that fails to parse past the first batch only ends the
+	// range; the committed size guarantees it is not a torn write.
+	_, scanErr := s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
 		if bh.BaseOffset >= maxOffset || p+bh.TotalSize()-pos > int64(maxBytes) {
 			return false
 		}
 		end = p + bh.TotalSize()
 		return true
 	})
-	r.Size = end - pos
-	// A header that fails to parse past the first batch only ends the
-	// range; the committed size guarantees it is not a torn write.
-	return r, true, err
+	r, err := s.shared.Range(pos, end-pos)
+	if err != nil {
+		return vfs.FileRange{}, true, err
+	}
+	return r, true, scanErr
 }
 
 // appendedBatch describes one batch of an append, in file order.
@@ -480,7 +488,8 @@ func (s *segment) close() error {
 	if terr := s.times.close(); err == nil {
 		err = terr
 	}
-	if lerr := s.log.Close(); err == nil {
+	// The file itself closes when the last range handed out is released.
+	if lerr := s.shared.Close(); err == nil {
 		err = lerr
 	}
 	return err
