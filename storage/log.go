@@ -57,6 +57,9 @@ type LogOptions struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms (0: Kafka's
 	// default, one day).
 	ProducerIDExpirationMs int64
+	// segments bounds the open segments; the manager shares one among its
+	// logs. Nil gives the log its own, with the default bound.
+	segments *segmentCache
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -87,6 +90,10 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     recovery point over what the truncation removed.
 //   - segMu guards the segments slice: readers hold it shared while they use
 //     a segment, writers exclusively only while they swap the slice.
+//   - a segment's fmu guards whether its files are open (a pin keeps them
+//     open, segmentcache.go), then the manager-wide segment cache's mu. A
+//     pin is released before the cache closes other segments, so no fmu is
+//     held while another is taken.
 //   - each index and the epoch cache have their own lock, taken last.
 //
 // Offsets readers need (log end, log start, high watermark, recovery point)
@@ -104,6 +111,7 @@ type Log struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	expiryMs int64
+	segCache *segmentCache
 
 	cfg atomic.Pointer[LogConfig]
 
@@ -134,8 +142,8 @@ type Log struct {
 	bg sync.WaitGroup
 }
 
-// pendingDeletion is a segment renamed to *.deleted, removed after
-// file.delete.delay.ms so that in-flight reads of it complete.
+// pendingDeletion is a segment renamed to *.deleted (and closed), whose
+// files are removed after file.delete.delay.ms.
 type pendingDeletion struct {
 	seg   *segment
 	timer *time.Timer
@@ -164,6 +172,9 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.ProducerIDExpirationMs <= 0 {
 		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
+	if opts.segments == nil {
+		opts.segments = newSegmentCache(0)
+	}
 	l := &Log{
 		fsys:     opts.FS,
 		dir:      opts.Dir,
@@ -172,6 +183,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		logger:   opts.Logger.With("partition", opts.TopicPartition.String()),
 		now:      opts.Now,
 		expiryMs: opts.ProducerIDExpirationMs,
+		segCache: opts.segments,
 	}
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
@@ -253,7 +265,7 @@ func (l *Log) load(opts LogOptions) error {
 		if active {
 			size = indexBytes
 		}
-		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs)
+		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs, l.segCache)
 		if err != nil {
 			return err
 		}
@@ -301,7 +313,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	if len(l.segments) == 0 {
 		start := max(opts.LogStartOffset, 0)
-		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs)
+		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs, l.segCache)
 		if err != nil {
 			return err
 		}
@@ -313,10 +325,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	active.rollJitterMs = jitter(cfg)
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if err := s.offsets.trim(); err != nil {
-			return err
-		}
-		if err := s.times.trim(); err != nil {
+		if err := s.trimIndexes(); err != nil {
 			return err
 		}
 	}
@@ -432,7 +441,7 @@ func (l *Log) replaceAllSegments(base, nowMs int64) error {
 		}
 	}
 	cfg := l.config()
-	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs)
+	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		return err
 	}
@@ -451,23 +460,18 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 		return err
 	}
 	from := max(l.producers.mapEndOffset, logStart)
-	var hb headerBuf
 	for _, s := range l.segments {
 		if s.nextOffset <= from {
 			continue
 		}
-		_, start := s.offsets.lookup(from)
-		if s.baseOffset > from {
-			start = 0
-		}
-		_, err := s.scan(start, s.size.Load(), &hb, func(_ int64, h protocol.BatchHeader) bool {
+		err := s.replay(from, func(_ int64, h protocol.BatchHeader) bool {
 			if h.LastOffset() >= from {
 				l.producers.replay(h, &l.pending)
 			}
 			return true
 		})
 		if err != nil {
-			return fmt.Errorf("replaying producer state from %s: %w", s.log.Name(), err)
+			return fmt.Errorf("rebuilding producer state: %w", err)
 		}
 	}
 	if leo > l.producers.mapEndOffset {
@@ -723,7 +727,7 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {
 		return err
 	}
-	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs)
+	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		return err
 	}
@@ -823,8 +827,8 @@ func (l *Log) flushUpTo(offset int64) error {
 	l.segMu.RUnlock()
 	for _, s := range toSync {
 		if err := s.sync(); err != nil {
-			if s.deleted.Load() {
-				continue // removed meanwhile: nothing left to make durable
+			if s.deleted.Load() || errors.Is(err, errSegmentClosed) {
+				continue // removed or closed meanwhile: nothing left to make durable
 			}
 			return l.fail(err)
 		}
@@ -1104,15 +1108,19 @@ func (l *Log) deleteSegments(n int, nowMs int64) error {
 	return l.scheduleDeletion(gone)
 }
 
-// scheduleDeletion renames segments to *.deleted and removes them after
-// file.delete.delay.ms: a fetch that already holds a FileRange of one keeps
-// a valid descriptor until then.
+// scheduleDeletion renames segments to *.deleted, closes them and removes
+// the files after file.delete.delay.ms, as Kafka does. Nothing reads them
+// through the segment any more (they left the segments slice), and a fetch
+// that holds a FileRange of one keeps its own reference to the file.
 func (l *Log) scheduleDeletion(segs []*segment) error {
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	for _, s := range segs {
 		s.deleted.Store(true)
 		if err := s.renameDeleted(); err != nil {
 			return err
+		}
+		if err := s.close(); err != nil {
+			l.logger.Warn("closing deleted segment", "segment", s.baseOffset, "err", err)
 		}
 		d := &pendingDeletion{seg: s}
 		l.deletions = append(l.deletions, d)
