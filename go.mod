@@ -12,4 +12,4 @@ require (
 	google.golang.org/protobuf v1.36.11
 )
 
-require github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+require github.com/twmb/franz-go/pkg/kadm v1.20.0

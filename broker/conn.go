@@ -48,6 +48,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -212,6 +213,11 @@ func (w activityWriter) Write(p []byte) (int, error) {
 }
 
 // slot is one request's place in the response order.
+//
+// The file ranges of a response hold their segment files open until they
+// are released: by the writer once the response is sent or fails, or, when
+// the writer gives up on the slot (the connection is closing), by whichever
+// of abandon and finish comes second.
 type slot struct {
 	done chan struct{}
 	// held is what the slot counts in its connection's budget: its
@@ -224,6 +230,10 @@ type slot struct {
 	chunks     []respChunk // a response built from bytes and file ranges
 	noResponse bool        // acks=0 produce: nothing is sent
 	closeConn  bool        // close the connection instead of answering
+
+	mu        sync.Mutex
+	finished  bool // the outcome is set
+	abandoned bool // the writer will never send it
 }
 
 // respChunk is a piece of a response: bytes, or a file range sent with
@@ -234,7 +244,8 @@ type respChunk struct {
 }
 
 // finish hands the slot to the writer; from here on it holds its
-// response, no longer its request.
+// response, no longer its request. A response finished after the writer
+// gave up on it releases its file ranges at once.
 func (s *slot) finish() {
 	var resp int64
 	switch {
@@ -247,7 +258,31 @@ func (s *slot) finish() {
 	}
 	s.owner.add(resp - s.held)
 	s.held = resp
+	s.mu.Lock()
+	s.finished = true
+	abandoned := s.abandoned
+	s.mu.Unlock()
 	close(s.done)
+	if abandoned {
+		releaseChunks(s.chunks)
+	}
+}
+
+// abandon is the writer giving up on the slot without sending it.
+func (s *slot) abandon() {
+	s.mu.Lock()
+	s.abandoned = true
+	finished := s.finished
+	s.mu.Unlock()
+	if finished {
+		releaseChunks(s.chunks)
+	}
+}
+
+func releaseChunks(chunks []respChunk) {
+	for _, c := range chunks {
+		c.file.Release()
+	}
 }
 
 // request is what a handler receives.
@@ -505,19 +540,24 @@ func (c *conn) releaseFrame(key int16, frame []byte, s *slot) {
 // writeLoop writes finished responses in request order.
 func (c *conn) writeLoop() {
 	bw := bufio.NewWriterSize(activityWriter{c}, 64<<10)
+	// drain gives up on the responses not sent; the reader closes the
+	// queue once it stops.
+	drain := func() {
+		for s := range c.queue {
+			s.abandon()
+		}
+	}
 	for s := range c.queue {
 		c.signalRoom()
 		if !c.awaitHandler(s) {
-			// Drain: the reader closes the queue once it stops.
-			for range c.queue {
-			}
+			s.abandon()
+			drain()
 			return
 		}
 		if s.closeConn {
 			bw.Flush()
 			c.close()
-			for range c.queue {
-			}
+			drain()
 			return
 		}
 		if s.noResponse {
@@ -528,6 +568,8 @@ func (c *conn) writeLoop() {
 			_, err = bw.Write(s.frame)
 		} else {
 			err = c.writeChunks(bw, s.chunks)
+			// Sent (sendfile is done with the files) or failed.
+			releaseChunks(s.chunks)
 		}
 		// The response is in the socket or the writer's own buffer.
 		// A file range goes by sendfile, around activityWriter: its
@@ -539,8 +581,7 @@ func (c *conn) writeLoop() {
 		}
 		if err != nil {
 			c.close()
-			for range c.queue {
-			}
+			drain()
 			return
 		}
 	}
@@ -588,24 +629,42 @@ func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
 }
 
 // writeFileRange sends a segment range: with sendfile(2) when both ends
-// are real descriptors, else through a copy.
+// are real descriptors, else through a copy. The range holds its file open
+// (the caller releases it afterwards).
 func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
 	if osf, ok := fr.File.(vfs.OSFiler); ok {
 		if tcp, ok := c.nc.(*net.TCPConn); ok {
 			if err := bw.Flush(); err != nil {
 				return err
 			}
-			return sendfile(tcp, osf.OSFile().Fd(), fr.Pos, fr.Size)
+			return sendfile(tcp, osf.OSFile(), fr.Pos, fr.Size)
 		}
 	}
 	_, err := io.Copy(bw, io.NewSectionReader(fr.File, fr.Pos, fr.Size))
 	return err
 }
 
-// sendfile copies size bytes at pos of the file descriptor to the socket
-// without passing them through user space. It uses an explicit offset so
-// concurrent readers of one segment do not share a file position.
-func sendfile(tcp *net.TCPConn, fd uintptr, pos, size int64) error {
+// sendfile copies size bytes at pos of f to the socket without passing them
+// through user space. It uses an explicit offset so concurrent readers of
+// one segment do not share a file position. The descriptor is used inside
+// f's SyscallConn Control, which keeps it from being closed (and its number
+// reused) until the send returns; File.Fd would not, and would also switch
+// the file to blocking mode.
+func sendfile(tcp *net.TCPConn, f *os.File, pos, size int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	if err := rc.Control(func(fd uintptr) { sendErr = sendfileFD(tcp, fd, pos, size) }); err != nil {
+		return err
+	}
+	return sendErr
+}
+
+// sendfileFD is the sendfile loop on a descriptor the caller keeps open. It
+// waits for the socket to become writable through Go's poller.
+func sendfileFD(tcp *net.TCPConn, fd uintptr, pos, size int64) error {
 	raw, err := tcp.SyscallConn()
 	if err != nil {
 		return err

@@ -139,6 +139,9 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 	leaders := map[int32]bool{}
 	for i, it := range plan.items {
 		if include != nil && !include[i] {
+			// Not sent (unchanged, or forgotten by a concurrent
+			// request meanwhile): its range, if any, is let go.
+			results[i].records.Release()
 			continue
 		}
 		pr := results[i]

@@ -447,3 +447,18 @@ func TestSnapshotAfterInterval(t *testing.T) {
 		t.Fatalf("%d snapshots after the interval, want 1", n)
 	}
 }
+
+// A formatted metadata directory survives a crash: the bootstrap file and
+// every directory above it are durable when Format returns.
+func TestFormatSurvivesCrash(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	formatTest(t, fsys)
+	fsys.Crash(false, nil)
+	info, err := ReadFormat(fsys, testDir)
+	if err != nil {
+		t.Fatalf("format lost in a crash: %v", err)
+	}
+	if info.ClusterID != "test-cluster" {
+		t.Fatalf("cluster id %q", info.ClusterID)
+	}
+}

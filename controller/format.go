@@ -101,7 +101,7 @@ func Format(fsys vfs.FS, metadataDir string, opts FormatOptions) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("formatting %s: %w", metadataDir, err)
 	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
 		return fmt.Errorf("formatting %s: %w", metadataDir, err)
 	}
 	features := map[string]int16{

@@ -168,12 +168,12 @@ func storageErr(err error) *kerr.Error {
 	return kerr.KafkaStorageError
 }
 
-// dropReads forgets the ranges of a read that is not answered (the fetch
-// waits and reads again when woken). It is the one place read ranges are
-// discarded unsent: a range's release goes here once ranges hold their
-// segment file open.
+// dropReads releases the ranges of a read that is not answered (the fetch
+// waits and reads again when woken): a range holds its segment file open
+// until released. It is the one place read ranges are discarded unsent.
 func dropReads(entries []FetchEntry) {
 	for i := range entries {
+		entries[i].Result.Records.Release()
 		entries[i].Result.Records = vfs.FileRange{}
 	}
 }
@@ -229,9 +229,10 @@ func (m *Manager) ReadCommitted(tp TopicPartition, offset int64, maxBytes int32)
 	}
 }
 
-// copyRange copies a read range into memory; the range is done with when
-// it returns (with dropReads, the other place a range's life ends here).
+// copyRange copies a read range into memory and releases it (with
+// dropReads, the other place a range's life ends here).
 func copyRange(fr vfs.FileRange) ([]byte, error) {
+	defer fr.Release()
 	if fr.Size == 0 {
 		return nil, nil
 	}

@@ -51,5 +51,6 @@ func BenchmarkRead(b *testing.B) {
 		if err != nil || r.Size == 0 {
 			b.Fatal(err)
 		}
+		r.Release()
 	}
 }

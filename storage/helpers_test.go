@@ -105,8 +105,10 @@ func kerrOf(err error) *kerr.Error {
 	return nil
 }
 
+// readRange copies a range's bytes and releases it.
 func readRange(t testing.TB, r vfs.FileRange) []byte {
 	t.Helper()
+	defer r.Release()
 	if r.Size == 0 {
 		return nil
 	}

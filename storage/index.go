@@ -27,7 +27,8 @@ var errIndexFull = errors.New("index is full")
 // only writer; readers (fetch, ListOffsets) take the read lock, so a lookup
 // never sees a half-written entry or a region being remapped.
 type indexFile struct {
-	f         vfs.File
+	name      string
+	f         vfs.File // nil while closed (the segment's files are closed)
 	entrySize int
 
 	mu         sync.RWMutex
@@ -53,7 +54,7 @@ func openIndexFile(fsys vfs.FS, name string, entrySize int, size int64) (*indexF
 		return nil, fmt.Errorf("stat index %s: %w", name, err)
 	}
 	length := st.Size() - st.Size()%int64(entrySize)
-	idx := &indexFile{f: f, entrySize: entrySize, entries: int(length) / entrySize}
+	idx := &indexFile{name: name, f: f, entrySize: entrySize, entries: int(length) / entrySize}
 	target := length
 	if size > 0 {
 		target = size - size%int64(entrySize)
@@ -198,14 +199,48 @@ func (x *indexFile) sync() error {
 	return nil
 }
 
+// close unmaps and closes the file, keeping the entry count and capacity
+// for reopen.
 func (x *indexFile) close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.f == nil {
+		return nil
+	}
 	err := x.unmapLocked()
 	if cerr := x.f.Close(); err == nil {
 		err = cerr
 	}
+	x.f = nil
 	return err
+}
+
+// reopen opens and maps the file again at the capacity it had when it was
+// closed (an active segment's index stays preallocated).
+func (x *indexFile) reopen(fsys vfs.FS) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	f, err := fsys.OpenFile(x.name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("reopening index %s: %w", x.name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stat index %s: %w", x.name, err)
+	}
+	if st.Size() < int64(x.entries*x.entrySize) {
+		f.Close()
+		return fmt.Errorf("index %s shrank to %d bytes under %d entries", x.name, st.Size(), x.entries)
+	}
+	x.f = f
+	length := int64(x.maxEntries * x.entrySize)
+	if err := x.mapLocked(length, st.Size() != length); err != nil {
+		x.f = nil
+		f.Close()
+		return err
+	}
+	return nil
 }
 
 // entryAt returns entry i; the caller holds mu.

@@ -58,6 +58,9 @@ type LogOptions struct {
 	// ProducerIDExpirationMs is producer.id.expiration.ms (0: Kafka's
 	// default, one day).
 	ProducerIDExpirationMs int64
+	// segments bounds the open segments; the manager shares one among its
+	// logs. Nil gives the log its own, with the default bound.
+	segments *segmentCache
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -83,12 +86,18 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     DeleteRecordsBefore, SetConfig, producer expiry, Close. It owns
 //     producers, pending, scratch and each segment's appender-owned fields.
 //   - flushMu serialises fsyncs (Flush, the flush after a roll, Close); it
-//     does not block appends.
+//     does not block appends. TruncateTo holds it too, so that a flush
+//     that listed its segments before a truncation cannot move the
+//     recovery point over what the truncation removed.
 //   - segMu guards the segments slice: readers hold it shared while they use
 //     a segment, writers exclusively only while they swap the slice.
 //   - hwMu orders high watermark updates against the log end and log
 //     start moving under them (AdvanceHighWatermark, truncation, log start
 //     advances); it is held for a few loads and stores, never across I/O.
+//   - a segment's fmu guards whether its files are open (a pin keeps them
+//     open, segmentcache.go), then the manager-wide segment cache's mu. A
+//     pin is released before the cache closes other segments, so no fmu is
+//     held while another is taken.
 //   - each index and the epoch cache have their own lock, taken last.
 //
 // The whole node's lock order is LOCKS.md at the repository root.
@@ -108,6 +117,7 @@ type Log struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	expiryMs int64
+	segCache *segmentCache
 
 	cfg atomic.Pointer[config.Topic]
 
@@ -139,8 +149,8 @@ type Log struct {
 	bg sync.WaitGroup
 }
 
-// pendingDeletion is a segment renamed to *.deleted, removed after
-// file.delete.delay.ms so that in-flight reads of it complete.
+// pendingDeletion is a segment renamed to *.deleted (and closed), whose
+// files are removed after file.delete.delay.ms.
 type pendingDeletion struct {
 	seg   *segment
 	timer *time.Timer
@@ -169,6 +179,9 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.ProducerIDExpirationMs <= 0 {
 		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
+	if opts.segments == nil {
+		opts.segments = newSegmentCache(0)
+	}
 	l := &Log{
 		fsys:     opts.FS,
 		dir:      opts.Dir,
@@ -177,16 +190,14 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		logger:   opts.Logger.With("partition", opts.TopicPartition.String()),
 		now:      opts.Now,
 		expiryMs: opts.ProducerIDExpirationMs,
+		segCache: opts.segments,
 	}
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
-	if _, err := l.fsys.Stat(l.dir); errors.Is(err, fs.ErrNotExist) {
-		if err := l.fsys.MkdirAll(l.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
-		}
-		if err := l.fsys.SyncDir(filepath.Dir(l.dir)); err != nil {
-			return nil, fmt.Errorf("syncing %s: %w", filepath.Dir(l.dir), err)
-		}
+	// The partition dir is an entry in the log dir: durable only once the
+	// log dir is synced.
+	if err := vfs.MkdirAllDurable(l.fsys, l.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
 	}
 	if err := l.checkPartitionMetadata(); err != nil {
 		return nil, err
@@ -261,7 +272,7 @@ func (l *Log) load(opts LogOptions) error {
 		if active {
 			size = indexBytes
 		}
-		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs)
+		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs, l.segCache)
 		if err != nil {
 			return err
 		}
@@ -309,7 +320,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	if len(l.segments) == 0 {
 		start := max(opts.LogStartOffset, 0)
-		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs)
+		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs, l.segCache)
 		if err != nil {
 			return err
 		}
@@ -321,10 +332,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	active.rollJitterMs = jitter(cfg)
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if err := s.offsets.trim(); err != nil {
-			return err
-		}
-		if err := s.times.trim(); err != nil {
+		if err := s.trimIndexes(); err != nil {
 			return err
 		}
 	}
@@ -350,24 +358,23 @@ func (l *Log) load(opts LogOptions) error {
 	if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
 		return err
 	}
+	// Segment files may be new (a fresh log, indexes rebuilt, a torn
+	// tail's later segments removed): the next flush syncs the directory.
+	// (When recovering, the leader-epoch checkpoint written above has
+	// synced it already.)
+	l.dirDirty.Store(true)
+	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	if recovering {
-		// Recovered bytes may live only in the page cache; make them
-		// durable before the recovery point claims them.
-		for _, s := range l.segments {
-			if err := s.sync(); err != nil {
-				return err
-			}
+		// Recovered bytes may live only in the page cache (the process
+		// died, the machine did not): the same flush that later advances
+		// the recovery point makes them durable before it claims them.
+		if err := l.flushUpTo(leo); err != nil {
+			return err
 		}
-		if err := l.fsys.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("syncing %s: %w", l.dir, err)
-		}
-		l.recoveryPoint.Store(leo)
 	} else {
 		l.recoveryPoint.Store(min(max(opts.RecoveryPoint, start), leo))
 	}
-	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	l.lastFlushMs.Store(nowMs)
-	l.dirDirty.Store(true) // the active segment's files may be new
 	return nil
 }
 
@@ -441,7 +448,7 @@ func (l *Log) replaceAllSegments(base, nowMs int64) error {
 		}
 	}
 	cfg := l.config()
-	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs)
+	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		return err
 	}
@@ -460,23 +467,18 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 		return err
 	}
 	from := max(l.producers.mapEndOffset, logStart)
-	var hb headerBuf
 	for _, s := range l.segments {
 		if s.nextOffset <= from {
 			continue
 		}
-		_, start := s.offsets.lookup(from)
-		if s.baseOffset > from {
-			start = 0
-		}
-		_, err := s.scan(start, s.size.Load(), &hb, func(_ int64, h protocol.BatchHeader) bool {
+		err := s.replay(from, func(_ int64, h protocol.BatchHeader) bool {
 			if h.LastOffset() >= from {
 				l.producers.replay(h, &l.pending)
 			}
 			return true
 		})
 		if err != nil {
-			return fmt.Errorf("replaying producer state from %s: %w", s.log.Name(), err)
+			return fmt.Errorf("rebuilding producer state: %w", err)
 		}
 	}
 	if leo > l.producers.mapEndOffset {
@@ -788,7 +790,7 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {
 		return err
 	}
-	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs)
+	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		return err
 	}
@@ -867,6 +869,9 @@ func (l *Log) flushUpTo(offset int64) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	// Never claim more than exists now: a roll's flush may start after a
+	// truncation lowered the log end below the offset it was asked for.
+	offset = min(offset, l.logEndOffset.Load())
 	rp := l.recoveryPoint.Load()
 	if offset <= rp {
 		return nil
@@ -885,8 +890,8 @@ func (l *Log) flushUpTo(offset int64) error {
 	l.segMu.RUnlock()
 	for _, s := range toSync {
 		if err := s.sync(); err != nil {
-			if s.deleted.Load() {
-				continue // removed meanwhile: nothing left to make durable
+			if s.deleted.Load() || errors.Is(err, errSegmentClosed) {
+				continue // removed or closed meanwhile: nothing left to make durable
 			}
 			return l.fail(err)
 		}
@@ -925,6 +930,11 @@ func (l *Log) MaybeFlush() error {
 // a batch whose base offset is >= maxOffset (the high watermark or LSO).
 // offset outside [LogStartOffset, LogEndOffset] is OFFSET_OUT_OF_RANGE. At
 // the log end the range is empty.
+//
+// A non-empty range holds its segment file open, even after the segment is
+// deleted or the log closed, until the caller calls its Release: once the
+// bytes are sent or copied, or when the response is dropped. A range never
+// released keeps a closed segment's descriptor open for good.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, error) {
 	if err := l.Err(); err != nil {
 		return vfs.FileRange{}, err
@@ -1094,6 +1104,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.logEndOffset.Load() {
 		return nil
 	}
+	// No flush may run across the truncation (see the lock order).
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	cfg := l.config()
 	nowMs := l.now().UnixMilli()
 	if offset < l.logStartOffset.Load() {
@@ -1170,15 +1183,19 @@ func (l *Log) deleteSegments(n int, nowMs int64) error {
 	return l.scheduleDeletion(gone)
 }
 
-// scheduleDeletion renames segments to *.deleted and removes them after
-// file.delete.delay.ms: a fetch that already holds a FileRange of one keeps
-// a valid descriptor until then.
+// scheduleDeletion renames segments to *.deleted, closes them and removes
+// the files after file.delete.delay.ms, as Kafka does. Nothing reads them
+// through the segment any more (they left the segments slice), and a fetch
+// that holds a FileRange of one keeps its own reference to the file.
 func (l *Log) scheduleDeletion(segs []*segment) error {
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	for _, s := range segs {
 		s.deleted.Store(true)
 		if err := s.renameDeleted(); err != nil {
 			return err
+		}
+		if err := s.close(); err != nil {
+			l.logger.Warn("closing deleted segment", "segment", s.baseOffset, "err", err)
 		}
 		d := &pendingDeletion{seg: s}
 		l.deletions = append(l.deletions, d)

@@ -203,8 +203,10 @@ func TestTruncateTo(t *testing.T) {
 	if l.NumSegments() >= segs {
 		t.Fatalf("segments above the truncation point remain: %d", l.NumSegments())
 	}
-	if _, err := l.Read(30, 1000, 100, true); err != nil {
+	if r, err := l.Read(30, 1000, 100, true); err != nil {
 		t.Fatal(err)
+	} else {
+		r.Release()
 	}
 	if _, err := l.Read(31, 1000, 100, true); kerrOf(err) != kerr.OffsetOutOfRange {
 		t.Fatalf("read past the truncated end: %v", err)

@@ -42,6 +42,17 @@ type ManagerOptions struct {
 	// minutes): how often idle segments are rolled by segment.ms, and where
 	// retention will run.
 	RetentionCheckInterval time.Duration
+	// MaxOpenSegments bounds the segments whose files are open at once
+	// across all logs (three descriptors each, and two memory maps on the
+	// real filesystem); the least recently used are closed first. Kafka
+	// has no such setting (it keeps every segment's .log open). 0 derives
+	// it from the descriptor limit: an eighth of RLIMIT_NOFILE, in segments,
+	// between 32 and 16384.
+	MaxOpenSegments int
+	// SegmentIdleTimeout closes the files of segments unused for that long
+	// (0: DefaultSegmentIdleTimeout), so idle partitions hold no
+	// descriptors. Run applies it.
+	SegmentIdleTimeout time.Duration
 }
 
 // DirDescription is one log dir for DescribeLogDirs.
@@ -98,6 +109,9 @@ type Manager struct {
 	logDirOf map[TopicPartition]*logDir
 	closed   bool
 
+	// segments is shared by every log: it bounds their open files.
+	segments *segmentCache
+
 	checkpointMu sync.Mutex
 	brokerEpoch  atomic.Int64
 	// deletions are partition dirs renamed to -delete and waiting for
@@ -138,6 +152,9 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.RetentionCheckInterval <= 0 {
 		opts.RetentionCheckInterval = 5 * time.Minute
 	}
+	if opts.SegmentIdleTimeout <= 0 {
+		opts.SegmentIdleTimeout = DefaultSegmentIdleTimeout
+	}
 	if len(opts.Dirs) == 0 {
 		return nil, errors.New("storage: no log dirs")
 	}
@@ -148,6 +165,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opts:     opts,
 		logs:     map[TopicPartition]*Log{},
 		logDirOf: map[TopicPartition]*logDir{},
+		segments: newSegmentCache(opts.MaxOpenSegments),
 	}
 	m.brokerEpoch.Store(-1)
 	online := 0
@@ -172,7 +190,7 @@ func (m *Manager) openDir(path string) *logDir {
 		prevBrokerEpoch: -1,
 		onDisk:          map[TopicPartition]bool{},
 	}
-	if err := m.fsys.MkdirAll(path, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(m.fsys, path, 0o755); err != nil {
 		d.err = fmt.Errorf("creating log dir %s: %w", path, err)
 		return d
 	}
@@ -304,6 +322,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg config.To
 		Now:                    m.now,
 		CleanShutdown:          existed && d.cleanShutdown,
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
+		segments:               m.segments,
 	})
 	if err != nil {
 		if errors.As(err, new(*kerr.Error)) {
@@ -520,11 +539,23 @@ func (m *Manager) openLogs() []*Log {
 	return out
 }
 
+// CloseIdleSegments closes the files of segments unused for longer than
+// idle (Run does it every half SegmentIdleTimeout) and returns how many.
+func (m *Manager) CloseIdleSegments(idle time.Duration) int {
+	return m.segments.closeIdle(time.Now().Add(-idle))
+}
+
+// OpenSegments is the number of segments whose files are open.
+func (m *Manager) OpenSegments() int { return m.segments.openCount() }
+
 // Run does the background work until ctx ends: flush.ms checks every
 // FlushSchedulerInterval, checkpoints every CheckpointInterval, producer
-// expiry, and segment.ms rolls of idle segments every
-// RetentionCheckInterval (retention and compaction will hook in there).
+// expiry, segment.ms rolls of idle segments every RetentionCheckInterval
+// (retention and compaction will hook in there), and the closing of idle
+// segments' files.
 func (m *Manager) Run(ctx context.Context) {
+	idleFiles := time.NewTicker(m.opts.SegmentIdleTimeout / 2)
+	defer idleFiles.Stop()
 	checkpoint := time.NewTicker(m.opts.CheckpointInterval)
 	defer checkpoint.Stop()
 	expiry := time.NewTicker(m.opts.ProducerIDExpirationCheckInterval)
@@ -555,6 +586,8 @@ func (m *Manager) Run(ctx context.Context) {
 			for _, l := range m.openLogs() {
 				l.RemoveExpiredProducers()
 			}
+		case <-idleFiles.C:
+			m.CloseIdleSegments(m.opts.SegmentIdleTimeout)
 		case <-retention.C:
 			for _, l := range m.openLogs() {
 				if err := l.MaybeRoll(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -99,9 +100,10 @@ func TestManagerPlacesCheckpointsAndReopens(t *testing.T) {
 	}
 }
 
-func TestManagerDelete(t *testing.T) {
-	fsys := vfs.NewMemFS()
-	m := openTestManager(t, fsys, "/a")
+// createAndDelete creates partition gone-0 with a record and deletes it
+// (its files are removed after a minute).
+func createAndDelete(t *testing.T, m *Manager) (TopicPartition, config.Topic) {
+	t.Helper()
 	cfg := smallConfig()
 	cfg.FileDeleteDelayMs = 60000
 	tp := TopicPartition{"gone", 0}
@@ -113,6 +115,13 @@ func TestManagerDelete(t *testing.T) {
 	if err := m.Delete(tp); err != nil {
 		t.Fatal(err)
 	}
+	return tp, cfg
+}
+
+func TestManagerDelete(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	m := openTestManager(t, fsys, "/a")
+	tp, cfg := createAndDelete(t, m)
 	if _, ok := m.Get(tp); ok || len(m.OnDisk()) != 0 {
 		t.Fatal("deleted partition still known")
 	}

@@ -3,7 +3,9 @@ package storage
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -48,5 +50,73 @@ func TestOSFSMappedIndexes(t *testing.T) {
 		if _, ts, _, found, err := l2.OffsetForTimestamp(testNowMs); err != nil || !found || ts != testNowMs {
 			t.Fatalf("by timestamp: %v %v", found, err)
 		}
+	}
+}
+
+// openDescriptorsOf counts the process's descriptors open on paths that
+// contain part.
+func openDescriptorsOf(t *testing.T, part string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(target, part) {
+			n++
+		}
+	}
+	return n
+}
+
+// A range read from a segment keeps the segment file open after the
+// segment is deleted (DeleteRecords with file.delete.delay.ms=0 removes the
+// files at once) and after the log is closed; releasing it closes the file.
+func TestRangeHoldsDeletedSegmentOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	l := openTest(t, vfs.OSFS{}, dir, cfg)
+	var first []byte
+	for i := 0; i < 30; i++ {
+		res := mustAppend(t, l, plainBatch(t, 2))
+		if i == 0 {
+			r, _ := l.Read(res.FirstOffset, 1, 1, true)
+			first = readRange(t, r)
+		}
+	}
+	r, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
+	if err != nil || r.Size == 0 {
+		t.Fatalf("read: %v", err)
+	}
+	l.AdvanceHighWatermark(l.LogEndOffset())
+	if _, err := l.DeleteRecordsBefore(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	segment0 := filepath.Base(segmentFileName(dir, 0, logSuffix))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(filepath.Join(dir, segment0+deletedSuffix)); os.IsNotExist(err) {
+			break // the deletion ran
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("segment never removed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := openDescriptorsOf(t, segment0); n != 1 {
+		t.Fatalf("%d descriptors open on the deleted segment while a range holds it, want 1", n)
+	}
+	buf := make([]byte, len(first))
+	if _, err := r.File.ReadAt(buf, r.Pos); err != nil || string(buf) != string(first) {
+		t.Fatalf("the range no longer reads its batches: %v", err)
+	}
+	r.Release()
+	r.Release()
+	if n := openDescriptorsOf(t, segment0); n != 0 {
+		t.Fatalf("%d descriptors still open on the deleted segment after the release", n)
 	}
 }

@@ -437,12 +437,25 @@ func (ps *producerState) takeSnapshot() error {
 // loadLatestSnapshot loads the newest readable snapshot at or below
 // maxOffset, deleting corrupt ones and any above maxOffset (Kafka's
 // truncateAndReload). Without one the state starts empty at logStart.
-func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirationMs int64) error {
+//
+// The removals are made durable before returning: a snapshot above a
+// truncation point that came back after a crash, once the log had grown
+// past it again with other batches, would be loaded as the state of a
+// history that no longer exists.
+func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirationMs int64) (err error) {
 	ps.clear()
 	offs, err := listSnapshots(ps.fsys, ps.dir)
 	if err != nil {
 		return err
 	}
+	removed := false
+	defer func() {
+		if removed && err == nil {
+			if err = ps.fsys.SyncDir(ps.dir); err != nil {
+				err = fmt.Errorf("syncing %s after removing producer snapshots: %w", ps.dir, err)
+			}
+		}
+	}()
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
 		name := snapshotFileName(ps.dir, off)
@@ -450,6 +463,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if err := ps.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("removing producer snapshot %s: %w", name, err)
 			}
+			removed = true
 			continue
 		}
 		data, err := vfs.ReadFile(ps.fsys, name)
@@ -461,6 +475,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if rerr := ps.fsys.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				return fmt.Errorf("removing corrupt producer snapshot %s: %w", name, rerr)
 			}
+			removed = true
 			continue
 		}
 		for pid, e := range entries {

@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
@@ -45,13 +47,35 @@ type headerBuf [protocol.BatchHeaderSize]byte
 // maxTimestamp and the indexes (which have their own lock); size is stored
 // only after the bytes it covers are written, so a reader never sees a
 // partial batch.
+//
+// The files are open only while the segment is in use and for a while
+// after (segmentcache.go): every method that touches them pins the
+// segment (pin/unpin), which opens them if needed and keeps the cache from
+// closing them; the internal helpers they call assume a pin.
 type segment struct {
 	fsys       vfs.FS
 	dir        string
 	baseOffset int64
-	log        vfs.File
-	offsets    *offsetIndex
-	times      *timeIndex
+	cache      *segmentCache
+
+	// fmu guards the open state: pins, closed, log, shared and whether the
+	// indexes' files are open. Lock order: fmu, then the cache's mu; an
+	// index's own lock is taken under fmu only to open or close it.
+	fmu  sync.Mutex
+	pins int
+	// closed is for good: the log closed or the segment was deleted.
+	closed bool
+	// log is the segment file while open, for the segment's own I/O;
+	// shared owns it and hands out the ranges that readers send, which keep
+	// it open after the segment closes until they are released.
+	log    vfs.File
+	shared *vfs.SharedFile
+	// idle is the segment's place in the cache's idle list (guarded by the
+	// cache's mu).
+	idle idleLinks
+
+	offsets *offsetIndex
+	times   *timeIndex
 
 	size         atomic.Int64 // bytes of whole batches
 	maxTimestamp atomic.Int64 // largest batch max timestamp, -1 if none
@@ -66,10 +90,14 @@ type segment struct {
 	rollJitterMs    int64
 }
 
+// errSegmentClosed refuses to use a segment closed for good.
+var errSegmentClosed = errors.New("segment is closed")
+
 // openSegment opens (creating) a segment's files. indexBytes > 0
 // preallocates the indexes for an active segment; 0 keeps their length.
-// The caller then either recovers the segment or loads it as trusted.
-func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64) (*segment, error) {
+// The caller then either recovers the segment or loads it as trusted. The
+// segment is returned open and unused: the cache may close it.
+func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
 	name := segmentFileName(dir, baseOffset, logSuffix)
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -95,7 +123,9 @@ func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, no
 		fsys:          fsys,
 		dir:           dir,
 		baseOffset:    baseOffset,
+		cache:         cache,
 		log:           f,
+		shared:        vfs.NewSharedFile(f),
 		offsets:       &offsetIndex{indexFile: oi, baseOffset: baseOffset},
 		times:         &timeIndex{indexFile: ti, baseOffset: baseOffset},
 		nextOffset:    baseOffset,
@@ -105,7 +135,111 @@ func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, no
 	}
 	s.size.Store(st.Size())
 	s.maxTimestamp.Store(-1)
+	s.fmu.Lock()
+	cache.opened()
+	over := cache.released(s, time.Now())
+	s.fmu.Unlock()
+	if over {
+		cache.evict()
+	}
 	return s, nil
+}
+
+// pin opens the segment's files if they are closed and keeps them open
+// until the matching unpin.
+func (s *segment) pin() error {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if s.closed || (s.log == nil && s.deleted.Load()) {
+		// A deleted segment's name may belong to a newer segment already.
+		return fmt.Errorf("segment %d in %s: %w", s.baseOffset, s.dir, errSegmentClosed)
+	}
+	if s.log == nil {
+		if err := s.openFilesLocked(); err != nil {
+			return err
+		}
+		s.cache.opened()
+	} else if s.pins == 0 {
+		s.cache.inUse(s)
+	}
+	s.pins++
+	return nil
+}
+
+// unpin ends a use. A segment closed for good meanwhile closes its files
+// now; otherwise it stays open, idle, and the cache may close others.
+func (s *segment) unpin() {
+	s.fmu.Lock()
+	s.pins--
+	over := false
+	if s.pins == 0 {
+		if s.closed {
+			// Nobody to report to: the log or the deletion that closed
+			// the segment has returned.
+			_ = s.closeFilesLocked()
+			s.cache.closed()
+		} else {
+			over = s.cache.released(s, time.Now())
+		}
+	}
+	s.fmu.Unlock()
+	if over {
+		s.cache.evict()
+	}
+}
+
+// openFilesLocked reopens the files of a segment the cache closed. The
+// sizes are the segment's own (kept while closed): nothing else writes its
+// files. The caller holds fmu.
+func (s *segment) openFilesLocked() error {
+	name := segmentFileName(s.dir, s.baseOffset, logSuffix)
+	f, err := s.fsys.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("reopening segment %s: %w", name, err)
+	}
+	if err := s.offsets.reopen(s.fsys); err != nil {
+		f.Close()
+		return err
+	}
+	if err := s.times.reopen(s.fsys); err != nil {
+		s.offsets.close()
+		f.Close()
+		return err
+	}
+	s.log, s.shared = f, vfs.NewSharedFile(f)
+	return nil
+}
+
+// closeFilesLocked closes the files (the .log only once the ranges handed
+// out are released). The caller holds fmu.
+func (s *segment) closeFilesLocked() error {
+	err := s.offsets.close()
+	if terr := s.times.close(); err == nil {
+		err = terr
+	}
+	// The file itself closes when the last range handed out is released.
+	if lerr := s.shared.Close(); err == nil {
+		err = lerr
+	}
+	s.log, s.shared = nil, nil
+	return err
+}
+
+// closeIfIdle closes the files of a segment the cache took out of its
+// idle list, unless it was used again meanwhile. It reports whether it
+// closed them.
+func (s *segment) closeIfIdle() bool {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if s.closed || s.log == nil || s.pins > 0 || s.cache.isIdle(s) {
+		return false
+	}
+	// Closing does not sync: dirty pages stay in the page cache, and the
+	// next flush reopens and fsyncs the file. An error closing a file we
+	// only read or wrote through is not actionable here.
+	_ = s.closeFilesLocked()
+	s.cache.closed()
+	return true
 }
 
 // readHeader reads the batch header at pos; the batch must end by limit.
@@ -154,32 +288,39 @@ func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h p
 }
 
 // read returns whole batches starting with the one holding target. found is
-// false when the segment holds no batch at or after target.
+// false when the segment holds no batch at or after target. A range with
+// batches holds a reference to the segment file (the caller releases it).
 func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (vfs.FileRange, bool, error) {
+	if err := s.pin(); err != nil {
+		return vfs.FileRange{}, false, err
+	}
+	defer s.unpin()
 	limit := s.size.Load()
 	pos, h, found, err := s.findBatch(target, limit, buf)
 	if err != nil || !found {
 		return vfs.FileRange{}, found, err
 	}
-	r := vfs.FileRange{File: s.log, Pos: pos}
 	if h.BaseOffset >= maxOffset {
-		return r, true, nil
+		return vfs.FileRange{}, true, nil
 	}
 	if h.TotalSize() > int64(maxBytes) && !minOneBatch {
-		return r, true, nil
+		return vfs.FileRange{}, true, nil
 	}
 	end := pos + h.TotalSize()
-	_, err = s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
+	// A header that fails to parse past the first batch only ends the
+	// range; the committed size guarantees it is not a torn write.
+	_, scanErr := s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
 		if bh.BaseOffset >= maxOffset || p+bh.TotalSize()-pos > int64(maxBytes) {
 			return false
 		}
 		end = p + bh.TotalSize()
 		return true
 	})
-	r.Size = end - pos
-	// A header that fails to parse past the first batch only ends the
-	// range; the committed size guarantees it is not a torn write.
-	return r, true, err
+	r, err := s.shared.Range(pos, end-pos)
+	if err != nil {
+		return vfs.FileRange{}, true, err
+	}
+	return r, true, scanErr
 }
 
 // appendedBatch describes one batch of an append, in file order.
@@ -204,6 +345,10 @@ func (s *segment) canHold(offset int64) bool {
 // came from the indexes, and cutBack false means the partial write may
 // still be in the file).
 func (s *segment) append(data []byte, batches []appendedBatch, indexInterval int64) (written, cutBack bool, err error) {
+	if err := s.pin(); err != nil {
+		return false, true, err
+	}
+	defer s.unpin()
 	pos := s.size.Load()
 	if _, err := s.log.WriteAt(data, pos); err != nil {
 		if terr := s.log.Truncate(pos); terr != nil {
@@ -254,6 +399,10 @@ func (s *segment) indexBatch(pos int64, b appendedBatch, indexInterval int64) er
 // good batch (for the leader-epoch cache and producer state). It returns the
 // number of bytes cut.
 func (s *segment) recover(indexInterval int64, fn func(batch []byte, h protocol.BatchHeader)) (int64, error) {
+	if err := s.pin(); err != nil {
+		return 0, err
+	}
+	defer s.unpin()
 	if err := s.offsets.truncateEntries(0); err != nil {
 		return 0, err
 	}
@@ -319,6 +468,10 @@ func (s *segment) recover(indexInterval int64, fn func(batch []byte, h protocol.
 // entry is read to learn the next offset and max timestamp. A segment that
 // fails the checks is recovered instead.
 func (s *segment) loadTrusted(indexInterval int64) (needsRecovery bool, err error) {
+	if err := s.pin(); err != nil {
+		return false, err
+	}
+	defer s.unpin()
 	size := s.size.Load()
 	if err := s.offsets.validPrefix(size); err != nil {
 		return false, err
@@ -390,6 +543,10 @@ func (s *segment) reloadTail(indexInterval int64) error {
 
 // truncateTo removes the batch holding offset and everything after it.
 func (s *segment) truncateTo(offset int64, indexInterval int64) error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
 	size := s.size.Load()
 	var hb headerBuf
 	_, start := s.offsets.lookup(offset - 1)
@@ -446,11 +603,29 @@ func (s *segment) timeWaitedForRoll(nowMs, messageTs int64) int64 {
 // onBecomeInactive adds the final time index entry and trims the indexes
 // to their entries, as Kafka does on roll and close.
 func (s *segment) onBecomeInactive() error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
 	if ts := s.maxTimestamp.Load(); ts >= 0 {
 		if err := s.times.maybeAppend(ts, s.offsetOfMaxTs, true); err != nil && !errors.Is(err, errIndexFull) {
 			return err
 		}
 	}
+	return s.trimIndexesLocked()
+}
+
+// trimIndexes cuts the indexes to their entries (an inactive segment).
+func (s *segment) trimIndexes() error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
+	return s.trimIndexesLocked()
+}
+
+// trimIndexesLocked trims; the caller holds a pin.
+func (s *segment) trimIndexesLocked() error {
 	if err := s.offsets.trim(); err != nil {
 		return err
 	}
@@ -460,6 +635,10 @@ func (s *segment) onBecomeInactive() error {
 // becomeActive preallocates the indexes again (after truncation made an
 // older segment the last one).
 func (s *segment) becomeActive(indexBytes int64) error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
 	if err := s.offsets.resize(indexBytes); err != nil {
 		return err
 	}
@@ -467,6 +646,10 @@ func (s *segment) becomeActive(indexBytes int64) error {
 }
 
 func (s *segment) sync() error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
 	if err := s.log.Sync(); err != nil {
 		return fmt.Errorf("syncing %s: %w", s.log.Name(), err)
 	}
@@ -476,15 +659,40 @@ func (s *segment) sync() error {
 	return s.times.sync()
 }
 
+// close closes the segment for good (the log closes, or the segment is
+// deleted). Files in use are closed by the last unpin.
 func (s *segment) close() error {
-	err := s.offsets.close()
-	if terr := s.times.close(); err == nil {
-		err = terr
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if s.closed {
+		return nil
 	}
-	if lerr := s.log.Close(); err == nil {
-		err = lerr
+	s.closed = true
+	if s.log == nil || s.pins > 0 {
+		return nil
 	}
+	s.cache.inUse(s) // out of the idle list
+	err := s.closeFilesLocked()
+	s.cache.closed()
 	return err
+}
+
+// replay hands fn every batch header from the batch holding from to the
+// end (rebuilding producer state).
+func (s *segment) replay(from int64, fn func(pos int64, h protocol.BatchHeader) bool) error {
+	if err := s.pin(); err != nil {
+		return err
+	}
+	defer s.unpin()
+	_, start := s.offsets.lookup(from)
+	if s.baseOffset > from {
+		start = 0
+	}
+	var hb headerBuf
+	if _, err := s.scan(start, s.size.Load(), &hb, fn); err != nil {
+		return fmt.Errorf("replaying %s: %w", s.log.Name(), err)
+	}
+	return nil
 }
 
 // segmentSuffixes are the files that belong to a segment.
@@ -519,6 +727,10 @@ func (s *segment) removeDeleted() error {
 // index narrows the start, then batches whose max timestamp reaches ts are
 // opened and their records walked.
 func (s *segment) findByTimestamp(ts, startOffset int64) (offset, timestamp int64, leaderEpoch int32, found bool, err error) {
+	if err := s.pin(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	defer s.unpin()
 	_, idxOffset := s.times.lookup(ts)
 	_, pos := s.offsets.lookup(max(idxOffset, startOffset))
 	limit := s.size.Load()

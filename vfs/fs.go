@@ -7,10 +7,12 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -129,6 +131,40 @@ func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	return fsys.SyncDir(filepath.Dir(name))
 }
 
+// MkdirAllDurable creates dir and any missing parents, and syncs the parent
+// of each directory it creates so that the whole chain survives a crash (a
+// new directory is an entry in its parent, durable only once the parent is
+// synced).
+func MkdirAllDurable(fsys FS, dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		_, err := fsys.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if parent := filepath.Dir(d); parent == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadFile reads a whole (small) file through fsys.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
@@ -142,8 +178,91 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 // FileRange is a contiguous byte range of a segment file holding whole
 // record batches, sent to the client with sendfile where File supports it.
 // Size 0 means no batches.
+//
+// A FileRange handed out by a SharedFile holds a reference to it: the file
+// stays open, whatever its owner does, until Release. A send that outlives
+// a topic deletion or a segment removal therefore still reads the bytes it
+// was given, never those of a file that reused the descriptor number.
 type FileRange struct {
 	File File
 	Pos  int64
 	Size int64
+	ref  *rangeRef
+}
+
+// rangeRef is one reference to a SharedFile; copies of a FileRange share
+// it, so releasing any copy, any number of times, releases it once.
+type rangeRef struct {
+	once sync.Once
+	file *SharedFile
+}
+
+// Release gives the range's reference back. It is safe on the zero
+// FileRange, on ranges that hold no reference and more than once.
+func (r FileRange) Release() {
+	if r.ref != nil {
+		r.ref.once.Do(func() { r.ref.file.release() })
+	}
+}
+
+// SharedFile is a File shared by its owner and the readers it hands ranges
+// to: the underlying file is closed when the owner has closed it and the
+// last range is released.
+type SharedFile struct {
+	f File
+
+	mu sync.Mutex
+	// refs counts the owner (until Close) and the unreleased ranges; the
+	// file is closed when it reaches zero.
+	refs int
+	// ownerClosed: no new ranges are handed out.
+	ownerClosed bool
+}
+
+// NewSharedFile takes ownership of f.
+func NewSharedFile(f File) *SharedFile { return &SharedFile{f: f, refs: 1} }
+
+// File is the underlying file, for the owner's own reads and writes.
+func (s *SharedFile) File() File { return s.f }
+
+// Range returns a FileRange of the file that holds a reference to it. It
+// fails once the owner has closed the file.
+func (s *SharedFile) Range(pos, size int64) (FileRange, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ownerClosed {
+		return FileRange{}, fmt.Errorf("range of %s: %w", s.f.Name(), fs.ErrClosed)
+	}
+	s.refs++
+	return FileRange{File: s.f, Pos: pos, Size: size, ref: &rangeRef{file: s}}, nil
+}
+
+// Close gives up the owner's reference: the file is closed now if no range
+// holds it, else when the last range is released. The error is that of
+// closing the file when it is closed now.
+func (s *SharedFile) Close() error {
+	s.mu.Lock()
+	if s.ownerClosed {
+		s.mu.Unlock()
+		return fs.ErrClosed
+	}
+	s.ownerClosed = true
+	s.refs--
+	last := s.refs == 0
+	s.mu.Unlock()
+	if last {
+		return s.f.Close()
+	}
+	return nil
+}
+
+func (s *SharedFile) release() {
+	s.mu.Lock()
+	s.refs--
+	last := s.refs == 0
+	s.mu.Unlock()
+	if last {
+		// The owner closed it already; nobody is left to report to.
+		_ = s.f.Close()
+	}
 }

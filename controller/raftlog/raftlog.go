@@ -103,7 +103,7 @@ func Open(opts Options) (*Log, error) {
 	if l.rollBytes <= 0 {
 		l.rollBytes = defaultRollBytes
 	}
-	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+	if err := vfs.MkdirAllDurable(l.fs, l.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating raft log dir %s: %w", l.dir, err)
 	}
 	dirents, err := l.fs.ReadDir(l.dir)
@@ -301,6 +301,10 @@ func (l *Log) fixHardState() {
 	l.hardState = &pb.HardState{Term: new(term), Vote: new(l.hardState.GetVote()), Commit: new(commit)}
 }
 
+// truncateFile cuts a torn tail. The cut needs no fsync of its own: until
+// it is durable a crash only brings back the torn frames, which the next
+// Open cuts again, and the first fsync of the segment after new frames are
+// written makes the cut durable with them.
 func (l *Log) truncateFile(name string, size int64) error {
 	f, err := l.fs.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
@@ -309,9 +313,6 @@ func (l *Log) truncateFile(name string, size int64) error {
 	defer f.Close()
 	if err := f.Truncate(size); err != nil {
 		return fmt.Errorf("cutting torn tail of %s at %d: %w", name, size, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s after cutting its torn tail: %w", name, err)
 	}
 	return nil
 }
@@ -347,7 +348,11 @@ func (l *Log) nextSegmentName() string {
 }
 
 // startSegment begins a new segment and writes the current hard state into
-// it, so that the hard state survives the removal of older segments.
+// it. The segment's directory entry is made durable at once: frames synced
+// into it later are acknowledged to raft. The hard state copy needs no
+// fsync: the same hard state is durable in the previous segment (the roll
+// synced it), and compaction, the only removal of segments, writes the
+// hard state into its own segment and syncs it.
 func (l *Log) startSegment() error {
 	name := l.nextSegmentName()
 	f, err := l.fs.OpenFile(path.Join(l.dir, name), os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
@@ -370,9 +375,6 @@ func (l *Log) startSegment() error {
 		l.buf = appendHardState(l.buf[:0], l.hardState)
 		if err := l.writeBuf(); err != nil {
 			return err
-		}
-		if err := l.seg.Sync(); err != nil {
-			return fmt.Errorf("syncing raft log segment %s: %w", name, err)
 		}
 	}
 	return nil
@@ -566,16 +568,21 @@ func readSnapshotFile(fsys vfs.FS, name string) (*pb.Snapshot, error) {
 // snapshots that the current snapshot makes unnecessary. The newest older
 // snapshot is kept as a fallback.
 func (l *Log) compactSegments() error {
+	// The older segments may come back after a crash (below): each must
+	// then be whole, since only the last segment may have a torn tail.
 	if err := l.seg.Sync(); err != nil {
 		return fmt.Errorf("syncing raft log segment %s: %w", l.segName, err)
 	}
 	// Rewrite the surviving entries into a new segment, so every older
 	// segment can go; the log after a snapshot is short. The new segment is
-	// written under a temporary name, synced and renamed before the older
-	// ones are removed: a crash before the rename leaves the older segments
-	// (Open drops the .tmp), a crash after it leaves both, and replay
-	// tolerates the overlap because an entry supersedes any earlier one at
-	// its index and entries covered by the snapshot are skipped.
+	// written under a temporary name, synced, renamed, and its directory
+	// entry synced before the older ones are removed: a crash before the
+	// rename leaves the older segments (Open drops the .tmp), a crash after
+	// it leaves both, and replay tolerates the overlap because an entry
+	// supersedes any earlier one at its index and entries covered by the
+	// snapshot are skipped. For the same reason the removals need no
+	// fsync of the directory: old segments and snapshots that come back
+	// after a crash are harmless.
 	name := l.nextSegmentName()
 	tmp := path.Join(l.dir, name+".tmp")
 	f, err := l.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
@@ -642,7 +649,7 @@ func (l *Log) removeOldSnapshots() error {
 		}
 		snaps = snaps[1:]
 	}
-	return l.fs.SyncDir(l.dir)
+	return nil
 }
 
 // BytesSinceSnapshot is the entry payload written since the last snapshot.
