@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs required compat bench fuzz lint
+.PHONY: build run test unit allocs teeth required compat bench fuzz lint
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -14,8 +14,9 @@ build:
 run: build
 	./bin/gregor
 
-# unit tests (with -race) plus the required compatibility scenarios
-test: unit required
+# unit tests (with -race), the fsync teeth check, and the required
+# compatibility scenarios
+test: unit teeth required
 
 unit: allocs
 	$(GO) vet ./...
@@ -26,6 +27,11 @@ unit: allocs
 # convention their names end in DoesNotAllocate or Allocs
 allocs:
 	$(GO) test -count=1 -run 'DoesNotAllocate|Allocs$$' ./...
+
+# every Sync/SyncDir in storage, the raft log and vfs is disabled in turn;
+# some test must fail each time (vfs/teeth), or the target fails
+teeth:
+	$(GO) run ./vfs/teeth
 
 # exactly the scenarios in integration/REQUIRED, against Gregor
 required:
