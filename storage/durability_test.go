@@ -544,3 +544,30 @@ func TestLeaderEpochsDurableOnceFlushed(t *testing.T) {
 		t.Fatalf("epoch 0 ends at %d (epoch %d), want %d: the leader-epoch checkpoint lost epoch 3", end, e, epoch3Start)
 	}
 }
+
+// The producer snapshot a clean Close writes at the log end survives a
+// crash right after, also when the flush at Close had nothing to sync (the
+// log was flushed already): the next start loads it instead of replaying
+// every batch. Close syncs the dir for it.
+func TestCloseSnapshotSurvivesCrash(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig())
+	for i := int32(0); i < 3; i++ {
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 2, pid: 7, epoch: 1, seq: 2 * i, value: 30}))
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	leo := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crash(fsys)
+	offs, err := listSnapshots(fsys, "/d/t-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offs) == 0 || offs[len(offs)-1] != leo {
+		t.Fatalf("snapshots after a crash following a clean close: %v, want one at %d", offs, leo)
+	}
+}

@@ -1340,9 +1340,17 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	healthy := l.Err() == nil
+	snapshotWritten := false
 	if healthy {
-		if err := l.producers.takeSnapshot(); err != nil {
+		// The snapshot's name is made durable with the flush's sync of
+		// the dir below, or by its own when the flush has nothing to do.
+		wrote, err := l.producers.takeSnapshotUnsyncedDir()
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if wrote {
+			snapshotWritten = true
+			l.dirDirty.Store(true)
 		}
 		if err := l.active().onBecomeInactive(); err != nil {
 			errs = append(errs, err)
@@ -1355,6 +1363,10 @@ func (l *Log) Close() error {
 	if healthy {
 		if err := l.Flush(); err != nil {
 			errs = append(errs, err)
+		} else if snapshotWritten && l.dirDirty.Swap(false) {
+			if err := l.fsys.SyncDir(l.dir); err != nil {
+				errs = append(errs, l.fail(fmt.Errorf("syncing %s: %w", l.dir, err)))
+			}
 		}
 	}
 	for _, d := range deletions {

@@ -820,6 +820,7 @@ func (m *Manager) Close() error {
 		del.run()
 	}
 
+	started := time.Now()
 	closeErrs := make([]error, len(logs))
 	forEachParallel(m.opts.Parallelism, len(logs), func(i int) {
 		l := logs[i].log
@@ -827,6 +828,7 @@ func (m *Manager) Close() error {
 			closeErrs[i] = fmt.Errorf("closing %s: %w", logs[i].tp, errors.Join(err, l.Err()))
 		}
 	})
+	m.logger.Info("flushed and closed the logs", "logs", len(logs), "took", time.Since(started).Round(time.Millisecond))
 	var errs []error
 	failedDirs := map[*logDir]bool{}
 	for i, err := range closeErrs {
