@@ -17,8 +17,12 @@ package broker
 // internal topic with its spec) and not awaited. The answer that triggered
 // it says UNKNOWN_TOPIC_OR_PARTITION without partitions, so a client that
 // just deleted a topic does not see it back at once; clients retry on that
-// error and find the topic once it is created. Authorized operations: there
-// is no authorizer, so every operation the resource supports is reported.
+// error and find the topic once it is created. Unlike Kafka, a topic this
+// broker is auto-creating is answered that way until its partitions are
+// open here (for at most the creation's timeout), so that the client's
+// first produce does not meet NOT_LEADER_OR_FOLLOWER. Authorized
+// operations: there is no authorizer, so every operation the resource
+// supports is reported.
 
 import (
 	"context"
@@ -44,10 +48,6 @@ const (
 	// operationsOmitted is Kafka's "not requested" value.
 	operationsOmitted int32 = -2147483648
 )
-
-// topicOpenWait bounds how long topic creation waits for this broker to
-// open the new partitions before answering.
-const topicOpenWait = 2 * time.Second
 
 // internalTopics are the topics Kafka marks internal.
 func isInternalTopic(name string) bool {
@@ -105,7 +105,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 			continue // Kafka answers each name once
 		}
 		seen[name] = true
-		if t := img.Topics[name]; t != nil {
+		if t := img.Topics[name]; t != nil && !b.autoCreatePending(name) {
 			resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
 			continue
 		}
@@ -181,12 +181,26 @@ func (b *Broker) autoCreateTopics(names []string) {
 			}
 			return
 		}
+		created := false
 		for _, t := range answer.(*kmsg.CreateTopicsResponse).Topics {
 			if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
 				b.log.Info("auto topic creation failed", "topic", t.Topic, "err", errFromCode(t.ErrorCode))
 			}
+			created = created || t.ErrorCode == 0
+		}
+		// Metadata keeps answering UNKNOWN_TOPIC_OR_PARTITION for these
+		// names (autoCreatePending) until the partitions are open here.
+		if created && !b.replicas.WaitApplied(ctx, b.meta.Image().Offset) && b.runCtx.Err() == nil {
+			b.log.Info("auto-created topics answered before their partitions are open here")
 		}
 	}()
+}
+
+// autoCreatePending reports whether this broker is auto-creating name.
+func (b *Broker) autoCreatePending(name string) bool {
+	b.autoCreateMu.Lock()
+	defer b.autoCreateMu.Unlock()
+	return b.autoCreating[name]
 }
 
 // internalTopic is how a coordinator's internal topic is created (Kafka's

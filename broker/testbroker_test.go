@@ -46,6 +46,13 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 // no config key sets) after the config has filled them in.
 func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions)) *testNode {
 	t.Helper()
+	return startTestNodeWithLogFS(t, overrides, groupVersion, adjust, nil)
+}
+
+// startTestNodeWithLogFS also gives the log manager its filesystem (nil:
+// the real one), so that a test can slow or fail partition I/O.
+func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
 	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
@@ -85,7 +92,10 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fsys, Dirs: []string{dir}, Logger: log})
+	if logFS == nil {
+		logFS = fsys
+	}
+	logs, err := storage.OpenManager(storage.ManagerOptions{FS: logFS, Dirs: []string{dir}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,18 @@ package broker
 // controllers are remote). The controller validates, commits and answers
 // after the change is applied. The broker adds what only it knows:
 // CreateTopics v5+ per-topic configs, DeleteTopics' TOPIC_DELETION_DISABLED
-// when delete.topic.enable=false, and for creations a short wait until its
-// replica manager hosts the new partitions, so that a produce right after
-// does not meet NOT_LEADER_OR_FOLLOWER. The controller's answer is awaited
-// off the connection's reader goroutine.
+// when delete.topic.enable=false, and for creations a wait until its
+// replica manager has opened the new partitions, so that a produce right
+// after does not meet NOT_LEADER_OR_FOLLOWER (Kafka answers once the
+// controller has committed, before the partitions are ready). The wait is
+// bounded by the request's timeout, counted from its arrival; past it the
+// committed creation is answered as a success, as Kafka answers it, and
+// the partitions appear shortly. The controller's answer is awaited off
+// the connection's reader goroutine.
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,11 +28,18 @@ import (
 
 func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreateTopicsRequest)
+	arrived := time.Now()
 	b.forwardRequest(ctx, r, func(answer kmsg.Response) {
 		resp := answer.(*kmsg.CreateTopicsResponse)
 		// The image after the change: read once, when it is committed.
 		img := b.meta.Image()
-		b.replicas.WaitApplied(ctx, img.Offset, topicOpenWait)
+		created := false
+		for _, t := range resp.Topics {
+			created = created || t.ErrorCode == 0
+		}
+		if created && !req.ValidateOnly {
+			b.awaitPartitions(ctx, img.Offset, arrived, req.TimeoutMillis)
+		}
 		if r.version() < 5 {
 			return
 		}
@@ -86,7 +98,29 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) {
 }
 
 func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
-	b.forwardRequest(ctx, r, func(kmsg.Response) {
-		b.replicas.WaitApplied(ctx, b.meta.Image().Offset, topicOpenWait)
+	req := r.kreq.(*kmsg.CreatePartitionsRequest)
+	arrived := time.Now()
+	b.forwardRequest(ctx, r, func(answer kmsg.Response) {
+		created := false
+		for _, t := range answer.(*kmsg.CreatePartitionsResponse).Topics {
+			created = created || t.ErrorCode == 0
+		}
+		if created && !req.ValidateOnly {
+			b.awaitPartitions(ctx, b.meta.Image().Offset, arrived, req.TimeoutMillis)
+		}
 	})
+}
+
+// awaitPartitions waits until this broker's partitions reflect the image
+// at offset (the logs of the partitions it created here are open), for at
+// most the request's timeout since it arrived (none: no wait).
+func (b *Broker) awaitPartitions(ctx context.Context, offset int64, arrived time.Time, timeoutMs int32) {
+	if timeoutMs <= 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(ctx, arrived.Add(time.Duration(timeoutMs)*time.Millisecond))
+	defer cancel()
+	if !b.replicas.WaitApplied(ctx, offset) {
+		b.log.Info("answering a committed creation before its partitions are open here", "offset", offset, "timeoutMs", timeoutMs)
+	}
 }

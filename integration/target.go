@@ -199,6 +199,12 @@ func prepareGregor(ctx context.Context, t *Tools, dir, logDir string, port, ctrl
 	if _, err := Run(ctx, Cmd{Name: "go", Args: []string{"build", "-o", bin, "./cmd/gregor"}, Dir: t.Root, Timeout: 5 * time.Minute}); err != nil {
 		return launch{}, fmt.Errorf("building gregor: %w", err)
 	}
+	return launch{cmd: Cmd{Name: bin, Args: GregorArgs(logDir, port, ctrlPort), Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
+}
+
+// GregorArgs is the command line (after the binary) of a single combined
+// node on 127.0.0.1 with its data in logDir.
+func GregorArgs(logDir string, port, ctrlPort int) []string {
 	args := []string{}
 	for _, kv := range []string{
 		"node.id=1",
@@ -212,7 +218,7 @@ func prepareGregor(ctx context.Context, t *Tools, dir, logDir string, port, ctrl
 	} {
 		args = append(args, "--override", kv)
 	}
-	return launch{cmd: Cmd{Name: bin, Args: args, Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
+	return args
 }
 
 // kafkaServerProperties is 4.3.1's combined-mode sample with our ports.

@@ -15,7 +15,10 @@
 //     forward. acks=all and min.insync.replicas use Kafka's effective
 //     minimum, min(min.insync.replicas, replication factor).
 //   - Manager: the hosted partitions, reconciled with each metadata image
-//     (partitions created, updated, deleted; stray logs deleted at start),
+//     (partitions created, updated, deleted; stray logs deleted at start;
+//     only what changed since the last image is applied, and new
+//     partitions' logs are opened together, in parallel, before they are
+//     announced),
 //     the single leadership and epoch check every operation goes through
 //     (Manager.leaderPartition: Kafka's choice and order of errors), the
 //     purgatories, and the leadership listeners.

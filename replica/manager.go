@@ -4,19 +4,24 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // LogConfigs is a topic's effective log configuration in an image (the
-// broker's config provider).
+// broker's config provider). The result may depend only on the image's
+// configs of the topic and of the brokers (this broker's and the
+// cluster-wide default): reconciliation computes it again only when one of
+// those changed.
 type LogConfigs interface {
 	LogConfig(img *controller.Image, topic string) config.Topic
 }
@@ -44,9 +49,16 @@ type Manager struct {
 	log     *slog.Logger
 
 	// applyMu serialises ApplyImage and listener registration, so that
-	// listeners hear of each partition's leadership in order.
+	// listeners hear of each partition's leadership in order. It guards
+	// listeners, reconciled and retry.
 	applyMu   sync.Mutex
 	listeners map[string][]*listenerEntry
+	// reconciled is the last image applied (nil before the first): the
+	// next one is compared with it, and only what changed is applied.
+	reconciled *controller.Image
+	// retry names the topics with a partition whose log failed to open:
+	// they are reconciled again with every image, changed or not.
+	retry map[string]bool
 
 	mu    sync.RWMutex
 	parts map[TopicPartition]*Partition
@@ -71,6 +83,10 @@ type Manager struct {
 	startErr  error
 
 	unsubscribe func()
+
+	// openHook, when set (tests), sees every batch of logs reconciliation
+	// opens, before it opens them.
+	openHook func([]storage.LogRequest)
 }
 
 // NewManager returns a manager hosting nothing; Start follows the image.
@@ -84,6 +100,7 @@ func NewManager(opts Options) *Manager {
 		configs:      opts.Configs,
 		log:          opts.Logger,
 		listeners:    map[string][]*listenerEntry{},
+		retry:        map[string]bool{},
 		parts:        map[TopicPartition]*Partition{},
 		produceWaits: NewPurgatory[TopicPartition](),
 		fetchWaits:   NewPurgatory[TopicPartition](),
@@ -127,7 +144,8 @@ func (m *Manager) SetBrokerEpoch(epoch int64) { m.logs.SetBrokerEpoch(epoch) }
 func (m *Manager) ApplyImage(prev, next *controller.Image) {
 	m.applyMu.Lock()
 	m.image.Store(next)
-	err := m.reconcile(next, prev == nil)
+	err := m.reconcile(m.reconciled, next)
+	m.reconciled = next
 	m.applyMu.Unlock()
 	if err != nil {
 		m.log.Error("applying metadata to partitions", "offset", next.Offset, "err", err)
@@ -143,25 +161,22 @@ func (m *Manager) ApplyImage(prev, next *controller.Image) {
 	m.appliedMu.Unlock()
 }
 
-// WaitApplied waits (at most timeout) until the partitions reflect the
-// image at offset, so that a topic this node just created can be produced
-// to at once instead of answering NOT_LEADER_OR_FOLLOWER.
-func (m *Manager) WaitApplied(ctx context.Context, offset int64, timeout time.Duration) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+// WaitApplied waits until the partitions reflect the image at offset (the
+// logs of the partitions it adds here are open), so that a topic this node
+// just created can be produced to at once instead of answering
+// NOT_LEADER_OR_FOLLOWER, or until ctx ends. It reports whether they do.
+func (m *Manager) WaitApplied(ctx context.Context, offset int64) bool {
 	for {
 		m.appliedMu.Lock()
 		done, ch := m.applied >= offset, m.appliedCh
 		m.appliedMu.Unlock()
 		if done {
-			return
+			return true
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return
-		case <-deadline.C:
-			return
+			return false
 		}
 	}
 }
@@ -171,74 +186,240 @@ func (m *Manager) WaitApplied(ctx context.Context, offset int64, timeout time.Du
 // logs deleted, and on the first image the stray logs (on disk, in no
 // topic: deleted while this node was down) deleted. The caller holds
 // applyMu.
-func (m *Manager) reconcile(img *controller.Image, first bool) error {
-	wanted := map[TopicPartition]bool{}
-	var errs []error
-	for _, t := range img.Topics {
-		for i, meta := range t.Partitions {
-			if !slices.Contains(meta.Replicas, m.self) {
-				continue
+//
+// Only what changed since prev, the image reconciled last, is applied.
+// Images are copy-on-write (controller/replay.go): a topic no record
+// touched keeps its *Topic, so it is skipped unless its configs changed or
+// it has a partition whose log failed to open. Everything is compared when
+// there is no prev (the first image) or when what every topic depends on
+// changed: the brokers' configs (the log defaults) or this broker's
+// registration. A topic's configuration is computed once for all its
+// partitions.
+//
+// New partitions' logs are opened together, after the changes to hosted
+// partitions are applied (storage opens them in parallel); each new
+// partition is announced and serves only once its log is open.
+func (m *Manager) reconcile(prev, img *controller.Image) error {
+	r := &reconciliation{m: m, img: img, all: prev == nil || brokerInputsChanged(m.self, prev, img)}
+	if r.all {
+		r.wanted = map[TopicPartition]bool{}
+	}
+	for name, t := range img.Topics {
+		var old *controller.Topic
+		if prev != nil {
+			old = prev.Topics[name]
+		}
+		cfgChanged := r.all || topicConfigChanged(prev, img, name)
+		if old == t && !cfgChanged && !m.retry[name] {
+			continue
+		}
+		delete(m.retry, name)
+		r.topic(old, t, cfgChanged)
+	}
+	if r.all {
+		var gone []*Partition
+		m.mu.RLock()
+		for tp, p := range m.parts {
+			if !r.wanted[tp] {
+				gone = append(gone, p)
 			}
-			tp := TopicPartition{Topic: t.Name, Partition: int32(i)}
-			wanted[tp] = true
-			cfg := m.configs.LogConfig(img, t.Name)
-			p := m.hosted(tp)
-			if p != nil && p.topicID != t.ID {
-				// Same name, new topic ID: the old topic was deleted
-				// and recreated; its log must not serve the new one.
-				m.remove(p)
-				if err := m.logs.Delete(tp); err != nil {
-					errs = append(errs, err)
-				}
-				p = nil
+		}
+		m.mu.RUnlock()
+		for _, p := range gone {
+			r.drop(p)
+		}
+	} else {
+		for name, old := range prev.Topics {
+			if img.Topics[name] == nil {
+				r.dropTopic(old, 0)
+				delete(m.retry, name)
 			}
-			if p == nil || p.log == nil {
-				l, err := m.logs.GetOrCreate(tp, t.ID, cfg)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				p = newPartition(tp, t.ID, m.self, l)
-				m.mu.Lock()
-				m.parts[tp] = p
-				m.mu.Unlock()
-			} else {
-				p.log.SetConfig(cfg)
-			}
-			p.update(meta, cfg)
-			if p.log != nil {
-				p.maybeAdvanceHighWatermark()
-			}
-			m.announce(p)
-			// Leadership or the high watermark may have moved: waiting
-			// produces and fetches complete or fail.
-			m.wake(tp)
 		}
 	}
-	var gone []*Partition
-	m.mu.RLock()
-	for tp, p := range m.parts {
-		if !wanted[tp] {
-			gone = append(gone, p)
-		}
-	}
-	m.mu.RUnlock()
-	for _, p := range gone {
-		m.remove(p)
-		if err := m.logs.Delete(p.tp); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if first {
+	r.openNew()
+	if prev == nil {
 		for _, tp := range m.logs.OnDisk() {
-			if !wanted[tp] {
+			if !r.wanted[tp] {
 				m.log.Info("deleting stray log", "topic", tp.Topic, "partition", tp.Partition)
 				if err := m.logs.Delete(tp); err != nil {
-					errs = append(errs, err)
+					r.errs = append(r.errs, err)
 				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(r.errs...)
+}
+
+// brokerInputsChanged reports whether something every topic's partitions
+// depend on differs between the images: the broker configs (log defaults,
+// this broker's and the cluster's) or this broker's registration.
+func brokerInputsChanged(self int32, prev, img *controller.Image) bool {
+	if prev.Brokers[self] != img.Brokers[self] {
+		return true
+	}
+	for _, name := range []string{strconv.Itoa(int(self)), ""} {
+		res := controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: name}
+		if !maps.Equal(prev.Configs[res], img.Configs[res]) {
+			return true
+		}
+	}
+	return false
+}
+
+// topicConfigChanged reports whether the topic's configs differ between
+// the images (prev nil: they do).
+func topicConfigChanged(prev, img *controller.Image, topic string) bool {
+	if prev == nil {
+		return true
+	}
+	res := controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: topic}
+	return !maps.Equal(prev.Configs[res], img.Configs[res])
+}
+
+// reconciliation is one image's reconcile in progress.
+type reconciliation struct {
+	m   *Manager
+	img *controller.Image
+	// all: every topic is compared; wanted then collects the partitions
+	// with a replica here, so that the others can be dropped.
+	all    bool
+	wanted map[TopicPartition]bool
+	// opens are the new partitions, with what the image says of them.
+	opens []toOpen
+	errs  []error
+}
+
+type toOpen struct {
+	tp   TopicPartition
+	id   protocol.UUID
+	meta controller.Partition
+	cfg  config.Topic
+}
+
+// topic applies a topic that is new or changed (or compared anyway); old
+// is the topic under that name in the previous image, if any.
+func (r *reconciliation) topic(old, t *controller.Topic, cfgChanged bool) {
+	m := r.m
+	var cfg config.Topic
+	cfgKnown := false
+	topicCfg := func() config.Topic {
+		if !cfgKnown {
+			cfg, cfgKnown = m.configs.LogConfig(r.img, t.Name), true
+		}
+		return cfg
+	}
+	if old != nil && old.ID != t.ID {
+		// Same name, new topic ID: the old topic was deleted and
+		// recreated; its logs must not serve the new one.
+		r.dropTopic(old, 0)
+		old = nil
+	}
+	for i, meta := range t.Partitions {
+		tp := TopicPartition{Topic: t.Name, Partition: int32(i)}
+		p := m.hosted(tp)
+		if !slices.Contains(meta.Replicas, m.self) {
+			if p != nil {
+				r.drop(p)
+			}
+			continue
+		}
+		if r.wanted != nil {
+			r.wanted[tp] = true
+		}
+		if p != nil && p.topicID != t.ID {
+			r.drop(p)
+			p = nil
+		}
+		if p == nil || p.log == nil {
+			if p != nil {
+				// Offline: retried as a new partition.
+				m.forget(p)
+			}
+			r.opens = append(r.opens, toOpen{tp: tp, id: t.ID, meta: meta, cfg: topicCfg()})
+			continue
+		}
+		if !cfgChanged && old != nil && i < len(old.Partitions) && samePartition(old.Partitions[i], meta) {
+			continue
+		}
+		var newCfg *config.Topic
+		if cfgChanged {
+			c := topicCfg()
+			p.log.SetConfig(c)
+			newCfg = &c
+		}
+		p.update(meta, newCfg)
+		r.settle(p)
+	}
+	if old != nil && len(old.Partitions) > len(t.Partitions) {
+		r.dropTopic(old, len(t.Partitions))
+	}
+}
+
+// samePartition reports whether the image's view of a partition is
+// unchanged (every change bumps the partition epoch; the rest is compared
+// too, as it is cheap).
+func samePartition(a, b controller.Partition) bool {
+	return a.PartitionEpoch == b.PartitionEpoch && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
+		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
+}
+
+// dropTopic drops the hosted partitions of old from index from on.
+func (r *reconciliation) dropTopic(old *controller.Topic, from int) {
+	for i := from; i < len(old.Partitions); i++ {
+		if p := r.m.hosted(TopicPartition{Topic: old.Name, Partition: int32(i)}); p != nil && p.topicID == old.ID {
+			r.drop(p)
+		}
+	}
+}
+
+// drop stops hosting p and deletes its log.
+func (r *reconciliation) drop(p *Partition) {
+	r.m.remove(p)
+	if err := r.m.logs.Delete(p.tp); err != nil {
+		r.errs = append(r.errs, err)
+	}
+}
+
+// settle tells the partition's listeners and waiting operations of its new
+// state: the high watermark may move with the ISR, waiting produces and
+// fetches complete or fail with a leadership change.
+func (r *reconciliation) settle(p *Partition) {
+	if p.log != nil {
+		p.maybeAdvanceHighWatermark()
+	}
+	r.m.announce(p)
+	r.m.wake(p.tp)
+}
+
+// openNew opens the logs of the new partitions together, then hosts and
+// announces each. A log that fails to open leaves its partition offline
+// (KAFKA_STORAGE_ERROR) and its topic to be retried with the next image.
+func (r *reconciliation) openNew() {
+	if len(r.opens) == 0 {
+		return
+	}
+	m := r.m
+	reqs := make([]storage.LogRequest, len(r.opens))
+	for i, n := range r.opens {
+		reqs[i] = storage.LogRequest{TopicPartition: n.tp, TopicID: n.id, Config: n.cfg}
+	}
+	if m.openHook != nil {
+		m.openHook(reqs)
+	}
+	results := m.logs.OpenLogs(reqs)
+	for i, n := range r.opens {
+		res := results[i]
+		if res.Err != nil {
+			r.errs = append(r.errs, res.Err)
+			m.retry[n.tp.Topic] = true
+		}
+		p := newPartition(n.tp, n.id, m.self, res.Log)
+		p.update(n.meta, &n.cfg)
+		m.mu.Lock()
+		m.parts[n.tp] = p
+		m.mu.Unlock()
+		r.settle(p)
+	}
 }
 
 // remove stops hosting p: it stops serving, its listeners hear it resign,
@@ -252,6 +433,17 @@ func (m *Manager) remove(p *Partition) {
 	p.markRemoved()
 	m.announce(p)
 	m.wake(p.tp)
+}
+
+// forget takes an offline partition out of the map without announcing
+// anything (it never led: listeners were never told of it), so that its
+// log is opened again. The caller holds applyMu.
+func (m *Manager) forget(p *Partition) {
+	m.mu.Lock()
+	if m.parts[p.tp] == p {
+		delete(m.parts, p.tp)
+	}
+	m.mu.Unlock()
 }
 
 // wake retries the operations waiting on tp. The caller holds no

@@ -57,8 +57,9 @@ func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *sto
 // TopicPartition names the partition.
 func (p *Partition) TopicPartition() TopicPartition { return p.tp }
 
-// update applies the image's view of the partition.
-func (p *Partition) update(meta controller.Partition, cfg config.Topic) {
+// update applies the image's view of the partition, and its topic's
+// configuration when cfg is not nil.
+func (p *Partition) update(meta controller.Partition, cfg *config.Topic) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if meta.Leader != p.leader || meta.LeaderEpoch != p.leaderEpoch {
@@ -69,7 +70,9 @@ func (p *Partition) update(meta controller.Partition, cfg config.Topic) {
 	}
 	p.leader, p.leaderEpoch = meta.Leader, meta.LeaderEpoch
 	p.replicas, p.isr = meta.Replicas, meta.ISR
-	p.config = cfg
+	if cfg != nil {
+		p.config = *cfg
+	}
 	for _, id := range p.replicas {
 		if id != p.self && p.remotes[id] == nil {
 			r := &remoteReplica{}

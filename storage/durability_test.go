@@ -16,6 +16,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func crash(fsys *vfs.MemFS) {
@@ -413,5 +414,160 @@ func TestFlushNeverClaimsPastTheLogEnd(t *testing.T) {
 	fsys.Inject(nil)
 	if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp > leo || leo != 20 {
 		t.Fatalf("after a flush racing a truncation: recovery point %d, log end %d", rp, leo)
+	}
+}
+
+// New partitions' dirs are created in a batch and the log dir synced once
+// for all of them: that sync is what keeps a flushed partition's dir
+// after a crash (a flush syncs the partition dir, not its entry in the log
+// dir).
+func TestNewPartitionDirsSurviveCrashOnceFlushed(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	m := openTestManager(t, fsys, "/a")
+	res := m.OpenLogs(partitionRequests(3))
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		mustAppend(t, r.Log, plainBatch(t, 2))
+		if err := r.Log.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(fsys)
+	m2 := openTestManager(t, fsys, "/a")
+	defer m2.Close()
+	if got := m2.OnDisk(); len(got) != 3 {
+		t.Fatalf("on disk after a crash: %v", got)
+	}
+	for i, r := range m2.OpenLogs(partitionRequests(3)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r.Log.LogEndOffset() != 2 {
+			t.Fatalf("partition %d lost flushed data: end %d", i, r.Log.LogEndOffset())
+		}
+	}
+}
+
+// A crash before a new partition's first flush may lose its files (the
+// metadata image recreates the partition at the next start) but never
+// leaves something that fails to open: whatever instant the crash hits
+// between creation and the first flush, the partition reopens.
+func TestNewPartitionCrashBeforeItsFirstFlushReopens(t *testing.T) {
+	for _, appended := range []bool{false, true} {
+		fsys := vfs.NewMemFS()
+		m := openTestManager(t, fsys, "/a")
+		for _, r := range m.OpenLogs(partitionRequests(4)) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if appended {
+				mustAppend(t, r.Log, plainBatch(t, 2))
+			}
+		}
+		crash(fsys)
+		m2 := openTestManager(t, fsys, "/a")
+		for i, r := range m2.OpenLogs(partitionRequests(4)) {
+			if r.Err != nil {
+				t.Fatalf("appended %v, partition %d after a crash: %v", appended, i, r.Err)
+			}
+			if r.Log.TopicID() != [16]byte{1} {
+				t.Fatalf("topic ID %x", r.Log.TopicID())
+			}
+		}
+		m2.Close()
+	}
+}
+
+// partition.metadata is written at creation without its dir sync; the
+// first flush syncs the partition dir, so once data is durable the topic ID
+// is too, and a log recreated for another topic ID is refused rather than
+// served (its content was synced before the rename).
+func TestPartitionMetadataDurableWithTheFirstFlush(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.TopicID = [16]byte{7} })
+	mustAppend(t, l, plainBatch(t, 2))
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crash(fsys)
+	_, err := OpenLog(LogOptions{FS: fsys, Dir: "/d/t-0", TopicPartition: TopicPartition{"t", 0}, TopicID: [16]byte{8}, Config: smallConfig()})
+	if kerrOf(err) != kerr.InconsistentTopicID {
+		t.Fatalf("opening under another topic ID after a crash: %v, want INCONSISTENT_TOPIC_ID", err)
+	}
+	l2 := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.TopicID = [16]byte{7} })
+	defer l2.Close()
+	if l2.LogEndOffset() != 2 {
+		t.Fatalf("log end %d", l2.LogEndOffset())
+	}
+}
+
+// A new leader epoch is not written by the append that starts it; the next
+// flush writes the leader-epoch checkpoint before it moves the recovery
+// point past that batch. A crash then keeps the epoch even though recovery
+// does not rescan the segment that holds it.
+func TestLeaderEpochsDurableOnceFlushed(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	l := openTest(t, fsys, "/d/t-0", cfg)
+	var epoch3Start int64 = -1
+	for i := 0; i < 30; i++ {
+		epoch := int32(0)
+		if i >= 5 {
+			epoch = 3
+		}
+		res, _, err := l.Append(plainBatch(t, 2), epoch, AppendClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if epoch == 3 && epoch3Start < 0 {
+			epoch3Start = res.FirstOffset
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.bg.Wait()
+	leo := l.LogEndOffset()
+	if l.NumSegments() < 3 {
+		t.Fatalf("%d segments: the epoch must start below the last one", l.NumSegments())
+	}
+	crash(fsys)
+	l2 := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) { o.RecoveryPoint = leo })
+	defer l2.Close()
+	if l2.LogEndOffset() != leo {
+		t.Fatalf("log end %d, want %d", l2.LogEndOffset(), leo)
+	}
+	if e, end := l2.EndOffsetForEpoch(0); e != 0 || end != epoch3Start {
+		t.Fatalf("epoch 0 ends at %d (epoch %d), want %d: the leader-epoch checkpoint lost epoch 3", end, e, epoch3Start)
+	}
+}
+
+// The producer snapshot a clean Close writes at the log end survives a
+// crash right after, also when the flush at Close had nothing to sync (the
+// log was flushed already): the next start loads it instead of replaying
+// every batch. Close syncs the dir for it.
+func TestCloseSnapshotSurvivesCrash(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	l := openTest(t, fsys, "/d/t-0", smallConfig())
+	for i := int32(0); i < 3; i++ {
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 2, pid: 7, epoch: 1, seq: 2 * i, value: 30}))
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	leo := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crash(fsys)
+	offs, err := listSnapshots(fsys, "/d/t-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offs) == 0 || offs[len(offs)-1] != leo {
+		t.Fatalf("snapshots after a crash following a clean close: %v, want one at %d", offs, leo)
 	}
 }

@@ -16,12 +16,30 @@ import (
 //
 // The appender changes it (under Log.mu); OffsetForLeaderEpoch and
 // ListOffsets read it, so mu guards entries.
+//
+// An append's new epoch is not written at once (two fsyncs on the produce
+// path of every partition's first batch): it is marked unsaved, and the
+// log's next flush writes the file before it moves the recovery point
+// past the batch. Until then recovery finds the epoch again: after an
+// unclean shutdown it rescans every batch from the recovery point and
+// reassigns the epochs in their headers (Kafka 3.7+ likewise writes
+// new epochs without an fsync and flushes them with the log, KAFKA-15046).
+// Truncations, which drop entries the batches cannot restore, are written
+// at once.
+//
+// writeMu serialises writes of the file and is taken before mu: each
+// write snapshots the entries under it, so a slower writer never puts an
+// older snapshot over a newer one.
 type epochCache struct {
 	fsys vfs.FS
 	path string
 
+	writeMu sync.Mutex
+
 	mu      sync.RWMutex
 	entries []EpochEntry
+	// unsaved: an assignment is not in the file yet (guarded by mu).
+	unsaved bool
 }
 
 func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
@@ -43,7 +61,8 @@ func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
 
 // assign records that epoch starts at startOffset, dropping entries it
 // contradicts (an epoch not above, or a start offset not below, the new
-// one). It reports whether the cache changed; the caller persists it.
+// one). It reports whether the cache changed; a change is unsaved until
+// the caller persists it (write, or saveUnsaved at the next flush).
 func (c *epochCache) assign(epoch int32, startOffset int64) bool {
 	if epoch < 0 || startOffset < 0 {
 		return false
@@ -61,6 +80,7 @@ func (c *epochCache) assign(epoch int32, startOffset int64) bool {
 		n--
 	}
 	c.entries = append(c.entries[:n], EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	c.unsaved = true
 	return true
 }
 
@@ -148,16 +168,47 @@ func (c *epochCache) truncateFromStart(startOffset int64) bool {
 	return changed
 }
 
-func (c *epochCache) snapshot() []EpochEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+// takeSnapshot copies the entries for a write, which will save them.
+func (c *epochCache) takeSnapshot() []EpochEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unsaved = false
 	return append([]EpochEntry(nil), c.entries...)
 }
 
-// write persists the cache atomically.
+// write persists the cache atomically and durably.
 func (c *epochCache) write() error {
-	if err := vfs.WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.snapshot())); err != nil {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if err := vfs.WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
+		c.markUnsaved()
 		return fmt.Errorf("writing %s: %w", c.path, err)
 	}
 	return nil
+}
+
+// saveUnsaved writes the file when an assignment is not in it yet, with
+// its content synced but not its directory entry: the flush calling it
+// syncs the log's directory once for everything it made. It reports
+// whether it wrote.
+func (c *epochCache) saveUnsaved() (bool, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.RLock()
+	unsaved := c.unsaved
+	c.mu.RUnlock()
+	if !unsaved {
+		return false, nil
+	}
+	if err := vfs.WriteFileSynced(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
+		c.markUnsaved()
+		return false, fmt.Errorf("writing %s: %w", c.path, err)
+	}
+	return true, nil
+}
+
+func (c *epochCache) markUnsaved() {
+	c.mu.Lock()
+	c.unsaved = true
+	c.mu.Unlock()
 }

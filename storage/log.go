@@ -61,6 +61,9 @@ type LogOptions struct {
 	// segments bounds the open segments; the manager shares one among its
 	// logs. Nil gives the log its own, with the default bound.
 	segments *segmentCache
+	// dirDurable: the manager created Dir and synced the log dir already
+	// (once for a batch of new partitions).
+	dirDurable bool
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -195,9 +198,12 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
 	// The partition dir is an entry in the log dir: durable only once the
-	// log dir is synced.
-	if err := vfs.MkdirAllDurable(l.fsys, l.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
+	// log dir is synced. It must be before the log takes data: a flush
+	// syncs the partition dir, not its entry in the log dir.
+	if !opts.dirDurable {
+		if err := vfs.MkdirAllDurable(l.fsys, l.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
+		}
 	}
 	if err := l.checkPartitionMetadata(); err != nil {
 		return nil, err
@@ -218,6 +224,13 @@ func OpenLog(opts LogOptions) (*Log, error) {
 // checkPartitionMetadata compares partition.metadata's topic ID with the
 // one given, writing the file when it is missing (Kafka refuses a log whose
 // topic ID differs: the topic was deleted and recreated).
+//
+// A new file's content is synced, its name not: the log's first flush
+// syncs the partition dir (load leaves it dirty) before the recovery point
+// claims any batch, so the file is durable before any data is. A crash
+// before that can lose it, never leave a partial one; the next open writes
+// it again from the topic ID the metadata image gives. (Only a power loss
+// can lose it, and then what the log holds was never flushed either.)
 func (l *Log) checkPartitionMetadata() error {
 	name := filepath.Join(l.dir, PartitionMetadataFile)
 	data, err := vfs.ReadFile(l.fsys, name)
@@ -226,7 +239,7 @@ func (l *Log) checkPartitionMetadata() error {
 		if l.topicID == ([16]byte{}) {
 			return nil
 		}
-		if err := vfs.WriteFileAtomic(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
+		if err := vfs.WriteFileSynced(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 		return nil
@@ -708,6 +721,14 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 		return l.errorResult(), nil, storageError("appending to "+l.tp.String(), err)
 	}
 	l.pending.commit(l.producers, next)
+	// New epochs are assigned before the log end moves over their batches:
+	// a flush that reads the new log end then finds them unsaved and
+	// writes them before it claims the batches (epochcache.go).
+	for _, m := range metas {
+		if m.leaderEpoch >= 0 {
+			l.epochs.assign(m.leaderEpoch, m.baseOffset)
+		}
+	}
 	l.logEndOffset.Store(next)
 	res := AppendResult{FirstOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStartOffset.Load()}
 	if cfg.LogAppendTime && origin != AppendReplication {
@@ -716,17 +737,6 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 	if err != nil {
 		// The batches are in the log but an index write failed.
 		return res, nil, l.fail(err)
-	}
-	epochChanged := false
-	for _, m := range metas {
-		if m.leaderEpoch >= 0 && l.epochs.assign(m.leaderEpoch, m.baseOffset) {
-			epochChanged = true
-		}
-	}
-	if epochChanged {
-		if err := l.epochs.write(); err != nil {
-			return res, nil, l.fail(err)
-		}
 	}
 	// flush.messages: Kafka counts the messages above the recovery point.
 	if cfg.FlushMessages > 0 && next-l.recoveryPoint.Load() >= cfg.FlushMessages {
@@ -896,7 +906,15 @@ func (l *Log) flushUpTo(offset int64) error {
 			return l.fail(err)
 		}
 	}
-	// New segment files are durable only once their directory entries are.
+	// Epochs assigned by the appends being claimed are written now, before
+	// the recovery point passes their batches (epochcache.go).
+	if wrote, err := l.epochs.saveUnsaved(); err != nil {
+		return l.fail(err)
+	} else if wrote {
+		l.dirDirty.Store(true)
+	}
+	// New files (segments, the epoch checkpoint, partition.metadata) are
+	// durable only once their directory entries are.
 	if l.dirDirty.Swap(false) {
 		if err := l.fsys.SyncDir(l.dir); err != nil {
 			return l.fail(fmt.Errorf("syncing %s: %w", l.dir, err))
@@ -1322,9 +1340,17 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	healthy := l.Err() == nil
+	snapshotWritten := false
 	if healthy {
-		if err := l.producers.takeSnapshot(); err != nil {
+		// The snapshot's name is made durable with the flush's sync of
+		// the dir below, or by its own when the flush has nothing to do.
+		wrote, err := l.producers.takeSnapshotUnsyncedDir()
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if wrote {
+			snapshotWritten = true
+			l.dirDirty.Store(true)
 		}
 		if err := l.active().onBecomeInactive(); err != nil {
 			errs = append(errs, err)
@@ -1337,6 +1363,10 @@ func (l *Log) Close() error {
 	if healthy {
 		if err := l.Flush(); err != nil {
 			errs = append(errs, err)
+		} else if snapshotWritten && l.dirDirty.Swap(false) {
+			if err := l.fsys.SyncDir(l.dir); err != nil {
+				errs = append(errs, l.fail(fmt.Errorf("syncing %s: %w", l.dir, err)))
+			}
 		}
 	}
 	for _, d := range deletions {

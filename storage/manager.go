@@ -53,7 +53,15 @@ type ManagerOptions struct {
 	// (0: DefaultSegmentIdleTimeout), so idle partitions hold no
 	// descriptors. Run applies it.
 	SegmentIdleTimeout time.Duration
+	// Parallelism is how many logs OpenLogs opens, and Close closes, at
+	// once (0: DefaultParallelism). Opening and closing wait mostly on
+	// fsyncs, which the filesystem commits together when they come
+	// together.
+	Parallelism int
 }
+
+// DefaultParallelism is ManagerOptions.Parallelism's default.
+const DefaultParallelism = 16
 
 // DirDescription is one log dir for DescribeLogDirs.
 type DirDescription struct {
@@ -92,11 +100,16 @@ type logDir struct {
 // Manager owns every partition log under log.dirs, their checkpoints and
 // the background flush/roll/checkpoint work.
 //
-// Locking: mu guards logs, logDirOf and every logDir's maps; it may be held
-// while calling into a Log (lock order Manager.mu → Log.mu), never the
-// other way round. checkpointMu serialises checkpoint writes and is taken
-// before mu (LOCKS.md has the whole node's order). Run's goroutine is the
-// caller's; it copies the log list under mu and works on the copy.
+// Locking: mu guards logs, logDirOf, opening, closed and every logDir's
+// maps; it may be held while calling into a Log (lock order Manager.mu →
+// Log.mu), never the other way round, and never across opening a log
+// (OpenLogs registers the partition in opening, opens it without mu, and
+// whoever else asks for it meanwhile waits for that open). checkpointMu
+// serialises checkpoint writes and is taken before mu (LOCKS.md has the
+// whole node's order). Run's goroutine is the caller's; it copies the log
+// list under mu and works on the copy. OpenLogs and Close run their opens
+// and closes on up to Parallelism goroutines of their own, which end
+// before they return.
 type Manager struct {
 	fsys   vfs.FS
 	logger *slog.Logger
@@ -107,7 +120,12 @@ type Manager struct {
 	dirs     []*logDir
 	logs     map[TopicPartition]*Log
 	logDirOf map[TopicPartition]*logDir
-	closed   bool
+	// opening are the logs OpenLogs is opening, without mu.
+	opening map[TopicPartition]*pendingOpen
+	closed  bool
+	// opens counts the OpenLogs calls in flight (Add under mu while not
+	// closed): Close waits for them before it closes the logs.
+	opens sync.WaitGroup
 
 	// segments is shared by every log: it bounds their open files.
 	segments *segmentCache
@@ -155,6 +173,9 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if opts.SegmentIdleTimeout <= 0 {
 		opts.SegmentIdleTimeout = DefaultSegmentIdleTimeout
 	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultParallelism
+	}
 	if len(opts.Dirs) == 0 {
 		return nil, errors.New("storage: no log dirs")
 	}
@@ -165,6 +186,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opts:     opts,
 		logs:     map[TopicPartition]*Log{},
 		logDirOf: map[TopicPartition]*logDir{},
+		opening:  map[TopicPartition]*pendingOpen{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
 	}
 	m.brokerEpoch.Store(-1)
@@ -294,46 +316,205 @@ func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
 // GetOrCreate opens the partition's existing log (recovering it) or creates
 // a new one, in the dir with the fewest partitions.
 func (m *Manager) GetOrCreate(tp TopicPartition, topicID [16]byte, cfg config.Topic) (*Log, error) {
+	res := m.OpenLogs([]LogRequest{{TopicPartition: tp, TopicID: topicID, Config: cfg}})[0]
+	return res.Log, res.Err
+}
+
+// LogRequest names a log for OpenLogs.
+type LogRequest struct {
+	TopicPartition TopicPartition
+	TopicID        [16]byte
+	Config         config.Topic
+}
+
+// LogResult is OpenLogs' answer to one LogRequest.
+type LogResult struct {
+	Log *Log
+	Err error
+}
+
+// pendingOpen is a log being opened by one OpenLogs call; others asking for
+// the same partition wait for done, then read log and err.
+type pendingOpen struct {
+	done chan struct{}
+	log  *Log
+	err  error
+}
+
+// openJob is one log an OpenLogs call opens itself.
+type openJob struct {
+	index   int
+	req     LogRequest
+	dir     *logDir
+	existed bool // the partition was on disk already
+	made    bool // its dir has been created and the log dir synced
+	pending *pendingOpen
+	log     *Log
+	err     error
+}
+
+// OpenLogs is GetOrCreate for many partitions: out[i] answers reqs[i].
+// Logs already open are returned as they are; a partition that another
+// call is opening is waited for, not opened twice. The new partitions'
+// dirs are created first and each log dir is synced once for all of them;
+// then the logs are opened (recovered where needed) on up to Parallelism
+// goroutines, without mu.
+func (m *Manager) OpenLogs(reqs []LogRequest) []LogResult {
+	out := make([]LogResult, len(reqs))
+	var jobs []*openJob
+	waits := map[int]*pendingOpen{}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
-		return nil, fmt.Errorf("log manager is closed: %w", kerr.NotLeaderForPartition)
+		m.mu.Unlock()
+		for i := range out {
+			out[i].Err = fmt.Errorf("log manager is closed: %w", kerr.NotLeaderForPartition)
+		}
+		return out
 	}
-	if l, ok := m.logs[tp]; ok {
-		return l, nil
+	m.opens.Add(1)
+	defer m.opens.Done()
+	for i, r := range reqs {
+		tp := r.TopicPartition
+		if l, ok := m.logs[tp]; ok {
+			out[i].Log = l
+			continue
+		}
+		if p, ok := m.opening[tp]; ok {
+			waits[i] = p
+			continue
+		}
+		j := &openJob{index: i, req: r, dir: m.dirHolding(tp), pending: &pendingOpen{done: make(chan struct{})}}
+		j.existed = j.dir != nil
+		if j.dir == nil {
+			if j.dir = m.leastLoadedDir(); j.dir == nil {
+				out[i].Err = fmt.Errorf("no online log dir for %s: %w", tp, kerr.KafkaStorageError)
+				continue
+			}
+			// Counted at once, so that the rest of the batch spreads
+			// over the dirs.
+			j.dir.onDisk[tp] = true
+		}
+		m.opening[tp] = j.pending
+		jobs = append(jobs, j)
 	}
-	d := m.dirHolding(tp)
-	existed := d != nil
-	if d == nil {
-		if d = m.leastLoadedDir(); d == nil {
-			return nil, fmt.Errorf("no online log dir for %s: %w", tp, kerr.KafkaStorageError)
+	m.mu.Unlock()
+
+	m.makeDirs(jobs)
+	forEachParallel(m.opts.Parallelism, len(jobs), func(k int) {
+		if j := jobs[k]; j.err == nil {
+			j.log, j.err = m.openLog(j)
+		}
+	})
+
+	m.mu.Lock()
+	for _, j := range jobs {
+		tp := j.req.TopicPartition
+		if j.err == nil {
+			m.logs[tp] = j.log
+			m.logDirOf[tp] = j.dir
+		} else if !j.existed && !j.made {
+			delete(j.dir.onDisk, tp)
+		}
+		delete(m.opening, tp)
+		j.pending.log, j.pending.err = j.log, j.err
+		close(j.pending.done)
+		out[j.index] = LogResult{Log: j.log, Err: j.err}
+	}
+	m.mu.Unlock()
+	for i, p := range waits {
+		<-p.done
+		out[i] = LogResult{Log: p.log, Err: p.err}
+	}
+	return out
+}
+
+// makeDirs creates the dirs of the jobs' new partitions, then syncs each
+// log dir that got one, once: a partition dir must be durable before its
+// log takes data (a flush syncs the partition dir, not its entry in the log
+// dir), and a crash before the sync loses only empty partitions, which the
+// metadata image recreates at the next start.
+func (m *Manager) makeDirs(jobs []*openJob) {
+	made := map[*logDir][]*openJob{}
+	for _, j := range jobs {
+		if j.existed {
+			continue
+		}
+		dir := filepath.Join(j.dir.path, j.req.TopicPartition.String())
+		if err := m.fsys.MkdirAll(dir, 0o755); err != nil {
+			j.err = fmt.Errorf("creating %s: %w: %w", dir, kerr.KafkaStorageError, err)
+			continue
+		}
+		made[j.dir] = append(made[j.dir], j)
+	}
+	for d, js := range made {
+		err := m.fsys.SyncDir(d.path)
+		for _, j := range js {
+			if err != nil {
+				// The dir may not survive a crash: it is not counted
+				// as on disk, so that a retry creates and syncs again.
+				j.err = fmt.Errorf("syncing %s: %w: %w", d.path, kerr.KafkaStorageError, err)
+				continue
+			}
+			j.made = true
 		}
 	}
-	l, err := OpenLog(LogOptions{
+}
+
+// openLog opens one job's log; its dir exists and is durable.
+func (m *Manager) openLog(j *openJob) (*Log, error) {
+	tp, d := j.req.TopicPartition, j.dir
+	m.mu.Lock()
+	opts := LogOptions{
 		FS:                     m.fsys,
 		Dir:                    filepath.Join(d.path, tp.String()),
 		TopicPartition:         tp,
-		TopicID:                topicID,
-		Config:                 cfg,
+		TopicID:                j.req.TopicID,
+		Config:                 j.req.Config,
 		RecoveryPoint:          d.recoveryPoints[tp],
 		LogStartOffset:         d.logStarts[tp],
 		HighWatermark:          d.highWatermarks[tp],
 		Logger:                 m.logger,
 		Now:                    m.now,
-		CleanShutdown:          existed && d.cleanShutdown,
+		CleanShutdown:          j.existed && d.cleanShutdown,
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
 		segments:               m.segments,
-	})
+		dirDurable:             true,
+	}
+	m.mu.Unlock()
+	l, err := OpenLog(opts)
 	if err != nil {
 		if errors.As(err, new(*kerr.Error)) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("opening log of %s: %w: %w", tp, kerr.KafkaStorageError, err)
 	}
-	d.onDisk[tp] = true
-	m.logs[tp] = l
-	m.logDirOf[tp] = d
 	return l, nil
+}
+
+// forEachParallel calls fn(0) ... fn(n-1) on up to workers goroutines and
+// returns when every call has.
+func forEachParallel(workers, n int, fn func(i int)) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // dirHolding finds the online dir that has tp on disk; the caller holds mu.
@@ -373,6 +554,12 @@ func (m *Manager) Get(tp TopicPartition) (*Log, bool) {
 func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// A log being opened is deleted once it is open.
+	for p := m.opening[tp]; p != nil; p = m.opening[tp] {
+		m.mu.Unlock()
+		<-p.done
+		m.mu.Lock()
+	}
 	d := m.dirHolding(tp)
 	if d == nil {
 		return nil
@@ -599,8 +786,10 @@ func (m *Manager) Run(ctx context.Context) {
 }
 
 // Close flushes every log, writes the checkpoints and the clean-shutdown
-// marker, and closes the files. Call it after Run has returned. A dir in
-// which a log failed gets no marker, so its logs are recovered next time.
+// marker, and closes the files. Call it after Run has returned. Logs are
+// flushed and closed Parallelism at a time; the marker is written only
+// once every log is closed. A dir in which a log failed gets no marker, so
+// its logs are recovered next time.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -608,9 +797,19 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
-	logs := make(map[TopicPartition]*Log, len(m.logs))
+	m.mu.Unlock()
+	// Opens in flight finish and register their logs, which are closed
+	// below with the others.
+	m.opens.Wait()
+	m.mu.Lock()
+	type openLog struct {
+		tp  TopicPartition
+		log *Log
+		dir *logDir
+	}
+	logs := make([]openLog, 0, len(m.logs))
 	for tp, l := range m.logs {
-		logs[tp] = l
+		logs = append(logs, openLog{tp: tp, log: l, dir: m.logDirOf[tp]})
 	}
 	deletions := m.deletions
 	m.deletions = nil
@@ -621,12 +820,21 @@ func (m *Manager) Close() error {
 		del.run()
 	}
 
+	started := time.Now()
+	closeErrs := make([]error, len(logs))
+	forEachParallel(m.opts.Parallelism, len(logs), func(i int) {
+		l := logs[i].log
+		if err := l.Close(); err != nil || l.Err() != nil {
+			closeErrs[i] = fmt.Errorf("closing %s: %w", logs[i].tp, errors.Join(err, l.Err()))
+		}
+	})
+	m.logger.Info("flushed and closed the logs", "logs", len(logs), "took", time.Since(started).Round(time.Millisecond))
 	var errs []error
 	failedDirs := map[*logDir]bool{}
-	for tp, l := range logs {
-		if err := l.Close(); err != nil || l.Err() != nil {
-			errs = append(errs, fmt.Errorf("closing %s: %w", tp, errors.Join(err, l.Err())))
-			failedDirs[m.logDirOf[tp]] = true
+	for i, err := range closeErrs {
+		if err != nil {
+			errs = append(errs, err)
+			failedDirs[logs[i].dir] = true
 		}
 	}
 	if err := m.Checkpoint(); err != nil {

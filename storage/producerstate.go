@@ -423,15 +423,26 @@ func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
 
 // takeSnapshot writes a snapshot at mapEndOffset unless one exists there.
 func (ps *producerState) takeSnapshot() error {
+	_, err := ps.writeSnapshot(vfs.WriteFileAtomic)
+	return err
+}
+
+// takeSnapshotUnsyncedDir is takeSnapshot leaving the directory sync to
+// the caller, who must sync the log's dir when it wrote one.
+func (ps *producerState) takeSnapshotUnsyncedDir() (wrote bool, err error) {
+	return ps.writeSnapshot(vfs.WriteFileSynced)
+}
+
+func (ps *producerState) writeSnapshot(write func(vfs.FS, string, []byte) error) (bool, error) {
 	if ps.mapEndOffset <= ps.lastSnapOffset {
-		return nil
+		return false, nil
 	}
 	name := snapshotFileName(ps.dir, ps.mapEndOffset)
-	if err := vfs.WriteFileAtomic(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
-		return fmt.Errorf("writing producer snapshot %s: %w", name, err)
+	if err := write(ps.fsys, name, encodeSnapshot(ps.producers)); err != nil {
+		return false, fmt.Errorf("writing producer snapshot %s: %w", name, err)
 	}
 	ps.lastSnapOffset = ps.mapEndOffset
-	return nil
+	return true, nil
 }
 
 // loadLatestSnapshot loads the newest readable snapshot at or below

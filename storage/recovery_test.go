@@ -223,6 +223,9 @@ func TestAppendFaults(t *testing.T) {
 		name    string
 		setup   func(*vfs.MemFS)
 		offline bool
+		// atFlush: the append succeeds and the flush that writes what
+		// it changed fails (a new epoch is written by the next flush).
+		atFlush bool
 	}{
 		{"disk full", func(m *vfs.MemFS) {
 			used := int64(0)
@@ -232,7 +235,7 @@ func TestAppendFaults(t *testing.T) {
 				used += info.Size()
 			}
 			m.SetCapacity(used + 10)
-		}, false},
+		}, false, false},
 		{"write error", func(m *vfs.MemFS) {
 			m.Inject(func(op vfs.Op, name string) error {
 				if op == vfs.OpWrite && strings.HasSuffix(name, ".log") {
@@ -240,7 +243,7 @@ func TestAppendFaults(t *testing.T) {
 				}
 				return nil
 			})
-		}, false},
+		}, false, false},
 		{"epoch checkpoint write error", func(m *vfs.MemFS) {
 			m.Inject(func(op vfs.Op, name string) error {
 				if op == vfs.OpOpen && strings.Contains(name, "leader-epoch-checkpoint") {
@@ -248,7 +251,7 @@ func TestAppendFaults(t *testing.T) {
 				}
 				return nil
 			})
-		}, true},
+		}, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -261,6 +264,12 @@ func TestAppendFaults(t *testing.T) {
 			written[res.FirstOffset] = readRange(t, r)
 			c.setup(fsys)
 			_, _, err := l.Append(makeBatch(t, batchSpec{n: 2, value: 100, pid: -1}), 7, AppendClient)
+			if c.atFlush {
+				if err != nil {
+					t.Fatalf("append: %v", err)
+				}
+				err = l.Flush()
+			}
 			if kerrOf(err) != kerr.KafkaStorageError {
 				t.Fatalf("got %v, want KAFKA_STORAGE_ERROR", err)
 			}

@@ -109,6 +109,18 @@ func (OSFS) SyncDir(dir string) error {
 // renames it over name and fsyncs the directory, so that a crash leaves
 // either the old or the new content (checkpoints, meta.properties).
 func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	if err := WriteFileSynced(fsys, name, data); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(name))
+}
+
+// WriteFileSynced is WriteFileAtomic without the directory fsync: the new
+// content is durable, its name only once the caller syncs the directory
+// (batching that fsync with others). Until then a crash leaves the old
+// content or, for a new file, no file, never a partial one: the content
+// is synced before the rename can become durable.
+func WriteFileSynced(fsys FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -125,10 +137,7 @@ func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(name))
+	return fsys.Rename(tmp, name)
 }
 
 // MkdirAllDurable creates dir and any missing parents, and syncs the parent

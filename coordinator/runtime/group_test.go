@@ -35,16 +35,23 @@ import (
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // offsetsConfigs is __consumer_offsets compacted, min.insync.replicas
-// as set.
+// as set. setOffsets puts minISR in the image as the topic's config: the
+// replica layer recomputes a topic's configuration only when the image's
+// configs change, as with the broker's provider.
 type offsetsConfigs struct{ minISR int32 }
 
-func (c *offsetsConfigs) LogConfig(*controller.Image, string) config.Topic {
+func (c *offsetsConfigs) LogConfig(img *controller.Image, topic string) config.Topic {
 	cfg := config.DefaultTopic()
 	cfg.Compact, cfg.Delete = true, false
-	if c.minISR > 0 {
-		cfg.MinInsyncReplicas = c.minISR
+	if v, ok := img.Configs[offsetsResource(topic)]["min.insync.replicas"]; ok {
+		n, _ := strconv.Atoi(v)
+		cfg.MinInsyncReplicas = int32(n)
 	}
 	return cfg
+}
+
+func offsetsResource(topic string) controller.ConfigResource {
+	return controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: topic}
 }
 
 // node is node 1's replica layer over fs.
@@ -89,6 +96,11 @@ func (n *node) setOffsets(parts ...controller.Partition) {
 	}
 	t := &controller.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: parts}
 	next.Topics[t.Name], next.TopicsByID[t.ID] = t, t
+	if n.configs.minISR > 0 {
+		next.Configs = map[controller.ConfigResource]map[string]string{
+			offsetsResource(t.Name): {"min.insync.replicas": strconv.Itoa(int(n.configs.minISR))},
+		}
+	}
 	prev := n.img
 	n.img = next
 	n.replicas.ApplyImage(prev, next)
