@@ -188,9 +188,11 @@ func (d *delayed[K]) expire() {
 	}
 	d.done = true
 	d.timer.Stop()
+	// Unwatched before it answers: whoever sees the answer sees the
+	// purgatory without it.
+	d.unwatch()
 	d.op.Expire()
 	d.mu.Unlock()
-	d.unwatch()
 }
 
 func (d *delayed[K]) unwatch() {
