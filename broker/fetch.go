@@ -4,7 +4,9 @@ package broker
 //
 // The handler resolves the fetch session (fetchsession.go) and the topics
 // (by ID from v13), and the replica manager reads whole batches as file
-// ranges, sent with sendfile (fetch_encode.go). A fetch that starts inside
+// ranges, which the connection's writer sends (fetch_encode.go; small
+// ranges are copied into the response's write, larger ones go by
+// sendfile, conn.go). A fetch that starts inside
 // a batch returns that batch; the first partition with data returns at
 // least one batch even when it is larger than the fetch's limits (KIP-74).
 // Consumers read up to the high watermark (read_uncommitted) or the last

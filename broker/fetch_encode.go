@@ -4,7 +4,8 @@ package broker
 //
 // kmsg would need the records in memory; instead the response body is
 // written as a list of chunks in which each partition's records are a
-// segment file range, sent with sendfile by the connection's writer. The
+// segment file range, which the connection's writer copies into its
+// buffer when it is small and sends with sendfile otherwise. The
 // layout follows FetchResponse v4-v18 (flexible from v12); the encoder is
 // tested against kmsg's decoder for every version.
 
