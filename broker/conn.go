@@ -299,25 +299,34 @@ type request struct {
 
 func (r *request) version() int16 { return r.hdr.APIVersion }
 
+// smallResponse is the capacity a response frame starts with: the common
+// answers (a produce acknowledgement, a heartbeat, an offset commit) fit in
+// it and are encoded into one allocation instead of a growing series.
+const smallResponse = 128
+
 // respond encodes resp at the request's version and releases the slot.
 func (r *request) respond(resp kmsg.Response) {
 	resp.SetVersion(r.hdr.APIVersion)
-	r.slot.frame = protocol.AppendResponse(nil, r.hdr.CorrelationID, resp)
+	r.slot.frame = protocol.AppendResponse(make([]byte, 0, smallResponse), r.hdr.CorrelationID, resp)
 	r.slot.finish()
 }
 
-// respondChunks sends a pre-encoded response body made of chunks; the frame
-// size prefix and header are added here.
-func (r *request) respondChunks(body []respChunk) {
+// respondChunks sends a pre-encoded response made of chunks. The first
+// chunk begins with protocol.ResponseHeaderSize bytes of room for the frame
+// size prefix and the response header, filled in here (the encoder leaves
+// them so that the response's head is one buffer).
+func (r *request) respondChunks(chunks []respChunk) {
 	var size int64
-	for _, c := range body {
+	for _, c := range chunks {
 		size += int64(len(c.bytes)) + c.file.Size
 	}
-	hdrLen := protocol.ResponseHeaderSize(r.hdr.Flexible)
-	head := make([]byte, hdrLen)
-	binary.BigEndian.PutUint32(head, uint32(size+int64(hdrLen)-4))
+	head := chunks[0].bytes
+	binary.BigEndian.PutUint32(head, uint32(size-4))
 	binary.BigEndian.PutUint32(head[4:], uint32(r.hdr.CorrelationID))
-	r.slot.chunks = append([]respChunk{{bytes: head}}, body...)
+	if r.hdr.Flexible {
+		head[8] = 0 // no header tags
+	}
+	r.slot.chunks = chunks
 	r.slot.finish()
 }
 
