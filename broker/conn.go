@@ -85,8 +85,9 @@ const drainTimeout = 10 * time.Second
 type conn struct {
 	srv *Server
 	nc  net.Conn
-	// sock is what the connection reads and writes (socket.go).
-	sock     io.ReadWriter
+	// in is what the connection reads: nc's socket read directly, for
+	// TCP (socket.go).
+	in       io.Reader
 	listener *listener
 	log      *slog.Logger
 	ctx      context.Context
@@ -187,7 +188,7 @@ func (ic *idleClock) idleFor() time.Duration {
 type activityReader struct{ c *conn }
 
 func (r activityReader) Read(p []byte) (int, error) {
-	n, err := r.c.sock.Read(p)
+	n, err := r.c.in.Read(p)
 	if n > 0 {
 		r.c.idle.touch()
 	}
@@ -203,7 +204,7 @@ func (w activityWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		piece := p[:min(len(p), activityPiece)]
-		n, err := w.c.sock.Write(piece)
+		n, err := w.c.nc.Write(piece)
 		written += n
 		if n > 0 {
 			w.c.idle.touch()

@@ -314,7 +314,7 @@ func (s *Server) acceptLoop(l *listener) {
 		c := &conn{
 			srv:      s,
 			nc:       nc,
-			sock:     socketIO(nc),
+			in:       socketReader(nc),
 			listener: l,
 			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 			ctx:      cctx,
