@@ -4,7 +4,9 @@ package broker
 //
 // The handler resolves the fetch session (fetchsession.go) and the topics
 // (by ID from v13), and the replica manager reads whole batches as file
-// ranges, sent with sendfile (fetch_encode.go). A fetch that starts inside
+// ranges, which the connection's writer sends (fetch_encode.go; small
+// ranges are copied into the response's write, larger ones go by
+// sendfile, conn.go). A fetch that starts inside
 // a batch returns that batch; the first partition with data returns at
 // least one batch even when it is larger than the fetch's limits (KIP-74).
 // Consumers read up to the high watermark (read_uncommitted) or the last
@@ -43,13 +45,15 @@ type fetchPlan struct {
 
 func (b *Broker) handleFetch(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.FetchRequest)
-	plan, errCode := b.planFetch(req, r.version())
+	c := &fetchCall{b: b, r: r}
+	plan := &c.plan
+	errCode := b.planFetch(plan, req, r.version())
 	if errCode != 0 {
-		r.respondChunks(encodeFetchResponse(&fetchResponseBody{errorCode: errCode}, r.version()))
+		r.respondChunks(encodeFetchResponse(&fetchResponseBody{errorCode: errCode}, r.version(), protocol.ResponseHeaderSize(r.hdr.Flexible)))
 		return
 	}
 	plan.listener = r.conn.listener.Name
-	c := &fetchCall{b: b, r: r, plan: plan, img: b.meta.Image()}
+	c.img = b.meta.Image()
 	entries := make([]replica.FetchEntry, len(plan.items))
 	for i, it := range plan.items {
 		e := &entries[i]
@@ -85,17 +89,17 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 type fetchCall struct {
 	b    *Broker
 	r    *request
-	plan *fetchPlan
+	plan fetchPlan
 	img  *controller.Image
 }
 
 func (c *fetchCall) FetchCompleted(entries []replica.FetchEntry) {
-	c.b.respondFetch(c.r, c.plan, c.img, entries)
+	c.b.respondFetch(c.r, &c.plan, c.img, entries)
 }
 
-// planFetch decodes a fetch and resolves its session.
-func (b *Broker) planFetch(req *kmsg.FetchRequest, v int16) (*fetchPlan, int16) {
-	plan := &fetchPlan{
+// planFetch decodes a fetch into plan and resolves its session.
+func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int16 {
+	*plan = fetchPlan{
 		version:       v,
 		readCommitted: req.IsolationLevel == 1,
 		maxBytes:      req.MaxBytes,
@@ -103,6 +107,13 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, v int16) (*fetchPlan, int16) 
 		maxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
 	}
 	sr := sessionRequest{version: v, id: req.SessionID, epoch: req.SessionEpoch}
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	if n > 0 {
+		sr.items = make([]fetchItem, 0, n)
+	}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			sr.items = append(sr.items, fetchItem{
@@ -120,13 +131,13 @@ func (b *Broker) planFetch(req *kmsg.FetchRequest, v int16) (*fetchPlan, int16) 
 	}
 	var errCode int16
 	plan.session, plan.items, plan.full, errCode = b.sessions.open(sr)
-	return plan, errCode
+	return errCode
 }
 
 // respondFetch builds the response: every item for a full fetch, only the
 // partitions with news for an incremental one, and updates the session.
 func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image, entries []replica.FetchEntry) {
-	body := &fetchResponseBody{}
+	var body fetchResponseBody
 	results := make([]fetchPartitionResult, len(entries))
 	for i := range entries {
 		results[i] = fetchResult(plan, &entries[i])
@@ -136,7 +147,13 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 		body.sessionID = plan.session.id
 		include = b.sessions.respond(plan.session, plan.full, plan.items, results)
 	}
-	leaders := map[int32]bool{}
+	// The results sent move to the front of results, in order, and each
+	// topic's partitions are a run of them: the body copies nothing. A
+	// fetch of one topic keeps its topic list on the stack.
+	var oneTopic [1]fetchTopicResult
+	body.topics = oneTopic[:0]
+	var leaders map[int32]bool
+	kept := 0
 	for i, it := range plan.items {
 		if include != nil && !include[i] {
 			// Not sent (unchanged, or forgotten by a concurrent
@@ -144,24 +161,28 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 			results[i].records.Release()
 			continue
 		}
-		pr := results[i]
-		if pr.currentLeaderID >= 0 {
-			leaders[pr.currentLeaderID] = true
+		results[kept] = results[i]
+		if id := results[kept].currentLeaderID; id >= 0 {
+			if leaders == nil {
+				leaders = map[int32]bool{}
+			}
+			leaders[id] = true
 		}
 		n := len(body.topics)
 		if n == 0 || body.topics[n-1].id != it.key.topicID || body.topics[n-1].name != it.key.topic {
-			t := fetchTopicResult{name: it.key.topic, id: it.key.topicID}
-			body.topics = append(body.topics, t)
+			body.topics = append(body.topics, fetchTopicResult{name: it.key.topic, id: it.key.topicID, partitions: results[kept:kept]})
 			n++
 		}
-		body.topics[n-1].partitions = append(body.topics[n-1].partitions, pr)
+		t := &body.topics[n-1]
+		t.partitions = t.partitions[:len(t.partitions)+1]
+		kept++
 	}
 	if plan.version >= 16 && len(leaders) > 0 {
 		for _, e := range b.nodeEndpoints(img, plan.listener, leaders) {
 			body.nodeEndpoints = append(body.nodeEndpoints, nodeEndpoint{nodeID: e.NodeID, host: e.Host, port: e.Port, rack: e.Rack})
 		}
 	}
-	r.respondChunks(encodeFetchResponse(body, plan.version))
+	r.respondChunks(encodeFetchResponse(&body, plan.version, protocol.ResponseHeaderSize(r.hdr.Flexible)))
 }
 
 // fetchResult is one partition of the response.

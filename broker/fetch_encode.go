@@ -4,7 +4,8 @@ package broker
 //
 // kmsg would need the records in memory; instead the response body is
 // written as a list of chunks in which each partition's records are a
-// segment file range, sent with sendfile by the connection's writer. The
+// segment file range, which the connection's writer copies into its
+// buffer when it is small and sends with sendfile otherwise. The
 // layout follows FetchResponse v4-v18 (flexible from v12); the encoder is
 // tested against kmsg's decoder for every version.
 
@@ -73,22 +74,39 @@ type fetchResponseBody struct {
 	nodeEndpoints  []nodeEndpoint
 }
 
-// chunkWriter accumulates bytes and file ranges.
+// chunkWriter accumulates bytes and file ranges: every byte goes into one
+// buffer, and each file range marks where in it the range is sent, so that
+// a response costs one buffer whatever the number of its ranges.
 type chunkWriter struct {
-	chunks []respChunk
-	buf    []byte
+	buf   []byte
+	files []fileMark
 }
 
-func (w *chunkWriter) flushBytes() {
-	if len(w.buf) > 0 {
-		w.chunks = append(w.chunks, respChunk{bytes: w.buf})
-		w.buf = nil
-	}
+// fileMark is a file range sent after the first at bytes of the buffer.
+type fileMark struct {
+	at   int
+	file vfs.FileRange
 }
 
 func (w *chunkWriter) file(fr vfs.FileRange) {
-	w.flushBytes()
-	w.chunks = append(w.chunks, respChunk{file: fr})
+	w.files = append(w.files, fileMark{at: len(w.buf), file: fr})
+}
+
+// chunks is the response in send order: the buffer cut at each file range.
+func (w *chunkWriter) chunks() []respChunk {
+	out := make([]respChunk, 0, 2*len(w.files)+1)
+	start := 0
+	for _, m := range w.files {
+		if m.at > start {
+			out = append(out, respChunk{bytes: w.buf[start:m.at:m.at]})
+		}
+		out = append(out, respChunk{file: m.file})
+		start = m.at
+	}
+	if len(w.buf) > start {
+		out = append(out, respChunk{bytes: w.buf[start:]})
+	}
+	return out
 }
 
 func (w *chunkWriter) i16(v int16) { w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v)) }
@@ -136,10 +154,15 @@ func (w *chunkWriter) nullableStr(s *string, flexible bool) {
 	w.str(*s, flexible)
 }
 
-// encodeFetchResponse encodes the body of a FetchResponse at version.
-func encodeFetchResponse(r *fetchResponseBody, version int16) []respChunk {
+// encodeFetchResponse encodes the body of a FetchResponse at version,
+// after room bytes left for the frame's size prefix and response header
+// (request.respondChunks fills them in).
+func encodeFetchResponse(r *fetchResponseBody, version int16, room int) []respChunk {
 	flex := version >= 12
-	w := &chunkWriter{buf: make([]byte, 0, 256)}
+	w := &chunkWriter{buf: make([]byte, room, 256)}
+	if n := countFetchPartitions(r); n > 0 {
+		w.files = make([]fileMark, 0, n)
+	}
 	w.i32(r.throttleMillis)
 	if version >= 7 {
 		w.i16(r.errorCode)
@@ -180,8 +203,21 @@ func encodeFetchResponse(r *fetchResponseBody, version int16) []respChunk {
 			w.uvarint(0)
 		}
 	}
-	w.flushBytes()
-	return w.chunks
+	return w.chunks()
+}
+
+// countFetchPartitions is how many partitions the response carries records
+// for.
+func countFetchPartitions(r *fetchResponseBody) int {
+	n := 0
+	for i := range r.topics {
+		for j := range r.topics[i].partitions {
+			if r.topics[i].partitions[j].records.Size > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func encodeFetchPartition(w *chunkWriter, p *fetchPartitionResult, version int16, flex bool) {

@@ -50,7 +50,7 @@ func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
 			topics:        []fetchTopicResult{{name: "t", id: [16]byte{1, 2, 3}, partitions: []fetchPartitionResult{p1, p2}}},
 			nodeEndpoints: []nodeEndpoint{{nodeID: 2, host: "h", port: 9092, rack: &rack}},
 		}
-		raw := materialize(t, encodeFetchResponse(body, v))
+		raw := materialize(t, encodeFetchResponse(body, v, 0))
 		resp := kmsg.NewPtrFetchResponse()
 		resp.SetVersion(v)
 		if err := resp.ReadFrom(raw); err != nil {

@@ -161,7 +161,8 @@ func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchIte
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	include := make([]bool, len(items))
-	var moved map[sessionKey]bool
+	var movedBuf [4]sessionKey
+	moved := movedBuf[:0]
 	for i, it := range items {
 		pr := &results[i]
 		sp := s.parts[it.key]
@@ -176,10 +177,7 @@ func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchIte
 			sp.sentHighWatermark, sp.sentLastStable, sp.sentLogStart = pr.highWatermark, pr.lastStableOffset, pr.logStartOffset
 		}
 		if pr.records.Size > 0 && !full {
-			if moved == nil {
-				moved = map[sessionKey]bool{}
-			}
-			moved[it.key] = true
+			moved = append(moved, it.key)
 		}
 	}
 	s.moveToEnd(moved)
@@ -288,20 +286,52 @@ func (s *fetchSession) forget(key sessionKey) {
 }
 
 // moveToEnd puts partitions that returned records at the end of the
-// iteration order so that the others get their turn next time; the caller
-// holds the cache's mu.
-func (s *fetchSession) moveToEnd(keys map[sessionKey]bool) {
-	if len(keys) == 0 {
+// iteration order, in the order they had, so that the others get their
+// turn next time; the caller holds the cache's mu. moved comes from a
+// fetch's items, which follow the session's order: one pass over the order
+// meets them in turn and moves them in place. When it does not (a
+// concurrent request on the session reordered it meanwhile), a set of the
+// moved keys does it instead.
+func (s *fetchSession) moveToEnd(moved []sessionKey) {
+	if len(moved) == 0 {
 		return
 	}
-	out := make([]sessionKey, 0, len(s.order))
-	var moved []sessionKey
+	j := 0
 	for _, k := range s.order {
-		if keys[k] {
-			moved = append(moved, k)
+		if j < len(moved) && k == moved[j] {
+			j++
+		}
+	}
+	if j < len(moved) {
+		s.moveSetToEnd(moved)
+		return
+	}
+	kept, j := 0, 0
+	for _, k := range s.order {
+		if j < len(moved) && k == moved[j] {
+			j++
+			continue
+		}
+		s.order[kept] = k
+		kept++
+	}
+	s.order = append(s.order[:kept], moved...)
+}
+
+// moveSetToEnd is moveToEnd for keys in any order.
+func (s *fetchSession) moveSetToEnd(moved []sessionKey) {
+	set := make(map[sessionKey]bool, len(moved))
+	for _, k := range moved {
+		set[k] = true
+	}
+	out := make([]sessionKey, 0, len(s.order))
+	var last []sessionKey
+	for _, k := range s.order {
+		if set[k] {
+			last = append(last, k)
 		} else {
 			out = append(out, k)
 		}
 	}
-	s.order = append(out, moved...)
+	s.order = append(out, last...)
 }

@@ -168,3 +168,34 @@ func TestFetchSessionRespond(t *testing.T) {
 		t.Fatal("an error was left out")
 	}
 }
+
+// Partitions that returned records go to the end in the order they had,
+// whether the fetch's items still follow the session's order (one pass in
+// place) or a concurrent request reordered it (the set).
+func TestFetchSessionMoveToEnd(t *testing.T) {
+	keys := func(names ...string) []sessionKey {
+		var out []sessionKey
+		for _, n := range names {
+			out = append(out, sessionKey{topic: n[:1], partition: int32(n[1] - '0')})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		moved []string
+		want  []string
+	}{
+		{[]string{"a1"}, []string{"a0", "a2", "b0", "b1", "a1"}},
+		{[]string{"a1", "b0"}, []string{"a0", "a2", "b1", "a1", "b0"}},
+		{[]string{"a0", "b1"}, []string{"a1", "a2", "b0", "a0", "b1"}},
+		{[]string{"a0", "a1", "a2", "b0", "b1"}, []string{"a0", "a1", "a2", "b0", "b1"}},
+		{[]string{"b0", "a1"}, []string{"a0", "a2", "b1", "a1", "b0"}}, // out of order: the set
+		{[]string{"c9"}, []string{"a0", "a1", "a2", "b0", "b1"}},       // not in the session
+		{nil, []string{"a0", "a1", "a2", "b0", "b1"}},
+	} {
+		s := &fetchSession{order: keys("a0", "a1", "a2", "b0", "b1")}
+		s.moveToEnd(keys(tc.moved...))
+		if !slices.Equal(s.order, keys(tc.want...)) {
+			t.Errorf("moving %v: order %v, want %v", tc.moved, s.order, keys(tc.want...))
+		}
+	}
+}

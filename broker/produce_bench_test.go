@@ -24,16 +24,59 @@ func BenchmarkProduceHandler(b *testing.B) {
 }
 
 func benchmarkProduce(b *testing.B, acks int16) {
-	n := startTestNode(b, nil)
-	ctx := context.Background()
+	produce, errorCode := newProduceBench(b, acks)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var last *request
+	for b.Loop() {
+		last = produce()
+	}
+	b.StopTimer()
+	if code := errorCode(last); code != 0 {
+		b.Fatalf("the last produce failed with error %d", code)
+	}
+}
+
+// A produce of one batch allocates the request's slot (three, made by the
+// test as a connection would) and the response (its kmsg value, topic and
+// partition lists, and its frame), nothing per record.
+func TestProduceHandlerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	const slot, response = 3, 4
+	for _, acks := range []int16{1, -1} {
+		produce, errorCode := newProduceBench(t, acks)
+		var last *request
+		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
+			t.Fatalf("acks=%d: %v allocations per produce, want at most %d", acks, allocs, slot+response)
+		}
+		if code := errorCode(last); code != 0 {
+			t.Fatalf("acks=%d: the last produce failed with error %d", acks, code)
+		}
+	}
+}
+
+// createBenchTopic creates the topic "bench" through the controller.
+func createBenchTopic(tb testing.TB, n *testNode, partitions int32) {
+	tb.Helper()
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.TimeoutMillis = 5000
 	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bench", 1, 1
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bench", partitions, 1
 	create.Topics = append(create.Topics, ct)
-	if resp := n.ctrl.CreateTopics(ctx, create); resp == nil || resp.Topics[0].ErrorCode != 0 {
-		b.Fatalf("creating the topic: %+v", resp)
+	if resp := n.ctrl.CreateTopics(context.Background(), create); resp == nil || resp.Topics[0].ErrorCode != 0 {
+		tb.Fatalf("creating the topic: %+v", resp)
 	}
+}
+
+// newProduceBench starts a node with a one-partition topic and returns a
+// produce of a ten-record batch to it, run through the handler, and how to
+// read a response's error code.
+func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorCode func(*request) int16) {
+	n := startTestNode(tb, nil)
+	ctx := context.Background()
+	createBenchTopic(tb, n, 1)
 
 	bb := protocol.NewBatchBuilder(protocol.CodecNone)
 	for i := range 10 {
@@ -41,7 +84,7 @@ func benchmarkProduce(b *testing.B, acks int16) {
 	}
 	pristine, err := bb.Build()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	// The append stamps offsets into the records in place, and a client
 	// batch must come with base offset 0: every request gets a fresh copy
@@ -53,19 +96,19 @@ func benchmarkProduce(b *testing.B, acks int16) {
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
 	c := &conn{listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
-	produce := func() *request {
+	produce = func() *request {
 		copy(records, pristine)
 		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}
 		n.b.handleProduce(ctx, r)
 		<-r.slot.done
 		return r
 	}
-	errorCode := func(r *request) int16 {
+	errorCode = func(r *request) int16 {
 		resp := kmsg.NewPtrProduceResponse()
 		resp.SetVersion(9)
 		// size, correlation id, header tags (v9 is flexible)
 		if err := resp.ReadFrom(r.slot.frame[9:]); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		return resp.Topics[0].Partitions[0].ErrorCode
 	}
@@ -73,18 +116,9 @@ func benchmarkProduce(b *testing.B, acks int16) {
 	deadline := time.Now().Add(10 * time.Second)
 	for errorCode(produce()) != 0 {
 		if time.Now().After(deadline) {
-			b.Fatal("the partition never became writable")
+			tb.Fatal("the partition never became writable")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	var last *request
-	for b.Loop() {
-		last = produce()
-	}
-	b.StopTimer()
-	if code := errorCode(last); code != 0 {
-		b.Fatalf("the last produce failed with error %d", code)
-	}
+	return produce, errorCode
 }

@@ -20,14 +20,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fillBatch builds a batch of records whose values all carry tag, about
-// size bytes in all.
+// fillBatch builds a batch of 64 KiB records whose values all carry tag,
+// about size bytes in all.
 func fillBatch(t *testing.T, tag string, size int) []byte {
 	t.Helper()
+	return batchOf(t, tag, 64<<10, size, time.Now().UnixMilli())
+}
+
+// batchOf builds a batch of uncompressed records of about recordSize
+// bytes whose values carry tag, about size bytes in all, timestamped ts.
+func batchOf(t *testing.T, tag string, recordSize, size int, ts int64) []byte {
+	t.Helper()
 	b := protocol.NewBatchBuilder(protocol.CodecNone)
-	value := bytes.Repeat([]byte(tag), 64<<10/len(tag))
+	value := bytes.Repeat([]byte(tag), max(1, recordSize/len(tag)))
 	for n := 0; n < size; n += len(value) {
-		b.Add(nil, value, nil, time.Now().UnixMilli())
+		b.Add(nil, value, nil, ts)
 	}
 	out, err := b.Build()
 	if err != nil {

@@ -125,7 +125,14 @@ type ServerOptions struct {
 	// Acceptor sets them. 0 or negative keeps the OS default (Kafka's -1).
 	SendBufferBytes    int32
 	ReceiveBufferBytes int32
-	Logger             *slog.Logger
+	// CopyRangeMax is the largest segment range a fetch response carries
+	// in its own write, read into the connection's write buffer, instead
+	// of sending it with sendfile (conn.go, copyFileRange); 0 means
+	// DefaultCopyRangeMax, negative means every range goes by sendfile.
+	// It is at most writeBufferSize/2, so that the bytes around a range
+	// fit beside it.
+	CopyRangeMax int64
+	Logger       *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners
@@ -167,6 +174,12 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 	}
 	if s.opts.ConnectionBudget <= 0 {
 		s.opts.ConnectionBudget = DefaultConnectionBudget
+	}
+	switch {
+	case s.opts.CopyRangeMax == 0:
+		s.opts.CopyRangeMax = DefaultCopyRangeMax
+	case s.opts.CopyRangeMax > writeBufferSize/2:
+		s.opts.CopyRangeMax = writeBufferSize / 2
 	}
 	if s.opts.QueuedMaxRequestBytes > 0 {
 		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
@@ -301,6 +314,7 @@ func (s *Server) acceptLoop(l *listener) {
 		c := &conn{
 			srv:      s,
 			nc:       nc,
+			in:       socketReader(nc),
 			listener: l,
 			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 			ctx:      cctx,

@@ -90,6 +90,10 @@ func (m *Manager) Fetch(params FetchParams, entries []FetchEntry, done FetchComp
 	m.fetchWaits.TryCompleteElseWatch(&delayedFetch{m: m, params: params, entries: entries, done: done}, params.MaxWait, keys...)
 }
 
+// DelayedFetches is how many fetches wait in the purgatory (Kafka's
+// PurgatorySize of delayed fetches).
+func (m *Manager) DelayedFetches() int { return m.fetchWaits.Watched() }
+
 // readFetch reads every entry once and reports whether the fetch can be
 // answered now.
 func (m *Manager) readFetch(params FetchParams, entries []FetchEntry) (complete bool) {

@@ -89,6 +89,15 @@ func (x *indexFile) mapLocked(length int64, truncate bool) error {
 	if of, ok := x.f.(vfs.OSFiler); ok {
 		data, err := syscall.Mmap(int(of.OSFile().Fd()), 0, int(length), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 		if err == nil {
+			// Entries are appended one page at a time and looked up
+			// by binary search: neither gains from readahead. Without
+			// this advice the first touch of a page of a preallocated
+			// (sparse) index faults in a whole readahead window of
+			// zeroed pages, which made zero-filling index pages a
+			// tenth of the broker's CPU time while it took produce
+			// traffic on many partitions. Advice only: an error
+			// changes nothing that matters.
+			_ = syscall.Madvise(data, syscall.MADV_RANDOM)
 			x.data, x.mapped = data, true
 			return nil
 		}

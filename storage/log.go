@@ -970,9 +970,8 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		return vfs.FileRange{}, nil
 	}
 	i := l.floorSegment(offset)
-	var hb headerBuf
 	for ; i < len(l.segments); i++ {
-		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch, &hb)
+		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch)
 		if err != nil && (!found || r.Size == 0) {
 			return vfs.FileRange{}, storageError("reading "+l.tp.String(), err)
 		}

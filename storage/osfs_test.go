@@ -120,3 +120,36 @@ func TestRangeHoldsDeletedSegmentOpen(t *testing.T) {
 		t.Fatalf("%d descriptors still open on the deleted segment after the release", n)
 	}
 }
+
+// The index mappings are advised random access: a page faults in alone,
+// not with a readahead window of a preallocated index's zeroed pages.
+// /proc/self/smaps shows the advice as the "rr" VmFlag.
+func TestOSFSIndexMappingsAdviseRandomAccess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openTest(t, vfs.OSFS{}, dir, smallConfig())
+	defer l.Close()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	act := l.active()
+	for _, name := range []string{segmentFileName(dir, act.baseOffset, indexSuffix), segmentFileName(dir, act.baseOffset, timeIndexSuffix)} {
+		flags, ok := "", false
+		for _, mapping := range strings.Split(string(smaps), "\n") {
+			if strings.HasSuffix(mapping, " "+name) {
+				ok = true
+				continue
+			}
+			if ok && strings.HasPrefix(mapping, "VmFlags:") {
+				flags = mapping
+				break
+			}
+		}
+		if !ok {
+			t.Fatalf("%s is not mapped", name)
+		}
+		if !strings.Contains(" "+strings.TrimPrefix(flags, "VmFlags:")+" ", " rr ") {
+			t.Errorf("%s: %q, want the random-access advice (rr)", filepath.Base(name), flags)
+		}
+	}
+}

@@ -44,9 +44,9 @@ type headerBuf [protocol.BatchHeaderSize]byte
 //
 // The log's appender (holding Log.mu) is the only goroutine that writes a
 // segment or changes the appender-owned fields below. Readers use size,
-// maxTimestamp and the indexes (which have their own lock); size is stored
-// only after the bytes it covers are written, so a reader never sees a
-// partial batch.
+// maxTimestamp, tail and the indexes (which have their own locks); size
+// is stored only after the bytes it covers are written, so a reader never
+// sees a partial batch.
 //
 // The files are open only while the segment is in use and for a while
 // after (segmentcache.go): every method that touches them pins the
@@ -80,6 +80,10 @@ type segment struct {
 	size         atomic.Int64 // bytes of whole batches
 	maxTimestamp atomic.Int64 // largest batch max timestamp, -1 if none
 	deleted      atomic.Bool  // renamed to *.deleted, awaiting removal
+	// tail is where the last batches appended are, nil until the first
+	// append and again once the segment is inactive or truncated; the
+	// appender stores it, readers load it.
+	tail atomic.Pointer[tailBatches]
 
 	// Appender-owned.
 	nextOffset      int64 // offset after the last batch
@@ -290,11 +294,23 @@ func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h p
 // read returns whole batches starting with the one holding target. found is
 // false when the segment holds no batch at or after target. A range with
 // batches holds a reference to the segment file (the caller releases it).
-func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool, buf *headerBuf) (vfs.FileRange, bool, error) {
+func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, bool, error) {
 	if err := s.pin(); err != nil {
 		return vfs.FileRange{}, false, err
 	}
 	defer s.unpin()
+	if t := s.tail.Load(); t != nil {
+		if pos, size, found, ok := t.read(target, maxBytes, maxOffset, minOneBatch); ok {
+			if size == 0 {
+				return vfs.FileRange{}, found, nil
+			}
+			r, err := s.shared.Range(pos, size)
+			return r, true, err
+		}
+	}
+	// Declared here, not by the caller: it escapes (the file's ReadAt
+	// keeps it), and a read at the tail needs none.
+	buf := new(headerBuf)
 	limit := s.size.Load()
 	pos, h, found, err := s.findBatch(target, limit, buf)
 	if err != nil || !found {
@@ -321,6 +337,82 @@ func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatc
 		return vfs.FileRange{}, true, err
 	}
 	return r, true, scanErr
+}
+
+// tailBatchCount is how many of its last batches an active segment
+// remembers.
+const tailBatchCount = 4
+
+// tailBatches are the last batches appended to a segment, oldest first:
+// consecutive, and ending where the segment ended after its last append.
+// A consumer that keeps up reads only these, and finding them here spares
+// it reading their headers from the file one pread at a time, from the
+// offset index's entry on (index.interval.bytes apart, so several batches
+// of small records). Only an active segment remembers them (a few dozen
+// bytes per partition written to since it was opened).
+//
+// mu is taken by the appender to add batches and by readers to look them
+// up, each for a few loads and stores; it is the segment's last lock.
+type tailBatches struct {
+	mu sync.Mutex
+	n  int
+	b  [tailBatchCount]tailBatch
+}
+
+type tailBatch struct {
+	pos, size, baseOffset, lastOffset int64
+}
+
+// rememberTail adds the batches just written at pos; the caller is the
+// appender.
+func (s *segment) rememberTail(pos int64, batches []appendedBatch) {
+	t := s.tail.Load()
+	if t == nil {
+		t = &tailBatches{}
+		s.tail.Store(t)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range batches {
+		if t.n == len(t.b) {
+			copy(t.b[:], t.b[1:])
+			t.n--
+		}
+		t.b[t.n] = tailBatch{pos: pos, size: b.size, baseOffset: b.baseOffset, lastOffset: b.lastOffset}
+		t.n++
+		pos += b.size
+	}
+}
+
+// read is segment.read answered from the remembered batches: the range
+// (pos, size; size 0 for none) and found as segment.read reports them. ok
+// is false when the answer may lie before the oldest remembered batch (a
+// reader that is behind), and the caller reads the file instead.
+func (t *tailBatches) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (pos, size int64, found, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 || t.b[0].baseOffset > target {
+		return 0, 0, false, false
+	}
+	first := 0
+	for first < t.n && t.b[first].lastOffset < target {
+		first++
+	}
+	if first == t.n {
+		return 0, 0, false, true // nothing at or after target here
+	}
+	b := t.b[first]
+	if b.baseOffset >= maxOffset || (b.size > int64(maxBytes) && !minOneBatch) {
+		return 0, 0, true, true
+	}
+	end := b.pos + b.size
+	for _, next := range t.b[first+1 : t.n] {
+		if next.baseOffset >= maxOffset || next.pos+next.size-b.pos > int64(maxBytes) {
+			break
+		}
+		end = next.pos + next.size
+	}
+	return b.pos, end - b.pos, true, true
 }
 
 // appendedBatch describes one batch of an append, in file order.
@@ -357,6 +449,7 @@ func (s *segment) append(data []byte, batches []appendedBatch, indexInterval int
 		return false, true, fmt.Errorf("appending to %s: %w", s.log.Name(), err)
 	}
 	s.size.Store(pos + int64(len(data)))
+	s.rememberTail(pos, batches)
 	var indexErr error
 	for _, b := range batches {
 		if pos == 0 {
@@ -559,6 +652,10 @@ func (s *segment) truncateTo(offset int64, indexInterval int64) error {
 	if cut >= size {
 		return nil
 	}
+	// The remembered batches may be among those cut; readers are kept
+	// out meanwhile (Log.TruncateTo holds segMu), and the next append
+	// starts remembering afresh.
+	s.tail.Store(nil)
 	if err := s.log.Truncate(cut); err != nil {
 		return fmt.Errorf("truncating %s: %w", s.log.Name(), err)
 	}
@@ -603,6 +700,9 @@ func (s *segment) timeWaitedForRoll(nowMs, messageTs int64) int64 {
 // onBecomeInactive adds the final time index entry and trims the indexes
 // to their entries, as Kafka does on roll and close.
 func (s *segment) onBecomeInactive() error {
+	// Consumers at the log's tail read the new active segment: an
+	// inactive one keeps no memory for them.
+	s.tail.Store(nil)
 	if err := s.pin(); err != nil {
 		return err
 	}

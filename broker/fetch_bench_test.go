@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkFetchHandler measures the fetch handler path of one decoded
+// request that finds records at once (handler, fetch session, replica
+// layer, log read, response encoding), without the connection's framing,
+// decoding and sending. Run with -benchmem: allocations per request are
+// what the hot path is judged by.
+func BenchmarkFetchHandler(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		session bool
+	}{{"sessionless", false}, {"incremental", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			f := newFetchBench(b, tc.session)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				f.fetch(b)
+			}
+		})
+	}
+}
+
+// fetchBench is a node with a 4-partition topic holding one small batch in
+// each partition, and a fetch of all four from offset 0.
+type fetchBench struct {
+	n   *testNode
+	c   *conn
+	req *kmsg.FetchRequest
+}
+
+func newFetchBench(tb testing.TB, session bool) *fetchBench {
+	n := startTestNode(tb, nil)
+	ctx := context.Background()
+	createBenchTopic(tb, n, 4)
+	bb := protocol.NewBatchBuilder(protocol.CodecNone)
+	bb.Add(nil, make([]byte, 1000), nil, time.Now().UnixMilli())
+	batch, err := bb.Build()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &fetchBench{n: n, c: &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}}
+	produce := kmsg.NewPtrProduceRequest()
+	produce.SetVersion(9)
+	produce.Acks = -1
+	produce.TimeoutMillis = 5000
+	for p := range int32(4) {
+		produce.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: p, Records: append([]byte(nil), batch...)}}}}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := f.request(0, 9, produce)
+			n.b.handleProduce(ctx, r)
+			<-r.slot.done
+			resp := kmsg.NewPtrProduceResponse()
+			resp.SetVersion(9)
+			if err := resp.ReadFrom(r.slot.frame[9:]); err != nil {
+				tb.Fatal(err)
+			}
+			if resp.Topics[0].Partitions[0].ErrorCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatal("the partition never became writable")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	id := n.b.meta.Image().Topics["bench"].ID
+	f.req = kmsg.NewPtrFetchRequest()
+	f.req.SetVersion(15)
+	f.req.ReplicaID = -1
+	f.req.MaxWaitMillis = 500
+	f.req.MinBytes = 1
+	f.req.MaxBytes = 50 << 20
+	f.req.SessionEpoch = -1
+	rt := kmsg.FetchRequestTopic{Topic: "bench", TopicID: id}
+	for p := range int32(4) {
+		rt.Partitions = append(rt.Partitions, kmsg.FetchRequestTopicPartition{Partition: p, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1})
+	}
+	f.req.Topics = []kmsg.FetchRequestTopic{rt}
+	if session {
+		// Open the session; from then on every fetch is incremental,
+		// names no partition, and finds the same records again.
+		f.req.SessionEpoch = 0
+		r := f.fetch(tb)
+		// After the header, the throttle time and the error code.
+		f.req.SessionID = int32(binary.BigEndian.Uint32(r.slot.chunks[0].bytes[protocol.ResponseHeaderSize(true)+6:]))
+		f.req.SessionEpoch = 1
+		f.req.Topics = nil
+	}
+	return f
+}
+
+func (f *fetchBench) request(key int16, version int16, kreq kmsg.Request) *request {
+	return &request{conn: f.c, hdr: protocol.RequestHeader{APIKey: key, APIVersion: version, CorrelationID: 1, Flexible: version >= 12}, kreq: kreq, slot: &slot{done: make(chan struct{}), owner: &f.c.held}}
+}
+
+// fetch runs one fetch and checks that it carried records.
+func (f *fetchBench) fetch(tb testing.TB) *request {
+	r := f.request(1, 15, f.req)
+	f.n.b.handleFetch(context.Background(), r)
+	<-r.slot.done
+	var records int64
+	for _, ch := range r.slot.chunks {
+		records += ch.file.Size
+	}
+	releaseChunks(r.slot.chunks)
+	if records == 0 {
+		tb.Fatal("the fetch found no records")
+	}
+	if f.req.SessionEpoch > 0 {
+		f.req.SessionEpoch++
+	}
+	return r
+}
+
+// A fetch that finds records at once allocates a fixed handful of objects
+// whatever it reads: the request's slot (three, made by the test as a
+// connection would), the fetch's state, entries and results, the
+// response's buffer, its file marks and its chunk list, the items of an
+// incremental fetch, and one reference per file range.
+func TestFetchHandlerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	const slot, ranges = 3, 4
+	for _, tc := range []struct {
+		name    string
+		session bool
+		handler float64
+	}{{"sessionless", false, 7}, {"incremental", true, 8}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFetchBench(t, tc.session)
+			if allocs := testing.AllocsPerRun(200, func() { f.fetch(t) }); allocs > slot+ranges+tc.handler {
+				t.Fatalf("%v allocations per fetch, want at most %v", allocs, slot+ranges+tc.handler)
+			}
+		})
+	}
+}
