@@ -92,6 +92,8 @@ type Server struct {
 	// frames recycles the frame buffers of Produce requests across
 	// connections (conn.releaseFrame says when one is free).
 	frames protocol.FramePool
+	// async runs the handlers that leave their connection's goroutine.
+	async *asyncPool
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -168,6 +170,7 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 		apiVersions:        apiVersions,
 		conns:              map[*conn]struct{}{},
 		drain:              make(chan struct{}),
+		async:              newAsyncPool(asyncWorkerIdle),
 	}
 	if s.opts.MaxIdle == 0 {
 		s.opts.MaxIdle = 10 * time.Minute
@@ -354,6 +357,7 @@ func (s *Server) Shutdown() {
 	}
 	s.connsMu.Unlock()
 	s.wg.Wait()
+	s.async.close()
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -380,7 +384,7 @@ func (s *Server) dispatch(ctx context.Context, h *handler, r *request) {
 // goAsync runs the rest of a handler on its own goroutine, with the same
 // panic protection as dispatch.
 func (r *request) goAsync(fn func()) {
-	go func() {
+	r.conn.srv.async.run(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				r.conn.srv.panics.Add(1)
@@ -394,7 +398,7 @@ func (r *request) goAsync(fn func()) {
 			}
 		}()
 		fn()
-	}()
+	})
 }
 
 // apiVersionsUnsupported is the v0 answer to an ApiVersions version we do
