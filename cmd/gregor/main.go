@@ -57,6 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gregor: %v\n", err)
 		return 1
 	}
+	_, gogcSet := os.LookupEnv("GOGC")
+	gc := startGCFloor(gcHeapFloor, gogcSet)
+	defer gc.stop()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, settings, stdout, stderr); err != nil {
