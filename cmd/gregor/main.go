@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -57,9 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gregor: %v\n", err)
 		return 1
 	}
-	_, gogcSet := os.LookupEnv("GOGC")
-	gc := startGCFloor(gcHeapFloor, gogcSet)
-	defer gc.stop()
+	ballast := gcBallast(gcBallastBytes)
+	defer runtime.KeepAlive(ballast)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, settings, stdout, stderr); err != nil {
