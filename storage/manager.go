@@ -39,8 +39,8 @@ type ManagerOptions struct {
 	ProducerIDExpirationMs            int64
 	ProducerIDExpirationCheckInterval time.Duration
 	// RetentionCheckInterval is log.retention.check.interval.ms (0: five
-	// minutes): how often idle segments are rolled by segment.ms, and where
-	// retention will run.
+	// minutes): how often idle segments are rolled by segment.ms and
+	// segments past retention.ms or retention.bytes are deleted.
 	RetentionCheckInterval time.Duration
 	// MaxOpenSegments bounds the segments whose files are open at once
 	// across all logs (three descriptors each, and two memory maps on the
@@ -779,6 +779,9 @@ func (m *Manager) Run(ctx context.Context) {
 			for _, l := range m.openLogs() {
 				if err := l.MaybeRoll(); err != nil {
 					m.logger.Error("time-based roll failed", "partition", l.tp.String(), "err", err)
+				}
+				if _, err := l.DeleteRetainedSegments(); err != nil {
+					m.logger.Error("retention failed", "partition", l.tp.String(), "err", err)
 				}
 			}
 		}

@@ -1,0 +1,116 @@
+package storage
+
+import (
+	"fmt"
+)
+
+// Time- and size-based retention (cleanup.policy=delete), as Kafka's
+// UnifiedLog.deleteOldSegments does it: the oldest segments go first and
+// the pass stops at the first segment retention keeps, so what remains is
+// always a contiguous tail. A segment is deletable only when everything in
+// it is below the high watermark (a consumer may still need what is above),
+// and the empty active segment never is. When every segment is deletable,
+// the active one is rolled first so the log keeps an (empty) segment at its
+// end, and the log start offset moves to the log end.
+//
+// retention.ms compares each segment's largest record timestamp (not the
+// file's time) with the clock; a segment without timestamps uses its
+// creation time. retention.bytes deletes the oldest segments while what
+// remains would still be at least retention.bytes. Both apply, time first.
+
+// RetentionResult says what one retention pass deleted.
+type RetentionResult struct {
+	Segments       int   // segments deleted
+	Bytes          int64 // their size
+	LogStartOffset int64 // the log start offset afterwards
+}
+
+// DeleteRetainedSegments runs one retention pass. Compact-only topics and
+// closed or failed logs are left alone.
+func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res := RetentionResult{LogStartOffset: l.logStartOffset.Load()}
+	if l.closed {
+		return res, nil
+	}
+	if err := l.Err(); err != nil {
+		return res, err
+	}
+	cfg := l.config()
+	if !cfg.Delete {
+		return res, nil
+	}
+	nowMs := l.now().UnixMilli()
+	hw := l.highWatermark.Load()
+	segs := l.segments
+	// upper is the offset after segment i's last batch.
+	upper := func(i int) int64 {
+		if i+1 < len(segs) {
+			return segs[i+1].baseOffset
+		}
+		return l.logEndOffset.Load()
+	}
+	deletable := func(i int) bool {
+		if i == len(segs)-1 && segs[i].size.Load() == 0 {
+			return false
+		}
+		return upper(i) <= hw
+	}
+	n := 0
+	if cfg.RetentionMs >= 0 {
+		for n < len(segs) && deletable(n) && nowMs-segs[n].largestTimestamp() > cfg.RetentionMs {
+			n++
+		}
+	}
+	if cfg.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range segs[n:] {
+			total += s.size.Load()
+		}
+		excess := total - cfg.RetentionBytes
+		for n < len(segs) && deletable(n) && excess-segs[n].size.Load() >= 0 {
+			excess -= segs[n].size.Load()
+			n++
+		}
+	}
+	if n == 0 {
+		return res, nil
+	}
+	for _, s := range segs[:n] {
+		res.Bytes += s.size.Load()
+	}
+	res.Segments = n
+	newStart := upper(n - 1)
+	if newStart <= l.logStartOffset.Load() {
+		// DeleteRecords deletes the segments wholly below the log start,
+		// so this does not happen; nothing to do if it did.
+		return RetentionResult{LogStartOffset: res.LogStartOffset}, nil
+	}
+	l.logger.Info("deleting segments past retention", "segments", n,
+		"bytes", res.Bytes, "log_start_offset", newStart, "retention_ms", cfg.RetentionMs, "retention_bytes", cfg.RetentionBytes)
+	if err := l.advanceLogStart(newStart); err != nil {
+		return res, fmt.Errorf("retention of %s: %w", l.tp, err)
+	}
+	res.LogStartOffset = l.logStartOffset.Load()
+	return res, nil
+}
+
+// largestTimestamp is the largest record timestamp in s, or its creation
+// time when its batches carry none. A segment loaded at start-up without
+// recovery has not scanned its batches; its time index's last entry gives
+// the timestamp (the caller holds the log's mu, which owns maxTimestamp).
+func (s *segment) largestTimestamp() int64 {
+	if ts := s.maxTimestamp.Load(); ts >= 0 {
+		return ts
+	}
+	if s.size.Load() > 0 && s.pin() == nil {
+		ts, _, ok := s.times.last()
+		s.unpin()
+		if ok && ts >= 0 {
+			s.maxTimestamp.Store(ts)
+			return ts
+		}
+	}
+	return s.createdMs
+}

@@ -1,0 +1,195 @@
+package storage
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/vfs"
+)
+
+const day = int64(24 * 3600 * 1000)
+
+// movingClock is a test clock the log's background work may read while
+// the test moves it.
+type movingClock struct{ ms atomic.Int64 }
+
+func newMovingClock() *movingClock    { c := &movingClock{}; c.ms.Store(testNowMs); return c }
+func (c *movingClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func (c *movingClock) set(ms int64)   { c.ms.Store(ms) }
+
+// appendAt appends a batch of n records stamped ts and advances the high
+// watermark past it.
+func appendAt(t *testing.T, l *Log, ts int64, n int) {
+	t.Helper()
+	mustAppend(t, l, makeBatch(t, batchSpec{n: n, ts: ts, value: 400, pid: -1}))
+	l.AdvanceHighWatermark(l.LogEndOffset())
+}
+
+// retentionLog opens a log whose segments hold about two batches each, on
+// a clock the test moves.
+func retentionLog(t *testing.T, retentionMs, retentionBytes int64) (*Log, *movingClock) {
+	t.Helper()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 10 << 10
+	cfg.RetentionMs = retentionMs
+	cfg.RetentionBytes = retentionBytes
+	clock := newMovingClock()
+	l := openTest(t, vfs.NewMemFS(), "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now })
+	t.Cleanup(func() { l.Close() })
+	return l, clock
+}
+
+func TestRetentionDeletesSegmentsOlderThanRetentionMs(t *testing.T) {
+	l, clock := retentionLog(t, 7*day, -1)
+	for i := range 12 {
+		clock.set(testNowMs + int64(i)*day) // one day apart
+		appendAt(t, l, clock.ms.Load(), 10)
+	}
+	segsBefore := l.NumSegments()
+	if segsBefore < 4 {
+		t.Fatalf("%d segments; the test needs several", segsBefore)
+	}
+	clock.set(testNowMs + 12*day)
+	res, err := l.DeleteRetainedSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments == 0 || l.NumSegments() != segsBefore-res.Segments {
+		t.Fatalf("deleted %d of %d segments, %d left", res.Segments, segsBefore, l.NumSegments())
+	}
+	// What is left starts at a segment boundary, and every record older
+	// than seven days is in a segment that also holds newer ones.
+	if l.LogStartOffset() != res.LogStartOffset || l.LogStartOffset() == 0 {
+		t.Fatalf("log start %d, result %d", l.LogStartOffset(), res.LogStartOffset)
+	}
+	if _, err := l.Read(l.LogStartOffset()-1, 1<<20, l.LogEndOffset(), true); kerrOf(err) == nil {
+		t.Fatal("read below the new log start succeeded")
+	}
+	// The newest record survives, and a second pass deletes nothing more.
+	if again, _ := l.DeleteRetainedSegments(); again.Segments != 0 {
+		t.Fatalf("second pass deleted %d segments", again.Segments)
+	}
+}
+
+func TestRetentionKeepsEverythingWhenUnlimited(t *testing.T) {
+	l, clock := retentionLog(t, -1, -1)
+	for i := range 8 {
+		appendAt(t, l, testNowMs+int64(i), 10)
+	}
+	clock.set(testNowMs + 1000*day)
+	if res, _ := l.DeleteRetainedSegments(); res.Segments != 0 || l.LogStartOffset() != 0 {
+		t.Fatalf("unlimited retention deleted %d segments", res.Segments)
+	}
+}
+
+func TestRetentionBytesKeepsAtLeastTheLimit(t *testing.T) {
+	l, _ := retentionLog(t, -1, 20<<10)
+	for i := range 16 {
+		appendAt(t, l, testNowMs+int64(i), 10)
+	}
+	before := l.Size()
+	res, err := l.DeleteRetainedSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments == 0 {
+		t.Fatalf("nothing deleted from %d bytes with retention.bytes 20 KiB", before)
+	}
+	if after := l.Size(); after < 20<<10 || after != before-res.Bytes {
+		t.Fatalf("size %d after deleting %d of %d; want at least 20 KiB left", after, res.Bytes, before)
+	}
+}
+
+// Nothing at or above the high watermark is deleted, however old.
+func TestRetentionStopsAtTheHighWatermark(t *testing.T) {
+	l, clock := retentionLog(t, day, -1)
+	for i := range 10 {
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 10, ts: testNowMs + int64(i), value: 400, pid: -1}))
+	}
+	l.AdvanceHighWatermark(20) // inside the first segments only
+	clock.set(testNowMs + 30*day)
+	if _, err := l.DeleteRetainedSegments(); err != nil {
+		t.Fatal(err)
+	}
+	if ls := l.LogStartOffset(); ls > 20 {
+		t.Fatalf("log start %d passed the high watermark 20", ls)
+	}
+	if l.LogEndOffset() != 100 {
+		t.Fatalf("log end %d", l.LogEndOffset())
+	}
+}
+
+// When every segment has expired, the active one is rolled and deleted
+// too: the log is empty and starts at its end.
+func TestRetentionOfEverythingRollsTheActiveSegment(t *testing.T) {
+	l, clock := retentionLog(t, day, -1)
+	for i := range 6 {
+		appendAt(t, l, testNowMs+int64(i), 10)
+	}
+	clock.set(testNowMs + 3*day)
+	if _, err := l.DeleteRetainedSegments(); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 60 || l.LogEndOffset() != 60 || l.Size() != 0 {
+		t.Fatalf("log start %d, end %d, size %d; want an empty log at 60", l.LogStartOffset(), l.LogEndOffset(), l.Size())
+	}
+	appendAt(t, l, clock.ms.Load(), 5)
+	if l.LogEndOffset() != 65 {
+		t.Fatalf("append after retention ended at %d", l.LogEndOffset())
+	}
+}
+
+func TestRetentionSkipsCompactOnlyTopics(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 10 << 10
+	cfg.RetentionMs = day
+	cfg.Delete, cfg.Compact = false, true
+	clock := newMovingClock()
+	l := openTest(t, vfs.NewMemFS(), "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now })
+	defer l.Close()
+	for i := range 6 {
+		appendAt(t, l, testNowMs+int64(i), 10)
+	}
+	clock.set(testNowMs + 3*day)
+	if res, _ := l.DeleteRetainedSegments(); res.Segments != 0 {
+		t.Fatalf("cleanup.policy=compact deleted %d segments", res.Segments)
+	}
+}
+
+// After a restart the closed segments have not been scanned; their time
+// index gives the largest timestamp, so old segments still expire (and
+// new ones are not taken for old).
+func TestRetentionAfterRestartUsesTheTimeIndex(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 10 << 10
+	cfg.RetentionMs = 7 * day
+	fsys := vfs.NewMemFS()
+	clock := newMovingClock()
+	open := func() *Log {
+		return openTest(t, fsys, "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now })
+	}
+	l := open()
+	for i := range 12 {
+		clock.set(testNowMs + int64(i)*day)
+		appendAt(t, l, clock.ms.Load(), 10)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock.set(testNowMs + 12*day)
+	l = open()
+	defer l.Close()
+	l.AdvanceHighWatermark(l.LogEndOffset())
+	res, err := l.DeleteRetainedSegments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments == 0 {
+		t.Fatal("nothing expired after a restart")
+	}
+	// Records of days 5-11 are newer than seven days: kept.
+	if _, err := l.Read(70, 1, l.LogEndOffset(), true); err != nil {
+		t.Fatalf("offset 70 (day 7) gone: %v (log start %d)", err, l.LogStartOffset())
+	}
+}
