@@ -54,11 +54,14 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	defer ctrl.Close()
 
 	logs, err := storage.OpenManager(storage.ManagerOptions{
-		FS:                     fsys,
-		Dirs:                   s.logDirs,
-		Logger:                 log.With("component", "storage"),
-		FlushSchedulerInterval: s.flushSchedulerInterval,
-		CheckpointInterval:     s.checkpointInterval,
+		FS:                                fsys,
+		Dirs:                              s.logDirs,
+		Logger:                            log.With("component", "storage"),
+		FlushSchedulerInterval:            s.flushSchedulerInterval,
+		CheckpointInterval:                s.checkpointInterval,
+		RetentionCheckInterval:            s.retentionCheckInterval,
+		ProducerIDExpirationMs:            s.producerIDExpiration,
+		ProducerIDExpirationCheckInterval: s.producerIDExpiryCheck,
 	})
 	if err != nil {
 		return fmt.Errorf("opening the log dirs: %w", err)

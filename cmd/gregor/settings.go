@@ -31,6 +31,9 @@ type settings struct {
 	bootstrapFeatures      map[string]int16
 	flushSchedulerInterval time.Duration
 	checkpointInterval     time.Duration
+	retentionCheckInterval time.Duration // log.retention.check.interval.ms
+	producerIDExpiration   int64         // producer.id.expiration.ms
+	producerIDExpiryCheck  time.Duration // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
@@ -102,6 +105,9 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		bootstrapFeatures:      defaultBootstrapFeatures(),
 		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
+		retentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
+		producerIDExpiration:   int64(cfg.ProducerIDExpirationMs),
+		producerIDExpiryCheck:  time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
 		logger:                 logger,
 		configs:                config.NewProvider(cfg, logger.With("component", "config")),
 		schema:                 config.NewControllerSchema(cfg),
