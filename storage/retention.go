@@ -97,20 +97,12 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 }
 
 // largestTimestamp is the largest record timestamp in s, or its creation
-// time when its batches carry none. A segment loaded at start-up without
-// recovery has not scanned its batches; its time index's last entry gives
-// the timestamp (the caller holds the log's mu, which owns maxTimestamp).
+// time when its batches carry none. Opening a log sets maxTimestamp for
+// every segment (loadTrusted reads the time index and the tail, recovery
+// scans the batches), so a restart does not make old segments look new.
 func (s *segment) largestTimestamp() int64 {
 	if ts := s.maxTimestamp.Load(); ts >= 0 {
 		return ts
-	}
-	if s.size.Load() > 0 && s.pin() == nil {
-		ts, _, ok := s.times.last()
-		s.unpin()
-		if ok && ts >= 0 {
-			s.maxTimestamp.Store(ts)
-			return ts
-		}
 	}
 	return s.createdMs
 }

@@ -157,9 +157,9 @@ func TestRetentionSkipsCompactOnlyTopics(t *testing.T) {
 	}
 }
 
-// After a restart the closed segments have not been scanned; their time
-// index gives the largest timestamp, so old segments still expire (and
-// new ones are not taken for old).
+// After a restart the segments below the recovery point are not scanned;
+// opening them reads the largest timestamp from the time index and tail,
+// so old segments still expire (and new ones are not taken for old).
 func TestRetentionAfterRestartUsesTheTimeIndex(t *testing.T) {
 	cfg := smallConfig()
 	cfg.SegmentBytes = 10 << 10
