@@ -53,6 +53,8 @@ type ManagerOptions struct {
 	// (0: DefaultSegmentIdleTimeout), so idle partitions hold no
 	// descriptors. Run applies it.
 	SegmentIdleTimeout time.Duration
+	// Cleaner configures the log cleaner (the zero value: no cleaner).
+	Cleaner CleanerOptions
 	// Parallelism is how many logs OpenLogs opens, and Close closes, at
 	// once (0: DefaultParallelism). Opening and closing wait mostly on
 	// fsyncs, which the filesystem commits together when they come
@@ -93,6 +95,9 @@ type logDir struct {
 	recoveryPoints map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
+	// cleanerOffsets are the first dirty offsets of compacted logs
+	// (cleaner-offset-checkpoint), kept for every partition in the dir.
+	cleanerOffsets map[TopicPartition]int64
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
 }
@@ -132,6 +137,7 @@ type Manager struct {
 
 	checkpointMu sync.Mutex
 	brokerEpoch  atomic.Int64
+	cleaner      *cleanerState
 	// deletions are partition dirs renamed to -delete and waiting for
 	// file.delete.delay.ms; guarded by mu.
 	deletions []*dirDeletion
@@ -188,6 +194,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		logDirOf: map[TopicPartition]*logDir{},
 		opening:  map[TopicPartition]*pendingOpen{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
+		cleaner:  newCleanerState(opts.Cleaner),
 	}
 	m.brokerEpoch.Store(-1)
 	online := 0
@@ -241,6 +248,10 @@ func (m *Manager) openDir(path string) *logDir {
 		return d
 	}
 	if d.highWatermarks, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
+		d.err = err
+		return d
+	}
+	if d.cleanerOffsets, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, CleanerOffsetCheckpointFile)); err != nil {
 		d.err = err
 		return d
 	}
@@ -589,6 +600,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	delete(d.recoveryPoints, tp)
 	delete(d.logStarts, tp)
 	delete(d.highWatermarks, tp)
+	delete(d.cleanerOffsets, tp)
 	del := &dirDeletion{}
 	del.run = func() {
 		del.once.Do(func() {
@@ -737,10 +749,17 @@ func (m *Manager) OpenSegments() int { return m.segments.openCount() }
 
 // Run does the background work until ctx ends: flush.ms checks every
 // FlushSchedulerInterval, checkpoints every CheckpointInterval, producer
-// expiry, segment.ms rolls of idle segments every RetentionCheckInterval
-// (retention and compaction will hook in there), and the closing of idle
-// segments' files.
+// expiry, segment.ms rolls of idle segments and retention every
+// RetentionCheckInterval, the closing of idle segments' files, and the log
+// cleaner's threads (cleaner.go), which it waits for before it returns.
 func (m *Manager) Run(ctx context.Context) {
+	if c := m.opts.Cleaner; c.Enable && c.Threads > 0 {
+		var threads sync.WaitGroup
+		defer threads.Wait()
+		for id := range c.Threads {
+			threads.Go(func() { m.runCleaner(ctx, id) })
+		}
+	}
 	idleFiles := time.NewTicker(m.opts.SegmentIdleTimeout / 2)
 	defer idleFiles.Stop()
 	checkpoint := time.NewTicker(m.opts.CheckpointInterval)

@@ -60,6 +60,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		FlushSchedulerInterval:            s.flushSchedulerInterval,
 		CheckpointInterval:                s.checkpointInterval,
 		RetentionCheckInterval:            s.retentionCheckInterval,
+		Cleaner:                           s.cleaner,
 		ProducerIDExpirationMs:            s.producerIDExpiration,
 		ProducerIDExpirationCheckInterval: s.producerIDExpiryCheck,
 	})

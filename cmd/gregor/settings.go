@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
 )
 
 // settings is everything the wiring needs, derived from the broker config.
@@ -31,9 +32,10 @@ type settings struct {
 	bootstrapFeatures      map[string]int16
 	flushSchedulerInterval time.Duration
 	checkpointInterval     time.Duration
-	retentionCheckInterval time.Duration // log.retention.check.interval.ms
-	producerIDExpiration   int64         // producer.id.expiration.ms
-	producerIDExpiryCheck  time.Duration // producer.id.expiration.check.interval.ms
+	retentionCheckInterval time.Duration          // log.retention.check.interval.ms
+	cleaner                storage.CleanerOptions // log.cleaner.*
+	producerIDExpiration   int64                  // producer.id.expiration.ms
+	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
@@ -106,11 +108,19 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		retentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
-		producerIDExpiration:   int64(cfg.ProducerIDExpirationMs),
-		producerIDExpiryCheck:  time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
-		logger:                 logger,
-		configs:                config.NewProvider(cfg, logger.With("component", "config")),
-		schema:                 config.NewControllerSchema(cfg),
+		cleaner: storage.CleanerOptions{
+			Enable:              cfg.LogCleanerEnable,
+			Threads:             int(cfg.LogCleanerThreads),
+			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
+			IOBufferLoadFactor:  cfg.Double("log.cleaner.io.buffer.load.factor"),
+			IOMaxBytesPerSecond: cfg.Double("log.cleaner.io.max.bytes.per.second"),
+			Backoff:             time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
+		},
+		producerIDExpiration:  int64(cfg.ProducerIDExpirationMs),
+		producerIDExpiryCheck: time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
+		logger:                logger,
+		configs:               config.NewProvider(cfg, logger.With("component", "config")),
+		schema:                config.NewControllerSchema(cfg),
 	}
 	if s.metadataDir == "" {
 		s.metadataDir = cfg.LogDirs[0]
