@@ -17,10 +17,11 @@ package storage
 // log.cleaner.io.buffer.size is accepted and unused: the cleaner reads in
 // 1 MiB chunks (growing for larger batches).
 //
-// Goroutines: Manager.Run starts the threads and waits for them when its
-// context ends. A thread owns its offset map and buffers. cleanerState.mu
-// guards which logs are being cleaned; it is taken before Manager.mu
-// never after it, and never across a cleaning.
+// Goroutines: Manager.Run runs runCleaners, which keeps as many threads as
+// the options (SetCleanerOptions changes them at run time) ask for, and
+// waits for them when Run's context ends. A thread owns its offset map and
+// buffers. cleanerState.mu guards which logs are being cleaned; it is
+// taken before Manager.mu, never after it, and never across a cleaning.
 
 import (
 	"context"
@@ -29,6 +30,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,46 +59,124 @@ func DefaultCleanerOptions() CleanerOptions {
 // CleanerOffsetCheckpointFile is the per-dir file of first dirty offsets.
 const CleanerOffsetCheckpointFile = "cleaner-offset-checkpoint"
 
-// cleanerState is the manager's cleaner: which logs are being cleaned and
-// the throttle the threads share.
+// cleanerState is the manager's cleaner: its current options (changed at
+// run time by SetCleanerOptions, as Kafka reconfigures its cleaner from
+// dynamic broker configs), which logs are being cleaned, and the throttle
+// the threads share.
 type cleanerState struct {
+	opts     atomic.Pointer[CleanerOptions]
+	throttle *throttler
+
 	mu         sync.Mutex
 	inProgress map[*Log]bool
-	throttle   *throttler
+	// wake is closed (and replaced) when the options change: sleeping
+	// threads and the supervisor look again.
+	wake chan struct{}
 	// rounds counts finished cleaning rounds (tests wait on it).
 	rounds int64
 	cond   *sync.Cond
 }
 
 func newCleanerState(opts CleanerOptions) *cleanerState {
-	c := &cleanerState{inProgress: map[*Log]bool{}, throttle: newThrottler(opts.IOMaxBytesPerSecond)}
+	c := &cleanerState{inProgress: map[*Log]bool{}, throttle: newThrottler(opts.IOMaxBytesPerSecond), wake: make(chan struct{})}
+	c.opts.Store(&opts)
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
 
-// runCleaner is one cleaner thread: it runs until ctx ends.
-func (m *Manager) runCleaner(ctx context.Context, id int) {
-	opts := m.opts.Cleaner
-	cl := &cleaner{
-		offsets:  newOffsetMap(opts.DedupeBufferSize/int64(max(opts.Threads, 1)), opts.IOBufferLoadFactor),
-		throttle: m.cleaner.throttle,
-		now:      m.now,
-	}
-	if !cl.offsets.usable() {
-		m.logger.Error("log cleaner cannot run: its offset map holds no key; raise log.cleaner.dedupe.buffer.size or lower log.cleaner.threads",
-			"dedupe_buffer_size", opts.DedupeBufferSize, "threads", opts.Threads)
+func (c *cleanerState) wakeChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wake
+}
+
+// SetCleanerOptions changes the cleaner's options: threads are started or
+// stopped, a thread whose offset map budget changed builds a new one at
+// its next round, and the throttle takes the new rate at once.
+func (m *Manager) SetCleanerOptions(opts CleanerOptions) {
+	old := m.cleaner.opts.Load()
+	if *old == opts {
 		return
 	}
+	m.cleaner.opts.Store(&opts)
+	m.cleaner.throttle.setRate(opts.IOMaxBytesPerSecond)
+	m.logger.Info("log cleaner reconfigured", "threads", opts.Threads, "dedupe_buffer_size", opts.DedupeBufferSize,
+		"io_max_bytes_per_second", opts.IOMaxBytesPerSecond, "backoff", opts.Backoff)
+	m.cleaner.mu.Lock()
+	close(m.cleaner.wake)
+	m.cleaner.wake = make(chan struct{})
+	m.cleaner.mu.Unlock()
+}
+
+// runCleaners keeps log.cleaner.threads threads running until ctx ends,
+// then waits for them.
+func (m *Manager) runCleaners(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running := map[int]bool{}
+	exited := make(chan int)
 	for {
+		opts := m.cleaner.opts.Load()
+		want := 0
+		if opts.Enable {
+			want = opts.Threads
+		}
+		for id := range want {
+			if !running[id] {
+				running[id] = true
+				wg.Go(func() {
+					m.runCleaner(ctx, id)
+					select {
+					case exited <- id:
+					case <-ctx.Done():
+					}
+				})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.cleaner.wakeChan():
+		case id := <-exited:
+			delete(running, id)
+		}
+	}
+}
+
+// runCleaner is cleaner thread id: it runs until ctx ends or the options
+// no longer have that many threads.
+func (m *Manager) runCleaner(ctx context.Context, id int) {
+	var cl *cleaner
+	var budget int64
+	var loadFactor float64
+	for ctx.Err() == nil {
+		opts := *m.cleaner.opts.Load()
+		if !opts.Enable || id >= opts.Threads {
+			return
+		}
+		perThread := opts.DedupeBufferSize / int64(max(opts.Threads, 1))
+		if cl == nil || perThread != budget || opts.IOBufferLoadFactor != loadFactor {
+			budget, loadFactor = perThread, opts.IOBufferLoadFactor
+			cl = &cleaner{offsets: newOffsetMap(perThread, opts.IOBufferLoadFactor), throttle: m.cleaner.throttle, now: m.now}
+			if !cl.offsets.usable() {
+				m.logger.Error("log cleaner thread cannot run: its offset map holds no key; raise log.cleaner.dedupe.buffer.size or lower log.cleaner.threads",
+					"thread", id, "dedupe_buffer_size", opts.DedupeBufferSize, "threads", opts.Threads)
+				select {
+				case <-ctx.Done():
+				case <-m.cleaner.wakeChan():
+				}
+				cl = nil
+				continue
+			}
+		}
+		wake := m.cleaner.wakeChan()
 		if !m.cleanFilthiest(cl, id) {
 			select {
 			case <-ctx.Done():
 				return
+			case <-wake:
 			case <-time.After(opts.Backoff):
 			}
-		}
-		if ctx.Err() != nil {
-			return
 		}
 	}
 }
@@ -253,9 +333,8 @@ func (m *Manager) WaitCleaned(ctx context.Context, n int64) error {
 // (Kafka's Throttler): bytes are counted over periods of 100 ms, and a
 // thread that finds the rate above the limit sleeps until it is back.
 type throttler struct {
-	rate float64 // bytes per second; +Inf or MaxFloat64: no limit
-
 	mu          sync.Mutex
+	rate        float64 // bytes per second; MaxFloat64 or more: no limit
 	periodStart time.Time
 	bytes       float64
 }
@@ -266,11 +345,21 @@ func newThrottler(rate float64) *throttler {
 
 const throttlePeriod = 100 * time.Millisecond
 
+func (t *throttler) setRate(rate float64) {
+	t.mu.Lock()
+	t.rate = rate
+	t.mu.Unlock()
+}
+
 func (t *throttler) wait(n int) {
-	if t == nil || t.rate <= 0 || t.rate >= math.MaxFloat64 {
+	if t == nil {
 		return
 	}
 	t.mu.Lock()
+	if t.rate <= 0 || t.rate >= math.MaxFloat64 {
+		t.mu.Unlock()
+		return
+	}
 	t.bytes += float64(n)
 	elapsed := time.Since(t.periodStart)
 	if elapsed < throttlePeriod {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"sort"
 	"testing"
@@ -689,4 +690,42 @@ func TestManagerCleanerRunsAndCheckpoints(t *testing.T) {
 	if _, ok := m2.grabFilthiest(); ok {
 		t.Fatal("a clean log is picked for cleaning again")
 	}
+}
+
+func TestCleanerOptionsChangeAtRunTime(t *testing.T) {
+	clock := newMovingClock()
+	opts := ManagerOptions{FS: vfs.NewMemFS(), Dirs: []string{"/data"}, Now: clock.now,
+		Cleaner: CleanerOptions{Enable: true, Threads: 1, DedupeBufferSize: 1 << 20, IOBufferLoadFactor: 0.9, IOMaxBytesPerSecond: math.MaxFloat64, Backoff: time.Hour}}
+	m, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	// The one thread finds nothing and sleeps for an hour.
+	time.Sleep(50 * time.Millisecond)
+	cfg := compactConfig()
+	l, err := m.GetOrCreate(TopicPartition{"c", 0}, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeVersions(t, l, clock, 20, 5)
+	// New options wake it, and two threads with a smaller map clean.
+	next := opts.Cleaner
+	next.Threads, next.Backoff, next.DedupeBufferSize = 2, 10*time.Millisecond, 200*offsetMapSlotBytes
+	m.SetCleanerOptions(next)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := m.WaitCleaned(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(readAll(t, l)); got != 20 {
+		t.Fatalf("%d records after cleaning, want 20", got)
+	}
+	// Disabling stops the threads (Run still returns at once when asked).
+	next.Enable = false
+	m.SetCleanerOptions(next)
 }

@@ -753,13 +753,12 @@ func (m *Manager) OpenSegments() int { return m.segments.openCount() }
 // RetentionCheckInterval, the closing of idle segments' files, and the log
 // cleaner's threads (cleaner.go), which it waits for before it returns.
 func (m *Manager) Run(ctx context.Context) {
-	if c := m.opts.Cleaner; c.Enable && c.Threads > 0 {
-		var threads sync.WaitGroup
-		defer threads.Wait()
-		for id := range c.Threads {
-			threads.Go(func() { m.runCleaner(ctx, id) })
-		}
-	}
+	cleaners := make(chan struct{})
+	go func() {
+		defer close(cleaners)
+		m.runCleaners(ctx)
+	}()
+	defer func() { <-cleaners }()
 	idleFiles := time.NewTicker(m.opts.SegmentIdleTimeout / 2)
 	defer idleFiles.Stop()
 	checkpoint := time.NewTicker(m.opts.CheckpointInterval)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,14 +109,8 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		retentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
-		cleaner: storage.CleanerOptions{
-			Enable:              cfg.LogCleanerEnable,
-			Threads:             int(cfg.LogCleanerThreads),
-			DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
-			IOBufferLoadFactor:  cfg.Double("log.cleaner.io.buffer.load.factor"),
-			IOMaxBytesPerSecond: cfg.Double("log.cleaner.io.max.bytes.per.second"),
-			Backoff:             time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond,
-		},
+		cleaner:                cleanerOptions(config.Layers{Static: cfg}),
+
 		producerIDExpiration:  int64(cfg.ProducerIDExpirationMs),
 		producerIDExpiryCheck: time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
 		logger:                logger,
@@ -228,4 +223,31 @@ func endpoint(l config.Listener) controller.Endpoint {
 		}
 	}
 	return controller.Endpoint{Name: l.Name, Host: host, Port: l.Port, SecurityProtocol: securityProtocolCodes[l.SecurityProtocol]}
+}
+
+// cleanerOptions reads the log cleaner's keys from the configuration's
+// layers: the static ones at start, and again with the dynamic broker
+// configs of every metadata image (Kafka reconfigures its cleaner when
+// log.cleaner.* change cluster-wide or for this broker).
+func cleanerOptions(l config.Layers) storage.CleanerOptions {
+	value := func(key string) string {
+		v, _ := l.EffectiveValue(key)
+		return v
+	}
+	num := func(key string) float64 {
+		f, err := strconv.ParseFloat(value(key), 64)
+		if err != nil {
+			// Validated when set; unreachable but for a broken image.
+			f, _ = strconv.ParseFloat(l.Static.Raw[key], 64)
+		}
+		return f
+	}
+	return storage.CleanerOptions{
+		Enable:              value("log.cleaner.enable") == "true",
+		Threads:             int(num("log.cleaner.threads")),
+		DedupeBufferSize:    int64(num("log.cleaner.dedupe.buffer.size")),
+		IOBufferLoadFactor:  num("log.cleaner.io.buffer.load.factor"),
+		IOMaxBytesPerSecond: num("log.cleaner.io.max.bytes.per.second"),
+		Backoff:             time.Duration(num("log.cleaner.backoff.ms")) * time.Millisecond,
+	}
 }
