@@ -676,6 +676,19 @@ func (m *Manager) DescribeDirs() []DirDescription {
 // Checkpoint writes every online dir's recovery-point, log-start and
 // replication (high watermark) checkpoints.
 func (m *Manager) Checkpoint() error {
+	return m.checkpoint(RecoveryPointCheckpointFile, LogStartOffsetCheckpointFile, ReplicationCheckpointFile)
+}
+
+// CheckpointLogStartOffsets writes every online dir's
+// log-start-offset-checkpoint now. DeleteRecords calls it before it
+// answers: a log start moved into a segment is known only from this file,
+// and Kafka, which writes it every log.flush.start.offset.checkpoint.interval.ms,
+// brings deleted records back after a crash in that window.
+func (m *Manager) CheckpointLogStartOffsets() error {
+	return m.checkpoint(LogStartOffsetCheckpointFile)
+}
+
+func (m *Manager) checkpoint(files ...string) error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
 	type dirOffsets struct {
@@ -714,11 +727,13 @@ func (m *Manager) Checkpoint() error {
 	m.mu.Unlock()
 	var errs []error
 	for _, w := range work {
-		for name, offsets := range map[string]map[TopicPartition]int64{
+		byName := map[string]map[TopicPartition]int64{
 			RecoveryPointCheckpointFile:  w.recovery,
 			LogStartOffsetCheckpointFile: w.starts,
 			ReplicationCheckpointFile:    w.hwms,
-		} {
+		}
+		for _, name := range files {
+			offsets := byName[name]
 			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
 				errs = append(errs, err)
 			}
