@@ -352,6 +352,9 @@ func (m *Manager) WaitCleaned(ctx context.Context, n int64) error {
 // (Kafka's Throttler): bytes are counted over periods of 100 ms, and a
 // thread that finds the rate above the limit sleeps until it is back.
 type throttler struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+
 	mu          sync.Mutex
 	rate        float64 // bytes per second; MaxFloat64 or more: no limit
 	periodStart time.Time
@@ -359,7 +362,7 @@ type throttler struct {
 }
 
 func newThrottler(rate float64) *throttler {
-	return &throttler{rate: rate, periodStart: time.Now()}
+	return &throttler{rate: rate, now: time.Now, sleep: time.Sleep, periodStart: time.Now()}
 }
 
 const throttlePeriod = 100 * time.Millisecond
@@ -380,7 +383,7 @@ func (t *throttler) wait(n int) {
 		return
 	}
 	t.bytes += float64(n)
-	elapsed := time.Since(t.periodStart)
+	elapsed := t.now().Sub(t.periodStart)
 	if elapsed < throttlePeriod {
 		t.mu.Unlock()
 		return
@@ -389,9 +392,9 @@ func (t *throttler) wait(n int) {
 	t.bytes = 0
 	t.mu.Unlock()
 	if sleep > 0 {
-		time.Sleep(sleep)
+		t.sleep(sleep)
 	}
 	t.mu.Lock()
-	t.periodStart = time.Now()
+	t.periodStart = t.now()
 	t.mu.Unlock()
 }

@@ -757,3 +757,69 @@ func TestCleanerSkipsALogItFailedOn(t *testing.T) {
 		t.Fatal("a log the cleaner failed on is picked again")
 	}
 }
+
+// The throttle keeps the cleaner's bytes per second at
+// log.cleaner.io.max.bytes.per.second, on a clock the test moves.
+func TestThrottlerHoldsTheRate(t *testing.T) {
+	now := time.UnixMilli(testNowMs)
+	var slept time.Duration
+	th := &throttler{rate: 1e6, now: func() time.Time { return now }, sleep: func(d time.Duration) { slept += d; now = now.Add(d) }, periodStart: now}
+	// 10 MB in 1 MB reads, each taking 10 ms of I/O: at 1 MB/s that is
+	// 10 s, of which 0.1 s was the I/O.
+	for range 10 {
+		now = now.Add(10 * time.Millisecond)
+		th.wait(1e6)
+	}
+	total := now.Sub(time.UnixMilli(testNowMs))
+	if total < 9*time.Second || total > 11*time.Second {
+		t.Fatalf("10 MB at 1 MB/s took %s (slept %s)", total, slept)
+	}
+	// No limit: no sleep.
+	slept = 0
+	th.setRate(math.MaxFloat64)
+	for range 10 {
+		now = now.Add(time.Second)
+		th.wait(1e9)
+	}
+	if slept != 0 {
+		t.Fatalf("unlimited throttle slept %s", slept)
+	}
+}
+
+func TestCompactionLags(t *testing.T) {
+	cfg := compactConfig()
+	cfg.MinCleanableRatio = 0.99
+	l, clock := compactLog(t, vfs.NewMemFS(), cfg)
+	writeVersions(t, l, clock, 20, 6)
+	start := clock.ms.Load()
+	// Below the ratio and within max.compaction.lag.ms: not needed.
+	c, _ := l.cleanableRange(l.LogEndOffset(), true, start)
+	if c.needNow || c.cleanableBytes != 0 {
+		t.Fatalf("a clean log: %+v", c)
+	}
+	// A second batch of versions, dirty but below the 0.99 ratio...
+	writeVersions(t, l, clock, 20, 1)
+	dirtyFrom := l.LogEndOffset() - 20
+	cfg.MaxCompactionLagMs = 60_000
+	l.SetConfig(cfg)
+	c, _ = l.cleanableRange(dirtyFrom, true, start+30_000)
+	if c.needNow || c.ratio() > 0.99 {
+		t.Fatalf("within max.compaction.lag.ms: %+v", c)
+	}
+	// ...is due once its records are older than max.compaction.lag.ms.
+	c, _ = l.cleanableRange(dirtyFrom, true, start+61_000)
+	if !c.needNow || c.cleanableBytes == 0 {
+		t.Fatalf("past max.compaction.lag.ms the log is not due: %+v", c)
+	}
+	// min.compaction.lag.ms keeps records that young out of the range.
+	cfg.MinCompactionLagMs = 10_000
+	l.SetConfig(cfg)
+	c, _ = l.cleanableRange(0, true, start+5_000)
+	if c.firstUncleanable != 0 {
+		t.Fatalf("records younger than min.compaction.lag.ms are cleanable: first uncleanable %d", c.firstUncleanable)
+	}
+	c, _ = l.cleanableRange(0, true, start+11_000)
+	if c.firstUncleanable != l.active().baseOffset {
+		t.Fatalf("records older than min.compaction.lag.ms are not cleanable: first uncleanable %d, active base %d", c.firstUncleanable, l.active().baseOffset)
+	}
+}
