@@ -58,6 +58,10 @@ type ManagerOptions struct {
 	// fsyncs, which the filesystem commits together when they come
 	// together.
 	Parallelism int
+	// AllDirsOffline is called once, on the manager's failure goroutine,
+	// when an I/O error takes the last online log dir offline
+	// (dirfailure.go). Kafka halts the broker then.
+	AllDirsOffline func(err error)
 }
 
 // DefaultParallelism is ManagerOptions.Parallelism's default.
@@ -83,8 +87,9 @@ type PartitionDescription struct {
 // logDir is one entry of log.dirs.
 type logDir struct {
 	path string
-	// err is set when the dir is offline; its logs are not opened.
-	err error
+	// health says whether the dir is online; an offline dir's logs are
+	// not opened (dirfailure.go).
+	health *dirHealth
 	// cleanShutdown and prevBrokerEpoch come from the marker found at open.
 	cleanShutdown   bool
 	prevBrokerEpoch int64
@@ -96,6 +101,9 @@ type logDir struct {
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
 }
+
+// Err is the error that took the dir offline, nil while it is online.
+func (d *logDir) Err() error { return d.health.err() }
 
 // Manager owns every partition log under log.dirs, their checkpoints and
 // the background flush/roll/checkpoint work.
@@ -135,6 +143,12 @@ type Manager struct {
 	// deletions are partition dirs renamed to -delete and waiting for
 	// file.delete.delay.ms; guarded by mu.
 	deletions []*dirDeletion
+
+	// failedDirs wakes the failure goroutine (dirfailure.go), which runs
+	// from OpenManager until Close closes stopFailures.
+	failedDirs   chan *logDir
+	stopFailures chan struct{}
+	failuresDone chan struct{}
 }
 
 // dirDeletion removes one renamed partition dir, once.
@@ -193,28 +207,37 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	online := 0
 	for _, path := range opts.Dirs {
 		d := m.openDir(path)
-		if d.err != nil {
-			m.logger.Error("log dir is offline", "dir", path, "err", d.err)
+		if err := d.Err(); err != nil {
+			m.logger.Error("log dir is offline", "dir", path, "err", err)
 		} else {
 			online++
 		}
 		m.dirs = append(m.dirs, d)
 	}
 	if online == 0 {
-		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].err)
+		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].Err())
 	}
+	m.failedDirs = make(chan *logDir, len(m.dirs))
+	m.stopFailures, m.failuresDone = make(chan struct{}), make(chan struct{})
+	for _, d := range m.dirs {
+		d.health.failed = func() { m.noteDirFailure(d) }
+	}
+	go func() {
+		defer close(m.failuresDone)
+		m.handleDirFailures(m.stopFailures)
+	}()
 	return m, nil
 }
 
 func (m *Manager) openDir(path string) *logDir {
 	d := &logDir{
 		path:            path,
+		health:          &dirHealth{path: path},
 		prevBrokerEpoch: -1,
 		onDisk:          map[TopicPartition]bool{},
 	}
 	if err := vfs.MkdirAllDurable(m.fsys, path, 0o755); err != nil {
-		d.err = fmt.Errorf("creating log dir %s: %w", path, err)
-		return d
+		return d.offline(fmt.Errorf("creating log dir %s: %w", path, err))
 	}
 	marker := filepath.Join(path, CleanShutdownFile)
 	if data, err := vfs.ReadFile(m.fsys, marker); err == nil {
@@ -223,31 +246,25 @@ func (m *Manager) openDir(path string) *logDir {
 			d.prevBrokerEpoch = epoch
 		}
 		if err := m.fsys.Remove(marker); err != nil {
-			d.err = fmt.Errorf("removing %s: %w", marker, err)
-			return d
+			return d.offline(fmt.Errorf("removing %s: %w", marker, err))
 		}
 		if err := m.fsys.SyncDir(path); err != nil {
-			d.err = fmt.Errorf("syncing %s: %w", path, err)
-			return d
+			return d.offline(fmt.Errorf("syncing %s: %w", path, err))
 		}
 	}
 	var err error
 	if d.recoveryPoints, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, RecoveryPointCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	if d.logStarts, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, LogStartOffsetCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	if d.highWatermarks, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	ents, err := m.fsys.ReadDir(path)
 	if err != nil {
-		d.err = fmt.Errorf("listing %s: %w", path, err)
-		return d
+		return d.offline(fmt.Errorf("listing %s: %w", path, err))
 	}
 	for _, ent := range ents {
 		if !ent.IsDir() {
@@ -265,6 +282,13 @@ func (m *Manager) openDir(path string) *logDir {
 			d.onDisk[tp] = true
 		}
 	}
+	return d
+}
+
+// offline marks a dir that failed to open; OpenManager reports it (the
+// failure callback is not set yet).
+func (d *logDir) offline(err error) *logDir {
+	d.health.fail(err)
 	return d
 }
 
@@ -300,13 +324,13 @@ func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 // found at open; ok is false after an unclean shutdown.
 func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
 	for _, d := range m.dirs {
-		if d.err == nil && !d.cleanShutdown {
+		if d.Err() == nil && !d.cleanShutdown {
 			return -1, false
 		}
 	}
 	epoch = -1
 	for _, d := range m.dirs {
-		if d.err == nil {
+		if d.Err() == nil {
 			epoch = max(epoch, d.prevBrokerEpoch)
 		}
 	}
@@ -381,6 +405,12 @@ func (m *Manager) OpenLogs(reqs []LogRequest) []LogResult {
 		}
 		if p, ok := m.opening[tp]; ok {
 			waits[i] = p
+			continue
+		}
+		if d := m.offlineDirHolding(tp); d != nil {
+			// Kafka does not recreate a partition of an offline dir
+			// elsewhere: its data is still there.
+			out[i].Err = fmt.Errorf("%s is in an offline log dir: %w", tp, d.Err())
 			continue
 		}
 		j := &openJob{index: i, req: r, dir: m.dirHolding(tp), pending: &pendingOpen{done: make(chan struct{})}}
@@ -479,6 +509,7 @@ func (m *Manager) openLog(j *openJob) (*Log, error) {
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
 		segments:               m.segments,
 		dirDurable:             true,
+		dirHealth:              d.health,
 	}
 	m.mu.Unlock()
 	l, err := OpenLog(opts)
@@ -520,7 +551,19 @@ func forEachParallel(workers, n int, fn func(i int)) {
 // dirHolding finds the online dir that has tp on disk; the caller holds mu.
 func (m *Manager) dirHolding(tp TopicPartition) *logDir {
 	for _, d := range m.dirs {
-		if d.err == nil && d.onDisk[tp] {
+		if d.Err() == nil && d.onDisk[tp] {
+			return d
+		}
+	}
+	return nil
+}
+
+// offlineDirHolding finds the offline dir that has tp on disk (only dirs
+// that went offline after opening know their partitions); the caller holds
+// mu.
+func (m *Manager) offlineDirHolding(tp TopicPartition) *logDir {
+	for _, d := range m.dirs {
+		if d.Err() != nil && d.onDisk[tp] {
 			return d
 		}
 	}
@@ -532,7 +575,7 @@ func (m *Manager) dirHolding(tp TopicPartition) *logDir {
 func (m *Manager) leastLoadedDir() *logDir {
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.Err() != nil {
 			continue
 		}
 		if best == nil || len(d.onDisk) < len(best.onDisk) {
@@ -631,8 +674,8 @@ func (m *Manager) DescribeDirs() []DirDescription {
 	defer m.mu.Unlock()
 	out := make([]DirDescription, 0, len(m.dirs))
 	for _, d := range m.dirs {
-		desc := DirDescription{Path: d.path, Err: d.err}
-		if d.err == nil {
+		desc := DirDescription{Path: d.path, Err: d.Err()}
+		if desc.Err == nil {
 			total, free, err := m.fsys.DiskUsage(d.path)
 			if err != nil {
 				desc.TotalBytes, desc.FreeBytes = -1, -1
@@ -673,7 +716,7 @@ func (m *Manager) Checkpoint() error {
 	m.mu.Lock()
 	var work []dirOffsets
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.Err() != nil {
 			continue
 		}
 		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{}}
@@ -709,6 +752,12 @@ func (m *Manager) Checkpoint() error {
 		} {
 			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
 				errs = append(errs, err)
+				// The old checkpoint stays whole (written aside, then
+				// renamed): a full disk only delays the next one. Any
+				// other failure takes the dir offline, as in Kafka.
+				if !isNoSpace(err) {
+					w.d.health.fail(err)
+				}
 			}
 		}
 	}
@@ -801,6 +850,8 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	close(m.stopFailures)
+	<-m.failuresDone
 	// Opens in flight finish and register their logs, which are closed
 	// below with the others.
 	m.opens.Wait()
@@ -845,7 +896,7 @@ func (m *Manager) Close() error {
 		return errors.Join(errs...)
 	}
 	for _, d := range m.dirs {
-		if d.err != nil || failedDirs[d] {
+		if d.Err() != nil || failedDirs[d] {
 			continue
 		}
 		marker := filepath.Join(d.path, CleanShutdownFile)
