@@ -249,3 +249,51 @@ func TestFullDiskRefusesAppendsAndRecovers(t *testing.T) {
 	n.Restart()
 	check("after a restart")
 }
+
+// With several log.dirs (JBOD) the partitions of a new topic are spread
+// over the dirs, the fewest partitions first, and DescribeLogDirs reports
+// every dir with the partitions it holds.
+func TestLogDirsSpreadPartitions(t *testing.T) {
+	n, dirs, _ := faultNode(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createTopic(t, n, "jbod", 6)
+	where := partitionDirs(t, dirs, "jbod", 6)
+	count := map[string]int{}
+	for _, d := range where {
+		count[d]++
+	}
+	for _, d := range dirs {
+		if count[d] != 2 {
+			t.Fatalf("partitions per dir %v, want 2 in each of %v", count, dirs)
+		}
+	}
+	for p := range int32(6) {
+		if err := produceTo(ctx, t, n, "jbod", p, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	described, err := kadm.NewClient(n.Client()).DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := described[1]
+	if len(ds) != 3 {
+		t.Fatalf("described %d dirs, want 3: %v", len(ds), ds)
+	}
+	for p, dir := range where {
+		d, ok := ds[dir]
+		if !ok || d.Err != nil || d.TotalBytes <= 0 || d.UsableBytes <= 0 {
+			t.Fatalf("dir %s described as %+v", dir, d)
+		}
+		part, ok := d.Topics.Lookup("jbod", p)
+		if !ok || part.Size <= 0 {
+			t.Fatalf("dir %s does not report partition %d with its size: %+v", dir, p, d.Topics)
+		}
+	}
+	for dir, d := range ds {
+		if n := len(d.Topics["jbod"]); n != 2 {
+			t.Fatalf("dir %s reports %d partitions of jbod", dir, n)
+		}
+	}
+}
