@@ -152,7 +152,8 @@ type Log struct {
 	lastFlushMs    atomic.Int64
 	dirDirty       atomic.Bool // a segment was created since the last dir fsync
 	failure        atomic.Pointer[error]
-	dirHealth      *dirHealth
+	// dirHealth is the log dir's; a move to another dir changes it.
+	dirHealth atomic.Pointer[dirHealth]
 
 	bg sync.WaitGroup
 }
@@ -200,7 +201,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		expiryMs: opts.ProducerIDExpirationMs,
 		segCache: opts.segments,
 	}
-	l.dirHealth = opts.dirHealth
+	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
 	// The partition dir is an entry in the log dir: durable only once the
@@ -525,8 +526,8 @@ func (l *Log) fail(err error) error {
 	werr := fmt.Errorf("log %s is offline: %w: %w", l.tp, kerr.KafkaStorageError, err)
 	if l.failure.CompareAndSwap(nil, &werr) {
 		l.logger.Error("log taken offline after an I/O error", "err", err)
-		if l.dirHealth != nil {
-			l.dirHealth.fail(fmt.Errorf("%s: %w", l.tp, err))
+		if h := l.dirHealth.Load(); h != nil {
+			h.fail(fmt.Errorf("%s: %w", l.tp, err))
 		}
 	}
 	return werr
@@ -538,7 +539,7 @@ func (l *Log) Err() error {
 	if p := l.failure.Load(); p != nil {
 		return *p
 	}
-	return l.dirHealth.err()
+	return l.dirHealth.Load().err()
 }
 
 // refuseNoSpace answers a write that failed for want of space and was
@@ -1062,7 +1063,14 @@ func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
 func (l *Log) LogEndOffset() int64   { return l.logEndOffset.Load() }
 func (l *Log) HighWatermark() int64  { return l.highWatermark.Load() }
 func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
-func (l *Log) Dir() string           { return l.dir }
+
+// Dir is the partition dir; a move to another log dir changes it (under
+// mu).
+func (l *Log) Dir() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dir
+}
 
 // TopicPartition names the log's partition.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }

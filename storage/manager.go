@@ -100,6 +100,9 @@ type logDir struct {
 	highWatermarks map[TopicPartition]int64
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
+	// incoming are the logs moved in whose markers wait for a checkpoint
+	// of the dir (logmove.go).
+	incoming []TopicPartition
 }
 
 // Err is the error that took the dir offline, nil while it is online.
@@ -149,6 +152,14 @@ type Manager struct {
 	failedDirs   chan *logDir
 	stopFailures chan struct{}
 	failuresDone chan struct{}
+
+	// moves are the log moves in flight (logmove.go), guarded by mu;
+	// moveWG counts their goroutines (Add under mu while not closed).
+	moves  map[TopicPartition]*logMove
+	moveWG sync.WaitGroup
+	// moveHook, set by tests before any move, is called at named points
+	// of each move (logmove.go).
+	moveHook func(point string)
 }
 
 // dirDeletion removes one renamed partition dir, once.
@@ -201,6 +212,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		logs:     map[TopicPartition]*Log{},
 		logDirOf: map[TopicPartition]*logDir{},
 		opening:  map[TopicPartition]*pendingOpen{},
+		moves:    map[TopicPartition]*logMove{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
 	}
 	m.brokerEpoch.Store(-1)
@@ -217,6 +229,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	if online == 0 {
 		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].Err())
 	}
+	m.settleMoves()
 	m.failedDirs = make(chan *logDir, len(m.dirs))
 	m.stopFailures, m.failuresDone = make(chan struct{}), make(chan struct{})
 	for _, d := range m.dirs {
@@ -267,12 +280,16 @@ func (m *Manager) openDir(path string) *logDir {
 		return d.offline(fmt.Errorf("listing %s: %w", path, err))
 	}
 	for _, ent := range ents {
+		name := ent.Name()
 		if !ent.IsDir() {
+			if tp, ok := parseMoveMarker(name); ok {
+				d.incoming = append(d.incoming, tp)
+			}
 			continue
 		}
-		name := ent.Name()
-		if strings.HasSuffix(name, deleteDirSuffix) {
-			// A deletion interrupted by a stop: finish it.
+		if strings.HasSuffix(name, deleteDirSuffix) || strings.HasSuffix(name, futureDirSuffix) {
+			// A deletion interrupted by a stop, or a log move (which is
+			// not resumed): finish it, or drop the copy.
 			if err := m.fsys.RemoveAll(filepath.Join(path, name)); err != nil {
 				m.logger.Warn("removing deleted partition dir", "dir", name, "err", err)
 			}
@@ -607,14 +624,23 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if d == nil {
 		return nil
 	}
-	delay := time.Duration(config.DefaultTopic().FileDeleteDelayMs) * time.Millisecond
+	delayMs := config.DefaultTopic().FileDeleteDelayMs
+	if mv := m.moves[tp]; mv != nil {
+		mv.cancel() // its swap sees the log closed
+	}
 	if l, ok := m.logs[tp]; ok {
-		delay = time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
+		delayMs = l.Config().FileDeleteDelayMs
 		if err := l.Close(); err != nil {
 			m.logger.Warn("closing deleted log", "partition", tp.String(), "err", err)
 		}
 		delete(m.logs, tp)
 		delete(m.logDirOf, tp)
+		// A move may have committed before the close: the log is where
+		// its files are.
+		if moved := m.dirOfPath(filepath.Dir(l.Dir())); moved != nil && moved != d {
+			delete(d.onDisk, tp)
+			d = moved
+		}
 	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -632,17 +658,23 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	delete(d.recoveryPoints, tp)
 	delete(d.logStarts, tp)
 	delete(d.highWatermarks, tp)
+	m.scheduleDirRemovalLocked(to, delayMs)
+	return nil
+}
+
+// scheduleDirRemovalLocked removes a partition dir renamed to -delete
+// after delayMs (file.delete.delay.ms), or at Close; the caller holds mu.
+func (m *Manager) scheduleDirRemovalLocked(dir string, delayMs int64) {
 	del := &dirDeletion{}
 	del.run = func() {
 		del.once.Do(func() {
-			if err := m.fsys.RemoveAll(to); err != nil {
-				m.logger.Warn("removing deleted partition dir", "dir", to, "err", err)
+			if err := m.fsys.RemoveAll(dir); err != nil {
+				m.logger.Warn("removing deleted partition dir", "dir", dir, "err", err)
 			}
 		})
 	}
-	del.timer = time.AfterFunc(delay, del.run)
+	del.timer = time.AfterFunc(time.Duration(delayMs)*time.Millisecond, del.run)
 	m.deletions = append(m.deletions, del)
-	return nil
 }
 
 // OnDisk lists the partitions that have a log on disk (to find stray logs).
@@ -692,6 +724,7 @@ func (m *Manager) DescribeDirs() []DirDescription {
 			}
 			desc.Partitions = append(desc.Partitions, PartitionDescription{TopicPartition: tp, Size: l.Size()})
 		}
+		desc.Partitions = append(desc.Partitions, m.futureDescriptions(d)...)
 		sort.Slice(desc.Partitions, func(i, j int) bool {
 			a, b := desc.Partitions[i].TopicPartition, desc.Partitions[j].TopicPartition
 			if a.Topic != b.Topic {
@@ -712,6 +745,7 @@ func (m *Manager) Checkpoint() error {
 	type dirOffsets struct {
 		d                      *logDir
 		recovery, starts, hwms map[TopicPartition]int64
+		markers                []TopicPartition
 	}
 	m.mu.Lock()
 	var work []dirOffsets
@@ -719,7 +753,8 @@ func (m *Manager) Checkpoint() error {
 		if d.Err() != nil {
 			continue
 		}
-		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{}}
+		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{},
+			markers: append([]TopicPartition(nil), d.incoming...)}
 		// Partitions not opened yet keep their checkpointed offsets.
 		for tp := range d.onDisk {
 			if v, ok := d.recoveryPoints[tp]; ok {
@@ -745,12 +780,14 @@ func (m *Manager) Checkpoint() error {
 	m.mu.Unlock()
 	var errs []error
 	for _, w := range work {
+		written := true
 		for name, offsets := range map[string]map[TopicPartition]int64{
 			RecoveryPointCheckpointFile:  w.recovery,
 			LogStartOffsetCheckpointFile: w.starts,
 			ReplicationCheckpointFile:    w.hwms,
 		} {
 			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
+				written = false
 				errs = append(errs, err)
 				// The old checkpoint stays whole (written aside, then
 				// renamed): a full disk only delays the next one. Any
@@ -759,6 +796,9 @@ func (m *Manager) Checkpoint() error {
 					w.d.health.fail(err)
 				}
 			}
+		}
+		if written {
+			m.removeMarkers(w.d, w.markers)
 		}
 	}
 	return errors.Join(errs...)
@@ -849,7 +889,12 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	for _, mv := range m.moves {
+		mv.cancel()
+	}
 	m.mu.Unlock()
+	// Moves in flight are abandoned (a restart removes their copies).
+	m.moveWG.Wait()
 	close(m.stopFailures)
 	<-m.failuresDone
 	// Opens in flight finish and register their logs, which are closed
