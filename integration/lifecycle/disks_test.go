@@ -297,3 +297,99 @@ func TestLogDirsSpreadPartitions(t *testing.T) {
 		}
 	}
 }
+
+// AlterReplicaLogDirs moves a partition to another log dir while it keeps
+// serving; DescribeLogDirs then reports it in its new dir, nothing is
+// lost, and a restart finds it there. Unknown dirs and topics get Kafka's
+// errors.
+func TestAlterReplicaLogDirsMovesAPartition(t *testing.T) {
+	n, dirs, _ := faultNode(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	createTopic(t, n, "mv", 1)
+	from := partitionDirs(t, dirs, "mv", 1)[0]
+	to := dirs[0]
+	if from == to {
+		to = dirs[1]
+	}
+	cl := n.Client(kgo.DefaultProduceTopic("mv"), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(0))
+	value := make([]byte, 1000)
+	produce := func(count int) {
+		t.Helper()
+		for i := range count {
+			copy(value, fmt.Sprintf("record %06d", i))
+			cl.Produce(ctx, &kgo.Record{Value: append([]byte(nil), value...)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(5000)
+	adm := kadm.NewClient(n.Client())
+	alter := func(dir, topic string) error {
+		t.Helper()
+		var req kadm.AlterReplicaLogDirsReq
+		req.Add(dir, kadm.TopicsSet{topic: {0: {}}})
+		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var perr error
+		resps.Each(func(r kadm.AlterReplicaLogDirsResponse) { perr = r.Err })
+		return perr
+	}
+	if err := alter(filepath.Join(t.TempDir(), "nowhere"), "mv"); !errors.Is(err, kerr.LogDirNotFound) {
+		t.Fatalf("move to a dir that is not a log dir: %v", err)
+	}
+	if err := alter(to, "no-such-topic"); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("move of an unknown topic: %v", err)
+	}
+	if err := alter(to, "mv"); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	produce(100) // appends go on during the move
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		described, err := adm.DescribeAllLogDirs(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, inTo := described[1][to].Topics.Lookup("mv", 0)
+		_, inFrom := described[1][from].Topics.Lookup("mv", 0)
+		if inTo && !p.IsFuture && !inFrom {
+			if p.Size < 5000*1000 {
+				t.Fatalf("moved partition reports %d bytes", p.Size)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition not moved to %s: %+v", to, described[1])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(to, "mv-0")); err != nil {
+		t.Fatalf("no partition dir in %s: %v", to, err)
+	}
+	produce(100)
+	check := func(when string) {
+		t.Helper()
+		recs := consumeAll(t, n, "mv", 5200)
+		if len(recs) != 5200 {
+			t.Fatalf("%s: consumed %d of 5200 records", when, len(recs))
+		}
+		for i, r := range recs {
+			if r.Offset != int64(i) || len(r.Value) != 1000 {
+				t.Fatalf("%s: record %d at offset %d with %d bytes", when, i, r.Offset, len(r.Value))
+			}
+		}
+	}
+	check("after the move")
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	n.Restart()
+	check("after a restart")
+	if _, err := os.Stat(filepath.Join(from, "mv-0")); err == nil {
+		t.Fatalf("the old partition dir in %s came back", from)
+	}
+}
