@@ -215,6 +215,9 @@ func GregorArgs(logDir string, port, ctrlPort int) []string {
 		fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", ctrlPort),
 		"log.dirs=" + logDir,
 		"group.initial.rebalance.delay.ms=0",
+		// Both targets check retention every second (read-only in Kafka;
+		// its five-minute default would stall the lifecycle scenarios).
+		"log.retention.check.interval.ms=1000",
 	} {
 		args = append(args, "--override", kv)
 	}
@@ -241,6 +244,7 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=1000
 `, logDir, port, ctrlPort)
 }
 

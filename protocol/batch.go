@@ -124,6 +124,15 @@ func (h BatchHeader) IsTransactional() bool { return h.Attributes&AttrTransactio
 func (h BatchHeader) IsControl() bool       { return h.Attributes&AttrControl != 0 }
 func (h BatchHeader) LogAppendTime() bool   { return h.Attributes&AttrLogAppendTime != 0 }
 
+// DeleteHorizon is the delete horizon the log cleaner stored in the base
+// timestamp (KIP-534); ok is false when the batch has none.
+func (h BatchHeader) DeleteHorizon() (ms int64, ok bool) {
+	if h.Attributes&AttrDeleteHorizonSet == 0 {
+		return 0, false
+	}
+	return h.BaseTimestamp, true
+}
+
 // HasProducerID reports whether the batch is idempotent or transactional.
 func (h BatchHeader) HasProducerID() bool { return h.ProducerID >= 0 }
 

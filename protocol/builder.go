@@ -31,6 +31,16 @@ type BatchBuilder struct {
 	logAppendTime bool
 	appendTimeMs  int64
 
+	// deleteHorizonMs, when >= 0, is written as the base timestamp with
+	// AttrDeleteHorizonSet (KIP-534: the log cleaner's mark of when its
+	// tombstones and markers may go); record timestamps are then deltas
+	// from it.
+	deleteHorizonMs int64
+	// lastDeltaOverride, when >= 0, is written as lastOffsetDelta instead
+	// of the last record's delta (a cleaned batch keeps its original
+	// last offset, which producer state relies on).
+	lastDeltaOverride int32
+
 	records       []byte // encoded records, uncompressed
 	count         int32
 	lastDelta     int32 // offset delta of the last record added, -1 before any
@@ -46,6 +56,9 @@ func NewBatchBuilder(codec Codec) *BatchBuilder {
 		producerID:    NoProducerID,
 		producerEpoch: NoProducerEpoch,
 		baseSequence:  NoSequence,
+
+		deleteHorizonMs:   -1,
+		lastDeltaOverride: -1,
 	}
 	b.Reset()
 	return b
@@ -75,6 +88,23 @@ func (b *BatchBuilder) SetControl(on bool) *BatchBuilder {
 // MemoryRecordsBuilder does.
 func (b *BatchBuilder) SetLogAppendTime(ms int64) *BatchBuilder {
 	b.logAppendTime, b.appendTimeMs = true, ms
+	return b
+}
+
+// SetDeleteHorizon marks the batch with a delete horizon (KIP-534): ms is
+// stored as the base timestamp with AttrDeleteHorizonSet. Call it before
+// the first Add: record timestamps are encoded relative to it.
+func (b *BatchBuilder) SetDeleteHorizon(ms int64) *BatchBuilder {
+	b.deleteHorizonMs = ms
+	return b
+}
+
+// SetLastOffsetDelta makes Build write delta as lastOffsetDelta, which
+// must be at least the last record's delta: a batch the log cleaner
+// rewrote keeps its original offset range even when its last records
+// were removed.
+func (b *BatchBuilder) SetLastOffsetDelta(delta int32) *BatchBuilder {
+	b.lastDeltaOverride = delta
 	return b
 }
 
@@ -114,6 +144,9 @@ func (b *BatchBuilder) AddWithOffsetDelta(offsetDelta int32, key, value []byte, 
 func (b *BatchBuilder) add(delta int32, key, value []byte, headers []RecordHeader, timestampMs int64) {
 	if b.count == 0 {
 		b.baseTimestamp = timestampMs
+		if b.deleteHorizonMs >= 0 {
+			b.baseTimestamp = b.deleteHorizonMs
+		}
 	}
 	if timestampMs > b.maxTimestamp {
 		b.maxTimestamp = timestampMs
@@ -201,6 +234,13 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	if b.control {
 		attrs |= AttrControl
 	}
+	if b.deleteHorizonMs >= 0 {
+		attrs |= AttrDeleteHorizonSet
+	}
+	lastDelta := b.lastDelta
+	if b.lastDeltaOverride > lastDelta {
+		lastDelta = b.lastDeltaOverride
+	}
 
 	be := binary.BigEndian
 	be.PutUint64(out[batchBaseOffsetPos:], 0)
@@ -208,7 +248,7 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	SetPartitionLeaderEpoch(out, NoPartitionLeaderEpoch)
 	out[batchMagicPos] = 2
 	be.PutUint16(out[batchAttributesPos:], attrs)
-	be.PutUint32(out[batchLastOffsetDeltaPos:], uint32(b.lastDelta))
+	be.PutUint32(out[batchLastOffsetDeltaPos:], uint32(lastDelta))
 	be.PutUint64(out[batchBaseTimestampPos:], uint64(b.baseTimestamp))
 	be.PutUint64(out[batchMaxTimestampPos:], uint64(maxTs))
 	be.PutUint64(out[batchProducerIDPos:], uint64(b.producerID))
@@ -217,6 +257,31 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	be.PutUint32(out[batchRecordCountPos:], uint32(b.count))
 	be.PutUint32(out[batchCRCPos:], ComputeBatchCRC(out))
 	return out, nil
+}
+
+// EmptyBatch is the header-only batch (no records) the log cleaner keeps
+// in place of a batch whose records are all gone but whose producer
+// fields and offset range must stay (Kafka's writeEmptyHeader): h's
+// offsets, producer, sequence, epoch and timestamp type, no compression,
+// both timestamps set to h's max timestamp.
+func EmptyBatch(h BatchHeader) []byte {
+	out := make([]byte, BatchHeaderSize)
+	attrs := uint16(h.Attributes) & (AttrLogAppendTime | AttrTransactional | AttrControl)
+	be := binary.BigEndian
+	be.PutUint64(out[batchBaseOffsetPos:], uint64(h.BaseOffset))
+	be.PutUint32(out[batchLengthPos:], uint32(BatchHeaderSize-BatchOverhead))
+	SetPartitionLeaderEpoch(out, h.PartitionLeaderEpoch)
+	out[batchMagicPos] = 2
+	be.PutUint16(out[batchAttributesPos:], attrs)
+	be.PutUint32(out[batchLastOffsetDeltaPos:], uint32(h.LastOffsetDelta))
+	be.PutUint64(out[batchBaseTimestampPos:], uint64(h.MaxTimestamp))
+	be.PutUint64(out[batchMaxTimestampPos:], uint64(h.MaxTimestamp))
+	be.PutUint64(out[batchProducerIDPos:], uint64(h.ProducerID))
+	be.PutUint16(out[batchProducerEpochPos:], uint16(h.ProducerEpoch))
+	be.PutUint32(out[batchBaseSequencePos:], uint32(h.BaseSequence))
+	be.PutUint32(out[batchRecordCountPos:], 0)
+	be.PutUint32(out[batchCRCPos:], ComputeBatchCRC(out))
+	return out
 }
 
 // EndTxnMarkerBatch returns the control batch that ends a transaction on a

@@ -138,9 +138,17 @@ func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (lowWatermark i
 	if offset == -1 {
 		offset = p.log.HighWatermark()
 	}
+	before := p.log.LogStartOffset()
 	low, err := p.log.DeleteRecordsBefore(offset)
 	if err != nil {
 		return low, storageErr(err), ""
+	}
+	if low > before {
+		// Durable before the answer (storage.Manager.CheckpointLogStartOffsets).
+		if err := m.logs.CheckpointLogStartOffsets(); err != nil {
+			m.log.Error("writing the log start offsets after DeleteRecords", "partition", tp.String(), "err", err)
+			return low, kerr.KafkaStorageError, ""
+		}
 	}
 	// A fetch waiting below the new log start answers OFFSET_OUT_OF_RANGE.
 	m.wake(tp)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
@@ -89,6 +90,9 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 // for concurrent use.
 //
 // Locking (always taken in this order):
+//   - cleanMu is held by the log cleaner for one cleaning round (clean.go);
+//     Close sets stopCleaning and then waits for it, so that no cleaning
+//     outlives the log. The cleaner takes mu under it only to swap.
 //   - mu serialises every change: Append, roll, TruncateTo,
 //     DeleteRecordsBefore, SetConfig, producer expiry, Close. It owns
 //     producers, pending, scratch and each segment's appender-owned fields.
@@ -155,6 +159,13 @@ type Log struct {
 	// dirHealth is the log dir's; a move to another dir changes it.
 	dirHealth atomic.Pointer[dirHealth]
 
+	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
+	// earliest delete horizon of the tombstones and markers the last
+	// cleaning kept (MaxInt64: none known).
+	cleanMu          sync.Mutex
+	stopCleaning     atomic.Bool
+	cleanerHorizonMs atomic.Int64
+
 	bg sync.WaitGroup
 }
 
@@ -204,6 +215,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
+	l.cleanerHorizonMs.Store(math.MaxInt64)
 	// The partition dir is an entry in the log dir: durable only once the
 	// log dir is synced. It must be before the log takes data: a flush
 	// syncs the partition dir, not its entry in the log dir.
@@ -275,7 +287,7 @@ func (l *Log) TopicID() [16]byte { return l.topicID }
 // in-memory state (log end, epoch cache, producer state).
 func (l *Log) load(opts LogOptions) error {
 	cfg := l.config()
-	bases, err := l.scanDir()
+	bases, swapped, err := l.scanDir()
 	if err != nil {
 		return err
 	}
@@ -308,7 +320,7 @@ func (l *Log) load(opts LogOptions) error {
 		if !recovering && nextBase > recoverFrom {
 			recovering = true
 		}
-		if !recovering {
+		if !recovering && !swapped[base] {
 			bad, err := seg.loadTrusted(int64(cfg.IndexIntervalBytes))
 			if err != nil {
 				return err
@@ -398,12 +410,53 @@ func (l *Log) load(opts LogOptions) error {
 	return nil
 }
 
-// scanDir removes leftovers (deleted segments, temporary files, indexes
-// without a log) and returns the segments' base offsets in order.
-func (l *Log) scanDir() ([]int64, error) {
+// scanDir removes leftovers (deleted segments, temporary files, a
+// cleaning's output that was never swapped in, indexes without a log),
+// completes the swaps of cleaned segments a crash interrupted, and returns
+// the segments' base offsets in order, with the ones swapped in (their
+// indexes are to be rebuilt).
+func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 	ents, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", l.dir, err)
+		return nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
+	}
+	var swaps []int64
+	swapLogs := map[int64]bool{}
+	for _, ent := range ents {
+		if name := ent.Name(); !ent.IsDir() && strings.HasSuffix(name, logSuffix+swapSuffix) {
+			if base, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix+swapSuffix), 10, 64); err == nil && base >= 0 {
+				swaps = append(swaps, base)
+				swapLogs[base] = true
+			}
+		}
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if ent.IsDir() {
+			continue
+		}
+		leftover := strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, cleanedSuffix)
+		if strings.HasSuffix(name, swapSuffix) {
+			// An index's swap file belongs to a swap only when its log's
+			// swap file was made durable (swapCleaned renames it last).
+			base, err := strconv.ParseInt(name[:max(strings.IndexByte(name, '.'), 0)], 10, 64)
+			leftover = err != nil || !swapLogs[base]
+		}
+		if leftover {
+			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("removing leftover %s: %w", name, err)
+			}
+		}
+	}
+	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
+	swapped, err := l.completeSwaps(swaps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(swaps) > 0 {
+		if ents, err = l.fsys.ReadDir(l.dir); err != nil {
+			return nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
+		}
 	}
 	logs := map[int64]bool{}
 	var indexes []string
@@ -413,12 +466,6 @@ func (l *Log) scanDir() ([]int64, error) {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, ".tmp"),
-			strings.HasSuffix(name, cleanedSuffix), strings.HasSuffix(name, swapSuffix):
-			// No compaction yet, so .cleaned/.swap can only be debris.
-			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("removing leftover %s: %w", name, err)
-			}
 		case strings.HasSuffix(name, logSuffix):
 			base, err := strconv.ParseInt(strings.TrimSuffix(name, logSuffix), 10, 64)
 			if err == nil && base >= 0 {
@@ -433,7 +480,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		base, err := strconv.ParseInt(stem, 10, 64)
 		if err == nil && !logs[base] {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("removing orphan index %s: %w", name, err)
+				return nil, nil, fmt.Errorf("removing orphan index %s: %w", name, err)
 			}
 		}
 	}
@@ -442,7 +489,7 @@ func (l *Log) scanDir() ([]int64, error) {
 		bases = append(bases, b)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, nil
+	return bases, swapped, nil
 }
 
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
@@ -1282,12 +1329,26 @@ func (l *Log) deleteSegments(n int, nowMs int64) error {
 // through the segment any more (they left the segments slice), and a fetch
 // that holds a FileRange of one keeps its own reference to the file.
 func (l *Log) scheduleDeletion(segs []*segment) error {
-	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	for _, s := range segs {
 		s.deleted.Store(true)
 		if err := s.renameDeleted(); err != nil {
 			return err
 		}
+	}
+	l.scheduleRemoval(segs)
+	if len(segs) > 0 {
+		if err := l.fsys.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("syncing %s: %w", l.dir, err)
+		}
+	}
+	return nil
+}
+
+// scheduleRemoval closes segments already renamed to *.deleted and removes
+// their files after file.delete.delay.ms; the caller holds mu.
+func (l *Log) scheduleRemoval(segs []*segment) {
+	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
+	for _, s := range segs {
 		if err := s.close(); err != nil {
 			l.logger.Warn("closing deleted segment", "segment", s.baseOffset, "err", err)
 		}
@@ -1295,12 +1356,6 @@ func (l *Log) scheduleDeletion(segs []*segment) error {
 		l.deletions = append(l.deletions, d)
 		d.timer = time.AfterFunc(delay, func() { d.run(l.logger) })
 	}
-	if len(segs) > 0 {
-		if err := l.fsys.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("syncing %s: %w", l.dir, err)
-		}
-	}
-	return nil
 }
 
 // DeleteRecordsBefore advances the log start offset to offset (DeleteRecords)
@@ -1408,6 +1463,11 @@ func (l *Log) ProducerCount() int {
 // Close takes a producer snapshot, flushes, trims the active segment's
 // indexes and closes the files. Segments awaiting deletion are removed now.
 func (l *Log) Close() error {
+	// A cleaning in progress sees the flag and stops; wait for it.
+	l.stopCleaning.Store(true)
+	l.cleanMu.Lock()
+	//lint:ignore SA2001 an empty critical section: waiting for the cleaner is the point
+	l.cleanMu.Unlock()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -11,10 +11,11 @@ package storage
 //     into <dest>/<topic>-<partition>.<uuid>-future while appends go on.
 //     A segment truncated meanwhile is copied again (segment.truncations);
 //     one deleted meanwhile is dropped. Passes repeat until little is left.
-//  2. The swap, under the log's mu and flushMu (no append, roll,
-//     truncation, deletion or flush runs): a last pass copies what is
-//     left, then the indexes and the other files (partition.metadata, the
-//     leader-epoch checkpoint, producer snapshots); everything is synced.
+//  2. The swap, under the log's cleanMu, mu and flushMu (no cleaning,
+//     append, roll, truncation, deletion or flush runs): a last pass
+//     copies what is left, then the indexes and the other files
+//     (partition.metadata, the leader-epoch checkpoint, producer
+//     snapshots); everything is synced.
 //  3. The commit, by renames, each made durable before the next:
 //     a marker <dest>/<topic>-<partition>.move-incoming holding the log's
 //     start offset, high watermark and recovery point; the future dir
@@ -197,11 +198,15 @@ func (m *Manager) runMove(mv *logMove) {
 	}
 	if err == nil {
 		from := m.dirOfPath(filepath.Dir(strings.TrimSuffix(oldPath, "."+mv.id+deleteDirSuffix)))
+		var cleanerOffset int64
+		hasCleanerOffset := false
 		if from != nil {
+			cleanerOffset, hasCleanerOffset = from.cleanerOffsets[mv.tp]
 			delete(from.onDisk, mv.tp)
 			delete(from.recoveryPoints, mv.tp)
 			delete(from.logStarts, mv.tp)
 			delete(from.highWatermarks, mv.tp)
+			delete(from.cleanerOffsets, mv.tp)
 		}
 		// Deleted meanwhile (Delete closed the log after the swap and
 		// removed it from its new dir): nothing more to record.
@@ -209,6 +214,11 @@ func (m *Manager) runMove(mv *logMove) {
 			mv.dest.onDisk[mv.tp] = true
 			m.logDirOf[mv.tp] = mv.dest
 			mv.dest.incoming = append(mv.dest.incoming, mv.tp)
+			// Written with the dir's next cleaner checkpoint; lost in a
+			// crash before it, the log is only cleaned from its start.
+			if hasCleanerOffset {
+				mv.dest.cleanerOffsets[mv.tp] = cleanerOffset
+			}
 		}
 		delay := mv.log.Config().FileDeleteDelayMs
 		m.scheduleDirRemovalLocked(oldPath, delay)
@@ -372,6 +382,10 @@ func (m *Manager) copySegment(mv *logMove, s *segment, c *segmentCopy, locked bo
 // the source dir now has.
 func (m *Manager) swap(mv *logMove) (string, error) {
 	l := mv.log
+	// A cleaning round writes its output into the log's dir across its
+	// I/O (clean.go): none may run across the swap.
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

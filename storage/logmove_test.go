@@ -327,3 +327,4 @@ func TestMoveLogFailedCopyIsAbandoned(t *testing.T) {
 	checkLog(t, l, written)
 	mustAppend(t, l, plainBatch(t, 1))
 }
+

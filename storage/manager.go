@@ -53,6 +53,8 @@ type ManagerOptions struct {
 	// (0: DefaultSegmentIdleTimeout), so idle partitions hold no
 	// descriptors. Run applies it.
 	SegmentIdleTimeout time.Duration
+	// Cleaner configures the log cleaner (the zero value: no cleaner).
+	Cleaner CleanerOptions
 	// Parallelism is how many logs OpenLogs opens, and Close closes, at
 	// once (0: DefaultParallelism). Opening and closing wait mostly on
 	// fsyncs, which the filesystem commits together when they come
@@ -98,6 +100,9 @@ type logDir struct {
 	recoveryPoints map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
+	// cleanerOffsets are the first dirty offsets of compacted logs
+	// (cleaner-offset-checkpoint), kept for every partition in the dir.
+	cleanerOffsets map[TopicPartition]int64
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
 	// incoming are the logs moved in whose markers wait for a checkpoint
@@ -143,6 +148,7 @@ type Manager struct {
 
 	checkpointMu sync.Mutex
 	brokerEpoch  atomic.Int64
+	cleaner      *cleanerState
 	// deletions are partition dirs renamed to -delete and waiting for
 	// file.delete.delay.ms; guarded by mu.
 	deletions []*dirDeletion
@@ -214,6 +220,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opening:  map[TopicPartition]*pendingOpen{},
 		moves:    map[TopicPartition]*logMove{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
+		cleaner:  newCleanerState(opts.Cleaner),
 	}
 	m.brokerEpoch.Store(-1)
 	online := 0
@@ -273,6 +280,9 @@ func (m *Manager) openDir(path string) *logDir {
 		return d.offline(err)
 	}
 	if d.highWatermarks, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
+		return d.offline(err)
+	}
+	if d.cleanerOffsets, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, CleanerOffsetCheckpointFile)); err != nil {
 		return d.offline(err)
 	}
 	ents, err := m.fsys.ReadDir(path)
@@ -658,6 +668,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	delete(d.recoveryPoints, tp)
 	delete(d.logStarts, tp)
 	delete(d.highWatermarks, tp)
+	delete(d.cleanerOffsets, tp)
 	m.scheduleDirRemovalLocked(to, delayMs)
 	return nil
 }
@@ -740,6 +751,19 @@ func (m *Manager) DescribeDirs() []DirDescription {
 // Checkpoint writes every online dir's recovery-point, log-start and
 // replication (high watermark) checkpoints.
 func (m *Manager) Checkpoint() error {
+	return m.checkpoint(RecoveryPointCheckpointFile, LogStartOffsetCheckpointFile, ReplicationCheckpointFile)
+}
+
+// CheckpointLogStartOffsets writes every online dir's
+// log-start-offset-checkpoint now. DeleteRecords calls it before it
+// answers: a log start moved into a segment is known only from this file,
+// and Kafka, which writes it every log.flush.start.offset.checkpoint.interval.ms,
+// brings deleted records back after a crash in that window.
+func (m *Manager) CheckpointLogStartOffsets() error {
+	return m.checkpoint(LogStartOffsetCheckpointFile)
+}
+
+func (m *Manager) checkpoint(files ...string) error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
 	type dirOffsets struct {
@@ -781,11 +805,13 @@ func (m *Manager) Checkpoint() error {
 	var errs []error
 	for _, w := range work {
 		written := true
-		for name, offsets := range map[string]map[TopicPartition]int64{
+		byName := map[string]map[TopicPartition]int64{
 			RecoveryPointCheckpointFile:  w.recovery,
 			LogStartOffsetCheckpointFile: w.starts,
 			ReplicationCheckpointFile:    w.hwms,
-		} {
+		}
+		for _, name := range files {
+			offsets := byName[name]
 			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
 				written = false
 				errs = append(errs, err)
@@ -797,7 +823,9 @@ func (m *Manager) Checkpoint() error {
 				}
 			}
 		}
-		if written {
+		// A moved log's marker holds its offsets until all three files
+		// do.
+		if written && len(files) == 3 {
 			m.removeMarkers(w.d, w.markers)
 		}
 	}
@@ -826,10 +854,16 @@ func (m *Manager) OpenSegments() int { return m.segments.openCount() }
 
 // Run does the background work until ctx ends: flush.ms checks every
 // FlushSchedulerInterval, checkpoints every CheckpointInterval, producer
-// expiry, segment.ms rolls of idle segments every RetentionCheckInterval
-// (retention and compaction will hook in there), and the closing of idle
-// segments' files.
+// expiry, segment.ms rolls of idle segments and retention every
+// RetentionCheckInterval, the closing of idle segments' files, and the log
+// cleaner's threads (cleaner.go), which it waits for before it returns.
 func (m *Manager) Run(ctx context.Context) {
+	cleaners := make(chan struct{})
+	go func() {
+		defer close(cleaners)
+		m.runCleaners(ctx)
+	}()
+	defer func() { <-cleaners }()
 	idleFiles := time.NewTicker(m.opts.SegmentIdleTimeout / 2)
 	defer idleFiles.Stop()
 	checkpoint := time.NewTicker(m.opts.CheckpointInterval)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -191,5 +193,90 @@ func TestRetentionAfterRestartUsesTheTimeIndex(t *testing.T) {
 	// Records of days 5-11 are newer than seven days: kept.
 	if _, err := l.Read(70, 1, l.LogEndOffset(), true); err != nil {
 		t.Fatalf("offset 70 (day 7) gone: %v (log start %d)", err, l.LogStartOffset())
+	}
+}
+
+// DeleteRecords into the middle of a segment is known only from
+// log-start-offset-checkpoint: once the manager has written it, a crash
+// does not bring the deleted records back.
+func TestDeleteRecordsLogStartSurvivesCrash(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	opts := ManagerOptions{FS: fsys, Dirs: []string{"/data"}}
+	m, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{"t", 0}
+	l, err := m.GetOrCreate(tp, [16]byte{1}, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		mustAppend(t, l, plainBatch(t, 1))
+	}
+	l.AdvanceHighWatermark(l.LogEndOffset())
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DeleteRecordsBefore(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckpointLogStartOffsets(); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Crash(false, nil)
+	m2, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, err := m2.GetOrCreate(tp, [16]byte{1}, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.LogStartOffset() != 5 || l2.LogEndOffset() != 10 {
+		t.Fatalf("after the crash: log start %d, end %d; want 5 and 10", l2.LogStartOffset(), l2.LogEndOffset())
+	}
+	if _, err := l2.Read(4, 1<<20, 10, true); kerrOf(err) != kerr.OffsetOutOfRange {
+		t.Fatalf("read below the log start: %v, want OFFSET_OUT_OF_RANGE", err)
+	}
+}
+
+// segment.jitter.ms takes a random amount, below the jitter and below
+// segment.ms, off each segment's segment.ms, so that partitions created
+// together do not all roll at once.
+func TestSegmentMsRollsWithJitter(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentMs, cfg.SegmentJitterMs = 10_000, 4_000
+	clock := newMovingClock()
+	seen := map[int64]bool{}
+	for range 20 {
+		l := openTest(t, vfs.NewMemFS(), "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now })
+		j := l.active().rollJitterMs
+		if j < 0 || j >= cfg.SegmentJitterMs {
+			t.Fatalf("jitter %d outside [0, %d)", j, cfg.SegmentJitterMs)
+		}
+		seen[j] = true
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 1, ts: clock.ms.Load(), value: 10, pid: -1}))
+		// Not yet at segment.ms - jitter: no roll.
+		clock.set(testNowMs + cfg.SegmentMs - j - 1)
+		if err := l.MaybeRoll(); err != nil || l.NumSegments() != 1 {
+			t.Fatalf("rolled %d ms before segment.ms - jitter (%v)", 1, err)
+		}
+		clock.set(testNowMs + cfg.SegmentMs - j + 1)
+		if err := l.MaybeRoll(); err != nil || l.NumSegments() != 2 {
+			t.Fatalf("no roll past segment.ms - jitter (%d segments, %v)", l.NumSegments(), err)
+		}
+		if nj := l.active().rollJitterMs; nj < 0 || nj >= cfg.SegmentJitterMs {
+			t.Fatalf("the new segment's jitter %d is outside [0, %d)", nj, cfg.SegmentJitterMs)
+		}
+		l.Close()
+		clock.set(testNowMs)
+	}
+	if len(seen) < 5 {
+		t.Fatalf("jitter took only %d values in 20 logs", len(seen))
 	}
 }

@@ -56,6 +56,7 @@ type segment struct {
 	fsys       vfs.FS
 	dir        string
 	baseOffset int64
+	suffix     string // after Kafka's suffixes: "" for a live segment
 	cache      *segmentCache
 
 	// fmu guards the open state: pins, closed, log, shared and whether the
@@ -106,7 +107,14 @@ var errSegmentClosed = errors.New("segment is closed")
 // The caller then either recovers the segment or loads it as trusted. The
 // segment is returned open and unused: the cache may close it.
 func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
-	name := segmentFileName(dir, baseOffset, logSuffix)
+	return openSegmentNamed(fsys, dir, baseOffset, "", indexBytes, nowMs, cache)
+}
+
+// openSegmentNamed is openSegment for files whose names carry a further
+// suffix after Kafka's (.cleaned: the log cleaner's output, which is
+// renamed into place when it is swapped in).
+func openSegmentNamed(fsys vfs.FS, dir string, baseOffset int64, suffix string, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
+	name := segmentFileName(dir, baseOffset, logSuffix+suffix)
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening segment %s: %w", name, err)
@@ -116,12 +124,12 @@ func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, no
 		f.Close()
 		return nil, fmt.Errorf("stat segment %s: %w", name, err)
 	}
-	oi, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, indexSuffix), offsetIndexEntrySize, indexBytes)
+	oi, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, indexSuffix+suffix), offsetIndexEntrySize, indexBytes)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	ti, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, timeIndexSuffix), timeIndexEntrySize, indexBytes)
+	ti, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, timeIndexSuffix+suffix), timeIndexEntrySize, indexBytes)
 	if err != nil {
 		oi.close()
 		f.Close()
@@ -131,6 +139,7 @@ func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, no
 		fsys:          fsys,
 		dir:           dir,
 		baseOffset:    baseOffset,
+		suffix:        suffix,
 		cache:         cache,
 		log:           f,
 		shared:        vfs.NewSharedFile(f),
@@ -200,7 +209,7 @@ func (s *segment) unpin() {
 // sizes are the segment's own (kept while closed): nothing else writes its
 // files. The caller holds fmu.
 func (s *segment) openFilesLocked() error {
-	name := segmentFileName(s.dir, s.baseOffset, logSuffix)
+	name := segmentFileName(s.dir, s.baseOffset, logSuffix+s.suffix)
 	f, err := s.fsys.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("reopening segment %s: %w", name, err)

@@ -233,6 +233,10 @@ func TestControllerSchema(t *testing.T) {
 		{"security without prefix", controller.ConfigResourceBroker, "1", map[string]string{"ssl.keystore.location": "/k"}, 42, "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"},
 		{"per-broker at default", controller.ConfigResourceBroker, "", map[string]string{"listeners": "PLAINTEXT://:9092"}, 42, "Cannot update these configs at default cluster level, broker id must be specified: [listeners]"},
 		{"bad dynamic value", controller.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "-1"}, 42, "Invalid value -1 for configuration log.cleaner.threads: Value must be at least 0"},
+		{"cleaner threads doubled twice", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "3"}, 42, "Log cleaner threads cannot be increased to more than double the current value 1"},
+		{"cleaner threads zero", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "0"}, 42, "Log cleaner threads should be at least 1"},
+		{"dedupe buffer of 1 MiB", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.dedupe.buffer.size": "1048576"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
+		{"dedupe buffer too small for two threads", controller.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": "2000000"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
 		{"bad broker id", controller.ConfigResourceBroker, "x", nil, 42, "Unable to parse broker name as a base 10 number."},
 		{"negative broker id", controller.ConfigResourceBroker, "-1", nil, 42, "Invalid negative broker ID."},
 	}

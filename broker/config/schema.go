@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -145,7 +146,46 @@ func (c *ControllerSchema) validateDynamicBroker(props map[string]string, perBro
 	if !perBroker && len(perBrokerOnly) > 0 {
 		return fmt.Errorf("Cannot update these configs at default cluster level, broker id must be specified: %s", javaSet(perBrokerOnly))
 	}
-	return nil
+	return c.validateCleaner(props)
+}
+
+// validateCleaner applies Kafka's rules for the log cleaner's dynamic
+// keys: KafkaConfig's dedupe buffer of more than 1 MiB per thread, and
+// LogCleaner.validateReconfiguration's thread count (at least 1, within
+// half and double the current one). The values not in props are the
+// static ones (a per-broker change does not see the cluster default).
+func (c *ControllerSchema) validateCleaner(props map[string]string) error {
+	_, hasThreads := props["log.cleaner.threads"]
+	_, hasBuffer := props["log.cleaner.dedupe.buffer.size"]
+	if !hasThreads && !hasBuffer {
+		return nil
+	}
+	current := c.static.Int("log.cleaner.threads")
+	threads, buffer := int64(current), c.static.Long("log.cleaner.dedupe.buffer.size")
+	if v, ok := props["log.cleaner.threads"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return fmt.Errorf("Invalid value %s for configuration log.cleaner.threads: Not a number of type INT", v)
+		}
+		threads = n
+		if threads < 1 {
+			return errors.New("Log cleaner threads should be at least 1")
+		}
+		if threads < int64(current)/2 {
+			return fmt.Errorf("Log cleaner threads cannot be reduced to less than half the current value %d", current)
+		}
+		if threads > int64(current)*2 {
+			return fmt.Errorf("Log cleaner threads cannot be increased to more than double the current value %d", current)
+		}
+	}
+	if v, ok := props["log.cleaner.dedupe.buffer.size"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("Invalid value %s for configuration log.cleaner.dedupe.buffer.size: Not a number of type LONG", v)
+		}
+		buffer = n
+	}
+	return requirement(buffer/max(threads, 1) > 1024*1024, "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
 }
 
 // IsList reports whether key is a LIST key of the resource type.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -63,6 +64,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		FlushSchedulerInterval:            s.flushSchedulerInterval,
 		CheckpointInterval:                s.checkpointInterval,
 		RetentionCheckInterval:            s.retentionCheckInterval,
+		Cleaner:                           s.cleaner,
 		ProducerIDExpirationMs:            s.producerIDExpiration,
 		ProducerIDExpirationCheckInterval: s.producerIDExpiryCheck,
 		AllDirsOffline:                    func(err error) { allDirsOffline <- err },
@@ -99,6 +101,10 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		b.Shutdown()
 		return fmt.Errorf("starting the broker: %w", err)
 	}
+	stopCleanerConfigs := ctrl.Subscribe(func(_, next *controller.Image) {
+		logs.SetCleanerOptions(cleanerOptions(config.LayersFromImage(s.cfg, next)))
+	})
+	defer stopCleanerConfigs()
 	bgCtx, stopBackground := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
 	go func() {

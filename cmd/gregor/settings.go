@@ -7,12 +7,14 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/storage"
 )
 
 // settings is everything the wiring needs, derived from the broker config.
@@ -31,9 +33,10 @@ type settings struct {
 	bootstrapFeatures      map[string]int16
 	flushSchedulerInterval time.Duration
 	checkpointInterval     time.Duration
-	retentionCheckInterval time.Duration // log.retention.check.interval.ms
-	producerIDExpiration   int64         // producer.id.expiration.ms
-	producerIDExpiryCheck  time.Duration // producer.id.expiration.check.interval.ms
+	retentionCheckInterval time.Duration          // log.retention.check.interval.ms
+	cleaner                storage.CleanerOptions // log.cleaner.*
+	producerIDExpiration   int64                  // producer.id.expiration.ms
+	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
@@ -106,11 +109,13 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		flushSchedulerInterval: time.Duration(cfg.LogFlushSchedulerIntervalMs) * time.Millisecond,
 		checkpointInterval:     time.Duration(cfg.LogFlushOffsetCheckpointIntervalMs) * time.Millisecond,
 		retentionCheckInterval: time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond,
-		producerIDExpiration:   int64(cfg.ProducerIDExpirationMs),
-		producerIDExpiryCheck:  time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
-		logger:                 logger,
-		configs:                config.NewProvider(cfg, logger.With("component", "config")),
-		schema:                 config.NewControllerSchema(cfg),
+		cleaner:                cleanerOptions(config.Layers{Static: cfg}),
+
+		producerIDExpiration:  int64(cfg.ProducerIDExpirationMs),
+		producerIDExpiryCheck: time.Duration(cfg.Int("producer.id.expiration.check.interval.ms")) * time.Millisecond,
+		logger:                logger,
+		configs:               config.NewProvider(cfg, logger.With("component", "config")),
+		schema:                config.NewControllerSchema(cfg),
 	}
 	if s.metadataDir == "" {
 		s.metadataDir = cfg.LogDirs[0]
@@ -218,4 +223,31 @@ func endpoint(l config.Listener) controller.Endpoint {
 		}
 	}
 	return controller.Endpoint{Name: l.Name, Host: host, Port: l.Port, SecurityProtocol: securityProtocolCodes[l.SecurityProtocol]}
+}
+
+// cleanerOptions reads the log cleaner's keys from the configuration's
+// layers: the static ones at start, and again with the dynamic broker
+// configs of every metadata image (Kafka reconfigures its cleaner when
+// log.cleaner.* change cluster-wide or for this broker).
+func cleanerOptions(l config.Layers) storage.CleanerOptions {
+	value := func(key string) string {
+		v, _ := l.EffectiveValue(key)
+		return v
+	}
+	num := func(key string) float64 {
+		f, err := strconv.ParseFloat(value(key), 64)
+		if err != nil {
+			// Validated when set; unreachable but for a broken image.
+			f, _ = strconv.ParseFloat(l.Static.Raw[key], 64)
+		}
+		return f
+	}
+	return storage.CleanerOptions{
+		Enable:              value("log.cleaner.enable") == "true",
+		Threads:             int(num("log.cleaner.threads")),
+		DedupeBufferSize:    int64(num("log.cleaner.dedupe.buffer.size")),
+		IOBufferLoadFactor:  num("log.cleaner.io.buffer.load.factor"),
+		IOMaxBytesPerSecond: num("log.cleaner.io.max.bytes.per.second"),
+		Backoff:             time.Duration(num("log.cleaner.backoff.ms")) * time.Millisecond,
+	}
 }
