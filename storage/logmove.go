@@ -289,10 +289,24 @@ func (m *Manager) copyPass(mv *logMove, locked bool) (left int64, err error) {
 	segs := append([]*segment(nil), l.segments...)
 	l.segMu.RUnlock()
 	live := make(map[*segment]bool, len(segs))
+	for _, s := range segs {
+		live[s] = true
+	}
+	// Copies of segments gone first: a cleaned segment replaces one
+	// with the same base offset, so its copy has the same name.
+	for s, c := range mv.copies {
+		if !live[s] {
+			c.f.Close()
+			name := c.f.Name()
+			delete(mv.copies, s)
+			if err := m.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return 0, fmt.Errorf("removing %s: %w", name, err)
+			}
+		}
+	}
 	reached := int64(-1)
 	var copied int64
 	for _, s := range segs {
-		live[s] = true
 		c := mv.copies[s]
 		if c == nil {
 			name := segmentFileName(mv.future, s.baseOffset, logSuffix)
@@ -311,16 +325,6 @@ func (m *Manager) copyPass(mv *logMove, locked bool) (left int64, err error) {
 		copied += c.bytes
 		if reached < 0 && c.bytes < s.size.Load() {
 			reached = s.baseOffset
-		}
-	}
-	for s, c := range mv.copies {
-		if !live[s] {
-			c.f.Close()
-			name := c.f.Name()
-			delete(mv.copies, s)
-			if err := m.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return 0, fmt.Errorf("removing %s: %w", name, err)
-			}
 		}
 	}
 	if reached < 0 {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"syscall"
@@ -328,3 +329,83 @@ func TestMoveLogFailedCopyIsAbandoned(t *testing.T) {
 	mustAppend(t, l, plainBatch(t, 1))
 }
 
+// A compacted log moves while the cleaner cleans it: the cleaner's rounds
+// and the move's swap do not cross (the swap holds cleanMu), and every
+// key keeps its latest value at its offset, across a restart too.
+func TestMoveLogWhileTheCleanerRuns(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	clock := newMovingClock()
+	opts := ManagerOptions{FS: fsys, Dirs: []string{"/a", "/b"}, Now: clock.now,
+		Cleaner: CleanerOptions{Enable: true, Threads: 1, DedupeBufferSize: 1 << 20, IOBufferLoadFactor: 0.9, IOMaxBytesPerSecond: 1 << 30, Backoff: time.Millisecond}}
+	m, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := compactConfig()
+	cfg.MinCleanableRatio = 0.1
+	tp := TopicPartition{"compacted", 0}
+	l, err := m.GetOrCreate(tp, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeVersions(t, l, clock, 40, 20)
+	want := latestPerKey(readAll(t, l))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	to := "/b"
+	if strings.HasPrefix(l.Dir(), "/b/") {
+		to = "/a"
+	}
+	if err := m.MoveLog(tp, to); err != nil {
+		t.Fatal(err)
+	}
+	waitMoved(t, m, l, to)
+	// The cleaner goes on cleaning the log in its new dir.
+	rounds := func() int64 {
+		m.cleaner.mu.Lock()
+		defer m.cleaner.mu.Unlock()
+		return m.cleaner.rounds
+	}
+	before := rounds()
+	writeVersions(t, l, clock, 40, 5)
+	want = latestPerKey(readAll(t, l))
+	deadline := time.Now().Add(10 * time.Second)
+	for rounds() <= before {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleaner did not clean the moved log")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	check := func(l *Log, when string) {
+		t.Helper()
+		got := latestPerKey(readAll(t, l))
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d keys, want %d", when, len(got), len(want))
+		}
+		for k, r := range want {
+			if got[k] != r {
+				t.Fatalf("%s: key %s is %+v, want %+v", when, k, got[k], r)
+			}
+		}
+	}
+	check(l, "after the move")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, err := m2.GetOrCreate(tp, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(l2.Dir(), to+"/") {
+		t.Fatalf("reopened in %s", l2.Dir())
+	}
+	check(l2, "after a restart")
+}
