@@ -259,6 +259,7 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 		rd.Figures[figCPU] = (cpu1 - cpu0) / (moved / 1e9)
 	}
 	r.groupWorkloads(ctx, bootstrap, round, &rd, fail)
+	r.compactionWorkload(ctx, bootstrap, round, &rd, fail)
 	if rss, err := peakRSSMiB(tgt.Pid()); err == nil {
 		rd.Figures[figRSS] = rss
 	}

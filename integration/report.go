@@ -130,6 +130,11 @@ func renderCompat(all []Scenario, data compatData) []byte {
 		row(n, "(scenario no longer exists)")
 	}
 
+	b.WriteString("\n## Where Gregor departs from Kafka\n\nWhere Kafka loses data (or memory), Gregor does what is right; each row names the test that holds it.\n\n| what | Kafka 4.3 | Gregor | proved by |\n|---|---|---|---|\n")
+	for _, d := range departures() {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(d.topic), cell(d.kafka), cell(d.gregor), cell(d.proof))
+	}
+
 	b.WriteString("\n## Tool versions\n")
 	for _, t := range targets {
 		r := data.Runs[t]

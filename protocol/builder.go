@@ -108,6 +108,24 @@ func (b *BatchBuilder) SetLastOffsetDelta(delta int32) *BatchBuilder {
 	return b
 }
 
+// ResetFor makes the builder as NewBatchBuilder(codec) returns it, keeping
+// its buffer: a writer that builds many batches of different kinds (the
+// log cleaner) reuses one builder.
+func (b *BatchBuilder) ResetFor(codec Codec) *BatchBuilder {
+	records := b.records
+	*b = BatchBuilder{
+		codec:             codec,
+		producerID:        NoProducerID,
+		producerEpoch:     NoProducerEpoch,
+		baseSequence:      NoSequence,
+		deleteHorizonMs:   -1,
+		lastDeltaOverride: -1,
+		records:           records,
+	}
+	b.Reset()
+	return b
+}
+
 // Reset drops the records added so far and keeps the settings.
 func (b *BatchBuilder) Reset() {
 	b.records = b.records[:0]
@@ -210,14 +228,23 @@ var ErrEmptyBatch = errors.New("record batch has no records")
 // builder's codec, lastOffsetDelta, timestamps, record count and CRC set.
 // The builder may be Reset and reused afterwards.
 func (b *BatchBuilder) Build() ([]byte, error) {
+	return b.AppendBuild(make([]byte, 0, BatchHeaderSize+len(b.records)/2+64))
+}
+
+// AppendBuild is Build writing the batch at the end of dst (which it may
+// grow) and returning dst with the batch, for writers that reuse a buffer.
+// The batch is the returned slice's tail from len(dst) on.
+func (b *BatchBuilder) AppendBuild(dst []byte) ([]byte, error) {
 	if b.count == 0 {
 		return nil, ErrEmptyBatch
 	}
-	out := make([]byte, BatchHeaderSize, BatchHeaderSize+len(b.records)/2+64)
-	out, err := AppendCompressed(out, b.codec, b.records)
+	start := len(dst)
+	dst = append(dst, make([]byte, BatchHeaderSize)...)
+	dst, err := AppendCompressed(dst, b.codec, b.records)
 	if err != nil {
 		return nil, fmt.Errorf("building record batch: %w", err)
 	}
+	out := dst[start:]
 	if int64(len(out))-BatchOverhead > int64(^uint32(0)>>1) {
 		return nil, fmt.Errorf("building record batch: %d bytes do not fit a batch", len(out))
 	}
@@ -256,7 +283,7 @@ func (b *BatchBuilder) Build() ([]byte, error) {
 	be.PutUint32(out[batchBaseSequencePos:], uint32(b.baseSequence))
 	be.PutUint32(out[batchRecordCountPos:], uint32(b.count))
 	be.PutUint32(out[batchCRCPos:], ComputeBatchCRC(out))
-	return out, nil
+	return dst, nil
 }
 
 // EmptyBatch is the header-only batch (no records) the log cleaner keeps

@@ -201,6 +201,8 @@ type cleaner struct {
 	scratch  []byte
 	records  []retainedRecord
 	headers  []protocol.RecordHeader
+	builder  *protocol.BatchBuilder
+	rebuilt  []byte
 	now      func() time.Time
 	// beforeSwap, when set, runs before each group is swapped in (tests
 	// change the log there).
@@ -633,9 +635,13 @@ func (p *cleaningPass) retainRecord(offset int64, r *protocol.Record, hasHorizon
 }
 
 // rebuild re-encodes a batch with only the kept records, in its codec,
-// with its offsets, producer fields and leader epoch.
+// with its offsets, producer fields and leader epoch. The result is valid
+// until the next rebuild.
 func (p *cleaningPass) rebuild(h protocol.BatchHeader, kept []retainedRecord, hasHorizon bool, horizon int64) ([]byte, error) {
-	b := protocol.NewBatchBuilder(h.Codec()).
+	if p.cl.builder == nil {
+		p.cl.builder = protocol.NewBatchBuilder(h.Codec())
+	}
+	b := p.cl.builder.ResetFor(h.Codec()).
 		SetProducer(h.ProducerID, h.ProducerEpoch, h.BaseSequence).
 		SetTransactional(h.IsTransactional()).
 		SetControl(h.IsControl()).
@@ -652,10 +658,11 @@ func (p *cleaningPass) rebuild(h protocol.BatchHeader, kept []retainedRecord, ha
 			return nil, fmt.Errorf("rewriting batch at offset %d: %w", h.BaseOffset, err)
 		}
 	}
-	out, err := b.Build()
+	out, err := b.AppendBuild(p.cl.rebuilt[:0])
 	if err != nil {
 		return nil, fmt.Errorf("rewriting batch at offset %d: %w", h.BaseOffset, err)
 	}
+	p.cl.rebuilt = out // reused: write copies it
 	protocol.SetBaseOffset(out, h.BaseOffset)
 	protocol.SetPartitionLeaderEpoch(out, h.PartitionLeaderEpoch)
 	return out, nil

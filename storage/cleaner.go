@@ -69,6 +69,10 @@ type cleanerState struct {
 
 	mu         sync.Mutex
 	inProgress map[*Log]bool
+	// uncleanable are the logs a cleaning failed on (not aborted): they
+	// are skipped until they are opened again, as Kafka marks a partition
+	// uncleanable, instead of failing again and again.
+	uncleanable map[*Log]bool
 	// wake is closed (and replaced) when the options change: sleeping
 	// threads and the supervisor look again.
 	wake chan struct{}
@@ -78,7 +82,7 @@ type cleanerState struct {
 }
 
 func newCleanerState(opts CleanerOptions) *cleanerState {
-	c := &cleanerState{inProgress: map[*Log]bool{}, throttle: newThrottler(opts.IOMaxBytesPerSecond), wake: make(chan struct{})}
+	c := &cleanerState{inProgress: map[*Log]bool{}, uncleanable: map[*Log]bool{}, throttle: newThrottler(opts.IOMaxBytesPerSecond), wake: make(chan struct{})}
 	c.opts.Store(&opts)
 	c.cond = sync.NewCond(&c.mu)
 	return c
@@ -202,9 +206,12 @@ func (m *Manager) cleanFilthiest(cl *cleaner, id int) bool {
 		l.logger.Info("log cleaning aborted: the log changed under it", "cause", err)
 		return true
 	case err != nil:
-		// Kafka marks the partition uncleanable; an I/O error has taken
-		// the log offline already.
-		l.logger.Error("log cleaning failed", "err", err)
+		// An I/O error has taken the log offline already; anything else
+		// (a corrupt batch) would fail the next round the same way.
+		l.logger.Error("log cleaning failed; the partition is uncleanable until it is reopened", "err", err)
+		m.cleaner.mu.Lock()
+		m.cleaner.uncleanable[l] = true
+		m.cleaner.mu.Unlock()
 		return true
 	}
 	m.setCleanerCheckpoint(l, end)
@@ -236,9 +243,21 @@ func (m *Manager) grabFilthiest() (cleanable, bool) {
 	defer m.cleaner.mu.Unlock()
 	var best cleanable
 	found := false
-	for _, l := range m.openLogs() {
+	logs := m.openLogs()
+	if len(m.cleaner.uncleanable) > 0 {
+		open := make(map[*Log]bool, len(logs))
+		for _, l := range logs {
+			open[l] = true
+		}
+		for l := range m.cleaner.uncleanable {
+			if !open[l] {
+				delete(m.cleaner.uncleanable, l) // deleted or closed
+			}
+		}
+	}
+	for _, l := range logs {
 		cfg := l.Config()
-		if !cfg.Compact || m.cleaner.inProgress[l] {
+		if !cfg.Compact || m.cleaner.inProgress[l] || m.cleaner.uncleanable[l] {
 			continue
 		}
 		checkpoint, checkpointed := m.cleanerCheckpoint(l)

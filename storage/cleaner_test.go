@@ -729,3 +729,31 @@ func TestCleanerOptionsChangeAtRunTime(t *testing.T) {
 	next.Enable = false
 	m.SetCleanerOptions(next)
 }
+
+func TestCleanerSkipsALogItFailedOn(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	clock := newMovingClock()
+	m, err := OpenManager(ManagerOptions{FS: fsys, Dirs: []string{"/data"}, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreate(TopicPartition{"c", 0}, [16]byte{1}, compactConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeVersions(t, l, clock, 20, 5)
+	// A corrupt record section in the first segment (the CRC is not what
+	// the cleaner checks; the record structure is).
+	first := l.segments[0]
+	if _, err := first.log.WriteAt([]byte{0xff, 0xff, 0xff, 0xff}, protocol.BatchHeaderSize+2); err != nil {
+		t.Fatal(err)
+	}
+	cl := newTestCleaner(l, 1<<20)
+	if !m.cleanFilthiest(cl, 0) {
+		t.Fatal("the log was not picked")
+	}
+	if _, ok := m.grabFilthiest(); ok {
+		t.Fatal("a log the cleaner failed on is picked again")
+	}
+}

@@ -9,6 +9,7 @@
 //	loadgen first-produce -bootstrap B -topic T [-timeout 3m]
 //	loadgen group-stable  -bootstrap B -topic T -group G -partitions P -members M -protocol classic|consumer
 //	loadgen commits       -bootstrap B -topic T -group G -committers C -partitions-each P -duration D
+//	loadgen compaction    -bootstrap B -topic T -records N -keys K -size S -rate R
 package main
 
 import (
@@ -36,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits|compaction [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -59,6 +60,7 @@ func main() {
 	protocol := fs.String("protocol", "classic", "group protocol: classic or consumer (KIP-848) (group-stable)")
 	committers := fs.Int("committers", 1, "concurrent committers, one client each (commits)")
 	partitionsEach := fs.Int("partitions-each", 3, "partitions in each committer's OffsetCommit (commits)")
+	keys := fs.Int("keys", 10000, "distinct keys (compaction)")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -80,6 +82,8 @@ func main() {
 		res, err = groupStable(ctx, *bootstrap, *topic, *group, *members, *partitions, *protocol)
 	case "commits":
 		res, err = commits(ctx, *bootstrap, *topic, *group, *committers, *partitionsEach, *duration)
+	case "compaction":
+		res, err = compaction(ctx, *bootstrap, *topic, *records, *keys, *size, *rate)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

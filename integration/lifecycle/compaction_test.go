@@ -88,9 +88,12 @@ func TestCompactionKeepsTheLatestValueOfEachKey(t *testing.T) {
 		})
 		return total
 	}
-	written := size()
-	if written < 2<<20 {
-		t.Fatalf("only %d bytes written; the test needs several segments", written)
+	// The cleaner may be at work already: compare with what was sent.
+	var written int64
+	for k := range keys {
+		for v := range versions {
+			written += int64(len(value(k, v)))
+		}
 	}
 	// Read the whole partition from the start.
 	readAll := func() map[string][]kept {

@@ -116,6 +116,10 @@ func TestConsumerOffsetsStayBoundedUnderCommits(t *testing.T) {
 		}
 	}
 	check("after the commits")
+	cl.Close()
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	n.Restart()
 	cl = n.Client()
 	adm = kadm.NewClient(cl)
