@@ -30,6 +30,7 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.ListConfigResources, min: 0, max: 1, fn: b.handleListConfigResources}),
 		both(&handler{key: kmsg.DescribeCluster, min: 0, max: 2, fn: b.handleDescribeCluster}),
 		client(&handler{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, fn: b.handleDescribeTopicPartitions}),
+		client(&handler{key: kmsg.AlterReplicaLogDirs, min: 1, max: 2, fn: b.handleAlterReplicaLogDirs}),
 		client(&handler{key: kmsg.DescribeLogDirs, min: 1, max: 4, fn: b.handleDescribeLogDirs}),
 		both(&handler{key: kmsg.DescribeQuorum, min: 0, max: 2, fn: b.handleDescribeQuorum}),
 		both(&handler{key: kmsg.ElectLeaders, min: 0, max: 2, fn: b.handleElectLeaders}),

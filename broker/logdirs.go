@@ -3,9 +3,12 @@ package broker
 // DescribeLogDirs (key 35), versions 1-4 (v5's IsCordoned is not in kmsg;
 // Kafka 4.3 serves 1-5).
 //
-// Reports each log dir with its partitions' sizes (offset lag 0: this node
-// holds no future replicas) and, from v4, the filesystem's total and
-// usable bytes. A null topic list means every partition.
+// Reports each log dir with its partitions' sizes and, from v4, the
+// filesystem's total and usable bytes; an offline dir with
+// KAFKA_STORAGE_ERROR. A partition being moved here by AlterReplicaLogDirs
+// appears as a future replica (IsFuture, the bytes copied, and OffsetLag
+// from the first segment not wholly copied). A null topic list means every
+// partition.
 
 import (
 	"context"

@@ -43,8 +43,14 @@ func newFixture(t *testing.T) *fixture {
 
 func newFixtureOn(t *testing.T, fs *vfs.MemFS) *fixture {
 	t.Helper()
+	return newFixtureDirs(t, fs, "/data")
+}
+
+// newFixtureDirs is newFixtureOn over several log dirs.
+func newFixtureDirs(t *testing.T, fs *vfs.MemFS, dirs ...string) *fixture {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fs, Dirs: []string{"/data"}, Logger: logger})
+	logs, err := storage.OpenManager(storage.ManagerOptions{FS: fs, Dirs: dirs, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -329,9 +329,15 @@ func (cl *cleaner) buildOffsetMap(l *Log, segs []*segment, firstDirty, firstUncl
 		if next <= firstDirty {
 			continue
 		}
-		_, pos := s.offsets.lookup(firstDirty)
-		if s.baseOffset >= firstDirty {
-			pos = 0
+		pos := int64(0)
+		if s.baseOffset < firstDirty {
+			// The index is mapped only while the segment is pinned
+			// (the cache may have closed its files).
+			if err := s.pin(); err != nil {
+				return fmt.Errorf("%w: %w", errCleaningAborted, err)
+			}
+			_, pos = s.offsets.lookup(firstDirty)
+			s.unpin()
 		}
 		err := cl.eachBatch(l, s, pos, func(batch []byte, h protocol.BatchHeader) error {
 			stats.MapBytesRead += h.TotalSize()

@@ -309,7 +309,7 @@ func (m *Manager) setCleanerCheckpoint(l *Log, offset int64) {
 	defer m.checkpointMu.Unlock()
 	m.mu.Lock()
 	d := m.logDirOf[l.tp]
-	if d == nil || d.err != nil || m.logs[l.tp] != l {
+	if d == nil || d.Err() != nil || m.logs[l.tp] != l {
 		m.mu.Unlock()
 		return
 	}

@@ -65,6 +65,10 @@ type LogOptions struct {
 	// dirDurable: the manager created Dir and synced the log dir already
 	// (once for a batch of new partitions).
 	dirDurable bool
+	// dirHealth is the log dir's online state (dirfailure.go): a failure
+	// of this log takes the dir offline, and the dir's failure this log.
+	// Nil for a log opened alone.
+	dirHealth *dirHealth
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -152,6 +156,8 @@ type Log struct {
 	lastFlushMs    atomic.Int64
 	dirDirty       atomic.Bool // a segment was created since the last dir fsync
 	failure        atomic.Pointer[error]
+	// dirHealth is the log dir's; a move to another dir changes it.
+	dirHealth atomic.Pointer[dirHealth]
 
 	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
 	// earliest delete horizon of the tombstones and markers the last
@@ -206,6 +212,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		expiryMs: opts.ProducerIDExpirationMs,
 		segCache: opts.segments,
 	}
+	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
 	l.cleanerHorizonMs.Store(math.MaxInt64)
@@ -560,21 +567,47 @@ func (l *Log) config() config.Topic { return *l.cfg.Load() }
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 // fail takes the log offline after an I/O error that may have left memory
-// and disk out of step (Kafka takes the whole log dir offline).
+// and disk out of step, and with it the whole log dir, as Kafka does
+// (dirfailure.go).
 func (l *Log) fail(err error) error {
 	werr := fmt.Errorf("log %s is offline: %w: %w", l.tp, kerr.KafkaStorageError, err)
 	if l.failure.CompareAndSwap(nil, &werr) {
 		l.logger.Error("log taken offline after an I/O error", "err", err)
+		if h := l.dirHealth.Load(); h != nil {
+			h.fail(fmt.Errorf("%s: %w", l.tp, err))
+		}
 	}
 	return werr
 }
 
-// Err is the I/O error that took the log offline, nil while it is healthy.
+// Err is the I/O error that took the log, or its log dir, offline; nil
+// while both are healthy.
 func (l *Log) Err() error {
 	if p := l.failure.Load(); p != nil {
 		return *p
 	}
-	return nil
+	return l.dirHealth.Load().err()
+}
+
+// refuseNoSpace answers a write that failed for want of space and was
+// undone, leaving the log as it was: the append is refused, the dir stays
+// online (Gregor's departure from Kafka, dirfailure.go). Any other failure
+// takes the log and its dir offline.
+func (l *Log) refuseNoSpace(err error) error {
+	if isNoSpace(err) {
+		return storageError("appending to "+l.tp.String()+" (disk full)", err)
+	}
+	return l.fail(err)
+}
+
+// readFailed answers a failed read: an I/O error takes the log and its
+// dir offline, as in Kafka; anything else (a segment closed under the
+// reader) fails only this read.
+func (l *Log) readFailed(what string, err error) error {
+	if isIOFailure(err) {
+		return l.fail(fmt.Errorf("%s: %w", what, err))
+	}
+	return storageError(what, err)
 }
 
 func storageError(what string, err error) error {
@@ -755,6 +788,10 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 	seg := l.active()
 	if seg.shouldRoll(cfg, int64(len(data)), next-1, maxTs, now) {
 		if err := l.roll(max(first, l.logEndOffset.Load()), now); err != nil {
+			var undone *rollUndoneError
+			if errors.As(err, &undone) {
+				return l.errorResult(), nil, l.refuseNoSpace(undone.err)
+			}
 			return l.errorResult(), nil, l.fail(err)
 		}
 		seg = l.active()
@@ -765,7 +802,7 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 			return l.errorResult(), nil, l.fail(err)
 		}
 		// The write failed and was cut back: the log is as it was.
-		return l.errorResult(), nil, storageError("appending to "+l.tp.String(), err)
+		return l.errorResult(), nil, l.refuseNoSpace(err)
 	}
 	l.pending.commit(l.producers, next)
 	// New epochs are assigned before the log end moves over their batches:
@@ -849,7 +886,19 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	}
 	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
-		return err
+		if !isNoSpace(err) {
+			return err
+		}
+		// No room for the new segment: the old one stays active, its
+		// indexes preallocated again. The new one's files, if any, are
+		// removed by the next roll (or are an empty segment at the log
+		// end after a restart).
+		if !replace {
+			if aerr := old.becomeActive(int64(cfg.SegmentIndexBytes)); aerr != nil {
+				return errors.Join(err, aerr)
+			}
+		}
+		return &rollUndoneError{err: err}
 	}
 	seg.rollJitterMs = jitter(cfg)
 	l.segMu.Lock()
@@ -872,7 +921,13 @@ func (l *Log) roll(newBase, nowMs int64) error {
 		l.producers.mapEndOffset = newBase
 	}
 	if err := l.producers.takeSnapshot(); err != nil {
-		return err
+		if !isNoSpace(err) {
+			return err
+		}
+		// A snapshot only shortens recovery (an older one and the log
+		// rebuild the state), and a failed one leaves no partial file
+		// under its name: the next roll or close takes it.
+		l.logger.Warn("no room for the producer snapshot of a roll", "err", err)
 	}
 	l.bg.Add(1)
 	go func() {
@@ -883,6 +938,13 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	}()
 	return nil
 }
+
+// rollUndoneError is a roll that failed for want of space and left the
+// log as it was.
+type rollUndoneError struct{ err error }
+
+func (e *rollUndoneError) Error() string { return "rolling a segment: " + e.err.Error() }
+func (e *rollUndoneError) Unwrap() error { return e.err }
 
 // MaybeRoll rolls the active segment when segment.ms (with its jitter) has
 // passed, so that an idle partition's segment becomes eligible for
@@ -907,6 +969,9 @@ func (l *Log) MaybeRoll() error {
 		return nil
 	}
 	if err := l.roll(l.logEndOffset.Load(), now); err != nil {
+		if errors.As(err, new(*rollUndoneError)) {
+			return err // tried again at the next check
+		}
 		return l.fail(err)
 	}
 	return nil
@@ -956,6 +1021,11 @@ func (l *Log) flushUpTo(offset int64) error {
 	// Epochs assigned by the appends being claimed are written now, before
 	// the recovery point passes their batches (epochcache.go).
 	if wrote, err := l.epochs.saveUnsaved(); err != nil {
+		if isNoSpace(err) {
+			// Written aside and renamed: the old checkpoint is whole,
+			// and the recovery point stays until a flush saves it.
+			return storageError("saving the leader epochs of "+l.tp.String(), err)
+		}
 		return l.fail(err)
 	} else if wrote {
 		l.dirDirty.Store(true)
@@ -1020,7 +1090,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	for ; i < len(l.segments); i++ {
 		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch)
 		if err != nil && (!found || r.Size == 0) {
-			return vfs.FileRange{}, storageError("reading "+l.tp.String(), err)
+			return vfs.FileRange{}, l.readFailed("reading "+l.tp.String(), err)
 		}
 		if found {
 			return r, nil
@@ -1040,7 +1110,14 @@ func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
 func (l *Log) LogEndOffset() int64   { return l.logEndOffset.Load() }
 func (l *Log) HighWatermark() int64  { return l.highWatermark.Load() }
 func (l *Log) RecoveryPoint() int64  { return l.recoveryPoint.Load() }
-func (l *Log) Dir() string           { return l.dir }
+
+// Dir is the partition dir; a move to another log dir changes it (under
+// mu).
+func (l *Log) Dir() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dir
+}
 
 // TopicPartition names the log's partition.
 func (l *Log) TopicPartition() TopicPartition { return l.tp }
@@ -1108,7 +1185,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, leaderEpoch
 		}
 		offset, timestamp, leaderEpoch, found, err = s.findByTimestamp(ts, start)
 		if err != nil {
-			return -1, -1, -1, false, storageError("searching "+l.tp.String()+" by timestamp", err)
+			return -1, -1, -1, false, l.readFailed("searching "+l.tp.String()+" by timestamp", err)
 		}
 		if found {
 			return offset, timestamp, leaderEpoch, true, nil

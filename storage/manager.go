@@ -60,6 +60,10 @@ type ManagerOptions struct {
 	// fsyncs, which the filesystem commits together when they come
 	// together.
 	Parallelism int
+	// AllDirsOffline is called once, on the manager's failure goroutine,
+	// when an I/O error takes the last online log dir offline
+	// (dirfailure.go). Kafka halts the broker then.
+	AllDirsOffline func(err error)
 }
 
 // DefaultParallelism is ManagerOptions.Parallelism's default.
@@ -85,8 +89,9 @@ type PartitionDescription struct {
 // logDir is one entry of log.dirs.
 type logDir struct {
 	path string
-	// err is set when the dir is offline; its logs are not opened.
-	err error
+	// health says whether the dir is online; an offline dir's logs are
+	// not opened (dirfailure.go).
+	health *dirHealth
 	// cleanShutdown and prevBrokerEpoch come from the marker found at open.
 	cleanShutdown   bool
 	prevBrokerEpoch int64
@@ -100,7 +105,13 @@ type logDir struct {
 	cleanerOffsets map[TopicPartition]int64
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
+	// incoming are the logs moved in whose markers wait for a checkpoint
+	// of the dir (logmove.go).
+	incoming []TopicPartition
 }
+
+// Err is the error that took the dir offline, nil while it is online.
+func (d *logDir) Err() error { return d.health.err() }
 
 // Manager owns every partition log under log.dirs, their checkpoints and
 // the background flush/roll/checkpoint work.
@@ -141,6 +152,20 @@ type Manager struct {
 	// deletions are partition dirs renamed to -delete and waiting for
 	// file.delete.delay.ms; guarded by mu.
 	deletions []*dirDeletion
+
+	// failedDirs wakes the failure goroutine (dirfailure.go), which runs
+	// from OpenManager until Close closes stopFailures.
+	failedDirs   chan *logDir
+	stopFailures chan struct{}
+	failuresDone chan struct{}
+
+	// moves are the log moves in flight (logmove.go), guarded by mu;
+	// moveWG counts their goroutines (Add under mu while not closed).
+	moves  map[TopicPartition]*logMove
+	moveWG sync.WaitGroup
+	// moveHook, set by tests before any move, is called at named points
+	// of each move (logmove.go).
+	moveHook func(point string)
 }
 
 // dirDeletion removes one renamed partition dir, once.
@@ -193,6 +218,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		logs:     map[TopicPartition]*Log{},
 		logDirOf: map[TopicPartition]*logDir{},
 		opening:  map[TopicPartition]*pendingOpen{},
+		moves:    map[TopicPartition]*logMove{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
 		cleaner:  newCleanerState(opts.Cleaner),
 	}
@@ -200,28 +226,38 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	online := 0
 	for _, path := range opts.Dirs {
 		d := m.openDir(path)
-		if d.err != nil {
-			m.logger.Error("log dir is offline", "dir", path, "err", d.err)
+		if err := d.Err(); err != nil {
+			m.logger.Error("log dir is offline", "dir", path, "err", err)
 		} else {
 			online++
 		}
 		m.dirs = append(m.dirs, d)
 	}
 	if online == 0 {
-		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].err)
+		return nil, fmt.Errorf("storage: every log dir is offline: %w", m.dirs[0].Err())
 	}
+	m.settleMoves()
+	m.failedDirs = make(chan *logDir, len(m.dirs))
+	m.stopFailures, m.failuresDone = make(chan struct{}), make(chan struct{})
+	for _, d := range m.dirs {
+		d.health.failed = func() { m.noteDirFailure(d) }
+	}
+	go func() {
+		defer close(m.failuresDone)
+		m.handleDirFailures(m.stopFailures)
+	}()
 	return m, nil
 }
 
 func (m *Manager) openDir(path string) *logDir {
 	d := &logDir{
 		path:            path,
+		health:          &dirHealth{path: path},
 		prevBrokerEpoch: -1,
 		onDisk:          map[TopicPartition]bool{},
 	}
 	if err := vfs.MkdirAllDurable(m.fsys, path, 0o755); err != nil {
-		d.err = fmt.Errorf("creating log dir %s: %w", path, err)
-		return d
+		return d.offline(fmt.Errorf("creating log dir %s: %w", path, err))
 	}
 	marker := filepath.Join(path, CleanShutdownFile)
 	if data, err := vfs.ReadFile(m.fsys, marker); err == nil {
@@ -230,43 +266,40 @@ func (m *Manager) openDir(path string) *logDir {
 			d.prevBrokerEpoch = epoch
 		}
 		if err := m.fsys.Remove(marker); err != nil {
-			d.err = fmt.Errorf("removing %s: %w", marker, err)
-			return d
+			return d.offline(fmt.Errorf("removing %s: %w", marker, err))
 		}
 		if err := m.fsys.SyncDir(path); err != nil {
-			d.err = fmt.Errorf("syncing %s: %w", path, err)
-			return d
+			return d.offline(fmt.Errorf("syncing %s: %w", path, err))
 		}
 	}
 	var err error
 	if d.recoveryPoints, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, RecoveryPointCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	if d.logStarts, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, LogStartOffsetCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	if d.highWatermarks, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, ReplicationCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	if d.cleanerOffsets, err = readOffsetCheckpoint(m.fsys, filepath.Join(path, CleanerOffsetCheckpointFile)); err != nil {
-		d.err = err
-		return d
+		return d.offline(err)
 	}
 	ents, err := m.fsys.ReadDir(path)
 	if err != nil {
-		d.err = fmt.Errorf("listing %s: %w", path, err)
-		return d
+		return d.offline(fmt.Errorf("listing %s: %w", path, err))
 	}
 	for _, ent := range ents {
+		name := ent.Name()
 		if !ent.IsDir() {
+			if tp, ok := parseMoveMarker(name); ok {
+				d.incoming = append(d.incoming, tp)
+			}
 			continue
 		}
-		name := ent.Name()
-		if strings.HasSuffix(name, deleteDirSuffix) {
-			// A deletion interrupted by a stop: finish it.
+		if strings.HasSuffix(name, deleteDirSuffix) || strings.HasSuffix(name, futureDirSuffix) {
+			// A deletion interrupted by a stop, or a log move (which is
+			// not resumed): finish it, or drop the copy.
 			if err := m.fsys.RemoveAll(filepath.Join(path, name)); err != nil {
 				m.logger.Warn("removing deleted partition dir", "dir", name, "err", err)
 			}
@@ -276,6 +309,13 @@ func (m *Manager) openDir(path string) *logDir {
 			d.onDisk[tp] = true
 		}
 	}
+	return d
+}
+
+// offline marks a dir that failed to open; OpenManager reports it (the
+// failure callback is not set yet).
+func (d *logDir) offline(err error) *logDir {
+	d.health.fail(err)
 	return d
 }
 
@@ -311,13 +351,13 @@ func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
 // found at open; ok is false after an unclean shutdown.
 func (m *Manager) PreviousBrokerEpoch() (epoch int64, ok bool) {
 	for _, d := range m.dirs {
-		if d.err == nil && !d.cleanShutdown {
+		if d.Err() == nil && !d.cleanShutdown {
 			return -1, false
 		}
 	}
 	epoch = -1
 	for _, d := range m.dirs {
-		if d.err == nil {
+		if d.Err() == nil {
 			epoch = max(epoch, d.prevBrokerEpoch)
 		}
 	}
@@ -392,6 +432,12 @@ func (m *Manager) OpenLogs(reqs []LogRequest) []LogResult {
 		}
 		if p, ok := m.opening[tp]; ok {
 			waits[i] = p
+			continue
+		}
+		if d := m.offlineDirHolding(tp); d != nil {
+			// Kafka does not recreate a partition of an offline dir
+			// elsewhere: its data is still there.
+			out[i].Err = fmt.Errorf("%s is in an offline log dir: %w", tp, d.Err())
 			continue
 		}
 		j := &openJob{index: i, req: r, dir: m.dirHolding(tp), pending: &pendingOpen{done: make(chan struct{})}}
@@ -490,6 +536,7 @@ func (m *Manager) openLog(j *openJob) (*Log, error) {
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
 		segments:               m.segments,
 		dirDurable:             true,
+		dirHealth:              d.health,
 	}
 	m.mu.Unlock()
 	l, err := OpenLog(opts)
@@ -531,7 +578,19 @@ func forEachParallel(workers, n int, fn func(i int)) {
 // dirHolding finds the online dir that has tp on disk; the caller holds mu.
 func (m *Manager) dirHolding(tp TopicPartition) *logDir {
 	for _, d := range m.dirs {
-		if d.err == nil && d.onDisk[tp] {
+		if d.Err() == nil && d.onDisk[tp] {
+			return d
+		}
+	}
+	return nil
+}
+
+// offlineDirHolding finds the offline dir that has tp on disk (only dirs
+// that went offline after opening know their partitions); the caller holds
+// mu.
+func (m *Manager) offlineDirHolding(tp TopicPartition) *logDir {
+	for _, d := range m.dirs {
+		if d.Err() != nil && d.onDisk[tp] {
 			return d
 		}
 	}
@@ -543,7 +602,7 @@ func (m *Manager) dirHolding(tp TopicPartition) *logDir {
 func (m *Manager) leastLoadedDir() *logDir {
 	var best *logDir
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.Err() != nil {
 			continue
 		}
 		if best == nil || len(d.onDisk) < len(best.onDisk) {
@@ -575,14 +634,23 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	if d == nil {
 		return nil
 	}
-	delay := time.Duration(config.DefaultTopic().FileDeleteDelayMs) * time.Millisecond
+	delayMs := config.DefaultTopic().FileDeleteDelayMs
+	if mv := m.moves[tp]; mv != nil {
+		mv.cancel() // its swap sees the log closed
+	}
 	if l, ok := m.logs[tp]; ok {
-		delay = time.Duration(l.Config().FileDeleteDelayMs) * time.Millisecond
+		delayMs = l.Config().FileDeleteDelayMs
 		if err := l.Close(); err != nil {
 			m.logger.Warn("closing deleted log", "partition", tp.String(), "err", err)
 		}
 		delete(m.logs, tp)
 		delete(m.logDirOf, tp)
+		// A move may have committed before the close: the log is where
+		// its files are.
+		if moved := m.dirOfPath(filepath.Dir(l.Dir())); moved != nil && moved != d {
+			delete(d.onDisk, tp)
+			d = moved
+		}
 	}
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -601,17 +669,23 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	delete(d.logStarts, tp)
 	delete(d.highWatermarks, tp)
 	delete(d.cleanerOffsets, tp)
+	m.scheduleDirRemovalLocked(to, delayMs)
+	return nil
+}
+
+// scheduleDirRemovalLocked removes a partition dir renamed to -delete
+// after delayMs (file.delete.delay.ms), or at Close; the caller holds mu.
+func (m *Manager) scheduleDirRemovalLocked(dir string, delayMs int64) {
 	del := &dirDeletion{}
 	del.run = func() {
 		del.once.Do(func() {
-			if err := m.fsys.RemoveAll(to); err != nil {
-				m.logger.Warn("removing deleted partition dir", "dir", to, "err", err)
+			if err := m.fsys.RemoveAll(dir); err != nil {
+				m.logger.Warn("removing deleted partition dir", "dir", dir, "err", err)
 			}
 		})
 	}
-	del.timer = time.AfterFunc(delay, del.run)
+	del.timer = time.AfterFunc(time.Duration(delayMs)*time.Millisecond, del.run)
 	m.deletions = append(m.deletions, del)
-	return nil
 }
 
 // OnDisk lists the partitions that have a log on disk (to find stray logs).
@@ -643,8 +717,8 @@ func (m *Manager) DescribeDirs() []DirDescription {
 	defer m.mu.Unlock()
 	out := make([]DirDescription, 0, len(m.dirs))
 	for _, d := range m.dirs {
-		desc := DirDescription{Path: d.path, Err: d.err}
-		if d.err == nil {
+		desc := DirDescription{Path: d.path, Err: d.Err()}
+		if desc.Err == nil {
 			total, free, err := m.fsys.DiskUsage(d.path)
 			if err != nil {
 				desc.TotalBytes, desc.FreeBytes = -1, -1
@@ -661,6 +735,7 @@ func (m *Manager) DescribeDirs() []DirDescription {
 			}
 			desc.Partitions = append(desc.Partitions, PartitionDescription{TopicPartition: tp, Size: l.Size()})
 		}
+		desc.Partitions = append(desc.Partitions, m.futureDescriptions(d)...)
 		sort.Slice(desc.Partitions, func(i, j int) bool {
 			a, b := desc.Partitions[i].TopicPartition, desc.Partitions[j].TopicPartition
 			if a.Topic != b.Topic {
@@ -694,14 +769,16 @@ func (m *Manager) checkpoint(files ...string) error {
 	type dirOffsets struct {
 		d                      *logDir
 		recovery, starts, hwms map[TopicPartition]int64
+		markers                []TopicPartition
 	}
 	m.mu.Lock()
 	var work []dirOffsets
 	for _, d := range m.dirs {
-		if d.err != nil {
+		if d.Err() != nil {
 			continue
 		}
-		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{}}
+		w := dirOffsets{d: d, recovery: map[TopicPartition]int64{}, starts: map[TopicPartition]int64{}, hwms: map[TopicPartition]int64{},
+			markers: append([]TopicPartition(nil), d.incoming...)}
 		// Partitions not opened yet keep their checkpointed offsets.
 		for tp := range d.onDisk {
 			if v, ok := d.recoveryPoints[tp]; ok {
@@ -727,6 +804,7 @@ func (m *Manager) checkpoint(files ...string) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, w := range work {
+		written := true
 		byName := map[string]map[TopicPartition]int64{
 			RecoveryPointCheckpointFile:  w.recovery,
 			LogStartOffsetCheckpointFile: w.starts,
@@ -735,8 +813,20 @@ func (m *Manager) checkpoint(files ...string) error {
 		for _, name := range files {
 			offsets := byName[name]
 			if err := writeOffsetCheckpoint(m.fsys, filepath.Join(w.d.path, name), offsets); err != nil {
+				written = false
 				errs = append(errs, err)
+				// The old checkpoint stays whole (written aside, then
+				// renamed): a full disk only delays the next one. Any
+				// other failure takes the dir offline, as in Kafka.
+				if !isNoSpace(err) {
+					w.d.health.fail(err)
+				}
 			}
+		}
+		// A moved log's marker holds its offsets until all three files
+		// do.
+		if written && len(files) == 3 {
+			m.removeMarkers(w.d, w.markers)
 		}
 	}
 	return errors.Join(errs...)
@@ -833,7 +923,14 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.closed = true
+	for _, mv := range m.moves {
+		mv.cancel()
+	}
 	m.mu.Unlock()
+	// Moves in flight are abandoned (a restart removes their copies).
+	m.moveWG.Wait()
+	close(m.stopFailures)
+	<-m.failuresDone
 	// Opens in flight finish and register their logs, which are closed
 	// below with the others.
 	m.opens.Wait()
@@ -878,7 +975,7 @@ func (m *Manager) Close() error {
 		return errors.Join(errs...)
 	}
 	for _, d := range m.dirs {
-		if d.err != nil || failedDirs[d] {
+		if d.Err() != nil || failedDirs[d] {
 			continue
 		}
 		marker := filepath.Join(d.path, CleanShutdownFile)

@@ -243,7 +243,7 @@ func TestAppendFaults(t *testing.T) {
 				}
 				return nil
 			})
-		}, false, false},
+		}, true, false}, // Kafka: any IOException takes the dir offline; only a full disk is refused and survived
 		{"epoch checkpoint write error", func(m *vfs.MemFS) {
 			m.Inject(func(op vfs.Op, name string) error {
 				if op == vfs.OpOpen && strings.Contains(name, "leader-epoch-checkpoint") {

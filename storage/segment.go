@@ -85,6 +85,10 @@ type segment struct {
 	// append and again once the segment is inactive or truncated; the
 	// appender stores it, readers load it.
 	tail atomic.Pointer[tailBatches]
+	// truncations is odd while a truncation rewrites the file, and moves
+	// on with each: a log move's copy made without the log's lock is
+	// valid only if it did not change (logmove.go).
+	truncations atomic.Int64
 
 	// Appender-owned.
 	nextOffset      int64 // offset after the last batch
@@ -665,6 +669,8 @@ func (s *segment) truncateTo(offset int64, indexInterval int64) error {
 	// out meanwhile (Log.TruncateTo holds segMu), and the next append
 	// starts remembering afresh.
 	s.tail.Store(nil)
+	s.truncations.Add(1)
+	defer s.truncations.Add(1)
 	if err := s.log.Truncate(cut); err != nil {
 		return fmt.Errorf("truncating %s: %w", s.log.Name(), err)
 	}

@@ -426,3 +426,39 @@ func TestMemFSCapacityAndInjectedFaults(t *testing.T) {
 		t.Fatalf("want injected error, got %v", err)
 	}
 }
+
+// CrashClone keeps what a crash would and leaves the original running.
+func TestMemFSCrashClone(t *testing.T) {
+	m := NewMemFS()
+	if err := m.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncDir("/")
+	f, _ := m.OpenFile("/d/kept", os.O_CREATE|os.O_RDWR, 0o644)
+	f.Write([]byte("synced"))
+	f.Sync()
+	f.Write([]byte("+lost"))
+	m.SyncDir("/d")
+	g, _ := m.OpenFile("/d/unlinked", os.O_CREATE|os.O_RDWR, 0o644)
+	g.Write([]byte("x"))
+	g.Sync()
+
+	c := m.CrashClone()
+	if data, err := ReadFile(c, "/d/kept"); err != nil || string(data) != "synced" {
+		t.Fatalf("clone holds %q, %v", data, err)
+	}
+	if _, err := c.Stat("/d/unlinked"); err == nil {
+		t.Fatal("a file whose dir was not synced survived")
+	}
+	if data, _ := ReadFile(m, "/d/kept"); string(data) != "synced+lost" {
+		t.Fatalf("the original changed: %q", data)
+	}
+	if _, err := f.Write([]byte("!")); err != nil {
+		t.Fatalf("the original's handles died: %v", err)
+	}
+	h, _ := c.OpenFile("/d/kept", os.O_RDWR, 0)
+	h.WriteAt([]byte("S"), 0)
+	if data, _ := ReadFile(m, "/d/kept"); data[0] != 's' {
+		t.Fatal("the clone shares data with the original")
+	}
+}

@@ -54,8 +54,11 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	}
 	defer ctrl.Close()
 
+	// Kafka halts the broker when its last log dir goes offline; Gregor
+	// stops (exit status 1) with the reason in the log.
+	allDirsOffline := make(chan error, 1)
 	logs, err := storage.OpenManager(storage.ManagerOptions{
-		FS:                                fsys,
+		FS:                                testFaultFS(ctx, fsys, log),
 		Dirs:                              s.logDirs,
 		Logger:                            log.With("component", "storage"),
 		FlushSchedulerInterval:            s.flushSchedulerInterval,
@@ -64,6 +67,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		Cleaner:                           s.cleaner,
 		ProducerIDExpirationMs:            s.producerIDExpiration,
 		ProducerIDExpirationCheckInterval: s.producerIDExpiryCheck,
+		AllDirsOffline:                    func(err error) { allDirsOffline <- err },
 	})
 	if err != nil {
 		return fmt.Errorf("opening the log dirs: %w", err)
@@ -117,12 +121,18 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Gregor %s started in %s: node %d of cluster %s, listening on %s, data in %s\n",
 		version, time.Since(start).Round(time.Millisecond), s.nodeID, clusterID, strings.Join(names, ", "), strings.Join(s.logDirs, ","))
 
-	<-ctx.Done()
-	log.Info("shutting down")
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-allDirsOffline:
+		log.Error("every log dir is offline after I/O errors: shutting down, as Kafka halts the broker", "err", err)
+		failed = fmt.Errorf("every log dir is offline: %w", err)
+	}
 	b.Shutdown()
 	stopBackground()
 	<-bgDone
-	return nil
+	return failed
 }
 
 // ensureFormatted checks meta.properties in every log dir (and the

@@ -58,6 +58,7 @@ type Node struct {
 	Port       int    // client listener
 	CtrlPort   int    // controller listener
 	Overrides  []string
+	Env        []string // added to the test process's environment
 	cmd        *exec.Cmd
 	out        *syncBuffer
 	exited     chan struct{}
@@ -80,10 +81,26 @@ func FreePort(t testing.TB) int {
 // it answers ApiVersions.
 func Start(t testing.TB, overrides ...string) *Node {
 	t.Helper()
-	n := &Node{t: t, Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), Overrides: overrides}
+	return StartEnv(t, nil, overrides...)
+}
+
+// StartEnv is Start with variables added to the node's environment (such
+// as a test hook's, GREGOR_TEST_FAULTS_FILE).
+func StartEnv(t testing.TB, env []string, overrides ...string) *Node {
+	t.Helper()
+	n := &Node{t: t, Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), Overrides: overrides, Env: env}
 	n.start()
 	t.Cleanup(func() { n.Stop() })
 	return n
+}
+
+// Exited is closed when the process has exited; ExitErr then says how.
+func (n *Node) Exited() <-chan struct{} { return n.exited }
+
+// ExitErr is the process's exit status once Exited is closed.
+func (n *Node) ExitErr() error {
+	<-n.exited
+	return n.exitErr
 }
 
 // Addr is the client bootstrap address.
@@ -109,6 +126,9 @@ func (n *Node) start() {
 	n.t.Helper()
 	n.out = &syncBuffer{}
 	n.cmd = exec.Command(Binary(n.t), n.Args()...)
+	if len(n.Env) > 0 {
+		n.cmd.Env = append(os.Environ(), n.Env...)
+	}
 	n.cmd.Stdout = n.out
 	n.cmd.Stderr = n.out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
