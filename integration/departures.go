@@ -22,6 +22,12 @@ func departures() []departure {
 			proof:  "storage TestCleanerTombstonesStayUntilTheDeleteHorizon; cli/compaction (Kafka needs new writes to get there)",
 		},
 		{
+			topic:  "a full disk",
+			kafka:  "treats ENOSPC as any I/O error: the whole log dir goes offline, reads included, until the broker is restarted",
+			gregor: "refuses the append with KAFKA_STORAGE_ERROR, leaves the log as it was, keeps serving reads, and takes appends again once space is freed (a failed fsync still takes the dir offline)",
+			proof:  "integration/lifecycle TestFullDiskRefusesAppendsAndRecovers, storage TestFullDiskRefusesAppendsAndRecovers and TestFullDiskAtRollKeepsTheActiveSegment",
+		},
+		{
 			topic:  "the cleaner's memory",
 			kafka:  "allocates log.cleaner.dedupe.buffer.size (128 MiB) when the cleaner starts, whatever it will clean",
 			gregor: "grows each thread's offset map up to its share of the buffer, as keys come",
