@@ -906,9 +906,12 @@ func (t *txnScan) collect(cl *cleaner, l *Log, segs []*segment) error {
 		return nil
 	}
 	t.collected = true
+	// The scan runs in the middle of the caller's walk over cl.readBuf:
+	// it reads with a buffer of its own.
+	scan := &cleaner{throttle: cl.throttle, now: cl.now}
 	open := map[int64]int64{} // producer → first offset of its open transaction
 	for _, s := range segs {
-		err := cl.eachBatch(l, s, 0, func(batch []byte, h protocol.BatchHeader) error {
+		err := scan.eachBatch(l, s, 0, func(batch []byte, h protocol.BatchHeader) error {
 			if !h.IsTransactional() {
 				return nil
 			}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -821,5 +822,51 @@ func TestCompactionLags(t *testing.T) {
 	c, _ = l.cleanableRange(0, true, start+11_000)
 	if c.firstUncleanable != l.active().baseOffset {
 		t.Fatalf("records older than min.compaction.lag.ms are not cleanable: first uncleanable %d, active base %d", c.firstUncleanable, l.active().baseOffset)
+	}
+}
+
+// The first transactional batch of a round makes the cleaner scan the
+// whole range for aborted transactions, in the middle of its walk; the
+// walk must go on over the bytes it was reading.
+func TestCleanerTransactionsAcrossSegments(t *testing.T) {
+	cfg := compactConfig()
+	l, clock := compactLog(t, vfs.NewMemFS(), cfg)
+	now := clock.ms.Load()
+	for round := range 6 {
+		// Transactional batches first in their segments: the walk has
+		// batches left to read after the scan.
+		if round == 2 {
+			appendReplicated(t, l, txnBatch(t, 5, 0, now, kv{"key-001", val("aborted")}))
+		}
+		if round == 4 {
+			appendReplicated(t, l, protocol.EndTxnMarkerBatch(5, 0, false, 1, now))
+		}
+		for k := 0; k < 40; k += 5 {
+			var recs []kv
+			for j := k; j < k+5; j++ {
+				recs = append(recs, kv{fmt.Sprintf("key-%03d", j), val(fmt.Sprintf("plain-%d-%d", round, j))})
+			}
+			appendReplicated(t, l, keyedBatch(t, protocol.CodecNone, now, recs...))
+		}
+		l.mu.Lock()
+		_ = l.roll(l.logEndOffset.Load(), now)
+		l.mu.Unlock()
+	}
+	rollAndCommit(t, l)
+	if l.NumSegments() < 5 {
+		t.Fatalf("%d segments; the test needs several", l.NumSegments())
+	}
+	cleanRound(t, newTestCleaner(l, 1<<20), l, -1)
+	got := latestPerKey(readAll(t, l))
+	if len(got) != 40 {
+		t.Fatalf("%d keys after cleaning, want 40", len(got))
+	}
+	for k, r := range got {
+		if want := "plain-5-" + strings.TrimLeft(strings.TrimPrefix(k, "key-"), "0"); r.value != want && !(k == "key-000" && r.value == "plain-5-0") {
+			t.Fatalf("key %s reads %q, want %s", k, r.value, want)
+		}
+	}
+	if n := len(readAll(t, l)); n != 40 {
+		t.Fatalf("%d records after cleaning, want 40 (the aborted one removed)", n)
 	}
 }
