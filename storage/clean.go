@@ -594,7 +594,10 @@ func (p *cleaningPass) cleanBatch(batch []byte, h protocol.BatchHeader, all []*s
 		if needHorizon {
 			horizon, hasHorizon = p.nowMs+p.deleteRetentionMs, true
 		}
-		if hasHorizon && (tombstones || h.IsControl()) {
+		// Only horizons still ahead make the log due again: one that has
+		// passed belongs to a record kept for another reason (past the
+		// map's end), and would have the log cleaned over and over.
+		if hasHorizon && horizon > p.nowMs && (tombstones || h.IsControl()) {
 			p.nextHorizon = min(p.nextHorizon, horizon)
 		}
 		if keptAll && !needHorizon {
