@@ -145,9 +145,9 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 }
 
 // lastStableOffset is where read_committed consumers stop: the first
-// offset of the oldest open transaction, or the high watermark. Without
-// transactions (not served yet) it is the high watermark.
-func lastStableOffset(l *storage.Log) int64 { return l.HighWatermark() }
+// offset of the oldest open (or not yet replicated) transaction, or the
+// high watermark.
+func lastStableOffset(l *storage.Log) int64 { return l.LastStableOffset() }
 
 // visibleEnd is the end of what a reader may see: the log end for a
 // replica, the high watermark or the last stable offset for a consumer.

@@ -100,7 +100,7 @@ func (l *Log) cleanableRange(checkpoint int64, checkpointed bool, nowMs int64) (
 	}
 	segs := l.segments
 	active := segs[len(segs)-1]
-	uncleanable := min(l.lastStableOffset(), active.baseOffset)
+	uncleanable := min(l.LastStableOffset(), active.baseOffset)
 	if cfg.MinCompactionLagMs > 0 {
 		for _, s := range segs[l.floorSegment(c.firstDirty) : len(segs)-1] {
 			if s.largestTimestamp() > nowMs-cfg.MinCompactionLagMs {
@@ -142,9 +142,6 @@ func (l *Log) cleanableRange(checkpoint int64, checkpointed bool, nowMs int64) (
 	return c, true
 }
 
-// lastStableOffset is where cleaning must stop: open transactions are
-// not decided yet. With no transactions it is the high watermark.
-func (l *Log) lastStableOffset() int64 { return l.highWatermark.Load() }
 
 // activeProducerLast is what Kafka's lastRecordsOfActiveProducers gives
 // per producer: the last offset of its last data batch (-1 if none) and

@@ -159,6 +159,14 @@ type Log struct {
 	// dirHealth is the log dir's; a move to another dir changes it.
 	dirHealth atomic.Pointer[dirHealth]
 
+	// firstUnstable is the first offset of the oldest open transaction
+	// (MaxInt64: none), stored by the appender; unreplicated are the
+	// transactions whose marker is not below the high watermark yet,
+	// guarded by txnMu, a leaf. Both feed LastStableOffset.
+	firstUnstable atomic.Int64
+	txnMu         sync.Mutex
+	unreplicated  []completedTxn
+
 	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
 	// earliest delete horizon of the tombstones and markers the last
 	// cleaning kept (MaxInt64: none known).
@@ -216,6 +224,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	cfg := opts.Config
 	l.cfg.Store(&cfg)
 	l.cleanerHorizonMs.Store(math.MaxInt64)
+	l.firstUnstable.Store(math.MaxInt64)
 	// The partition dir is an entry in the log dir: durable only once the
 	// log dir is synced. It must be before the log takes data: a flush
 	// syncs the partition dir, not its entry in the log dir.
@@ -551,7 +560,51 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 	if leo > l.producers.mapEndOffset {
 		l.producers.mapEndOffset = leo
 	}
+	l.syncTxnState()
 	return nil
+}
+
+// syncTxnState publishes the producer state's open and newly ended
+// transactions for LastStableOffset; the caller holds mu (or is loading).
+func (l *Log) syncTxnState() {
+	first, ok := l.producers.firstUnstableOffset()
+	if !ok {
+		first = math.MaxInt64
+	}
+	l.txnMu.Lock()
+	defer l.txnMu.Unlock()
+	for _, c := range l.producers.completed {
+		// A replay after truncation ends some transactions again.
+		known := false
+		for _, u := range l.unreplicated {
+			known = known || u.markerOffset == c.markerOffset
+		}
+		if !known {
+			l.unreplicated = append(l.unreplicated, c)
+		}
+	}
+	l.producers.completed = l.producers.completed[:0]
+	l.firstUnstable.Store(first)
+}
+
+// LastStableOffset is where read_committed consumers stop (Kafka's LSO):
+// the first offset of the oldest transaction that is open, or ended by a
+// marker not yet below the high watermark; the high watermark when there
+// is none; never below the log start.
+func (l *Log) LastStableOffset() int64 {
+	l.txnMu.Lock()
+	defer l.txnMu.Unlock()
+	hw := l.highWatermark.Load()
+	lso := min(hw, l.firstUnstable.Load())
+	kept := l.unreplicated[:0]
+	for _, u := range l.unreplicated {
+		if u.markerOffset >= hw {
+			kept = append(kept, u)
+			lso = min(lso, u.firstOffset)
+		}
+	}
+	l.unreplicated = kept
+	return max(lso, l.logStartOffset.Load())
 }
 
 func jitter(cfg config.Topic) int64 {
@@ -805,6 +858,7 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 		return l.errorResult(), nil, l.refuseNoSpace(err)
 	}
 	l.pending.commit(l.producers, next)
+	l.syncTxnState()
 	// New epochs are assigned before the log end moves over their batches:
 	// a flush that reads the new log end then finds them unsaved and
 	// writes them before it claims the batches (epochcache.go).
@@ -1297,6 +1351,17 @@ func (l *Log) TruncateTo(offset int64) error {
 			return l.fail(err)
 		}
 	}
+	// Transactions whose marker the truncation removed are open again:
+	// the rebuild finds them.
+	l.txnMu.Lock()
+	kept := l.unreplicated[:0]
+	for _, u := range l.unreplicated {
+		if u.markerOffset < leo {
+			kept = append(kept, u)
+		}
+	}
+	l.unreplicated = kept
+	l.txnMu.Unlock()
 	if err := l.rebuildProducerState(l.logStartOffset.Load(), leo, nowMs); err != nil {
 		return l.fail(err)
 	}

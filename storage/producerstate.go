@@ -136,6 +136,13 @@ type producerState struct {
 	fsys      vfs.FS
 	dir       string
 	producers map[int64]producerEntry
+	// ongoing are the producers with an open transaction and its first
+	// offset (Kafka's ongoingTxns): the last stable offset is the
+	// smallest of them. Kept with producers by set and clear.
+	ongoing map[int64]int64
+	// completed are the transactions ended since the log last took them
+	// (Log.takeCompletedTxns).
+	completed []completedTxn
 	// mapEndOffset is the offset after the last batch applied.
 	mapEndOffset int64
 	// lastSnapOffset is the offset of the newest snapshot file.
@@ -143,7 +150,7 @@ type producerState struct {
 }
 
 func newProducerState(fsys vfs.FS, dir string) *producerState {
-	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}}
+	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}, ongoing: map[int64]int64{}}
 }
 
 // pendingProducer is one producer's entry as an append in progress would
@@ -155,14 +162,25 @@ type pendingProducer struct {
 	touched bool // updated has batches from this append
 }
 
+// completedTxn is a transaction a marker ended: its first offset and the
+// marker's. Until the marker is below the high watermark the transaction
+// still holds the last stable offset back (Kafka's unreplicated
+// transactions).
+type completedTxn struct {
+	firstOffset  int64
+	markerOffset int64
+}
+
 // producerAppend validates the batches of one append against the producer
 // state without changing it (Kafka's ProducerAppendInfo); commit applies it.
 // It is reused across appends by the appender.
 type producerAppend struct {
 	pending []pendingProducer
+	// completed are the transactions this append's markers end.
+	completed []completedTxn
 }
 
-func (a *producerAppend) reset() { a.pending = a.pending[:0] }
+func (a *producerAppend) reset() { a.pending, a.completed = a.pending[:0], a.completed[:0] }
 
 func (a *producerAppend) entry(ps *producerState, pid int64) *pendingProducer {
 	for i := range a.pending {
@@ -215,6 +233,9 @@ func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin A
 		// the marker's coordinator epoch needs the transaction issue; the
 		// epoch bump is applied as Kafka's update(epoch, coordEpoch, ts).
 		e.maybeUpdateEpoch(h.ProducerEpoch)
+		if e.currentTxnFirstOffset >= 0 {
+			a.completed = append(a.completed, completedTxn{firstOffset: e.currentTxnFirstOffset, markerOffset: h.BaseOffset})
+		}
 		e.currentTxnFirstOffset = -1
 		e.lastTimestamp = h.MaxTimestamp
 		return nil
@@ -267,8 +288,9 @@ func checkSequence(p *pendingProducer, h protocol.BatchHeader) error {
 // commit applies the pending entries and moves the map end offset.
 func (a *producerAppend) commit(ps *producerState, endOffset int64) {
 	for _, p := range a.pending {
-		ps.producers[p.pid] = p.updated
+		ps.set(p.pid, p.updated)
 	}
+	ps.completed = append(ps.completed, a.completed...)
 	if endOffset > ps.mapEndOffset {
 		ps.mapEndOffset = endOffset
 	}
@@ -305,6 +327,29 @@ func (ps *producerState) removeExpired(nowMs, expirationMs int64) int {
 
 func (ps *producerState) clear() {
 	clear(ps.producers)
+	clear(ps.ongoing)
+	ps.completed = ps.completed[:0]
+}
+
+// set stores a producer's entry and keeps ongoing in step with it.
+func (ps *producerState) set(pid int64, e producerEntry) {
+	ps.producers[pid] = e
+	if e.currentTxnFirstOffset >= 0 {
+		ps.ongoing[pid] = e.currentTxnFirstOffset
+	} else {
+		delete(ps.ongoing, pid)
+	}
+}
+
+// firstUnstableOffset is the first offset of the oldest open
+// transaction; ok is false when none is open.
+func (ps *producerState) firstUnstableOffset() (offset int64, ok bool) {
+	for _, first := range ps.ongoing {
+		if !ok || first < offset {
+			offset, ok = first, true
+		}
+	}
+	return offset, ok
 }
 
 // Producer snapshot file (Kafka's ProducerSnapshot message, version 1):
@@ -491,7 +536,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 		}
 		for pid, e := range entries {
 			if e.currentTxnFirstOffset >= 0 || nowMs-e.lastTimestamp < expirationMs {
-				ps.producers[pid] = e
+				ps.set(pid, e)
 			}
 		}
 		ps.mapEndOffset, ps.lastSnapOffset = off, off
