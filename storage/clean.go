@@ -142,7 +142,6 @@ func (l *Log) cleanableRange(checkpoint int64, checkpointed bool, nowMs int64) (
 	return c, true
 }
 
-
 // activeProducerLast is what Kafka's lastRecordsOfActiveProducers gives
 // per producer: the last offset of its last data batch (-1 if none) and
 // its epoch.

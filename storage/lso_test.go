@@ -23,7 +23,7 @@ func TestLastStableOffsetFollowsTransactions(t *testing.T) {
 		t.Fatalf("without transactions the LSO is %d, want the high watermark 1", lso)
 	}
 	appendReplicated(t, l, txnBatch(t, 7, 0, now, kv{"a", val("1")})) // offset 1
-	plain()                                                             // 2
+	plain()                                                           // 2
 	appendReplicated(t, l, txnBatch(t, 8, 0, now, kv{"b", val("1")})) // 3
 	commit()
 	if lso := l.LastStableOffset(); lso != 1 {
