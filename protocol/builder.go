@@ -51,17 +51,7 @@ type BatchBuilder struct {
 // NewBatchBuilder returns a builder for a CreateTime batch compressed with
 // codec, without producer id, not transactional, not control.
 func NewBatchBuilder(codec Codec) *BatchBuilder {
-	b := &BatchBuilder{
-		codec:         codec,
-		producerID:    NoProducerID,
-		producerEpoch: NoProducerEpoch,
-		baseSequence:  NoSequence,
-
-		deleteHorizonMs:   -1,
-		lastDeltaOverride: -1,
-	}
-	b.Reset()
-	return b
+	return new(BatchBuilder).ResetFor(codec)
 }
 
 // SetProducer sets the idempotent producer fields. Transaction markers use

@@ -40,6 +40,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -932,16 +933,8 @@ func (t *txnScan) collect(cl *cleaner, l *Log, segs []*segment) error {
 		}
 	}
 	// Found in marker order; walked in first-offset order.
-	sortAborted(t.aborted)
+	sort.Slice(t.aborted, func(i, j int) bool { return t.aborted[i].firstOffset < t.aborted[j].firstOffset })
 	return nil
-}
-
-func sortAborted(a []abortedTxn) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j].firstOffset < a[j-1].firstOffset; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
 
 func (t *txnScan) reach(offset int64) {

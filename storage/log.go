@@ -166,6 +166,10 @@ type Log struct {
 	firstUnstable atomic.Int64
 	txnMu         sync.Mutex
 	unreplicated  []completedTxn
+	// txnsHeld says a transaction may hold the LSO back (firstUnstable
+	// or unreplicated is set): without one, appends and fetches skip
+	// txnMu. Stored under txnMu.
+	txnsHeld atomic.Bool
 
 	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
 	// earliest delete horizon of the tombstones and markers the last
@@ -502,13 +506,7 @@ func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 }
 
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {
-	for _, suf := range segmentSuffixes {
-		name := segmentFileName(dir, base, suf)
-		if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("removing %s: %w", name, err)
-		}
-	}
-	return nil
+	return removeSegmentFilesNamed(fsys, dir, base, "")
 }
 
 // replaceAllSegments drops every segment and starts an empty one at base.
@@ -568,6 +566,9 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 // transactions for LastStableOffset; the caller holds mu (or is loading).
 func (l *Log) syncTxnState() {
 	first, ok := l.producers.firstUnstableOffset()
+	if !ok && len(l.producers.completed) == 0 && !l.txnsHeld.Load() {
+		return // no transaction, before or now: the common append
+	}
 	if !ok {
 		first = math.MaxInt64
 	}
@@ -585,6 +586,7 @@ func (l *Log) syncTxnState() {
 	}
 	l.producers.completed = l.producers.completed[:0]
 	l.firstUnstable.Store(first)
+	l.txnsHeld.Store(first != math.MaxInt64 || len(l.unreplicated) > 0)
 }
 
 // LastStableOffset is where read_committed consumers stop (Kafka's LSO):
@@ -592,6 +594,9 @@ func (l *Log) syncTxnState() {
 // marker not yet below the high watermark; the high watermark when there
 // is none; never below the log start.
 func (l *Log) LastStableOffset() int64 {
+	if !l.txnsHeld.Load() {
+		return max(l.highWatermark.Load(), l.logStartOffset.Load())
+	}
 	l.txnMu.Lock()
 	defer l.txnMu.Unlock()
 	hw := l.highWatermark.Load()
@@ -604,6 +609,7 @@ func (l *Log) LastStableOffset() int64 {
 		}
 	}
 	l.unreplicated = kept
+	l.txnsHeld.Store(l.firstUnstable.Load() != math.MaxInt64 || len(kept) > 0)
 	return max(lso, l.logStartOffset.Load())
 }
 
@@ -1361,6 +1367,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	l.unreplicated = kept
+	l.txnsHeld.Store(l.firstUnstable.Load() != math.MaxInt64 || len(kept) > 0)
 	l.txnMu.Unlock()
 	if err := l.rebuildProducerState(l.logStartOffset.Load(), leo, nowMs); err != nil {
 		return l.fail(err)

@@ -30,9 +30,7 @@ import (
 	"time"
 
 	"github.com/pierrec/lz4/v4"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func main() {
@@ -195,19 +193,7 @@ func producerOpts(bootstrap, acks string) []kgo.Opt {
 }
 
 func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int) error {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(partitions), 1
-	req.Topics = append(req.Topics, t)
-	req.TimeoutMillis = 30000
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", topic, err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("creating %s: %w", topic, err)
-	}
-	return nil
+	return createTopicWith(ctx, cl, topic, partitions, nil)
 }
 
 type throughput struct {

@@ -35,10 +35,7 @@ func TestRetentionAndCleanerKeysDescribedWithTheirSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]struct {
-		value  string
-		source kmsg.ConfigSource
-	}{
+	checkDescribed(t, "topic", tc.Configs, map[string]described{
 		"retention.ms":              {"3600000", kmsg.ConfigSourceDynamicTopicConfig},
 		"retention.bytes":           {"-1", kmsg.ConfigSourceDefaultConfig},
 		"cleanup.policy":            {"delete", kmsg.ConfigSourceDefaultConfig},
@@ -49,21 +46,7 @@ func TestRetentionAndCleanerKeysDescribedWithTheirSource(t *testing.T) {
 		"segment.ms":                {"604800000", kmsg.ConfigSourceDefaultConfig},
 		"segment.jitter.ms":         {"0", kmsg.ConfigSourceDefaultConfig},
 		"file.delete.delay.ms":      {"60000", kmsg.ConfigSourceDefaultConfig},
-	}
-	seen := map[string]bool{}
-	for _, c := range tc.Configs {
-		if w, ok := want[c.Key]; ok {
-			seen[c.Key] = true
-			if c.MaybeValue() != w.value || c.Source != w.source {
-				t.Errorf("topic %s = %q from %v, want %q from %v", c.Key, c.MaybeValue(), c.Source, w.value, w.source)
-			}
-		}
-	}
-	for k := range want {
-		if !seen[k] {
-			t.Errorf("topic config %s not described", k)
-		}
-	}
+	})
 	brokers, err := adm.DescribeBrokerConfigs(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +55,7 @@ func TestRetentionAndCleanerKeysDescribedWithTheirSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantBroker := map[string]struct {
-		value  string
-		source kmsg.ConfigSource
-	}{
+	checkDescribed(t, "broker", bc.Configs, map[string]described{
 		"log.cleaner.backoff.ms":              {"2000", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
 		"log.cleaner.threads":                 {"1", kmsg.ConfigSourceStaticBrokerConfig},
 		"log.cleaner.dedupe.buffer.size":      {"134217728", kmsg.ConfigSourceDefaultConfig},
@@ -85,19 +65,31 @@ func TestRetentionAndCleanerKeysDescribedWithTheirSource(t *testing.T) {
 		"log.retention.bytes":                 {"-1", kmsg.ConfigSourceDefaultConfig},
 		"log.retention.check.interval.ms":     {"300000", kmsg.ConfigSourceDefaultConfig},
 		"log.cleanup.policy":                  {"delete", kmsg.ConfigSourceDefaultConfig},
-	}
-	seen = map[string]bool{}
-	for _, c := range bc.Configs {
-		if w, ok := wantBroker[c.Key]; ok {
+	})
+}
+
+// described is a config's expected value and source.
+type described struct {
+	value  string
+	source kmsg.ConfigSource
+}
+
+// checkDescribed finds every wanted key in configs with its value and
+// source.
+func checkDescribed(t *testing.T, what string, configs []kadm.Config, want map[string]described) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, c := range configs {
+		if w, ok := want[c.Key]; ok {
 			seen[c.Key] = true
 			if c.MaybeValue() != w.value || c.Source != w.source {
-				t.Errorf("broker %s = %q from %v, want %q from %v", c.Key, c.MaybeValue(), c.Source, w.value, w.source)
+				t.Errorf("%s %s = %q from %v, want %q from %v", what, c.Key, c.MaybeValue(), c.Source, w.value, w.source)
 			}
 		}
 	}
-	for k := range wantBroker {
+	for k := range want {
 		if !seen[k] {
-			t.Errorf("broker config %s not described", k)
+			t.Errorf("%s config %s not described", what, k)
 		}
 	}
 }
