@@ -11,6 +11,7 @@ import (
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,11 @@ type Options struct {
 	// Groups configures the group coordinator; nil means Kafka's defaults
 	// with the offsets topic settings above.
 	Groups *group.Config
+	// Transactions configures the transaction coordinator; nil means
+	// Kafka's defaults.
+	Transactions *txn.Config
+	// TransactionVerification is transaction.partition.verification.enable.
+	TransactionVerification bool
 	// LogDirIDs are the directory ids of the log dirs (registration v2+).
 	LogDirIDs []protocol.UUID
 	// SupportedFeatures is reported in ApiVersions and registration.
@@ -104,6 +110,8 @@ type Broker struct {
 	now         func() time.Time
 	// groups is the group coordinator, created by Start.
 	groups *groupCoordinator
+	// txns is the transaction coordinator, created by Start.
+	txns *txnCoordinator
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -174,6 +182,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	b.groups = b.startGroups(ctx)
+	b.txns = b.startTxns(ctx)
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
@@ -191,6 +200,10 @@ func (b *Broker) Shutdown() {
 			// Parked group requests are answered before the server
 			// drains its connections.
 			b.groups.runtime.Stop()
+		}
+		if b.txns != nil {
+			// Marker rounds stop; the next start finishes them.
+			b.txns.runtime.Stop()
 		}
 		b.server.Shutdown()
 		// No auto-creation starts after this (bg.Add must not race Wait).

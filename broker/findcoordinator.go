@@ -10,10 +10,10 @@ package broker
 // groups to be loaded: the group APIs answer COORDINATOR_LOAD_IN_PROGRESS
 // meanwhile.
 //
-// Deliberate deviations until later issues: transaction keys (type 1) get
-// COORDINATOR_NOT_AVAILABLE because the transaction coordinator does not
-// exist yet; share keys (type 2) get INVALID_REQUEST, Kafka's answer when
-// it runs without a share coordinator.
+// A transactional id's coordinator (type 1) is likewise the leader of its
+// __transaction_state partition. Deliberate deviation until a later
+// issue: share keys (type 2) get INVALID_REQUEST, Kafka's answer when it
+// runs without a share coordinator.
 
 import (
 	"context"
@@ -89,10 +89,17 @@ func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinat
 
 // findCoordinator locates one key's coordinator.
 func (b *Broker) findCoordinator(img *controller.Image, listenerName string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
-	if keyType != coordinatorGroup || b.groups == nil {
-		return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
+	switch {
+	case keyType == coordinatorGroup && b.groups != nil:
+		return coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
+	case keyType == coordinatorTransaction && b.txns != nil:
+		if key == "" {
+			// Kafka: an empty transactional id has no coordinator.
+			return noCoordinator(key, kerr.InvalidRequest.Code)
+		}
+		return coordinatorOn(img, listenerName, b.txns.runtime, b.txns.coord.PartitionFor(key), key)
 	}
-	return coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
+	return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
 }
 
 // coordinatorOn answers where key's coordinator is: the leader of its

@@ -21,6 +21,13 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.InitProducerID, min: 0, max: 5, fn: b.handleInitProducerID}),
 		client(&handler{key: kmsg.DeleteRecords, min: 0, max: 2, fn: b.handleDeleteRecords}),
 		client(&handler{key: kmsg.DescribeProducers, min: 0, max: 0, fn: b.handleDescribeProducers}),
+		// Transactions (transactions.go, writetxnmarkers.go, listtransactions.go).
+		client(&handler{key: kmsg.AddPartitionsToTxn, min: 0, max: 5, fn: b.handleAddPartitionsToTxn}),
+		client(&handler{key: kmsg.AddOffsetsToTxn, min: 0, max: 4, fn: b.handleAddOffsetsToTxn}),
+		client(&handler{key: kmsg.EndTxn, min: 0, max: 5, fn: b.handleEndTxn}),
+		client(&handler{key: kmsg.WriteTxnMarkers, min: 0, max: 2, fn: b.handleWriteTxnMarkers}),
+		client(&handler{key: kmsg.ListTransactions, min: 0, max: 2, fn: b.handleListTransactions}),
+		client(&handler{key: kmsg.DescribeTransactions, min: 0, max: 0, fn: b.handleDescribeTransactions}),
 		both(&handler{key: kmsg.CreateTopics, min: 2, max: 7, fn: b.handleCreateTopics}),
 		both(&handler{key: kmsg.DeleteTopics, min: 1, max: 6, fn: b.handleDeleteTopics}),
 		both(&handler{key: kmsg.CreatePartitions, min: 0, max: 3, fn: b.handleCreatePartitions}),

@@ -5,10 +5,15 @@ package broker
 // Idempotent producers (no transactional id) get a fresh producer id with
 // epoch 0, as in Kafka, drawn from blocks the controller hands out
 // (AllocateProducerIds, so ids are unique across brokers and restarts).
-// Transactional ids belong to the transaction coordinator, which does not
-// exist yet: they are answered with COORDINATOR_NOT_AVAILABLE, as
-// FindCoordinator answers transaction keys, so transactional clients retry
-// and then fail with a clear error instead of misbehaving.
+// Transactional ids go to the transaction coordinator (coordinator/txn):
+// a new id gets a producer id, a known one its epoch bumped (fencing the
+// older producer), an open transaction is aborted first
+// (CONCURRENT_TRANSACTIONS, the client retries), and v3+ requests that
+// name their producer id and epoch recover after an abortable error
+// (KIP-360). transaction.timeout.ms above transaction.max.timeout.ms gets
+// INVALID_TRANSACTION_TIMEOUT; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+// before v4, as in Kafka. A producer id without an epoch (or the reverse)
+// is INVALID_REQUEST.
 
 import (
 	"context"
@@ -23,9 +28,23 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		r.respond(resp)
+		return
+	}
+	if req.TransactionalID != nil {
+		if b.txns == nil {
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			r.respond(resp)
+			return
+		}
+		r.goAsync(func() {
+			pid, epoch, code := b.txns.coord.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			resp.ErrorCode = fencedForOldClients(code, r.version(), 4)
+			r.respond(resp)
+		})
 		return
 	}
 	r.goAsync(func() {

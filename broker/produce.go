@@ -18,10 +18,11 @@ package broker
 // connection's reader goroutine, in request order (idempotent producers
 // pipeline); so does the answer unless an acks=all append has to wait.
 //
-// Transactional batches: there is no transaction coordinator yet, so no
-// transaction can cover one, and the log refuses every transactional batch
-// with INVALID_TXN_STATE, as Kafka's log refuses one that no verified
-// transaction covers (storage/producerstate.go).
+// Transactional batches: the first one of a transaction on a partition is
+// verified with the transaction coordinator (KIP-890 part 1,
+// transactions.go) and appended with the verification's guard; the log
+// refuses, with INVALID_TXN_STATE, one that no verified transaction covers
+// (storage/producerstate.go).
 
 import (
 	"context"
@@ -76,11 +77,19 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 		for _, p := range t.Partitions {
 			rp, batch, ok := checkProducePartition(r, req, topic, p)
 			if ok {
-				entries = append(entries, replica.AppendEntry{
-					TopicPartition: replica.TopicPartition{Topic: topic.Name, Partition: p.Partition},
-					Batch:          batch,
-					LeaderEpoch:    -1,
-				})
+				tp := replica.TopicPartition{Topic: topic.Name, Partition: p.Partition}
+				var guard uint64
+				if h := batch.Header; h.IsTransactional() && !h.IsControl() {
+					var ke *kerr.Error
+					var msg string
+					if guard, ke, msg = b.verifyTxnBatch(r.version(), req.TransactionID, tp, h); ke != nil {
+						setProduceError(r, &rp, ke, msg)
+						ok = false
+					}
+				}
+				if ok {
+					entries = append(entries, replica.AppendEntry{TopicPartition: tp, Batch: batch, LeaderEpoch: -1, VerificationGuard: guard})
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

@@ -100,6 +100,7 @@ func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVers
 		t.Fatal(err)
 	}
 	groups := cfg.GroupCoordinatorConfig(log)
+	txns := cfg.TransactionCoordinatorConfig(log)
 	configs := config.NewProvider(cfg, log)
 	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
 	// As cmd/gregor's settings fill them in.
@@ -139,6 +140,8 @@ func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVers
 		OffsetsTopicReplicationFactor: 1,
 		SupportedFeatures:             features,
 		Groups:                        &groups,
+		Transactions:                  &txns,
+		TransactionVerification:       cfg.TransactionPartitionVerificationEnable,
 		LogDirIDs:                     []protocol.UUID{voters[0].DirectoryID},
 		Metadata:                      ctrl,
 		Controller:                    ctrl,

@@ -39,6 +39,10 @@ type AppendEntry struct {
 	// watermark passes it, the answer is NOT_LEADER_OR_FOLLOWER. -1 (a
 	// client's produce) accepts any epoch of this node's leadership.
 	LeaderEpoch int32
+	// VerificationGuard is what StartTxnVerification returned for the
+	// batch's producer, once the transaction coordinator confirmed the
+	// partition is in its transaction (0: no verification).
+	VerificationGuard uint64
 
 	Result AppendResult
 

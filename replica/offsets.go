@@ -174,3 +174,16 @@ type LogDirDescription = storage.DirDescription
 
 // DescribeLogDirs reports every log dir with its usage and partitions.
 func (m *Manager) DescribeLogDirs() []LogDirDescription { return m.logs.DescribeDirs() }
+
+// StartTxnVerification begins verifying a producer's first transactional
+// batch on tp (KIP-890 part 1, storage.Log.StartTxnVerification): the
+// guard its append must carry once the transaction coordinator confirms
+// the partition is in the transaction, 0 when the producer has a
+// transaction open on tp already.
+func (m *Manager) StartTxnVerification(tp TopicPartition, pid int64, epoch int16) (uint64, *kerr.Error) {
+	p, ke, _ := m.leaderPartition(tp, -1, false)
+	if ke != nil {
+		return 0, ke
+	}
+	return p.log.StartTxnVerification(pid, epoch), nil
+}

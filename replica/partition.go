@@ -184,9 +184,9 @@ func (p *Partition) appendAsLeader(e *AppendEntry, acks int16, origin storage.Ap
 		return res, nil, msg, ke, false
 	}
 	if e.Batch.Bytes != nil {
-		res, recErrs, err = p.log.AppendBatch(e.Batch, p.leaderEpoch, origin)
+		res, recErrs, err = p.log.AppendBatchVerified(e.Batch, p.leaderEpoch, origin, e.VerificationGuard)
 	} else {
-		res, recErrs, err = p.log.Append(e.Records, p.leaderEpoch, origin)
+		res, recErrs, err = p.log.AppendVerified(e.Records, p.leaderEpoch, origin, e.VerificationGuard)
 	}
 	if err != nil {
 		return res, recErrs, "", err, false

@@ -688,7 +688,14 @@ func (l *Log) errorResult() AppendResult {
 // the buffer over. Replicated batches (AppendReplication) keep their
 // offsets and epochs and are only CRC-checked; they must continue the log.
 func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
-	return l.append(batchSource{rest: batches}, leaderEpoch, origin)
+	return l.append(batchSource{rest: batches}, leaderEpoch, origin, 0)
+}
+
+// AppendVerified is Append for a client's batches that StartTxnVerification
+// and the transaction coordinator verified: guard is what
+// StartTxnVerification returned (0: none).
+func (l *Log) AppendVerified(batches []byte, leaderEpoch int32, origin AppendOrigin, guard uint64) (AppendResult, []protocol.RecordError, error) {
+	return l.append(batchSource{rest: batches}, leaderEpoch, origin, guard)
 }
 
 // AppendBatch is Append for one batch that the caller has already split off
@@ -697,7 +704,13 @@ func (l *Log) Append(batches []byte, leaderEpoch int32, origin AppendOrigin) (Ap
 // indexing without being parsed again. b.Bytes is handed over as with
 // Append.
 func (l *Log) AppendBatch(b protocol.Batch, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
-	return l.append(batchSource{parsed: b, single: true}, leaderEpoch, origin)
+	return l.append(batchSource{parsed: b, single: true}, leaderEpoch, origin, 0)
+}
+
+// AppendBatchVerified is AppendBatch with a verification guard, as
+// AppendVerified.
+func (l *Log) AppendBatchVerified(b protocol.Batch, leaderEpoch int32, origin AppendOrigin, guard uint64) (AppendResult, []protocol.RecordError, error) {
+	return l.append(batchSource{parsed: b, single: true}, leaderEpoch, origin, guard)
 }
 
 // batchSource yields the batches of one append: split one at a time from
@@ -743,7 +756,7 @@ func (s *batchSource) next(index int) (protocol.Batch, error) {
 	return protocol.Batch{Bytes: batch, Header: h}, nil
 }
 
-func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (AppendResult, []protocol.RecordError, error) {
+func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, guard uint64) (AppendResult, []protocol.RecordError, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.Err(); err != nil {
@@ -824,7 +837,7 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin) (A
 				}, nil, nil
 			}
 		}
-		if err := l.pending.add(l.producers, h, origin); err != nil {
+		if err := l.pending.add(l.producers, h, origin, guard); err != nil {
 			return l.errorResult(), nil, err
 		}
 	}
@@ -1600,4 +1613,17 @@ func (l *Log) closeSegments() error {
 	}
 	l.segments = nil
 	return errors.Join(errs...)
+}
+
+// StartTxnVerification begins verifying pid's next transactional batch on
+// this partition (KIP-890 part 1): it returns the guard that the append of
+// that batch must carry (AppendVerified), once the transaction
+// coordinator has confirmed that the partition is in pid's transaction. A
+// marker for pid in between (an abort, say by timeout) ends the
+// verification, so a late produce cannot open a transaction nobody will
+// end. 0 means pid has a transaction open here: nothing to verify.
+func (l *Log) StartTxnVerification(pid int64, epoch int16) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.startVerification(pid, epoch)
 }

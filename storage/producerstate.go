@@ -143,6 +143,12 @@ type producerState struct {
 	// completed are the transactions ended since the log last took them
 	// (Log.takeCompletedTxns).
 	completed []completedTxn
+	// verifying are the producers whose next transaction on this
+	// partition is being verified with the transaction coordinator
+	// (Kafka's VerificationStateEntry), by the guard an append must carry
+	// to start it. Not persisted: a restart makes producers verify again.
+	verifying map[int64]verification
+	lastGuard uint64
 	// mapEndOffset is the offset after the last batch applied.
 	mapEndOffset int64
 	// lastSnapOffset is the offset of the newest snapshot file.
@@ -150,7 +156,46 @@ type producerState struct {
 }
 
 func newProducerState(fsys vfs.FS, dir string) *producerState {
-	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}, ongoing: map[int64]int64{}}
+	return &producerState{fsys: fsys, dir: dir, producers: map[int64]producerEntry{}, ongoing: map[int64]int64{}, verifying: map[int64]verification{}}
+}
+
+// verification is one producer's verification in progress.
+type verification struct {
+	guard uint64
+	epoch int16
+}
+
+// startVerification is Kafka's maybeCreateVerificationStateEntry: the
+// guard an append of pid's first transactional batch must carry, 0 when
+// pid has a transaction open here already (nothing to verify).
+func (ps *producerState) startVerification(pid int64, epoch int16) uint64 {
+	if e, ok := ps.producers[pid]; ok && e.currentTxnFirstOffset >= 0 {
+		return 0
+	}
+	v, ok := ps.verifying[pid]
+	if !ok || epoch > v.epoch {
+		if !ok {
+			ps.lastGuard++
+			v.guard = ps.lastGuard
+		}
+		v.epoch = epoch
+		ps.verifying[pid] = v
+	}
+	return v.guard
+}
+
+// SkipTxnVerification is the guard of an append that needs no
+// verification: transaction.partition.verification.enable=false lets any
+// transactional batch open a transaction, as in Kafka.
+const SkipTxnVerification = ^uint64(0)
+
+// verified reports whether guard is pid's verification in progress.
+func (ps *producerState) verified(pid int64, guard uint64) bool {
+	if guard == SkipTxnVerification {
+		return true
+	}
+	v, ok := ps.verifying[pid]
+	return ok && guard != 0 && v.guard == guard
 }
 
 // pendingProducer is one producer's entry as an append in progress would
@@ -178,9 +223,14 @@ type producerAppend struct {
 	pending []pendingProducer
 	// completed are the transactions this append's markers end.
 	completed []completedTxn
+	// verifiedDone are the producers whose verification this append
+	// consumes: their transaction started, or a marker ended it.
+	verifiedDone []int64
 }
 
-func (a *producerAppend) reset() { a.pending, a.completed = a.pending[:0], a.completed[:0] }
+func (a *producerAppend) reset() {
+	a.pending, a.completed, a.verifiedDone = a.pending[:0], a.completed[:0], a.verifiedDone[:0]
+}
 
 func (a *producerAppend) entry(ps *producerState, pid int64) *pendingProducer {
 	for i := range a.pending {
@@ -209,18 +259,19 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 // add validates one batch (with its final offsets) and records it in the
 // pending state, following Kafka 4.3's ProducerAppendInfo rules. Errors are
 // INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_TXN_STATE.
-func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin) error {
+func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin, guard uint64) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
-	if origin != AppendReplication && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 {
+	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 && !ps.verified(h.ProducerID, guard) {
 		// Kafka writes a transactional batch only into a transaction the
 		// transaction coordinator knows of: the first batch of each
 		// transaction on a partition is verified with the coordinator
-		// (KIP-890), later ones continue the open transaction. No
-		// coordinator has verified this one (Gregor has no transaction
-		// coordinator yet), so no transaction covers it: storing it would
-		// open a transaction that nothing can end, pinning the last stable
-		// offset. Kafka's log refuses such a batch with this error.
+		// (KIP-890 part 1; StartTxnVerification), later ones continue the
+		// open transaction. A batch no verification covers, or whose
+		// verification a marker has ended since (a late produce of an
+		// aborted transaction), would open a transaction that nothing
+		// ends, pinning the last stable offset. Kafka's log refuses it
+		// with this error.
 		return fmt.Errorf("producer %d: record at offset %d was not part of an ongoing transaction: %w",
 			h.ProducerID, h.BaseOffset, kerr.InvalidTxnState)
 	}
@@ -238,6 +289,7 @@ func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin A
 		}
 		e.currentTxnFirstOffset = -1
 		e.lastTimestamp = h.MaxTimestamp
+		a.verifiedDone = append(a.verifiedDone, h.ProducerID)
 		return nil
 	}
 	lastSeq := incrementSequence(h.BaseSequence, h.LastOffsetDelta)
@@ -254,6 +306,7 @@ func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin A
 			h.ProducerID, h.BaseOffset, kerr.InvalidTxnState)
 	case e.currentTxnFirstOffset < 0 && h.IsTransactional():
 		e.currentTxnFirstOffset = h.BaseOffset
+		a.verifiedDone = append(a.verifiedDone, h.ProducerID)
 	}
 	return nil
 }
@@ -291,6 +344,9 @@ func (a *producerAppend) commit(ps *producerState, endOffset int64) {
 		ps.set(p.pid, p.updated)
 	}
 	ps.completed = append(ps.completed, a.completed...)
+	for _, pid := range a.verifiedDone {
+		delete(ps.verifying, pid)
+	}
 	if endOffset > ps.mapEndOffset {
 		ps.mapEndOffset = endOffset
 	}
@@ -303,7 +359,7 @@ func (ps *producerState) replay(h protocol.BatchHeader, scratch *producerAppend)
 	if h.HasProducerID() {
 		scratch.reset()
 		// Replication origin never fails.
-		_ = scratch.add(ps, h, AppendReplication)
+		_ = scratch.add(ps, h, AppendReplication, 0)
 		scratch.commit(ps, h.LastOffset()+1)
 		return
 	}
@@ -327,6 +383,7 @@ func (ps *producerState) removeExpired(nowMs, expirationMs int64) int {
 
 func (ps *producerState) clear() {
 	clear(ps.producers)
+	clear(ps.verifying)
 	clear(ps.ongoing)
 	ps.completed = ps.completed[:0]
 }

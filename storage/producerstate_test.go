@@ -189,18 +189,19 @@ func TestProducerSnapshotFormat(t *testing.T) {
 	}
 }
 
-// A transactional batch no transaction covers is refused on client and
-// coordinator appends, before any state changes: nothing is written, the
-// producer has no open transaction (so none reaches a snapshot), and its
-// sequence is not consumed. A follower copies whatever its leader wrote.
+// A client's transactional batch that no verified transaction covers is
+// refused before any state changes: nothing is written, the producer has
+// no open transaction (so none reaches a snapshot), and its sequence is
+// not consumed. A follower copies whatever its leader wrote.
 func TestTransactionalBatchNeedsATransaction(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
 	txn := makeBatch(t, batchSpec{n: 2, pid: 9, epoch: 0, seq: 0, txn: true})
-	for _, origin := range []AppendOrigin{AppendClient, AppendCoordinator} {
-		if _, _, err := l.Append(append([]byte(nil), txn...), 3, origin); kerrOf(err) != kerr.InvalidTxnState {
-			t.Fatalf("origin %d: want INVALID_TXN_STATE, got %v", origin, err)
-		}
+	if _, _, err := l.Append(append([]byte(nil), txn...), 3, AppendClient); kerrOf(err) != kerr.InvalidTxnState {
+		t.Fatalf("unverified client batch: want INVALID_TXN_STATE, got %v", err)
+	}
+	if _, _, err := l.AppendVerified(append([]byte(nil), txn...), 3, AppendClient, 12345); kerrOf(err) != kerr.InvalidTxnState {
+		t.Fatalf("client batch with a guard nobody issued: want INVALID_TXN_STATE, got %v", err)
 	}
 	if leo := l.LogEndOffset(); leo != 0 {
 		t.Fatalf("log end %d after refused appends", leo)
@@ -224,5 +225,44 @@ func TestTransactionalBatchNeedsATransaction(t *testing.T) {
 	protocol.SetBaseOffset(replicated, l.LogEndOffset())
 	if _, _, err := l.Append(replicated, 3, AppendReplication); err != nil {
 		t.Fatalf("replicated transactional batch: %v", err)
+	}
+}
+
+// KIP-890 part 1: a verification guard lets the producer's first
+// transactional batch on the partition open its transaction; later
+// batches need none; a marker ends the verification, so a produce that
+// arrives late, after its transaction was aborted, is refused instead of
+// opening a transaction nothing will end.
+func TestTransactionVerificationGuard(t *testing.T) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
+	defer l.Close()
+	guard := l.StartTxnVerification(9, 0)
+	if guard == 0 {
+		t.Fatal("no guard for a producer without an open transaction")
+	}
+	if again := l.StartTxnVerification(9, 0); again != guard {
+		t.Fatalf("second verification before the append: guard %d, want the same %d", again, guard)
+	}
+	late := l.StartTxnVerification(9, 0) // a produce that will arrive after the abort
+	if _, _, err := l.AppendVerified(makeBatch(t, batchSpec{n: 2, pid: 9, epoch: 0, seq: 0, txn: true}), 3, AppendClient, guard); err != nil {
+		t.Fatalf("verified first batch: %v", err)
+	}
+	if g := l.StartTxnVerification(9, 0); g != 0 {
+		t.Fatalf("guard %d while the transaction is open, want 0 (nothing to verify)", g)
+	}
+	if _, _, err := l.Append(makeBatch(t, batchSpec{n: 1, pid: 9, epoch: 0, seq: 2, txn: true}), 3, AppendClient); err != nil {
+		t.Fatalf("second batch of the open transaction: %v", err)
+	}
+	abort := protocol.EndTxnMarkerBatch(9, 0, false, 0, l.now().UnixMilli())
+	if _, _, err := l.Append(abort, 3, AppendCoordinator); err != nil {
+		t.Fatalf("abort marker: %v", err)
+	}
+	if _, _, err := l.AppendVerified(makeBatch(t, batchSpec{n: 1, pid: 9, epoch: 0, seq: 3, txn: true}), 3, AppendClient, late); kerrOf(err) != kerr.InvalidTxnState {
+		t.Fatalf("late batch whose verification the abort ended: want INVALID_TXN_STATE, got %v", err)
+	}
+	for _, p := range l.ActiveProducers() {
+		if p.CurrentTxnStartOffset != -1 {
+			t.Fatalf("producer %d has a transaction open at %d: the late batch opened one", p.ProducerID, p.CurrentTxnStartOffset)
+		}
 	}
 }

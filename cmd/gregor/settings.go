@@ -196,6 +196,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		return nil, err
 	}
 	s.brokerOpts.Groups = &groups
+	txns := cfg.TransactionCoordinatorConfig(logger.With("component", "transaction-coordinator"))
+	if err := txns.Validate(); err != nil {
+		return nil, err
+	}
+	s.brokerOpts.Transactions = &txns
+	s.brokerOpts.TransactionVerification = cfg.TransactionPartitionVerificationEnable
 	return s, nil
 }
 

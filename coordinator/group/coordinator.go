@@ -103,30 +103,7 @@ func (c *Coordinator) PartitionFor(groupID string) int32 {
 }
 
 // PartitionFor is Kafka's group-to-partition mapping for n partitions.
-func PartitionFor(groupID string, n int32) int32 {
-	h := javaStringHash(groupID)
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
-// javaStringHash is Java's String.hashCode: over UTF-16 code units.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return h
-}
+func PartitionFor(groupID string, n int32) int32 { return runtime.PartitionFor(groupID, n) }
 
 // CoordinatorFor answers the group half of FindCoordinator: the
 // __consumer_offsets partition that owns key, and the error to return when

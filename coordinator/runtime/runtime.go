@@ -334,3 +334,35 @@ func (l *partitionLog) ReadFrom(ctx context.Context, offset int64, fn func(batch
 		pos = next
 	}
 }
+
+// LeaderEpoch is the leader epoch the shard was loaded at (the transaction
+// coordinator's coordinator epoch).
+func (l *partitionLog) LeaderEpoch() int32 { return l.epoch }
+
+// PartitionFor maps a coordinator key (a group id, a transactional id) to
+// its partition of n the way Kafka does:
+// Utils.abs(key.hashCode()) % n, over Java's String.hashCode.
+func PartitionFor(key string, n int32) int32 {
+	h := javaStringHash(key)
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// javaStringHash is Java's String.hashCode: over UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}

@@ -1,0 +1,270 @@
+package broker
+
+// The transaction APIs a producer sends, answered by the transaction
+// coordinator (coordinator/txn) on __transaction_state:
+//
+//	AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4, EndTxn 0-5
+//
+// (InitProducerId with a transactional id is in initproducerid.go,
+// FindCoordinator's transaction keys in findcoordinator.go,
+// WriteTxnMarkers in writetxnmarkers.go, ListTransactions and
+// DescribeTransactions in listtransactions.go.)
+//
+// AddPartitionsToTxn v0-3 come from producers: one transaction, its
+// partitions added (UNKNOWN_TOPIC_OR_PARTITION for partitions that do not
+// exist and OPERATION_NOT_ATTEMPTED for the others, as Kafka answers).
+// v4-5 are the broker-to-broker form: a batch of transactions, each added
+// or, with verify_only, checked (KIP-890 part 1). EndTxn v5 is the
+// Transactions V2 form (the epoch bumps with every transaction). As in
+// Kafka, PRODUCER_FENCED goes to clients older than EndTxn v2,
+// AddPartitionsToTxn v2, AddOffsetsToTxn v2 and InitProducerId v4 as
+// INVALID_PRODUCER_EPOCH.
+//
+// Produce's half of KIP-890 part 1 is here too: the first transactional
+// batch of a transaction on a partition is verified with the coordinator
+// before it is appended, with the guard that a marker written meanwhile
+// revokes (storage.Log.StartTxnVerification).
+//
+// The coordinator's shards are loaded and unloaded with the leadership of
+// their __transaction_state partitions by the coordinator runtime
+// (coordinator/runtime); this file only wires it in.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnCoordinator is the transaction coordinator inside the broker.
+type txnCoordinator struct {
+	cfg     txn.Config
+	coord   *txn.Coordinator
+	runtime *runtime.Runtime
+}
+
+// startTxns builds the transaction coordinator and its runtime. As for
+// groups, an existing __transaction_state decides the partition count.
+func (b *Broker) startTxns(ctx context.Context) *txnCoordinator {
+	cfg := txn.DefaultConfig()
+	if b.opts.Transactions != nil {
+		cfg = *b.opts.Transactions
+	}
+	if img := b.meta.Image(); img != nil {
+		if t := img.Topics[txn.StateTopic]; t != nil && len(t.Partitions) > 0 {
+			cfg.NumPartitions = int32(len(t.Partitions))
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = b.log.With("component", "transaction-coordinator")
+	}
+	if cfg.Now == nil {
+		cfg.Now = b.now
+	}
+	t := &txnCoordinator{cfg: cfg}
+	t.coord = txn.New(txn.Options{
+		Config:      cfg,
+		ProducerIDs: func(ctx context.Context) (int64, error) { return b.producerIDs.next(ctx, b) },
+		Markers:     markerWriter{b: b},
+		TransactionVersion: func() int16 {
+			if img := b.meta.Image(); img != nil {
+				return img.Features["transaction.version"]
+			}
+			return 0
+		},
+	})
+	t.runtime = runtime.Start(ctx, runtime.Options{
+		Topic:       cfg.TopicSpec(),
+		Coordinator: t.coord,
+		Replicas:    b.replicas,
+		CreateTopic: b.createInternalTopic,
+		Logger:      cfg.Logger,
+	})
+	return t
+}
+
+// fencedForOldClients is KafkaApis' mapping of PRODUCER_FENCED for clients
+// that predate it.
+func fencedForOldClients(code int16, version, firstFencedVersion int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < firstFencedVersion {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	v := r.version()
+	r.goAsync(func() {
+		if v < 4 {
+			tps := make([]txn.TopicPartition, 0, len(req.Topics))
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+			codes := b.addPartitionsToTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false)
+			for i, tp := range tps {
+				code := fencedForOldClients(codes[i], v, 2)
+				if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
+					rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+					rt.Topic = tp.Topic
+					resp.Topics = append(resp.Topics, rt)
+				}
+				rt := &resp.Topics[len(resp.Topics)-1]
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = tp.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.respond(resp)
+			return
+		}
+		for _, tr := range req.Transactions {
+			tps := make([]txn.TopicPartition, 0, len(tr.Topics))
+			for _, t := range tr.Topics {
+				for _, p := range t.Partitions {
+					tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+			codes := b.addPartitionsToTxn(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tps, tr.VerifyOnly)
+			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rtx.TransactionalID = tr.TransactionalID
+			for i, tp := range tps {
+				if n := len(rtx.Topics); n == 0 || rtx.Topics[n-1].Topic != tp.Topic {
+					rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+					rt.Topic = tp.Topic
+					rtx.Topics = append(rtx.Topics, rt)
+				}
+				rt := &rtx.Topics[len(rtx.Topics)-1]
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = tp.Partition, codes[i]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Transactions = append(resp.Transactions, rtx)
+		}
+		r.respond(resp)
+	})
+}
+
+// addPartitionsToTxn adds (or, verifyOnly, checks) one transaction's
+// partitions and returns a code per partition. Partitions that do not
+// exist fail the whole transaction as in KafkaApis.
+func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) []int16 {
+	codes := make([]int16, len(tps))
+	img := b.meta.Image()
+	missing := false
+	for i, tp := range tps {
+		t := img.Topics[tp.Topic]
+		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+			codes[i] = kerr.UnknownTopicOrPartition.Code
+			missing = true
+		}
+	}
+	if missing {
+		for i := range codes {
+			if codes[i] == 0 {
+				codes[i] = kerr.OperationNotAttempted.Code
+			}
+		}
+		return codes
+	}
+	if b.txns == nil {
+		return fillCodes(codes, kerr.CoordinatorNotAvailable.Code)
+	}
+	if verifyOnly {
+		return b.txns.coord.VerifyPartitions(id, pid, epoch, tps)
+	}
+	return fillCodes(codes, b.txns.coord.AddPartitions(ctx, id, pid, epoch, tps))
+}
+
+func fillCodes(codes []int16, code int16) []int16 {
+	for i := range codes {
+		codes[i] = code
+	}
+	return codes
+}
+
+func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if b.txns == nil || b.groups == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		r.respond(resp)
+		return
+	}
+	r.goAsync(func() {
+		tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.groups.coord.PartitionFor(req.Group)}
+		code := b.txns.coord.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+		resp.ErrorCode = fencedForOldClients(code, r.version(), 2)
+		r.respond(resp)
+	})
+}
+
+func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if b.txns == nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		r.respond(resp)
+		return
+	}
+	var clientTV int16
+	if r.version() >= 5 {
+		clientTV = 2
+	}
+	r.goAsync(func() {
+		pid, epoch, code := b.txns.coord.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, clientTV)
+		resp.ErrorCode = fencedForOldClients(code, r.version(), 2)
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
+		r.respond(resp)
+	})
+}
+
+// verifyTxnBatch is Produce's KIP-890 part 1 check of a transactional
+// batch: the guard its append carries, or the error the partition gets.
+// A producer with a transaction already open on the partition needs no
+// check (guard 0). Verification errors reach producers as Kafka
+// translates them (ReplicaManager's postVerificationCallback and
+// AddPartitionsToTxnManager).
+func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp replica.TopicPartition, h protocol.BatchHeader) (uint64, *kerr.Error, string) {
+	if !b.opts.TransactionVerification {
+		return storage.SkipTxnVerification, nil, ""
+	}
+	if transactionalID == nil || b.txns == nil {
+		// Nothing to verify with: the log refuses the batch unless it
+		// continues an open transaction.
+		return 0, nil, ""
+	}
+	guard, ke := b.replicas.StartTxnVerification(tp, h.ProducerID, h.ProducerEpoch)
+	if ke != nil || guard == 0 {
+		// A partition not led here fails in the append with its error.
+		return 0, nil, ""
+	}
+	code := b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch,
+		[]txn.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}})[0]
+	switch code {
+	case 0:
+		return guard, nil, ""
+	case kerr.ProducerFenced.Code:
+		return 0, kerr.InvalidProducerEpoch, ""
+	case kerr.TransactionAbortable.Code:
+		if version < 11 {
+			return 0, kerr.InvalidTxnState, "Partition was not added to the transaction"
+		}
+		return 0, kerr.TransactionAbortable, ""
+	case kerr.InvalidTxnState.Code:
+		return 0, kerr.InvalidTxnState, "Partition was not added to the transaction"
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return 0, kerr.NotEnoughReplicas, fmt.Sprintf("Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.ErrorForCode(code))
+	}
+	return 0, kerr.TypedErrorForCode(code), ""
+}

@@ -1,0 +1,160 @@
+package broker
+
+// WriteTxnMarkers (key 27), versions 0-2.
+//
+// A transaction coordinator (or kafka-transactions abort, through Admin's
+// abortTransaction) asks the leader of each partition to end a producer's
+// transaction there: an end-transaction control batch (COMMIT or ABORT,
+// with the coordinator epoch) is appended with acks=all, which moves the
+// partition's last stable offset. Markers on __consumer_offsets partitions
+// go through the group coordinator so that the transaction's offset
+// commits are applied or dropped with them. Per partition:
+// UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist,
+// NOT_LEADER_OR_FOLLOWER where this node does not lead, the append's error
+// otherwise. v0 (removed in Kafka 4) has the same semantics and is served.
+//
+// markerWriter is the same path for this node's own coordinator. Until
+// brokers replicate (issue 11) every partition's leader is this node, so
+// the coordinator appends in process instead of sending the request.
+
+import (
+	"context"
+	"time"
+
+	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	r.goAsync(func() {
+		img := b.meta.Image()
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			marker := txn.Marker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch,
+				Commit: m.Committed, TransactionVersion: int16(m.TransactionVersion)}
+			var codes []int16
+			var exists []bool
+			for _, t := range m.Topics {
+				topic := img.Topics[t.Topic]
+				for _, p := range t.Partitions {
+					ok := topic != nil && p >= 0 && int(p) < len(topic.Partitions)
+					exists = append(exists, ok)
+					if ok {
+						marker.Partitions = append(marker.Partitions, txn.TopicPartition{Topic: t.Topic, Partition: p})
+					}
+				}
+			}
+			written := b.writeMarkers(ctx, marker)
+			for _, ok := range exists {
+				if !ok {
+					codes = append(codes, kerr.UnknownTopicOrPartition.Code)
+					continue
+				}
+				codes = append(codes, written[0])
+				written = written[1:]
+			}
+			i := 0
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, codes[i]
+					i++
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		r.respond(resp)
+	})
+}
+
+// markerTimeout bounds one round of marker appends (Kafka's coordinator
+// uses request.timeout.ms for its WriteTxnMarkers).
+const markerTimeout = 30 * time.Second
+
+// writeMarkers appends m's marker to each of its partitions, which exist,
+// and returns a code per partition.
+func (b *Broker) writeMarkers(ctx context.Context, m txn.Marker) []int16 {
+	codes := make([]int16, len(m.Partitions))
+	ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+	defer cancel()
+	nowMs := b.now().UnixMilli()
+	var entries []replica.AppendEntry
+	var at []int
+	for i, tp := range m.Partitions {
+		if tp.Topic == group.OffsetsTopic {
+			codes[i] = b.groupMarker(ctx, tp.Partition, m, nowMs)
+			continue
+		}
+		entries = append(entries, replica.AppendEntry{
+			TopicPartition: replica.TopicPartition{Topic: tp.Topic, Partition: tp.Partition},
+			Records:        protocol.EndTxnMarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, nowMs),
+			LeaderEpoch:    -1,
+		})
+		at = append(at, i)
+	}
+	if len(entries) == 0 {
+		return codes
+	}
+	if err := b.replicas.AppendWait(ctx, -1, replica.OriginCoordinator, entries); err != nil {
+		return fillCodes(codes, kerr.RequestTimedOut.Code)
+	}
+	for j, e := range entries {
+		if e.Result.Err != nil {
+			codes[at[j]] = e.Result.Err.Code
+		}
+	}
+	return codes
+}
+
+// groupMarker ends the transaction on a __consumer_offsets partition.
+func (b *Broker) groupMarker(ctx context.Context, partition int32, m txn.Marker, nowMs int64) int16 {
+	entries := []replica.AppendEntry{{
+		TopicPartition: replica.TopicPartition{Topic: group.OffsetsTopic, Partition: partition},
+		Records:        protocol.EndTxnMarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, nowMs),
+		LeaderEpoch:    -1,
+	}}
+	if err := b.replicas.AppendWait(ctx, -1, replica.OriginCoordinator, entries); err != nil {
+		return kerr.RequestTimedOut.Code
+	}
+	if e := entries[0].Result.Err; e != nil {
+		return e.Code
+	}
+	return 0
+}
+
+// markerWriter is the transaction coordinator's MarkerWriter: partitions
+// that no longer exist are done (Kafka's coordinator drops them from the
+// transaction), the others get their markers.
+type markerWriter struct{ b *Broker }
+
+func (w markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []int16 {
+	img := w.b.meta.Image()
+	codes := make([]int16, len(m.Partitions))
+	live := m
+	live.Partitions = nil
+	var at []int
+	for i, tp := range m.Partitions {
+		t := img.Topics[tp.Topic]
+		if t == nil || int(tp.Partition) >= len(t.Partitions) {
+			w.b.log.Info("transaction marker for a partition that no longer exists: dropped", "partition", tp, "producer_id", m.ProducerID)
+			continue
+		}
+		live.Partitions = append(live.Partitions, tp)
+		at = append(at, i)
+	}
+	for j, code := range w.b.writeMarkers(ctx, live) {
+		codes[at[j]] = code
+	}
+	return codes
+}

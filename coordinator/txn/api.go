@@ -1,0 +1,546 @@
+package txn
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The coordinator's requests, each following Kafka 4.3's
+// TransactionCoordinator method of the same purpose. Answers are Kafka
+// error codes; the broker maps them for older request versions
+// (PRODUCER_FENCED to INVALID_PRODUCER_EPOCH) as KafkaApis does.
+
+// ValidTimeout is TransactionStateManager.validateTransactionTimeoutMs.
+func (c *Coordinator) ValidTimeout(ms int32) bool { return ms > 0 && ms <= c.cfg.MaxTimeoutMs }
+
+// InitProducerID serves InitProducerId for a transactional id: a new id
+// gets a producer id at epoch 0; a known one gets its epoch bumped, which
+// fences any older producer of the id; an open transaction is aborted
+// first (the answer is then CONCURRENT_TRANSACTIONS and the client
+// retries). expectedID/expectedEpoch are the request's (KIP-360; -1 when
+// absent).
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, expectedID int64, expectedEpoch int16) (int64, int16, int16) {
+	fail := func(code int16) (int64, int16, int16) { return noProducerID, noProducerEpoch, code }
+	if id == "" {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	if !c.ValidTimeout(timeoutMs) {
+		return fail(kerr.InvalidTransactionTimeout.Code)
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return fail(code)
+	}
+	hasExpected := expectedID != noProducerID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txns[id]
+	if m == nil {
+		s.mu.Unlock()
+		pid, err := c.opts.ProducerIDs(ctx)
+		s.mu.Lock()
+		if err != nil {
+			c.log.Warn("allocating a producer id", "transactional_id", id, "err", err)
+			return fail(kerr.CoordinatorNotAvailable.Code)
+		}
+		if s.status != shardActive {
+			return fail(kerr.NotCoordinator.Code)
+		}
+		if m = s.txns[id]; m == nil {
+			m = &txnMeta{id: id, txnState: txnState{
+				producerID: pid, prevProducerID: noProducerID, nextProducerID: noProducerID,
+				epoch: noProducerEpoch, lastEpoch: noProducerEpoch, timeoutMs: timeoutMs,
+				state: StateEmpty, startMs: -1, updateMs: c.nowMs(),
+			}}
+			s.txns[id] = m
+		}
+	}
+	if m.pending {
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	if hasExpected && m.epoch != noProducerEpoch && expectedID != m.producerID &&
+		(expectedID != m.prevProducerID || !epochExhausted(expectedEpoch)) {
+		return fail(kerr.ProducerFenced.Code)
+	}
+	switch m.state {
+	case StatePrepareAbort, StatePrepareCommit:
+		return fail(kerr.ConcurrentTransactions.Code)
+	case StateOngoing:
+		// Abort the open transaction at a bumped epoch (never returned to
+		// the client); its retry bumps the epoch again.
+		if code := s.persist(ctx, m, m.fencedAbort(c.nowMs())); code != 0 {
+			return fail(code)
+		}
+		s.startMarkersLocked(m)
+		return fail(kerr.ConcurrentTransactions.Code)
+	case StateEmpty, StateCompleteAbort, StateCompleteCommit:
+	default:
+		c.log.Error("transactional id in a state no request may find", "transactional_id", id, "state", m.state)
+		return fail(kerr.UnknownServerError.Code)
+	}
+	var next txnState
+	if epochExhausted(m.epoch) && (!hasExpected || expectedEpoch == m.epoch) {
+		m.pending = true
+		s.mu.Unlock()
+		pid, err := c.opts.ProducerIDs(ctx)
+		s.mu.Lock()
+		m.pending = false
+		if err != nil {
+			c.log.Warn("allocating a producer id", "transactional_id", id, "err", err)
+			return fail(kerr.CoordinatorNotAvailable.Code)
+		}
+		next = m.rotateProducerID(pid, timeoutMs, c.nowMs(), hasExpected)
+	} else {
+		var ok bool
+		if next, ok = m.incrementEpoch(timeoutMs, expectedEpoch, hasExpected, c.nowMs()); !ok {
+			return fail(kerr.ProducerFenced.Code)
+		}
+	}
+	if code := s.persist(ctx, m, next); code != 0 {
+		return fail(code)
+	}
+	c.log.Info("initialized transactional id", "transactional_id", id, "producer_id", next.producerID, "producer_epoch", next.epoch, "partition", s.partition)
+	return next.producerID, next.epoch, 0
+}
+
+// checkProducer is the producer id and epoch check every transactional
+// request starts with.
+func checkProducer(m *txnMeta, pid int64, epoch int16) int16 {
+	switch {
+	case m.producerID != pid:
+		return kerr.InvalidProducerIDMapping.Code
+	case m.epoch != epoch:
+		return kerr.ProducerFenced.Code
+	}
+	return 0
+}
+
+// AddPartitions adds partitions to id's transaction (AddPartitionsToTxn,
+// AddOffsetsToTxn), starting it if none is open. The broker has checked
+// that the partitions exist.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) int16 {
+	if id == "" {
+		return kerr.InvalidRequest.Code
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return code
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txns[id]
+	if m == nil {
+		return kerr.InvalidProducerIDMapping.Code
+	}
+	if code := checkProducer(m, pid, epoch); code != 0 {
+		return code
+	}
+	switch {
+	case m.pending, m.state == StatePrepareCommit, m.state == StatePrepareAbort:
+		return kerr.ConcurrentTransactions.Code
+	case m.state == StateOngoing && m.hasPartitions(tps):
+		return 0
+	case m.state == StateDead || m.state == StatePrepareEpochFence:
+		return kerr.UnknownServerError.Code
+	}
+	sorted := slices.Clone(tps)
+	slices.SortFunc(sorted, comparePartitions)
+	return s.persist(ctx, m, m.addPartitions(sorted, c.nowMs()))
+}
+
+// VerifyPartitions answers AddPartitionsToTxn v4+'s verify_only
+// transactions (KIP-890 part 1): whether each partition is in id's open
+// transaction at this producer id and epoch. A partition not in it gets
+// TRANSACTION_ABORTABLE; a failed producer check answers every partition.
+func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []TopicPartition) []int16 {
+	codes := make([]int16, len(tps))
+	all := func(code int16) []int16 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
+	if id == "" {
+		return all(kerr.InvalidRequest.Code)
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return all(code)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txns[id]
+	if m == nil {
+		return all(kerr.InvalidProducerIDMapping.Code)
+	}
+	if code := checkProducer(m, pid, epoch); code != 0 {
+		return all(code)
+	}
+	if m.state == StatePrepareCommit || m.state == StatePrepareAbort {
+		return all(kerr.ConcurrentTransactions.Code)
+	}
+	for i, tp := range tps {
+		if !m.hasPartitions([]TopicPartition{tp}) {
+			codes[i] = kerr.TransactionAbortable.Code
+		}
+	}
+	return codes
+}
+
+// EndTxn commits or aborts id's transaction: the prepare state is written,
+// the answer given, and the markers written after it (the transaction
+// completes when they all are). clientTV is 2 for EndTxn v5+ (the epoch
+// bumps, KIP-890 part 2). The answer carries the producer id and epoch
+// the client goes on with.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, clientTV int16) (int64, int16, int16) {
+	fail := func(code int16) (int64, int16, int16) { return noProducerID, noProducerEpoch, code }
+	if id == "" {
+		return fail(kerr.InvalidRequest.Code)
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return fail(code)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txns[id]
+	if m == nil {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	tv2 := supportsEpochBump(m.clientTV)
+	// With TV2 a retried EndTxn carries the epoch before the bump its first
+	// attempt made.
+	retryOnBump := tv2 && m.epoch == epoch+1
+	retryOnOverflow := tv2 && m.prevProducerID == pid && epoch == 1<<15-2 && m.epoch == 0
+	validEpoch := epoch == m.epoch
+	if tv2 {
+		switch m.state {
+		case StatePrepareCommit, StatePrepareAbort:
+			validEpoch = retryOnBump
+		case StateCompleteCommit, StateCompleteAbort:
+			validEpoch = retryOnBump || retryOnOverflow
+		}
+	}
+	switch {
+	case m.producerID != pid && !retryOnOverflow:
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	case !validEpoch:
+		return fail(kerr.ProducerFenced.Code)
+	case m.pending:
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	invalid := func() (int64, int16, int16) {
+		c.log.Debug("EndTxn in a state that does not allow it", "transactional_id", id, "state", m.state, "commit", commit)
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	switch m.state {
+	case StateOngoing:
+		to := StatePrepareAbort
+		if commit {
+			to = StatePrepareCommit
+		}
+		nextPID := noProducerID
+		if supportsEpochBump(clientTV) && epochExhausted(m.epoch) {
+			m.pending = true
+			s.mu.Unlock()
+			newPID, err := c.opts.ProducerIDs(ctx)
+			s.mu.Lock()
+			m.pending = false
+			if err != nil {
+				return fail(kerr.CoordinatorNotAvailable.Code)
+			}
+			nextPID = newPID
+		}
+		next := m.abortOrCommit(to, clientTV, nextPID, c.nowMs())
+		if code := s.persist(ctx, m, next); code != 0 {
+			return fail(code)
+		}
+		s.startMarkersLocked(m)
+		return m.producerID, m.epoch, 0
+	case StateCompleteCommit:
+		if commit {
+			return m.producerID, m.epoch, 0
+		}
+		return invalid()
+	case StateCompleteAbort:
+		if !commit {
+			return m.producerID, m.epoch, 0
+		}
+		return invalid()
+	case StatePrepareCommit:
+		if commit {
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+		return invalid()
+	case StatePrepareAbort:
+		if !commit {
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+		return invalid()
+	}
+	return invalid()
+}
+
+// startMarkersLocked starts the marker round of m's prepared transaction
+// unless one runs already. The caller holds s.mu.
+func (s *shard) startMarkersLocked(m *txnMeta) {
+	if m.markersOut || s.status != shardActive {
+		return
+	}
+	m.markersOut = true
+	st := m.txnState
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.finishTransaction(m, st)
+	}()
+}
+
+// Marker retry backoff bounds.
+const (
+	markerBackoffMin = 20 * time.Millisecond
+	markerBackoffMax = 1000 * time.Millisecond
+)
+
+// finishTransaction writes st's markers to each of its partitions, retrying
+// the ones that fail, and then records the transaction complete. It stops
+// when the shard is unloaded (the next coordinator starts over: markers
+// are idempotent) or when a partition says this coordinator is stale.
+func (s *shard) finishTransaction(m *txnMeta, st txnState) {
+	ctx := s.ctx
+	marker := Marker{ProducerID: st.producerID, ProducerEpoch: st.epoch, CoordinatorEpoch: s.coordinatorEpoch,
+		Commit: st.state == StatePrepareCommit, TransactionVersion: st.clientTV}
+	left := slices.Clone(st.partitions)
+	backoff := markerBackoffMin
+	for len(left) > 0 {
+		if ctx.Err() != nil {
+			return
+		}
+		marker.Partitions = left
+		codes := s.c.opts.Markers.WriteMarkers(ctx, marker)
+		var retry []TopicPartition
+		for i, code := range codes {
+			switch code {
+			case 0:
+			case kerr.InvalidProducerEpoch.Code, kerr.TransactionCoordinatorFenced.Code:
+				s.c.log.Warn("a partition refused this coordinator's transaction marker: the coordinator is stale",
+					"transactional_id", m.id, "partition", left[i], "err", kerr.ErrorForCode(code))
+				s.mu.Lock()
+				m.markersOut = false
+				s.mu.Unlock()
+				return
+			default:
+				retry = append(retry, left[i])
+			}
+		}
+		left = retry
+		if len(left) > 0 && !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, markerBackoffMax)
+	}
+	backoff = markerBackoffMin
+	for {
+		s.mu.Lock()
+		if s.status != shardActive || s.txns[m.id] != m || m.producerID != st.producerID || m.epoch != st.epoch || m.state != st.state {
+			m.markersOut = false
+			s.mu.Unlock()
+			return
+		}
+		code := s.persist(ctx, m, m.complete(s.c.nowMs()))
+		if code == 0 || code == kerr.NotCoordinator.Code {
+			m.markersOut = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, markerBackoffMax)
+	}
+}
+
+// AbortTimedOut aborts every open transaction older than its timeout, at a
+// bumped epoch so that its producer is fenced (Kafka's
+// abortTimedOutTransactions).
+func (c *Coordinator) AbortTimedOut(ctx context.Context) {
+	now := c.nowMs()
+	for _, s := range c.activeShards() {
+		s.mu.Lock()
+		var due []*txnMeta
+		if s.status == shardActive {
+			for _, m := range s.txns {
+				if m.state == StateOngoing && !m.pending && m.startMs+int64(m.timeoutMs) < now {
+					due = append(due, m)
+				}
+			}
+		}
+		for _, m := range due {
+			if m.pending || m.state != StateOngoing || s.txns[m.id] != m || s.status != shardActive {
+				continue
+			}
+			if code := s.persist(ctx, m, m.fencedAbort(c.nowMs())); code != 0 {
+				c.log.Warn("aborting a timed-out transaction failed", "transactional_id", m.id, "err", kerr.ErrorForCode(code))
+				continue
+			}
+			c.log.Info("aborting a transaction open longer than its timeout", "transactional_id", m.id,
+				"producer_id", m.producerID, "producer_epoch", m.epoch, "timeout_ms", m.timeoutMs)
+			s.startMarkersLocked(m)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// ExpireTransactionalIDs removes transactional ids whose last transaction
+// ended longer than transactional.id.expiration.ms ago, with a tombstone
+// in the log (Kafka's removeExpiredTransactionalIds).
+func (c *Coordinator) ExpireTransactionalIDs(ctx context.Context) {
+	now := c.nowMs()
+	for _, s := range c.activeShards() {
+		s.mu.Lock()
+		var due []*txnMeta
+		for _, m := range s.txns {
+			switch m.state {
+			case StateEmpty, StateCompleteCommit, StateCompleteAbort:
+				if !m.pending && m.updateMs+int64(c.cfg.IDExpirationMs) <= now {
+					due = append(due, m)
+				}
+			}
+		}
+		for _, m := range due {
+			if s.status != shardActive || s.txns[m.id] != m || m.pending || m.updateMs+int64(c.cfg.IDExpirationMs) > now {
+				continue
+			}
+			if code := s.writeTombstone(ctx, m); code != 0 {
+				c.log.Warn("expiring a transactional id failed", "transactional_id", m.id, "err", kerr.ErrorForCode(code))
+				continue
+			}
+			c.log.Info("expired transactional id", "transactional_id", m.id, "producer_id", m.producerID)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// writeTombstone removes m from the log and the shard. Like persist, it
+// releases s.mu during the append.
+func (s *shard) writeTombstone(ctx context.Context, m *txnMeta) int16 {
+	return s.write(ctx, m, nil, StateDead, func() { delete(s.txns, m.id) })
+}
+
+// Listing is one transaction as ListTransactions reports it.
+type Listing struct {
+	TransactionalID string
+	ProducerID      int64
+	State           string
+}
+
+// ListFilter is ListTransactions' filters; zero values filter nothing.
+type ListFilter struct {
+	States      []string
+	ProducerIDs []int64
+	// MinDurationMs keeps transactions running longer than it; -1 keeps
+	// all.
+	MinDurationMs int64
+	// Pattern is a regular expression transactional ids must match.
+	Pattern *string
+}
+
+// List answers ListTransactions for the partitions led here: the listed
+// transactions and the state filters that name no state.
+// COORDINATOR_LOAD_IN_PROGRESS while any partition loads;
+// INVALID_REGULAR_EXPRESSION for a pattern that does not compile.
+func (c *Coordinator) List(f ListFilter) (out []Listing, unknownStates []string, code int16) {
+	var pattern *regexp.Regexp
+	if f.Pattern != nil && *f.Pattern != "" {
+		re, err := regexp.Compile(*f.Pattern)
+		if err != nil {
+			return nil, nil, kerr.InvalidRegularExpression.Code
+		}
+		pattern = re
+	}
+	var states []State
+	for _, name := range f.States {
+		if st, ok := ParseState(name); ok && st.String() == name {
+			states = append(states, st)
+		} else {
+			unknownStates = append(unknownStates, name)
+		}
+	}
+	now := c.nowMs()
+	for _, s := range c.activeShards() {
+		s.mu.Lock()
+		if s.status == shardLoading {
+			s.mu.Unlock()
+			return nil, nil, kerr.CoordinatorLoadInProgress.Code
+		}
+		for _, m := range s.txns {
+			switch {
+			case m.state == StateDead:
+			case len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.producerID):
+			case len(f.States) > 0 && !slices.Contains(states, m.state):
+			case f.MinDurationMs >= 0 && now-m.startMs <= f.MinDurationMs:
+			case pattern != nil && !pattern.MatchString(m.id):
+			default:
+				out = append(out, Listing{TransactionalID: m.id, ProducerID: m.producerID, State: m.state.String()})
+			}
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b Listing) int {
+		switch {
+		case a.TransactionalID < b.TransactionalID:
+			return -1
+		case a.TransactionalID > b.TransactionalID:
+			return 1
+		}
+		return 0
+	})
+	return out, unknownStates, 0
+}
+
+// Description is one transaction as DescribeTransactions reports it.
+type Description struct {
+	ProducerID  int64
+	Epoch       int16
+	State       string
+	TimeoutMs   int32
+	StartTimeMs int64
+	Partitions  []TopicPartition
+}
+
+// Describe answers DescribeTransactions for one id:
+// TRANSACTIONAL_ID_NOT_FOUND when it is unknown.
+func (c *Coordinator) Describe(id string) (Description, int16) {
+	if id == "" {
+		return Description{}, kerr.InvalidRequest.Code
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return Description{}, code
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txns[id]
+	if m == nil || m.state == StateDead {
+		return Description{}, kerr.TransactionalIDNotFound.Code
+	}
+	return Description{ProducerID: m.producerID, Epoch: m.epoch, State: m.state.String(), TimeoutMs: m.timeoutMs,
+		StartTimeMs: m.startMs, Partitions: slices.Clone(m.partitions)}, 0
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
