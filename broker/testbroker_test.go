@@ -53,6 +53,13 @@ func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVer
 // the real one), so that a test can slow or fail partition I/O.
 func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
 	t.Helper()
+	return startTestNodeWithFeatures(t, overrides, map[string]int16{"group.version": groupVersion}, adjust, logFS)
+}
+
+// startTestNodeWithFeatures formats the node with the given finalized
+// feature levels (transaction.version 2 turns on KIP-890 part 2).
+func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
 	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
@@ -76,9 +83,10 @@ func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVers
 		controller.MetadataVersionFeature: {7, controller.LatestMetadataVersion},
 		controller.KRaftVersionFeature:    {0, controller.LatestKRaftVersion},
 		"group.version":                   {0, 1},
+		"transaction.version":             {0, 2},
 	}
 	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters,
-		Features: map[string]int16{"group.version": groupVersion}}); err != nil {
+		Features: finalized}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

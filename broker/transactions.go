@@ -229,8 +229,9 @@ func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
 	})
 }
 
-// verifyTxnBatch is Produce's KIP-890 part 1 check of a transactional
-// batch: the guard its append carries, or the error the partition gets.
+// verifyTxnBatch is Produce's KIP-890 check of a transactional batch (part
+// 1: verified; part 2, Produce v12+: added to the transaction): the guard
+// its append carries, or the error the partition gets.
 // A producer with a transaction already open on the partition needs no
 // check (guard 0). Verification errors reach producers as Kafka
 // translates them (ReplicaManager's postVerificationCallback and
@@ -249,8 +250,16 @@ func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp repli
 		// A partition not led here fails in the append with its error.
 		return 0, nil, ""
 	}
-	code := b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch,
-		[]txn.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}})[0]
+	parts := []txn.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}}
+	var code int16
+	if version >= 12 {
+		// Transactions V2 (KIP-890 part 2): Produce v12+ adds the
+		// partition to the transaction itself, in place of the client's
+		// AddPartitionsToTxn (Kafka's addPartition operation).
+		code = b.txns.coord.AddPartitions(context.Background(), *transactionalID, h.ProducerID, h.ProducerEpoch, parts)
+	} else {
+		code = b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch, parts)[0]
+	}
 	switch code {
 	case 0:
 		return guard, nil, ""

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -224,5 +225,108 @@ func findTxnCoordinator(t *testing.T, c *rawConn, corr *int32, id string) {
 			t.Fatalf("no transaction coordinator for %s: %+v", id, resp.Coordinators[0])
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startTV2Node is a node with transaction.version 2 finalized: clients use
+// Transactions V2 (KIP-890 part 2).
+func startTV2Node(t *testing.T) *testNode {
+	t.Helper()
+	return startTestNodeWithFeatures(t, nil, map[string]int16{"group.version": 1, "transaction.version": 2}, nil, nil)
+}
+
+// Transactions V2: the producer adds partitions through Produce v12+
+// and every EndTxn bumps the epoch; consecutive transactions commit.
+func TestTransactionsV2CommitWithImplicitPartitions(t *testing.T) {
+	n := startTV2Node(t)
+	createTopic(t, n, "txn-tv2", 1, nil)
+	cl := txnProducer(t, n, "tx-tv2")
+	produceInTxn(t, cl, "txn-tv2", 0, "a", 3, true)
+	produceInTxn(t, cl, "txn-tv2", 0, "b", 2, true)
+	got := readCommitted(t, n, "txn-tv2", 5)
+	if fmt.Sprint(got) != "[a-0 a-1 a-2 b-0 b-1]" {
+		t.Fatalf("read_committed %v", got)
+	}
+	d, code := n.b.txns.coord.Describe("tx-tv2")
+	if code != 0 || d.Epoch < 2 {
+		t.Fatalf("after two TV2 transactions: %+v %d, want the epoch bumped by each EndTxn", d, code)
+	}
+}
+
+// The Jepsen finding KIP-890 fixes: an EndTxn retried late (after its
+// transaction completed and the next one began) must not commit the next
+// transaction. Under TV2 the retry carries the old epoch and is fenced.
+func TestLateEndTxnRetryDoesNotCommitNextTransaction(t *testing.T) {
+	n := startTV2Node(t)
+	createTopic(t, n, "txn-late", 1, nil)
+	c := dialRaw(t, n.addr)
+	corr := int32(0)
+	id := "tx-late"
+	findTxnCoordinator(t, c, &corr, id)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(5)
+	init.TransactionalID, init.TransactionTimeoutMillis, init.ProducerID, init.ProducerEpoch = &id, 60000, -1, -1
+	corr++
+	c.send(init, corr)
+	initResp := kmsg.NewPtrInitProducerIDResponse()
+	initResp.SetVersion(5)
+	c.recv(initResp)
+	pid, epoch := initResp.ProducerID, initResp.ProducerEpoch
+	add := func(epoch int16) {
+		t.Helper()
+		if code := n.b.txns.coord.AddPartitions(context.Background(), id, pid, epoch, []txnTP{{Topic: "txn-late", Partition: 0}}); code != 0 {
+			t.Fatalf("AddPartitions at epoch %d: %d", epoch, code)
+		}
+	}
+	endTxn := func(epoch int16, commit bool) (int16, int16) {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.SetVersion(5)
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+		corr++
+		c.send(req, corr)
+		resp := kmsg.NewPtrEndTxnResponse()
+		resp.SetVersion(5)
+		c.recv(resp)
+		return resp.ErrorCode, resp.ProducerEpoch
+	}
+	add(epoch)
+	code, next := endTxn(epoch, true)
+	if code != 0 || next != epoch+1 {
+		t.Fatalf("first commit: error %d epoch %d, want the epoch bumped to %d", code, next, epoch+1)
+	}
+	waitTxnState(t, n, id, "CompleteCommit")
+	add(next)
+	// The first commit's retry arrives now, with the epoch it was sent at.
+	if code, _ := endTxn(epoch, true); code != kerr.ProducerFenced.Code {
+		t.Fatalf("late retry of the first commit: error %d, want PRODUCER_FENCED", code)
+	}
+	if d, _ := n.b.txns.coord.Describe(id); d.State != "Ongoing" {
+		t.Fatalf("the second transaction is %s after the late retry, want Ongoing", d.State)
+	}
+	// A retry while the first commit is still CompleteCommit (before the
+	// second transaction) succeeds: that is the retry KIP-890 allows.
+	if code, _ := endTxn(next, false); code != 0 {
+		t.Fatalf("aborting the second transaction: %d", code)
+	}
+	waitTxnState(t, n, id, "CompleteAbort")
+	if code, again := endTxn(next, false); code != 0 || again != next+1 {
+		t.Fatalf("retried abort: error %d epoch %d, want success at %d", code, again, next+1)
+	}
+}
+
+type txnTP = txn.TopicPartition
+
+func waitTxnState(t *testing.T, n *testNode, id, state string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, code := n.b.txns.coord.Describe(id)
+		if code == 0 && d.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %s (error %d), want %s", id, d.State, code, state)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -72,7 +72,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	case StateOngoing:
 		// Abort the open transaction at a bumped epoch (never returned to
 		// the client); its retry bumps the epoch again.
-		if code := s.persist(ctx, m, m.fencedAbort(c.nowMs())); code != 0 {
+		if code := s.persist(ctx, m, m.fencedAbort(c.transactionVersion(), c.nowMs())); code != 0 {
 			return fail(code)
 		}
 		s.startMarkersLocked(m)
@@ -384,7 +384,7 @@ func (c *Coordinator) AbortTimedOut(ctx context.Context) {
 			if m.pending || m.state != StateOngoing || s.txns[m.id] != m || s.status != shardActive {
 				continue
 			}
-			if code := s.persist(ctx, m, m.fencedAbort(c.nowMs())); code != 0 {
+			if code := s.persist(ctx, m, m.fencedAbort(c.transactionVersion(), c.nowMs())); code != 0 {
 				c.log.Warn("aborting a timed-out transaction failed", "transactional_id", m.id, "err", kerr.ErrorForCode(code))
 				continue
 			}

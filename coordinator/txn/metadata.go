@@ -222,12 +222,18 @@ func (s txnState) complete(nowMs int64) txnState {
 // fencedAbort is prepareFenceProducerEpoch followed by the abort it leads
 // to: the epoch bumps (fencing the producer that holds the transaction)
 // and the transaction goes to PrepareAbort at the new epoch.
-func (s txnState) fencedAbort(nowMs int64) txnState {
+//
+// The abort is the coordinator's, not a client's, so it follows the
+// finalized transaction.version (serverTV), as Kafka's does: under TV2
+// the abort bumps the epoch once more, so the markers go out two epochs
+// above the fenced producer's.
+func (s txnState) fencedAbort(serverTV int16, nowMs int64) txnState {
 	next := s
 	next.epoch, next.lastEpoch = s.epoch+1, noProducerEpoch
-	next.state, next.updateMs = StatePrepareAbort, nowMs
-	// The abort is the coordinator's, not a client's: markers are written
-	// at the fencing epoch whatever the client's version.
-	next.nextProducerID = noProducerID
+	if supportsEpochBump(serverTV) && s.epoch < math.MaxInt16-1 {
+		next.epoch, next.lastEpoch = s.epoch+2, s.epoch+1
+	}
+	next.state, next.updateMs, next.nextProducerID = StatePrepareAbort, nowMs, noProducerID
+	next.clientTV = serverTV
 	return next
 }
