@@ -212,7 +212,7 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
-	if origin != AppendReplication && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 {
+	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 {
 		// Kafka writes a transactional batch only into a transaction the
 		// transaction coordinator knows of: the first batch of each
 		// transaction on a partition is verified with the coordinator
