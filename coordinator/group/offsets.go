@@ -175,14 +175,8 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	resp := commitResponse(req, 0)
 	now := c.nowMs()
-	type target struct {
-		topic     string
-		partition int32
-		entry     *offsetEntry
-		code      *int16
-	}
-	var targets []target
 	var recs []record
+	var codes []*int16 // of the partitions in recs
 	for i, t := range req.Topics {
 		name, id := t.Topic, t.TopicID
 		var topicCode int16
@@ -224,25 +218,32 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if req.Version >= 10 {
 				e.topicID = id
 			}
-			targets = append(targets, target{name, p.Partition, e, &rp.ErrorCode})
+			codes = append(codes, &rp.ErrorCode)
 			recs = append(recs, offsetRecord(req.Group, name, p.Partition, e))
 		}
 	}
+	s.writeCommits(ctx, recs, now, noProducer, codes)
+	return resp
+}
+
+// writeCommits appends offset commit records as one batch of producer p
+// (noProducer, or a transaction's) and applies them once it is durable;
+// if the append fails, every code gets the commit's error instead.
+func (s *shard) writeCommits(ctx context.Context, recs []record, nowMs int64, p batchProducer, codes []*int16) {
 	if len(recs) == 0 {
-		return resp
+		return
 	}
-	base, err := s.appendBatch(ctx, encodeBatch(recs, now), len(recs))
+	base, err := s.appendBatch(ctx, encodeProducerBatch(recs, nowMs, p), len(recs))
 	if err != nil {
 		code := commitErrorCode(err)
-		for _, t := range targets {
-			*t.code = code
+		for _, c := range codes {
+			*c = code
 		}
-		return resp
+		return
 	}
 	for i := range recs {
-		_ = s.replayAt(base+int64(i), protocol.NoProducerID, recs[i])
+		_ = s.replayAt(base+int64(i), p.id, recs[i])
 	}
-	return resp
 }
 
 // commitErrorCode is the answer to a commit whose append failed: a batch

@@ -22,10 +22,12 @@ package group
 // committed one.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,25 +108,18 @@ func (s *shard) hasOpenTransactions(group string) bool { return len(s.openTxns[g
 // pendingPartitions lists the partitions of group with a pending offset,
 // sorted by topic and partition.
 func (s *shard) pendingPartitions(group string) []namedPartition {
-	seen := map[namedPartition]bool{}
+	var out []namedPartition
 	for pid := range s.openTxns[group] {
 		for topic, ps := range s.pending[pid][group].topics {
 			for p := range ps {
-				seen[namedPartition{topic, p}] = true
+				out = append(out, namedPartition{topic, p})
 			}
 		}
 	}
-	out := make([]namedPartition, 0, len(seen))
-	for tp := range seen {
-		out = append(out, tp)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
-		}
-		return out[i].partition < out[j].partition
+	slices.SortFunc(out, func(a, b namedPartition) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
 	})
-	return out
+	return slices.Compact(out)
 }
 
 // replayControl applies a control batch met while replaying: a COMMIT or
@@ -264,21 +259,7 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		recs = append(recs, offsetRecord(req.Group, t.topic, t.p.Partition, e))
 		written = append(written, t.code)
 	}
-	if len(recs) == 0 {
-		return resp
-	}
-	producer := batchProducer{id: req.ProducerID, epoch: req.ProducerEpoch}
-	base, err := s.appendBatch(ctx, encodeProducerBatch(recs, now, producer), len(recs))
-	if err != nil {
-		code := commitErrorCode(err)
-		for _, w := range written {
-			*w = code
-		}
-		return resp
-	}
-	for i := range recs {
-		_ = s.replayAt(base+int64(i), req.ProducerID, recs[i])
-	}
+	s.writeCommits(ctx, recs, now, batchProducer{id: req.ProducerID, epoch: req.ProducerEpoch}, written)
 	return resp
 }
 
