@@ -61,8 +61,7 @@
 //     what the request asks, in a transactional batch, and only refuses
 //     a request without a producer id (INVALID_PRODUCER_ID_MAPPING). The
 //     log still fences a producer epoch older than the partition's.
-//   - TxnOffsetCommit v6 (topic ids) is newer than Kafka 4.3 and not
-//     served.
+//   - TxnOffsetCommit v6 (topic ids), which kmsg knows, is not served.
 //   - Regular expressions are resolved synchronously with Go's regexp (RE2
 //     syntax, as Kafka's RE2J) on heartbeats. Like Kafka, every topic of
 //     the image is a candidate, internal ones included.
