@@ -277,7 +277,7 @@ func TestGroupAPIVersionsAdvertised(t *testing.T) {
 		kmsg.FindCoordinator: {0, 6}, kmsg.JoinGroup: {0, 9}, kmsg.SyncGroup: {0, 5}, kmsg.Heartbeat: {0, 4},
 		kmsg.LeaveGroup: {0, 5}, kmsg.OffsetCommit: {2, 10}, kmsg.OffsetFetch: {0, 10}, kmsg.DescribeGroups: {0, 6},
 		kmsg.ListGroups: {0, 5}, kmsg.DeleteGroups: {0, 2}, kmsg.OffsetDelete: {0, 0},
-		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1},
+		kmsg.ConsumerGroupHeartbeat: {0, 1}, kmsg.ConsumerGroupDescribe: {0, 1}, kmsg.TxnOffsetCommit: {0, 5},
 	}
 	got := map[kmsg.Key][2]int16{}
 	for _, k := range resp.ApiKeys {

@@ -46,7 +46,7 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
 		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
-		// Groups (groups.go, findcoordinator.go).
+		// Groups (groups.go, findcoordinator.go, txnoffsetcommit.go).
 		client(&handler{key: kmsg.FindCoordinator, min: 0, max: 6, fn: b.handleFindCoordinator}),
 		client(&handler{key: kmsg.JoinGroup, min: 0, max: 9, fn: b.handleJoinGroup}),
 		client(&handler{key: kmsg.SyncGroup, min: 0, max: 5, fn: b.handleSyncGroup}),
@@ -58,6 +58,7 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.ListGroups, min: 0, max: 5, fn: b.handleListGroups}),
 		client(&handler{key: kmsg.DeleteGroups, min: 0, max: 2, fn: b.handleDeleteGroups}),
 		client(&handler{key: kmsg.OffsetDelete, min: 0, max: 0, fn: b.handleOffsetDelete}),
+		client(&handler{key: kmsg.TxnOffsetCommit, min: 0, max: 5, fn: b.handleTxnOffsetCommit}),
 		client(&handler{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, fn: b.handleConsumerGroupHeartbeat}),
 		client(&handler{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, fn: b.handleConsumerGroupDescribe}),
 	}

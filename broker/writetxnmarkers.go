@@ -93,7 +93,7 @@ func (b *Broker) writeMarkers(ctx context.Context, m txn.Marker) []int16 {
 	var at []int
 	for i, tp := range m.Partitions {
 		if tp.Topic == group.OffsetsTopic {
-			codes[i] = b.groupMarker(ctx, tp.Partition, m, nowMs)
+			codes[i] = b.groupMarker(ctx, tp.Partition, m)
 			continue
 		}
 		entries = append(entries, replica.AppendEntry{
@@ -117,20 +117,14 @@ func (b *Broker) writeMarkers(ctx context.Context, m txn.Marker) []int16 {
 	return codes
 }
 
-// groupMarker ends the transaction on a __consumer_offsets partition.
-func (b *Broker) groupMarker(ctx context.Context, partition int32, m txn.Marker, nowMs int64) int16 {
-	entries := []replica.AppendEntry{{
-		TopicPartition: replica.TopicPartition{Topic: group.OffsetsTopic, Partition: partition},
-		Records:        protocol.EndTxnMarkerBatch(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, nowMs),
-		LeaderEpoch:    -1,
-	}}
-	if err := b.replicas.AppendWait(ctx, -1, replica.OriginCoordinator, entries); err != nil {
-		return kerr.RequestTimedOut.Code
+// groupMarker ends the transaction on a __consumer_offsets partition
+// through the group coordinator (txnoffsetcommit.go), which applies the
+// transaction's offset commits with the marker.
+func (b *Broker) groupMarker(ctx context.Context, partition int32, m txn.Marker) int16 {
+	if b.groups == nil {
+		return kerr.NotLeaderForPartition.Code
 	}
-	if e := entries[0].Result.Err; e != nil {
-		return e.Code
-	}
-	return 0
+	return codeOf(b.completeGroupTransaction(ctx, partition, m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, m.Commit))
 }
 
 // markerWriter is the transaction coordinator's MarkerWriter: partitions

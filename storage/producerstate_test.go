@@ -189,10 +189,12 @@ func TestProducerSnapshotFormat(t *testing.T) {
 	}
 }
 
-// A client's transactional batch that no verified transaction covers is
-// refused before any state changes: nothing is written, the producer has
-// no open transaction (so none reaches a snapshot), and its sequence is
-// not consumed. A follower copies whatever its leader wrote.
+// A client's transactional batch no transaction covers is refused before
+// any state changes: nothing is written, the producer has no open
+// transaction (so none reaches a snapshot), and its sequence is not
+// consumed. A follower copies whatever its leader wrote, and a coordinator
+// (the group coordinator writing a TxnOffsetCommit) starts the
+// transaction it writes for.
 func TestTransactionalBatchNeedsATransaction(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
@@ -225,6 +227,20 @@ func TestTransactionalBatchNeedsATransaction(t *testing.T) {
 	protocol.SetBaseOffset(replicated, l.LogEndOffset())
 	if _, _, err := l.Append(replicated, 3, AppendReplication); err != nil {
 		t.Fatalf("replicated transactional batch: %v", err)
+	}
+
+	start := l.LogEndOffset()
+	if _, _, err := l.Append(makeBatch(t, batchSpec{n: 1, pid: 11, epoch: 0, seq: 0, txn: true}), 3, AppendCoordinator); err != nil {
+		t.Fatalf("coordinator transactional batch: %v", err)
+	}
+	opened := false
+	for _, p := range l.ActiveProducers() {
+		if p.ProducerID == 11 && p.CurrentTxnStartOffset == start {
+			opened = true
+		}
+	}
+	if !opened {
+		t.Fatalf("the coordinator's batch opened no transaction at %d: %+v", start, l.ActiveProducers())
 	}
 }
 

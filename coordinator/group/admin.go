@@ -184,11 +184,19 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 	}
 	defer s.mu.Unlock()
 	var recs []record
-	if offs := s.offsets[id]; offs != nil {
+	offs := s.offsets[id]
+	if offs != nil {
 		for _, topic := range sortedKeys(offs.topics) {
 			for _, p := range sortedPartitions(offs.topics[topic]) {
 				recs = append(recs, offsetTombstone(id, topic, p))
 			}
+		}
+	}
+	// Pending transactional offsets go too, as in Kafka: one tombstone per
+	// partition that has no committed offset (which got one already).
+	for _, tp := range s.pendingPartitions(id) {
+		if offs.get(tp.topic, tp.partition) == nil {
+			recs = append(recs, offsetTombstone(id, tp.topic, tp.partition))
 		}
 	}
 	switch {

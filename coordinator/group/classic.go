@@ -374,7 +374,7 @@ func (s *shard) classicJoin(ctx context.Context, client Client, req *kmsg.JoinGr
 	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		// A group created for this join and refused stays unpersisted.
-		if len(g.members) == 0 && g.generation == 0 && s.offsets[g.id] == nil {
+		if len(g.members) == 0 && g.generation == 0 && s.offsets[g.id] == nil && !s.hasOpenTransactions(g.id) {
 			delete(s.classic, g.id)
 		}
 		return fail(kerr.InconsistentGroupProtocol.Code)

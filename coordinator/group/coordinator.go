@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -152,6 +153,12 @@ type shard struct {
 	classic  map[string]*classicGroup
 	consumer map[string]*consumerGroup
 	offsets  map[string]*groupOffsets
+	// pending holds transactional offsets (TxnOffsetCommit) by producer
+	// id until that producer's transaction marker commits or aborts them;
+	// openTxns indexes it by group: a group's entry lists the producers
+	// with at least one pending offset in it (txnoffsets.go).
+	pending  map[int64]map[string]*groupOffsets
+	openTxns map[string]map[int64]bool
 }
 
 func newShard(c *Coordinator, partition int32, plog PartitionLog) *shard {
@@ -164,6 +171,8 @@ func (s *shard) reset() {
 	s.classic = map[string]*classicGroup{}
 	s.consumer = map[string]*consumerGroup{}
 	s.offsets = map[string]*groupOffsets{}
+	s.pending = map[int64]map[string]*groupOffsets{}
+	s.openTxns = map[string]map[int64]bool{}
 }
 
 // Prepare marks partition as loading from the moment this node becomes its
@@ -206,10 +215,11 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
 	}
 	s.classic, s.consumer, s.offsets = staging.classic, staging.consumer, staging.offsets
+	s.pending, s.openTxns = staging.pending, staging.openTxns
 	s.status = shardActive
 	s.afterLoad()
 	c.log.Info("loaded group coordinator partition", "partition", partition,
-		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer))
+		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "open_transactions", len(s.pending))
 	return nil
 }
 
@@ -233,22 +243,46 @@ func (s *shard) unload() {
 	s.reset()
 }
 
+// replayAll replays the whole partition. Records of a transactional batch
+// are held pending for their producer until its transaction marker (a
+// control batch) commits or aborts them; a transaction without a marker
+// yet stays pending after the load, for the transaction coordinator to
+// finish.
 func (s *shard) replayAll(ctx context.Context) error {
 	return s.plog.ReadFrom(ctx, 0, func(batch []byte) error {
-		return decodeBatch(batch, func(offset int64, r record) error {
-			if err := s.replay(r); err != nil {
-				return fmt.Errorf("replaying offset %d: %w", offset, err)
-			}
-			return nil
-		})
+		return decodeBatch(batch, s.replayLogged)
 	})
+}
+
+// replayLogged applies one record read from the log at offset, in the
+// batch whose header is h.
+func (s *shard) replayLogged(h protocol.BatchHeader, offset int64, r record) error {
+	var err error
+	switch {
+	case h.IsControl():
+		err = s.replayControl(h, r)
+	case h.IsTransactional():
+		err = s.replayAt(offset, h.ProducerID, r)
+	default:
+		err = s.replayAt(offset, protocol.NoProducerID, r)
+	}
+	if err != nil {
+		return fmt.Errorf("replaying offset %d: %w", offset, err)
+	}
+	return nil
 }
 
 // lockGroup finds the shard serving groupID and returns it locked, or the
 // error code to answer with.
 func (c *Coordinator) lockGroup(groupID string) (*shard, int16) {
+	return c.lockPartition(c.PartitionFor(groupID))
+}
+
+// lockPartition returns the shard of a __consumer_offsets partition
+// locked, or the error code to answer with.
+func (c *Coordinator) lockPartition(partition int32) (*shard, int16) {
 	c.mu.RLock()
-	s := c.shards[c.PartitionFor(groupID)]
+	s := c.shards[partition]
 	c.mu.RUnlock()
 	if s == nil {
 		return nil, kerr.NotCoordinator.Code
@@ -285,7 +319,14 @@ func (s *shard) write(ctx context.Context, recs []record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	batch := encodeBatch(recs, s.c.nowMs())
+	_, err := s.appendBatch(ctx, encodeBatch(recs, s.c.nowMs()), len(recs))
+	return err
+}
+
+// appendBatch appends one batch of n records (or one marker) as write
+// does, and returns its base offset: what replay needs to know which of
+// two commits of a partition came last.
+func (s *shard) appendBatch(ctx context.Context, batch []byte, n int) (int64, error) {
 	// A client that goes away must not cancel an append half way: whether
 	// it landed would be unknown. offsets.commit.timeout.ms bounds it.
 	timeout := time.Duration(s.c.cfg.OffsetsCommitTimeoutMs) * time.Millisecond
@@ -294,13 +335,14 @@ func (s *shard) write(ctx context.Context, recs []record) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if _, err := s.plog.Append(actx, batch); err != nil {
+	base, err := s.plog.Append(actx, batch)
+	if err != nil {
 		s.c.log.Warn("appending to the offsets topic failed; rebuilding state from the log",
-			"partition", s.partition, "records", len(recs), "err", err)
+			"partition", s.partition, "records", n, "err", err)
 		s.rebuild(ctx)
-		return fmt.Errorf("appending %d records to %s-%d: %w", len(recs), OffsetsTopic, s.partition, err)
+		return 0, fmt.Errorf("appending %d records to %s-%d: %w", n, OffsetsTopic, s.partition, err)
 	}
-	return nil
+	return base, nil
 }
 
 func (s *shard) rebuild(ctx context.Context) {
@@ -337,16 +379,22 @@ func appendErrorCode(err error) int16 {
 	return kerr.NotCoordinator.Code
 }
 
-// replay applies one record to the shard's state. It is the only way
-// persisted state enters a freshly loaded shard.
-func (s *shard) replay(r record) error {
+// replay applies one record that is not an offset commit, or one whose
+// place in the log does not matter (a tombstone), to the shard's state.
+func (s *shard) replay(r record) error { return s.replayAt(-1, protocol.NoProducerID, r) }
+
+// replayAt applies one record, found at offset of the log in a batch of
+// producerID (NoProducerID unless the batch is transactional), to the
+// shard's state. It is the only way persisted state enters a freshly
+// loaded shard.
+func (s *shard) replayAt(offset, producerID int64, r record) error {
 	k, err := parseKey(r.key)
 	if err != nil {
 		return err
 	}
 	switch k.typ {
 	case recOffsetCommitV0, recOffsetCommit:
-		return s.replayOffset(k, r.value)
+		return s.replayOffset(k, r.value, offset, producerID)
 	case recGroupMetadata:
 		return s.replayGroupMetadata(k.group, r.value)
 	case recConsumerGroupMetadata, recConsumerMemberMetadata, recConsumerTargetMetadata,

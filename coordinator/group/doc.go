@@ -1,8 +1,10 @@
 // Package group is Gregor's group coordinator: the classic group protocol
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the KIP-848 consumer
 // protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed
-// offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group
-// administration (DescribeGroups, ListGroups, DeleteGroups).
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete), transactional
+// offsets (TxnOffsetCommit, and CompleteTransaction for the transaction
+// markers of __consumer_offsets) and group administration
+// (DescribeGroups, ListGroups, DeleteGroups).
 //
 // # Boundaries
 //
@@ -15,6 +17,9 @@
 // answer NOT_COORDINATOR. The broker calls one method per API with the
 // decoded kmsg request. CoordinatorFor answers the group half of
 // FindCoordinator; Config.TopicSpec is how __consumer_offsets is created.
+// The broker's WriteTxnMarkers calls CompleteTransaction for a
+// __consumer_offsets partition instead of appending the marker itself,
+// as Kafka delegates it to its group coordinator.
 //
 // # Persistence
 //
@@ -24,7 +29,10 @@
 // value v3) and the KIP-848 ConsumerGroup* records (key versions 3, 5, 6,
 // 7, 8, 16), with tombstones where Kafka writes them. A request that
 // changes persisted state is answered only after its batch is appended
-// (PartitionLog.Append has acks=all semantics).
+// (PartitionLog.Append has acks=all semantics). Transactional offsets are
+// OffsetCommit records in a transactional batch of the producer, pending
+// until the producer's COMMIT or ABORT marker (a control batch in the
+// same partition) is appended or, on load, replayed (txnoffsets.go).
 //
 // # Supported versions (the broker advertises these)
 //
@@ -32,7 +40,7 @@
 //	OffsetCommit v2-v10 (v0-v1 are not served: Kafka 4 dropped them),
 //	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
 //	DeleteGroups v0-v2, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
-//	ConsumerGroupDescribe v0-v1. (kmsg knows DeleteGroups v3, newer than
+//	ConsumerGroupDescribe v0-v1, TxnOffsetCommit v0-v5. (kmsg knows DeleteGroups v3, newer than
 //	Kafka 4.3; its per-group error messages are not filled, so it is not
 //	advertised.)
 //
@@ -46,9 +54,14 @@
 //     consumer-protocol member leaves. Kafka's downgrade when a static
 //     classic member replaces the last consumer-protocol member is not
 //     done: the member is replaced inside the consumer group.
-//   - Transactional offset commits (TxnOffsetCommit) belong to the
-//     transaction coordinator, not built yet; require_stable therefore
-//     never finds pending offsets.
+//   - TxnOffsetCommit does not verify with the transaction coordinator
+//     that the __consumer_offsets partition is part of the producer's
+//     transaction (Kafka's KIP-890 verification, and the implicit
+//     AddOffsetsToTxn of v5 under transaction.version 2): Gregor writes
+//     what the request asks, in a transactional batch, and only refuses
+//     a request without a producer id (INVALID_PRODUCER_ID_MAPPING). The
+//     log still fences a producer epoch older than the partition's.
+//   - TxnOffsetCommit v6 (topic ids), which kmsg knows, is not served.
 //   - Regular expressions are resolved synchronously with Go's regexp (RE2
 //     syntax, as Kafka's RE2J) on heartbeats. Like Kafka, every topic of
 //     the image is a candidate, internal ones included.

@@ -2,7 +2,9 @@ package group
 
 // Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete and offsets
 // retention. Each commit is an OffsetCommit record; a deletion or an
-// expiry is its tombstone.
+// expiry is its tombstone. Transactional commits (txnoffsets.go) are the
+// same records in transactional batches, held pending until their
+// transaction ends.
 
 import (
 	"context"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/protocol"
 )
 
 type offsetEntry struct {
@@ -19,25 +23,57 @@ type offsetEntry struct {
 	commitTimestamp int64
 	expireTimestamp int64 // -1 when the commit carried no retention
 	topicID         [16]byte
+	// recordOffset is where the commit's record sits in the log: of a
+	// transactional commit and a plain one of the same partition, the one
+	// written last wins when the transaction commits, as in Kafka.
+	recordOffset int64
 }
 
 type groupOffsets struct {
 	topics map[string]map[int32]*offsetEntry
 }
 
-func (s *shard) replayOffset(k parsedKey, value []byte) error {
-	if value == nil {
-		if o := s.offsets[k.group]; o != nil {
-			if ps := o.topics[k.topic]; ps != nil {
-				delete(ps, k.partition)
-				if len(ps) == 0 {
-					delete(o.topics, k.topic)
-				}
-			}
-			if len(o.topics) == 0 {
-				delete(s.offsets, k.group)
-			}
+func newGroupOffsets() *groupOffsets {
+	return &groupOffsets{topics: map[string]map[int32]*offsetEntry{}}
+}
+
+func (o *groupOffsets) get(topic string, partition int32) *offsetEntry {
+	if o == nil {
+		return nil
+	}
+	return o.topics[topic][partition]
+}
+
+func (o *groupOffsets) put(topic string, partition int32, e *offsetEntry) {
+	ps := o.topics[topic]
+	if ps == nil {
+		ps = map[int32]*offsetEntry{}
+		o.topics[topic] = ps
+	}
+	ps[partition] = e
+}
+
+// remove drops one partition's entry and reports whether o is empty now.
+func (o *groupOffsets) remove(topic string, partition int32) (empty bool) {
+	if ps := o.topics[topic]; ps != nil {
+		delete(ps, partition)
+		if len(ps) == 0 {
+			delete(o.topics, topic)
 		}
+	}
+	return len(o.topics) == 0
+}
+
+// replayOffset applies an offset commit found at offset in a batch of
+// producerID: a plain commit is committed at once, a transactional one is
+// held pending for its producer. A tombstone removes the partition's
+// committed offset and its pending ones alike.
+func (s *shard) replayOffset(k parsedKey, value []byte, offset, producerID int64) error {
+	if value == nil {
+		if o := s.offsets[k.group]; o != nil && o.remove(k.topic, k.partition) {
+			delete(s.offsets, k.group)
+		}
+		s.dropPendingOffsets(k.group, k.topic, k.partition)
 		return nil
 	}
 	var v kmsg.OffsetCommitValue
@@ -47,6 +83,7 @@ func (s *shard) replayOffset(k parsedKey, value []byte) error {
 	e := &offsetEntry{
 		offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata,
 		commitTimestamp: v.CommitTimestamp, expireTimestamp: -1, topicID: v.TopicID,
+		recordOffset: offset,
 	}
 	if v.Version >= 3 {
 		e.leaderEpoch = v.LeaderEpoch
@@ -54,23 +91,32 @@ func (s *shard) replayOffset(k parsedKey, value []byte) error {
 	if v.Version == 1 {
 		e.expireTimestamp = v.ExpireTimestamp
 	}
-	o := s.offsets[k.group]
-	if o == nil {
-		o = &groupOffsets{topics: map[string]map[int32]*offsetEntry{}}
-		s.offsets[k.group] = o
+	if producerID != protocol.NoProducerID {
+		s.addPendingOffset(producerID, k.group, k.topic, k.partition, e)
+		return nil
 	}
-	ps := o.topics[k.topic]
-	if ps == nil {
-		ps = map[int32]*offsetEntry{}
-		o.topics[k.topic] = ps
-	}
-	ps[k.partition] = e
-	// A commit for a group that does not exist makes a "simple" classic
-	// group, as in Kafka, so that it is listed and can be deleted.
-	if s.classic[k.group] == nil && s.consumer[k.group] == nil {
-		s.classic[k.group] = newClassicGroup(k.group, e.commitTimestamp)
-	}
+	s.putOffset(k.group, k.topic, k.partition, e)
 	return nil
+}
+
+// putOffset makes e the committed offset of a group's partition. A commit
+// for a group that does not exist makes a "simple" classic group, as in
+// Kafka, so that it is listed and can be deleted; a transactional commit
+// makes one too, when it is replayed, even before its transaction ends.
+func (s *shard) putOffset(group, topic string, partition int32, e *offsetEntry) {
+	o := s.offsets[group]
+	if o == nil {
+		o = newGroupOffsets()
+		s.offsets[group] = o
+	}
+	o.put(topic, partition, e)
+	s.ensureGroup(group, e.commitTimestamp)
+}
+
+func (s *shard) ensureGroup(group string, nowMs int64) {
+	if s.classic[group] == nil && s.consumer[group] == nil {
+		s.classic[group] = newClassicGroup(group, nowMs)
+	}
 }
 
 func offsetRecord(group, topic string, partition int32, e *offsetEntry) record {
@@ -123,19 +169,14 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return commitResponse(req, code)
 	}
 	defer s.mu.Unlock()
-	if code := s.validateOffsetCommit(req); code != 0 {
+	if code := s.validateCommit(committer{group: req.Group, memberID: req.MemberID, instanceID: req.InstanceID,
+		generation: req.Generation, version: req.Version}); code != 0 {
 		return commitResponse(req, code)
 	}
 	resp := commitResponse(req, 0)
 	now := c.nowMs()
-	type target struct {
-		topic     string
-		partition int32
-		entry     *offsetEntry
-		code      *int16
-	}
-	var targets []target
 	var recs []record
+	var codes []*int16 // of the partitions in recs
 	for i, t := range req.Topics {
 		name, id := t.Topic, t.TopicID
 		var topicCode int16
@@ -177,58 +218,95 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if req.Version >= 10 {
 				e.topicID = id
 			}
-			targets = append(targets, target{name, p.Partition, e, &rp.ErrorCode})
+			codes = append(codes, &rp.ErrorCode)
 			recs = append(recs, offsetRecord(req.Group, name, p.Partition, e))
 		}
 	}
-	if err := s.write(ctx, recs); err != nil {
-		code := appendErrorCode(err)
-		var ke *kerr.Error
-		if asKerr(err, &ke) && (ke == kerr.MessageTooLarge || ke == kerr.RecordListTooLarge || ke == kerr.InvalidFetchSize) {
-			code = kerr.InvalidCommitOffsetSize.Code
-		}
-		for _, t := range targets {
-			*t.code = code
-		}
-		return resp
-	}
-	for i := range recs {
-		_ = s.replay(recs[i])
-	}
+	s.writeCommits(ctx, recs, now, noProducer, codes)
 	return resp
 }
 
-func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
-	if cg := s.consumer[req.Group]; cg != nil {
-		if req.Generation < 0 && len(cg.members) == 0 {
+// writeCommits appends offset commit records as one batch of producer p
+// (noProducer, or a transaction's) and applies them once it is durable;
+// if the append fails, every code gets the commit's error instead.
+func (s *shard) writeCommits(ctx context.Context, recs []record, nowMs int64, p batchProducer, codes []*int16) {
+	if len(recs) == 0 {
+		return
+	}
+	base, err := s.appendBatch(ctx, encodeProducerBatch(recs, nowMs, p), len(recs))
+	if err != nil {
+		code := commitErrorCode(err)
+		for _, c := range codes {
+			*c = code
+		}
+		return
+	}
+	for i := range recs {
+		_ = s.replayAt(base+int64(i), p.id, recs[i])
+	}
+}
+
+// commitErrorCode is the answer to a commit whose append failed: a batch
+// too large is the commit's fault (INVALID_COMMIT_OFFSET_SIZE, as Kafka
+// answers it), the rest as for any coordinator write.
+func commitErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if asKerr(err, &ke) && (ke == kerr.MessageTooLarge || ke == kerr.RecordListTooLarge || ke == kerr.InvalidFetchSize) {
+		return kerr.InvalidCommitOffsetSize.Code
+	}
+	return appendErrorCode(err)
+}
+
+// committer is who commits offsets: the member fields of OffsetCommit or
+// TxnOffsetCommit.
+type committer struct {
+	group      string
+	memberID   string
+	instanceID *string
+	generation int32 // the member epoch for consumer-protocol members
+	// version is OffsetCommit's; transactional commits do not depend on it.
+	version       int16
+	transactional bool
+}
+
+// validateCommit is Kafka's validateOffsetCommit of both groups' kinds.
+// Transactional commits are checked less (TxnOffsetCommit v0-v2 carry no
+// member, and the group's state does not matter to them), and a stale
+// member epoch is ILLEGAL_GENERATION to them, as Kafka answers.
+func (s *shard) validateCommit(cm committer) int16 {
+	if cg := s.consumer[cm.group]; cg != nil {
+		if cm.generation < 0 && len(cg.members) == 0 {
 			return 0
 		}
-		m := cg.members[req.MemberID]
+		m := cg.members[cm.memberID]
 		if m == nil {
 			return kerr.UnknownMemberID.Code
 		}
 		if m.usesClassicProtocol() {
 			// A classic member commits with its generation, which is
 			// its member epoch.
-			if req.Generation != m.epoch {
+			if cm.generation != m.epoch {
 				return kerr.IllegalGeneration.Code
 			}
 			return 0
 		}
-		if req.Version < 9 {
+		if !cm.transactional && cm.version < 9 {
 			return kerr.UnsupportedVersion.Code
 		}
-		if req.Generation != m.epoch {
+		if cm.generation != m.epoch {
+			if cm.transactional {
+				return kerr.IllegalGeneration.Code
+			}
 			return kerr.StaleMemberEpoch.Code
 		}
 		return 0
 	}
-	g := s.classic[req.Group]
+	g := s.classic[cm.group]
 	if g == nil {
-		if req.Generation < 0 {
+		if cm.generation < 0 {
 			return 0 // a simple group, created when the record is applied
 		}
-		if req.Version >= 9 {
+		if !cm.transactional && cm.version >= 9 {
 			return kerr.GroupIDNotFound.Code
 		}
 		return kerr.IllegalGeneration.Code
@@ -236,20 +314,20 @@ func (s *shard) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 	if g.state == classicDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	if req.Generation < 0 && g.state == classicEmpty {
+	if cm.generation < 0 && g.state == classicEmpty {
 		return 0
 	}
-	if req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil {
-		if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
+	if cm.generation >= 0 || cm.memberID != "" || cm.instanceID != nil {
+		if code := g.validateMember(cm.memberID, cm.instanceID); code != 0 {
 			return code
 		}
-		if req.Generation != g.generation {
+		if cm.generation != g.generation {
 			return kerr.IllegalGeneration.Code
 		}
-	} else if g.state != classicEmpty {
+	} else if !cm.transactional && g.state != classicEmpty {
 		return kerr.UnknownMemberID.Code
 	}
-	if g.state == classicCompleting {
+	if !cm.transactional && g.state == classicCompleting {
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0
@@ -261,7 +339,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg))
+			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, req.RequireStable, rg))
 		}
 		return resp
 	}
@@ -274,7 +352,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 			rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	g := c.fetchGroup(req.Version, rg)
+	g := c.fetchGroup(req.Version, req.RequireStable, rg)
 	resp.ErrorCode = g.ErrorCode
 	for _, t := range g.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
@@ -301,7 +379,11 @@ func noOffset(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 	return p
 }
 
-func (c *Coordinator) fetchGroup(version int16, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+// fetchGroup answers one group's committed offsets. Pending transactional
+// offsets are not visible; with requireStable (v7+), a partition that has
+// some is answered UNSTABLE_OFFSET_COMMIT instead, for the consumer to
+// retry once the transaction has ended.
+func (c *Coordinator) fetchGroup(version int16, requireStable bool, rg kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	// With an error, requested partitions are still listed (v0-v1 carry
@@ -344,10 +426,11 @@ func (c *Coordinator) fetchGroup(version int16, rg kmsg.OffsetFetchRequestGroup)
 	offs := s.offsets[rg.Group]
 	lookup := func(topic string, p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := noOffset(p)
-		if offs == nil {
+		if requireStable && s.hasPendingOffset(rg.Group, topic, p) {
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			return rp
 		}
-		if e := offs.topics[topic][p]; e != nil {
+		if e := offs.get(topic, p); e != nil {
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, strPtr(e.metadata)
 		}
 		return rp
@@ -444,7 +527,8 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 			rp.Partition = p.Partition
 			if isSub {
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			} else if offs != nil && offs.topics[t.Topic][p.Partition] != nil {
+			} else if offs.get(t.Topic, p.Partition) != nil || s.hasPendingOffset(req.Group, t.Topic, p.Partition) {
+				// The tombstone removes pending transactional offsets too.
 				recs = append(recs, offsetTombstone(req.Group, t.Topic, p.Partition))
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -490,7 +574,9 @@ func (g *classicGroup) subscribedTopics() map[string]bool {
 }
 
 // expireOffsets applies offsets.retention.minutes and then deletes groups
-// left empty with no offsets, as Kafka's periodic cleanup does.
+// left empty with no offsets, as Kafka's periodic cleanup does. An offset
+// whose partition has a pending transactional commit does not expire, and
+// a group with any pending transactional offset is not deleted.
 func (s *shard) expireOffsets(ctx context.Context, now int64) {
 	retention := s.c.cfg.offsetsRetention().Milliseconds()
 	var recs []record
@@ -521,7 +607,7 @@ func (s *shard) expireOffsets(ctx context.Context, now int64) {
 							expired = now-base(e) >= retention
 						}
 					}
-					if expired {
+					if expired && !s.hasPendingOffset(id, topic, p) {
 						recs = append(recs, offsetTombstone(id, topic, p))
 					} else {
 						remaining++
@@ -529,7 +615,7 @@ func (s *shard) expireOffsets(ctx context.Context, now int64) {
 				}
 			}
 		}
-		if remaining > 0 {
+		if remaining > 0 || s.hasOpenTransactions(id) {
 			continue
 		}
 		if g := s.classic[id]; g != nil && g.state == classicEmpty && len(g.pending) == 0 {

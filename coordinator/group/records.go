@@ -410,9 +410,25 @@ func (v *regexValue) decode(b []byte) error {
 
 // --- record batches ---------------------------------------------------------
 
+// batchProducer is whom a batch is written for: nobody (the coordinator's
+// own records) or a transaction's producer (TxnOffsetCommit).
+type batchProducer struct {
+	id    int64
+	epoch int16
+}
+
+var noProducer = batchProducer{id: protocol.NoProducerID, epoch: protocol.NoProducerEpoch}
+
 // encodeBatch builds one uncompressed v2 record batch (base offset 0; the
 // log stamps the real one) holding recs, all with timestamp nowMs.
 func encodeBatch(recs []record, nowMs int64) []byte {
+	return encodeProducerBatch(recs, nowMs, noProducer)
+}
+
+// encodeProducerBatch is encodeBatch for producer p: with a producer id it
+// is a transactional batch, with base sequence 0 as Kafka's coordinator
+// runtime writes it (the log checks no sequence of coordinator writes).
+func encodeProducerBatch(recs []record, nowMs int64, p batchProducer) []byte {
 	b := make([]byte, protocol.BatchHeaderSize, protocol.BatchHeaderSize+64*len(recs))
 	var body []byte
 	for i, r := range recs {
@@ -432,18 +448,22 @@ func encodeBatch(recs []record, nowMs int64) []byte {
 		b = kbin.AppendVarint(b, int32(len(body)))
 		b = append(b, body...)
 	}
+	attrs, seq := uint16(0), protocol.NoSequence
+	if p.id >= 0 {
+		attrs, seq = protocol.AttrTransactional, 0
+	}
 	be := binary.BigEndian
 	be.PutUint64(b[0:], 0)
 	be.PutUint32(b[8:], uint32(len(b)-protocol.BatchOverhead))
 	be.PutUint32(b[12:], 0xffffffff) // partition leader epoch: stamped by the log
 	b[16] = 2                        // magic
-	be.PutUint16(b[21:], 0)          // attributes
+	be.PutUint16(b[21:], attrs)
 	be.PutUint32(b[23:], uint32(len(recs)-1))
 	be.PutUint64(b[27:], uint64(nowMs))
 	be.PutUint64(b[35:], uint64(nowMs))
-	be.PutUint64(b[43:], 0xffffffffffffffff) // producer id -1
-	be.PutUint16(b[51:], 0xffff)             // producer epoch -1
-	be.PutUint32(b[53:], 0xffffffff)         // base sequence -1
+	be.PutUint64(b[43:], uint64(p.id))
+	be.PutUint16(b[51:], uint16(p.epoch))
+	be.PutUint32(b[53:], uint32(seq))
 	be.PutUint32(b[57:], uint32(len(recs)))
 	be.PutUint32(b[17:], protocol.ComputeBatchCRC(b))
 	return b
@@ -453,10 +473,11 @@ func encodeBatch(recs []record, nowMs int64) []byte {
 // which Gregor never writes (offsets.topic.compression.codec=none).
 var errCompressedBatch = errors.New("compressed __consumer_offsets batches are not supported")
 
-// decodeBatch calls fn for each record of one whole v2 batch, in order.
-// Control batches (transaction markers) are skipped. The key and value
-// slices alias batch.
-func decodeBatch(batch []byte, fn func(offset int64, r record) error) error {
+// decodeBatch calls fn for each record of one whole v2 batch, in order,
+// with the batch's header: the records of a control batch (a transaction
+// marker) are handed over like any other, for fn to tell apart by the
+// header. The key and value slices alias batch.
+func decodeBatch(batch []byte, fn func(h protocol.BatchHeader, offset int64, r record) error) error {
 	h, err := protocol.ParseBatchHeader(batch)
 	if err != nil {
 		return err
@@ -466,9 +487,6 @@ func decodeBatch(batch []byte, fn func(offset int64, r record) error) error {
 	}
 	if !protocol.CheckBatchCRC(batch) {
 		return fmt.Errorf("record batch at offset %d fails its CRC", h.BaseOffset)
-	}
-	if h.IsControl() {
-		return nil
 	}
 	if h.Codec() != protocol.CodecNone {
 		return errCompressedBatch
@@ -503,7 +521,7 @@ func decodeBatch(batch []byte, fn func(offset int64, r record) error) error {
 		if r.value, _, ok = varBytes(rec); !ok {
 			return fmt.Errorf("record %d of batch at offset %d: bad value", i, h.BaseOffset)
 		}
-		if err := fn(h.BaseOffset+int64(delta), r); err != nil {
+		if err := fn(h, h.BaseOffset+int64(delta), r); err != nil {
 			return err
 		}
 	}

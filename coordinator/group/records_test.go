@@ -74,14 +74,14 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Fatalf("kmsg: %+v %v", rb, err)
 	}
 	var got []record
-	if err := decodeBatch(b, func(_ int64, r record) error { got = append(got, r); return nil }); err != nil {
+	if err := decodeBatch(b, func(_ protocol.BatchHeader, _ int64, r record) error { got = append(got, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || string(got[0].value) != "v" || got[1].value != nil || got[2].value == nil || len(got[2].value) != 0 {
 		t.Fatalf("records %+v", got)
 	}
 	b[len(b)-1] ^= 1
-	if err := decodeBatch(b, func(int64, record) error { return nil }); err == nil {
+	if err := decodeBatch(b, func(protocol.BatchHeader, int64, record) error { return nil }); err == nil {
 		t.Fatal("corrupt batch accepted")
 	}
 }
@@ -91,9 +91,11 @@ func FuzzReplay(f *testing.F) {
 	f.Add(encodeBatch([]record{currentAssignmentRecord("g", &consumerMember{id: "m", assigned: map[[16]byte][]int32{{1}: {0}}})}, 1))
 	mm := memberMetadataValue{ClientID: "c", SubscribedTopicNames: []string{"x"}}
 	f.Add(encodeBatch([]record{memberMetadataRecord("g", "m", &mm), epochRecord("g", 3)}, 1))
+	f.Add(encodeProducerBatch([]record{offsetRecord("g", "t", 0, &offsetEntry{offset: 1, expireTimestamp: -1})}, 1, batchProducer{id: 7, epoch: 0}))
+	f.Add(protocol.EndTxnMarkerBatch(7, 0, true, 0, 1))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := newShard(New(DefaultConfig(), newFakeTopics(nil)), 0, nil)
-		_ = decodeBatch(b, func(_ int64, r record) error { return s.replay(r) })
+		_ = decodeBatch(b, s.replayLogged)
 		// Also feed the raw bytes as a key and as values of every type.
 		for _, typ := range []int16{0, 1, 2, 3, 5, 6, 7, 8, 16} {
 			key := consumerMemberKey(typ, "g", "m")

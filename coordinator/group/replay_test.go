@@ -27,9 +27,28 @@ func dumpState(c *Coordinator, skip map[string]bool) string {
 			for _, t := range sortedKeys(o.topics) {
 				for _, p := range sortedPartitions(o.topics[t]) {
 					e := o.topics[t][p]
-					fmt.Fprintf(&b, " offset %s %s-%d = %d epoch %d meta %q at %d expire %d\n", id, t, p, e.offset, e.leaderEpoch, e.metadata, e.commitTimestamp, e.expireTimestamp)
+					fmt.Fprintf(&b, " offset %s %s-%d = %d epoch %d meta %q at %d expire %d record %d\n", id, t, p, e.offset, e.leaderEpoch, e.metadata, e.commitTimestamp, e.expireTimestamp, e.recordOffset)
 				}
 			}
+		}
+		pids := make([]int64, 0, len(s.pending))
+		for pid := range s.pending {
+			pids = append(pids, pid)
+		}
+		sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+		for _, pid := range pids {
+			for _, id := range sortedKeys(s.pending[pid]) {
+				o := s.pending[pid][id]
+				for _, t := range sortedKeys(o.topics) {
+					for _, p := range sortedPartitions(o.topics[t]) {
+						e := o.topics[t][p]
+						fmt.Fprintf(&b, " pending %d %s %s-%d = %d record %d\n", pid, id, t, p, e.offset, e.recordOffset)
+					}
+				}
+			}
+		}
+		for _, id := range sortedKeys(s.openTxns) {
+			fmt.Fprintf(&b, " open %s %v\n", id, len(s.openTxns[id]))
 		}
 		for _, id := range sortedKeys(s.classic) {
 			g := s.classic[id]
@@ -107,7 +126,7 @@ func replayProperty(t *testing.T, seed int64) {
 	pick := func(ss []string) string { return ss[rng.Intn(len(ss))] }
 	for op := 0; op < 300; op++ {
 		g := pick(groups)
-		switch rng.Intn(12) {
+		switch rng.Intn(14) {
 		case 0, 1:
 			p := int32(rng.Intn(3))
 			if rng.Intn(2) == 0 {
@@ -200,6 +219,15 @@ func replayProperty(t *testing.T, seed int64) {
 			name := pick(append(topics, "bax"))
 			info, _ := h.topics.TopicByName(name)
 			h.topics.add(name, info.Partitions+1)
+		case 12:
+			if rng.Intn(2) == 0 {
+				g = "c" + g
+			}
+			pid := int64(100 + rng.Intn(3))
+			h.c.TxnOffsetCommit(ctx, txnCommitReq(g, pid, -1, "", pick(topics), map[int32]int64{int32(rng.Intn(3)): rng.Int63n(1000)}))
+		case 13:
+			pid := int64(100 + rng.Intn(3))
+			_ = h.c.CompleteTransaction(ctx, h.c.PartitionFor(g), pid, 0, 1, rng.Intn(3) != 0)
 		}
 	}
 	// Let parked requests and timers settle.
