@@ -837,7 +837,13 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 				}, nil, nil
 			}
 		}
-		if err := l.pending.add(l.producers, h, origin, guard); err != nil {
+		markerEpoch := int32(-1)
+		if h.IsControl() && origin != AppendReplication {
+			if markerEpoch, err = markerCoordinatorEpoch(b.Bytes); err != nil {
+				return l.errorResult(), nil, err
+			}
+		}
+		if err := l.pending.add(l.producers, h, origin, guard, markerEpoch); err != nil {
 			return l.errorResult(), nil, err
 		}
 	}
@@ -1626,4 +1632,23 @@ func (l *Log) StartTxnVerification(pid int64, epoch int16) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.producers.startVerification(pid, epoch)
+}
+
+// markerCoordinatorEpoch reads the coordinator epoch of a control batch's
+// transaction marker (-1 for other control records), for the producer
+// state's check that markers come from the current coordinator.
+func markerCoordinatorEpoch(batch []byte) (int32, error) {
+	epoch := int32(-1)
+	err := protocol.ForEachRecord(batch, nil, func(r *protocol.Record) error {
+		t, err := protocol.ParseControlRecordKey(r.Key)
+		if err != nil || (t != protocol.ControlCommit && t != protocol.ControlAbort) {
+			return err
+		}
+		epoch, err = protocol.ParseEndTxnMarkerValue(r.Value)
+		return err
+	})
+	if err != nil {
+		return -1, fmt.Errorf("reading a transaction marker: %w", err)
+	}
+	return epoch, nil
 }

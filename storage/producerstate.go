@@ -259,7 +259,10 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 // add validates one batch (with its final offsets) and records it in the
 // pending state, following Kafka 4.3's ProducerAppendInfo rules. Errors are
 // INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_TXN_STATE.
-func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin, guard uint64) error {
+//
+// guard is the append's verification (StartTxnVerification); markerEpoch
+// the coordinator epoch of a marker a coordinator writes (-1 otherwise).
+func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin, guard uint64, markerEpoch int32) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
 	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 && !ps.verified(h.ProducerID, guard) {
@@ -280,9 +283,16 @@ func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin A
 			h.ProducerID, h.BaseOffset, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
 	}
 	if h.IsControl() {
-		// A transaction marker ends the producer's transaction. Checking
-		// the marker's coordinator epoch needs the transaction issue; the
-		// epoch bump is applied as Kafka's update(epoch, coordEpoch, ts).
+		// A transaction marker ends the producer's transaction; one from
+		// a coordinator older than the last that wrote here is a zombie's
+		// (Kafka's ProducerAppendInfo.checkCoordinatorEpoch).
+		if origin != AppendReplication && markerEpoch >= 0 {
+			if markerEpoch < e.coordinatorEpoch {
+				return fmt.Errorf("invalid coordinator epoch for producer %d at offset %d: %d (zombie), %d (current): %w",
+					h.ProducerID, h.BaseOffset, markerEpoch, e.coordinatorEpoch, kerr.TransactionCoordinatorFenced)
+			}
+			e.coordinatorEpoch = markerEpoch
+		}
 		e.maybeUpdateEpoch(h.ProducerEpoch)
 		if e.currentTxnFirstOffset >= 0 {
 			a.completed = append(a.completed, completedTxn{firstOffset: e.currentTxnFirstOffset, markerOffset: h.BaseOffset})
@@ -359,7 +369,7 @@ func (ps *producerState) replay(h protocol.BatchHeader, scratch *producerAppend)
 	if h.HasProducerID() {
 		scratch.reset()
 		// Replication origin never fails.
-		_ = scratch.add(ps, h, AppendReplication, 0)
+		_ = scratch.add(ps, h, AppendReplication, 0, -1)
 		scratch.commit(ps, h.LastOffset()+1)
 		return
 	}

@@ -282,3 +282,36 @@ func TestTransactionVerificationGuard(t *testing.T) {
 		}
 	}
 }
+
+// A marker from an older transaction coordinator than the last one that
+// wrote for the producer is a zombie's: TRANSACTION_COORDINATOR_FENCED,
+// and the transaction stays as it was.
+func TestMarkerFromOlderCoordinatorFenced(t *testing.T) {
+	l := openTest(t, vfs.NewMemFS(), "/d/t-0", smallConfig())
+	defer l.Close()
+	for i, epoch := range []int32{5, 4} {
+		guard := l.StartTxnVerification(9, 0)
+		if _, _, err := l.AppendVerified(makeBatch(t, batchSpec{n: 1, pid: 9, epoch: 0, seq: int32(i), txn: true}), 3, AppendClient, guard); err != nil && i == 0 {
+			t.Fatalf("transactional batch: %v", err)
+		}
+		_, _, err := l.Append(protocol.EndTxnMarkerBatch(9, 0, true, epoch, l.now().UnixMilli()), 3, AppendCoordinator)
+		if i == 0 && err != nil {
+			t.Fatalf("marker at coordinator epoch 5: %v", err)
+		}
+		if i == 1 && kerrOf(err) != kerr.TransactionCoordinatorFenced {
+			t.Fatalf("marker at coordinator epoch 4 after 5: want TRANSACTION_COORDINATOR_FENCED, got %v", err)
+		}
+	}
+	open := false
+	for _, p := range l.ActiveProducers() {
+		if p.ProducerID == 9 {
+			open = p.CurrentTxnStartOffset >= 0
+			if p.CoordinatorEpoch != 5 {
+				t.Fatalf("coordinator epoch %d, want 5", p.CoordinatorEpoch)
+			}
+		}
+	}
+	if !open {
+		t.Fatal("the fenced marker ended the transaction")
+	}
+}
