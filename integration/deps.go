@@ -32,6 +32,8 @@ const (
 	SetKafka      = "kafka-" + KafkaVersion
 	SetOldClients = "clients-" + OldClientsVersion
 	SetNewClients = "clients-" + NewestClientVersion
+	// SetStreams is Kafka Streams with its published examples (WordCountDemo).
+	SetStreams = "streams-" + KafkaVersion
 )
 
 // toolsLog4j is Kafka's tools log config (WARN to stderr) in the properties
@@ -183,11 +185,16 @@ func (t *Tools) Log4jConfig(broker bool) (string, error) {
 // flags kafka-run-class.sh uses for tools, plus flags that cut JVM start-up
 // time for short-lived CLIs.
 func (t *Tools) JavaCmd(ctx context.Context, set, mainClass string, args ...string) (Cmd, error) {
-	libs, err := t.MavenLibs(ctx, set)
+	logCfg, err := t.Log4jConfig(false)
 	if err != nil {
 		return Cmd{}, err
 	}
-	logCfg, err := t.Log4jConfig(false)
+	return t.javaCmdLogging(ctx, set, logCfg, mainClass, args...)
+}
+
+// javaCmdLogging is JavaCmd with the log4j2 config file logCfg.
+func (t *Tools) javaCmdLogging(ctx context.Context, set, logCfg, mainClass string, args ...string) (Cmd, error) {
+	libs, err := t.MavenLibs(ctx, set)
 	if err != nil {
 		return Cmd{}, err
 	}
@@ -373,7 +380,7 @@ func mavenJarVersions(libs string) string {
 	var names []string
 	for _, e := range ents {
 		n := e.Name()
-		if strings.HasPrefix(n, "kafka-clients-") || strings.HasPrefix(n, "kafka-tools-4") || strings.HasPrefix(n, "kafka-tools-3") || strings.HasPrefix(n, "kafka_2.13-") {
+		if strings.HasPrefix(n, "kafka-clients-") || strings.HasPrefix(n, "kafka-streams-4") || strings.HasPrefix(n, "kafka-tools-4") || strings.HasPrefix(n, "kafka-tools-3") || strings.HasPrefix(n, "kafka_2.13-") {
 			names = append(names, strings.TrimSuffix(n, ".jar"))
 		}
 	}

@@ -13,7 +13,9 @@
 //   - Scenario (scenario.go) is one named check with a timeout; Runner runs
 //     a list of them in order against one Target and restarts the target
 //     if a scenario kills it. Scenarios live in scenarios_*.go, one file
-//     per family (cli, verify, kgo, client).
+//     per family (cli, verify, kgo, client, lifecycle, streams); streams.go
+//     runs Kafka Streams' WordCountDemo for the streams family and for
+//     the kill -9 test in integration/streams.
 //   - report.go merges one run's column into COMPAT.md.
 //
 // Processes and goroutines: every external command runs in its own

@@ -1,0 +1,225 @@
+package integration
+
+// Kafka Streams against the target (issue 9): WordCountDemo from
+// kafka-streams-examples with processing.guarantee=exactly_once_v2. Input
+// goes in before the app starts and while it runs; a read_committed console
+// consumer must then read every word's counts as exactly 1..n, and the
+// internal topics Streams creates must carry the configs it asked for. The
+// kill -9 variant is a test over the binary, Gregor only
+// (integration/streams).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func streamsScenarios() []Scenario {
+	return []Scenario{{
+		Name: "streams/wordcount-eos-v2",
+		Doc: "Kafka Streams " + KafkaVersion + " WordCountDemo, exactly_once_v2, 2 threads, input before and while it runs: a read_committed consumer reads each word's counts as exactly 1..n; " +
+			"its -repartition (cleanup.policy=delete, retention.ms=-1) and -changelog (cleanup.policy=compact) topics exist as Streams configured them, and the repartition topic is purged",
+		Timeout: 8 * time.Minute,
+		Run:     streamsWordCountEOS,
+	}}
+}
+
+func streamsWordCountEOS(ctx context.Context, e *Env) error {
+	const lines = 2000
+	input, want := WordCountLines(lines, 9)
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	for _, topic := range []string{WordCountInputTopic, WordCountOutputTopic} {
+		if err := recreateTopic(ctx, e, topic, 3); err != nil {
+			return err
+		}
+	}
+	if err := produceLines(ctx, e, WordCountInputTopic, input[:lines/2]); err != nil {
+		return err
+	}
+	app := WordCountApp{Bootstrap: e.Bootstrap(), AppID: e.Name("wordcount"), Dir: filepath.Join(e.Dir, "wordcount")}
+	proc, err := e.Tools.StartWordCount(ctx, app)
+	if err != nil {
+		return err
+	}
+	defer proc.Stop(stopGrace)
+	if err := produceLines(ctx, e, WordCountInputTopic, input[lines/2:]); err != nil {
+		return err
+	}
+	got, err := readWordCounts(ctx, e, proc, total, 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	if err := CheckWordCounts(got, want); err != nil {
+		return err
+	}
+	internal, err := checkStreamsInternalTopics(ctx, e, app.AppID, 3)
+	if err != nil {
+		return err
+	}
+	if err := proc.Stop(30 * time.Second); err != nil {
+		return fmt.Errorf("stopping WordCountDemo: %w", err)
+	}
+	e.Notef("%d lines, %d words: every count exact; %s", lines, total, internal)
+	return nil
+}
+
+// recreateTopic deletes topic if a former run left it and creates it
+// afresh; the deletion may take a moment to finish, so the create is
+// retried for a while.
+func recreateTopic(ctx context.Context, e *Env, topic string, partitions int) error {
+	if _, err := e.Kafka(ctx, mainTopics, "--delete", "--topic", topic, "--if-exists"); err != nil {
+		return fmt.Errorf("removing a leftover %s: %w", topic, err)
+	}
+	return until(ctx, 30*time.Second, time.Second, func() (bool, error) {
+		err := createTopic(ctx, e, topic, partitions)
+		return err == nil, err
+	})
+}
+
+// produceLines sends unkeyed lines with the console producer.
+func produceLines(ctx context.Context, e *Env, topic string, lines []string) error {
+	out, err := e.KafkaStdin(ctx, strings.Join(lines, "\n")+"\n", mainProducer, "--topic", topic)
+	if err != nil {
+		return fmt.Errorf("console producer: %w", err)
+	}
+	if strings.Contains(out.Stderr, "ERROR") {
+		return fmt.Errorf("console producer reported errors: %s", out.Tail())
+	}
+	return nil
+}
+
+// readWordCounts reads the output topic from the start with a
+// read_committed console consumer until it holds total records (the app
+// commits every second, so that takes a few rounds), then once more with
+// room for one record too many, so that a double count written after the
+// first total records is seen too.
+func readWordCounts(ctx context.Context, e *Env, app *Proc, total int, wait time.Duration) ([]WordCount, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		got, err := consumeWordCounts(ctx, e, total, 20*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) >= total {
+			break
+		}
+		if exited, werr := app.Exited(); exited {
+			return nil, fmt.Errorf("WordCountDemo exited (%v) with %d of %d updates committed: %s", werr, len(got), total, app.LogTail(8))
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after %s a read_committed consumer reads %d of %d word count updates; app log: %s", wait, len(got), total, app.LogTail(8))
+		}
+	}
+	return consumeWordCounts(ctx, e, total+1, 10*time.Second)
+}
+
+// consumeWordCounts runs the console consumer over the whole output topic,
+// read_committed, stopping at max records or after idle without one.
+func consumeWordCounts(ctx context.Context, e *Env, max int, idle time.Duration) ([]WordCount, error) {
+	out, err := e.Kafka(ctx, mainConsumer, "--topic", WordCountOutputTopic, "--from-beginning",
+		"--isolation-level", "read_committed", "--max-messages", strconv.Itoa(max), "--timeout-ms", strconv.FormatInt(idle.Milliseconds(), 10),
+		"--formatter-property", "print.key=true", "--formatter-property", "key.separator=:",
+		"--formatter-property", "value.deserializer=org.apache.kafka.common.serialization.LongDeserializer")
+	var exit *ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.Output.ExitCode > 0 && strings.Contains(out.Stderr, "Processed a total of")) {
+		return nil, fmt.Errorf("console consumer: %w", err)
+	}
+	var got []WordCount
+	for _, l := range strings.Split(out.Stdout, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		w, c, ok := strings.Cut(l, ":")
+		n, perr := strconv.ParseInt(c, 10, 64)
+		if !ok || perr != nil {
+			return nil, fmt.Errorf("console consumer printed %q, want word:count", l)
+		}
+		got = append(got, WordCount{Word: w, Count: n})
+	}
+	return got, nil
+}
+
+// checkStreamsInternalTopics finds the app's one repartition and one
+// changelog topic and checks what Streams asked for when it created them
+// (RepartitionTopicConfig, UnwindowedUnversionedChangelogTopicConfig): the
+// input's partition count, and the configs below; then that the
+// repartition topic is purged (Streams deletes records up to what it
+// committed). It returns a summary for the report.
+func checkStreamsInternalTopics(ctx context.Context, e *Env, appID string, partitions int) (string, error) {
+	topics, err := listTopics(ctx, e)
+	if err != nil {
+		return "", err
+	}
+	var repartition, changelog []string
+	for _, t := range topics {
+		if !strings.HasPrefix(t, appID+"-") {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(t, "-repartition"):
+			repartition = append(repartition, t)
+		case strings.HasSuffix(t, "-changelog"):
+			changelog = append(changelog, t)
+		}
+	}
+	if len(repartition) != 1 || len(changelog) != 1 {
+		return "", fmt.Errorf("want one %s-…-repartition and one …-changelog topic, found %v and %v", appID, repartition, changelog)
+	}
+	wantConfigs := map[string]map[string]string{
+		repartition[0]: {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "52428800", "message.timestamp.type": "CreateTime"},
+		changelog[0]:   {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"},
+	}
+	for topic, want := range wantConfigs {
+		d, err := describeTopic(ctx, e, topic)
+		if err != nil {
+			return "", err
+		}
+		if len(d.Partitions) != partitions {
+			return "", fmt.Errorf("%s has %d partitions, want %d (the input's)", topic, len(d.Partitions), partitions)
+		}
+		out, err := e.Kafka(ctx, mainConfigs, "--entity-type", "topics", "--entity-name", topic, "--describe")
+		if err != nil {
+			return "", err
+		}
+		got := parseConfigs(out.Stdout)
+		for k, v := range want {
+			if got[k].Value != v {
+				return "", fmt.Errorf("%s: %s is %q, want %q as Streams created it: %s", topic, k, got[k].Value, v, out.Tail())
+			}
+		}
+	}
+	purged, err := waitPurged(ctx, e, repartition[0], 60*time.Second)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (delete, retention.ms=-1, purged to %v) and %s (compact)", repartition[0], purged, changelog[0]), nil
+}
+
+// waitPurged waits until some partition of topic has a log start offset
+// above 0 and returns the earliest offsets.
+func waitPurged(ctx context.Context, e *Env, topic string, wait time.Duration) (map[int]int64, error) {
+	var offs map[int]int64
+	err := until(ctx, wait, 2*time.Second, func() (bool, error) {
+		out, err := e.Kafka(ctx, mainGetOffsets, "--topic", topic, "--time", "-2")
+		if err != nil {
+			return false, err
+		}
+		if offs, err = parseOffsets(out.Stdout); err != nil {
+			return false, err
+		}
+		for _, o := range offs {
+			if o > 0 {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("repartition topic %s not purged after %s (earliest offsets %v): Streams deletes records below what it committed", topic, wait, offs)
+	})
+	return offs, err
+}
