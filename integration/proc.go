@@ -300,6 +300,15 @@ func (p *Proc) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Kill sends SIGKILL to the process group and waits for the process, as
+// kill -9 does to a broker in a crash test; Stop still closes the log.
+func (p *Proc) Kill() {
+	if exited, _ := p.Exited(); !exited {
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.done
+	}
+}
+
 // FreePort asks the kernel for a free TCP port on 127.0.0.1. The port is
 // closed again before returning, so there is a small race with other
 // processes; callers pick ports right before starting the server.

@@ -284,6 +284,20 @@ func prepareKafka(ctx context.Context, t *Tools, dir, logDir string, port, ctrlP
 	return launch{cmd: Cmd{Name: "java", Args: args, Dir: dir}, describe: "Apache Kafka " + KafkaVersion + " (kafka_2.13 from Maven Central, KRaft combined mode)"}, nil
 }
 
+// KafkaBrokerCmd formats dir/data for a single combined Apache Kafka node
+// on the given ports, as the kafka target does, and returns the command
+// that runs it. Unlike the target, which starts afresh each time, the
+// caller may run the command again on the same data (a restart after a
+// kill, in integration/streams).
+func (t *Tools) KafkaBrokerCmd(ctx context.Context, dir string, port, ctrlPort int) (Cmd, error) {
+	logDir := filepath.Join(dir, "data")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return Cmd{}, err
+	}
+	l, err := prepareKafka(ctx, t, dir, logDir, port, ctrlPort)
+	return l.cmd, err
+}
+
 var commitRe = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 
 // gitDescribe returns the short commit of the repository, with "+dirty"

@@ -1,0 +1,425 @@
+// Package streams runs Kafka Streams against the built gregor binary where
+// the compatibility harness cannot: across a kill -9 of the broker (issue
+// 9). The harness's streams/wordcount-eos-v2 scenario covers the same app
+// on a broker that stays up, on both targets.
+package streams
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregorbroker/gregor/integration"
+	"github.com/gregorbroker/gregor/integration/node"
+)
+
+// WordCountDemo with exactly_once_v2 runs while the broker is killed with
+// SIGKILL twice, each time once the app has committed some output and has
+// a transaction open, and restarted on the same data dir. The first time
+// the app lives on: its producer goes on with the open transaction. The
+// second time the app is killed too (the machine lost power) and started
+// again on its state dir: its open transactions are aborted when its new
+// producers take over their transactional ids, Streams finds its stores
+// uncheckpointed and restores them from the changelogs. Input goes in
+// before, between and after the kills. A read_committed consumer must then
+// read every word's counts as exactly 1..n: nothing an aborted transaction
+// wrote (output, changelog and repartition records, offsets) may count,
+// and nothing may be lost. The output and repartition topics must hold
+// records of aborted transactions, or the run did not test that.
+func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Kafka Streams for minutes")
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: Kafka Streams needs a JDK and Maven", tool)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	root, err := integration.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := integration.NewTools(root)
+	// Fetch the jars before anything runs: a first fetch takes a while.
+	if _, err := tools.MavenLibs(ctx, integration.SetStreams); err != nil {
+		t.Fatal(err)
+	}
+
+	var n broker
+	switch target := os.Getenv("WORDCOUNT_KILL_TARGET"); target {
+	case "", "gregor":
+		n = node.Start(t)
+	case "kafka":
+		n = startKafka(ctx, t, tools)
+	default:
+		t.Fatalf("WORDCOUNT_KILL_TARGET=%s: want gregor or kafka", target)
+	}
+	adm := kadm.NewClient(n.Client())
+	for _, topic := range []string{integration.WordCountInputTopic, integration.WordCountOutputTopic} {
+		res, err := adm.CreateTopic(ctx, 3, 1, nil, topic)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			t.Fatalf("creating %s: %v", topic, err)
+		}
+	}
+	outages := []struct{ killApp bool }{{false}, {true}}
+	const lines = 4500
+	input, want := integration.WordCountLines(lines, 11)
+	total := 0
+	for _, c := range want {
+		total += c
+	}
+	part := func(i int) []string { return input[i*lines/(len(outages)+1) : (i+1)*lines/(len(outages)+1)] }
+	produce(ctx, t, n, part(0))
+
+	app := integration.WordCountApp{Bootstrap: n.Addr(), AppID: "wordcount-kill", Dir: filepath.Join(t.TempDir(), "app"),
+		// The killed instance's members leave the group by this timeout,
+		// not the default 45 s.
+		Extra: []string{"session.timeout.ms=10000"}}
+	proc, err := tools.StartWordCount(ctx, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.Stop(10 * time.Second) })
+	appAlive := func() {
+		t.Helper()
+		if exited, err := proc.Exited(); exited {
+			t.Fatalf("WordCountDemo exited (%v): %s", err, proc.LogTail(10))
+		}
+	}
+
+	// WordCountDemo's one repartition topic, named after its count store.
+	repartition := app.AppID + "-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+	var stable int64
+	for i, o := range outages {
+		// Kill only once more output is committed and an open transaction
+		// has records in the output or repartition topic, so that the kill
+		// lands between commits.
+		var open []string
+		was := stable
+		waitFor(ctx, t, 2*time.Minute, "newly committed output and an open transaction's records", func() bool {
+			appAlive()
+			if stable = lastStableOffsets(ctx, t, adm); stable <= was {
+				return false
+			}
+			open = openTransactionData(ctx, t, adm, integration.WordCountOutputTopic, repartition)
+			return len(open) > 0
+		})
+		t.Logf("kill -9 %d (the app too: %v) with the output's last stable offsets at %d (of %d updates and the markers) and open transactions' records in %v",
+			i+1, o.killApp, stable, total, open)
+		n.Kill()
+		if o.killApp {
+			proc.Kill()
+			_ = proc.Stop(0) // closes its log
+		}
+		n.Restart()
+		if o.killApp {
+			if proc, err = tools.StartWordCount(ctx, app); err != nil {
+				t.Fatal(err)
+			}
+		}
+		produce(ctx, t, n, part(i+1))
+	}
+
+	var got []integration.WordCount
+	waitFor(ctx, t, 3*time.Minute, "every update committed", func() bool {
+		appAlive()
+		got = readAll(ctx, t, n, kgo.ReadCommitted(), integration.WordCountOutputTopic)
+		return len(got) >= total
+	})
+	// A last read with time for records past the expected total (a double
+	// count committed late) to show up.
+	time.Sleep(3 * time.Second)
+	got = readAll(ctx, t, n, kgo.ReadCommitted(), integration.WordCountOutputTopic)
+	if err := proc.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stopping WordCountDemo: %v", err)
+	}
+	// With the app stopped the output and repartition topics no longer
+	// change (the changelog may still be compacted, so it is left out).
+	// The records that the markers in them say were aborted are what a
+	// read_committed consumer must not see.
+	kept, aborted := committedByMarkers(readLog(ctx, t, n, integration.WordCountOutputTopic, repartition))
+	if err := integration.CheckWordCounts(got, want); err != nil {
+		// Tell a broker that hands aborted records to read_committed
+		// consumers from one whose log itself is wrong.
+		verdict := "the log filtered by its own markers is wrong too"
+		if integration.CheckWordCounts(wordCounts(kept, integration.WordCountOutputTopic), want) == nil {
+			verdict = fmt.Sprintf("the log filtered by its own markers (%d aborted records) is right: read_committed fetches return aborted records", aborted)
+		}
+		t.Fatalf("%v\n%s; %s", err, verdict, appEvents(app.LogPath()))
+	}
+	if aborted == 0 {
+		t.Fatalf("no aborted transaction's records in the output and repartition topics: the run tested nothing of aborts; %s", appEvents(app.LogPath()))
+	}
+	t.Logf("%d lines, %d words: every count exact across the kills; %d records of aborted transactions in the output and repartition topics; %s",
+		lines, total, aborted, appEvents(app.LogPath()))
+}
+
+// readLog reads every record of topics, read_uncommitted and with the
+// transaction markers, in each partition's offset order.
+func readLog(ctx context.Context, t *testing.T, n broker, topics ...string) []*kgo.Record {
+	t.Helper()
+	cl := n.Client(kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	defer cl.Close()
+	return pollUntilIdle(ctx, t, cl)
+}
+
+// committedByMarkers applies Kafka's read_committed rule to a log read
+// whole: a transactional record counts once a commit marker of its
+// producer follows it, and is dropped when an abort marker does (or none
+// does). It returns the counted records in (partition, offset) order and
+// how many were aborted.
+func committedByMarkers(log []*kgo.Record) ([]*kgo.Record, int) {
+	type producer struct {
+		topic     string
+		partition int32
+		id        int64
+	}
+	open := map[producer][]*kgo.Record{}
+	var kept []*kgo.Record
+	aborted := 0
+	for _, r := range log {
+		p := producer{r.Topic, r.Partition, r.ProducerID}
+		switch {
+		case r.Attrs.IsControl():
+			// A control record's key is a version and a type: 0 abort, 1 commit.
+			if len(r.Key) >= 4 && binary.BigEndian.Uint16(r.Key[2:4]) == 1 {
+				kept = append(kept, open[p]...)
+			} else {
+				aborted += len(open[p])
+			}
+			delete(open, p)
+		case r.Attrs.IsTransactional():
+			open[p] = append(open[p], r)
+		default:
+			kept = append(kept, r)
+		}
+	}
+	for _, recs := range open {
+		aborted += len(recs)
+	}
+	slices.SortFunc(kept, func(a, b *kgo.Record) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
+	return kept, aborted
+}
+
+// appEvents counts what Streams logged about the outages.
+func appEvents(logPath string) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, ev := range []string{"TaskCorruptedException", "TaskMigratedException", "ProducerFencedException", "InvalidProducerEpochException",
+		"TimeoutException", "Committing task(s)", "State transition from RUNNING to REBALANCING", "Restoration"} {
+		out = append(out, fmt.Sprintf("%q×%d", ev, strings.Count(string(b), ev)))
+	}
+	return "app log: " + strings.Join(out, " ")
+}
+
+// broker is the node the test kills: gregor (integration/node), or with
+// WORDCOUNT_KILL_TARGET=kafka Apache Kafka 4.3.1, which proves the test.
+type broker interface {
+	Addr() string
+	Client(opts ...kgo.Opt) *kgo.Client // closed with the test
+	Kill()                              // SIGKILL, and wait for the exit
+	Restart()                           // on the same data dir and ports
+}
+
+// kafkaNode is a single combined Apache Kafka node run by the test.
+type kafkaNode struct {
+	t    *testing.T
+	ctx  context.Context
+	cmd  integration.Cmd
+	dir  string
+	port int
+	proc *integration.Proc
+}
+
+func startKafka(ctx context.Context, t *testing.T, tools *integration.Tools) *kafkaNode {
+	t.Helper()
+	k := &kafkaNode{t: t, ctx: ctx, dir: t.TempDir(), port: node.FreePort(t)}
+	cmd, err := tools.KafkaBrokerCmd(ctx, k.dir, k.port, node.FreePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cmd = cmd
+	k.Restart()
+	t.Cleanup(func() { _ = k.proc.Stop(10 * time.Second) })
+	return k
+}
+
+func (k *kafkaNode) Addr() string { return fmt.Sprintf("127.0.0.1:%d", k.port) }
+
+func (k *kafkaNode) Client(opts ...kgo.Opt) *kgo.Client {
+	k.t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addr())}, opts...)...)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (k *kafkaNode) Kill() {
+	k.proc.Kill()
+	_ = k.proc.Stop(0) // closes the log
+}
+
+func (k *kafkaNode) Restart() {
+	k.t.Helper()
+	proc, err := integration.Start(k.cmd, filepath.Join(k.dir, "broker.log"))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	k.proc = proc
+	ctx, cancel := context.WithTimeout(k.ctx, 90*time.Second)
+	defer cancel()
+	if err := integration.WaitReady(ctx, k.Addr(), proc.Done()); err != nil {
+		k.t.Fatalf("kafka did not become ready: %v: %s", err, proc.LogTail(5))
+	}
+}
+
+// produce sends lines unkeyed to the input topic, idempotently, and waits
+// for every acknowledgement.
+func produce(ctx context.Context, t *testing.T, n broker, lines []string) {
+	t.Helper()
+	cl := n.Client(kgo.DefaultProduceTopic(integration.WordCountInputTopic))
+	defer cl.Close()
+	recs := make([]*kgo.Record, len(lines))
+	for i, l := range lines {
+		recs[i] = &kgo.Record{Value: []byte(l)}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing input: %v", err)
+	}
+}
+
+// readAll reads the word counts in topic from the start of each
+// partition with isolation.
+func readAll(ctx context.Context, t *testing.T, n broker, isolation kgo.IsolationLevel, topic string) []integration.WordCount {
+	t.Helper()
+	cl := n.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+	defer cl.Close()
+	return wordCounts(pollUntilIdle(ctx, t, cl), topic)
+}
+
+// pollUntilIdle polls cl until two seconds pass without a record.
+func pollUntilIdle(ctx context.Context, t *testing.T, cl *kgo.Client) []*kgo.Record {
+	t.Helper()
+	var got []*kgo.Record
+	// The first fetch waits for the connection and metadata too.
+	for wait := 10 * time.Second; ; wait = 2 * time.Second {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		if fs.NumRecords() == 0 {
+			return got
+		}
+		var bad error
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				bad = fmt.Errorf("%s/%d: %w", topic, p, err)
+			}
+		})
+		if bad != nil {
+			t.Fatalf("reading: %v", bad)
+		}
+		got = append(got, fs.Records()...)
+	}
+}
+
+// wordCounts decodes the records of the output topic among recs: a word
+// key and a long value.
+func wordCounts(recs []*kgo.Record, topic string) []integration.WordCount {
+	var out []integration.WordCount
+	for _, r := range recs {
+		if r.Topic != topic || r.Attrs.IsControl() {
+			continue
+		}
+		c := int64(-1) // not a long: CheckWordCounts reports it
+		if len(r.Value) == 8 {
+			c = int64(binary.BigEndian.Uint64(r.Value))
+		}
+		out = append(out, integration.WordCount{Word: string(r.Key), Count: c})
+	}
+	return out
+}
+
+// lastStableOffsets adds up the output partitions' last stable offsets,
+// which grow as the app's transactions commit.
+func lastStableOffsets(ctx context.Context, t *testing.T, adm *kadm.Client) int64 {
+	t.Helper()
+	offs, err := adm.ListCommittedOffsets(ctx, integration.WordCountOutputTopic)
+	if err != nil {
+		t.Fatalf("listing %s's last stable offsets: %v", integration.WordCountOutputTopic, err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("listing %s/%d's last stable offset: %v", o.Topic, o.Partition, o.Err)
+		}
+		sum += o.Offset
+	})
+	return sum
+}
+
+// openTransactionData names the partitions of topics that hold records of
+// a transaction still open (DescribeProducers' CurrentTxnStartOffset), as
+// topic/partition@offset.
+func openTransactionData(ctx context.Context, t *testing.T, adm *kadm.Client, topics ...string) []string {
+	t.Helper()
+	set := kadm.TopicsSet{}
+	for _, topic := range topics {
+		set[topic] = map[int32]struct{}{}
+	}
+	described, err := adm.DescribeProducers(ctx, set)
+	if err != nil {
+		t.Fatalf("DescribeProducers: %v", err)
+	}
+	var open []string
+	for _, p := range described.SortedProducers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			open = append(open, fmt.Sprintf("%s/%d@%d", p.Topic, p.Partition, p.CurrentTxnStartOffset))
+		}
+	}
+	return open
+}
+
+// waitFor polls cond every 200 ms until it holds, failing the test after
+// wait.
+func waitFor(ctx context.Context, t *testing.T, wait time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s", what, wait)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
