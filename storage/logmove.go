@@ -591,6 +591,7 @@ func (s *segment) relocate(dir string) error {
 		x.name = filepath.Join(dir, filepath.Base(x.name))
 		x.mu.Unlock()
 	}
+	s.txns.relocate(dir)
 	return err
 }
 
