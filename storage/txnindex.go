@@ -104,6 +104,9 @@ type txnIndex struct {
 	size int64
 	// dirty: written or truncated since the last sync.
 	dirty bool
+	// corrupt: the file held an entry of an unknown version; the segment
+	// is recovered, which rebuilds the index (validFor refuses it).
+	corrupt bool
 
 	// entries are published whole: the appender stores a slice that
 	// extends the previous one (readers never look past their own
@@ -114,7 +117,8 @@ type txnIndex struct {
 
 // openTxnIndex reads the index file if there is one. A torn last entry
 // (a crash in the middle of an append) is ignored; an entry of an unknown
-// version is an error, as in Kafka.
+// version marks the index corrupt (Kafka fails the read; the segment's
+// recovery rebuilds it here).
 func openTxnIndex(fsys vfs.FS, name string, baseOffset int64) (*txnIndex, error) {
 	x := &txnIndex{baseOffset: baseOffset, name: name}
 	data, err := vfs.ReadFile(fsys, name)
@@ -132,7 +136,8 @@ func openTxnIndex(fsys vfs.FS, name string, baseOffset int64) (*txnIndex, error)
 	for i := 0; i < n; i++ {
 		a, err := decodeAbortedTxn(data[i*txnIndexEntrySize:])
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			x.corrupt = true
+			return x, nil
 		}
 		entries = append(entries, a)
 	}
@@ -163,6 +168,9 @@ func (x *txnIndex) lastMarker() int64 {
 // strictly increasing, within the segment, each after its transaction's
 // start.
 func (x *txnIndex) validFor(nextOffset int64) bool {
+	if x.corrupt {
+		return false
+	}
 	last := int64(-1)
 	for _, a := range x.all() {
 		if a.lastOffset < x.baseOffset || a.lastOffset >= nextOffset || a.lastOffset <= last || a.firstOffset > a.lastOffset {
@@ -239,7 +247,7 @@ func (x *txnIndex) truncateTo(fsys vfs.FS, offset int64) error {
 
 // reset drops every entry (a segment about to be rescanned).
 func (x *txnIndex) reset(fsys vfs.FS) error {
-	if len(x.all()) == 0 && x.size == 0 {
+	if len(x.all()) == 0 && x.size == 0 && !x.corrupt {
 		return nil
 	}
 	return x.keep(fsys, 0)
@@ -266,7 +274,7 @@ func (x *txnIndex) keep(fsys vfs.FS, n int) error {
 		}
 		x.dirty = true
 	}
-	x.size = size
+	x.size, x.corrupt = size, false
 	x.entries.Store(&kept)
 	return nil
 }
