@@ -40,7 +40,8 @@ var errCorruptBatch = errors.New("corrupt or torn record batch")
 // headerBuf is scratch for one batch header read.
 type headerBuf [protocol.BatchHeaderSize]byte
 
-// segment is one <base>.log with its offset and time indexes.
+// segment is one <base>.log with its offset, time and transaction
+// indexes.
 //
 // The log's appender (holding Log.mu) is the only goroutine that writes a
 // segment or changes the appender-owned fields below. Readers use size,

@@ -9,7 +9,7 @@ package storage
 // abort marker's), last stable offset int64 (the LSO when the marker was
 // written, ignoring the high watermark: the first offset of the oldest
 // other open transaction, or the marker's offset plus one). Commits are
-// not indexed. A read_committed fetch reports the aborted transactions
+// not indexed, nor aborts of transactions without data here. A read_committed fetch reports the aborted transactions
 // that overlap the data it returns (Log.ReadWithAborted), and the
 // consumer drops their records; the cleaner finds the transactions whose
 // data it may discard here (clean.go).
@@ -366,14 +366,17 @@ func (l *Log) indexAborts(seg *segment, markers []txnMarker, ended []completedTx
 }
 
 // indexAbort writes one abort marker's entry. A marker that ends no
-// transaction with data here indexes an empty one at the marker, as
-// Kafka's producer state reports it.
+// transaction with data here has none: as in Kafka, an empty transaction
+// neither holds the last stable offset back nor needs filtering.
 func (l *Log) indexAbort(seg *segment, m txnMarker, markers []txnMarker, ended []completedTxn) error {
-	a := abortedTxn{producerID: m.producerID, firstOffset: m.offset, lastOffset: m.offset}
+	a := abortedTxn{producerID: m.producerID, firstOffset: -1, lastOffset: m.offset}
 	for _, c := range ended {
 		if c.markerOffset == m.offset {
 			a.firstOffset = c.firstOffset
 		}
+	}
+	if a.firstOffset < 0 {
+		return nil
 	}
 	// The last stable offset as Kafka's producer state gives it when the
 	// marker is applied: the oldest other transaction still open, which

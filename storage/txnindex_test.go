@@ -81,7 +81,8 @@ func formatLog(t *testing.T, l *Log) {
 // Gregor's .txnindex is Kafka's: 34-byte entries of version int16 0,
 // producer id, first offset, last offset (the abort marker) and the last
 // stable offset when the marker was written, all big-endian; only aborts
-// are indexed; a segment without one has no file.
+// of transactions with data are indexed; a segment without one has no
+// file.
 func TestTxnIndexFileFormat(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	l := openTest(t, fsys, "/d/t-0", smallConfig())
@@ -103,8 +104,11 @@ func TestTxnIndexFileFormat(t *testing.T) {
 	rollNow(t, l)
 	appendReplicated(t, l, txnBatch(t, 9, 0, testNowMs, kv{"d", val("1")}))
 	appendReplicated(t, l, commitMarker(9))
+	// An abort that ends no transaction with data here (Kafka emits no
+	// completed transaction for it).
+	appendReplicated(t, l, abortMarker(10))
 	if files := txnIndexFiles(t, fsys, "/d/t-0"); !reflect.DeepEqual(files, []string{"00000000000000000000.txnindex"}) {
-		t.Fatalf("txnindex files %v: a segment with commits only has none", files)
+		t.Fatalf("txnindex files %v: a segment with commits and empty aborts only has none", files)
 	}
 }
 
