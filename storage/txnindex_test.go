@@ -559,3 +559,111 @@ func TestMovedLogKeepsItsTxnIndex(t *testing.T) {
 		t.Fatalf("the old dir's txnindex: %v", err)
 	}
 }
+
+// committedValues is what a read_committed consumer reads of l, using the
+// aborted transactions the log reports as a consumer uses them: a
+// producer's transactional records are dropped from an aborted
+// transaction's first offset until the producer's abort marker.
+func committedValues(t *testing.T, l *Log) map[string]string {
+	t.Helper()
+	leo := l.LogEndOffset()
+	aborted := l.AbortedTransactions(l.LogStartOffset(), leo, nil)
+	r, err := l.Read(l.LogStartOffset(), 1<<30, leo, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := readRange(t, r)
+	dropping := map[int64]bool{}
+	out := map[string]string{}
+	for len(data) > 0 {
+		batch, rest, h, err := protocol.NextBatch(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = rest
+		for len(aborted) > 0 && aborted[0].FirstOffset <= h.LastOffset() {
+			dropping[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		if h.IsControl() {
+			if controlType(batch) == protocol.ControlAbort {
+				delete(dropping, h.ProducerID)
+			}
+			continue
+		}
+		if h.IsTransactional() && dropping[h.ProducerID] {
+			continue
+		}
+		err = protocol.ForEachRecord(batch, nil, func(rec *protocol.Record) error {
+			out[string(rec.Key)] = string(rec.Value)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// A crash at any step of a cleaning that rewrites a transaction index
+// (its .cleaned and .swap renames among them) leaves a log whose
+// read_committed view is the one before: no aborted record shows.
+func TestCleanerCrashKeepsAbortedTransactionsHidden(t *testing.T) {
+	cfg := compactConfig()
+	for step := 1; ; step++ {
+		fsys := vfs.NewMemFS()
+		clock := newMovingClock()
+		l := openTest(t, fsys, "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now })
+		now := clock.ms.Load()
+		appendReplicated(t, l, keyedBatch(t, protocol.CodecNone, now, kv{"a", val("a0")}, kv{"b", val("b0")}))
+		appendReplicated(t, l, txnBatch(t, 5, 0, now, kv{"a", val("aborted")}, kv{"c", val("aborted")}))
+		appendReplicated(t, l, keyedBatch(t, protocol.CodecNone, now, kv{"b", val("b1")}))
+		appendReplicated(t, l, abortMarker(5))
+		appendReplicated(t, l, keyedBatch(t, protocol.CodecNone, now, kv{"b", val("b2")}, kv{"z", val("z")}))
+		rollNow(t, l)
+		l.AdvanceHighWatermark(l.LogEndOffset())
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"a": "a0", "b": "b2", "z": "z"}
+		if got := committedValues(t, l); !reflect.DeepEqual(got, want) {
+			t.Fatalf("read_committed view before cleaning %v, want %v", got, want)
+		}
+		leo := l.LogEndOffset()
+		ops := 0
+		fsys.Inject(func(op vfs.Op, name string) error {
+			ops++
+			if ops >= step {
+				return errors.New("killed")
+			}
+			return nil
+		})
+		c, _ := l.cleanableRange(0, false, clock.ms.Load())
+		_, _, err := newTestCleaner(l, 1<<20).clean(c)
+		finished := err == nil
+		fsys.Crash(true, rand.New(rand.NewSource(int64(step))))
+		fsys.Inject(nil)
+		// Everything was flushed: the segments below the recovery point
+		// are trusted, with the indexes the cleaning left.
+		l2 := openTest(t, fsys, "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now; o.HighWatermark = leo; o.RecoveryPoint = leo })
+		if got := committedValues(t, l2); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d (cleaning finished %v): read_committed view %v, want %v", step, finished, got, want)
+		}
+		if finished {
+			// The marker stays with an entry: producer 5 is active, so
+			// its emptied batch stays and with it its transaction.
+			if got := l2.AbortedTransactions(0, leo, nil); !reflect.DeepEqual(got, []AbortedTransaction{{5, 2}}) {
+				t.Fatalf("after the cleaning: aborted %v", got)
+			}
+		}
+		l2.Close()
+		l.Close()
+		if finished {
+			if step < 5 {
+				t.Fatalf("cleaning finished after %d operations: the test injects nothing", step)
+			}
+			t.Logf("crashed the cleaning at each of its %d filesystem operations", step-1)
+			return
+		}
+	}
+}
