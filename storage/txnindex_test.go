@@ -630,22 +630,9 @@ func TestCleanerCrashKeepsAbortedTransactionsHidden(t *testing.T) {
 			t.Fatalf("read_committed view before cleaning %v, want %v", got, want)
 		}
 		leo := l.LogEndOffset()
-		ops := 0
-		fsys.Inject(func(op vfs.Op, name string) error {
-			ops++
-			if ops >= step {
-				return errors.New("killed")
-			}
-			return nil
-		})
-		c, _ := l.cleanableRange(0, false, clock.ms.Load())
-		_, _, err := newTestCleaner(l, 1<<20).clean(c)
-		finished := err == nil
-		fsys.Crash(true, rand.New(rand.NewSource(int64(step))))
-		fsys.Inject(nil)
 		// Everything was flushed: the segments below the recovery point
 		// are trusted, with the indexes the cleaning left.
-		l2 := openTest(t, fsys, "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now; o.HighWatermark = leo; o.RecoveryPoint = leo })
+		l2, finished := cleanAndCrash(t, fsys, l, clock, step, func(o *LogOptions) { o.HighWatermark = leo; o.RecoveryPoint = leo })
 		if got := committedValues(t, l2); !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d (cleaning finished %v): read_committed view %v, want %v", step, finished, got, want)
 		}
@@ -658,11 +645,7 @@ func TestCleanerCrashKeepsAbortedTransactionsHidden(t *testing.T) {
 		}
 		l2.Close()
 		l.Close()
-		if finished {
-			if step < 5 {
-				t.Fatalf("cleaning finished after %d operations: the test injects nothing", step)
-			}
-			t.Logf("crashed the cleaning at each of its %d filesystem operations", step-1)
+		if crashedAtEveryStep(t, step, finished) {
 			return
 		}
 	}
