@@ -135,8 +135,11 @@ func TestTransactionZombieFenced(t *testing.T) {
 	if err == nil {
 		t.Fatal("the fenced producer committed")
 	}
-	// What read_committed sees of the aborted record is checked once
-	// Fetch lists aborted transactions (the .txnindex work).
+	got := readCommitted(t, n, "txn-fence", 3)
+	want := []string{"z-0", "s-0", "s-1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed %v, want %v (the zombie's open record aborted)", got, want)
+	}
 }
 
 // The coordinator's answers to EndTxn out of order, over the wire.
