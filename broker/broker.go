@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
@@ -78,7 +79,8 @@ type Options struct {
 	// Transactions configures the transaction coordinator; nil means
 	// Kafka's defaults.
 	Transactions *txn.Config
-	// TransactionVerification is transaction.partition.verification.enable.
+	// TransactionVerification is transaction.partition.verification.enable
+	// at start; SetTransactionVerification follows its dynamic changes.
 	TransactionVerification bool
 	// LogDirIDs are the directory ids of the log dirs (registration v2+).
 	LogDirIDs []protocol.UUID
@@ -112,6 +114,9 @@ type Broker struct {
 	groups *groupCoordinator
 	// txns is the transaction coordinator, created by Start.
 	txns *txnCoordinator
+	// txnVerification is transaction.partition.verification.enable (a
+	// cluster-wide dynamic config in Kafka).
+	txnVerification atomic.Bool
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -152,6 +157,7 @@ func New(opts Options) *Broker {
 		autoCreating: map[string]bool{},
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
+	b.txnVerification.Store(opts.TransactionVerification)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
 	return b

@@ -10,7 +10,10 @@ package broker
 // a batch returns that batch; the first partition with data returns at
 // least one batch even when it is larger than the fetch's limits (KIP-74).
 // Consumers read up to the high watermark (read_uncommitted) or the last
-// stable offset (read_committed). Long polling: when less than MinBytes is
+// stable offset (read_committed); a read_committed partition lists the
+// aborted transactions that overlap the batches it returns (from the
+// fetch offset to the end of the last batch), so that the consumer drops
+// their records; read_uncommitted sends the list as null. Long polling: when less than MinBytes is
 // available and nothing failed, the fetch waits in the replica manager's
 // purgatory until an append or a leadership change completes it or
 // MaxWaitMillis passes; no goroutine waits for it.
@@ -196,6 +199,9 @@ func fetchResult(plan *fetchPlan, e *replica.FetchEntry) fetchPartitionResult {
 	}
 	pr.highWatermark, pr.lastStableOffset, pr.logStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	pr.abortedTxnsNonNull = plan.readCommitted
+	if plan.readCommitted {
+		pr.abortedTxns = res.AbortedTransactions
+	}
 	pr.records = res.Records
 	return pr
 }

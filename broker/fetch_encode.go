@@ -12,6 +12,7 @@ package broker
 import (
 	"encoding/binary"
 
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -22,8 +23,9 @@ type fetchPartitionResult struct {
 	highWatermark    int64
 	lastStableOffset int64
 	logStartOffset   int64
-	// abortedTxns is nil for read_uncommitted (encoded as null).
-	abortedTxns          []abortedTxn
+	// abortedTxns is nil for read_uncommitted (encoded as null unless
+	// abortedTxnsNonNull: read_committed answers an empty list).
+	abortedTxns          []replica.AbortedTransaction
 	abortedTxnsNonNull   bool
 	preferredReadReplica int32
 	records              vfs.FileRange
@@ -32,11 +34,6 @@ type fetchPartitionResult struct {
 	divergingEndOffset int64
 	currentLeaderID    int32
 	currentLeaderEpoch int32
-}
-
-type abortedTxn struct {
-	producerID  int64
-	firstOffset int64
 }
 
 func newFetchPartitionResult(partition int32) fetchPartitionResult {
@@ -233,8 +230,8 @@ func encodeFetchPartition(w *chunkWriter, p *fetchPartitionResult, version int16
 	} else {
 		w.arrayLen(len(p.abortedTxns), flex)
 		for _, a := range p.abortedTxns {
-			w.i64(a.producerID)
-			w.i64(a.firstOffset)
+			w.i64(a.ProducerID)
+			w.i64(a.FirstOffset)
 			if flex {
 				w.uvarint(0)
 			}

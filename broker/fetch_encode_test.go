@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,14 +41,18 @@ func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
 		p1 := newFetchPartitionResult(0)
 		p1.highWatermark, p1.lastStableOffset, p1.logStartOffset = 100, 90, 5
 		p1.records = vfs.FileRange{File: f, Pos: 10, Size: 20}
-		p1.abortedTxns = []abortedTxn{{producerID: 7, firstOffset: 42}}
+		p1.abortedTxns = []replica.AbortedTransaction{{ProducerID: 7, FirstOffset: 42}, {ProducerID: 1 << 40, FirstOffset: 43}}
 		p2 := newFetchPartitionResult(3)
 		p2.errorCode = 6
 		p2.currentLeaderID, p2.currentLeaderEpoch = 2, 9
 		p2.divergingEpoch, p2.divergingEndOffset = 4, 77
+		// read_committed with no aborted transaction: an empty list, not
+		// null (Kafka's emptyFetchDataInfo with its aborted list).
+		p3 := newFetchPartitionResult(4)
+		p3.abortedTxnsNonNull = true
 		body := &fetchResponseBody{
 			throttleMillis: 1, errorCode: 0, sessionID: 1234,
-			topics:        []fetchTopicResult{{name: "t", id: [16]byte{1, 2, 3}, partitions: []fetchPartitionResult{p1, p2}}},
+			topics:        []fetchTopicResult{{name: "t", id: [16]byte{1, 2, 3}, partitions: []fetchPartitionResult{p1, p2, p3}}},
 			nodeEndpoints: []nodeEndpoint{{nodeID: 2, host: "h", port: 9092, rack: &rack}},
 		}
 		raw := materialize(t, encodeFetchResponse(body, v, 0))
@@ -56,7 +61,7 @@ func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
 		if err := resp.ReadFrom(raw); err != nil {
 			t.Fatalf("v%d: kmsg cannot decode: %v", v, err)
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 3 {
 			t.Fatalf("v%d: bad shape %+v", v, resp)
 		}
 		rt := resp.Topics[0]
@@ -70,11 +75,14 @@ func TestEncodeFetchResponseMatchesKmsg(t *testing.T) {
 		if a.HighWatermark != 100 || a.LastStableOffset != 90 || (v >= 5 && a.LogStartOffset != 5) {
 			t.Fatalf("v%d: offsets %+v", v, a)
 		}
-		if len(a.AbortedTransactions) != 1 || a.AbortedTransactions[0].FirstOffset != 42 {
+		if got := a.AbortedTransactions; len(got) != 2 || got[0].ProducerID != 7 || got[0].FirstOffset != 42 || got[1].ProducerID != 1<<40 || got[1].FirstOffset != 43 {
 			t.Fatalf("v%d: aborted %+v", v, a.AbortedTransactions)
 		}
 		if b.ErrorCode != 6 || b.Partition != 3 || b.AbortedTransactions != nil {
 			t.Fatalf("v%d: second partition %+v", v, b)
+		}
+		if c := rt.Partitions[2]; c.AbortedTransactions == nil || len(c.AbortedTransactions) != 0 {
+			t.Fatalf("v%d: read_committed without aborted transactions: %#v, want an empty list", v, c.AbortedTransactions)
 		}
 		if v >= 12 && (b.CurrentLeader.LeaderID != 2 || b.CurrentLeader.LeaderEpoch != 9 || b.DivergingEpoch.Epoch != 4 || b.DivergingEpoch.EndOffset != 77) {
 			t.Fatalf("v%d: tags %+v", v, b)

@@ -237,7 +237,7 @@ func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
 // translates them (ReplicaManager's postVerificationCallback and
 // AddPartitionsToTxnManager).
 func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp replica.TopicPartition, h protocol.BatchHeader) (uint64, *kerr.Error, string) {
-	if !b.opts.TransactionVerification {
+	if !b.txnVerification.Load() {
 		return storage.SkipTxnVerification, nil, ""
 	}
 	if transactionalID == nil || b.txns == nil {
@@ -277,3 +277,9 @@ func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp repli
 	}
 	return 0, kerr.TypedErrorForCode(code), ""
 }
+
+// SetTransactionVerification applies a change of
+// transaction.partition.verification.enable (dynamic, cluster-wide in
+// Kafka): with it off, transactional batches open transactions without
+// asking the coordinator, as Kafka's log then allows.
+func (b *Broker) SetTransactionVerification(on bool) { b.txnVerification.Store(on) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -135,8 +136,11 @@ func TestTransactionZombieFenced(t *testing.T) {
 	if err == nil {
 		t.Fatal("the fenced producer committed")
 	}
-	// What read_committed sees of the aborted record is checked once
-	// Fetch lists aborted transactions (the .txnindex work).
+	got := readCommitted(t, n, "txn-fence", 3)
+	want := []string{"z-0", "s-0", "s-1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed %v, want %v (the zombie's open record aborted)", got, want)
+	}
 }
 
 // The coordinator's answers to EndTxn out of order, over the wire.
@@ -328,5 +332,45 @@ func waitTxnState(t *testing.T, n *testNode, id, state string) {
 			t.Fatalf("%s is %s (error %d), want %s", id, d.State, code, state)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// transaction.partition.verification.enable=false (dynamic in Kafka):
+// transactional batches open transactions without the coordinator being
+// asked, as Kafka's log then allows; turned back on, an unverified
+// batch is refused again.
+func TestTransactionVerificationSwitch(t *testing.T) {
+	n := startTestNode(t, nil)
+	createTopic(t, n, "txn-switch", 1, nil)
+	id := "never-initialized"
+	send := func(pid int64) int16 {
+		t.Helper()
+		b := protocol.NewBatchBuilder(protocol.CodecNone).SetProducer(pid, 0, 0).SetTransactional(true)
+		b.Add(nil, []byte("v"), nil, time.Now().UnixMilli())
+		batch, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dialRaw(t, n.addr)
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(11)
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		req.Topics = []kmsg.ProduceRequestTopic{{Topic: "txn-switch", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+		c.send(req, 1)
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(11)
+		c.recv(resp)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := send(77); code == 0 {
+		t.Fatal("an unverified transactional batch was stored with verification on")
+	}
+	n.b.SetTransactionVerification(false)
+	if code := send(78); code != 0 {
+		t.Fatalf("with verification off: error %d", code)
+	}
+	n.b.SetTransactionVerification(true)
+	if code := send(79); code == 0 {
+		t.Fatal("an unverified transactional batch was stored after verification came back on")
 	}
 }

@@ -58,7 +58,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *request) {
 // the same coordinator, and TRANSACTION_ABORTABLE reaches only clients
 // that know it.
 func (b *Broker) verifyTxnOffsetCommit(ctx context.Context, version int16, req *kmsg.TxnOffsetCommitRequest) int16 {
-	if b.txns == nil || !b.opts.TransactionVerification || req.Group == "" {
+	if b.txns == nil || !b.txnVerification.Load() || req.Group == "" {
 		return 0
 	}
 	parts := []txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.groups.coord.PartitionFor(req.Group)}}

@@ -16,6 +16,10 @@ import (
 // TopicPartition names one partition.
 type TopicPartition = storage.TopicPartition
 
+// AbortedTransaction is an aborted transaction a read_committed fetch
+// reports.
+type AbortedTransaction = storage.AbortedTransaction
+
 // Partition is one hosted partition: its log and its replica state. The
 // log never changes; the leadership state is guarded by mu (see doc.go).
 type Partition struct {

@@ -52,6 +52,10 @@ type FetchResult struct {
 	LogStartOffset   int64
 	// Records are whole batches, sent with sendfile.
 	Records vfs.FileRange
+	// AbortedTransactions are, for a read_committed fetch, the aborted
+	// transactions that overlap Records (nil for read_uncommitted, and
+	// when none do).
+	AbortedTransactions []AbortedTransaction
 	// CurrentLeader names the leader with NOT_LEADER_OR_FOLLOWER and
 	// FENCED_LEADER_EPOCH.
 	CurrentLeader LeaderHint
@@ -115,6 +119,8 @@ func (m *Manager) readFetch(params FetchParams, entries []FetchEntry) (complete 
 }
 
 func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64, minOne *bool) {
+	// A fetch read again (woken in the purgatory) reuses its list.
+	aborted := e.Result.AbortedTransactions[:0]
 	e.Result = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, CurrentLeader: noLeaderHint}
 	p, ke, hint := m.leaderPartition(e.TopicPartition, e.CurrentLeaderEpoch, true)
 	if ke != nil {
@@ -127,12 +133,17 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 	hw, lso := l.HighWatermark(), lastStableOffset(l)
 	e.Result.HighWatermark, e.Result.LastStableOffset = hw, lso
 	e.Result.LogStartOffset = l.LogStartOffset()
-	maxOffset := hw
-	if params.Isolation == ReadCommitted {
-		maxOffset = lso
-	}
 	limit := max(min(int64(e.MaxBytes), *budget), 0)
-	fr, err := l.Read(e.FetchOffset, int32(limit), maxOffset, *minOne)
+	var fr vfs.FileRange
+	var err error
+	if params.Isolation == ReadCommitted {
+		fr, aborted, err = l.ReadWithAborted(e.FetchOffset, int32(limit), lso, *minOne, aborted)
+		if len(aborted) > 0 {
+			e.Result.AbortedTransactions = aborted
+		}
+	} else {
+		fr, err = l.Read(e.FetchOffset, int32(limit), hw, *minOne)
+	}
 	if err != nil {
 		e.Result.Err = storageErr(err)
 		return

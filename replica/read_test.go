@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -264,5 +266,56 @@ func TestDeleteRecordsAndOffsetForLeaderEpoch(t *testing.T) {
 	}
 	if _, ke := f.m.ActiveProducers(tp); ke != nil {
 		t.Fatalf("ActiveProducers: %v", ke)
+	}
+}
+
+// A read_committed fetch carries the aborted transactions overlapping
+// what it returns, a read_uncommitted one none; a long poll read again
+// when woken reports them afresh.
+func TestFetchReadCommittedReportsAbortedTransactions(t *testing.T) {
+	f := newFixture(t)
+	f.setTopic("t", 1, solo(0))
+	tp := TopicPartition{Topic: "t"}
+	l, ok := f.logs.Get(tp)
+	if !ok {
+		t.Fatal("no log")
+	}
+	now := time.Now().UnixMilli()
+	txn := protocol.NewBatchBuilder(protocol.CodecNone).SetProducer(42, 0, 0).SetTransactional(true)
+	txn.Add(nil, []byte("aborted"), nil, now)
+	data, err := txn.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{batch(t, 1, now), data, protocol.EndTxnMarkerBatch(42, 0, false, 0, now)} {
+		protocol.SetBaseOffset(b, l.LogEndOffset())
+		if _, _, err := l.Append(b, 0, storage.AppendReplication); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AdvanceHighWatermark(l.LogEndOffset())
+	want := []AbortedTransaction{{ProducerID: 42, FirstOffset: 1}}
+	for _, iso := range []Isolation{ReadCommitted, ReadUncommitted} {
+		params := consumerFetch(0, 1)
+		params.Isolation = iso
+		done := make(fetchResults, 1)
+		f.m.Fetch(params, []FetchEntry{fetchAt(tp, 0)}, done)
+		r := ready(t, done)[0].Result
+		r.Records.Release()
+		if got := r.AbortedTransactions; iso == ReadCommitted && !reflect.DeepEqual(got, want) || iso == ReadUncommitted && got != nil {
+			t.Fatalf("isolation %d: aborted %v", iso, got)
+		}
+	}
+	// Waiting for more than there is, then woken by an append.
+	params := consumerFetch(time.Hour, int32(l.Size())+1)
+	params.Isolation = ReadCommitted
+	done := make(fetchResults, 1)
+	f.m.Fetch(params, []FetchEntry{fetchAt(tp, 0)}, done)
+	pending(t, done)
+	f.produce(tp, 1, 1)
+	r := receive(t, done)[0].Result
+	r.Records.Release()
+	if !reflect.DeepEqual(r.AbortedTransactions, want) {
+		t.Fatalf("woken long poll: aborted %v", r.AbortedTransactions)
 	}
 }

@@ -28,10 +28,11 @@ package storage
 //     indexes), synced, and swapped in under the log's lock with renames
 //     that a crash at any point leaves recoverable (swapCleaned).
 //
-// Deliberate deviation: without a transaction index (the transaction
-// coordinator is a later issue) aborted transactions are found by reading
-// the batch headers of the cleaned range, and only when a transactional
-// batch is met.
+// Aborted transactions come from the transaction indexes (txnindex.go),
+// read the first time a transactional batch is met, as Kafka's cleaner
+// reads them; each cleaned segment gets a transaction index of its own
+// with the aborted transactions whose abort marker it keeps because the
+// walk met their data (Kafka's CleanedTransactionMetadata.cleanedIndex).
 
 import (
 	"errors"
@@ -339,9 +340,7 @@ func (cl *cleaner) buildOffsetMap(l *Log, segs []*segment, firstDirty, firstUncl
 		err := cl.eachBatch(l, s, pos, func(batch []byte, h protocol.BatchHeader) error {
 			stats.MapBytesRead += h.TotalSize()
 			if h.IsTransactional() {
-				if err := txns.collect(cl, l, segs); err != nil {
-					return err
-				}
+				txns.collect(l, segs[0].baseOffset, firstUncleanable)
 			}
 			if h.IsControl() {
 				txns.onControl(h, controlType(batch))
@@ -525,14 +524,18 @@ func (p *cleaningPass) cleanBatch(batch []byte, h protocol.BatchHeader, all []*s
 	st := p.stats
 	st.BytesRead += h.TotalSize()
 	if h.IsTransactional() {
-		if err := p.txns.collect(p.cl, p.log, all); err != nil {
-			return err
-		}
+		p.txns.collect(p.log, all[0].baseOffset, p.upperBound)
 	}
 	horizon, hasHorizon := h.DeleteHorizon()
 	var canDiscard bool
 	if h.IsControl() {
-		canDiscard = p.txns.onControl(h, controlType(batch))
+		var kept abortedTxn
+		var isKept bool
+		if canDiscard, kept, isKept = p.txns.onControl(h, controlType(batch)); isKept {
+			if _, err := p.out.txns.append(p.log.fsys, kept); err != nil {
+				return fmt.Errorf("writing cleaned transaction index: %w", err)
+			}
+		}
 	} else {
 		canDiscard = p.txns.onData(h)
 	}
@@ -741,9 +744,9 @@ func (l *Log) swapCleaned(group []*segment, base int64, createdMs int64) error {
 	if !same {
 		return errCleaningAborted
 	}
-	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	for _, suf := range swapOrder {
 		from := segmentFileName(l.dir, base, suf+cleanedSuffix)
-		if err := l.fsys.Rename(from, segmentFileName(l.dir, base, suf+swapSuffix)); err != nil {
+		if err := l.fsys.Rename(from, segmentFileName(l.dir, base, suf+swapSuffix)); err != nil && !absentTxnIndex(suf, err) {
 			return l.fail(fmt.Errorf("renaming %s: %w", from, err))
 		}
 	}
@@ -756,9 +759,9 @@ func (l *Log) swapCleaned(group []*segment, base int64, createdMs int64) error {
 			return l.fail(err)
 		}
 	}
-	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	for _, suf := range swapOrder {
 		from := segmentFileName(l.dir, base, suf+swapSuffix)
-		if err := l.fsys.Rename(from, segmentFileName(l.dir, base, suf)); err != nil {
+		if err := l.fsys.Rename(from, segmentFileName(l.dir, base, suf)); err != nil && !absentTxnIndex(suf, err) {
 			l.segMu.Unlock()
 			return l.fail(fmt.Errorf("renaming %s: %w", from, err))
 		}
@@ -780,11 +783,24 @@ func (l *Log) swapCleaned(group []*segment, base int64, createdMs int64) error {
 	segs = append(segs, l.segments[i+len(group):]...)
 	l.segments = segs
 	l.segMu.Unlock()
+	// The cleaned indexes keep only the aborted transactions whose data
+	// the walk met.
+	l.refreshAbortedEnd()
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("syncing %s: %w", l.dir, err))
 	}
 	l.scheduleRemoval(group)
 	return nil
+}
+
+// swapOrder is the order a cleaned segment's files are renamed in: the
+// log last, so that its .swap decides the swap (swapCleaned).
+var swapOrder = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+
+// absentTxnIndex reports a rename that failed only because the segment
+// has no transaction index (the file exists only once it has an entry).
+func absentTxnIndex(suffix string, err error) bool {
+	return suffix == txnIndexSuffix && errors.Is(err, os.ErrNotExist)
 }
 
 // completeSwaps finishes the swaps a crash interrupted (swapCleaned's
@@ -821,7 +837,7 @@ func (l *Log) completeSwaps(swaps []int64) (map[int64]bool, error) {
 				}
 			}
 		}
-		for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for _, suf := range swapOrder {
 			from := segmentFileName(l.dir, base, suf+swapSuffix)
 			if err := l.fsys.Rename(from, segmentFileName(l.dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("completing the swap of %s: %w", from, err)
@@ -868,7 +884,7 @@ func lastOffsetIn(fsys vfs.FS, name string, base int64) (int64, error) {
 
 // txnScan is the cleaner's view of transactions (Kafka's
 // CleanedTransactionMetadata): the aborted transactions of the cleaned
-// range, found by a scan of its batch headers the first time a
+// range, taken from the transaction indexes the first time a
 // transactional batch is met, and the transactions in progress as the
 // cleaning walks the log.
 type txnScan struct {
@@ -879,12 +895,6 @@ type txnScan struct {
 	// whether any of its batches was seen.
 	ongoingAborted   map[int64]*ongoingAbort
 	ongoingCommitted map[int64]bool
-}
-
-type abortedTxn struct {
-	producerID  int64
-	firstOffset int64
-	lastOffset  int64 // the abort marker
 }
 
 type ongoingAbort struct {
@@ -900,41 +910,19 @@ func (t *txnScan) reset() {
 	t.ongoingCommitted = nil
 }
 
-// collect finds the aborted transactions in segs, once.
-func (t *txnScan) collect(cl *cleaner, l *Log, segs []*segment) error {
+// collect finds the aborted transactions overlapping [from, to) in the
+// transaction indexes, once (Kafka's collectAbortedTransactions over the
+// cleaned range: markers past it, in segments not cleaned, count too).
+func (t *txnScan) collect(l *Log, from, to int64) {
 	if t.collected {
-		return nil
+		return
 	}
 	t.collected = true
-	// The scan runs in the middle of the caller's walk over cl.readBuf:
-	// it reads with a buffer of its own.
-	scan := &cleaner{throttle: cl.throttle, now: cl.now}
-	open := map[int64]int64{} // producer → first offset of its open transaction
-	for _, s := range segs {
-		err := scan.eachBatch(l, s, 0, func(batch []byte, h protocol.BatchHeader) error {
-			if !h.IsTransactional() {
-				return nil
-			}
-			if !h.IsControl() {
-				if _, ok := open[h.ProducerID]; !ok {
-					open[h.ProducerID] = h.BaseOffset
-				}
-				return nil
-			}
-			first, ok := open[h.ProducerID]
-			delete(open, h.ProducerID)
-			if ok && controlType(batch) == protocol.ControlAbort {
-				t.aborted = append(t.aborted, abortedTxn{producerID: h.ProducerID, firstOffset: first, lastOffset: h.LastOffset()})
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("finding aborted transactions: %w", err)
-		}
-	}
+	l.segMu.RLock()
+	l.eachAbortedLocked(from, to, func(a abortedTxn) { t.aborted = append(t.aborted, a) })
+	l.segMu.RUnlock()
 	// Found in marker order; walked in first-offset order.
 	sort.Slice(t.aborted, func(i, j int) bool { return t.aborted[i].firstOffset < t.aborted[j].firstOffset })
-	return nil
 }
 
 func (t *txnScan) reach(offset int64) {
@@ -968,20 +956,26 @@ func (t *txnScan) onData(h protocol.BatchHeader) bool {
 }
 
 // onControl reports whether a transaction marker may go: no batch of its
-// transaction is left before it.
-func (t *txnScan) onControl(h protocol.BatchHeader, typ protocol.ControlRecordType) bool {
+// transaction is left before it. An abort marker that stays because the
+// walk met data of its transaction also returns that transaction, which
+// the cleaned segment's transaction index keeps (Kafka's cleaner appends
+// it to the cleaned index there).
+func (t *txnScan) onControl(h protocol.BatchHeader, typ protocol.ControlRecordType) (discard bool, kept abortedTxn, isKept bool) {
 	t.reach(h.LastOffset())
 	switch typ {
 	case protocol.ControlAbort:
 		a, ok := t.ongoingAborted[h.ProducerID]
 		delete(t.ongoingAborted, h.ProducerID)
-		return !(ok && a.sawBatch)
+		if ok && a.sawBatch {
+			return false, a.txn, true
+		}
+		return true, abortedTxn{}, false
 	case protocol.ControlCommit:
 		saw := t.ongoingCommitted[h.ProducerID]
 		delete(t.ongoingCommitted, h.ProducerID)
-		return !saw
+		return !saw, abortedTxn{}, false
 	case -1:
-		return true // emptied by an earlier cleaning
+		return true, abortedTxn{}, false // emptied by an earlier cleaning
 	}
-	return false
+	return false, abortedTxn{}, false
 }

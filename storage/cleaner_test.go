@@ -536,20 +536,7 @@ func TestCleanerCrashAtEveryStep(t *testing.T) {
 			all[r] = true
 		}
 		leo := l.LogEndOffset()
-		ops := 0
-		fsys.Inject(func(op vfs.Op, name string) error {
-			ops++
-			if ops >= step {
-				return errors.New("killed")
-			}
-			return nil
-		})
-		c, _ := l.cleanableRange(0, false, clock.ms.Load())
-		_, _, err := newTestCleaner(l, 1<<20).clean(c)
-		finished := err == nil
-		fsys.Crash(true, rand.New(rand.NewSource(int64(step))))
-		fsys.Inject(nil)
-		l2 := openTest(t, fsys, "/data/t-0", cfg, func(o *LogOptions) { o.Now = clock.now; o.HighWatermark = leo })
+		l2, finished := cleanAndCrash(t, fsys, l, clock, step, func(o *LogOptions) { o.HighWatermark = leo })
 		got := readAll(t, l2)
 		if l2.LogEndOffset() != leo {
 			t.Fatalf("step %d: log end %d after the crash, want %d", step, l2.LogEndOffset(), leo)
@@ -574,14 +561,45 @@ func TestCleanerCrashAtEveryStep(t *testing.T) {
 		}
 		l2.Close()
 		l.Close()
-		if finished {
-			if step < 5 {
-				t.Fatalf("cleaning finished after %d operations: the test injects nothing", step)
-			}
-			t.Logf("crashed the cleaning at each of its %d filesystem operations", step-1)
+		if crashedAtEveryStep(t, step, finished) {
 			return
 		}
 	}
+}
+
+// cleanAndCrash runs a cleaning of l (at /data/t-0) whose filesystem
+// fails from its step-th operation on, crashes, and reopens the log with
+// mod applied to its options. finished: the cleaning returned.
+func cleanAndCrash(t *testing.T, fsys *vfs.MemFS, l *Log, clock *movingClock, step int, mod func(*LogOptions)) (*Log, bool) {
+	t.Helper()
+	ops := 0
+	fsys.Inject(func(op vfs.Op, name string) error {
+		ops++
+		if ops >= step {
+			return errors.New("killed")
+		}
+		return nil
+	})
+	c, _ := l.cleanableRange(0, false, clock.ms.Load())
+	_, _, err := newTestCleaner(l, 1<<20).clean(c)
+	fsys.Crash(true, rand.New(rand.NewSource(int64(step))))
+	fsys.Inject(nil)
+	l2 := openTest(t, fsys, "/data/t-0", l.config(), func(o *LogOptions) { o.Now = clock.now; mod(o) })
+	return l2, err == nil
+}
+
+// crashedAtEveryStep ends a crash-at-every-step loop once the cleaning
+// finished, checking that faults were injected before.
+func crashedAtEveryStep(t *testing.T, step int, finished bool) bool {
+	t.Helper()
+	if !finished {
+		return false
+	}
+	if step < 5 {
+		t.Fatalf("cleaning finished after %d operations: the test injects nothing", step)
+	}
+	t.Logf("crashed the cleaning at each of its %d filesystem operations", step-1)
+	return true
 }
 
 func TestOffsetMapFillsAtItsBudget(t *testing.T) {

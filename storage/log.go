@@ -170,6 +170,14 @@ type Log struct {
 	// or unreplicated is set): without one, appends and fetches skip
 	// txnMu. Stored under txnMu.
 	txnsHeld atomic.Bool
+	// abortedEnd is at least the offset of the last abort marker in the
+	// transaction indexes (-1: none): a read_committed fetch from above
+	// it has no aborted transaction to report and looks no further.
+	// Stored by the appender before the log end passes a new marker.
+	abortedEnd atomic.Int64
+	// markers is the appender's scratch: the transaction markers of
+	// the append in progress.
+	markers []txnMarker
 
 	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
 	// earliest delete horizon of the tombstones and markers the last
@@ -229,6 +237,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	l.cfg.Store(&cfg)
 	l.cleanerHorizonMs.Store(math.MaxInt64)
 	l.firstUnstable.Store(math.MaxInt64)
+	l.abortedEnd.Store(-1)
 	// The partition dir is an entry in the log dir: durable only once the
 	// log dir is synced. It must be before the log takes data: a flush
 	// syncs the partition dir, not its entry in the log dir.
@@ -311,6 +320,10 @@ func (l *Log) load(opts LogOptions) error {
 		recoverFrom = 1<<63 - 1
 	}
 	recovering := false
+	// txnsReady: the producer state stands at the first recovered
+	// segment's base, and recovery replays each batch into it to rebuild
+	// the transaction indexes.
+	txnsReady := false
 	for i, base := range bases {
 		active := i == len(bases)-1
 		size := int64(0)
@@ -344,11 +357,28 @@ func (l *Log) load(opts LogOptions) error {
 			l.logger.Warn("segment failed its sanity check, recovering", "segment", base)
 			recovering = true
 		}
-		cut, err := seg.recover(int64(cfg.IndexIntervalBytes), func(_ []byte, h protocol.BatchHeader) {
+		if !txnsReady {
+			// Kafka's recoverSegment rebuilds the producer state up to
+			// the segment first, for the same reason: a transaction
+			// the segment's markers end may have begun before it.
+			logStart := max(opts.LogStartOffset, bases[0])
+			if err := l.producersAt(l.segments[:i], logStart, base, nowMs); err != nil {
+				return err
+			}
+			txnsReady = true
+		}
+		var txnErr error
+		cut, err := seg.recover(int64(cfg.IndexIntervalBytes), func(batch []byte, h protocol.BatchHeader) {
 			if latest, ok := l.epochs.latest(); h.PartitionLeaderEpoch >= 0 && (!ok || h.PartitionLeaderEpoch > latest.Epoch) {
 				l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 			}
+			if txnErr == nil {
+				txnErr = l.recoverTxnIndex(seg, batch, h)
+			}
 		})
+		if err == nil {
+			err = txnErr
+		}
 		if err != nil {
 			return err
 		}
@@ -403,6 +433,7 @@ func (l *Log) load(opts LogOptions) error {
 	if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
 		return err
 	}
+	l.refreshAbortedEnd()
 	// Segment files may be new (a fresh log, indexes rebuilt, a torn
 	// tail's later segments removed): the next flush syncs the directory.
 	// (When recovering, the leader-epoch checkpoint written above has
@@ -537,11 +568,24 @@ func (l *Log) replaceAllSegments(base, nowMs int64) error {
 // rebuildProducerState loads the newest snapshot at or below the log end
 // and replays the batches after it.
 func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
-	if err := l.producers.loadLatestSnapshot(logStart, leo, nowMs, l.expiryMs); err != nil {
+	if err := l.producersAt(l.segments, logStart, leo, nowMs); err != nil {
+		return err
+	}
+	if leo > l.producers.mapEndOffset {
+		l.producers.mapEndOffset = leo
+	}
+	l.syncTxnState()
+	return nil
+}
+
+// producersAt loads the newest producer snapshot at or below offset and
+// replays the batches of segs after it (segs end at or below offset).
+func (l *Log) producersAt(segs []*segment, logStart, offset, nowMs int64) error {
+	if err := l.producers.loadLatestSnapshot(logStart, offset, nowMs, l.expiryMs); err != nil {
 		return err
 	}
 	from := max(l.producers.mapEndOffset, logStart)
-	for _, s := range l.segments {
+	for _, s := range segs {
 		if s.nextOffset <= from {
 			continue
 		}
@@ -555,10 +599,6 @@ func (l *Log) rebuildProducerState(logStart, leo, nowMs int64) error {
 			return fmt.Errorf("rebuilding producer state: %w", err)
 		}
 	}
-	if leo > l.producers.mapEndOffset {
-		l.producers.mapEndOffset = leo
-	}
-	l.syncTxnState()
 	return nil
 }
 
@@ -775,10 +815,12 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 
 	metas := l.scratch[:0]
 	stored := l.storedScratch[:0]
+	markers := l.markers[:0]
 	defer func() {
 		l.scratch = metas[:0]
 		clear(stored) // do not pin the caller's buffers
 		l.storedScratch = stored[:0]
+		l.markers = markers[:0]
 	}()
 	rewritten := false
 	next := l.logEndOffset.Load()
@@ -825,6 +867,9 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 		next = h.LastOffset() + 1
 		if !h.HasProducerID() {
 			continue
+		}
+		if h.IsControl() {
+			markers = append(markers, txnMarker{producerID: h.ProducerID, offset: h.BaseOffset, abort: controlType(b.Bytes) == protocol.ControlAbort})
 		}
 		if origin == AppendClient {
 			if dup, ok := l.producers.checkDuplicate(h); ok {
@@ -882,7 +927,15 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 		// The write failed and was cut back: the log is as it was.
 		return l.errorResult(), nil, l.refuseNoSpace(err)
 	}
+	ended := len(l.producers.completed)
 	l.pending.commit(l.producers, next)
+	if len(markers) > 0 {
+		// Before the log end passes the markers: a read_committed
+		// fetch that can see past an aborted transaction finds it.
+		if ierr := l.indexAborts(seg, markers, l.producers.completed[ended:]); ierr != nil && err == nil {
+			err = ierr
+		}
+	}
 	l.syncTxnState()
 	// New epochs are assigned before the log end moves over their batches:
 	// a flush that reads the new log end then finds them unsaved and
@@ -1155,27 +1208,103 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 	}
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
+	r, _, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
+	return r, err
+}
+
+// ReadWithAborted is Read for a read_committed fetch: it also appends to
+// aborted the aborted transactions that overlap the batches returned,
+// from offset to the end of the last batch (Kafka's
+// addAbortedTransactions), which the consumer needs to drop their
+// records. An empty read reports none. A log in which no transaction
+// aborted at or after offset answers as Read does, with nothing more
+// to do.
+func (l *Log) ReadWithAborted(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool, aborted []AbortedTransaction) (vfs.FileRange, []AbortedTransaction, error) {
+	if err := l.Err(); err != nil {
+		return vfs.FileRange{}, aborted, err
+	}
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	r, next, err := l.readLocked(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil || r.Size == 0 {
+		return r, aborted, err
+	}
+	return r, l.appendAbortedLocked(aborted, offset, next), nil
+}
+
+// readLocked is Read under segMu; next is the offset after the last
+// batch of the range.
+func (l *Log) readLocked(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, int64, error) {
 	if len(l.segments) == 0 {
-		return vfs.FileRange{}, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
+		return vfs.FileRange{}, 0, fmt.Errorf("log %s is closed: %w", l.tp, kerr.NotLeaderForPartition)
 	}
 	start, end := l.logStartOffset.Load(), l.logEndOffset.Load()
 	if offset < start || offset > end {
-		return vfs.FileRange{}, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
+		return vfs.FileRange{}, 0, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
 	}
 	if offset == end || offset >= maxOffset {
-		return vfs.FileRange{}, nil
+		return vfs.FileRange{}, 0, nil
 	}
 	i := l.floorSegment(offset)
 	for ; i < len(l.segments); i++ {
-		r, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch)
+		r, next, found, err := l.segments[i].read(offset, maxBytes, maxOffset, minOneBatch)
 		if err != nil && (!found || r.Size == 0) {
-			return vfs.FileRange{}, l.readFailed("reading "+l.tp.String(), err)
+			return vfs.FileRange{}, 0, l.readFailed("reading "+l.tp.String(), err)
 		}
 		if found {
-			return r, nil
+			return r, next, nil
 		}
 	}
-	return vfs.FileRange{}, nil
+	return vfs.FileRange{}, 0, nil
+}
+
+// AbortedTransactions lists the aborted transactions that overlap
+// [fetchOffset, upperBound), appended to dst (Kafka's
+// collectAbortedTransactions): the transaction indexes are searched from
+// the segment holding fetchOffset on, up to the first entry whose last
+// stable offset reaches upperBound.
+func (l *Log) AbortedTransactions(fetchOffset, upperBound int64, dst []AbortedTransaction) []AbortedTransaction {
+	if l.abortedEnd.Load() < fetchOffset {
+		return dst
+	}
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	return l.appendAbortedLocked(dst, fetchOffset, upperBound)
+}
+
+// appendAbortedLocked is AbortedTransactions under segMu.
+func (l *Log) appendAbortedLocked(dst []AbortedTransaction, fetchOffset, upperBound int64) []AbortedTransaction {
+	if l.abortedEnd.Load() < fetchOffset {
+		// No marker at or after fetchOffset: nothing can overlap.
+		return dst
+	}
+	l.eachAbortedLocked(fetchOffset, upperBound, func(a abortedTxn) {
+		dst = append(dst, AbortedTransaction{ProducerID: a.producerID, FirstOffset: a.firstOffset})
+	})
+	return dst
+}
+
+// eachAbortedLocked calls fn for each aborted transaction overlapping
+// [fetchOffset, upperBound), in marker order; the caller holds segMu.
+func (l *Log) eachAbortedLocked(fetchOffset, upperBound int64, fn func(abortedTxn)) {
+	for i := l.floorSegment(fetchOffset); i < len(l.segments); i++ {
+		if l.segments[i].txns.collect(fetchOffset, upperBound, fn) {
+			return
+		}
+	}
+}
+
+// refreshAbortedEnd recomputes abortedEnd from the segments (after
+// truncation or cleaning removed entries); the caller holds mu or is
+// loading.
+func (l *Log) refreshAbortedEnd() {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	end := int64(-1)
+	for _, s := range l.segments {
+		end = max(end, s.txns.lastMarker())
+	}
+	l.abortedEnd.Store(end)
 }
 
 // floorSegment is the index of the segment holding offset (the last one
@@ -1391,6 +1520,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.rebuildProducerState(l.logStartOffset.Load(), leo, nowMs); err != nil {
 		return l.fail(err)
 	}
+	l.refreshAbortedEnd()
 	return nil
 }
 

@@ -471,15 +471,18 @@ func (m *Manager) swap(mv *logMove) (string, error) {
 
 // copyRest copies the files of src other than the segments' .log files,
 // which the passes copied: the live segments' indexes (their entries, at
-// the capacity the log uses) and every other file whole, each synced.
+// the capacity the log uses; a transaction index's entries) and every
+// other file whole, each synced.
 // Debris (deleted segments, temporary and compaction files) stays behind.
 // The caller holds the log's mu: the segment list is stable.
 func (m *Manager) copyRest(mv *logMove, src string) error {
 	l := mv.log
 	indexes := map[string]*indexFile{}
+	txnIndexes := map[string]*txnIndex{}
 	for _, s := range l.segments {
 		indexes[filepath.Base(s.offsets.indexFile.name)] = s.offsets.indexFile
 		indexes[filepath.Base(s.times.indexFile.name)] = s.times.indexFile
+		txnIndexes[segmentFileName("", s.baseOffset, txnIndexSuffix)] = s.txns
 	}
 	ents, err := m.fsys.ReadDir(src)
 	if err != nil {
@@ -498,6 +501,16 @@ func (m *Manager) copyRest(mv *logMove, src string) error {
 			used, capacity := int64(x.entries*x.entrySize), int64(x.maxEntries*x.entrySize)
 			x.mu.RUnlock()
 			if err := m.copyFile(filepath.Join(src, name), filepath.Join(mv.future, name), used, capacity); err != nil {
+				return err
+			}
+		case strings.HasSuffix(name, txnIndexSuffix):
+			// Its whole entries: not a torn one a crash left after them.
+			x := txnIndexes[name]
+			if x == nil {
+				continue
+			}
+			used := x.bytes()
+			if err := m.copyFile(filepath.Join(src, name), filepath.Join(mv.future, name), used, used); err != nil {
 				return err
 			}
 		default:
@@ -591,6 +604,7 @@ func (s *segment) relocate(dir string) error {
 		x.name = filepath.Join(dir, filepath.Base(x.name))
 		x.mu.Unlock()
 	}
+	s.txns.relocate(dir)
 	return err
 }
 

@@ -40,7 +40,8 @@ var errCorruptBatch = errors.New("corrupt or torn record batch")
 // headerBuf is scratch for one batch header read.
 type headerBuf [protocol.BatchHeaderSize]byte
 
-// segment is one <base>.log with its offset and time indexes.
+// segment is one <base>.log with its offset, time and transaction
+// indexes.
 //
 // The log's appender (holding Log.mu) is the only goroutine that writes a
 // segment or changes the appender-owned fields below. Readers use size,
@@ -77,6 +78,8 @@ type segment struct {
 
 	offsets *offsetIndex
 	times   *timeIndex
+	// txns is the transaction index (txnindex.go): it keeps no file open.
+	txns *txnIndex
 
 	size         atomic.Int64 // bytes of whole batches
 	maxTimestamp atomic.Int64 // largest batch max timestamp, -1 if none
@@ -135,6 +138,13 @@ func openSegmentNamed(fsys vfs.FS, dir string, baseOffset int64, suffix string, 
 		f.Close()
 		return nil, err
 	}
+	txns, err := openTxnIndex(fsys, segmentFileName(dir, baseOffset, txnIndexSuffix+suffix), baseOffset)
+	if err != nil {
+		ti.close()
+		oi.close()
+		f.Close()
+		return nil, err
+	}
 	s := &segment{
 		fsys:          fsys,
 		dir:           dir,
@@ -145,6 +155,7 @@ func openSegmentNamed(fsys vfs.FS, dir string, baseOffset int64, suffix string, 
 		shared:        vfs.NewSharedFile(f),
 		offsets:       &offsetIndex{indexFile: oi, baseOffset: baseOffset},
 		times:         &timeIndex{indexFile: ti, baseOffset: baseOffset},
+		txns:          txns,
 		nextOffset:    baseOffset,
 		offsetOfMaxTs: baseOffset,
 		firstBatchTs:  -1,
@@ -304,21 +315,22 @@ func (s *segment) findBatch(target, limit int64, buf *headerBuf) (pos int64, h p
 	return pos, h, found, err
 }
 
-// read returns whole batches starting with the one holding target. found is
-// false when the segment holds no batch at or after target. A range with
-// batches holds a reference to the segment file (the caller releases it).
-func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (vfs.FileRange, bool, error) {
+// read returns whole batches starting with the one holding target, and
+// next, the offset after the last of them. found is false when the segment
+// holds no batch at or after target. A range with batches holds a
+// reference to the segment file (the caller releases it).
+func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (r vfs.FileRange, next int64, found bool, err error) {
 	if err := s.pin(); err != nil {
-		return vfs.FileRange{}, false, err
+		return vfs.FileRange{}, 0, false, err
 	}
 	defer s.unpin()
 	if t := s.tail.Load(); t != nil {
-		if pos, size, found, ok := t.read(target, maxBytes, maxOffset, minOneBatch); ok {
+		if pos, size, next, found, ok := t.read(target, maxBytes, maxOffset, minOneBatch); ok {
 			if size == 0 {
-				return vfs.FileRange{}, found, nil
+				return vfs.FileRange{}, 0, found, nil
 			}
 			r, err := s.shared.Range(pos, size)
-			return r, true, err
+			return r, next, true, err
 		}
 	}
 	// Declared here, not by the caller: it escapes (the file's ReadAt
@@ -327,29 +339,29 @@ func (s *segment) read(target int64, maxBytes int32, maxOffset int64, minOneBatc
 	limit := s.size.Load()
 	pos, h, found, err := s.findBatch(target, limit, buf)
 	if err != nil || !found {
-		return vfs.FileRange{}, found, err
+		return vfs.FileRange{}, 0, found, err
 	}
 	if h.BaseOffset >= maxOffset {
-		return vfs.FileRange{}, true, nil
+		return vfs.FileRange{}, 0, true, nil
 	}
 	if h.TotalSize() > int64(maxBytes) && !minOneBatch {
-		return vfs.FileRange{}, true, nil
+		return vfs.FileRange{}, 0, true, nil
 	}
-	end := pos + h.TotalSize()
+	end, next := pos+h.TotalSize(), h.LastOffset()+1
 	// A header that fails to parse past the first batch only ends the
 	// range; the committed size guarantees it is not a torn write.
 	_, scanErr := s.scan(end, limit, buf, func(p int64, bh protocol.BatchHeader) bool {
 		if bh.BaseOffset >= maxOffset || p+bh.TotalSize()-pos > int64(maxBytes) {
 			return false
 		}
-		end = p + bh.TotalSize()
+		end, next = p+bh.TotalSize(), bh.LastOffset()+1
 		return true
 	})
-	r, err := s.shared.Range(pos, end-pos)
+	r, err = s.shared.Range(pos, end-pos)
 	if err != nil {
-		return vfs.FileRange{}, true, err
+		return vfs.FileRange{}, 0, true, err
 	}
-	return r, true, scanErr
+	return r, next, true, scanErr
 }
 
 // tailBatchCount is how many of its last batches an active segment
@@ -398,34 +410,34 @@ func (s *segment) rememberTail(pos int64, batches []appendedBatch) {
 }
 
 // read is segment.read answered from the remembered batches: the range
-// (pos, size; size 0 for none) and found as segment.read reports them. ok
-// is false when the answer may lie before the oldest remembered batch (a
-// reader that is behind), and the caller reads the file instead.
-func (t *tailBatches) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (pos, size int64, found, ok bool) {
+// (pos, size; size 0 for none), next and found as segment.read reports
+// them. ok is false when the answer may lie before the oldest remembered
+// batch (a reader that is behind), and the caller reads the file instead.
+func (t *tailBatches) read(target int64, maxBytes int32, maxOffset int64, minOneBatch bool) (pos, size, next int64, found, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 || t.b[0].baseOffset > target {
-		return 0, 0, false, false
+		return 0, 0, 0, false, false
 	}
 	first := 0
 	for first < t.n && t.b[first].lastOffset < target {
 		first++
 	}
 	if first == t.n {
-		return 0, 0, false, true // nothing at or after target here
+		return 0, 0, 0, false, true // nothing at or after target here
 	}
 	b := t.b[first]
 	if b.baseOffset >= maxOffset || (b.size > int64(maxBytes) && !minOneBatch) {
-		return 0, 0, true, true
+		return 0, 0, 0, true, true
 	}
-	end := b.pos + b.size
-	for _, next := range t.b[first+1 : t.n] {
-		if next.baseOffset >= maxOffset || next.pos+next.size-b.pos > int64(maxBytes) {
+	end, next := b.pos+b.size, b.lastOffset+1
+	for _, later := range t.b[first+1 : t.n] {
+		if later.baseOffset >= maxOffset || later.pos+later.size-b.pos > int64(maxBytes) {
 			break
 		}
-		end = next.pos + next.size
+		end, next = later.pos+later.size, later.lastOffset+1
 	}
-	return b.pos, end - b.pos, true, true
+	return b.pos, end - b.pos, next, true, true
 }
 
 // appendedBatch describes one batch of an append, in file order.
@@ -515,6 +527,10 @@ func (s *segment) recover(indexInterval int64, fn func(batch []byte, h protocol.
 	if err := s.times.truncateEntries(0); err != nil {
 		return 0, err
 	}
+	// Rebuilt by fn's caller, which knows the transactions (Log.load).
+	if err := s.txns.reset(s.fsys); err != nil {
+		return 0, err
+	}
 	st, err := s.log.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("stat %s: %w", s.log.Name(), err)
@@ -594,7 +610,9 @@ func (s *segment) loadTrusted(indexInterval int64) (needsRecovery bool, err erro
 	if ts, _, ok := s.times.last(); ok && ts > s.maxTimestamp.Load() {
 		s.maxTimestamp.Store(ts)
 	}
-	return false, nil
+	// A transaction index that does not fit the segment is rebuilt by
+	// recovering the segment, as Kafka does when its sanity check fails.
+	return !s.txns.validFor(s.nextOffset), nil
 }
 
 // reloadTail recomputes the appender-owned fields by scanning from the last
@@ -660,6 +678,9 @@ func (s *segment) truncateTo(offset int64, indexInterval int64) error {
 		return h.LastOffset() < offset
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.txns.truncateTo(s.fsys, offset); err != nil {
 		return err
 	}
 	if cut >= size {
@@ -771,7 +792,10 @@ func (s *segment) sync() error {
 	if err := s.offsets.sync(); err != nil {
 		return err
 	}
-	return s.times.sync()
+	if err := s.times.sync(); err != nil {
+		return err
+	}
+	return s.txns.sync(s.fsys)
 }
 
 // close closes the segment for good (the log closes, or the segment is

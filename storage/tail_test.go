@@ -29,15 +29,15 @@ func appendVaried(t *testing.T, l *Log, batches int) {
 }
 
 type segmentRead struct {
-	pos, size int64
-	found     bool
-	err       error
+	pos, size, next int64
+	found           bool
+	err             error
 }
 
 func readSegment(s *segment, target int64, maxBytes int32, maxOffset int64, minOne bool) segmentRead {
-	r, found, err := s.read(target, maxBytes, maxOffset, minOne)
+	r, next, found, err := s.read(target, maxBytes, maxOffset, minOne)
 	r.Release()
-	return segmentRead{pos: r.Pos, size: r.Size, found: found, err: err}
+	return segmentRead{pos: r.Pos, size: r.Size, next: next, found: found, err: err}
 }
 
 // Reads answered from the remembered tail are the reads the file gives:

@@ -101,10 +101,13 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		b.Shutdown()
 		return fmt.Errorf("starting the broker: %w", err)
 	}
-	stopCleanerConfigs := ctrl.Subscribe(func(_, next *controller.Image) {
-		logs.SetCleanerOptions(cleanerOptions(config.LayersFromImage(s.cfg, next)))
+	stopDynamicConfigs := ctrl.Subscribe(func(_, next *controller.Image) {
+		layers := config.LayersFromImage(s.cfg, next)
+		logs.SetCleanerOptions(cleanerOptions(layers))
+		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
+		b.SetTransactionVerification(verify == "true")
 	})
-	defer stopCleanerConfigs()
+	defer stopDynamicConfigs()
 	bgCtx, stopBackground := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
 	go func() {

@@ -50,7 +50,7 @@ func supportedFeatures() map[string][2]int16 {
 	return map[string][2]int16{
 		"metadata.version":                 {7, controller.LatestMetadataVersion},
 		"kraft.version":                    {0, controller.LatestKRaftVersion},
-		"transaction.version":              {0, 0},
+		"transaction.version":              {0, 2},
 		"group.version":                    {0, 1},
 		"eligible.leader.replicas.version": {0, 0},
 		"share.version":                    {0, 0},
