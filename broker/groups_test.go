@@ -145,10 +145,8 @@ func TestFindCoordinator(t *testing.T) {
 	}{
 		{"v0 group", findCoordinatorReq(0, 0, "g1"), []int16{0}},
 		{"v1 group", findCoordinatorReq(1, 0, "g1"), []int16{0}},
-		{"v2 transaction", findCoordinatorReq(2, 1, "txn"), []int16{kerr.CoordinatorNotAvailable.Code}},
 		{"v3 unknown key type", findCoordinatorReq(3, 7, "x"), []int16{kerr.InvalidRequest.Code}},
 		{"v4 batched groups", findCoordinatorReq(4, 0, "g1", "g2", "another group"), []int16{0, 0, 0}},
-		{"v5 transactions", findCoordinatorReq(5, 1, "t1", "t2"), []int16{kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorNotAvailable.Code}},
 		{"v6 share keys", findCoordinatorReq(6, 2, "g:id:0", "g:id:1"), []int16{kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}},
 		{"v6 unknown key type", findCoordinatorReq(6, -1, "a"), []int16{kerr.InvalidRequest.Code}},
 	}
@@ -184,6 +182,29 @@ func TestFindCoordinator(t *testing.T) {
 				check(co.ErrorCode, co.NodeID, co.Host, co.Port, nil, co.Key, tc.wantCode[i])
 			}
 		})
+	}
+
+	// Transaction keys: COORDINATOR_NOT_AVAILABLE while __transaction_state
+	// is created on first use, then this node, in every version.
+	deadline := time.Now().Add(20 * time.Second)
+	for _, v := range []int16{2, 5} {
+		for {
+			resp := c.roundTrip(findCoordinatorReq(v, 1, "t1", "t2")).(*kmsg.FindCoordinatorResponse)
+			code, node := resp.ErrorCode, resp.NodeID
+			if v >= 4 {
+				code, node = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+				if resp.Coordinators[1].ErrorCode != code {
+					t.Fatalf("v%d: keys answered %d and %d", v, code, resp.Coordinators[1].ErrorCode)
+				}
+			}
+			if code == 0 && node == 1 {
+				break
+			}
+			if code != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
+				t.Fatalf("v%d transaction key: %v, node %d", v, kerr.ErrorForCode(code), node)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -245,20 +245,35 @@ func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp repli
 		// continues an open transaction.
 		return 0, nil, ""
 	}
-	guard, ke := b.replicas.StartTxnVerification(tp, h.ProducerID, h.ProducerEpoch)
-	if ke != nil || guard == 0 {
-		// A partition not led here fails in the append with its error.
-		return 0, nil, ""
-	}
 	parts := []txn.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}}
+	var guard uint64
 	var code int16
-	if version >= 12 {
-		// Transactions V2 (KIP-890 part 2): Produce v12+ adds the
-		// partition to the transaction itself, in place of the client's
-		// AddPartitionsToTxn (Kafka's addPartition operation).
-		code = b.txns.coord.AddPartitions(context.Background(), *transactionalID, h.ProducerID, h.ProducerEpoch, parts)
-	} else {
-		code = b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch, parts)[0]
+	// The guard is taken before the coordinator is asked, so that a
+	// marker written meanwhile (the transaction aborted by its timeout)
+	// voids it. A marker can also be the previous transaction's, still
+	// being written when a Transactions V2 producer starts its next one:
+	// then the coordinator is asked again with a fresh guard, and says
+	// yes at once.
+	for attempt := 0; attempt < 3; attempt++ {
+		var ke *kerr.Error
+		guard, ke = b.replicas.StartTxnVerification(tp, h.ProducerID, h.ProducerEpoch)
+		if ke != nil || guard == 0 {
+			// A partition not led here fails in the append with its
+			// error; guard 0: the producer's transaction is open here.
+			return 0, nil, ""
+		}
+		if version >= 12 {
+			// Transactions V2 (KIP-890 part 2): Produce v12+ adds the
+			// partition to the transaction itself, in place of the
+			// client's AddPartitionsToTxn (Kafka's addPartition
+			// operation).
+			code = b.txns.coord.AddPartitionsWaiting(context.Background(), *transactionalID, h.ProducerID, h.ProducerEpoch, parts)
+		} else {
+			code = b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch, parts)[0]
+		}
+		if code != 0 || b.replicas.TxnVerificationHolds(tp, h.ProducerID, guard) {
+			break
+		}
 	}
 	switch code {
 	case 0:

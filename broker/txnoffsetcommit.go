@@ -64,7 +64,7 @@ func (b *Broker) verifyTxnOffsetCommit(ctx context.Context, version int16, req *
 	parts := []txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.groups.coord.PartitionFor(req.Group)}}
 	var code int16
 	if version >= 5 {
-		code = b.txns.coord.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
+		code = b.txns.coord.AddPartitionsWaiting(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
 	} else {
 		code = b.txns.coord.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)[0]
 	}

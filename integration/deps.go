@@ -185,22 +185,81 @@ func (t *Tools) Log4jConfig(broker bool) (string, error) {
 // flags kafka-run-class.sh uses for tools, plus flags that cut JVM start-up
 // time for short-lived CLIs.
 func (t *Tools) JavaCmd(ctx context.Context, set, mainClass string, args ...string) (Cmd, error) {
+	return t.JavaCmdWithClasspath(ctx, set, "", mainClass, args...)
+}
+
+// JavaCmdWithClasspath is JavaCmd with one more classpath entry (a
+// JavaClients directory) after the set's jars, or none when extra is "".
+func (t *Tools) JavaCmdWithClasspath(ctx context.Context, set, extra, mainClass string, args ...string) (Cmd, error) {
 	logCfg, err := t.Log4jConfig(false)
 	if err != nil {
 		return Cmd{}, err
 	}
-	return t.javaCmdLogging(ctx, set, logCfg, mainClass, args...)
+	return t.javaCmdLogging(ctx, set, extra, logCfg, mainClass, args...)
 }
 
-// javaCmdLogging is JavaCmd with the log4j2 config file logCfg.
-func (t *Tools) javaCmdLogging(ctx context.Context, set, logCfg, mainClass string, args ...string) (Cmd, error) {
+// javaCmdLogging is JavaCmdWithClasspath with the log4j2 config file logCfg.
+func (t *Tools) javaCmdLogging(ctx context.Context, set, extra, logCfg, mainClass string, args ...string) (Cmd, error) {
 	libs, err := t.MavenLibs(ctx, set)
 	if err != nil {
 		return Cmd{}, err
 	}
+	cp := libs + "/*"
+	if extra != "" {
+		cp += string(filepath.ListSeparator) + extra
+	}
 	jargs := []string{"-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + logCfg, "-cp", libs + "/*", mainClass}
+		"-Dlog4j2.configurationFile=" + logCfg, "-cp", cp, mainClass}
 	return Cmd{Name: "java", Args: append(jargs, args...)}, nil
+}
+
+// JavaClients compiles the programs in integration/clients/java against a
+// Maven set's jars (so that one source checks several client releases) and
+// returns the classes directory. The sources are the cache stamp.
+func (t *Tools) JavaClients(ctx context.Context, set string) (string, error) {
+	libs, err := t.MavenLibs(ctx, set)
+	if err != nil {
+		return "", err
+	}
+	return t.once("java clients "+set, func() (string, error) {
+		srcDir := filepath.Join(t.Root, "integration", "clients", "java")
+		srcs, err := filepath.Glob(filepath.Join(srcDir, "*.java"))
+		if err != nil || len(srcs) == 0 {
+			return "", fmt.Errorf("no Java sources in %s (%v)", srcDir, err)
+		}
+		sort.Strings(srcs)
+		var stampBody strings.Builder
+		for _, s := range srcs {
+			b, err := os.ReadFile(s)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&stampBody, "%s\n%s\n", filepath.Base(s), b)
+		}
+		dir := filepath.Join(t.Cache, "java", set)
+		classes := filepath.Join(dir, "classes")
+		stamp := filepath.Join(dir, ".sources")
+		if b, err := os.ReadFile(stamp); err == nil && string(b) == stampBody.String() {
+			return classes, nil
+		}
+		if _, err := exec.LookPath("javac"); err != nil {
+			return "", errors.New("javac not found: install a JDK 11+ (apt-get install default-jdk-headless)")
+		}
+		tmp := classes + ".tmp"
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return "", err
+		}
+		args := append([]string{"-nowarn", "-encoding", "UTF-8", "-cp", libs + "/*", "-d", tmp}, srcs...)
+		if _, err := Run(ctx, Cmd{Name: "javac", Args: args, Timeout: 5 * time.Minute}); err != nil {
+			return "", err
+		}
+		_ = os.RemoveAll(classes)
+		if err := os.Rename(tmp, classes); err != nil {
+			return "", err
+		}
+		return classes, os.WriteFile(stamp, []byte(stampBody.String()), 0o644)
+	})
 }
 
 // Kcat returns the path of kcat, installing Debian's package if needed.
@@ -351,6 +410,8 @@ func (t *Tools) Versions(ctx context.Context) map[string]string {
 		case strings.HasPrefix(k, "maven "):
 			set := strings.TrimPrefix(k, "maven ")
 			v["kafka jars ("+set+")"] = mavenJarVersions(filepath.Join(t.Cache, "maven", set, "libs"))
+		case strings.HasPrefix(k, "java clients "):
+			v["javac"] = first(Cmd{Name: "javac", Args: []string{"-version"}}, `javac (\S+)`)
 		case k == "kcat":
 			v["kcat"] = first(Cmd{Name: "kcat", Args: []string{"-V"}}, `Version (\S+ \([^)]*librdkafka [0-9.]+)`) + ")"
 		case k == "python venv":

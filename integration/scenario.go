@@ -59,6 +59,7 @@ func Scenarios() []Scenario {
 	all = append(all, verifierScenarios()...)
 	all = append(all, kgoScenarios()...)
 	all = append(all, clientScenarios()...)
+	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
 	return all
 }

@@ -29,52 +29,61 @@ func clientScenarios() []Scenario {
 		{Name: "client/kcat", Doc: "kcat (librdkafka): metadata -L -J, keyed lz4 idempotent produce, -C read back, -G group consume with commit", Timeout: 4 * time.Minute, Run: clientKcat},
 		script("client/confluent-kafka-python", "confluent-kafka (librdkafka): AdminClient create, idempotent lz4 produce, group consume + commit, list/describe groups",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				return runPython(ctx, e, "confluent_check.py", topic, group)
+				return runPython(ctx, e, "confluent_check.py", topic, group, clientRecords)
 			}),
 		script("client/confluent-kafka-python-consumer-protocol", "confluent-kafka (librdkafka) with group.protocol=consumer (KIP-848): produce, group consume + commit, the group described as a consumer group",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				return runPython(ctx, e, "confluent_check.py", topic, group, "consumer")
+				return runPython(ctx, e, "confluent_check.py", topic, group, clientRecords, "consumer")
 			}),
 		script("client/kafka-python", "kafka-python: admin create, produce acks=all, group consume + commit, list groups, group offsets",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				return runPython(ctx, e, "kafka_python_check.py", topic, group)
+				return runPython(ctx, e, "kafka_python_check.py", topic, group, clientRecords)
 			}),
 		script("client/kafkajs", "kafkajs: admin create, idempotent produce, group consume + commit, list/describe groups, fetch offsets",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				mods, err := e.Tools.NodeModules(ctx)
-				if err != nil {
-					return Output{}, err
-				}
-				return e.Exec(ctx, Cmd{Name: "node", Args: []string{filepath.Join(e.Tools.Root, "integration", "clients", "node", "kafkajs_check.js"),
-					e.Bootstrap(), topic, group, strconv.Itoa(clientRecords)}, Env: []string{"NODE_PATH=" + mods}, Timeout: 3 * time.Minute})
+				return runNode(ctx, e, "kafkajs_check.js", topic, group, clientRecords)
 			}),
 		script("client/sarama", "sarama with config.Version = sarama.MaxVersion: cluster admin, idempotent lz4 produce, consumer group, admin offsets/describe",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				return runGoClient(ctx, e, "sarama", topic, group)
+				return runGoClient(ctx, e, "sarama", topic, group, clientRecords)
 			}),
 		script("client/kafka-go", "segmentio/kafka-go: Client.CreateTopics, Writer acks=all lz4, group Reader with commits, ListGroups/OffsetFetch/DescribeGroups",
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
-				return runGoClient(ctx, e, "kafka-go", topic, group)
+				return runGoClient(ctx, e, "kafka-go", topic, group, clientRecords)
 			}),
 	}
 }
 
-func runPython(ctx context.Context, e *Env, script, topic, group string, extra ...string) (Output, error) {
+// runPython runs a script of integration/clients/python in the harness's
+// venv: SCRIPT BOOTSTRAP TOPIC GROUP COUNT [EXTRA...].
+func runPython(ctx context.Context, e *Env, script, topic, group string, count int, extra ...string) (Output, error) {
 	py, err := e.Tools.Python(ctx)
 	if err != nil {
 		return Output{}, err
 	}
 	args := append([]string{filepath.Join(e.Tools.Root, "integration", "clients", "python", script),
-		e.Bootstrap(), topic, group, strconv.Itoa(clientRecords)}, extra...)
+		e.Bootstrap(), topic, group, strconv.Itoa(count)}, extra...)
 	return e.Exec(ctx, Cmd{Name: py, Args: args, Timeout: 3 * time.Minute})
 }
 
-func runGoClient(ctx context.Context, e *Env, client, topic, group string) (Output, error) {
+// runNode runs a script of integration/clients/node with the pinned
+// kafkajs: SCRIPT BOOTSTRAP TOPIC GROUP COUNT.
+func runNode(ctx context.Context, e *Env, script, topic, group string, count int) (Output, error) {
+	mods, err := e.Tools.NodeModules(ctx)
+	if err != nil {
+		return Output{}, err
+	}
+	return e.Exec(ctx, Cmd{Name: "node", Args: []string{filepath.Join(e.Tools.Root, "integration", "clients", "node", script),
+		e.Bootstrap(), topic, group, strconv.Itoa(count)}, Env: []string{"NODE_PATH=" + mods}, Timeout: 3 * time.Minute})
+}
+
+// runGoClient runs one check of the goclients program (integration/clients/go).
+func runGoClient(ctx context.Context, e *Env, client, topic, group string, count int) (Output, error) {
 	bin, err := e.Tools.GoClients(ctx)
 	if err != nil {
 		return Output{}, err
 	}
-	return e.Exec(ctx, Cmd{Name: bin, Args: []string{client, e.Bootstrap(), topic, group, strconv.Itoa(clientRecords)}, Timeout: 3 * time.Minute})
+	return e.Exec(ctx, Cmd{Name: bin, Args: []string{client, e.Bootstrap(), topic, group, strconv.Itoa(count)}, Timeout: 3 * time.Minute})
 }
 
 // clientReport is the JSON line every client script prints on success.

@@ -82,7 +82,7 @@ func (t *Tools) StartWordCount(ctx context.Context, app WordCountApp) (*Proc, er
 	if err != nil {
 		return nil, err
 	}
-	c, err := t.javaCmdLogging(ctx, SetStreams, logCfg, mainWordCountDemo, props)
+	c, err := t.javaCmdLogging(ctx, SetStreams, "", logCfg, mainWordCountDemo, props)
 	if err != nil {
 		return nil, err
 	}

@@ -187,3 +187,10 @@ func (m *Manager) StartTxnVerification(tp TopicPartition, pid int64, epoch int16
 	}
 	return p.log.StartTxnVerification(pid, epoch), nil
 }
+
+// TxnVerificationHolds is storage.Log.TxnVerificationHolds for tp; false
+// when this node no longer leads it.
+func (m *Manager) TxnVerificationHolds(tp TopicPartition, pid int64, guard uint64) bool {
+	p, ke, _ := m.leaderPartition(tp, -1, false)
+	return ke == nil && p.log.TxnVerificationHolds(pid, guard)
+}

@@ -1782,3 +1782,13 @@ func markerCoordinatorEpoch(batch []byte) (int32, error) {
 	}
 	return epoch, nil
 }
+
+// TxnVerificationHolds reports whether guard (from StartTxnVerification)
+// still admits pid's next transactional batch: no marker for pid was
+// written since. The caller asks again when it does not (a marker of the
+// previous transaction landed while the coordinator was consulted).
+func (l *Log) TxnVerificationHolds(pid int64, guard uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.verified(pid, guard)
+}

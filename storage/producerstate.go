@@ -168,8 +168,15 @@ type verification struct {
 // startVerification is Kafka's maybeCreateVerificationStateEntry: the
 // guard an append of pid's first transactional batch must carry, 0 when
 // pid has a transaction open here already (nothing to verify).
+//
+// An open transaction at another epoch does not count: under Transactions
+// V2 the epoch bumps with every EndTxn, and the next transaction's first
+// batch can arrive before the previous one's marker. It is a new
+// transaction and must be verified (the coordinator answers
+// CONCURRENT_TRANSACTIONS until the previous one's markers are written),
+// never taken into the open one.
 func (ps *producerState) startVerification(pid int64, epoch int16) uint64 {
-	if e, ok := ps.producers[pid]; ok && e.currentTxnFirstOffset >= 0 {
+	if e, ok := ps.producers[pid]; ok && e.currentTxnFirstOffset >= 0 && e.epoch == epoch {
 		return 0
 	}
 	v, ok := ps.verifying[pid]
@@ -265,7 +272,8 @@ func (ps *producerState) checkDuplicate(h protocol.BatchHeader) (producerBatch, 
 func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin AppendOrigin, guard uint64, markerEpoch int32) error {
 	p := a.entry(ps, h.ProducerID)
 	e := &p.updated
-	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset < 0 && !ps.verified(h.ProducerID, guard) {
+	newTxn := e.currentTxnFirstOffset < 0 || h.ProducerEpoch != e.epoch
+	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && newTxn && !ps.verified(h.ProducerID, guard) {
 		// Kafka writes a transactional batch only into a transaction the
 		// transaction coordinator knows of: the first batch of each
 		// transaction on a partition is verified with the coordinator
@@ -277,6 +285,14 @@ func (a *producerAppend) add(ps *producerState, h protocol.BatchHeader, origin A
 		// with this error.
 		return fmt.Errorf("producer %d: record at offset %d was not part of an ongoing transaction: %w",
 			h.ProducerID, h.BaseOffset, kerr.InvalidTxnState)
+	}
+	if origin == AppendClient && h.IsTransactional() && !h.IsControl() && e.currentTxnFirstOffset >= 0 && h.ProducerEpoch > e.epoch {
+		// A new transaction (a higher epoch) while the previous one is
+		// still open here: its marker has not been written yet. Taking the
+		// batch would make it part of the previous transaction, committed
+		// or aborted with it. The producer retries once the marker is in.
+		return fmt.Errorf("producer %d at epoch %d: the transaction of epoch %d is not ended on this partition yet: %w",
+			h.ProducerID, h.ProducerEpoch, e.epoch, kerr.NotEnoughReplicas)
 	}
 	if h.ProducerEpoch < e.epoch && origin != AppendReplication {
 		return fmt.Errorf("epoch of producer %d at offset %d is %d, older than the last seen epoch %d: %w",

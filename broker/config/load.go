@@ -150,6 +150,8 @@ type Broker struct {
 	GroupConsumerAssignmentIntervalMs  int32
 
 	TransactionMaxTimeoutMs                int32
+	AddPartitionsToTxnRetryBackoffMs       int32
+	AddPartitionsToTxnRetryBackoffMaxMs    int32
 	TransactionalIDExpirationMs            int32
 	TransactionStateLogNumPartitions       int32
 	TransactionStateLogReplicationFactor   int16
@@ -922,6 +924,8 @@ func (b *Broker) fillTypedFields() {
 	b.GroupConsumerAssignmentIntervalMs = b.Int("group.consumer.assignment.interval.ms")
 
 	b.TransactionMaxTimeoutMs = b.Int("transaction.max.timeout.ms")
+	b.AddPartitionsToTxnRetryBackoffMs = b.Int("add.partitions.to.txn.retry.backoff.ms")
+	b.AddPartitionsToTxnRetryBackoffMaxMs = b.Int("add.partitions.to.txn.retry.backoff.max.ms")
 	b.TransactionalIDExpirationMs = b.Int("transactional.id.expiration.ms")
 	b.TransactionStateLogNumPartitions = b.Int("transaction.state.log.num.partitions")
 	b.TransactionStateLogReplicationFactor = b.Short("transaction.state.log.replication.factor")

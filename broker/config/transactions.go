@@ -18,6 +18,8 @@ func (cfg *Broker) TransactionCoordinatorConfig(logger *slog.Logger) txn.Config 
 		IDExpirationMs:          cfg.TransactionalIDExpirationMs,
 		AbortTimedOutIntervalMs: cfg.TransactionAbortTimedOutIntervalMs,
 		RemoveExpiredIntervalMs: cfg.TransactionRemoveExpiredIntervalMs,
+		AddRetryBackoffMs:       cfg.AddPartitionsToTxnRetryBackoffMs,
+		AddRetryBackoffMaxMs:    cfg.AddPartitionsToTxnRetryBackoffMaxMs,
 		Logger:                  logger,
 	}
 }

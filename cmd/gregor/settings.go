@@ -60,9 +60,10 @@ func supportedFeatures() map[string][2]int16 {
 
 // defaultBootstrapFeatures are the feature levels a fresh node finalizes
 // besides metadata.version and kraft.version, as Kafka 4.3's format does:
-// group.version 1 turns on the KIP-848 consumer protocol.
+// group.version 1 turns on the KIP-848 consumer protocol, transaction.version
+// 2 Transactions V2 (KIP-890 part 2).
 func defaultBootstrapFeatures() map[string]int16 {
-	return map[string]int16{"group.version": 1}
+	return map[string]int16{"group.version": 1, "transaction.version": 2}
 }
 
 // securityProtocolCodes are Kafka's SecurityProtocol ids.

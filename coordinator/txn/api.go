@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -123,33 +124,71 @@ func checkProducer(m *txnMeta, pid int64, epoch int16) int16 {
 // AddOffsetsToTxn), starting it if none is open. The broker has checked
 // that the partitions exist.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) int16 {
+	code, _ := c.addPartitions(ctx, id, pid, epoch, tps)
+	return code
+}
+
+// AddPartitionsWaiting is AddPartitions for an addition the broker makes
+// on a producer's behalf (Produce v12+, TxnOffsetCommit v5): while the
+// previous transaction's markers are being written it waits, up to
+// add.partitions.to.txn.retry.backoff.max.ms, instead of answering
+// CONCURRENT_TRANSACTIONS at once (Kafka's AddPartitionsToTxnManager
+// retries the same way), so a Transactions V2 producer that starts its
+// next transaction right after EndTxn is not sent into a client backoff.
+func (c *Coordinator) AddPartitionsWaiting(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) int16 {
+	deadline := c.now().Add(time.Duration(c.cfg.AddRetryBackoffMaxMs) * time.Millisecond)
+	poll := time.Duration(max(c.cfg.AddRetryBackoffMs, 1)) * time.Millisecond
+	for {
+		code, completed := c.addPartitions(ctx, id, pid, epoch, tps)
+		left := deadline.Sub(c.now())
+		if code != kerr.ConcurrentTransactions.Code || left <= 0 {
+			return code
+		}
+		t := time.NewTimer(min(left, poll))
+		select {
+		case <-completed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return code
+		}
+		t.Stop()
+	}
+}
+
+// addPartitions is AddPartitions; on CONCURRENT_TRANSACTIONS it also
+// returns a channel closed when a transaction of the shard next
+// completes (nil when the shard has none in flight).
+func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) (int16, <-chan struct{}) {
 	if id == "" {
-		return kerr.InvalidRequest.Code
+		return kerr.InvalidRequest.Code, nil
 	}
 	s, code := c.shardFor(id)
 	if code != 0 {
-		return code
+		return code, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.txns[id]
 	if m == nil {
-		return kerr.InvalidProducerIDMapping.Code
+		return kerr.InvalidProducerIDMapping.Code, nil
 	}
 	if code := checkProducer(m, pid, epoch); code != 0 {
-		return code
+		return code, nil
 	}
 	switch {
-	case m.pending, m.state == StatePrepareCommit, m.state == StatePrepareAbort:
-		return kerr.ConcurrentTransactions.Code
+	case m.pending:
+		return kerr.ConcurrentTransactions.Code, nil
+	case m.state == StatePrepareCommit, m.state == StatePrepareAbort:
+		return kerr.ConcurrentTransactions.Code, s.completions
 	case m.state == StateOngoing && m.hasPartitions(tps):
-		return 0
+		return 0, nil
 	case m.state == StateDead || m.state == StatePrepareEpochFence:
-		return kerr.UnknownServerError.Code
+		return kerr.UnknownServerError.Code, nil
 	}
 	sorted := slices.Clone(tps)
 	slices.SortFunc(sorted, comparePartitions)
-	return s.persist(ctx, m, m.addPartitions(sorted, c.nowMs()))
+	return s.persist(ctx, m, m.addPartitions(sorted, c.nowMs())), nil
 }
 
 // VerifyPartitions answers AddPartitionsToTxn v4+'s verify_only
@@ -193,9 +232,10 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 
 // EndTxn commits or aborts id's transaction: the prepare state is written,
 // the answer given, and the markers written after it (the transaction
-// completes when they all are). clientTV is 2 for EndTxn v5+ (the epoch
-// bumps, KIP-890 part 2). The answer carries the producer id and epoch
-// the client goes on with.
+// completes when they all are). clientTV is 2 for EndTxn v5+: Transactions
+// V2, where the epoch bumps with every EndTxn (KIP-890 part 2) and the
+// retry rules differ. The answer carries the producer id and epoch the
+// client goes on with.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, clientTV int16) (int64, int16, int16) {
 	fail := func(code int16) (int64, int16, int16) { return noProducerID, noProducerEpoch, code }
 	if id == "" {
@@ -211,19 +251,64 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	if m == nil {
 		return fail(kerr.InvalidProducerIDMapping.Code)
 	}
-	tv2 := supportsEpochBump(m.clientTV)
-	// With TV2 a retried EndTxn carries the epoch before the bump its first
-	// attempt made.
-	retryOnBump := tv2 && m.epoch == epoch+1
-	retryOnOverflow := tv2 && m.prevProducerID == pid && epoch == 1<<15-2 && m.epoch == 0
-	validEpoch := epoch == m.epoch
-	if tv2 {
-		switch m.state {
-		case StatePrepareCommit, StatePrepareAbort:
-			validEpoch = retryOnBump
-		case StateCompleteCommit, StateCompleteAbort:
-			validEpoch = retryOnBump || retryOnOverflow
+	invalid := func() (int64, int16, int16) {
+		c.log.Debug("EndTxn in a state that does not allow it", "transactional_id", id, "state", m.state, "commit", commit)
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	current := func() (int64, int16, int16) { return m.producerID, m.epoch, 0 }
+	if !supportsEpochBump(clientTV) {
+		// Transactions V1: the epoch must be the current one, and a
+		// completed transaction answers its own retry.
+		switch {
+		case m.producerID != pid:
+			return fail(kerr.InvalidProducerIDMapping.Code)
+		case epoch != m.epoch:
+			return fail(kerr.ProducerFenced.Code)
+		case m.pending:
+			return fail(kerr.ConcurrentTransactions.Code)
 		}
+		switch m.state {
+		case StateOngoing:
+			return s.prepareEnd(ctx, m, commit, clientTV)
+		case StateCompleteCommit:
+			if commit {
+				return current()
+			}
+		case StateCompleteAbort:
+			if !commit {
+				return current()
+			}
+		case StatePrepareCommit:
+			if commit {
+				return fail(kerr.ConcurrentTransactions.Code)
+			}
+		case StatePrepareAbort:
+			if !commit {
+				return fail(kerr.ConcurrentTransactions.Code)
+			}
+		}
+		return invalid()
+	}
+	// Transactions V2. A retry carries the epoch before the bump its
+	// first attempt made (or, when that bump ran out of epochs, the old
+	// producer id at the last epoch); the current epoch on a completed
+	// transaction is the next EndTxn. Kafka's table:
+	//
+	//	                 Abort retry/current   Commit retry/current
+	//	Empty            FENCED / bump         FENCED / INVALID_TXN_STATE
+	//	CompleteAbort    ok     / bump         INVALID_TXN_STATE both
+	//	CompleteCommit   INVALID_TXN_STATE / bump   ok / INVALID_TXN_STATE
+	retryOnOverflow := m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
+	retryOnBump := m.epoch == epoch+1
+	isRetry := retryOnBump || retryOnOverflow
+	var validEpoch bool
+	switch m.state {
+	case StatePrepareCommit, StatePrepareAbort:
+		validEpoch = retryOnBump
+	case StateCompleteCommit, StateCompleteAbort:
+		validEpoch = isRetry || epoch == m.epoch
+	default:
+		validEpoch = epoch == m.epoch
 	}
 	switch {
 	case m.producerID != pid && !retryOnOverflow:
@@ -233,56 +318,67 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	case m.pending:
 		return fail(kerr.ConcurrentTransactions.Code)
 	}
-	invalid := func() (int64, int16, int16) {
-		c.log.Debug("EndTxn in a state that does not allow it", "transactional_id", id, "state", m.state, "commit", commit)
-		return fail(kerr.InvalidTxnState.Code)
-	}
 	switch m.state {
 	case StateOngoing:
-		to := StatePrepareAbort
-		if commit {
-			to = StatePrepareCommit
-		}
-		nextPID := noProducerID
-		if supportsEpochBump(clientTV) && epochExhausted(m.epoch) {
-			m.pending = true
-			s.mu.Unlock()
-			newPID, err := c.opts.ProducerIDs(ctx)
-			s.mu.Lock()
-			m.pending = false
-			if err != nil {
-				return fail(kerr.CoordinatorNotAvailable.Code)
-			}
-			nextPID = newPID
-		}
-		next := m.abortOrCommit(to, clientTV, nextPID, c.nowMs())
-		if code := s.persist(ctx, m, next); code != 0 {
-			return fail(code)
-		}
-		s.startMarkersLocked(m)
-		return m.producerID, m.epoch, 0
-	case StateCompleteCommit:
-		if commit {
-			return m.producerID, m.epoch, 0
-		}
-		return invalid()
-	case StateCompleteAbort:
+		return s.prepareEnd(ctx, m, commit, clientTV)
+	case StateEmpty:
 		if !commit {
-			return m.producerID, m.epoch, 0
+			return s.prepareEnd(ctx, m, false, clientTV)
 		}
-		return invalid()
+	case StateCompleteCommit:
+		switch {
+		case commit && isRetry:
+			return current()
+		case !commit && !isRetry:
+			return s.prepareEnd(ctx, m, false, clientTV)
+		}
+	case StateCompleteAbort:
+		switch {
+		case !commit && isRetry:
+			return current()
+		case !commit:
+			return s.prepareEnd(ctx, m, false, clientTV)
+		}
 	case StatePrepareCommit:
 		if commit {
 			return fail(kerr.ConcurrentTransactions.Code)
 		}
-		return invalid()
 	case StatePrepareAbort:
 		if !commit {
 			return fail(kerr.ConcurrentTransactions.Code)
 		}
-		return invalid()
 	}
 	return invalid()
+}
+
+// prepareEnd writes PrepareCommit or PrepareAbort for m and starts its
+// markers. Under TV2 an abort may end a transaction with no partitions
+// (from Empty or a completed one): it only bumps the epoch. The caller
+// holds s.mu (released during the write, as persist does).
+func (s *shard) prepareEnd(ctx context.Context, m *txnMeta, commit bool, clientTV int16) (int64, int16, int16) {
+	fail := func(code int16) (int64, int16, int16) { return noProducerID, noProducerEpoch, code }
+	to := StatePrepareAbort
+	if commit {
+		to = StatePrepareCommit
+	}
+	nextPID := noProducerID
+	if supportsEpochBump(clientTV) && epochExhausted(m.epoch) {
+		m.pending = true
+		s.mu.Unlock()
+		newPID, err := s.c.opts.ProducerIDs(ctx)
+		s.mu.Lock()
+		m.pending = false
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable.Code)
+		}
+		nextPID = newPID
+	}
+	next := m.abortOrCommit(to, clientTV, nextPID, s.c.nowMs())
+	if code := s.persist(ctx, m, next); code != 0 {
+		return fail(code)
+	}
+	s.startMarkersLocked(m)
+	return m.producerID, m.epoch, 0
 }
 
 // startMarkersLocked starts the marker round of m's prepared transaction
@@ -354,6 +450,10 @@ func (s *shard) finishTransaction(m *txnMeta, st txnState) {
 		code := s.persist(ctx, m, m.complete(s.c.nowMs()))
 		if code == 0 || code == kerr.NotCoordinator.Code {
 			m.markersOut = false
+			if code == 0 {
+				close(s.completions)
+				s.completions = make(chan struct{})
+			}
 			s.mu.Unlock()
 			return
 		}

@@ -24,6 +24,12 @@ type Config struct {
 	IDExpirationMs          int32 // transactional.id.expiration.ms
 	AbortTimedOutIntervalMs int32 // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	RemoveExpiredIntervalMs int32 // transaction.remove.expired.transaction.cleanup.interval.ms
+	// How long a partition addition made for a producer (Produce v12+,
+	// TxnOffsetCommit v5) waits for the previous transaction to complete
+	// (add.partitions.to.txn.retry.backoff.max.ms) and how often it looks
+	// again (add.partitions.to.txn.retry.backoff.ms).
+	AddRetryBackoffMs    int32
+	AddRetryBackoffMaxMs int32
 
 	// Logger receives the coordinator's logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -42,6 +48,8 @@ func DefaultConfig() Config {
 		IDExpirationMs:          604800000,
 		AbortTimedOutIntervalMs: 10000,
 		RemoveExpiredIntervalMs: 3600000,
+		AddRetryBackoffMs:       20,
+		AddRetryBackoffMaxMs:    100,
 	}
 }
 

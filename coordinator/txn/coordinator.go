@@ -127,10 +127,14 @@ type shard struct {
 	mu     sync.Mutex
 	status shardStatus
 	txns   map[string]*txnMeta
+	// completions is closed, and replaced, whenever a transaction of the
+	// shard completes (AddPartitionsWaiting waits on it).
+	completions chan struct{}
 }
 
 func (c *Coordinator) newShard(partition int32, plog PartitionLog) *shard {
-	s := &shard{c: c, partition: partition, plog: plog, coordinatorEpoch: -1, status: shardLoading, txns: map[string]*txnMeta{}}
+	s := &shard{c: c, partition: partition, plog: plog, coordinatorEpoch: -1, status: shardLoading, txns: map[string]*txnMeta{},
+		completions: make(chan struct{})}
 	if e, ok := plog.(interface{ LeaderEpoch() int32 }); ok {
 		s.coordinatorEpoch = e.LeaderEpoch()
 	}

@@ -398,3 +398,59 @@ func TestNotCoordinator(t *testing.T) {
 		t.Fatalf("list while loading: %s", codeName(code))
 	}
 }
+
+// Transactions V2's EndTxn table (Kafka's TransactionCoordinator): every
+// EndTxn bumps the epoch, an abort with nothing open still bumps it, a
+// retry (the epoch before the bump) of a completed transaction answers
+// success, and a retry of the wrong kind or an older epoch is refused.
+func TestEndTxnV2(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pid, epoch := e.init("a")
+	end := func(epoch int16, commit bool) (int16, int16) {
+		t.Helper()
+		_, got, code := e.c.EndTxn(ctx, "a", pid, epoch, commit, 2)
+		return got, code
+	}
+	// Empty: commit is INVALID_TXN_STATE, abort bumps the epoch.
+	if _, code := end(epoch, true); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("commit of nothing: %s", codeName(code))
+	}
+	got, code := end(epoch, false)
+	if code != 0 || got != epoch+1 {
+		t.Fatalf("empty abort: epoch %d %s, want a bump to %d", got, codeName(code), epoch+1)
+	}
+	e.waitState("a", StateCompleteAbort)
+	if got, code := end(epoch, false); code != 0 || got != epoch+1 {
+		t.Fatalf("retried empty abort: epoch %d %s", got, codeName(code))
+	}
+	if _, code := end(epoch, true); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("commit retry of an abort: %s", codeName(code))
+	}
+	epoch++
+	e.add("a", pid, epoch, tp("t", 0))
+	got, code = end(epoch, true)
+	if code != 0 || got != epoch+1 {
+		t.Fatalf("commit: epoch %d %s", got, codeName(code))
+	}
+	e.waitState("a", StateCompleteCommit)
+	if got, code := end(epoch, true); code != 0 || got != epoch+1 {
+		t.Fatalf("retried commit: epoch %d %s", got, codeName(code))
+	}
+	if _, code := end(epoch, false); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("abort retry of a commit: %s", codeName(code))
+	}
+	if _, code := end(epoch+1, true); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("commit at the current epoch with nothing open: %s", codeName(code))
+	}
+	if _, code := end(epoch-1, true); code != kerr.ProducerFenced.Code {
+		t.Fatalf("commit at an older epoch: %s", codeName(code))
+	}
+	if got, code := end(epoch+1, false); code != 0 || got != epoch+2 {
+		t.Fatalf("abort after a commit: epoch %d %s, want a bump to %d", got, codeName(code), epoch+2)
+	}
+	ms := e.markers.markers()
+	if len(ms) != 1 || !ms[0].Commit || ms[0].ProducerEpoch != epoch+1 {
+		t.Fatalf("markers %+v, want only the commit's, at the bumped epoch %d", ms, epoch+1)
+	}
+}

@@ -44,29 +44,6 @@ func ParseState(name string) (State, bool) {
 	return 0, false
 }
 
-// validPrevious is Kafka's TransactionState.validPreviousStates.
-func (s State) validPrevious(prev State) bool {
-	switch s {
-	case StateEmpty:
-		return prev == StateEmpty || prev == StateCompleteCommit || prev == StateCompleteAbort
-	case StateOngoing:
-		return prev == StateOngoing || prev == StateEmpty || prev == StateCompleteCommit || prev == StateCompleteAbort
-	case StatePrepareCommit:
-		return prev == StateOngoing
-	case StatePrepareAbort:
-		return prev == StateOngoing || prev == StatePrepareEpochFence
-	case StateCompleteCommit:
-		return prev == StatePrepareCommit
-	case StateCompleteAbort:
-		return prev == StatePrepareAbort
-	case StateDead:
-		return prev == StateEmpty || prev == StateCompleteCommit || prev == StateCompleteAbort
-	case StatePrepareEpochFence:
-		return prev == StateOngoing
-	}
-	return false
-}
-
 // Producer-id sentinels of Kafka's RecordBatch.
 const (
 	noProducerID    int64 = -1

@@ -67,7 +67,7 @@ func runProducer(ctx context.Context, cl *kgo.Client, name, topic string, partit
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: rand.Int32N(partitions), Value: []byte(v)})
 		}
 		l.set(id, rec)
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		if !produceAll(ctx, cl, recs) {
 			return
 		}
 		commit := i%4 != 3
@@ -83,6 +83,27 @@ func runProducer(ctx context.Context, cl *kgo.Client, name, topic string, partit
 			l.mark(id, txnAborted)
 		}
 	}
+}
+
+// produceAll produces recs and waits for every acknowledgement; false
+// when one failed or ctx ended first (a dead broker: kgo may hold the
+// records until their delivery timeout, and the caller must not wait).
+func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) bool {
+	results := make(chan error, len(recs))
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { results <- err })
+	}
+	for range recs {
+		select {
+		case err := <-results:
+			if err != nil {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // readCommittedAll reads every partition of topic with read_committed

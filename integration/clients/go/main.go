@@ -1,10 +1,13 @@
 // Command goclients runs the produce/consume/group/admin check with a Go
-// client library other than franz-go. It lives in its own module so that
-// the broker's go.mod does not carry these clients.
+// client library other than franz-go, or sarama's transactions check. It
+// lives in its own module so that the broker's go.mod does not carry these
+// clients.
 //
-//	goclients sarama|kafka-go BOOTSTRAP TOPIC GROUP COUNT
+//	goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT
 //
 // It prints one JSON line with what it saw and exits non-zero on failure.
+// (segmentio/kafka-go has no transactional producer: its record batches
+// always carry producer id -1, so it has no transactions check.)
 package main
 
 import (
@@ -29,7 +32,7 @@ type report struct {
 
 func main() {
 	if len(os.Args) != 6 {
-		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go BOOTSTRAP TOPIC GROUP COUNT")
+		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT")
 		os.Exit(2)
 	}
 	count, err := strconv.Atoi(os.Args[5])
@@ -39,12 +42,14 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var rep report
+	var rep any
 	switch os.Args[1] {
 	case "sarama":
 		rep, err = checkSarama(ctx, os.Args[2], os.Args[3], os.Args[4], count)
 	case "kafka-go":
 		rep, err = checkKafkaGo(ctx, os.Args[2], os.Args[3], os.Args[4], count)
+	case "sarama-transactions":
+		rep, err = checkSaramaTxn(ctx, os.Args[2], os.Args[3], os.Args[4], count)
 	default:
 		err = fmt.Errorf("unknown client %q", os.Args[1])
 	}

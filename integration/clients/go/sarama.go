@@ -63,33 +63,8 @@ func checkSarama(ctx context.Context, bootstrap, topic, group string, count int)
 		return rep, fmt.Errorf("consumer group: %w", err)
 	}
 	h := &saramaHandler{want: count, done: make(chan struct{})}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	consumeErr := make(chan error, 1)
-	go func() {
-		for cctx.Err() == nil {
-			if err := cg.Consume(cctx, []string{topic}, h); err != nil {
-				consumeErr <- err
-				return
-			}
-		}
-		consumeErr <- nil
-	}()
-	select {
-	case <-h.done:
-	case <-cctx.Done():
-	case err := <-cg.Errors():
-		cancel()
-		cg.Close()
-		return rep, fmt.Errorf("consumer group error: %w", err)
-	}
-	cancel()
-	if err := <-consumeErr; err != nil && !errors.Is(err, context.Canceled) {
-		cg.Close()
-		return rep, fmt.Errorf("consume: %w", err)
-	}
-	if err := cg.Close(); err != nil {
-		return rep, fmt.Errorf("closing consumer group: %w", err)
+	if err := consumeGroup(ctx, cg, topic, h, h.done, 60*time.Second); err != nil {
+		return rep, err
 	}
 	got := h.values()
 	rep.Consumed = len(got)
@@ -158,4 +133,39 @@ func (h *saramaHandler) values() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.got...)
+}
+
+// consumeGroup runs cg's sessions on topic with h until done is closed or
+// timeout passes, then closes cg. It returns the first consumer group error
+// or consume failure.
+func consumeGroup(ctx context.Context, cg sarama.ConsumerGroup, topic string, h sarama.ConsumerGroupHandler, done <-chan struct{}, timeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	consumeErr := make(chan error, 1)
+	go func() {
+		for cctx.Err() == nil {
+			if err := cg.Consume(cctx, []string{topic}, h); err != nil {
+				consumeErr <- err
+				return
+			}
+		}
+		consumeErr <- nil
+	}()
+	select {
+	case <-done:
+	case <-cctx.Done():
+	case err := <-cg.Errors():
+		cancel()
+		cg.Close()
+		return fmt.Errorf("consumer group error: %w", err)
+	}
+	cancel()
+	if err := <-consumeErr; err != nil && !errors.Is(err, context.Canceled) {
+		cg.Close()
+		return fmt.Errorf("consume: %w", err)
+	}
+	if err := cg.Close(); err != nil {
+		return fmt.Errorf("closing consumer group: %w", err)
+	}
+	return nil
 }
