@@ -108,6 +108,26 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	return next.producerID, next.epoch, 0
 }
 
+// lockTxn finds id's transaction and returns with its shard's mu held
+// (s is nil when no shard was locked): INVALID_REQUEST for an empty id,
+// the coordinator errors of shardFor, INVALID_PRODUCER_ID_MAPPING for an
+// id the coordinator does not know.
+func (c *Coordinator) lockTxn(id string) (*shard, *txnMeta, int16) {
+	if id == "" {
+		return nil, nil, kerr.InvalidRequest.Code
+	}
+	s, code := c.shardFor(id)
+	if code != 0 {
+		return nil, nil, code
+	}
+	s.mu.Lock()
+	m := s.txns[id]
+	if m == nil {
+		return s, nil, kerr.InvalidProducerIDMapping.Code
+	}
+	return s, m, 0
+}
+
 // checkProducer is the producer id and epoch check every transactional
 // request starts with.
 func checkProducer(m *txnMeta, pid int64, epoch int16) int16 {
@@ -160,20 +180,14 @@ func (c *Coordinator) AddPartitionsWaiting(ctx context.Context, id string, pid i
 // returns a channel closed when a transaction of the shard next
 // completes (nil when the shard has none in flight).
 func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) (int16, <-chan struct{}) {
-	if id == "" {
-		return kerr.InvalidRequest.Code, nil
+	s, m, code := c.lockTxn(id)
+	if s != nil {
+		defer s.mu.Unlock()
 	}
-	s, code := c.shardFor(id)
+	if code == 0 {
+		code = checkProducer(m, pid, epoch)
+	}
 	if code != 0 {
-		return code, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.txns[id]
-	if m == nil {
-		return kerr.InvalidProducerIDMapping.Code, nil
-	}
-	if code := checkProducer(m, pid, epoch); code != 0 {
 		return code, nil
 	}
 	switch {
@@ -203,20 +217,14 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 		}
 		return codes
 	}
-	if id == "" {
-		return all(kerr.InvalidRequest.Code)
+	s, m, code := c.lockTxn(id)
+	if s != nil {
+		defer s.mu.Unlock()
 	}
-	s, code := c.shardFor(id)
+	if code == 0 {
+		code = checkProducer(m, pid, epoch)
+	}
 	if code != 0 {
-		return all(code)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.txns[id]
-	if m == nil {
-		return all(kerr.InvalidProducerIDMapping.Code)
-	}
-	if code := checkProducer(m, pid, epoch); code != 0 {
 		return all(code)
 	}
 	if m.state == StatePrepareCommit || m.state == StatePrepareAbort {
@@ -238,18 +246,12 @@ func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, tps []
 // client goes on with.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, clientTV int16) (int64, int16, int16) {
 	fail := func(code int16) (int64, int16, int16) { return noProducerID, noProducerEpoch, code }
-	if id == "" {
-		return fail(kerr.InvalidRequest.Code)
+	s, m, code := c.lockTxn(id)
+	if s != nil {
+		defer s.mu.Unlock()
 	}
-	s, code := c.shardFor(id)
 	if code != 0 {
 		return fail(code)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.txns[id]
-	if m == nil {
-		return fail(kerr.InvalidProducerIDMapping.Code)
 	}
 	invalid := func() (int64, int16, int16) {
 		c.log.Debug("EndTxn in a state that does not allow it", "transactional_id", id, "state", m.state, "commit", commit)
