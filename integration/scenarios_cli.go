@@ -55,6 +55,7 @@ func cliScenarios() []Scenario {
 		{Name: "cli/get-offsets", Doc: "kafka-get-offsets --time -1, -2, -3 and a timestamp", Run: cliGetOffsets},
 		{Name: "cli/delete-records", Doc: "kafka-delete-records moves the low watermark; get-offsets -2 agrees", Run: cliDeleteRecords},
 		{Name: "cli/transactions", Doc: "kafka-transactions list, describe, describe-producers after a transactional producer", Run: cliTransactions},
+		{Name: "cli/transactions-abort", Doc: "kafka-transactions describe-producers, find-hanging and abort on a transaction its dead producer left open; read_committed sees nothing of it afterwards", Run: cliTransactionsAbort},
 		{Name: "cli/log-dirs", Doc: "kafka-log-dirs --describe reports the topic's partitions with sizes", Run: cliLogDirs},
 		{Name: "cli/leader-election", Doc: "kafka-leader-election --election-type preferred --all-topic-partitions", Run: cliLeaderElection},
 		{Name: "cli/dump-log", Doc: "kafka-dump-log reads the target's own segment files (on-disk format)", Run: cliDumpLog},
@@ -981,6 +982,81 @@ func cliTransactions(ctx context.Context, e *Env) error {
 	}
 	if _, err := e.Kafka(ctx, mainTransactions, "describe", "--transactional-id", e.Name("no-such-txn")); err == nil {
 		return fmt.Errorf("describe of an unknown transactional id succeeded")
+	}
+	return nil
+}
+
+// cliTransactionsAbort: a producer (sarama, from the Go clients program)
+// dies with a transaction open on partition 0; describe-producers shows
+// its open transaction, find-hanging runs clean (the coordinator knows
+// the transaction), abort writes the marker through WriteTxnMarkers, after
+// which describe-producers shows no open transaction, a second abort
+// finds none, and a read_committed consumer reads nothing of it while a
+// read_uncommitted one reads it all.
+func cliTransactionsAbort(ctx context.Context, e *Env) error {
+	topic := e.Name("txn-abort")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	const open = 20
+	if _, err := runGoClient(ctx, e, "sarama-open-transaction", topic, e.Name("dead-producer"), open); err != nil {
+		return fmt.Errorf("leaving a transaction open: %w", err)
+	}
+	openTxn := func() (map[string]string, error) {
+		out, err := e.Kafka(ctx, mainTransactions, "describe-producers", "--topic", topic, "--partition", "0")
+		if err != nil {
+			return nil, err
+		}
+		prods := parseTabColumns(out.Stdout, "ProducerId")
+		if len(prods) != 1 {
+			return nil, fmt.Errorf("describe-producers: %d producers: %s", len(prods), truncate(out.Stdout, 300))
+		}
+		return prods[0], nil
+	}
+	p, err := openTxn()
+	if err != nil {
+		return err
+	}
+	if p["CurrentTransactionStartOffset"] != "0" {
+		return fmt.Errorf("describe-producers before the abort: %v, want an open transaction from offset 0", p)
+	}
+	out, err := e.Kafka(ctx, mainTransactions, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
+	if err != nil {
+		return fmt.Errorf("find-hanging: %w", err)
+	}
+	if rows := parseTabColumns(out.Stdout, "Topic"); len(rows) != 0 {
+		return fmt.Errorf("find-hanging reports %v for a transaction its coordinator knows", rows)
+	}
+	if _, err := e.Kafka(ctx, mainTransactions, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0"); err != nil {
+		return fmt.Errorf("abort: %w", err)
+	}
+	if p, err = openTxn(); err != nil {
+		return err
+	}
+	if p["CurrentTransactionStartOffset"] != "None" {
+		return fmt.Errorf("describe-producers after the abort: %v, want no open transaction", p)
+	}
+	if out, err := e.Kafka(ctx, mainTransactions, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0"); err == nil {
+		return fmt.Errorf("a second abort succeeded: %s", out.Tail())
+	}
+	count := func(isolation string) (int, error) {
+		out, err := e.Kafka(ctx, mainConsumer, "--topic", topic, "--from-beginning", "--isolation-level", isolation, "--timeout-ms", "5000")
+		if err != nil && !strings.Contains(out.Stderr, "Processed a total of") {
+			return 0, fmt.Errorf("console consumer (%s): %w", isolation, err)
+		}
+		n := 0
+		for _, l := range strings.Split(out.Stdout, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "open-") {
+				n++
+			}
+		}
+		return n, nil
+	}
+	if n, err := count("read_committed"); err != nil || n != 0 {
+		return fmt.Errorf("read_committed after the abort: %d of the aborted records (%v)", n, err)
+	}
+	if n, err := count("read_uncommitted"); err != nil || n != open {
+		return fmt.Errorf("read_uncommitted after the abort: %d records, want %d (%v)", n, open, err)
 	}
 	return nil
 }

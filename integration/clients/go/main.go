@@ -4,6 +4,7 @@
 // clients.
 //
 //	goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT
+//	goclients sarama-open-transaction BOOTSTRAP TOPIC TXNID COUNT
 //
 // It prints one JSON line with what it saw and exits non-zero on failure.
 // (segmentio/kafka-go has no transactional producer: its record batches
@@ -32,7 +33,7 @@ type report struct {
 
 func main() {
 	if len(os.Args) != 6 {
-		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT")
+		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go|sarama-transactions|sarama-open-transaction BOOTSTRAP TOPIC GROUP|TXNID COUNT")
 		os.Exit(2)
 	}
 	count, err := strconv.Atoi(os.Args[5])
@@ -50,6 +51,8 @@ func main() {
 		rep, err = checkKafkaGo(ctx, os.Args[2], os.Args[3], os.Args[4], count)
 	case "sarama-transactions":
 		rep, err = checkSaramaTxn(ctx, os.Args[2], os.Args[3], os.Args[4], count)
+	case "sarama-open-transaction":
+		rep, err = openSaramaTxn(os.Args[2], os.Args[3], os.Args[4], count)
 	default:
 		err = fmt.Errorf("unknown client %q", os.Args[1])
 	}

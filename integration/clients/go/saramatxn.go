@@ -272,3 +272,35 @@ func saramaReadAll(ctx context.Context, bootstrap, topic string, isolation saram
 		}
 	}
 }
+
+// openSaramaTxn leaves a transaction open: it begins one with
+// transactional id TXNID (the GROUP argument), writes count records to
+// partition 0 of TOPIC, and exits without ending it, as a producer that
+// died would. The transaction timeout is the broker's maximum (15
+// minutes), so the coordinator does not abort it while kafka-transactions
+// looks at it.
+func openSaramaTxn(bootstrap, topic, txnID string, count int) (txnReport, error) {
+	rep := txnReport{Client: "sarama " + sarama.MaxVersion.String(), Acked: map[string]int{}}
+	cfg := saramaConfig()
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Transaction.ID = txnID
+	cfg.Producer.Transaction.Timeout = 15 * time.Minute
+	producer, err := sarama.NewSyncProducer([]string{bootstrap}, cfg)
+	if err != nil {
+		return rep, fmt.Errorf("transactional producer: %w", err)
+	}
+	if err := producer.BeginTxn(); err != nil {
+		return rep, fmt.Errorf("BeginTxn: %w", err)
+	}
+	msgs := make([]*sarama.ProducerMessage, count)
+	for i := range msgs {
+		msgs[i] = &sarama.ProducerMessage{Topic: topic, Partition: 0, Value: sarama.StringEncoder(fmt.Sprintf("open-%d", i))}
+	}
+	if err := producer.SendMessages(msgs); err != nil {
+		return rep, fmt.Errorf("producing in the open transaction: %w", err)
+	}
+	rep.Acked["open"] = count
+	// No EndTxn and no Close (which would abort): the process exits with
+	// the transaction open.
+	return rep, nil
+}
