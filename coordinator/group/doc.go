@@ -54,13 +54,14 @@
 //     consumer-protocol member leaves. Kafka's downgrade when a static
 //     classic member replaces the last consumer-protocol member is not
 //     done: the member is replaced inside the consumer group.
-//   - TxnOffsetCommit does not verify with the transaction coordinator
-//     that the __consumer_offsets partition is part of the producer's
-//     transaction (Kafka's KIP-890 verification, and the implicit
-//     AddOffsetsToTxn of v5 under transaction.version 2): Gregor writes
-//     what the request asks, in a transactional batch, and only refuses
-//     a request without a producer id (INVALID_PRODUCER_ID_MAPPING). The
-//     log still fences a producer epoch older than the partition's.
+//   - TxnOffsetCommit is checked against the transaction coordinator
+//     (the __consumer_offsets partition in the producer's transaction,
+//     KIP-890 part 1, or added to it for v5 under transaction.version 2)
+//     by the broker before it reaches this package
+//     (broker/txnoffsetcommit.go), not by the coordinator runtime as in
+//     Kafka; here only a request without a producer id is refused
+//     (INVALID_PRODUCER_ID_MAPPING). The log still fences a producer epoch
+//     older than the partition's.
 //   - TxnOffsetCommit v6 (topic ids), which kmsg knows, is not served.
 //   - Regular expressions are resolved synchronously with Go's regexp (RE2
 //     syntax, as Kafka's RE2J) on heartbeats. Like Kafka, every topic of
