@@ -52,8 +52,13 @@ func txnSentFigure() string { return txnE2EName() + ": records/s actually sent" 
 const figTxnVersion = "finalized transaction.version the transactional producer saw (not a performance figure)"
 
 // txnSettings is what the report says about the transaction workloads.
-const txnSettings = "one franz-go transactional producer (acks=all, lz4, linger 5 ms, the options of the franz-go throughput producer) loops begin, produce, Flush, EndTxn(commit); the clock starts after one warm-up transaction has initialised the producer id. " +
-	"The read_committed latency producer sends on a fixed schedule (linger 0, round-robin partitioner) and commits each transaction right after its last record is sent, on the producing goroutine; a read_committed consumer in the same process measures each record from its Produce call to its arrival, which includes waiting for the commit marker. " +
+func txnSettings() string {
+	gap := time.Second / txnE2ERate
+	return fmt.Sprintf(txnSettingsFormat, (txnE2EPerTxn-1)*gap, (txnE2EPerTxn-1)*gap/2)
+}
+
+const txnSettingsFormat = "one franz-go transactional producer (acks=all, lz4, linger 5 ms, the options of the franz-go throughput producer) loops begin, produce, Flush, EndTxn(commit); the clock starts after one warm-up transaction has initialised the producer id. " +
+	"The read_committed latency producer sends on a fixed schedule (linger 0, round-robin partitioner) and commits each transaction right after its last record is sent, on the producing goroutine; a read_committed consumer in the same process measures each record from its Produce call to its arrival, which includes waiting for the commit marker; a record also waits for the rest of its transaction to be sent (up to %v at this schedule), so about %v of the median, and up to %[1]v of any quantile, is the schedule, not the broker. " +
 	"The brokers run with their transaction defaults; the finalized transaction.version the producer saw in ApiVersions is listed among the figures (at 2, KIP-890 part 2, partitions join a transaction with the Produce request; below 2, with AddPartitionsToTxn)"
 
 type txnProduceResult struct {
