@@ -36,7 +36,11 @@ type Config struct {
 	E2ETime   time.Duration
 	// CommitTime is how long each offset-commit workload commits.
 	CommitTime time.Duration
-	Log        *slog.Logger
+	// Only, when set, runs only the workloads whose name contains it
+	// (start-up, CPU and RSS are always taken): for trying a workload
+	// out, not for RESULTS.md.
+	Only string
+	Log  *slog.Logger
 }
 
 // Figure names, in report order. Units are part of the name.
@@ -101,6 +105,11 @@ func (r *runner) note(workload string, c integration.Cmd) {
 		r.commands[workload] = c.String()
 		r.order = append(r.order, workload)
 	}
+}
+
+// selected reports whether the workload named name runs (Config.Only).
+func (r *runner) selected(name string) bool {
+	return r.cfg.Only == "" || strings.Contains(name, r.cfg.Only)
 }
 
 // pinned wraps c to run under taskset on the load-generator core.
@@ -244,22 +253,27 @@ func (r *runner) round(ctx context.Context, target string, round int) Round {
 	bootstrap := tgt.Bootstrap()
 	cpu0, _ := cpuSeconds(tgt.Pid())
 	moved := r.throughput(ctx, bootstrap, round, &rd, fail)
-	if lat, err := r.e2e(ctx, bootstrap, round); err != nil {
-		fail("end-to-end latency: %v", oneLine(err.Error()))
-	} else {
-		prefix := fmt.Sprintf("end-to-end latency at %d records/s, acks=all, franz-go (ms)", r.cfg.E2ERate)
-		rd.Figures[prefix+" p50"] = lat.P50Ms
-		rd.Figures[prefix+" p99"] = lat.P99Ms
-		rd.Figures[prefix+" p99.9"] = lat.P999Ms
-		moved += 2 * float64(lat.Records) * 1024
+	if r.selected(r.e2eName()) {
+		if lat, err := r.e2e(ctx, bootstrap, round); err != nil {
+			fail("end-to-end latency: %v", oneLine(err.Error()))
+		} else {
+			prefix := r.e2eName() + " (ms)"
+			rd.Figures[prefix+" p50"] = lat.P50Ms
+			rd.Figures[prefix+" p99"] = lat.P99Ms
+			rd.Figures[prefix+" p99.9"] = lat.P999Ms
+			moved += 2 * float64(lat.Records) * 1024
+		}
 	}
-	// CPU per GB covers the workloads that move payload; the group
-	// workloads below move none, so they are left out of it.
+	// CPU per GB covers the produce, consume and latency workloads
+	// above. The group workloads below move no payload; the cleaner and
+	// transaction workloads are left out so that the figure stays the
+	// one earlier reports measured.
 	if cpu1, err := cpuSeconds(tgt.Pid()); err == nil && moved > 0 {
 		rd.Figures[figCPU] = (cpu1 - cpu0) / (moved / 1e9)
 	}
 	r.groupWorkloads(ctx, bootstrap, round, &rd, fail)
 	r.compactionWorkload(ctx, bootstrap, round, &rd, fail)
+	r.txnWorkloads(ctx, bootstrap, round, &rd, fail)
 	if rss, err := peakRSSMiB(tgt.Pid()); err == nil {
 		rd.Figures[figRSS] = rss
 	}
@@ -272,6 +286,11 @@ func (r *runner) throughput(ctx context.Context, bootstrap string, round int, rd
 	var moved float64
 	n := r.cfg.Records
 	for _, w := range produceWorkloads() {
+		// The consume workloads read what their tool's 16-partition
+		// acks=all produce wrote.
+		if !r.selected(w.name()) && !(w.partitions == 16 && w.acks == "all" && r.selected(consumeName(w.tool))) {
+			continue
+		}
 		topic := fmt.Sprintf("bench-%s-p%d-acks%s-%d", w.tool, w.partitions, w.acks, round)
 		var res throughputResult
 		var err error
@@ -294,6 +313,9 @@ func (r *runner) throughput(ctx context.Context, bootstrap string, round int, rd
 		var res throughputResult
 		var err error
 		name := consumeName(tool)
+		if !r.selected(name) {
+			continue
+		}
 		if tool == "perf" {
 			res, err = r.perfConsume(ctx, bootstrap, topic, n, name)
 		} else {
@@ -452,11 +474,15 @@ type latencyResult struct {
 	P999Ms  float64 `json:"p999_ms"`
 }
 
+func (r *runner) e2eName() string {
+	return fmt.Sprintf("end-to-end latency at %d records/s, acks=all, franz-go", r.cfg.E2ERate)
+}
+
 func (r *runner) e2e(ctx context.Context, bootstrap string, round int) (latencyResult, error) {
 	c := r.pinned(integration.Cmd{Name: r.loadgen, Args: []string{"e2e", "-bootstrap", bootstrap, "-topic", fmt.Sprintf("bench-e2e-%d", round),
 		"-partitions", "4", "-rate", strconv.Itoa(r.cfg.E2ERate), "-duration", r.cfg.E2ETime.String(), "-payloads", r.payloads},
 		Timeout: r.cfg.E2ETime + 2*time.Minute})
-	r.note(fmt.Sprintf("end-to-end latency at %d records/s, acks=all, franz-go", r.cfg.E2ERate), c)
+	r.note(r.e2eName(), c)
 	return runJSON[latencyResult](ctx, c)
 }
 

@@ -137,13 +137,7 @@ func TestRenderOrdersGroupFiguresBeforeCPU(t *testing.T) {
 	run := &Run{Config: Config{Targets: []string{"gregor"}, Rounds: 1, Records: 1000, CommitTime: 10 * time.Second},
 		Started: time.Unix(0, 0), Rounds: []Round{{Target: "gregor", Round: 1, Figures: figs}}}
 	s := string(Render(run, Machine{Cores: 2}, "abc"))
-	at := func(f string) int {
-		i := strings.Index(s, "| "+f+" |")
-		if i < 0 {
-			t.Fatalf("report lacks %q:\n%s", f, s)
-		}
-		return i
-	}
+	at := func(f string) int { return figureAt(t, s, f) }
 	if !(at("end-to-end latency x p50") < at(stable) && at(stable) < at(commits) && at(commits) < at(figCPU)) {
 		t.Errorf("group figures out of order:\n%s", s)
 	}
@@ -152,4 +146,71 @@ func TestRenderOrdersGroupFiguresBeforeCPU(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+}
+
+func TestRenderListsTransactionFiguresAfterGroupsBeforeCPU(t *testing.T) {
+	commits := commitRateFigure(8)
+	small := txnProduceName(100) + " records/s"
+	latency := txnE2EName() + " (ms) p99"
+	figs := map[string]float64{figCPU: 3, commits: 20000, small: 30000, latency: 25, figTxnVersion: 2}
+	run := &Run{Config: Config{Targets: []string{"gregor", "kafka"}, Rounds: 1, Records: 1000},
+		Started: time.Unix(0, 0), Rounds: []Round{{Target: "gregor", Round: 1, Figures: figs}, {Target: "kafka", Round: 1, Figures: figs}}}
+	s := string(Render(run, Machine{Cores: 2}, "abc"))
+	at := func(f string) int { return figureAt(t, s, f) }
+	if !(at(commits) < at(small) && at(small) < at(latency) && at(latency) < at(figTxnVersion) && at(figTxnVersion) < at(figCPU)) {
+		t.Errorf("transaction figures out of order:\n%s", s)
+	}
+	for _, want := range []string{"| " + small + " | 30000 | 30000 | – | 1.00 |", "10,000 records per transaction", "read_committed consumer", "(up to 9ms at this schedule), so about 4.5ms of the median"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "A trial") {
+		t.Error("full run called a trial")
+	}
+}
+
+func TestOnlySelectsWorkloadsAndReportsTheTrial(t *testing.T) {
+	r := &runner{cfg: Config{Only: "transaction"}}
+	for _, name := range []string{txnProduceName(100), txnProduceName(10_000), txnE2EName()} {
+		if !r.selected(name) {
+			t.Errorf("-only transaction does not select %q", name)
+		}
+	}
+	for _, name := range []string{produceWorkloads()[0].name(), consumeName("perf"), r.e2eName(), compactionName(), commitName(1), groupProtocols()[0].stableFigure()} {
+		if r.selected(name) {
+			t.Errorf("-only transaction selects %q", name)
+		}
+	}
+	if all := (&runner{}); !all.selected(compactionName()) {
+		t.Error("no -only: a workload left out")
+	}
+
+	small := txnProduceName(100) + " records/s"
+	large := txnProduceName(10_000) + " records/s"
+	run := &Run{Config: Config{Targets: []string{"gregor"}, Rounds: 1, Records: 1000, Only: "transaction"},
+		Started: time.Unix(0, 0), Rounds: []Round{{Target: "gregor", Round: 1, Figures: map[string]float64{figStartup: 0.2, small: 30000}}}}
+	s := string(Render(run, Machine{Cores: 2}, "abc"))
+	for _, want := range []string{"`-only \"transaction\"`", "| " + figStartup + " | 0.2 |", "| " + small + " | 30000 |",
+		// Selected but not taken: shown as failed, not dropped.
+		"| " + large + " | failed |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	for _, absent := range []string{produceWorkloads()[0].name(), compactionName(), groupProtocols()[0].stableFigure()} {
+		if strings.Contains(s, absent) {
+			t.Errorf("report lists %q, which -only left out:\n%s", absent, s)
+		}
+	}
+}
+
+// figureAt is where the report s has its row for figure f.
+func figureAt(t *testing.T, s, f string) int {
+	t.Helper()
+	i := strings.Index(s, "| "+f+" |")
+	if i < 0 {
+		t.Fatalf("report lacks %q:\n%s", f, s)
+	}
+	return i
 }

@@ -51,6 +51,9 @@ func groupedInt(n int) string {
 }
 
 func (r *runner) compactionWorkload(ctx context.Context, bootstrap string, round int, rd *Round, fail func(string, ...any)) {
+	if !r.selected(compactionName()) {
+		return
+	}
 	c := r.pinned(integration.Cmd{Name: r.loadgen, Args: []string{"compaction", "-bootstrap", bootstrap, "-topic", fmt.Sprintf("bench-compact-%d", round),
 		"-records", strconv.Itoa(compactRecords), "-keys", strconv.Itoa(compactKeys), "-size", "1024", "-rate", strconv.Itoa(compactRate), "-timeout", "4m"},
 		Timeout: 5 * time.Minute})

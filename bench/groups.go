@@ -90,6 +90,9 @@ type commitResult struct {
 // its figures in rd.
 func (r *runner) groupWorkloads(ctx context.Context, bootstrap string, round int, rd *Round, fail func(string, ...any)) {
 	for _, p := range groupProtocols() {
+		if !r.selected(p.stableFigure()) {
+			continue
+		}
 		name := fmt.Sprintf("bench-group-%s-%d", p.name, round)
 		c := r.pinned(integration.Cmd{Name: r.loadgen, Args: []string{"group-stable", "-bootstrap", bootstrap, "-topic", name, "-group", name,
 			"-partitions", strconv.Itoa(groupMembers), "-members", strconv.Itoa(groupMembers), "-protocol", p.name, "-timeout", "2m"},
@@ -108,6 +111,9 @@ func (r *runner) groupWorkloads(ctx context.Context, bootstrap string, round int
 		}
 	}
 	for _, n := range commitCommitters() {
+		if !r.selected(commitName(n)) {
+			continue
+		}
 		name := fmt.Sprintf("bench-commits-%d-%d", n, round)
 		c := r.pinned(integration.Cmd{Name: r.loadgen, Args: []string{"commits", "-bootstrap", bootstrap, "-topic", name, "-group", name,
 			"-committers", strconv.Itoa(n), "-partitions-each", strconv.Itoa(commitPartitions), "-duration", r.cfg.CommitTime.String(), "-timeout", "2m"},

@@ -76,9 +76,9 @@ func figureOrder(rounds []Round) []string {
 		add(consumeName(tool) + " records/s")
 		add(consumeName(tool) + " MB/s")
 	}
-	group := map[string]bool{}
-	for _, f := range groupFigures() {
-		group[f] = true
+	later := map[string]bool{} // listed after the rest, below
+	for _, f := range append(groupFigures(), txnFigures()...) {
+		later[f] = true
 	}
 	for _, r := range rounds {
 		keys := make([]string, 0, len(r.Figures))
@@ -87,12 +87,15 @@ func figureOrder(rounds []Round) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k != figCPU && k != figRSS && k != figIdleRSS && !group[k] {
+			if k != figCPU && k != figRSS && k != figIdleRSS && !later[k] {
 				add(k)
 			}
 		}
 	}
 	for _, f := range groupFigures() {
+		add(f)
+	}
+	for _, f := range txnFigures() {
 		add(f)
 	}
 	add(figCPU)
@@ -134,6 +137,9 @@ func Render(run *Run, m Machine, commit string) []byte {
 	cfg := run.Config
 	b.WriteString("# Benchmark results\n\n")
 	fmt.Fprintf(&b, "Written by `make bench TARGET=%s` (`go run ./bench/cmd/bench`). Do not edit by hand.\n\n", makeTarget(cfg.Targets))
+	if cfg.Only != "" {
+		fmt.Fprintf(&b, "**A trial, not the full benchmark:** `-only %q` ran only the workloads whose name contains it.\n\n", cfg.Only)
+	}
 	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
 	fmt.Fprintf(&b, "- commit: %s\n", commit)
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end (the machine is shared with other work)\n", m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1])
@@ -155,7 +161,8 @@ func Render(run *Run, m Machine, commit string) []byte {
 	fmt.Fprintf(&b, "- group settings: %s\n", groupSettings)
 	fmt.Fprintf(&b, "- group of %[1]d becomes stable: one loadgen process starts %[1]d franz-go consumers at once (separate clients with franz-go's defaults, each polling as an application does; classic members heartbeat every 3 s with a 45 s session, KIP-848 members at the interval the broker sets) on a fresh %[1]d-partition topic, after FindCoordinator for the group already answers (so creating __consumer_offsets is not timed). The clock runs from the first JoinGroup (classic) or ConsumerGroupHeartbeat (consumer protocol) any member issued to the reply of the first describe (DescribeGroups, or ConsumerGroupDescribe for KIP-848) that shows the group Stable with every member holding exactly the partitions its OnPartitionsAssigned/Revoked callbacks report and all %[1]d partitions owned exactly once; describes start when the callbacks report a complete assignment and repeat every 10 ms. Classic uses franz-go's default cooperative-sticky balancer (a member that must give up partitions revokes them first, which costs another JoinGroup/SyncGroup round); the consumer protocol uses kgo.ServerSideBalancer(), which asks for the broker's uniform assignor. The request counts are what all members sent until then\n", groupMembers)
 	fmt.Fprintf(&b, "- offset commits: each committer is a franz-go client acting as a standalone consumer of one shared group (as Java's assign() plus commitSync(): generation -1, no member id) that commits offsets for its own %d partitions (topic name and id, metadata \"\") in a loop, one request in flight, for %s; only requests whose every partition came back without error count, and at the end OffsetFetch must return each partition's last acknowledged offset\n", commitPartitions, cfg.CommitTime)
-	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); idle RSS is VmRSS 5 s after the first acknowledged produce, before any workload; peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
+	fmt.Fprintf(&b, "- transactions: %s\n", txnSettings())
+	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload, nor the log cleaner and transaction workloads), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); idle RSS is VmRSS 5 s after the first acknowledged produce, before any workload; peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
 
 	targets := []string{"gregor", "kafka", targetNull}
 	vals := map[string]map[string][]float64{}
@@ -177,7 +184,16 @@ func Render(run *Run, m Machine, commit string) []byte {
 	}
 	b.WriteString("## Medians\n\n| figure | gregor | kafka | null | gregor/kafka | gregor/null | rounds (gregor) | rounds (kafka) | rounds (null) |\n|---|---|---|---|---|---|---|---|---|\n")
 	throughput := throughputFigures()
+	taken := map[string]bool{}
+	for _, r := range run.Rounds {
+		for k := range r.Figures {
+			taken[k] = true
+		}
+	}
 	for _, f := range figureOrder(run.Rounds) {
+		if cfg.Only != "" && !taken[f] && !strings.Contains(f, cfg.Only) {
+			continue // not selected
+		}
 		cellFor := func(t string) (string, float64, string) {
 			if t == targetNull && !throughput[f] {
 				return "–", 0, ""

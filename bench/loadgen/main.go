@@ -10,6 +10,8 @@
 //	loadgen group-stable  -bootstrap B -topic T -group G -partitions P -members M -protocol classic|consumer
 //	loadgen commits       -bootstrap B -topic T -group G -committers C -partitions-each P -duration D
 //	loadgen compaction    -bootstrap B -topic T -records N -keys K -size S -rate R
+//	loadgen txn-produce   -bootstrap B -topic T -partitions P -records N -per-txn K -payloads FILE
+//	loadgen txn-e2e       -bootstrap B -topic T -partitions P -rate R -per-txn K -duration D -payloads FILE
 package main
 
 import (
@@ -35,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits|compaction [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits|compaction|txn-produce|txn-e2e [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -59,6 +61,7 @@ func main() {
 	committers := fs.Int("committers", 1, "concurrent committers, one client each (commits)")
 	partitionsEach := fs.Int("partitions-each", 3, "partitions in each committer's OffsetCommit (commits)")
 	keys := fs.Int("keys", 10000, "distinct keys (compaction)")
+	perTxn := fs.Int("per-txn", 100, "records per transaction (txn-produce, txn-e2e)")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -82,6 +85,10 @@ func main() {
 		res, err = commits(ctx, *bootstrap, *topic, *group, *committers, *partitionsEach, *duration)
 	case "compaction":
 		res, err = compaction(ctx, *bootstrap, *topic, *records, *keys, *size, *rate)
+	case "txn-produce":
+		res, err = txnProduce(ctx, *bootstrap, *topic, *partitions, *records, *perTxn, *payloadFile)
+	case "txn-e2e":
+		res, err = txnEndToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *perTxn, *duration, *payloadFile)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
@@ -311,33 +318,8 @@ func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int
 		return latency{}, err
 	}
 	defer cons.Close()
-	// Make sure the consumer has its positions before producing.
-	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-	cons.PollFetches(pctx)
-	pcancel()
-
 	total := int(dur.Seconds() * float64(rate))
-	lat := make([]float64, 0, total)
-	done := make(chan error, 1)
-	go func() {
-		for len(lat) < total {
-			fs := cons.PollFetches(ctx)
-			if ctx.Err() != nil {
-				done <- fmt.Errorf("received %d of %d: %w", len(lat), total, ctx.Err())
-				return
-			}
-			now := time.Now().UnixNano()
-			fs.EachRecord(func(r *kgo.Record) {
-				if len(r.Value) >= 8 {
-					sent := int64(binary.BigEndian.Uint64(r.Value))
-					if sent > 0 {
-						lat = append(lat, float64(now-sent)/1e6)
-					}
-				}
-			})
-		}
-		done <- nil
-	}()
+	done := tail(ctx, cons, total)
 	interval := time.Second / time.Duration(rate)
 	next := time.Now()
 	var failed atomic.Pointer[error]
@@ -346,23 +328,71 @@ func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int
 			time.Sleep(d)
 		}
 		next = next.Add(interval)
-		v := append([]byte(nil), payloads[i%len(payloads)]...)
-		binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
-		prod.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+		prod.Produce(ctx, &kgo.Record{Value: stamped(payloads[i%len(payloads)], time.Now().UnixNano())}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
 		})
 	}
-	if err := <-done; err != nil {
-		return latency{}, err
+	got := <-done
+	if got.err != nil {
+		return latency{}, got.err
 	}
 	if e := failed.Load(); e != nil {
 		return latency{}, fmt.Errorf("produce: %w", *e)
 	}
-	sort.Float64s(lat)
-	q := func(p float64) float64 { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	return latency{Records: len(lat), Rate: rate, P50Ms: q(0.50), P99Ms: q(0.99), P999Ms: q(0.999), MaxMs: lat[len(lat)-1]}, nil
+	return latencyOf(got.ms, rate), nil
+}
+
+// tailed is what tail delivers.
+type tailed struct {
+	ms  []float64 // sorted
+	err error
+}
+
+// tail waits up to 2 s for cons to have its positions (so that nothing
+// produced after it returns is missed), then consumes in a goroutine of
+// its own until n records with a send time in their first 8 bytes (see
+// stamped; 0 is none) have arrived, and delivers their latencies in
+// milliseconds, or why they did not all arrive. Closing cons ends it.
+func tail(ctx context.Context, cons *kgo.Client, n int) <-chan tailed {
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	cons.PollFetches(pctx)
+	pcancel()
+	done := make(chan tailed, 1)
+	go func() {
+		lat := make([]float64, 0, n)
+		for len(lat) < n {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				done <- tailed{err: fmt.Errorf("received %d of %d: %w", len(lat), n, ctx.Err())}
+				return
+			}
+			now := time.Now().UnixNano()
+			var ferr error
+			fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+			if ferr != nil {
+				done <- tailed{err: fmt.Errorf("fetch after %d of %d: %w", len(lat), n, ferr)}
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) >= 8 {
+					if sent := int64(binary.BigEndian.Uint64(r.Value)); sent > 0 {
+						lat = append(lat, float64(now-sent)/1e6)
+					}
+				}
+			})
+		}
+		sort.Float64s(lat)
+		done <- tailed{ms: lat}
+	}()
+	return done
+}
+
+// latencyOf summarises sorted latencies (ms), at least one.
+func latencyOf(sorted []float64, rate int) latency {
+	return latency{Records: len(sorted), Rate: rate, P50Ms: quantile(sorted, 0.50), P99Ms: quantile(sorted, 0.99),
+		P999Ms: quantile(sorted, 0.999), MaxMs: sorted[len(sorted)-1]}
 }
 
 type firstAck struct {

@@ -5,6 +5,7 @@
 //	go run ./bench/cmd/bench -target both          # gregor, kafka, null alternated every round
 //	go run ./bench/cmd/bench -target kafka
 //	go run ./bench/cmd/bench -target gregor,null
+//	go run ./bench/cmd/bench -target gregor,kafka -rounds 1 -only transaction -out /tmp/trial.md
 package main
 
 import (
@@ -33,6 +34,7 @@ func run() int {
 	e2eTime := flag.Duration("e2e-time", 15*time.Second, "duration of the latency workload")
 	commitTime := flag.Duration("commit-time", 10*time.Second, "duration of each offset-commit workload")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md)")
+	only := flag.String("only", "", "run only the workloads whose name contains this (e.g. transaction); start-up, CPU and RSS are always taken. For trials: write them elsewhere with -out")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -49,7 +51,7 @@ func run() int {
 	if *rounds < 3 {
 		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
 	}
-	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, CommitTime: *commitTime, Log: log}
+	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, CommitTime: *commitTime, Only: *only, Log: log}
 	if _, err := exec.LookPath("taskset"); err == nil {
 		cfg.BrokerCPU, cfg.LoadCPU = "0", "1"
 	}
