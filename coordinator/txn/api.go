@@ -177,8 +177,8 @@ func (c *Coordinator) AddPartitionsWaiting(ctx context.Context, id string, pid i
 }
 
 // addPartitions is AddPartitions; on CONCURRENT_TRANSACTIONS it also
-// returns a channel closed when a transaction of the shard next
-// completes (nil when the shard has none in flight).
+// returns a channel closed when the shard's next state write ends (the
+// pending write, or the completion the markers lead to).
 func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, epoch int16, tps []TopicPartition) (int16, <-chan struct{}) {
 	s, m, code := c.lockTxn(id)
 	if s != nil {
@@ -191,10 +191,8 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, e
 		return code, nil
 	}
 	switch {
-	case m.pending:
-		return kerr.ConcurrentTransactions.Code, nil
-	case m.state == StatePrepareCommit, m.state == StatePrepareAbort:
-		return kerr.ConcurrentTransactions.Code, s.completions
+	case m.pending, m.state == StatePrepareCommit, m.state == StatePrepareAbort:
+		return kerr.ConcurrentTransactions.Code, s.written
 	case m.state == StateOngoing && m.hasPartitions(tps):
 		return 0, nil
 	case m.state == StateDead || m.state == StatePrepareEpochFence:
@@ -452,10 +450,6 @@ func (s *shard) finishTransaction(m *txnMeta, st txnState) {
 		code := s.persist(ctx, m, m.complete(s.c.nowMs()))
 		if code == 0 || code == kerr.NotCoordinator.Code {
 			m.markersOut = false
-			if code == 0 {
-				close(s.completions)
-				s.completions = make(chan struct{})
-			}
 			s.mu.Unlock()
 			return
 		}

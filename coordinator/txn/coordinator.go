@@ -127,14 +127,15 @@ type shard struct {
 	mu     sync.Mutex
 	status shardStatus
 	txns   map[string]*txnMeta
-	// completions is closed, and replaced, whenever a transaction of the
-	// shard completes (AddPartitionsWaiting waits on it).
-	completions chan struct{}
+	// written is closed, and replaced, whenever a state write of the shard
+	// ends (AddPartitionsWaiting waits on it for the previous
+	// transaction to complete).
+	written chan struct{}
 }
 
 func (c *Coordinator) newShard(partition int32, plog PartitionLog) *shard {
 	s := &shard{c: c, partition: partition, plog: plog, coordinatorEpoch: -1, status: shardLoading, txns: map[string]*txnMeta{},
-		completions: make(chan struct{})}
+		written: make(chan struct{})}
 	if e, ok := plog.(interface{ LeaderEpoch() int32 }); ok {
 		s.coordinatorEpoch = e.LeaderEpoch()
 	}
@@ -303,6 +304,8 @@ func (s *shard) write(ctx context.Context, m *txnMeta, value []byte, to State, a
 	cancel()
 	s.mu.Lock()
 	m.pending = false
+	close(s.written)
+	s.written = make(chan struct{})
 	if err != nil {
 		code := appendErrorCode(err)
 		s.c.log.Info("writing transaction state failed", "transactional_id", m.id, "state", to, "err", err, "answer", kerr.ErrorForCode(code))
