@@ -577,24 +577,21 @@ func (ps *producerState) writeSnapshot(write func(vfs.FS, string, []byte) error)
 // maxOffset, deleting corrupt ones and any above maxOffset (Kafka's
 // truncateAndReload). Without one the state starts empty at logStart.
 //
-// The removals are made durable before returning: a snapshot above a
-// truncation point that came back after a crash, once the log had grown
-// past it again with other batches, would be loaded as the state of a
-// history that no longer exists.
+// The removals need no directory sync of their own. A removed snapshot
+// that comes back after a crash is above the point it was removed for;
+// every later load removes it again before choosing, unless the load
+// point has moved past it, and the load point (the log end after a clean
+// close, the first rescanned segment after a crash) moves past it only
+// when a newer snapshot exists there (the close's, or the roll's, whose
+// directory entry the flush that moved the recovery point synced, along
+// with the removal). So a snapshot of a truncated history is never loaded
+// (TestTruncatedProducerSnapshotStaysRemoved).
 func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirationMs int64) (err error) {
 	ps.clear()
 	offs, err := listSnapshots(ps.fsys, ps.dir)
 	if err != nil {
 		return err
 	}
-	removed := false
-	defer func() {
-		if removed && err == nil {
-			if err = ps.fsys.SyncDir(ps.dir); err != nil {
-				err = fmt.Errorf("syncing %s after removing producer snapshots: %w", ps.dir, err)
-			}
-		}
-	}()
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
 		name := snapshotFileName(ps.dir, off)
@@ -602,7 +599,6 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if err := ps.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("removing producer snapshot %s: %w", name, err)
 			}
-			removed = true
 			continue
 		}
 		data, err := vfs.ReadFile(ps.fsys, name)
@@ -614,7 +610,6 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if rerr := ps.fsys.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				return fmt.Errorf("removing corrupt producer snapshot %s: %w", name, rerr)
 			}
-			removed = true
 			continue
 		}
 		for pid, e := range entries {
