@@ -69,19 +69,27 @@ func TestRetentionMsChangedAtRunTimeDeletesSegments(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The segments are renamed .deleted first (file.delete.delay.ms).
-	entries, err := os.ReadDir(filepath.Join(n.Dir, "ret-0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := 0
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".log.deleted") {
-			deleted++
+	// The segments are renamed .deleted first (file.delete.delay.ms, a
+	// minute here): the renames follow the log start's move, so they are
+	// waited for.
+	for renameDeadline := time.Now().Add(10 * time.Second); ; {
+		entries, err := os.ReadDir(filepath.Join(n.Dir, "ret-0"))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if deleted == 0 {
-		t.Fatalf("no .log.deleted files in %v", entries)
+		deleted := 0
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".log.deleted") {
+				deleted++
+			}
+		}
+		if deleted > 0 {
+			break
+		}
+		if time.Now().After(renameDeadline) {
+			t.Fatalf("no .log.deleted files 10s after the log start moved: %v", entries)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	// The partition keeps working: a new record lands at offset 40.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
