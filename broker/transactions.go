@@ -23,7 +23,7 @@ package broker
 // Produce's half of KIP-890 part 1 is here too: the first transactional
 // batch of a transaction on a partition is verified with the coordinator
 // before it is appended, with the guard that a marker written meanwhile
-// revokes (storage.Log.StartTxnVerification).
+// revokes (replica.Manager.StartTxnVerification).
 //
 // The coordinator's shards are loaded and unloaded with the leadership of
 // their __transaction_state partitions by the coordinator runtime
@@ -38,7 +38,6 @@ import (
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
-	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -238,7 +237,7 @@ func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
 // AddPartitionsToTxnManager).
 func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp replica.TopicPartition, h protocol.BatchHeader) (uint64, *kerr.Error, string) {
 	if !b.txnVerification.Load() {
-		return storage.SkipTxnVerification, nil, ""
+		return replica.SkipTxnVerification, nil, ""
 	}
 	if transactionalID == nil || b.txns == nil {
 		// Nothing to verify with: the log refuses the batch unless it

@@ -21,6 +21,10 @@ const (
 	OriginCoordinator = storage.AppendCoordinator
 )
 
+// SkipTxnVerification is the VerificationGuard of an append that needs no
+// verification (transaction.partition.verification.enable=false).
+const SkipTxnVerification = storage.SkipTxnVerification
+
 // AppendEntry is one partition's records in an append, and what became of
 // them.
 type AppendEntry struct {
