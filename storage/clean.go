@@ -389,13 +389,7 @@ func (cl *cleaner) buildOffsetMap(l *Log, segs []*segment, firstDirty, firstUncl
 // controlType is the type of a control batch's record (-1 when it has
 // none: an empty batch an earlier cleaning left).
 func controlType(batch []byte) protocol.ControlRecordType {
-	typ := protocol.ControlRecordType(-1)
-	_ = protocol.ForEachRecord(batch, nil, func(r *protocol.Record) error {
-		if t, err := protocol.ParseControlRecordKey(r.Key); err == nil {
-			typ = t
-		}
-		return io.EOF
-	})
+	typ, _, _ := endTxnMarker(batch)
 	return typ
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -868,8 +869,17 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 		if !h.HasProducerID() {
 			continue
 		}
+		markerEpoch := int32(-1)
 		if h.IsControl() {
-			markers = append(markers, txnMarker{producerID: h.ProducerID, offset: h.BaseOffset, abort: controlType(b.Bytes) == protocol.ControlAbort})
+			// One read of the control record serves the transaction index
+			// (its type) and the producer state's coordinator fencing (its
+			// epoch); a follower copies what its leader wrote.
+			typ, epoch, err := endTxnMarker(b.Bytes)
+			if err != nil && origin != AppendReplication {
+				return l.errorResult(), nil, err
+			}
+			markerEpoch = epoch
+			markers = append(markers, txnMarker{producerID: h.ProducerID, offset: h.BaseOffset, abort: typ == protocol.ControlAbort})
 		}
 		if origin == AppendClient {
 			if dup, ok := l.producers.checkDuplicate(h); ok {
@@ -880,12 +890,6 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 					LogStartOffset: l.logStartOffset.Load(),
 					Duplicate:      true,
 				}, nil, nil
-			}
-		}
-		markerEpoch := int32(-1)
-		if h.IsControl() && origin != AppendReplication {
-			if markerEpoch, err = markerCoordinatorEpoch(b.Bytes); err != nil {
-				return l.errorResult(), nil, err
 			}
 		}
 		if err := l.pending.add(l.producers, h, origin, guard, markerEpoch); err != nil {
@@ -1764,23 +1768,28 @@ func (l *Log) StartTxnVerification(pid int64, epoch int16) uint64 {
 	return l.producers.startVerification(pid, epoch)
 }
 
-// markerCoordinatorEpoch reads the coordinator epoch of a control batch's
-// transaction marker (-1 for other control records), for the producer
-// state's check that markers come from the current coordinator.
-func markerCoordinatorEpoch(batch []byte) (int32, error) {
-	epoch := int32(-1)
+// endTxnMarker reads a control batch's record: its type (-1 when the
+// batch has none, as one the cleaner emptied), and for a transaction
+// marker the coordinator epoch it carries (-1 otherwise).
+func endTxnMarker(batch []byte) (protocol.ControlRecordType, int32, error) {
+	typ, epoch := protocol.ControlRecordType(-1), int32(-1)
 	err := protocol.ForEachRecord(batch, nil, func(r *protocol.Record) error {
 		t, err := protocol.ParseControlRecordKey(r.Key)
-		if err != nil || (t != protocol.ControlCommit && t != protocol.ControlAbort) {
+		if err != nil {
 			return err
 		}
-		epoch, err = protocol.ParseEndTxnMarkerValue(r.Value)
-		return err
+		typ = t
+		if t == protocol.ControlCommit || t == protocol.ControlAbort {
+			if epoch, err = protocol.ParseEndTxnMarkerValue(r.Value); err != nil {
+				return err
+			}
+		}
+		return io.EOF
 	})
-	if err != nil {
-		return -1, fmt.Errorf("reading a transaction marker: %w", err)
+	if err != nil && err != io.EOF {
+		return typ, -1, fmt.Errorf("reading a transaction marker: %w", err)
 	}
-	return epoch, nil
+	return typ, epoch, nil
 }
 
 // TxnVerificationHolds reports whether guard (from StartTxnVerification)
