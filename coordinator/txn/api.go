@@ -256,62 +256,32 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		return fail(kerr.InvalidTxnState.Code)
 	}
 	current := func() (int64, int16, int16) { return m.producerID, m.epoch, 0 }
-	if !supportsEpochBump(clientTV) {
-		// Transactions V1: the epoch must be the current one, and a
-		// completed transaction answers its own retry.
-		switch {
-		case m.producerID != pid:
-			return fail(kerr.InvalidProducerIDMapping.Code)
-		case epoch != m.epoch:
-			return fail(kerr.ProducerFenced.Code)
-		case m.pending:
-			return fail(kerr.ConcurrentTransactions.Code)
-		}
-		switch m.state {
-		case StateOngoing:
-			return s.prepareEnd(ctx, m, commit, clientTV)
-		case StateCompleteCommit:
-			if commit {
-				return current()
-			}
-		case StateCompleteAbort:
-			if !commit {
-				return current()
-			}
-		case StatePrepareCommit:
-			if commit {
-				return fail(kerr.ConcurrentTransactions.Code)
-			}
-		case StatePrepareAbort:
-			if !commit {
-				return fail(kerr.ConcurrentTransactions.Code)
-			}
-		}
-		return invalid()
-	}
-	// Transactions V2. A retry carries the epoch before the bump its
-	// first attempt made (or, when that bump ran out of epochs, the old
-	// producer id at the last epoch); the current epoch on a completed
-	// transaction is the next EndTxn. Kafka's table:
+	// Under Transactions V1 the epoch must be the current one, and a
+	// completed transaction answers its own retry. Under V2 a retry
+	// carries the epoch before the bump its first attempt made (or, when
+	// that bump ran out of epochs, the old producer id at the last
+	// epoch), and the current epoch on a completed transaction is the
+	// next EndTxn. Kafka's V2 table:
 	//
 	//	                 Abort retry/current   Commit retry/current
 	//	Empty            FENCED / bump         FENCED / INVALID_TXN_STATE
 	//	CompleteAbort    ok     / bump         INVALID_TXN_STATE both
 	//	CompleteCommit   INVALID_TXN_STATE / bump   ok / INVALID_TXN_STATE
-	retryOnOverflow := m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
-	retryOnBump := m.epoch == epoch+1
-	isRetry := retryOnBump || retryOnOverflow
-	var validEpoch bool
-	switch m.state {
-	case StatePrepareCommit, StatePrepareAbort:
-		validEpoch = retryOnBump
-	case StateCompleteCommit, StateCompleteAbort:
-		validEpoch = isRetry || epoch == m.epoch
-	default:
-		validEpoch = epoch == m.epoch
+	tv2 := supportsEpochBump(clientTV)
+	validEpoch, isRetry, otherPID := epoch == m.epoch, epoch == m.epoch, m.producerID != pid
+	if tv2 {
+		retryOnOverflow := m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
+		retryOnBump := m.epoch == epoch+1
+		isRetry, otherPID = retryOnBump || retryOnOverflow, otherPID && !retryOnOverflow
+		switch m.state {
+		case StatePrepareCommit, StatePrepareAbort:
+			validEpoch = retryOnBump
+		case StateCompleteCommit, StateCompleteAbort:
+			validEpoch = isRetry || epoch == m.epoch
+		}
 	}
 	switch {
-	case m.producerID != pid && !retryOnOverflow:
+	case otherPID:
 		return fail(kerr.InvalidProducerIDMapping.Code)
 	case !validEpoch:
 		return fail(kerr.ProducerFenced.Code)
@@ -322,21 +292,21 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	case StateOngoing:
 		return s.prepareEnd(ctx, m, commit, clientTV)
 	case StateEmpty:
-		if !commit {
+		if tv2 && !commit {
 			return s.prepareEnd(ctx, m, false, clientTV)
 		}
 	case StateCompleteCommit:
 		switch {
 		case commit && isRetry:
 			return current()
-		case !commit && !isRetry:
+		case tv2 && !commit && !isRetry:
 			return s.prepareEnd(ctx, m, false, clientTV)
 		}
 	case StateCompleteAbort:
 		switch {
 		case !commit && isRetry:
 			return current()
-		case !commit:
+		case tv2 && !commit:
 			return s.prepareEnd(ctx, m, false, clientTV)
 		}
 	case StatePrepareCommit:
