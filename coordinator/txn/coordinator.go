@@ -297,7 +297,7 @@ func (s *shard) write(ctx context.Context, m *txnMeta, value []byte, to State, a
 		s.c.log.Error("encoding a transaction state record", "transactional_id", m.id, "err", err)
 		return kerr.UnknownServerError.Code
 	}
-	m.pending, m.pendingTo = true, to
+	m.pending = true
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, appendTimeout)
 	_, err = s.plog.Append(ctx, batch)

@@ -96,11 +96,10 @@ type txnState struct {
 type txnMeta struct {
 	id string
 	txnState
-	// pending is the state a write in flight will install; requests that
+	// pending: a state write is in flight; requests that
 	// would transition the transaction meanwhile get
 	// CONCURRENT_TRANSACTIONS (Kafka's pendingState).
 	pending    bool
-	pendingTo  State
 	markersOut bool // a marker round for the PrepareCommit/PrepareAbort in state runs
 }
 
