@@ -85,8 +85,13 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 	for _, c := range want {
 		total += c
 	}
-	part := func(i int) []string { return input[i*lines/(len(outages)+1) : (i+1)*lines/(len(outages)+1)] }
-	produce(ctx, t, n, part(0))
+	// A third of the input goes in before the app starts. The rest trickles
+	// in while the test waits for a moment to kill (so that the app is
+	// always in the middle of a transaction, however fast it is: with all
+	// the input in at once it can be idle before the test looks), a
+	// sixth right after each restart, and what is left at the end.
+	sent := lines / 3
+	produce(ctx, t, n, input[:sent])
 
 	app := integration.WordCountApp{Bootstrap: n.Addr(), AppID: "wordcount-kill", Dir: filepath.Join(t.TempDir(), "app"),
 		// The killed instance's members leave the group by this timeout,
@@ -113,16 +118,22 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 		// lands between commits.
 		var open []string
 		was := stable
-		waitFor(ctx, t, 2*time.Minute, "newly committed output and an open transaction's records", func() bool {
+		waitFor(ctx, t, 2*time.Minute, "newly committed output", func() bool {
 			appAlive()
-			if stable = lastStableOffsets(ctx, t, adm); stable <= was {
-				return false
-			}
+			stable = lastStableOffsets(ctx, t, adm)
+			return stable > was
+		})
+		feed := startTrickle(ctx, n, input, sent, sent+lines/12)
+		waitFor(ctx, t, time.Minute, "open transaction's records", func() bool {
+			appAlive()
 			open = openTransactionData(ctx, t, adm, integration.WordCountOutputTopic, repartition)
 			return len(open) > 0
 		})
-		t.Logf("kill -9 %d (the app too: %v) with the output's last stable offsets at %d (of %d updates and the markers) and open transactions' records in %v",
-			i+1, o.killApp, stable, total, open)
+		if sent, err = feed.stop(); err != nil {
+			t.Fatalf("producing input: %v", err)
+		}
+		t.Logf("kill -9 %d (the app too: %v) with %d input lines in, the output's last stable offsets at %d (of %d updates and the markers) and open transactions' records in %v",
+			i+1, o.killApp, sent, stable, total, open)
 		n.Kill()
 		if o.killApp {
 			proc.Kill()
@@ -134,8 +145,11 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		produce(ctx, t, n, part(i+1))
+		next := sent + lines/6
+		produce(ctx, t, n, input[sent:next])
+		sent = next
 	}
+	produce(ctx, t, n, input[sent:])
 
 	var got []integration.WordCount
 	waitFor(ctx, t, 3*time.Minute, "every update committed", func() bool {
@@ -311,6 +325,56 @@ func produce(ctx context.Context, t *testing.T, n broker, lines []string) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("producing input: %v", err)
 	}
+}
+
+// trickle produces input lines a few at a time in the background, so
+// that the app keeps opening transactions while the test watches it.
+type trickle struct {
+	done chan struct{}
+	quit chan struct{}
+	sent int
+	err  error
+}
+
+// startTrickle sends input[from:to] five lines every 100 ms until
+// stopped or done.
+func startTrickle(ctx context.Context, n broker, input []string, from, to int) *trickle {
+	tr := &trickle{done: make(chan struct{}), quit: make(chan struct{}), sent: from}
+	go func() {
+		defer close(tr.done)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.DefaultProduceTopic(integration.WordCountInputTopic))
+		if err != nil {
+			tr.err = err
+			return
+		}
+		defer cl.Close()
+		for tr.sent < to {
+			select {
+			case <-tr.quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			// Each chunk completes before the next look at quit, so sent
+			// counts exactly the lines acknowledged.
+			end := min(tr.sent+5, to)
+			recs := make([]*kgo.Record, 0, end-tr.sent)
+			for _, l := range input[tr.sent:end] {
+				recs = append(recs, &kgo.Record{Value: []byte(l)})
+			}
+			if tr.err = cl.ProduceSync(ctx, recs...).FirstErr(); tr.err != nil {
+				return
+			}
+			tr.sent = end
+		}
+	}()
+	return tr
+}
+
+// stop ends the trickle and returns the index of the first line not sent.
+func (tr *trickle) stop() (int, error) {
+	close(tr.quit)
+	<-tr.done
+	return tr.sent, tr.err
 }
 
 // readAll reads the word counts in topic from the start of each
