@@ -91,6 +91,11 @@ type Options struct {
 	// requests that change it.
 	Metadata   MetadataView
 	Controller ActiveController
+	// LocalController is the controller this process runs (combined and
+	// controller nodes), nil on a broker-only node. Its listener serves
+	// what controllers and brokers send it (controllerapis.go), and
+	// requests arriving on a controller listener are answered by it.
+	LocalController *controller.Controller
 	// Replicas hosts this node's partitions; the broker starts and stops
 	// it with itself.
 	Replicas *replica.Manager
@@ -181,6 +186,9 @@ func (b *Broker) Addrs() map[string]string {
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
 	b.runCtx = ctx
+	if b.opts.LocalController != nil {
+		b.server.ServeControllerListeners(ctx)
+	}
 	if err := b.register(ctx); err != nil {
 		return err
 	}
@@ -250,7 +258,11 @@ const registrationRetries = 30
 // and producer-id allocations. Forwarding to a remote active controller
 // (KIP-590 envelopes, NOT_CONTROLLER retries) will live here.
 func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	resp, err := b.ctrl.Handle(ctx, req)
+	return b.forwardTo(ctx, b.ctrl, req)
+}
+
+func (b *Broker) forwardTo(ctx context.Context, ctrl ActiveController, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := ctrl.Handle(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s to the controller: %w", kmsg.NameForKey(req.Key()), err)
 	}
@@ -263,8 +275,14 @@ func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 // before the answer goes out. No answer (shutting down) closes the
 // connection, as Kafka does.
 func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+	ctrl := b.ctrl
+	if r.conn.listener.Controller && b.opts.LocalController != nil {
+		// A controller answers on its own listener, NOT_CONTROLLER when
+		// it is not the active one, as Kafka's controllers do.
+		ctrl = b.opts.LocalController
+	}
 	r.goAsync(func() {
-		resp, err := b.forward(ctx, r.kreq)
+		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
 		if err != nil {
 			b.log.Debug("forwarding failed; closing the connection", "err", err)
 			r.closeConnection()

@@ -1,6 +1,9 @@
 package broker
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // handlers lists every API this broker serves, the versions whose
 // semantics it fully honours, and the listeners that serve it. ApiVersions
@@ -9,8 +12,7 @@ func (b *Broker) handlers() []*handler {
 	both := func(h *handler) *handler { h.onBroker, h.onController = true, true; return h }
 	client := func(h *handler) *handler { h.onBroker = true; return h }
 	ctrl := func(h *handler) *handler { h.onController = true; return h }
-	_ = ctrl
-	return []*handler{
+	hs := []*handler{
 		both(&handler{key: kmsg.ApiVersions, min: 0, max: 4, fn: b.handleApiVersions}),
 		client(&handler{key: kmsg.Metadata, min: 0, max: 13, fn: b.handleMetadata}),
 		client(&handler{key: kmsg.Produce, min: 3, max: 13, fn: b.handleProduce,
@@ -62,4 +64,15 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, fn: b.handleConsumerGroupHeartbeat}),
 		client(&handler{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, fn: b.handleConsumerGroupDescribe}),
 	}
+	if b.opts.LocalController != nil {
+		// What controllers serve each other and brokers (controllerapis.go).
+		hs = append(hs,
+			ctrl(&handler{key: kmsg.Key(protocol.RaftMessagesKey), min: 0, max: 0, fn: b.handleRaftMessages, internal: true}),
+			ctrl(&handler{key: kmsg.Envelope, min: 0, max: 0, fn: b.handleEnvelope}),
+			ctrl(&handler{key: kmsg.BrokerRegistration, min: 0, max: 4, fn: b.handleControllerDirect}),
+			ctrl(&handler{key: kmsg.BrokerHeartbeat, min: 0, max: 1, fn: b.handleControllerDirect}),
+			ctrl(&handler{key: kmsg.AllocateProducerIDs, min: 0, max: 0, fn: b.handleControllerDirect}),
+		)
+	}
+	return hs
 }

@@ -43,6 +43,8 @@ type listener struct {
 	// quotas counts this listener's connections with the others of its
 	// kind; nil when no limits are configured.
 	quotas *connQuotas
+	// serving is set once its accept loop runs (Server's caller goroutine).
+	serving bool
 }
 
 func (l *listener) serves(key int16) bool { return l.allowed[key] }
@@ -63,6 +65,9 @@ type handler struct {
 	advertisedMin int16
 	// onBroker and onController say which listeners serve the API.
 	onBroker, onController bool
+	// internal APIs (Gregor's own RaftMessages) are served but left out of
+	// ApiVersions.
+	internal bool
 }
 
 // Server accepts connections on the configured listeners and dispatches
@@ -193,6 +198,9 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 		if h.unsupported != nil {
 			min = h.advertisedMin
 		}
+		if h.internal {
+			continue
+		}
 		if h.onBroker {
 			s.brokerRegistry.Add(h.key, min, h.max)
 		}
@@ -277,10 +285,24 @@ func (s *Server) closeListeners() {
 	}
 }
 
-// Serve accepts connections until Shutdown.
-func (s *Server) Serve(ctx context.Context) {
-	s.ctx, s.cancel = context.WithCancel(ctx)
+// Serve accepts connections on every listener until Shutdown.
+func (s *Server) Serve(ctx context.Context) { s.serve(ctx, false) }
+
+// ServeControllerListeners starts accepting on the controller listeners
+// only: a controller must hear its peers before the broker beside it can
+// register (the quorum needs them to elect a leader). Serve starts the
+// rest later.
+func (s *Server) ServeControllerListeners(ctx context.Context) { s.serve(ctx, true) }
+
+func (s *Server) serve(ctx context.Context, controllersOnly bool) {
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(ctx)
+	}
 	for _, l := range s.listeners {
+		if l.serving || (controllersOnly && !l.Controller) {
+			continue
+		}
+		l.serving = true
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

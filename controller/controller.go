@@ -139,7 +139,10 @@ type Controller struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	image   atomic.Pointer[Image]
+	image atomic.Pointer[Image]
+	// active mirrors serving() for other goroutines (the broker's
+	// forwarding and its controller listener).
+	active  atomic.Bool
 	quorum  atomic.Pointer[quorumStatus]
 	fatal   atomic.Pointer[error]
 	subsMu  sync.Mutex
@@ -335,6 +338,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		rlog.Close()
 		return nil, fmt.Errorf("starting controller: %w", err)
 	}
+	c.active.Store(c.serving())
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
 	go c.run()
 	return c, nil
@@ -351,6 +355,13 @@ func imageFromSnapshot(clusterID string, snap *pb.Snapshot) (*Image, error) {
 	}
 	return img, nil
 }
+
+// Active reports whether this node is the active controller: the raft
+// leader, caught up with its term, serving admin requests.
+func (c *Controller) Active() bool { return c.active.Load() }
+
+// NodeID is this controller's node id.
+func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
 
 // Image returns the current committed image.
 func (c *Controller) Image() *Image { return c.image.Load() }
@@ -461,7 +472,9 @@ func (c *Controller) run() {
 		c.drain()
 		c.maybeBootstrap()
 		c.drain()
+		c.active.Store(c.serving())
 		if err := c.fatalErr(); err != nil {
+			c.active.Store(false)
 			// Kafka fails every pending write with NOT_CONTROLLER when
 			// its controller renounces; the cause goes along.
 			c.failInflight(fmt.Errorf("%w: %w", errNotController, err))

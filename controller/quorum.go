@@ -44,10 +44,21 @@ func (c *Controller) observePeer(m *pb.Message) {
 	}
 	now := c.now()
 	c.peerLastContact[m.GetFrom()] = now
-	if m.GetType() == pb.MsgAppResp && !m.GetReject() {
-		if last, _ := c.rlog.LastIndex(); m.GetIndex() >= last {
+	last, _ := c.rlog.LastIndex()
+	switch {
+	case m.GetType() == pb.MsgAppResp && !m.GetReject():
+		if m.GetIndex() >= last {
 			c.peerCaughtUp[m.GetFrom()] = now
 		}
+	case m.GetType() == pb.MsgHeartbeatResp && c.isLeader:
+		// An idle log sends only heartbeats: a follower that answers one
+		// and has everything is caught up now, as a KRaft follower that
+		// fetches at the log end is.
+		c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			if id == m.GetFrom() && pr.Match >= last {
+				c.peerCaughtUp[id] = now
+			}
+		})
 	}
 }
 

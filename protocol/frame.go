@@ -280,7 +280,12 @@ func PeekAPI(frame []byte) (key, version int16, ok bool) {
 // NewRequest returns the kmsg request for key at version, or nil when kmsg
 // does not know the key or the version.
 func NewRequest(key, version int16) kmsg.Request {
-	req := kmsg.RequestForKey(key)
+	var req kmsg.Request
+	if key == RaftMessagesKey {
+		req = &RaftMessagesRequest{}
+	} else {
+		req = kmsg.RequestForKey(key)
+	}
 	if req == nil || version < 0 || version > req.MaxVersion() {
 		return nil
 	}
@@ -302,6 +307,27 @@ func AppendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 	dst = resp.AppendTo(dst)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// ParseResponse reads a response frame (without its size prefix) into
+// resp, whose version must be the request's, and returns its correlation
+// id: the client side of AppendResponse.
+func ParseResponse(frame []byte, resp kmsg.Response) (int32, error) {
+	if len(frame) < 4 {
+		return 0, errors.New("response shorter than its header")
+	}
+	corr := int32(binary.BigEndian.Uint32(frame))
+	body := frame[4:]
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		var err error
+		if body, err = skipTaggedFields(body); err != nil {
+			return corr, fmt.Errorf("response header: %w", err)
+		}
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return corr, fmt.Errorf("decoding %s response v%d: %w", kmsg.NameForKey(resp.Key()), resp.GetVersion(), err)
+	}
+	return corr, nil
 }
 
 // ResponseHeaderSize is the size of a response header before the body:

@@ -10,8 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregorbroker/gregor/broker"
@@ -34,7 +37,23 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ctrl, err := controller.Start(ctx, controller.Config{
+	format, err := controller.ReadFormat(fsys, s.metadataDir)
+	if err != nil {
+		return fmt.Errorf("reading the metadata dir: %w", err)
+	}
+	// A quorum of several controllers talks over the CONTROLLER listener.
+	var transport *controller.NetTransport
+	var ctrlRef atomic.Pointer[controller.Controller]
+	if len(format.Voters) > 1 {
+		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
+			if c := ctrlRef.Load(); c != nil {
+				return c.VoterAddress(id, s.controllerListenerName)
+			}
+			return staticVoterAddress(s.voters, id)
+		}, log)
+		defer transport.Close()
+	}
+	ctrlCfg := controller.Config{
 		FS:                       fsys,
 		NodeID:                   s.nodeID,
 		ClusterID:                clusterID,
@@ -48,11 +67,19 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
 		Logger:                   log,
-	})
+	}
+	if transport != nil {
+		ctrlCfg.Transport = transport
+	}
+	ctrl, err := controller.Start(ctx, ctrlCfg)
 	if err != nil {
 		return fmt.Errorf("starting the controller: %w", err)
 	}
 	defer ctrl.Close()
+	if transport != nil {
+		ctrlRef.Store(ctrl)
+		transport.Bind(ctrl)
+	}
 
 	// Kafka halts the broker when its last log dir goes offline; Gregor
 	// stops (exit status 1) with the reason in the log.
@@ -81,6 +108,21 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	opts := s.brokerOpts
 	opts.Metadata = ctrl
 	opts.Controller = ctrl
+	opts.LocalController = ctrl
+	if transport != nil {
+		bootstrap := map[int32]string{}
+		for _, v := range s.voters {
+			if addr, ok := staticVoterAddress(s.voters, v.ID); ok {
+				bootstrap[v.ID] = addr
+			}
+		}
+		forwarder := broker.NewControllerClient(broker.ControllerClientOptions{
+			NodeID: s.nodeID, Local: ctrl, Metadata: ctrl, Listener: s.controllerListenerName,
+			Bootstrap: bootstrap, Logger: log.With("component", "forwarding"),
+		})
+		defer forwarder.Close()
+		opts.Controller = forwarder
+	}
 	opts.Replicas = replica.NewManager(replica.Options{
 		NodeID:  s.nodeID,
 		Logs:    logs,
@@ -164,6 +206,10 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		metas[d] = mp
 	}
 	fresh := clusterID == ""
+	if fresh && s.forcedClusterID == "" && len(s.voters) > 1 {
+		// One node cannot choose the cluster id for all of them.
+		return "", nil, fmt.Errorf("no readable meta.properties in %s: a quorum of %d controllers starts from nodes formatted with one cluster id: run `gregor storage random-uuid` once, then `gregor storage format --config <server.properties> --cluster-id <id>` on every node", strings.Join(dirs, ","), len(s.voters))
+	}
 	switch {
 	case fresh && s.forcedClusterID != "":
 		clusterID = s.forcedClusterID
@@ -220,6 +266,17 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		}
 	}
 	return clusterID, ids, nil
+}
+
+// staticVoterAddress is voter id's address from the configuration
+// (controller.quorum.voters).
+func staticVoterAddress(voters []controller.Voter, id int32) (string, bool) {
+	for _, v := range voters {
+		if v.ID == id && len(v.Endpoints) > 0 {
+			return net.JoinHostPort(v.Endpoints[0].Host, strconv.Itoa(int(v.Endpoints[0].Port))), true
+		}
+	}
+	return "", false
 }
 
 func allDirs(s *settings) []string {

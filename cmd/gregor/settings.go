@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -156,15 +155,6 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	} else {
 		s.voters = []controller.Voter{{ID: cfg.NodeID, Endpoints: controllerEndpoints}}
 	}
-	if len(s.voters) != 1 || s.voters[0].ID != cfg.NodeID {
-		ids := make([]string, 0, len(s.voters))
-		for _, v := range s.voters {
-			ids = append(ids, fmt.Sprint(v.ID))
-		}
-		sort.Strings(ids)
-		return nil, fmt.Errorf("controller quorum with voters [%s]: Gregor runs a single voter (this node) until the multi-node quorum lands", strings.Join(ids, ","))
-	}
-
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
 		Server: broker.ServerOptions{

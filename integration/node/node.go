@@ -53,7 +53,12 @@ func Binary(t testing.TB) string {
 
 // Node is a running (or stopped) gregor process.
 type Node struct {
-	t          testing.TB
+	t testing.TB
+	// ID is node.id (1 when zero); Voters, when set, is
+	// controller.quorum.voters, and the node is formatted into that static
+	// quorum (see StartQuorum) instead of auto-formatting alone.
+	ID         int32
+	Voters     string
 	Dir        string // log.dirs
 	Port       int    // client listener
 	CtrlPort   int    // controller listener
@@ -64,6 +69,7 @@ type Node struct {
 	exited     chan struct{}
 	exitErr    error
 	StartupDur time.Duration
+	begin      time.Time
 }
 
 // FreePort returns a port that was free a moment ago.
@@ -108,11 +114,18 @@ func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
 
 // Args are the command-line arguments the node runs with.
 func (n *Node) Args() []string {
+	id, quorum := n.ID, fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", n.CtrlPort)
+	if id == 0 {
+		id = 1
+	}
+	if n.Voters != "" {
+		quorum = "controller.quorum.voters=" + n.Voters
+	}
 	args := []string{
-		"--override", "node.id=1",
+		"--override", fmt.Sprintf("node.id=%d", id),
 		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.CtrlPort),
 		"--override", fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.Port),
-		"--override", fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", n.CtrlPort),
+		"--override", quorum,
 		"--override", "log.dirs=" + n.Dir,
 		"--override", "group.initial.rebalance.delay.ms=0",
 	}
@@ -123,6 +136,16 @@ func (n *Node) Args() []string {
 }
 
 func (n *Node) start() {
+	n.t.Helper()
+	n.launch()
+	if err := n.waitReady(15 * time.Second); err != nil {
+		n.Kill()
+		n.t.Fatalf("gregor did not become ready: %v\n%s", err, n.out.String())
+	}
+}
+
+// launch starts the process without waiting for it to serve.
+func (n *Node) launch() {
 	n.t.Helper()
 	n.out = &syncBuffer{}
 	n.cmd = exec.Command(Binary(n.t), n.Args()...)
@@ -141,16 +164,13 @@ func (n *Node) start() {
 		n.exitErr = n.cmd.Wait()
 		close(n.exited)
 	}()
-	if err := n.waitReady(15 * time.Second); err != nil {
-		n.Kill()
-		n.t.Fatalf("gregor did not become ready: %v\n%s", err, n.out.String())
-	}
-	n.StartupDur = time.Since(begin)
+	n.begin = begin
 }
 
 // waitReady polls ApiVersions until it answers.
 func (n *Node) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	defer func() { n.StartupDur = time.Since(n.begin) }()
 	for {
 		select {
 		case <-n.exited:
@@ -229,6 +249,54 @@ func (n *Node) Kill() {
 func (n *Node) Restart() {
 	n.t.Helper()
 	n.start()
+}
+
+// StartQuorum starts size combined broker,controller nodes (ids 1..size)
+// in one static quorum (controller.quorum.voters), each formatted first
+// with `gregor storage format` and one cluster id, as an operator would,
+// and waits until every one serves clients.
+func StartQuorum(t testing.TB, size int, overrides ...string) []*Node {
+	t.Helper()
+	nodes := make([]*Node, size)
+	voters := ""
+	for i := range nodes {
+		nodes[i] = &Node{t: t, ID: int32(i + 1), Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), Overrides: overrides}
+		if i > 0 {
+			voters += ","
+		}
+		voters += fmt.Sprintf("%d@127.0.0.1:%d", i+1, nodes[i].CtrlPort)
+	}
+	out, err := exec.Command(Binary(t), "storage", "random-uuid").Output()
+	if err != nil {
+		t.Fatalf("gregor storage random-uuid: %v", err)
+	}
+	clusterID := string(bytes.TrimSpace(out))
+	// The keys a properties file must give that the embedded defaults of
+	// a run without one already have.
+	empty := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(empty, []byte("process.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		n.Voters = voters
+		args := append([]string{"storage", "format", "--config", empty, "--cluster-id", clusterID}, n.Args()...)
+		if out, err := exec.Command(Binary(t), args...).CombinedOutput(); err != nil {
+			t.Fatalf("formatting node %d: %v\n%s", n.ID, err, out)
+		}
+	}
+	for _, n := range nodes {
+		n.launch()
+		t.Cleanup(func() { n.Stop() })
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(30 * time.Second); err != nil {
+			for _, m := range nodes {
+				m.Kill()
+			}
+			t.Fatalf("node %d did not become ready: %v\n%s", n.ID, err, n.out.String())
+		}
+	}
+	return nodes
 }
 
 // Client returns a franz-go client for the node, closed with the test.

@@ -1,0 +1,107 @@
+package broker
+
+// The controller listener's own APIs, served where this process runs a
+// controller (Options.LocalController):
+//
+//   - RaftMessages (Gregor's private key, protocol/raftmsg.go) v0: raft
+//     messages from the other controllers, handed to the local
+//     controller; one-way, never answered.
+//   - Envelope (key 58) v0 (KIP-590): a request a broker forwards on a
+//     client's behalf. The envelope is refused with NOT_CONTROLLER when
+//     this controller is not the active one, so the broker retries at the
+//     new one and the client never sees a false success; otherwise the
+//     inner request is answered by the local controller once committed.
+//     The principal and client address are not used yet (no
+//     authorization until security lands).
+//   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
+//     AllocateProducerIds (key 67) v0: what brokers send the active
+//     controller directly, answered by it (NOT_CONTROLLER from the others).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleRaftMessages(ctx context.Context, r *request) {
+	req := r.kreq.(*protocol.RaftMessagesRequest)
+	if err := b.opts.LocalController.Receive(ctx, req); err != nil {
+		b.log.Warn("refusing raft messages; closing the connection", "from", req.From, "err", err)
+		r.closeConnection()
+		return
+	}
+	r.noResponse()
+}
+
+func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.EnvelopeRequest)
+	resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
+	local := b.opts.LocalController
+	if !local.Active() {
+		resp.ErrorCode = kerr.NotController.Code
+		r.respond(resp)
+		return
+	}
+	inner, hdr, err := decodeEnveloped(req.RequestData)
+	if err != nil {
+		b.log.Debug("malformed enveloped request", "err", err)
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		r.respond(resp)
+		return
+	}
+	r.goAsync(func() {
+		answer, err := local.Handle(ctx, inner)
+		if err != nil {
+			if errors.Is(err, controller.ErrNoAnswer) {
+				r.closeConnection()
+				return
+			}
+			// A request the controller does not take.
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			r.respond(resp)
+			return
+		}
+		answer.SetVersion(inner.GetVersion())
+		frame := protocol.AppendResponse(nil, hdr.CorrelationID, answer)
+		resp.ResponseData = frame[4:]
+		r.respond(resp)
+	})
+}
+
+// decodeEnveloped reads an enveloped request: its header and body, without
+// a size prefix.
+func decodeEnveloped(data []byte) (kmsg.Request, protocol.RequestHeader, error) {
+	key, version, ok := protocol.PeekAPI(data)
+	if !ok {
+		return nil, protocol.RequestHeader{}, errors.New("enveloped request shorter than its header")
+	}
+	req := protocol.NewRequest(key, version)
+	if req == nil {
+		return nil, protocol.RequestHeader{}, errors.New("enveloped request of an unknown API or version")
+	}
+	hdr, body, err := protocol.ParseRequestHeader(data, req.IsFlexible())
+	if err != nil {
+		return nil, hdr, err
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, hdr, err
+	}
+	return req, hdr, nil
+}
+
+// handleControllerDirect answers the requests brokers send the active
+// controller itself.
+func (b *Broker) handleControllerDirect(ctx context.Context, r *request) {
+	r.goAsync(func() {
+		answer, err := b.opts.LocalController.Handle(ctx, r.kreq)
+		if err != nil {
+			r.closeConnection()
+			return
+		}
+		r.respond(answer)
+	})
+}

@@ -1,0 +1,345 @@
+package broker
+
+// ControllerClient is how a broker reaches the active controller when the
+// quorum has more than one controller (KIP-590 forwarding, KIP-631's broker
+// to controller channel): the broker's own BrokerRegistration,
+// BrokerHeartbeat and AllocateProducerIds go to the active controller
+// directly; clients' admin requests go inside an Envelope. Either is sent
+// again, at whichever controller is active then, only while it certainly
+// was not acted on: the connection could not be made or written, or the
+// controller answered NOT_CONTROLLER. A request sent and then left
+// unanswered (the controller died) fails, so a client retries and never
+// sees a success that did not happen. When this process's own controller
+// is the active one, requests go to it in process.
+//
+// Goroutines and locks: Handle runs on its callers' goroutines; each
+// controller connection has a reader goroutine that completes its
+// requests in order. mu guards conns; a connection's writeMu guards its
+// writes and its queue of waiting requests. Order: mu, then writeMu (Handle
+// never holds mu while it writes).
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ControllerClientOptions configure a ControllerClient.
+type ControllerClientOptions struct {
+	NodeID int32
+	// Local is this process's controller, nil on a broker-only node.
+	Local *controller.Controller
+	// Metadata names the active controller (Image.LeaderID) and the
+	// voters' endpoints.
+	Metadata MetadataView
+	// Listener is the controller listener whose endpoints are dialled
+	// (the first of controller.listener.names).
+	Listener string
+	// Bootstrap are controller addresses known from the configuration
+	// (controller.quorum.voters), by node id, used while the image has no
+	// endpoint for the active controller.
+	Bootstrap map[int32]string
+	Logger    *slog.Logger
+}
+
+// ControllerClient implements ActiveController across the network.
+type ControllerClient struct {
+	opts ControllerClientOptions
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[int32]*controllerConn
+	closed bool
+}
+
+// NewControllerClient returns a client of the active controller.
+func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &ControllerClient{opts: opts, log: opts.Logger, conns: map[int32]*controllerConn{}}
+}
+
+// errForwardLost: the request reached a controller that gave no answer.
+var errForwardLost = errors.New("the controller did not answer the forwarded request")
+
+const (
+	forwardBackoffMin = 50 * time.Millisecond
+	forwardBackoffMax = time.Second
+	forwardDialTime   = 3 * time.Second
+)
+
+// Handle sends req to the active controller and returns its answer,
+// waiting for there to be one until ctx ends.
+func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	backoff := forwardBackoffMin
+	var lastErr error
+	for {
+		if l := c.opts.Local; l != nil && l.Active() {
+			return l.Handle(ctx, req)
+		}
+		if id, addr, ok := c.activeController(); ok && (c.opts.Local == nil || id != c.opts.Local.NodeID()) {
+			resp, retry, err := c.send(ctx, id, addr, req)
+			if !retry {
+				return resp, err
+			}
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return nil, fmt.Errorf("%w (last: %w)", ctx.Err(), lastErr)
+			}
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, forwardBackoffMax)
+	}
+}
+
+// activeController is the active controller's id and address as this
+// node knows them.
+func (c *ControllerClient) activeController() (int32, string, bool) {
+	img := c.opts.Metadata.Image()
+	if img == nil || img.LeaderID < 0 {
+		return -1, "", false
+	}
+	for _, v := range img.Voters {
+		if v.ID != img.LeaderID {
+			continue
+		}
+		for _, ep := range v.Endpoints {
+			if ep.Name == c.opts.Listener {
+				return v.ID, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), true
+			}
+		}
+	}
+	addr, ok := c.opts.Bootstrap[img.LeaderID]
+	return img.LeaderID, addr, ok
+}
+
+// send makes one attempt; retry says that req certainly was not acted on.
+func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req kmsg.Request) (resp kmsg.Response, retry bool, err error) {
+	conn, err := c.conn(ctx, id, addr)
+	if err != nil {
+		return nil, true, err
+	}
+	switch req.(type) {
+	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest:
+		resp, sent, err := conn.roundTrip(ctx, req)
+		if err != nil {
+			c.drop(id, conn)
+			return nil, !sent, err
+		}
+		if topLevelError(resp) == kerr.NotController.Code {
+			return nil, true, fmt.Errorf("node %d: %w", id, kerr.NotController)
+		}
+		return resp, false, nil
+	}
+	env := kmsg.NewPtrEnvelopeRequest()
+	// The inner request's correlation id is not used: the envelope's is.
+	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-forwarding")).AppendRequest(nil, req, 0)[4:]
+	env.RequestPrincipal = []byte{}
+	answer, sent, err := conn.roundTrip(ctx, env)
+	if err != nil {
+		c.drop(id, conn)
+		return nil, !sent, err
+	}
+	envResp := answer.(*kmsg.EnvelopeResponse)
+	if envResp.ErrorCode == kerr.NotController.Code {
+		return nil, true, fmt.Errorf("node %d: %w", id, kerr.NotController)
+	}
+	if err := kerr.ErrorForCode(envResp.ErrorCode); err != nil {
+		return nil, false, fmt.Errorf("forwarding %s to node %d: %w", kmsg.NameForKey(req.Key()), id, err)
+	}
+	inner := req.ResponseKind()
+	inner.SetVersion(req.GetVersion())
+	if _, err := protocol.ParseResponse(envResp.ResponseData, inner); err != nil {
+		return nil, false, fmt.Errorf("forwarding to node %d: %w", id, err)
+	}
+	return inner, false, nil
+}
+
+func topLevelError(resp kmsg.Response) int16 {
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		return r.ErrorCode
+	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode
+	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode
+	}
+	return 0
+}
+
+func (c *ControllerClient) conn(ctx context.Context, id int32, addr string) (*controllerConn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.New("the controller client is closed")
+	}
+	if cc := c.conns[id]; cc != nil && cc.addr == addr && !cc.isDead() {
+		c.mu.Unlock()
+		return cc, nil
+	}
+	c.mu.Unlock()
+	d := net.Dialer{Timeout: forwardDialTime}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialling controller %d at %s: %w", id, addr, err)
+	}
+	cc := newControllerConn(nc, addr, c.opts.NodeID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		cc.close(errors.New("the controller client is closed"))
+		return nil, errors.New("the controller client is closed")
+	}
+	if old := c.conns[id]; old != nil {
+		old.close(errors.New("replaced"))
+	}
+	c.conns[id] = cc
+	return cc, nil
+}
+
+func (c *ControllerClient) drop(id int32, cc *controllerConn) {
+	c.mu.Lock()
+	if c.conns[id] == cc {
+		delete(c.conns, id)
+	}
+	c.mu.Unlock()
+	cc.close(errForwardLost)
+}
+
+// Close closes every controller connection; requests waiting on them fail.
+func (c *ControllerClient) Close() {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = map[int32]*controllerConn{}
+	c.mu.Unlock()
+	for _, cc := range conns {
+		cc.close(errors.New("the controller client is closed"))
+	}
+}
+
+// controllerConn is one pipelined connection to a controller: requests
+// are written in order and answered in order (Kafka's guarantee per
+// connection).
+type controllerConn struct {
+	nc        net.Conn
+	addr      string
+	formatter *kmsg.RequestFormatter
+
+	writeMu sync.Mutex
+	corr    int32
+	waiting []*forwardWait // in request order
+	dead    error
+}
+
+type forwardWait struct {
+	corr int32
+	resp kmsg.Response
+	done chan error // buffered
+}
+
+func newControllerConn(nc net.Conn, addr string, nodeID int32) *controllerConn {
+	cc := &controllerConn{nc: nc, addr: addr,
+		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-broker-" + strconv.Itoa(int(nodeID))))}
+	go cc.readLoop()
+	return cc
+}
+
+func (cc *controllerConn) isDead() bool {
+	cc.writeMu.Lock()
+	defer cc.writeMu.Unlock()
+	return cc.dead != nil
+}
+
+// roundTrip sends req and waits for its answer; sent reports whether any
+// of it may have reached the controller.
+func (cc *controllerConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
+	w := &forwardWait{resp: req.ResponseKind(), done: make(chan error, 1)}
+	w.resp.SetVersion(req.GetVersion())
+	cc.writeMu.Lock()
+	if cc.dead != nil {
+		err := cc.dead
+		cc.writeMu.Unlock()
+		return nil, false, err
+	}
+	cc.corr++
+	w.corr = cc.corr
+	frame := cc.formatter.AppendRequest(nil, req, w.corr)
+	cc.waiting = append(cc.waiting, w)
+	_ = cc.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	n, err := cc.nc.Write(frame)
+	cc.writeMu.Unlock()
+	if err != nil {
+		cc.close(err)
+		return nil, n > 0, err
+	}
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return nil, true, err
+		}
+		return w.resp, true, nil
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	}
+}
+
+func (cc *controllerConn) readLoop() {
+	br := bufio.NewReaderSize(cc.nc, 64<<10)
+	for {
+		frame, err := protocol.ReadFrame(br, 1<<30, nil)
+		if err != nil {
+			cc.close(err)
+			return
+		}
+		cc.writeMu.Lock()
+		if len(cc.waiting) == 0 {
+			cc.writeMu.Unlock()
+			cc.close(errors.New("a response to no request"))
+			return
+		}
+		w := cc.waiting[0]
+		cc.waiting = cc.waiting[1:]
+		cc.writeMu.Unlock()
+		corr, err := protocol.ParseResponse(frame, w.resp)
+		if err == nil && corr != w.corr {
+			err = fmt.Errorf("response with correlation id %d to request %d", corr, w.corr)
+		}
+		w.done <- err
+		if err != nil {
+			cc.close(err)
+			return
+		}
+	}
+}
+
+// close fails every waiting request with err and closes the connection.
+func (cc *controllerConn) close(err error) {
+	cc.writeMu.Lock()
+	if cc.dead == nil {
+		cc.dead = err
+	}
+	waiting := cc.waiting
+	cc.waiting = nil
+	cc.writeMu.Unlock()
+	cc.nc.Close()
+	for _, w := range waiting {
+		w.done <- fmt.Errorf("%w: %w", errForwardLost, err)
+	}
+}

@@ -1,0 +1,409 @@
+// Package quorum tests a multi-node Gregor cluster black-box: separate
+// gregor processes on loopback, formatted into one static quorum of
+// combined broker,controller nodes (issue 10), driven with franz-go.
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/integration/node"
+)
+
+// sessionTimeout is broker.session.timeout.ms in these tests, shorter than
+// Kafka's 9 s so that fencing is seen sooner.
+const sessionTimeout = 3 * time.Second
+
+func startQuorum(t *testing.T) []*node.Node {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes")
+	}
+	return node.StartQuorum(t, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
+		"broker.heartbeat.interval.ms=500")
+}
+
+func seeds(nodes []*node.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Addr())
+	}
+	return out
+}
+
+func client(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// activeController asks node n (forwarded to the active controller) who
+// leads the metadata quorum.
+func activeController(ctx context.Context, n *node.Node) (int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+	if err != nil {
+		return -1, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, errors.New("DescribeQuorum: no partition in the answer")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, err
+	}
+	return p.LeaderID, nil
+}
+
+func waitFor(t *testing.T, wait time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > wait {
+			t.Fatalf("no %s after %s", what, wait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// leaders maps each partition of topic to its leader, as node addr sees it.
+func leaders(ctx context.Context, t *testing.T, addr string, topic string) map[int32]int32 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return nil
+	}
+	out := map[int32]int32{}
+	for _, p := range td[topic].Partitions {
+		out[p.Partition] = p.Leader
+	}
+	return out
+}
+
+// TestQuorumOfThreeServesAndFailsOver: three combined nodes form one
+// cluster; a topic's partitions are placed on all three brokers, records go
+// through each; kill -9 of the active controller elects a new one, under a
+// stream of topic creations none of which is reported created and then
+// missing; the dead node's broker is fenced and its partitions go offline,
+// then return when it restarts; every node ends with the same metadata.
+func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
+	nodes := startQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := client(t, seeds(nodes))
+	adm := kadm.NewClient(cl)
+
+	waitUnfenced(ctx, t, nodes)
+	const topic = "spread"
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	// Every broker hosts some partition of the topic.
+	var placed map[int32]int32
+	waitFor(t, 10*time.Second, "topic on every node's metadata", func() bool {
+		for _, n := range nodes {
+			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
+				return false
+			}
+		}
+		return true
+	})
+	hosts := map[int32]bool{}
+	for _, l := range placed {
+		hosts[l] = true
+	}
+	if len(hosts) != 3 {
+		t.Fatalf("leaders %v: not spread over the three brokers", placed)
+	}
+	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
+
+	old, err := activeController(ctx, nodes[0])
+	if err != nil || old < 1 || old > 3 {
+		t.Fatalf("active controller: %d %v", old, err)
+	}
+	victim := nodes[old-1]
+	var survivors []*node.Node
+	for _, n := range nodes {
+		if n != victim {
+			survivors = append(survivors, n)
+		}
+	}
+
+	// A stream of topic creations through the survivors, across the kill.
+	created := map[string]bool{}
+	var createdMu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		acl := kadm.NewClient(client(t, seeds(survivors), kgo.RetryTimeout(2*time.Second)))
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("stream-%d", i)
+			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+			res, err := acl.CreateTopic(cctx, 2, 1, nil, name)
+			ccancel()
+			if err == nil && res.Err == nil {
+				createdMu.Lock()
+				created[name] = true
+				createdMu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	victim.Kill()
+	killed := time.Now()
+	var now int32
+	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
+		id, err := activeController(ctx, survivors[0])
+		now = id
+		return err == nil && id != old && id > 0
+	})
+	t.Logf("node %d killed; node %d is the active controller %s later", old, now, took.Round(time.Millisecond))
+	// election timeout (1 s) plus a second, with room for a loaded machine.
+	if took > 5*time.Second {
+		t.Errorf("a new active controller took %s", took)
+	}
+
+	// The dead broker is fenced once its session lapses: its partitions
+	// have no leader.
+	waitFor(t, sessionTimeout+10*time.Second, "the killed broker's partitions offline", func() bool {
+		l := leaders(ctx, t, survivors[0].Addr(), topic)
+		offline := 0
+		for p, leader := range l {
+			if placed[p] == old && leader == -1 {
+				offline++
+			}
+		}
+		return len(l) == 6 && offline > 0 && offline == count(placed, old)
+	})
+	t.Logf("node %d's partitions offline %s after the kill", old, time.Since(killed).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	createdMu.Lock()
+	defer createdMu.Unlock()
+	if len(created) == 0 {
+		t.Fatal("no topic creation succeeded across the failover")
+	}
+
+	victim.Restart()
+	waitFor(t, 20*time.Second, "the partitions back with their leader", func() bool {
+		l := leaders(ctx, t, survivors[0].Addr(), topic)
+		for p, leader := range l {
+			if leader != placed[p] {
+				return false
+			}
+		}
+		return len(l) == 6
+	})
+	// Every creation reported successful is there, on every node, with the
+	// partitions it asked for; every node has the same topics.
+	var first []string
+	waitFor(t, 20*time.Second, "the same topics on every node", func() bool {
+		first = nil
+		for i, n := range nodes {
+			names := topicNames(ctx, t, n.Addr())
+			if i == 0 {
+				first = names
+			} else if !slices.Equal(names, first) {
+				return false
+			}
+		}
+		return true
+	})
+	for name := range created {
+		if !slices.Contains(first, name) {
+			t.Errorf("%s was reported created but is missing", name)
+		}
+		if l := leaders(ctx, t, nodes[0].Addr(), name); len(l) != 2 {
+			t.Errorf("%s has %d partitions, want 2", name, len(l))
+		}
+	}
+	t.Logf("%d topic creations succeeded across the failover; all present on every node", len(created))
+	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
+}
+
+// TestQuorumWithoutMajority: with two of three controllers gone no
+// metadata change commits (a creation fails with a retriable error, never
+// reports success), while the surviving broker keeps serving produce and
+// fetch on its partitions; once they return, creations work again.
+func TestQuorumWithoutMajority(t *testing.T) {
+	nodes := startQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, seeds(nodes)))
+	waitUnfenced(ctx, t, nodes)
+	const topic = "data"
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	waitFor(t, 10*time.Second, "topic on node 3", func() bool { return len(leaders(ctx, t, nodes[2].Addr(), topic)) == 6 })
+	nodes[0].Kill()
+	nodes[1].Kill()
+
+	lone := []string{nodes[2].Addr()}
+	lctx, lcancel := context.WithTimeout(ctx, 8*time.Second)
+	res, err := kadm.NewClient(client(t, lone, kgo.RetryTimeout(6*time.Second))).CreateTopic(lctx, 1, 1, nil, "never")
+	lcancel()
+	if err == nil && res.Err == nil {
+		t.Fatal("a topic creation reported success without a quorum")
+	}
+	t.Logf("creation without a quorum: %v %v", err, res.Err)
+
+	// Node 3's partitions still take and serve records.
+	mine := []int32{}
+	for p, l := range leaders(ctx, t, nodes[2].Addr(), topic) {
+		if l == 3 {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatal("node 3 leads no partition")
+	}
+	// Not idempotent: a producer id comes from the controller, and a
+	// broker that never had a block cannot hand one out without a quorum
+	// (nor can Kafka's).
+	pcl := client(t, lone, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+	for i := range 50 {
+		r := &kgo.Record{Topic: topic, Partition: mine[i%len(mine)], Value: []byte(fmt.Sprint(i))}
+		if err := pcl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("producing to node 3 without a quorum: %v", err)
+		}
+	}
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range mine {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	ccl := client(t, lone, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	got := 0
+	for got < 50 {
+		fs := ccl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming from node 3 without a quorum: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+
+	nodes[0].Restart()
+	nodes[1].Restart()
+	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "after"); err != nil || res.Err != nil {
+		t.Fatalf("creating a topic once the quorum is back: %v %v", err, res.Err)
+	}
+	if slices.Contains(topicNames(ctx, t, nodes[2].Addr()), "never") {
+		t.Fatal("the creation refused without a quorum happened anyway")
+	}
+}
+
+// waitUnfenced waits until every node lists all brokers (a broker is
+// unfenced once it has caught up with the metadata log).
+func waitUnfenced(ctx context.Context, t *testing.T, nodes []*node.Node) {
+	t.Helper()
+	var want []int32
+	for _, n := range nodes {
+		want = append(want, n.ID)
+	}
+	waitFor(t, 20*time.Second, "every broker unfenced", func() bool {
+		for _, n := range nodes {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bm, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+			cl.Close()
+			if err != nil || !slices.Equal(bm.Brokers.NodeIDs(), want) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func count(m map[int32]int32, v int32) int {
+	n := 0
+	for _, x := range m {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+func topicNames(ctx context.Context, t *testing.T, addr string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil
+	}
+	names := td.Names()
+	slices.Sort(names)
+	return names
+}
+
+// produceAndConsume sends n records to topic and reads them all back.
+func produceAndConsume(ctx context.Context, t *testing.T, addrs []string, topic string, n int) {
+	t.Helper()
+	prefix := fmt.Sprintf("%d-", time.Now().UnixNano())
+	pcl := client(t, addrs, kgo.DefaultProduceTopic(topic))
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(prefix + fmt.Sprint(i))}
+	}
+	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+	ccl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := ccl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming: %v (%d of %d)", err, len(seen), n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if strings.HasPrefix(string(r.Value), prefix) {
+				seen[string(r.Value)] = true
+			}
+		})
+	}
+}
