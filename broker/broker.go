@@ -96,6 +96,10 @@ type Options struct {
 	// what controllers and brokers send it (controllerapis.go), and
 	// requests arriving on a controller listener are answered by it.
 	LocalController *controller.Controller
+	// ControllerOnly is a node with process.roles=controller: it serves
+	// its controller listeners and nothing else (no registration, no
+	// partitions, no coordinators).
+	ControllerOnly bool
 	// Replicas hosts this node's partitions; the broker starts and stops
 	// it with itself.
 	Replicas *replica.Manager
@@ -189,6 +193,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
 	}
+	if b.opts.ControllerOnly {
+		return nil
+	}
 	if err := b.register(ctx); err != nil {
 		return err
 	}
@@ -228,7 +235,9 @@ func (b *Broker) Shutdown() {
 			b.cancel()
 		}
 		b.bg.Wait()
-		b.replicas.Stop()
+		if b.replicas != nil {
+			b.replicas.Stop()
+		}
 	})
 }
 

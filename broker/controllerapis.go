@@ -13,6 +13,8 @@ package broker
 //     inner request is answered by the local controller once committed.
 //     The principal and client address are not used yet (no
 //     authorization until security lands).
+//   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0:
+//     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
 //     AllocateProducerIds (key 67) v0: what brokers send the active
 //     controller directly, answered by it (NOT_CONTROLLER from the others).
@@ -35,6 +37,12 @@ func (b *Broker) handleRaftMessages(ctx context.Context, r *request) {
 		return
 	}
 	r.noResponse()
+}
+
+func (b *Broker) handleMetadataFetch(ctx context.Context, r *request) {
+	req := r.kreq.(*protocol.MetadataFetchRequest)
+	// Long-polls: off the connection's reader.
+	r.goAsync(func() { r.respond(b.opts.LocalController.FetchCommitted(ctx, req)) })
 }
 
 func (b *Broker) handleEnvelope(ctx context.Context, r *request) {

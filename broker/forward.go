@@ -24,9 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -40,9 +42,6 @@ type ControllerClientOptions struct {
 	NodeID int32
 	// Local is this process's controller, nil on a broker-only node.
 	Local *controller.Controller
-	// Metadata names the active controller (Image.LeaderID) and the
-	// voters' endpoints.
-	Metadata MetadataView
 	// Listener is the controller listener whose endpoints are dialled
 	// (the first of controller.listener.names).
 	Listener string
@@ -50,13 +49,19 @@ type ControllerClientOptions struct {
 	// (controller.quorum.voters), by node id, used while the image has no
 	// endpoint for the active controller.
 	Bootstrap map[int32]string
-	Logger    *slog.Logger
+	// BootstrapAddrs are the controllers to ask while no active one is
+	// known (controller.quorum.bootstrap.servers, or the voters).
+	BootstrapAddrs []string
+	Logger         *slog.Logger
 }
 
 // ControllerClient implements ActiveController across the network.
 type ControllerClient struct {
 	opts ControllerClientOptions
 	log  *slog.Logger
+	// meta names the active controller (Image.LeaderID) and the voters'
+	// endpoints; set by Follow.
+	meta atomic.Pointer[MetadataView]
 
 	mu     sync.Mutex
 	conns  map[int32]*controllerConn
@@ -70,6 +75,9 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	}
 	return &ControllerClient{opts: opts, log: opts.Logger, conns: map[int32]*controllerConn{}}
 }
+
+// Follow names the metadata view that says which controller is active.
+func (c *ControllerClient) Follow(m MetadataView) { c.meta.Store(&m) }
 
 // errForwardLost: the request reached a controller that gave no answer.
 var errForwardLost = errors.New("the controller did not answer the forwarded request")
@@ -111,7 +119,11 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 // activeController is the active controller's id and address as this
 // node knows them.
 func (c *ControllerClient) activeController() (int32, string, bool) {
-	img := c.opts.Metadata.Image()
+	m := c.meta.Load()
+	if m == nil {
+		return -1, "", false
+	}
+	img := (*m).Image()
 	if img == nil || img.LeaderID < 0 {
 		return -1, "", false
 	}
@@ -169,6 +181,43 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 		return nil, false, fmt.Errorf("forwarding to node %d: %w", id, err)
 	}
 	return inner, false, nil
+}
+
+// FetchMetadata sends a broker's MetadataFetch to the active controller,
+// or while none is known (or it does not answer) to each bootstrap
+// controller in turn: any controller serves what it has committed.
+func (c *ControllerClient) FetchMetadata(ctx context.Context, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error) {
+	type target struct {
+		id   int32
+		addr string
+	}
+	var targets []target
+	if id, addr, ok := c.activeController(); ok {
+		targets = append(targets, target{id, addr})
+	}
+	for i, addr := range c.opts.BootstrapAddrs {
+		// Bootstrap connections are keyed apart from node ids.
+		targets = append(targets, target{math.MinInt32 + int32(i), addr})
+	}
+	err := errors.New("no controller address known")
+	for _, t := range targets {
+		conn, cerr := c.conn(ctx, t.id, t.addr)
+		if cerr != nil {
+			err = cerr
+			continue
+		}
+		resp, _, rerr := conn.roundTrip(ctx, req)
+		if rerr != nil {
+			c.drop(t.id, conn)
+			err = rerr
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		return resp.(*protocol.MetadataFetchResponse), nil
+	}
+	return nil, err
 }
 
 func topLevelError(resp kmsg.Response) int16 {

@@ -68,6 +68,7 @@ func (b *Broker) handlers() []*handler {
 		// What controllers serve each other and brokers (controllerapis.go).
 		hs = append(hs,
 			ctrl(&handler{key: kmsg.Key(protocol.RaftMessagesKey), min: 0, max: 0, fn: b.handleRaftMessages, internal: true}),
+			ctrl(&handler{key: kmsg.Key(protocol.MetadataFetchKey), min: 0, max: 0, fn: b.handleMetadataFetch, internal: true}),
 			ctrl(&handler{key: kmsg.Envelope, min: 0, max: 0, fn: b.handleEnvelope}),
 			ctrl(&handler{key: kmsg.BrokerRegistration, min: 0, max: 4, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.BrokerHeartbeat, min: 0, max: 1, fn: b.handleControllerDirect}),

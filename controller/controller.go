@@ -139,15 +139,21 @@ type Controller struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	image atomic.Pointer[Image]
+	publisher
 	// active mirrors serving() for other goroutines (the broker's
 	// forwarding and its controller listener).
-	active  atomic.Bool
-	quorum  atomic.Pointer[quorumStatus]
-	fatal   atomic.Pointer[error]
-	subsMu  sync.Mutex
-	subs    map[*subscription]struct{}
-	stopped bool // subsMu
+	active atomic.Bool
+	// The applied index for MetadataFetch (observers.go).
+	wakeMu        sync.Mutex
+	appliedSignal uint64
+	appliedWake   chan struct{}
+	obsMu         sync.Mutex
+	observers     map[int32]observerStatus
+	quorum        atomic.Pointer[quorumStatus]
+	fatal         atomic.Pointer[error]
+	subsMu        sync.Mutex
+	subs          map[*subscription]struct{}
+	stopped       bool // subsMu
 
 	// loop-owned
 	rn              *raft.RawNode
@@ -275,10 +281,11 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
 		rng:             rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		subs:            map[*subscription]struct{}{},
 		sessions:        map[int32]*brokerSession{},
 		peerLastContact: map[uint64]time.Time{},
 		peerCaughtUp:    map[uint64]time.Time{},
+		appliedWake:     make(chan struct{}),
+		observers:       map[int32]observerStatus{},
 	}
 	c.lastSnapshot = c.now()
 	snap, _ := rlog.Snapshot()
@@ -291,6 +298,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 			return nil, fmt.Errorf("starting controller: %w", err)
 		}
 		c.appliedIndex, c.appliedTerm, c.snapshotIndex = idx, snap.GetMetadata().GetTerm(), idx
+		c.appliedSignal = idx
 	}
 	c.committed = img
 	c.image.Store(img)
@@ -363,8 +371,7 @@ func (c *Controller) Active() bool { return c.active.Load() }
 // NodeID is this controller's node id.
 func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
 
-// Image returns the current committed image.
-func (c *Controller) Image() *Image { return c.image.Load() }
+
 
 // Err returns the error that stopped the controller, if any (a metadata
 // record it cannot read, a storage failure).
@@ -429,13 +436,7 @@ func (c *Controller) Close() error {
 	close(c.stop)
 	c.closeMu.Unlock()
 	<-c.done
-	c.subsMu.Lock()
-	c.stopped = true
-	for s := range c.subs {
-		s.close()
-	}
-	c.subs = nil
-	c.subsMu.Unlock()
+	c.closeSubscriptions()
 	if err := c.rlog.Close(); err != nil {
 		return fmt.Errorf("closing metadata log: %w", err)
 	}
@@ -546,6 +547,7 @@ func (c *Controller) handleReady() {
 		c.confState = rd.Snapshot.GetMetadata().GetConfState()
 		c.snapshotIndex = c.appliedIndex
 		c.publish(img)
+		c.noteApplied(c.appliedIndex)
 	}
 	if err := c.rlog.Save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
 		c.setFatal(fmt.Errorf("persisting metadata log: %w", err))
@@ -628,6 +630,7 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 	}
 	c.appliedIndex = e.GetIndex()
 	c.appliedTerm = e.GetTerm()
+	c.noteApplied(c.appliedIndex)
 	// The image with this entry is published: whoever settle answers sees
 	// it in Image().
 	c.settle(e)
@@ -717,11 +720,36 @@ func (c *Controller) maybeSnapshot() {
 	c.lastSnapshot = c.now()
 }
 
+// publisher holds the current image and delivers each new one to the
+// subscribers, for the Controller and the Follower alike.
+type publisher struct {
+	image   atomic.Pointer[Image]
+	subsMu  sync.Mutex
+	subs    map[*subscription]struct{}
+	stopped bool // subsMu
+}
+
+// Image returns the current committed image.
+func (c *publisher) Image() *Image { return c.image.Load() }
+
+func (c *publisher) closeSubscriptions() {
+	c.subsMu.Lock()
+	c.stopped = true
+	for s := range c.subs {
+		s.close()
+	}
+	c.subs = nil
+	c.subsMu.Unlock()
+}
+
 // publish makes img the current image and queues it for subscribers.
-func (c *Controller) publish(img *Image) {
+func (c *publisher) publish(img *Image) {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
 	prev := c.image.Swap(img)
+	if c.subs == nil && !c.stopped {
+		c.subs = map[*subscription]struct{}{}
+	}
 	for s := range c.subs {
 		s.push(prev, img)
 	}
@@ -730,7 +758,7 @@ func (c *Controller) publish(img *Image) {
 // Subscribe calls fn for every new image, in order, on one goroutine, first
 // with the current image (prev is nil then). It returns a function that
 // cancels the subscription.
-func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) {
+func (c *publisher) Subscribe(fn func(prev, next *Image)) (cancel func()) {
 	s := &subscription{fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	c.subsMu.Lock()
 	if c.stopped {
@@ -739,6 +767,9 @@ func (c *Controller) Subscribe(fn func(prev, next *Image)) (cancel func()) {
 		return func() {}
 	}
 	s.push(nil, c.image.Load())
+	if c.subs == nil {
+		c.subs = map[*subscription]struct{}{}
+	}
 	c.subs[s] = struct{}{}
 	c.subsMu.Unlock()
 	go s.run()

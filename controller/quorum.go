@@ -164,6 +164,19 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 		}
 		p.CurrentVoters = append(p.CurrentVoters, r)
 	}
+	ids, observers := c.observerStates()
+	for _, id := range ids {
+		o := observers[id]
+		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		r.ReplicaID = id
+		r.LogEndOffset = o.fetchOffset
+		r.LastFetchTimestamp = o.lastFetch.UnixMilli()
+		r.LastCaughtUpTimestamp = -1
+		if !o.lastCaughtUp.IsZero() {
+			r.LastCaughtUpTimestamp = o.lastCaughtUp.UnixMilli()
+		}
+		p.Observers = append(p.Observers, r)
+	}
 	t.Partitions = append(t.Partitions, p)
 	resp.Topics = append(resp.Topics, t)
 	if req.Version >= 2 {

@@ -281,9 +281,12 @@ func PeekAPI(frame []byte) (key, version int16, ok bool) {
 // does not know the key or the version.
 func NewRequest(key, version int16) kmsg.Request {
 	var req kmsg.Request
-	if key == RaftMessagesKey {
+	switch key {
+	case RaftMessagesKey:
 		req = &RaftMessagesRequest{}
-	} else {
+	case MetadataFetchKey:
+		req = &MetadataFetchRequest{}
+	default:
 		req = kmsg.RequestForKey(key)
 	}
 	if req == nil || version < 0 || version > req.MaxVersion() {

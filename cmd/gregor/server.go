@@ -37,48 +37,61 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	format, err := controller.ReadFormat(fsys, s.metadataDir)
-	if err != nil {
-		return fmt.Errorf("reading the metadata dir: %w", err)
+	opts := s.brokerOpts
+	opts.Configs = s.configs
+	opts.SupportedFeatures = s.supportedFeatures
+	opts.Logger = log.With("component", "broker")
+	// What this node follows the metadata through: its own controller, or
+	// (broker only) the controllers' committed log.
+	var meta broker.MetadataView
+	if s.isController {
+		ctrl, transport, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir])
+		if err != nil {
+			return err
+		}
+		defer ctrl.Close()
+		if transport != nil {
+			defer transport.Close()
+		}
+		meta = ctrl
+		opts.Metadata, opts.Controller, opts.LocalController = ctrl, ctrl, ctrl
+		if transport != nil {
+			forwarder := newForwarder(s, ctrl)
+			defer forwarder.Close()
+			forwarder.Follow(ctrl)
+			opts.Controller = forwarder
+		}
+	} else {
+		forwarder := newForwarder(s, nil)
+		defer forwarder.Close()
+		follower, err := controller.StartFollower(ctx, controller.FollowerConfig{
+			ClusterID: clusterID, NodeID: s.nodeID, Fetch: forwarder.FetchMetadata, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		defer follower.Close()
+		forwarder.Follow(follower)
+		meta = follower
+		opts.Metadata, opts.Controller = follower, forwarder
 	}
-	// A quorum of several controllers talks over the CONTROLLER listener.
-	var transport *controller.NetTransport
-	var ctrlRef atomic.Pointer[controller.Controller]
-	if len(format.Voters) > 1 {
-		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
-			if c := ctrlRef.Load(); c != nil {
-				return c.VoterAddress(id, s.controllerListenerName)
-			}
-			return staticVoterAddress(s.voters, id)
-		}, log)
-		defer transport.Close()
-	}
-	ctrlCfg := controller.Config{
-		FS:                       fsys,
-		NodeID:                   s.nodeID,
-		ClusterID:                clusterID,
-		DirectoryID:              dirIDs[s.metadataDir],
-		MetadataDir:              s.metadataDir,
-		Voters:                   s.voters,
-		DefaultPartitions:        s.brokerOpts.NumPartitions,
-		DefaultReplicationFactor: s.brokerOpts.DefaultReplicationFactor,
-		Schema:                   s.schema,
-		SupportedFeatures:        s.supportedFeatures,
-		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
-		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
-		Logger:                   log,
-	}
-	if transport != nil {
-		ctrlCfg.Transport = transport
-	}
-	ctrl, err := controller.Start(ctx, ctrlCfg)
-	if err != nil {
-		return fmt.Errorf("starting the controller: %w", err)
-	}
-	defer ctrl.Close()
-	if transport != nil {
-		ctrlRef.Store(ctrl)
-		transport.Bind(ctrl)
+
+	if !s.isBroker {
+		// A controller-only node serves its controller listeners alone.
+		opts.ControllerOnly = true
+		b := broker.New(opts)
+		if err := b.Listen(); err != nil {
+			return err
+		}
+		if err := b.Start(ctx); err != nil {
+			b.Shutdown()
+			return fmt.Errorf("starting the controller listeners: %w", err)
+		}
+		printStarted(stdout, s, start, clusterID, b)
+		<-ctx.Done()
+		log.Info("shutting down")
+		b.Shutdown()
+		return nil
 	}
 
 	// Kafka halts the broker when its last log dir goes offline; Gregor
@@ -105,36 +118,15 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	opts := s.brokerOpts
-	opts.Metadata = ctrl
-	opts.Controller = ctrl
-	opts.LocalController = ctrl
-	if transport != nil {
-		bootstrap := map[int32]string{}
-		for _, v := range s.voters {
-			if addr, ok := staticVoterAddress(s.voters, v.ID); ok {
-				bootstrap[v.ID] = addr
-			}
-		}
-		forwarder := broker.NewControllerClient(broker.ControllerClientOptions{
-			NodeID: s.nodeID, Local: ctrl, Metadata: ctrl, Listener: s.controllerListenerName,
-			Bootstrap: bootstrap, Logger: log.With("component", "forwarding"),
-		})
-		defer forwarder.Close()
-		opts.Controller = forwarder
-	}
 	opts.Replicas = replica.NewManager(replica.Options{
 		NodeID:  s.nodeID,
 		Logs:    logs,
 		Configs: s.configs,
 		Logger:  log.With("component", "replica"),
 	})
-	opts.Configs = s.configs
-	opts.SupportedFeatures = s.supportedFeatures
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
 	}
-	opts.Logger = log.With("component", "broker")
 	b := broker.New(opts)
 	if err := b.Listen(); err != nil {
 		return err
@@ -143,7 +135,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		b.Shutdown()
 		return fmt.Errorf("starting the broker: %w", err)
 	}
-	stopDynamicConfigs := ctrl.Subscribe(func(_, next *controller.Image) {
+	stopDynamicConfigs := meta.Subscribe(func(_, next *controller.Image) {
 		layers := config.LayersFromImage(s.cfg, next)
 		logs.SetCleanerOptions(cleanerOptions(layers))
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
@@ -156,15 +148,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		defer close(bgDone)
 		logs.Run(bgCtx)
 	}()
-
-	addrs := b.Addrs()
-	names := make([]string, 0, len(addrs))
-	for name, a := range addrs {
-		names = append(names, name+"://"+a)
-	}
-	sort.Strings(names)
-	fmt.Fprintf(stdout, "Gregor %s started in %s: node %d of cluster %s, listening on %s, data in %s\n",
-		version, time.Since(start).Round(time.Millisecond), s.nodeID, clusterID, strings.Join(names, ", "), strings.Join(s.logDirs, ","))
+	printStarted(stdout, s, start, clusterID, b)
 
 	var failed error
 	select {
@@ -178,6 +162,85 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	stopBackground()
 	<-bgDone
 	return failed
+}
+
+func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID string, b *broker.Broker) {
+	addrs := b.Addrs()
+	names := make([]string, 0, len(addrs))
+	for name, a := range addrs {
+		names = append(names, name+"://"+a)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(stdout, "Gregor %s started in %s: node %d (%s) of cluster %s, listening on %s, data in %s\n",
+		version, time.Since(start).Round(time.Millisecond), s.nodeID, s.cfg.Raw["process.roles"], clusterID, strings.Join(names, ", "), strings.Join(allDirs(s), ","))
+}
+
+// startController starts this node's controller, with the transport to
+// its peers when the quorum has more than one voter.
+func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID) (*controller.Controller, *controller.NetTransport, error) {
+	format, err := controller.ReadFormat(fsys, s.metadataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the metadata dir: %w", err)
+	}
+	var transport *controller.NetTransport
+	var ctrlRef atomic.Pointer[controller.Controller]
+	if len(format.Voters) > 1 {
+		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
+			if c := ctrlRef.Load(); c != nil {
+				return c.VoterAddress(id, s.controllerListenerName)
+			}
+			return staticVoterAddress(s.voters, id)
+		}, s.logger)
+	}
+	cfg := controller.Config{
+		FS:                       fsys,
+		NodeID:                   s.nodeID,
+		ClusterID:                clusterID,
+		DirectoryID:              dirID,
+		MetadataDir:              s.metadataDir,
+		Voters:                   s.voters,
+		DefaultPartitions:        s.brokerOpts.NumPartitions,
+		DefaultReplicationFactor: s.brokerOpts.DefaultReplicationFactor,
+		Schema:                   s.schema,
+		SupportedFeatures:        s.supportedFeatures,
+		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
+		Logger:                   s.logger,
+	}
+	if transport != nil {
+		cfg.Transport = transport
+	}
+	ctrl, err := controller.Start(ctx, cfg)
+	if err != nil {
+		if transport != nil {
+			transport.Close()
+		}
+		return nil, nil, fmt.Errorf("starting the controller: %w", err)
+	}
+	if transport != nil {
+		ctrlRef.Store(ctrl)
+		transport.Bind(ctrl)
+	}
+	return ctrl, transport, nil
+}
+
+// newForwarder is this node's client of the active controller.
+func newForwarder(s *settings, local *controller.Controller) *broker.ControllerClient {
+	bootstrap := map[int32]string{}
+	var addrs []string
+	for _, v := range s.voters {
+		if addr, ok := staticVoterAddress(s.voters, v.ID); ok {
+			bootstrap[v.ID] = addr
+			addrs = append(addrs, addr)
+		}
+	}
+	if len(s.cfg.ControllerQuorumVoters) == 0 {
+		addrs = s.cfg.ControllerQuorumBootstrapServers
+	}
+	return broker.NewControllerClient(broker.ControllerClientOptions{
+		NodeID: s.nodeID, Local: local, Listener: s.controllerListenerName,
+		Bootstrap: bootstrap, BootstrapAddrs: addrs, Logger: s.logger.With("component", "forwarding"),
+	})
 }
 
 // ensureFormatted checks meta.properties in every log dir (and the
@@ -206,9 +269,10 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		metas[d] = mp
 	}
 	fresh := clusterID == ""
-	if fresh && s.forcedClusterID == "" && len(s.voters) > 1 {
-		// One node cannot choose the cluster id for all of them.
-		return "", nil, fmt.Errorf("no readable meta.properties in %s: a quorum of %d controllers starts from nodes formatted with one cluster id: run `gregor storage random-uuid` once, then `gregor storage format --config <server.properties> --cluster-id <id>` on every node", strings.Join(dirs, ","), len(s.voters))
+	if fresh && s.forcedClusterID == "" && !(s.isBroker && s.isController && len(s.voters) == 1) {
+		// Only a single combined node formats itself: one node cannot
+		// choose the cluster id for all of a cluster's.
+		return "", nil, fmt.Errorf("no readable meta.properties in %s: the nodes of a cluster start formatted with one cluster id: run `gregor storage random-uuid` once, then `gregor storage format --config <server.properties> --cluster-id <id>` on every node (brokers with --no-initial-controllers)", strings.Join(dirs, ","))
 	}
 	switch {
 	case fresh && s.forcedClusterID != "":
@@ -240,6 +304,10 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		if !fresh {
 			log.Warn("formatted a new log dir for the existing cluster", "dir", d, "cluster", clusterID)
 		}
+	}
+	if !s.isController {
+		// A broker-only node keeps no metadata log of its own.
+		return clusterID, ids, nil
 	}
 	if _, err := controller.ReadFormat(fsys, s.metadataDir); err != nil {
 		if !errors.Is(err, controller.ErrNotFormatted) {

@@ -21,6 +21,7 @@ type settings struct {
 	cfg                    *config.Broker
 	nodeID                 int32
 	isController           bool
+	isBroker               bool
 	controllerListenerName string
 	logDirs                []string
 	metadataDir            string
@@ -94,14 +95,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	if !cfg.IsBroker || !cfg.IsController {
-		return nil, fmt.Errorf("process.roles=%s: Gregor runs combined broker,controller nodes until the multi-node quorum lands", cfg.Raw["process.roles"])
-	}
 
 	s := &settings{
 		cfg:                    cfg,
 		nodeID:                 cfg.NodeID,
 		isController:           cfg.IsController,
+		isBroker:               cfg.IsBroker,
 		logDirs:                cfg.LogDirs,
 		metadataDir:            cfg.MetadataLogDir,
 		supportedFeatures:      supportedFeatures(),
@@ -152,7 +151,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 				Name: s.controllerListenerName, Host: v.Host, Port: v.Port, SecurityProtocol: 0,
 			}}})
 		}
-	} else {
+	} else if cfg.IsController {
 		s.voters = []controller.Voter{{ID: cfg.NodeID, Endpoints: controllerEndpoints}}
 	}
 	s.brokerOpts = broker.Options{

@@ -133,8 +133,10 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		}
 		s.voters = voters
 	case noInitialControllers:
-		fmt.Fprintln(stderr, "gregor storage format: --no-initial-controllers needs a multi-node quorum, which Gregor does not run yet")
-		return 1
+		if s.isController && len(s.cfg.ControllerQuorumVoters) == 0 {
+			fmt.Fprintln(stderr, "gregor storage format: --no-initial-controllers on a controller means joining the quorum later (kafka-metadata-quorum add-controller), which Gregor does not do yet")
+			return 1
+		}
 	}
 
 	fsys := vfs.OSFS{}
