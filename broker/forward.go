@@ -64,8 +64,16 @@ type ControllerClient struct {
 	meta atomic.Pointer[MetadataView]
 
 	mu     sync.Mutex
-	conns  map[int32]*controllerConn
+	conns  map[connKey]*controllerConn
 	closed bool
+}
+
+// connKey names a connection: metadata fetches, which wait on the
+// controller, get connections of their own so that heartbeats and
+// forwarded requests do not queue behind them.
+type connKey struct {
+	id    int32
+	fetch bool
 }
 
 // NewControllerClient returns a client of the active controller.
@@ -73,7 +81,7 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &ControllerClient{opts: opts, log: opts.Logger, conns: map[int32]*controllerConn{}}
+	return &ControllerClient{opts: opts, log: opts.Logger, conns: map[connKey]*controllerConn{}}
 }
 
 // Follow names the metadata view that says which controller is active.
@@ -143,7 +151,8 @@ func (c *ControllerClient) activeController() (int32, string, bool) {
 
 // send makes one attempt; retry says that req certainly was not acted on.
 func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req kmsg.Request) (resp kmsg.Response, retry bool, err error) {
-	conn, err := c.conn(ctx, id, addr)
+	key := connKey{id: id}
+	conn, err := c.conn(ctx, key, addr)
 	if err != nil {
 		return nil, true, err
 	}
@@ -151,7 +160,7 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest:
 		resp, sent, err := conn.roundTrip(ctx, req)
 		if err != nil {
-			c.drop(id, conn)
+			c.drop(key, conn)
 			return nil, !sent, err
 		}
 		if topLevelError(resp) == kerr.NotController.Code {
@@ -165,7 +174,7 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	env.RequestPrincipal = []byte{}
 	answer, sent, err := conn.roundTrip(ctx, env)
 	if err != nil {
-		c.drop(id, conn)
+		c.drop(key, conn)
 		return nil, !sent, err
 	}
 	envResp := answer.(*kmsg.EnvelopeResponse)
@@ -201,14 +210,15 @@ func (c *ControllerClient) FetchMetadata(ctx context.Context, req *protocol.Meta
 	}
 	err := errors.New("no controller address known")
 	for _, t := range targets {
-		conn, cerr := c.conn(ctx, t.id, t.addr)
+		key := connKey{id: t.id, fetch: true}
+		conn, cerr := c.conn(ctx, key, t.addr)
 		if cerr != nil {
 			err = cerr
 			continue
 		}
 		resp, _, rerr := conn.roundTrip(ctx, req)
 		if rerr != nil {
-			c.drop(t.id, conn)
+			c.drop(key, conn)
 			err = rerr
 			if ctx.Err() != nil {
 				break
@@ -232,13 +242,13 @@ func topLevelError(resp kmsg.Response) int16 {
 	return 0
 }
 
-func (c *ControllerClient) conn(ctx context.Context, id int32, addr string) (*controllerConn, error) {
+func (c *ControllerClient) conn(ctx context.Context, key connKey, addr string) (*controllerConn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, errors.New("the controller client is closed")
 	}
-	if cc := c.conns[id]; cc != nil && cc.addr == addr && !cc.isDead() {
+	if cc := c.conns[key]; cc != nil && cc.addr == addr && !cc.isDead() {
 		c.mu.Unlock()
 		return cc, nil
 	}
@@ -246,7 +256,7 @@ func (c *ControllerClient) conn(ctx context.Context, id int32, addr string) (*co
 	d := net.Dialer{Timeout: forwardDialTime}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dialling controller %d at %s: %w", id, addr, err)
+		return nil, fmt.Errorf("dialling controller %d at %s: %w", key.id, addr, err)
 	}
 	cc := newControllerConn(nc, addr, c.opts.NodeID)
 	c.mu.Lock()
@@ -255,17 +265,22 @@ func (c *ControllerClient) conn(ctx context.Context, id int32, addr string) (*co
 		cc.close(errors.New("the controller client is closed"))
 		return nil, errors.New("the controller client is closed")
 	}
-	if old := c.conns[id]; old != nil {
-		old.close(errors.New("replaced"))
+	if old := c.conns[key]; old != nil && old.addr == addr && !old.isDead() {
+		// Another caller dialled meanwhile: use its connection.
+		cc.close(errors.New("not needed"))
+		return old, nil
 	}
-	c.conns[id] = cc
+	if old := c.conns[key]; old != nil {
+		old.close(errors.New("the controller moved"))
+	}
+	c.conns[key] = cc
 	return cc, nil
 }
 
-func (c *ControllerClient) drop(id int32, cc *controllerConn) {
+func (c *ControllerClient) drop(key connKey, cc *controllerConn) {
 	c.mu.Lock()
-	if c.conns[id] == cc {
-		delete(c.conns, id)
+	if c.conns[key] == cc {
+		delete(c.conns, key)
 	}
 	c.mu.Unlock()
 	cc.close(errForwardLost)
@@ -276,7 +291,7 @@ func (c *ControllerClient) Close() {
 	c.mu.Lock()
 	c.closed = true
 	conns := c.conns
-	c.conns = map[int32]*controllerConn{}
+	c.conns = map[connKey]*controllerConn{}
 	c.mu.Unlock()
 	for _, cc := range conns {
 		cc.close(errors.New("the controller client is closed"))

@@ -151,9 +151,6 @@ type Controller struct {
 	observers     map[int32]observerStatus
 	quorum        atomic.Pointer[quorumStatus]
 	fatal         atomic.Pointer[error]
-	subsMu        sync.Mutex
-	subs          map[*subscription]struct{}
-	stopped       bool // subsMu
 
 	// loop-owned
 	rn              *raft.RawNode
@@ -370,8 +367,6 @@ func (c *Controller) Active() bool { return c.active.Load() }
 
 // NodeID is this controller's node id.
 func (c *Controller) NodeID() int32 { return c.cfg.NodeID }
-
-
 
 // Err returns the error that stopped the controller, if any (a metadata
 // record it cannot read, a storage failure).

@@ -42,10 +42,9 @@ type Follower struct {
 	done   chan struct{}
 
 	// run-owned
-	img        *Image
-	next       uint64 // the next raft index to fetch
-	leaderID   int32
-	caughtUpAt time.Time
+	img      *Image
+	next     uint64 // the next raft index to fetch
+	leaderID int32
 }
 
 // StartFollower fetches until this node has everything that was committed

@@ -296,6 +296,15 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 			return "", nil, fmt.Errorf("creating log dir %s: %w", d, err)
 		}
 		id := protocol.RandomUUID()
+		if d == s.metadataDir {
+			// kafka-storage format --initial-controllers names this
+			// node's metadata directory id.
+			for _, v := range s.voters {
+				if v.ID == s.nodeID && v.DirectoryID != (protocol.UUID{}) {
+					id = v.DirectoryID
+				}
+			}
+		}
 		mp := storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: s.nodeID, DirectoryID: id.String()}
 		if err := storage.WriteMetaProperties(fsys, d, mp); err != nil {
 			return "", nil, fmt.Errorf("formatting %s: %w", d, err)

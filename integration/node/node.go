@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -57,8 +58,16 @@ type Node struct {
 	// ID is node.id (1 when zero); Voters, when set, is
 	// controller.quorum.voters, and the node is formatted into that static
 	// quorum (see StartQuorum) instead of auto-formatting alone.
-	ID         int32
-	Voters     string
+	ID     int32
+	Voters string
+	// Roles is process.roles ("broker,controller" when empty). A
+	// controller-only node has no client listener (Port is unused); a
+	// broker-only node has no controller listener and follows the quorum
+	// named by Quorum.
+	Roles string
+	// Quorum, when set, is the node's whole quorum setting
+	// (controller.quorum.voters=... or controller.quorum.bootstrap.servers=...).
+	Quorum     string
 	Dir        string // log.dirs
 	Port       int    // client listener
 	CtrlPort   int    // controller listener
@@ -121,13 +130,28 @@ func (n *Node) Args() []string {
 	if n.Voters != "" {
 		quorum = "controller.quorum.voters=" + n.Voters
 	}
+	if n.Quorum != "" {
+		quorum = n.Quorum
+	}
+	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.CtrlPort)
+	advertised := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.Port)
+	switch n.Roles {
+	case "controller":
+		listeners = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.CtrlPort)
+		advertised = listeners
+	case "broker":
+		listeners = advertised
+	}
 	args := []string{
 		"--override", fmt.Sprintf("node.id=%d", id),
-		"--override", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.CtrlPort),
-		"--override", fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.Port),
+		"--override", "listeners=" + listeners,
+		"--override", "advertised.listeners=" + advertised,
 		"--override", quorum,
 		"--override", "log.dirs=" + n.Dir,
 		"--override", "group.initial.rebalance.delay.ms=0",
+	}
+	if n.Roles != "" {
+		args = append(args, "--override", "process.roles="+n.Roles)
 	}
 	for _, o := range n.Overrides {
 		args = append(args, "--override", o)
@@ -177,7 +201,11 @@ func (n *Node) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("exited: %v", n.exitErr)
 		default:
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.RequestRetries(0))
+		addr := n.Addr()
+		if n.Roles == "controller" {
+			addr = "127.0.0.1:" + strconv.Itoa(n.CtrlPort)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_, err = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
@@ -251,6 +279,80 @@ func (n *Node) Restart() {
 	n.start()
 }
 
+// StartSplit starts Kafka 4.3's lab layout: controllers with node ids
+// 101.. and process.roles=controller, formatted with one
+// --initial-controllers list, and brokers 1.. with process.roles=broker,
+// formatted with --no-initial-controllers; both name the controllers in
+// controller.quorum.bootstrap.servers. Controllers start first.
+func StartSplit(t testing.TB, controllers, brokers int, overrides ...string) (ctrls, brks []*Node) {
+	t.Helper()
+	clusterID := randomUUID(t)
+	var bootstrap, initial []string
+	for i := range controllers {
+		n := &Node{t: t, ID: int32(101 + i), Roles: "controller", Dir: t.TempDir(), CtrlPort: FreePort(t), Overrides: overrides}
+		ctrls = append(ctrls, n)
+		addr := fmt.Sprintf("127.0.0.1:%d", n.CtrlPort)
+		bootstrap = append(bootstrap, addr)
+		initial = append(initial, fmt.Sprintf("%d@%s:%s", n.ID, addr, randomUUID(t)))
+	}
+	quorum := "controller.quorum.bootstrap.servers=" + strings.Join(bootstrap, ",")
+	for i := range brokers {
+		brks = append(brks, &Node{t: t, ID: int32(1 + i), Roles: "broker", Dir: t.TempDir(), Port: FreePort(t), Overrides: overrides})
+	}
+	for _, n := range ctrls {
+		n.Quorum = quorum
+		format(t, n, clusterID, "--initial-controllers", strings.Join(initial, ","))
+	}
+	for _, n := range brks {
+		n.Quorum = quorum
+		format(t, n, clusterID, "--no-initial-controllers")
+	}
+	all := append(append([]*Node(nil), ctrls...), brks...)
+	launchAll(t, all)
+	return ctrls, brks
+}
+
+// launchAll starts every node at once (a quorum needs its peers before
+// any node serves) and waits until each serves.
+func launchAll(t testing.TB, nodes []*Node) {
+	t.Helper()
+	for _, n := range nodes {
+		n.launch()
+		t.Cleanup(func() { n.Stop() })
+	}
+	for _, n := range nodes {
+		if err := n.waitReady(30 * time.Second); err != nil {
+			for _, m := range nodes {
+				m.Kill()
+			}
+			t.Fatalf("node %d did not become ready: %v\n%s", n.ID, err, n.out.String())
+		}
+	}
+}
+
+func randomUUID(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(Binary(t), "storage", "random-uuid").Output()
+	if err != nil {
+		t.Fatalf("gregor storage random-uuid: %v", err)
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// format runs `gregor storage format` for n with extra flags.
+func format(t testing.TB, n *Node, clusterID string, flags ...string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "server.properties")
+	// process.roles and the quorum come as overrides (Args).
+	if err := os.WriteFile(file, []byte("process.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"storage", "format", "--config", file, "--cluster-id", clusterID}, flags...)
+	if out, err := exec.Command(Binary(t), append(args, n.Args()...)...).CombinedOutput(); err != nil {
+		t.Fatalf("formatting node %d: %v\n%s", n.ID, err, out)
+	}
+}
+
 // StartQuorum starts size combined broker,controller nodes (ids 1..size)
 // in one static quorum (controller.quorum.voters), each formatted first
 // with `gregor storage format` and one cluster id, as an operator would,
@@ -266,36 +368,12 @@ func StartQuorum(t testing.TB, size int, overrides ...string) []*Node {
 		}
 		voters += fmt.Sprintf("%d@127.0.0.1:%d", i+1, nodes[i].CtrlPort)
 	}
-	out, err := exec.Command(Binary(t), "storage", "random-uuid").Output()
-	if err != nil {
-		t.Fatalf("gregor storage random-uuid: %v", err)
-	}
-	clusterID := string(bytes.TrimSpace(out))
-	// The keys a properties file must give that the embedded defaults of
-	// a run without one already have.
-	empty := filepath.Join(t.TempDir(), "server.properties")
-	if err := os.WriteFile(empty, []byte("process.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	clusterID := randomUUID(t)
 	for _, n := range nodes {
 		n.Voters = voters
-		args := append([]string{"storage", "format", "--config", empty, "--cluster-id", clusterID}, n.Args()...)
-		if out, err := exec.Command(Binary(t), args...).CombinedOutput(); err != nil {
-			t.Fatalf("formatting node %d: %v\n%s", n.ID, err, out)
-		}
+		format(t, n, clusterID)
 	}
-	for _, n := range nodes {
-		n.launch()
-		t.Cleanup(func() { n.Stop() })
-	}
-	for _, n := range nodes {
-		if err := n.waitReady(30 * time.Second); err != nil {
-			for _, m := range nodes {
-				m.Kill()
-			}
-			t.Fatalf("node %d did not become ready: %v\n%s", n.ID, err, n.out.String())
-		}
-	}
+	launchAll(t, nodes)
 	return nodes
 }
 

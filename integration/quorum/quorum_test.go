@@ -407,3 +407,124 @@ func produceAndConsume(ctx context.Context, t *testing.T, addrs []string, topic 
 		})
 	}
 }
+
+// TestSplitRolesLabLayout: Kafka 4.3's lab layout, controllers 101-103
+// and brokers 1-3 in separate processes. Brokers follow the quorum as
+// observers (DescribeQuorum lists them), topics spread over the brokers,
+// the quorum survives kill -9 of its active controller with the brokers
+// kept unfenced, and a killed broker is fenced, its partitions offline,
+// until it restarts and catches up again.
+func TestSplitRolesLabLayout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes")
+	}
+	ctrls, brokers := node.StartSplit(t, 3, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
+		"broker.heartbeat.interval.ms=500")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitUnfenced(ctx, t, brokers)
+	adm := kadm.NewClient(client(t, seeds(brokers)))
+	const topic = "lab"
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	var placed map[int32]int32
+	waitFor(t, 10*time.Second, "topic on every broker's metadata", func() bool {
+		for _, n := range brokers {
+			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
+				return false
+			}
+		}
+		return true
+	})
+	hosts := map[int32]bool{}
+	for _, l := range placed {
+		hosts[l] = true
+	}
+	if len(hosts) != 3 {
+		t.Fatalf("leaders %v: not spread over the three brokers", placed)
+	}
+	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
+
+	// The voters and the three observers.
+	waitFor(t, 10*time.Second, "voters 101-103 and observers 1-3 in DescribeQuorum", func() bool {
+		voters, observers, err := quorumMembers(ctx, brokers[0])
+		return err == nil && slices.Equal(voters, []int32{101, 102, 103}) && slices.Equal(observers, []int32{1, 2, 3})
+	})
+
+	old, err := activeController(ctx, brokers[0])
+	if err != nil || old < 101 || old > 103 {
+		t.Fatalf("active controller: %d %v", old, err)
+	}
+	ctrls[old-101].Kill()
+	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
+		id, err := activeController(ctx, brokers[1])
+		return err == nil && id != old && id > 0
+	})
+	t.Logf("controller %d killed; a new active controller %s later", old, took.Round(time.Millisecond))
+	if res, err := adm.CreateTopic(ctx, 3, 1, nil, "after-failover"); err != nil || res.Err != nil {
+		t.Fatalf("creating a topic after the failover: %v %v", err, res.Err)
+	}
+	// Past a session timeout the brokers are still there: they heartbeat
+	// to the new active controller.
+	time.Sleep(sessionTimeout + time.Second)
+	waitUnfenced(ctx, t, brokers)
+
+	victim := brokers[2]
+	victim.Kill()
+	waitFor(t, sessionTimeout+10*time.Second, "broker 3's partitions offline", func() bool {
+		l := leaders(ctx, t, brokers[0].Addr(), topic)
+		for p, leader := range l {
+			if placed[p] == 3 && leader != -1 {
+				return false
+			}
+		}
+		return len(l) == 6
+	})
+	victim.Restart()
+	waitFor(t, 20*time.Second, "broker 3's partitions back", func() bool {
+		l := leaders(ctx, t, brokers[0].Addr(), topic)
+		for p, leader := range l {
+			if leader != placed[p] {
+				return false
+			}
+		}
+		return len(l) == 6
+	})
+	// The restarted broker fetched the metadata it missed.
+	if !slices.Contains(topicNames(ctx, t, victim.Addr()), "after-failover") {
+		t.Fatal("the restarted broker does not know a topic created while it was away")
+	}
+	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
+}
+
+// quorumMembers lists the voters and observers DescribeQuorum reports.
+func quorumMembers(ctx context.Context, n *node.Node) (voters, observers []int32, err error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, nil, errors.New("DescribeQuorum: no partition")
+	}
+	p := resp.Topics[0].Partitions[0]
+	for _, v := range p.CurrentVoters {
+		voters = append(voters, v.ReplicaID)
+	}
+	for _, o := range p.Observers {
+		observers = append(observers, o.ReplicaID)
+	}
+	slices.Sort(voters)
+	slices.Sort(observers)
+	return voters, observers, kerr.ErrorForCode(p.ErrorCode)
+}
