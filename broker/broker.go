@@ -100,6 +100,10 @@ type Options struct {
 	// its controller listeners and nothing else (no registration, no
 	// partitions, no coordinators).
 	ControllerOnly bool
+	// ControlledShutdown makes Shutdown ask the active controller to move
+	// leadership away first (KIP-631's controlled shutdown), as brokers of
+	// a cluster do.
+	ControlledShutdown bool
 	// Replicas hosts this node's partitions; the broker starts and stops
 	// it with itself.
 	Replicas *replica.Manager
@@ -129,6 +133,9 @@ type Broker struct {
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
+	// wantShutdown is set once Shutdown asks for a controlled shutdown:
+	// every heartbeat from then on says so.
+	wantShutdown atomic.Bool
 	// autoCreating holds the topics whose auto-creation (Metadata) is in
 	// flight, so that a burst of requests asks the controller once.
 	autoCreateMu sync.Mutex
@@ -217,6 +224,9 @@ func (b *Broker) Start(ctx context.Context) error {
 // work. The caller closes the log manager and controller afterwards.
 func (b *Broker) Shutdown() {
 	b.stopOnce.Do(func() {
+		if b.opts.ControlledShutdown && b.brokerEpoch > 0 {
+			b.controlledShutdown()
+		}
 		if b.groups != nil {
 			// Parked group requests are answered before the server
 			// drains its connections.
@@ -284,6 +294,10 @@ func (b *Broker) forwardTo(ctx context.Context, ctrl ActiveController, req kmsg.
 // before the answer goes out. No answer (shutting down) closes the
 // connection, as Kafka does.
 func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+	// A forwarded request lives no longer than the client's own timeout
+	// for it: one that could not reach a controller in time is dropped,
+	// never applied long after the client was told it timed out.
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.kreq))
 	ctrl := b.ctrl
 	if r.conn.listener.Controller && b.opts.LocalController != nil {
 		// A controller answers on its own listener, NOT_CONTROLLER when
@@ -291,10 +305,19 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 		ctrl = b.opts.LocalController
 	}
 	r.goAsync(func() {
+		defer cancel()
 		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
 		if err != nil {
-			b.log.Debug("forwarding failed; closing the connection", "err", err)
-			r.closeConnection()
+			// No controller answered in time: REQUEST_TIMED_OUT, which
+			// clients retry; whether the change happened is unknown to
+			// them, as with Kafka.
+			if resp = timedOutResponse(r.kreq); resp == nil || b.runCtx.Err() != nil {
+				b.log.Debug("forwarding failed; closing the connection", "err", err)
+				r.closeConnection()
+				return
+			}
+			b.log.Debug("forwarding failed; answering REQUEST_TIMED_OUT", "api", kmsg.NameForKey(r.kreq.Key()), "err", err)
+			r.respond(resp)
 			return
 		}
 		if finish != nil {
@@ -302,6 +325,94 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 		}
 		r.respond(resp)
 	})
+}
+
+// timedOutResponse is req's answer with REQUEST_TIMED_OUT for everything
+// it asked, or nil for a request that is not forwarded.
+func timedOutResponse(req kmsg.Request) kmsg.Response {
+	code := kerr.RequestTimedOut.Code
+	msg := "no active controller answered in time"
+	resp := req.ResponseKind()
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		out := resp.(*kmsg.CreateTopicsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, &msg
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.DeleteTopicsRequest:
+		out := resp.(*kmsg.DeleteTopicsResponse)
+		for _, name := range r.TopicNames {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.ErrorCode = &name, code
+			out.Topics = append(out.Topics, rt)
+		}
+		for _, t := range r.Topics {
+			rt := kmsg.NewDeleteTopicsResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = t.Topic, t.TopicID, code, &msg
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.CreatePartitionsRequest:
+		out := resp.(*kmsg.CreatePartitionsResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, &msg
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.AlterConfigsRequest:
+		out := resp.(*kmsg.AlterConfigsResponse)
+		for _, res := range r.Resources {
+			rr := kmsg.NewAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
+			out.Resources = append(out.Resources, rr)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		out := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, res := range r.Resources {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
+			out.Resources = append(out.Resources, rr)
+		}
+	case *kmsg.ElectLeadersRequest:
+		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
+	case *kmsg.UpdateFeaturesRequest:
+		out := resp.(*kmsg.UpdateFeaturesResponse)
+		out.ErrorCode, out.ErrorMessage = code, &msg
+	case *kmsg.DescribeQuorumRequest:
+		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	default:
+		return nil
+	}
+	return resp
+}
+
+// defaultForwardTimeout is request.timeout.ms's default, for requests
+// that carry no timeout of their own.
+const defaultForwardTimeout = 30 * time.Second
+
+// forwardTimeout is how long a client's admin request may take: the
+// timeout it carries (CreateTopics' timeout_ms, ...), else Kafka's
+// request.timeout.ms default.
+func forwardTimeout(req kmsg.Request) time.Duration {
+	var ms int32
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.DeleteTopicsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.CreatePartitionsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.ElectLeadersRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.UpdateFeaturesRequest:
+		ms = r.TimeoutMillis
+	}
+	if ms <= 0 {
+		return defaultForwardTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // register registers this broker with the controller (a BrokerRegistration
@@ -363,6 +474,11 @@ func (b *Broker) register(ctx context.Context) error {
 }
 
 func (b *Broker) heartbeat(ctx context.Context) error {
+	_, err := b.sendHeartbeat(ctx)
+	return err
+}
+
+func (b *Broker) sendHeartbeat(ctx context.Context) (*kmsg.BrokerHeartbeatResponse, error) {
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID = b.opts.NodeID
 	req.BrokerEpoch = b.brokerEpoch
@@ -370,11 +486,56 @@ func (b *Broker) heartbeat(ctx context.Context) error {
 		req.CurrentMetadataOffset = img.Offset
 	}
 	req.WantFence = false
-	resp, err := b.forward(ctx, req)
+	req.WantShutdown = b.wantShutdown.Load()
+	answer, err := b.forward(ctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return errFromCode(resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode)
+	resp := answer.(*kmsg.BrokerHeartbeatResponse)
+	return resp, errFromCode(resp.ErrorCode)
+}
+
+// controlledShutdownWait bounds how long Shutdown waits for the active
+// controller to let this broker go.
+const controlledShutdownWait = 30 * time.Second
+
+// controlledShutdownSilence is how long Shutdown waits when no controller
+// answers at all.
+const controlledShutdownSilence = 3 * time.Second
+
+// controlledShutdown heartbeats with WantShutdown until the controller has
+// moved this broker's leaderships away and says it may stop (or there is
+// no answer in time: the broker then stops anyway, and is fenced when its
+// session lapses, as a crashed one would be).
+func (b *Broker) controlledShutdown() {
+	b.wantShutdown.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownWait)
+	defer cancel()
+	start := b.now()
+	answered := start
+	for {
+		hctx, hcancel := context.WithTimeout(ctx, controlledShutdownSilence)
+		resp, err := b.sendHeartbeat(hctx)
+		hcancel()
+		if err == nil && resp.ShouldShutdown {
+			b.log.Info("controlled shutdown done", "took", b.now().Sub(start).Round(time.Millisecond))
+			return
+		}
+		if err == nil {
+			answered = b.now()
+		} else if b.now().Sub(answered) >= controlledShutdownSilence {
+			// No controller to ask (the quorum is gone too, as when a
+			// whole cluster stops): stopping is all that is left.
+			b.log.Warn("no controller answers the controlled shutdown; stopping anyway", "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.log.Warn("controlled shutdown not acknowledged in time; stopping anyway", "err", err)
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // heartbeatLoop keeps the broker's lease (broker.heartbeat.interval.ms).

@@ -61,7 +61,11 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 		r.respond(resp)
 		return
 	}
+	// The controller drops an operation whose client timeout passed
+	// while it waited, as Kafka's controller does with its deadline.
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(inner))
 	r.goAsync(func() {
+		defer cancel()
 		answer, err := local.Handle(ctx, inner)
 		if err != nil {
 			if errors.Is(err, controller.ErrNoAnswer) {

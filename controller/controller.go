@@ -543,6 +543,7 @@ func (c *Controller) handleReady() {
 		c.snapshotIndex = c.appliedIndex
 		c.publish(img)
 		c.noteApplied(c.appliedIndex)
+		c.logger.Info("installed a metadata snapshot from the leader", "offset", c.appliedIndex, "bytes", len(rd.Snapshot.GetData()))
 	}
 	if err := c.rlog.Save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
 		c.setFatal(fmt.Errorf("persisting metadata log: %w", err))

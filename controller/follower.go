@@ -128,6 +128,7 @@ func (f *Follower) fetchOnce(ctx context.Context, wait time.Duration) (bool, err
 			return false, fmt.Errorf("loading the metadata snapshot at %d: %w", resp.SnapshotIndex, err)
 		}
 		f.next = uint64(resp.SnapshotIndex) + 1
+		f.log.Info("loaded a metadata snapshot", "offset", resp.SnapshotIndex, "bytes", len(resp.SnapshotData))
 	}
 	for _, e := range resp.Entries {
 		if uint64(e.Index) != f.next {

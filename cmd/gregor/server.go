@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -127,6 +128,11 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
 	}
+	// A broker of a cluster lets the controller move its leaderships
+	// away before it stops; a single combined node has nowhere to move
+	// them.
+	_, remote := opts.Controller.(*broker.ControllerClient)
+	opts.ControlledShutdown = remote
 	b := broker.New(opts)
 	if err := b.Listen(); err != nil {
 		return err
@@ -206,6 +212,19 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
 		Logger:                   s.logger,
+		SnapshotMaxBytes:         s.cfg.Long("metadata.log.max.record.bytes.between.snapshots"),
+		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),
+	}
+	// Raft counts time in ticks of 100 ms: an election times out after
+	// controller.quorum.election.timeout.ms (raft randomises it up to
+	// twice that, as KRaft does).
+	cfg.ElectionTicks = max(int(s.cfg.Int("controller.quorum.election.timeout.ms"))/100, 2)
+	switch ms := s.cfg.Long("metadata.log.max.snapshot.interval.ms"); ms {
+	case 0:
+		// Kafka's 0 turns time-based snapshots off.
+		cfg.SnapshotMaxInterval = time.Duration(math.MaxInt64)
+	default:
+		cfg.SnapshotMaxInterval = time.Duration(ms) * time.Millisecond
 	}
 	if transport != nil {
 		cfg.Transport = transport

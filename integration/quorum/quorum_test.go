@@ -280,7 +280,10 @@ func TestQuorumWithoutMajority(t *testing.T) {
 
 	lone := []string{nodes[2].Addr()}
 	lctx, lcancel := context.WithTimeout(ctx, 8*time.Second)
-	res, err := kadm.NewClient(client(t, lone, kgo.RetryTimeout(6*time.Second))).CreateTopic(lctx, 1, 1, nil, "never")
+	ladm := kadm.NewClient(client(t, lone, kgo.RetryTimeout(6*time.Second)))
+	ladm.SetTimeoutMillis(3000)
+	sent := time.Now()
+	res, err := ladm.CreateTopic(lctx, 1, 1, nil, "never")
 	lcancel()
 	if err == nil && res.Err == nil {
 		t.Fatal("a topic creation reported success without a quorum")
@@ -321,6 +324,9 @@ func TestQuorumWithoutMajority(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
+	// Past the creation's own timeout (and the retries of it), the
+	// quorum returns: the creation must not happen late.
+	time.Sleep(time.Until(sent.Add(10 * time.Second)))
 	nodes[0].Restart()
 	nodes[1].Restart()
 	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "after"); err != nil || res.Err != nil {
@@ -496,6 +502,24 @@ func TestSplitRolesLabLayout(t *testing.T) {
 		t.Fatal("the restarted broker does not know a topic created while it was away")
 	}
 	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
+
+	// A clean stop is a controlled shutdown: the controller takes the
+	// broker's leaderships before it goes, and it is fenced at once
+	// rather than after its session.
+	if err := brokers[1].Stop(); err != nil {
+		t.Fatalf("stopping broker 2: %v", err)
+	}
+	if !strings.Contains(brokers[1].Output(), "controlled shutdown done") {
+		t.Fatalf("broker 2 stopped without a controlled shutdown:\n%s", brokers[1].Output())
+	}
+	l := leaders(ctx, t, brokers[0].Addr(), topic)
+	for p, leader := range l {
+		if placed[p] == 2 && leader != -1 {
+			t.Fatalf("partition %d still led by the shut down broker: %v", p, l)
+		}
+	}
+	brokers[1].Restart()
+	waitUnfenced(ctx, t, brokers)
 }
 
 // quorumMembers lists the voters and observers DescribeQuorum reports.
@@ -527,4 +551,75 @@ func quorumMembers(ctx context.Context, n *node.Node) (voters, observers []int32
 	slices.Sort(voters)
 	slices.Sort(observers)
 	return voters, observers, kerr.ErrorForCode(p.ErrorCode)
+}
+
+// TestCatchUpFromSnapshot: with a snapshot after every entry the log is
+// compacted as it grows, so a voter and a broker that were down while
+// topics were created catch up from a snapshot of the image (raft's
+// MsgSnap over the transport, and MetadataFetch's snapshot), not from
+// the entries, and end with every topic.
+func TestCatchUpFromSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes")
+	}
+	overrides := []string{"metadata.log.max.record.bytes.between.snapshots=1"}
+	nodes := node.StartQuorum(t, 3, overrides...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitUnfenced(ctx, t, nodes)
+	laggard := nodes[2]
+	if id, err := activeController(ctx, nodes[0]); err == nil && id == laggard.ID {
+		laggard = nodes[1]
+	}
+	laggard.Kill()
+	var live []*node.Node
+	for _, n := range nodes {
+		if n != laggard {
+			live = append(live, n)
+		}
+	}
+	adm := kadm.NewClient(client(t, seeds(live)))
+	var want []string
+	for i := range 20 {
+		name := fmt.Sprintf("while-away-%d", i)
+		if res, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil || res.Err != nil {
+			t.Fatalf("creating %s: %v %v", name, err, res.Err)
+		}
+		want = append(want, name)
+	}
+	laggard.Restart()
+	waitFor(t, 30*time.Second, "every topic on the restarted node", func() bool {
+		names := topicNames(ctx, t, laggard.Addr())
+		for _, w := range want {
+			if !slices.Contains(names, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if !strings.Contains(laggard.Output(), "installed a metadata snapshot from the leader") {
+		t.Fatalf("node %d caught up without a snapshot:\n%s", laggard.ID, laggard.Output())
+	}
+
+	// A broker-only node that missed the same: MetadataFetch answers it
+	// with the snapshot, the entries before it being gone.
+	_, brokers := node.StartSplit(t, 3, 2, overrides...)
+	waitUnfenced(ctx, t, brokers)
+	brokers[1].Kill()
+	badm := kadm.NewClient(client(t, []string{brokers[0].Addr()}))
+	for _, name := range want {
+		if res, err := badm.CreateTopic(ctx, 1, 1, nil, name); err != nil || res.Err != nil {
+			t.Fatalf("creating %s: %v %v", name, err, res.Err)
+		}
+	}
+	brokers[1].Restart()
+	names := topicNames(ctx, t, brokers[1].Addr())
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Fatalf("the restarted broker misses %s: %v", w, names)
+		}
+	}
+	if !strings.Contains(brokers[1].Output(), "loaded a metadata snapshot") {
+		t.Fatalf("broker 2 caught up without a snapshot:\n%s", brokers[1].Output())
+	}
 }
