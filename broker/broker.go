@@ -382,6 +382,9 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 		out.ErrorCode, out.ErrorMessage = code, &msg
 	case *kmsg.DescribeQuorumRequest:
 		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
+	case *kmsg.UnregisterBrokerRequest:
+		out := resp.(*kmsg.UnregisterBrokerResponse)
+		out.ErrorCode, out.ErrorMessage = code, &msg
 	default:
 		return nil
 	}

@@ -44,6 +44,7 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeQuorum, min: 0, max: 2, fn: b.handleDescribeQuorum}),
 		both(&handler{key: kmsg.ElectLeaders, min: 0, max: 2, fn: b.handleElectLeaders}),
 		both(&handler{key: kmsg.UpdateFeatures, min: 0, max: 2, fn: b.handleUpdateFeatures}),
+		both(&handler{key: kmsg.UnregisterBroker, min: 0, max: 0, fn: b.handleUnregisterBroker}),
 		both(&handler{key: kmsg.ListPartitionReassignments, min: 0, max: 0, fn: b.handleListPartitionReassignments}),
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),

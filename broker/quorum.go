@@ -1,9 +1,10 @@
 package broker
 
 // DescribeQuorum (key 55) v0-2, UpdateFeatures (key 57) v0-2, ElectLeaders
-// (key 43) v0-2 and ListPartitionReassignments (key 46) v0.
+// (key 43) v0-2, UnregisterBroker (key 64) v0 (kafka-cluster unregister)
+// and ListPartitionReassignments (key 46) v0.
 //
-// The first three are answered by the active controller (forwarded
+// The first four are answered by the active controller (forwarded
 // unchanged, broker.go forwardRequest).
 // ListPartitionReassignments reports the ongoing reassignments; Gregor has
 // no reassignment support yet (AlterPartitionReassignments is not served),
@@ -24,6 +25,10 @@ func (b *Broker) handleUpdateFeatures(ctx context.Context, r *request) {
 }
 
 func (b *Broker) handleElectLeaders(ctx context.Context, r *request) {
+	b.forwardRequest(ctx, r, nil)
+}
+
+func (b *Broker) handleUnregisterBroker(ctx context.Context, r *request) {
 	b.forwardRequest(ctx, r, nil)
 }
 

@@ -42,6 +42,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.BrokerHeartbeat(ctx, r))
 	case *kmsg.AllocateProducerIDsRequest:
 		return answered(c.AllocateProducerIDs(ctx, r))
+	case *kmsg.UnregisterBrokerRequest:
+		return answered(c.UnregisterBroker(ctx, r))
 	}
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }
