@@ -1,6 +1,11 @@
 package controller
 
-import "github.com/gregorbroker/gregor/protocol"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/gregorbroker/gregor/protocol"
+)
 
 // The metadata image: an immutable view of the committed metadata log.
 // Handlers read the current *Image and never mutate it; applying records
@@ -93,4 +98,12 @@ type Image struct {
 	// LeaderID is the active controller's node id (-1 if none is known).
 	LeaderID int32
 	Voters   []Voter
+}
+
+// ImageDigest is a SHA-256 of the records that rebuild img (a snapshot's
+// content, in its deterministic order): two nodes with equal digests hold
+// the same metadata.
+func ImageDigest(img *Image) string {
+	sum := sha256.Sum256(EncodeRecords(imageRecords(img)))
+	return hex.EncodeToString(sum[:])
 }

@@ -1,21 +1,37 @@
 package main
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
+
+	"github.com/gregorbroker/gregor/controller"
 )
 
 // startDebugListener serves Go's pprof endpoints when GREGOR_PPROF_ADDR is
-// set (for example 127.0.0.1:6060). It is off by default.
-func startDebugListener(log *slog.Logger) {
+// set (for example 127.0.0.1:6060), and /debug/metadata: the offset, epoch
+// and digest of the metadata image this node has applied (so that tests
+// and operators can check that every node holds the same metadata). It is
+// off by default. image is read per request; nil until the node follows
+// the metadata.
+func startDebugListener(log *slog.Logger, image func() *controller.Image) {
 	addr := os.Getenv("GREGOR_PPROF_ADDR")
 	if addr == "" {
 		return
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/metadata", func(w http.ResponseWriter, _ *http.Request) {
+		img := image()
+		if img == nil {
+			http.Error(w, "no metadata yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"offset": img.Offset, "epoch": img.Epoch, "digest": controller.ImageDigest(img)})
+	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

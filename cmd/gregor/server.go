@@ -31,7 +31,13 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	start := time.Now()
 	log := s.logger
 	fsys := vfs.OSFS{}
-	startDebugListener(log)
+	var metaView atomic.Pointer[broker.MetadataView]
+	startDebugListener(log, func() *controller.Image {
+		if m := metaView.Load(); m != nil {
+			return (*m).Image()
+		}
+		return nil
+	})
 
 	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)
 	if err != nil {
@@ -55,6 +61,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			defer transport.Close()
 		}
 		meta = ctrl
+		metaView.Store(&meta)
 		opts.Metadata, opts.Controller, opts.LocalController = ctrl, ctrl, ctrl
 		if transport != nil {
 			forwarder := newForwarder(s, ctrl)
@@ -74,6 +81,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		defer follower.Close()
 		forwarder.Follow(follower)
 		meta = follower
+		metaView.Store(&meta)
 		opts.Metadata, opts.Controller = follower, forwarder
 	}
 

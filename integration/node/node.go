@@ -5,8 +5,10 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +69,10 @@ type Node struct {
 	Roles string
 	// Quorum, when set, is the node's whole quorum setting
 	// (controller.quorum.voters=... or controller.quorum.bootstrap.servers=...).
-	Quorum     string
+	Quorum string
+	// DebugAddr is the node's GREGOR_PPROF_ADDR (set by StartQuorum and
+	// StartSplit): /debug/metadata there gives its image's digest.
+	DebugAddr  string
 	Dir        string // log.dirs
 	Port       int    // client listener
 	CtrlPort   int    // controller listener
@@ -317,6 +322,10 @@ func StartSplit(t testing.TB, controllers, brokers int, overrides ...string) (ct
 func launchAll(t testing.TB, nodes []*Node) {
 	t.Helper()
 	for _, n := range nodes {
+		n.DebugAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		n.Env = append(n.Env, "GREGOR_PPROF_ADDR="+n.DebugAddr)
+	}
+	for _, n := range nodes {
 		n.launch()
 		t.Cleanup(func() { n.Stop() })
 	}
@@ -351,6 +360,33 @@ func format(t testing.TB, n *Node, clusterID string, flags ...string) {
 	if out, err := exec.Command(Binary(t), append(args, n.Args()...)...).CombinedOutput(); err != nil {
 		t.Fatalf("formatting node %d: %v\n%s", n.ID, err, out)
 	}
+}
+
+// Metadata is what the node's /debug/metadata reports: the offset of its
+// metadata image and the image's digest.
+type Metadata struct {
+	Offset int64  `json:"offset"`
+	Epoch  int64  `json:"epoch"`
+	Digest string `json:"digest"`
+}
+
+// Metadata asks the node for its image's offset and digest.
+func (n *Node) Metadata() (Metadata, error) {
+	var m Metadata
+	if n.DebugAddr == "" {
+		return m, fmt.Errorf("node %d has no debug listener", n.ID)
+	}
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + n.DebugAddr + "/debug/metadata")
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return m, fmt.Errorf("node %d: /debug/metadata: %s", n.ID, resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&m)
+	return m, err
 }
 
 // StartQuorum starts size combined broker,controller nodes (ids 1..size)

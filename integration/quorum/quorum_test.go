@@ -623,3 +623,85 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 		t.Fatalf("broker 2 caught up without a snapshot:\n%s", brokers[1].Output())
 	}
 }
+
+// TestKillEveryNodeInTurn: kill -9 of each node of the quorum in turn,
+// each restarted before the next, while topic creations and config changes
+// run through whichever nodes are up. Every creation reported successful
+// is there at the end, and every node ends with the same metadata image
+// (same offset, same digest of its content).
+func TestKillEveryNodeInTurn(t *testing.T) {
+	nodes := startQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	waitUnfenced(ctx, t, nodes)
+
+	var mu sync.Mutex
+	created := map[string]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		acl := kadm.NewClient(client(t, seeds(nodes), kgo.RetryTimeout(2*time.Second)))
+		acl.SetTimeoutMillis(3000)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("turn-%d", i)
+			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+			res, err := acl.CreateTopic(cctx, 1, 1, map[string]*string{"retention.ms": kadm.StringPtr(fmt.Sprint(60000 + i))}, name)
+			if err == nil && res.Err == nil {
+				mu.Lock()
+				created[name] = true
+				mu.Unlock()
+				// And change the topic right away.
+				acl.AlterTopicConfigs(cctx, []kadm.AlterConfig{{Name: "segment.ms", Value: kadm.StringPtr("3600000")}}, name)
+			}
+			ccancel()
+			time.Sleep(30 * time.Millisecond)
+		}
+	}()
+	for _, n := range nodes {
+		time.Sleep(time.Second)
+		n.Kill()
+		time.Sleep(time.Second)
+		n.Restart()
+		waitUnfenced(ctx, t, nodes)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	var ms []node.Metadata
+	waitFor(t, 20*time.Second, "one metadata image on every node", func() bool {
+		ms = ms[:0]
+		for _, n := range nodes {
+			m, err := n.Metadata()
+			if err != nil {
+				return false
+			}
+			ms = append(ms, m)
+		}
+		for _, m := range ms[1:] {
+			if m.Offset != ms[0].Offset || m.Digest != ms[0].Digest {
+				return false
+			}
+		}
+		return true
+	})
+	names := topicNames(ctx, t, nodes[0].Addr())
+	mu.Lock()
+	defer mu.Unlock()
+	for name := range created {
+		if !slices.Contains(names, name) {
+			t.Errorf("%s was reported created but is missing", name)
+		}
+	}
+	if len(created) == 0 {
+		t.Fatal("no creation succeeded")
+	}
+	t.Logf("%d creations across three kills; every node at offset %d with image digest %s", len(created), ms[0].Offset, ms[0].Digest[:16])
+}
