@@ -123,6 +123,8 @@ type Broker struct {
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
 	now         func() time.Time
+	// peers reaches other brokers (interbroker.go).
+	peers *brokerPeers
 	// groups is the group coordinator, created by Start.
 	groups *groupCoordinator
 	// txns is the transaction coordinator, created by Start.
@@ -173,6 +175,7 @@ func New(opts Options) *Broker {
 		autoCreating: map[string]bool{},
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
+	b.peers = newBrokerPeers(b)
 	b.txnVerification.Store(opts.TransactionVerification)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
@@ -245,6 +248,7 @@ func (b *Broker) Shutdown() {
 			b.cancel()
 		}
 		b.bg.Wait()
+		b.peers.close()
 		if b.replicas != nil {
 			b.replicas.Stop()
 		}

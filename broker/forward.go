@@ -63,9 +63,7 @@ type ControllerClient struct {
 	// endpoints; set by Follow.
 	meta atomic.Pointer[MetadataView]
 
-	mu     sync.Mutex
-	conns  map[connKey]*controllerConn
-	closed bool
+	pool *connPool[connKey]
 }
 
 // connKey names a connection: metadata fetches, which wait on the
@@ -81,7 +79,7 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &ControllerClient{opts: opts, log: opts.Logger, conns: map[connKey]*controllerConn{}}
+	return &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID)}
 }
 
 // Follow names the metadata view that says which controller is active.
@@ -242,66 +240,91 @@ func topLevelError(resp kmsg.Response) int16 {
 	return 0
 }
 
-func (c *ControllerClient) conn(ctx context.Context, key connKey, addr string) (*controllerConn, error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, errors.New("the controller client is closed")
+func (c *ControllerClient) conn(ctx context.Context, key connKey, addr string) (*peerConn, error) {
+	return c.pool.get(ctx, key, addr)
+}
+
+func (c *ControllerClient) drop(key connKey, cc *peerConn) { c.pool.drop(key, cc, errForwardLost) }
+
+// Close closes every controller connection; requests waiting on them fail.
+func (c *ControllerClient) Close() { c.pool.close() }
+
+// connPool keeps one pipelined connection per key (a peer), dialled on
+// first use and again once it fails or the peer's address changes. mu
+// guards conns; a connection's own lock is taken after it.
+type connPool[K comparable] struct {
+	nodeID int32 // ours, in the client id
+	mu     sync.Mutex
+	conns  map[K]*peerConn
+	closed bool
+}
+
+func newConnPool[K comparable](nodeID int32) *connPool[K] {
+	return &connPool[K]{nodeID: nodeID, conns: map[K]*peerConn{}}
+}
+
+var errPoolClosed = errors.New("shutting down")
+
+func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
 	}
-	if cc := c.conns[key]; cc != nil && cc.addr == addr && !cc.isDead() {
-		c.mu.Unlock()
-		return cc, nil
+	if c := p.conns[key]; c != nil && c.addr == addr && !c.isDead() {
+		p.mu.Unlock()
+		return c, nil
 	}
-	c.mu.Unlock()
+	p.mu.Unlock()
 	d := net.Dialer{Timeout: forwardDialTime}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dialling controller %d at %s: %w", key.id, addr, err)
+		return nil, fmt.Errorf("dialling %s: %w", addr, err)
 	}
-	cc := newControllerConn(nc, addr, c.opts.NodeID)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		cc.close(errors.New("the controller client is closed"))
-		return nil, errors.New("the controller client is closed")
+	c := newPeerConn(nc, addr, p.nodeID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.close(errPoolClosed)
+		return nil, errPoolClosed
 	}
-	if old := c.conns[key]; old != nil && old.addr == addr && !old.isDead() {
+	if old := p.conns[key]; old != nil && old.addr == addr && !old.isDead() {
 		// Another caller dialled meanwhile: use its connection.
-		cc.close(errors.New("not needed"))
+		c.close(errors.New("not needed"))
 		return old, nil
 	}
-	if old := c.conns[key]; old != nil {
-		old.close(errors.New("the controller moved"))
+	if old := p.conns[key]; old != nil {
+		old.close(errors.New("the peer moved"))
 	}
-	c.conns[key] = cc
-	return cc, nil
+	p.conns[key] = c
+	return c, nil
 }
 
-func (c *ControllerClient) drop(key connKey, cc *controllerConn) {
-	c.mu.Lock()
-	if c.conns[key] == cc {
-		delete(c.conns, key)
+// drop forgets c (if it is still key's) and closes it with err.
+func (p *connPool[K]) drop(key K, c *peerConn, err error) {
+	p.mu.Lock()
+	if p.conns[key] == c {
+		delete(p.conns, key)
 	}
-	c.mu.Unlock()
-	cc.close(errForwardLost)
+	p.mu.Unlock()
+	c.close(err)
 }
 
-// Close closes every controller connection; requests waiting on them fail.
-func (c *ControllerClient) Close() {
-	c.mu.Lock()
-	c.closed = true
-	conns := c.conns
-	c.conns = map[connKey]*controllerConn{}
-	c.mu.Unlock()
-	for _, cc := range conns {
-		cc.close(errors.New("the controller client is closed"))
+func (p *connPool[K]) close() {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.conns = map[K]*peerConn{}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.close(errPoolClosed)
 	}
 }
 
-// controllerConn is one pipelined connection to a controller: requests
+// peerConn is one pipelined connection to a controller or a broker: requests
 // are written in order and answered in order (Kafka's guarantee per
 // connection).
-type controllerConn struct {
+type peerConn struct {
 	nc        net.Conn
 	addr      string
 	formatter *kmsg.RequestFormatter
@@ -318,14 +341,14 @@ type forwardWait struct {
 	done chan error // buffered
 }
 
-func newControllerConn(nc net.Conn, addr string, nodeID int32) *controllerConn {
-	cc := &controllerConn{nc: nc, addr: addr,
+func newPeerConn(nc net.Conn, addr string, nodeID int32) *peerConn {
+	cc := &peerConn{nc: nc, addr: addr,
 		formatter: kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-broker-" + strconv.Itoa(int(nodeID))))}
 	go cc.readLoop()
 	return cc
 }
 
-func (cc *controllerConn) isDead() bool {
+func (cc *peerConn) isDead() bool {
 	cc.writeMu.Lock()
 	defer cc.writeMu.Unlock()
 	return cc.dead != nil
@@ -333,7 +356,7 @@ func (cc *controllerConn) isDead() bool {
 
 // roundTrip sends req and waits for its answer; sent reports whether any
 // of it may have reached the controller.
-func (cc *controllerConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
+func (cc *peerConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
 	w := &forwardWait{resp: req.ResponseKind(), done: make(chan error, 1)}
 	w.resp.SetVersion(req.GetVersion())
 	cc.writeMu.Lock()
@@ -364,7 +387,7 @@ func (cc *controllerConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg
 	}
 }
 
-func (cc *controllerConn) readLoop() {
+func (cc *peerConn) readLoop() {
 	br := bufio.NewReaderSize(cc.nc, 64<<10)
 	for {
 		frame, err := protocol.ReadFrame(br, 1<<30, nil)
@@ -394,7 +417,7 @@ func (cc *controllerConn) readLoop() {
 }
 
 // close fails every waiting request with err and closes the connection.
-func (cc *controllerConn) close(err error) {
+func (cc *peerConn) close(err error) {
 	cc.writeMu.Lock()
 	if cc.dead == nil {
 		cc.dead = err

@@ -110,7 +110,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 					tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
-			codes := b.addPartitionsToTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false)
+			codes := b.addPartitionsToTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false, false)
 			for i, tp := range tps {
 				code := fencedForOldClients(codes[i], v, 2)
 				if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
@@ -133,7 +133,10 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 					tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
-			codes := b.addPartitionsToTxn(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tps, tr.VerifyOnly)
+			// v4+ comes from partition leaders: an add waits out the
+			// previous transaction's completion here, as Kafka's leader
+			// retries CONCURRENT_TRANSACTIONS.
+			codes := b.addPartitionsToTxn(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tps, tr.VerifyOnly, true)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = tr.TransactionalID
 			for i, tp := range tps {
@@ -156,7 +159,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 // addPartitionsToTxn adds (or, verifyOnly, checks) one transaction's
 // partitions and returns a code per partition. Partitions that do not
 // exist fail the whole transaction as in KafkaApis.
-func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) []int16 {
+func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly, wait bool) []int16 {
 	codes := make([]int16, len(tps))
 	img := b.meta.Image()
 	missing := false
@@ -181,7 +184,68 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, e
 	if verifyOnly {
 		return b.txns.coord.VerifyPartitions(id, pid, epoch, tps)
 	}
+	if wait {
+		return fillCodes(codes, b.txns.coord.AddPartitionsWaiting(ctx, id, pid, epoch, tps))
+	}
 	return fillCodes(codes, b.txns.coord.AddPartitions(ctx, id, pid, epoch, tps))
+}
+
+// askTxnCoordinator has the transaction coordinator of id add (or with
+// verifyOnly, confirm) a partition leader's partitions in the
+// transaction, and returns the first partition's code: in process when
+// this node leads id's __transaction_state partition, else with
+// AddPartitionsToTxn v5 to the broker that does (KIP-890's
+// AddPartitionsToTxnManager).
+func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) int16 {
+	leader := b.opts.NodeID
+	if t := b.meta.Image().Topics[txn.StateTopic]; t != nil {
+		if p := b.txns.coord.PartitionFor(id); int(p) < len(t.Partitions) {
+			leader = t.Partitions[p].Leader
+		}
+	}
+	switch {
+	case leader == b.opts.NodeID:
+		if verifyOnly {
+			return b.txns.coord.VerifyPartitions(id, pid, epoch, tps)[0]
+		}
+		return b.txns.coord.AddPartitionsWaiting(ctx, id, pid, epoch, tps)
+	case leader < 0:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(5)
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = id, pid, epoch, verifyOnly
+	for _, tp := range tps {
+		if n := len(tr.Topics); n == 0 || tr.Topics[n-1].Topic != tp.Topic {
+			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rt.Topic = tp.Topic
+			tr.Topics = append(tr.Topics, rt)
+		}
+		tr.Topics[len(tr.Topics)-1].Partitions = append(tr.Topics[len(tr.Topics)-1].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, tr)
+	ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
+	defer cancel()
+	answer, err := b.peers.send(ctx, leader, req)
+	if err != nil {
+		b.log.Debug("asking the transaction coordinator", "broker", leader, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	resp := answer.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	for _, rtx := range resp.Transactions {
+		for _, rt := range rtx.Topics {
+			for _, rp := range rt.Partitions {
+				if rt.Topic == tps[0].Topic && rp.Partition == tps[0].Partition {
+					return rp.ErrorCode
+				}
+			}
+		}
+	}
+	return kerr.UnknownServerError.Code
 }
 
 func fillCodes(codes []int16, code int16) []int16 {
@@ -261,15 +325,11 @@ func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp repli
 			// error; guard 0: the producer's transaction is open here.
 			return 0, nil, ""
 		}
-		if version >= 12 {
-			// Transactions V2 (KIP-890 part 2): Produce v12+ adds the
-			// partition to the transaction itself, in place of the
-			// client's AddPartitionsToTxn (Kafka's addPartition
-			// operation).
-			code = b.txns.coord.AddPartitionsWaiting(context.Background(), *transactionalID, h.ProducerID, h.ProducerEpoch, parts)
-		} else {
-			code = b.txns.coord.VerifyPartitions(*transactionalID, h.ProducerID, h.ProducerEpoch, parts)[0]
-		}
+		// Transactions V2 (KIP-890 part 2): Produce v12+ adds the
+		// partition to the transaction itself, in place of the client's
+		// AddPartitionsToTxn (Kafka's addPartition operation); before,
+		// the coordinator only confirms it was added.
+		code = b.askTxnCoordinator(context.Background(), *transactionalID, h.ProducerID, h.ProducerEpoch, parts, version < 12)
 		if code != 0 || b.replicas.TxnVerificationHolds(tp, h.ProducerID, guard) {
 			break
 		}

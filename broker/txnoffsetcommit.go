@@ -62,12 +62,7 @@ func (b *Broker) verifyTxnOffsetCommit(ctx context.Context, version int16, req *
 		return 0
 	}
 	parts := []txn.TopicPartition{{Topic: group.OffsetsTopic, Partition: b.groups.coord.PartitionFor(req.Group)}}
-	var code int16
-	if version >= 5 {
-		code = b.txns.coord.AddPartitionsWaiting(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
-	} else {
-		code = b.txns.coord.VerifyPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)[0]
-	}
+	code := b.askTxnCoordinator(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, version < 5)
 	switch code {
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code

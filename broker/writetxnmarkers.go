@@ -13,12 +13,16 @@ package broker
 // NOT_LEADER_OR_FOLLOWER where this node does not lead, the append's error
 // otherwise. v0 (removed in Kafka 4) has the same semantics and is served.
 //
-// markerWriter is the same path for this node's own coordinator. Until
-// brokers replicate (issue 11) every partition's leader is this node, so
-// the coordinator appends in process instead of sending the request.
+// markerWriter is the same path for this node's own coordinator: markers
+// for partitions led here are appended in process; those for partitions
+// led by other brokers go to their leaders as WriteTxnMarkers v2, one
+// request per leader, sent in parallel. An offline partition, or a leader
+// that does not answer, gets NOT_LEADER_OR_FOLLOWER, and the coordinator
+// tries again.
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/group"
@@ -135,20 +139,88 @@ type markerWriter struct{ b *Broker }
 func (w markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []int16 {
 	img := w.b.meta.Image()
 	codes := make([]int16, len(m.Partitions))
-	live := m
-	live.Partitions = nil
+	local := m
+	local.Partitions = nil
 	var at []int
+	remote := map[int32][]int{} // leader -> indexes into m.Partitions
 	for i, tp := range m.Partitions {
 		t := img.Topics[tp.Topic]
 		if t == nil || int(tp.Partition) >= len(t.Partitions) {
 			w.b.log.Info("transaction marker for a partition that no longer exists: dropped", "partition", tp, "producer_id", m.ProducerID)
 			continue
 		}
-		live.Partitions = append(live.Partitions, tp)
-		at = append(at, i)
+		switch leader := t.Partitions[tp.Partition].Leader; {
+		case leader == w.b.opts.NodeID:
+			local.Partitions = append(local.Partitions, tp)
+			at = append(at, i)
+		case leader < 0:
+			// Offline: the coordinator tries again.
+			codes[i] = kerr.NotLeaderForPartition.Code
+		default:
+			remote[leader] = append(remote[leader], i)
+		}
 	}
-	for j, code := range w.b.writeMarkers(ctx, live) {
+	var wg sync.WaitGroup
+	for leader, idx := range remote {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j, code := range w.b.sendMarkers(ctx, leader, m, idx) {
+				codes[idx[j]] = code
+			}
+		}()
+	}
+	for j, code := range w.b.writeMarkers(ctx, local) {
 		codes[at[j]] = code
+	}
+	wg.Wait()
+	return codes
+}
+
+// sendMarkers asks broker leader, with WriteTxnMarkers, to write m's
+// marker to the partitions of m at idx, and returns their codes.
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, m txn.Marker, idx []int) []int16 {
+	ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+	defer cancel()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(2)
+	rm := kmsg.NewWriteTxnMarkersRequestMarker()
+	rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
+	rm.TransactionVersion = int8(m.TransactionVersion)
+	byTopic := map[string]int{}
+	for _, i := range idx {
+		tp := m.Partitions[i]
+		ti, ok := byTopic[tp.Topic]
+		if !ok {
+			ti = len(rm.Topics)
+			byTopic[tp.Topic] = ti
+			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			rt.Topic = tp.Topic
+			rm.Topics = append(rm.Topics, rt)
+		}
+		rm.Topics[ti].Partitions = append(rm.Topics[ti].Partitions, tp.Partition)
+	}
+	req.Markers = append(req.Markers, rm)
+	codes := make([]int16, len(idx))
+	answer, err := b.peers.send(ctx, leader, req)
+	if err != nil {
+		b.log.Debug("sending transaction markers", "broker", leader, "err", err)
+		return fillCodes(codes, kerr.NotLeaderForPartition.Code)
+	}
+	got := map[txn.TopicPartition]int16{}
+	for _, am := range answer.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, t := range am.Topics {
+			for _, p := range t.Partitions {
+				got[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.ErrorCode
+			}
+		}
+	}
+	for j, i := range idx {
+		code, ok := got[m.Partitions[i]]
+		if !ok {
+			code = kerr.UnknownServerError.Code
+		}
+		codes[j] = code
 	}
 	return codes
 }

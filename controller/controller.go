@@ -91,6 +91,10 @@ type Config struct {
 	SegmentBytes int64
 	// DisableTopicDeletion is delete.topic.enable=false.
 	DisableTopicDeletion bool
+	// SingleReplicaOnly refuses partitions with more than one replica
+	// (the broker does not replicate yet; the controller's own logic for
+	// several replicas is complete and tested).
+	SingleReplicaOnly bool
 }
 
 // ConfigSchema is what the controller needs to know about config keys to

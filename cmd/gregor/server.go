@@ -219,6 +219,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		SupportedFeatures:        s.supportedFeatures,
 		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
+		SingleReplicaOnly:        true,
 		Logger:                   s.logger,
 		SnapshotMaxBytes:         s.cfg.Long("metadata.log.max.record.bytes.between.snapshots"),
 		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),

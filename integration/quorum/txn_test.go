@@ -1,0 +1,107 @@
+package quorum
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// TestTransactionsAcrossBrokers: a transaction's partitions are led by all
+// three brokers and its coordinator by one of them, so its markers go to
+// the other leaders over the wire (WriteTxnMarkers) and its partitions are
+// verified with the coordinator remotely (KIP-890). Committed
+// transactions are read whole by a read_committed consumer, aborted ones
+// not at all, for Transactions V2 (Produce v12+ adds partitions itself)
+// and for V1 producers (AddPartitionsToTxn) alike.
+func TestTransactionsAcrossBrokers(t *testing.T) {
+	nodes := startQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitUnfenced(ctx, t, nodes)
+	adm := kadm.NewClient(client(t, seeds(nodes)))
+	const topic = "txn-spread"
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	waitFor(t, 10*time.Second, "topic on every node", func() bool {
+		for _, n := range nodes {
+			if len(leaders(ctx, t, n.Addr(), topic)) != 6 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, v1 := range []bool{false, true} {
+		opts := []kgo.Opt{kgo.TransactionalID(fmt.Sprintf("spread-%v", v1)), kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}
+		if v1 {
+			// Produce v11 and below: the client adds partitions with
+			// AddPartitionsToTxn and the leader only verifies them.
+			opts = append(opts, kgo.MaxVersions(kversionsBelowTV2()))
+		}
+		pcl := client(t, seeds(nodes), opts...)
+		committed := 0
+		for i := range 10 {
+			if err := pcl.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			recs := make([]*kgo.Record, 12)
+			for j := range recs {
+				recs[j] = &kgo.Record{Value: []byte(fmt.Sprintf("%v-%d-%d", v1, i, j))}
+			}
+			// Bounded per transaction: a marker that never lands keeps the
+			// next transaction waiting (CONCURRENT_TRANSACTIONS).
+			tctx, tcancel := context.WithTimeout(ctx, 30*time.Second)
+			defer tcancel()
+			if err := pcl.ProduceSync(tctx, recs...).FirstErr(); err != nil {
+				t.Fatalf("v1=%v transaction %d: producing: %v", v1, i, err)
+			}
+			commit := i%2 == 0
+			if err := pcl.EndTransaction(tctx, kgo.TransactionEndTry(commit)); err != nil {
+				t.Fatalf("v1=%v transaction %d: ending (commit %v): %v", v1, i, commit, err)
+			}
+			if commit {
+				committed += len(recs)
+			}
+		}
+		ccl := client(t, seeds(nodes), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		prefix := fmt.Sprintf("%v-", v1)
+		got := map[string]bool{}
+		deadline := time.Now().Add(30 * time.Second)
+		for len(got) < committed && time.Now().Before(deadline) {
+			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			fs := ccl.PollFetches(pctx)
+			pcancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				v := string(r.Value)
+				if len(v) > len(prefix) && v[:len(prefix)] == prefix {
+					var i, j int
+					fmt.Sscanf(v[len(prefix):], "%d-%d", &i, &j)
+					if i%2 != 0 {
+						t.Errorf("v1=%v: read_committed returned %s of an aborted transaction", v1, v)
+					}
+					got[v] = true
+				}
+			})
+		}
+		if len(got) != committed {
+			t.Fatalf("v1=%v: read %d committed records, want %d", v1, len(got), committed)
+		}
+	}
+}
+
+// kversionsBelowTV2 caps the client below Transactions V2: Produce v11,
+// EndTxn v4, AddPartitionsToTxn v3.
+func kversionsBelowTV2() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(0, 11) // Produce
+	v.SetMaxKeyVersion(26, 4) // EndTxn
+	v.SetMaxKeyVersion(24, 3) // AddPartitionsToTxn
+	return v
+}
