@@ -1088,6 +1088,20 @@ func cliTransactionsAbort(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// logDirsBroker is one broker in kafka-log-dirs --describe's JSON.
+type logDirsBroker struct {
+	Broker  int `json:"broker"`
+	LogDirs []struct {
+		LogDir     string  `json:"logDir"`
+		Error      *string `json:"error"`
+		Partitions []struct {
+			Partition string `json:"partition"`
+			Size      int64  `json:"size"`
+			OffsetLag int64  `json:"offsetLag"`
+		} `json:"partitions"`
+	} `json:"logDirs"`
+}
+
 func cliLogDirs(ctx context.Context, e *Env) error {
 	topic := e.Name("log-dirs")
 	if err := createTopic(ctx, e, topic, 2); err != nil {
@@ -1101,18 +1115,7 @@ func cliLogDirs(ctx context.Context, e *Env) error {
 		return err
 	}
 	var doc struct {
-		Brokers []struct {
-			Broker  int `json:"broker"`
-			LogDirs []struct {
-				LogDir     string  `json:"logDir"`
-				Error      *string `json:"error"`
-				Partitions []struct {
-					Partition string `json:"partition"`
-					Size      int64  `json:"size"`
-					OffsetLag int64  `json:"offsetLag"`
-				} `json:"partitions"`
-			} `json:"logDirs"`
-		} `json:"brokers"`
+		Brokers []logDirsBroker `json:"brokers"`
 	}
 	var js string
 	for _, l := range strings.Split(out.Stdout, "\n") {
@@ -1129,11 +1132,12 @@ func cliLogDirs(ctx context.Context, e *Env) error {
 	}
 	var size int64
 	parts := 0
-	for i, b := range brokers {
-		got := doc.Brokers[i]
-		if got.Broker != b.ID || len(got.LogDirs) == 0 {
+	for _, b := range brokers {
+		i := slices.IndexFunc(doc.Brokers, func(d logDirsBroker) bool { return d.Broker == b.ID })
+		if i < 0 || len(doc.Brokers[i].LogDirs) == 0 {
 			return fmt.Errorf("log-dirs: want broker %d with a log dir: %s", b.ID, truncate(js, 300))
 		}
+		got := doc.Brokers[i]
 		for _, d := range got.LogDirs {
 			if d.Error != nil {
 				return fmt.Errorf("log dir %s has error %s", d.LogDir, *d.Error)
