@@ -496,6 +496,7 @@ func (c *clusterTarget) Describe() string {
 	return c.cluster.Describe
 }
 
-// Cluster is the running cluster, for tests that kill and restart nodes;
-// nil before Start.
+// Cluster is the running cluster, for failure scenarios that kill and
+// restart nodes (reach it with a type assertion to
+// interface{ Cluster() *Cluster }); nil before Start.
 func (c *clusterTarget) Cluster() *Cluster { return c.cluster }
