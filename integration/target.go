@@ -416,6 +416,8 @@ func atoiOr(s string, def int) int {
 
 // clusterTarget is a three-broker cluster (ClusterLayout) of Apache Kafka
 // or Gregor, laid out afresh, on new ports and directories, at each start.
+// Of TargetOptions it uses WorkDir and ReadyWait; CPUList and OnLaunch are
+// the benchmark's, which runs single nodes.
 type clusterTarget struct {
 	name   string
 	flavor string // "kafka" or "gregor"
