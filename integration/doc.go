@@ -9,6 +9,12 @@
 //     with overrides), kafka (kafka.Kafka from Maven jars, formatted with
 //     StorageTool --standalone) or external (BOOTSTRAP=host:port). Ports
 //     are picked at start; data dirs are fresh; ready = ApiVersions answers.
+//     The cluster targets (kafka-cluster, gregor-cluster, and -split for
+//     the 3 controllers + 3 brokers layout) run a Cluster (cluster.go):
+//     one properties file, one data dir and one process per node, the
+//     same files for both implementations, ready once every broker
+//     answers ApiVersions and Metadata lists all of them. Scenarios learn
+//     the brokers and voters to expect from Target.Topology.
 //   - Tools (deps.go) fetches everything on first use into <repo>/.cache.
 //   - Scenario (scenario.go) is one named check with a timeout; Runner runs
 //     a list of them in order against one Target and restarts the target
@@ -20,8 +26,11 @@
 //
 // Processes and goroutines: every external command runs in its own
 // process group (proc.go) and is killed as a group on timeout or Ctrl-C;
-// the only goroutines are the per-process waiters in proc.go, each owning
-// its exec.Cmd, and they publish the exit status by closing a channel.
+// the long-lived goroutines are the per-process waiters in proc.go, each
+// owning its exec.Cmd, and they publish the exit status by closing a
+// channel. A Cluster adds short-lived ones that only read those channels:
+// watchers that end with their node's process (anyExited) and one per node
+// while Stop waits for the nodes together.
 // Scenarios run one at a time on the caller's goroutine, so Runner and Env
 // need no locks; Tools is the one shared object and guards its memo with a
 // single mutex (the only lock in the package).

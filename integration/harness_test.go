@@ -112,11 +112,12 @@ func (f *fakeTarget) Alive() error {
 	}
 	return nil
 }
-func (f *fakeTarget) Bootstrap() string { return "127.0.0.1:1" }
-func (f *fakeTarget) LogDir() string    { return "" }
-func (f *fakeTarget) Pid() int          { return 0 }
-func (f *fakeTarget) Stop() error       { f.alive = false; return nil }
-func (f *fakeTarget) Describe() string  { return "fake" }
+func (f *fakeTarget) Bootstrap() string  { return "127.0.0.1:1" }
+func (f *fakeTarget) LogDir() string     { return "" }
+func (f *fakeTarget) Pid() int           { return 0 }
+func (f *fakeTarget) Topology() Topology { return singleNode(f.Bootstrap(), "") }
+func (f *fakeTarget) Stop() error        { f.alive = false; return nil }
+func (f *fakeTarget) Describe() string   { return "fake" }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

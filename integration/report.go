@@ -34,7 +34,7 @@ type compatData struct {
 
 const dataStart, dataEnd = "<!-- compat-data\n", "\n-->"
 
-var targetOrder = []string{"gregor", "kafka", "external"}
+var targetOrder = []string{"gregor", "kafka", "gregor-cluster", "kafka-cluster", "gregor-cluster-split", "kafka-cluster-split", "external"}
 
 // UpdateCompat merges run into the report at path (creating it if needed)
 // and rewrites it. all gives the row order and each row's description.

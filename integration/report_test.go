@@ -59,3 +59,21 @@ func TestUpdateCompatRejectsCorruptData(t *testing.T) {
 		t.Fatal("corrupt data block: no error")
 	}
 }
+
+func TestUpdateCompatKeepsClusterColumns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "COMPAT.md")
+	all := []Scenario{{Name: "cli/a", Doc: "checks a"}}
+	for _, target := range []string{"kafka-cluster", "kafka"} {
+		run := TargetRun{Target: target, Describe: target, Results: []Result{{Scenario: "cli/a", Status: Pass}}}
+		if err := UpdateCompat(path, all, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| scenario | checks | kafka | kafka-cluster |") {
+		t.Errorf("report lacks the cluster column after kafka's:\n%s", b)
+	}
+}

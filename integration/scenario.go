@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Status is a scenario's outcome.
@@ -117,6 +120,62 @@ func (e *Env) Notef(format string, args ...any) { e.note = fmt.Sprintf(format, a
 
 // Bootstrap is the target's client listener.
 func (e *Env) Bootstrap() string { return e.Target.Bootstrap() }
+
+// logDirsVisible reports whether the harness can read every broker's
+// log.dirs (not so for an external target).
+func (e *Env) logDirsVisible() bool {
+	brokers := e.Target.Topology().Brokers
+	for _, b := range brokers {
+		if b.LogDir == "" {
+			return false
+		}
+	}
+	return len(brokers) > 0
+}
+
+// partitionLogDir is the log.dirs of the broker that leads topic's
+// partition, which with replication factor 1 is the one broker holding its
+// files. On a single broker that is its log.dirs; on a cluster the leader
+// is asked for, waiting out the moment after creation when there is none.
+func (e *Env) partitionLogDir(ctx context.Context, topic string, partition int32) (string, error) {
+	brokers := e.Target.Topology().Brokers
+	if len(brokers) == 1 {
+		return brokers[0].LogDir, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...))
+	if err != nil {
+		return "", fmt.Errorf("client to find the leader of %s-%d: %w", topic, partition, err)
+	}
+	defer cl.Close()
+	var leader int32 = -1
+	err = until(ctx, 30*time.Second, 250*time.Millisecond, func() (bool, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if t.Topic != nil && *t.Topic == topic && p.Partition == partition && p.ErrorCode == 0 {
+					leader = p.Leader
+				}
+			}
+		}
+		return leader >= 0, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("finding the leader of %s-%d: %w", topic, partition, err)
+	}
+	for _, b := range brokers {
+		if int32(b.ID) == leader {
+			return b.LogDir, nil
+		}
+	}
+	return "", fmt.Errorf("%s-%d is led by broker %d, which the target does not list", topic, partition, leader)
+}
 
 // Name returns a topic or group name unique to this run.
 func (e *Env) Name(prefix string) string {

@@ -781,8 +781,10 @@ func cliAPIVersions(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(out.Stdout, e.Bootstrap()+" (id: 1 rack: null") {
-		return fmt.Errorf("broker %s (id 1) not listed: %s", e.Bootstrap(), truncate(out.Stdout, 300))
+	for _, b := range e.Target.Topology().Brokers {
+		if !strings.Contains(out.Stdout, fmt.Sprintf("%s (id: %d rack: null", b.Addr, b.ID)) {
+			return fmt.Errorf("broker %s (id %d) not listed: %s", b.Addr, b.ID, truncate(out.Stdout, 300))
+		}
 	}
 	usable := map[string]int{}
 	for _, l := range strings.Split(out.Stdout, "\n") {
@@ -813,22 +815,47 @@ func cliQuorum(ctx context.Context, e *Env) error {
 			status[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
-	if status["ClusterId"] == "" || status["LeaderId"] != "1" {
-		return fmt.Errorf("--status: ClusterId %q LeaderId %q: %s", status["ClusterId"], status["LeaderId"], out.Tail())
+	topo := e.Target.Topology()
+	voters := map[string]bool{}
+	for _, v := range topo.Voters {
+		voters[strconv.Itoa(v)] = true
+	}
+	leader := status["LeaderId"]
+	if status["ClusterId"] == "" || !voters[leader] {
+		return fmt.Errorf("--status: ClusterId %q LeaderId %q, want a leader among voters %v: %s", status["ClusterId"], leader, topo.Voters, out.Tail())
 	}
 	if hw, err := strconv.ParseInt(status["HighWatermark"], 10, 64); err != nil || hw <= 0 {
 		return fmt.Errorf("--status: HighWatermark %q", status["HighWatermark"])
 	}
-	if !strings.Contains(status["CurrentVoters"], `"id": 1`) {
-		return fmt.Errorf("--status: CurrentVoters %q does not include node 1", status["CurrentVoters"])
+	for _, v := range topo.Voters {
+		if !strings.Contains(status["CurrentVoters"], fmt.Sprintf(`"id": %d,`, v)) {
+			return fmt.Errorf("--status: CurrentVoters %q does not include node %d", status["CurrentVoters"], v)
+		}
 	}
 	out, err = e.Kafka(ctx, mainQuorum, "describe", "--replication")
 	if err != nil {
 		return err
 	}
+	// One row per voter (the leader with no lag, the others following) and
+	// one per broker that is not a voter (an observer).
+	want := map[string]string{}
+	for _, b := range topo.Brokers {
+		want[strconv.Itoa(b.ID)] = "Observer"
+	}
+	for v := range voters {
+		want[v] = "Follower"
+	}
+	want[leader] = "Leader"
 	rows := parseColumns(out.Stdout, "NodeId")
-	if len(rows) != 1 || rows[0]["NodeId"] != "1" || rows[0]["Status"] != "Leader" || rows[0]["Lag"] != "0" {
-		return fmt.Errorf("--replication: %v, want node 1 as Leader with lag 0", rows)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r["NodeId"]] = r["Status"]
+		if r["NodeId"] == leader && r["Lag"] != "0" {
+			return fmt.Errorf("--replication: leader %s has lag %q, want 0", leader, r["Lag"])
+		}
+	}
+	if len(rows) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("--replication: %v, want node statuses %v with leader %s", rows, want, leader)
 	}
 	return nil
 }
@@ -1061,6 +1088,20 @@ func cliTransactionsAbort(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// logDirsBroker is one broker in kafka-log-dirs --describe's JSON.
+type logDirsBroker struct {
+	Broker  int `json:"broker"`
+	LogDirs []struct {
+		LogDir     string  `json:"logDir"`
+		Error      *string `json:"error"`
+		Partitions []struct {
+			Partition string `json:"partition"`
+			Size      int64  `json:"size"`
+			OffsetLag int64  `json:"offsetLag"`
+		} `json:"partitions"`
+	} `json:"logDirs"`
+}
+
 func cliLogDirs(ctx context.Context, e *Env) error {
 	topic := e.Name("log-dirs")
 	if err := createTopic(ctx, e, topic, 2); err != nil {
@@ -1074,18 +1115,7 @@ func cliLogDirs(ctx context.Context, e *Env) error {
 		return err
 	}
 	var doc struct {
-		Brokers []struct {
-			Broker  int `json:"broker"`
-			LogDirs []struct {
-				LogDir     string  `json:"logDir"`
-				Error      *string `json:"error"`
-				Partitions []struct {
-					Partition string `json:"partition"`
-					Size      int64  `json:"size"`
-					OffsetLag int64  `json:"offsetLag"`
-				} `json:"partitions"`
-			} `json:"logDirs"`
-		} `json:"brokers"`
+		Brokers []logDirsBroker `json:"brokers"`
 	}
 	var js string
 	for _, l := range strings.Split(out.Stdout, "\n") {
@@ -1096,22 +1126,30 @@ func cliLogDirs(ctx context.Context, e *Env) error {
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		return fmt.Errorf("log-dirs JSON: %w: %s", err, out.Tail())
 	}
-	if len(doc.Brokers) != 1 || doc.Brokers[0].Broker != 1 || len(doc.Brokers[0].LogDirs) == 0 {
-		return fmt.Errorf("log-dirs: want broker 1 with a log dir: %s", truncate(js, 300))
+	brokers := e.Target.Topology().Brokers
+	if len(doc.Brokers) != len(brokers) {
+		return fmt.Errorf("log-dirs: %d brokers, want %d: %s", len(doc.Brokers), len(brokers), truncate(js, 300))
 	}
 	var size int64
 	parts := 0
-	for _, d := range doc.Brokers[0].LogDirs {
-		if d.Error != nil {
-			return fmt.Errorf("log dir %s has error %s", d.LogDir, *d.Error)
+	for _, b := range brokers {
+		i := slices.IndexFunc(doc.Brokers, func(d logDirsBroker) bool { return d.Broker == b.ID })
+		if i < 0 || len(doc.Brokers[i].LogDirs) == 0 {
+			return fmt.Errorf("log-dirs: want broker %d with a log dir: %s", b.ID, truncate(js, 300))
 		}
-		if ld := e.Target.LogDir(); ld != "" && d.LogDir != ld {
-			return fmt.Errorf("log dir %q, want %q", d.LogDir, ld)
-		}
-		for _, p := range d.Partitions {
-			if strings.HasPrefix(p.Partition, topic+"-") {
-				parts++
-				size += p.Size
+		got := doc.Brokers[i]
+		for _, d := range got.LogDirs {
+			if d.Error != nil {
+				return fmt.Errorf("log dir %s has error %s", d.LogDir, *d.Error)
+			}
+			if b.LogDir != "" && d.LogDir != b.LogDir {
+				return fmt.Errorf("broker %d: log dir %q, want %q", b.ID, d.LogDir, b.LogDir)
+			}
+			for _, p := range d.Partitions {
+				if strings.HasPrefix(p.Partition, topic+"-") {
+					parts++
+					size += p.Size
+				}
 			}
 		}
 	}
@@ -1152,8 +1190,7 @@ func cliLeaderElection(ctx context.Context, e *Env) error {
 // indexes must point at the right batches, and the newest producer
 // snapshot must list the producers.
 func cliDumpLog(ctx context.Context, e *Env) error {
-	logDir := e.Target.LogDir()
-	if logDir == "" {
+	if !e.logDirsVisible() {
 		return Skipf("the target's log.dirs is not visible to the harness")
 	}
 	topic := e.Name("dump-log")
@@ -1173,6 +1210,10 @@ func cliDumpLog(ctx context.Context, e *Env) error {
 			return err
 		}
 		lines = append(lines, run...)
+	}
+	logDir, err := e.partitionLogDir(ctx, topic, 0)
+	if err != nil {
+		return err
 	}
 	dir := filepath.Join(logDir, topic+"-0")
 	files, err := segmentFiles(dir)

@@ -144,8 +144,17 @@ func clientKcat(ctx context.Context, e *Env) error {
 	if err := json.Unmarshal([]byte(out.Stdout), &md); err != nil {
 		return fmt.Errorf("kcat -L -J: %w: %s", err, out.Tail())
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].Name != e.Bootstrap() || md.ControllerID != md.Brokers[0].ID {
-		return fmt.Errorf("kcat metadata: brokers %+v controller %d, want the one broker at %s as controller", md.Brokers, md.ControllerID, e.Bootstrap())
+	// KRaft names a broker as the controller to clients (the quorum's
+	// leader is not one of the brokers they can reach).
+	want, got := map[int]string{}, map[int]string{}
+	for _, b := range e.Target.Topology().Brokers {
+		want[b.ID] = b.Addr
+	}
+	for _, b := range md.Brokers {
+		got[b.ID] = b.Name
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(md.Brokers) != len(want) || want[md.ControllerID] == "" {
+		return fmt.Errorf("kcat metadata: brokers %+v controller %d, want the brokers %v with one of them as controller", md.Brokers, md.ControllerID, want)
 	}
 	if len(md.Topics) != 1 || md.Topics[0].Topic != topic || len(md.Topics[0].Partitions) != 3 {
 		return fmt.Errorf("kcat metadata for %s: %s", topic, truncate(out.Stdout, 300))

@@ -190,7 +190,11 @@ func cliRetention(ctx context.Context, e *Env) error {
 		return fmt.Errorf("log-dirs size %d (%v) once every record expired, want 0", size, err)
 	}
 	// The files go: first renamed .deleted, removed after file.delete.delay.ms.
-	if logDir := e.Target.LogDir(); logDir != "" {
+	if e.logDirsVisible() {
+		logDir, err := e.partitionLogDir(ctx, topic, 0)
+		if err != nil {
+			return err
+		}
 		dir := filepath.Join(logDir, topic+"-0")
 		err = until(ctx, 30*time.Second, 500*time.Millisecond, func() (bool, error) {
 			ents, err := os.ReadDir(dir)
@@ -310,9 +314,12 @@ func cliCompaction(ctx context.Context, e *Env) error {
 	}
 	// The first segment, as kafka-dump-log reads it: cleaned batches keep
 	// their offsets (gaps where records went), one record per key.
-	logDir := e.Target.LogDir()
-	if logDir == "" {
+	if !e.logDirsVisible() {
 		return nil
+	}
+	logDir, err := e.partitionLogDir(ctx, topic, 0)
+	if err != nil {
+		return err
 	}
 	first := filepath.Join(logDir, topic+"-0", fmt.Sprintf("%020d.log", 0))
 	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", first, "--print-data-log", "--deep-iteration")

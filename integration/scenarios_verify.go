@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,7 +50,7 @@ func verifyClientCompat(ctx context.Context, e *Env) error {
 	if _, err := e.Kafka(ctx, mainTopics, "--delete", "--topic", "newtopic", "--if-exists"); err != nil {
 		return fmt.Errorf("removing a leftover newtopic: %w", err)
 	}
-	out, err := e.Kafka(ctx, mainClientCompat, "--num-cluster-nodes", "1", "--topic", topic,
+	out, err := e.Kafka(ctx, mainClientCompat, "--num-cluster-nodes", strconv.Itoa(len(e.Target.Topology().Brokers)), "--topic", topic,
 		"--create-topics-supported", "true", "--offsets-for-times-supported", "true", "--cluster-id-supported", "true",
 		"--expect-record-too-large-exception", "false", "--describe-acls-supported", "true",
 		"--describe-configs-supported", "true", "--idempotent-producer-supported", "true")

@@ -14,23 +14,53 @@ import (
 
 // Target is a Kafka-compatible cluster that scenarios run against.
 type Target interface {
-	// Name is "gregor", "kafka" or "external".
+	// Name is "gregor", "kafka", "external", or a cluster target's name
+	// ("kafka-cluster", "gregor-cluster-split", ...).
 	Name() string
 	// Start brings the target up and returns once it answers ApiVersions.
 	// Calling Start on a running target is a no-op.
 	Start(ctx context.Context) error
 	// Alive reports nil while the target is still running.
 	Alive() error
-	// Bootstrap is host:port of the client listener.
+	// Bootstrap is host:port of the client listener; for a cluster, every
+	// broker's, comma-separated (as bootstrap.servers takes them).
 	Bootstrap() string
-	// LogDir is the broker's log.dirs, or "" when the harness cannot see it.
+	// LogDir is the broker's log.dirs, or "" when the harness cannot see it
+	// or there is more than one broker (a cluster's are in Topology).
 	LogDir() string
-	// Pid is the broker's process id, or 0 when it is not ours.
+	// Pid is the broker's process id, or 0 when it is not ours or there is
+	// more than one process (a cluster).
 	Pid() int
+	// Topology is what scenarios may assume about the target's nodes.
+	Topology() Topology
 	// Stop ends the target and everything it started. Safe to call twice.
 	Stop() error
 	// Describe names what was run, for the report.
 	Describe() string
+}
+
+// Topology is the target's nodes as scenarios see them: which brokers to
+// expect in the tools' output and which voters in the quorum's.
+type Topology struct {
+	Brokers []BrokerNode // in id order
+	Voters  []int        // the controller quorum's voter ids, in order
+}
+
+// BrokerNode is one broker of a target.
+type BrokerNode struct {
+	ID     int
+	Addr   string // client listener, host:port
+	LogDir string // its log.dirs, or "" when the harness cannot see it
+}
+
+// Cluster reports whether the target has more than one broker.
+func (t Topology) Cluster() bool { return len(t.Brokers) > 1 }
+
+// singleNode is the topology of a combined node with node.id 1, which is
+// what the single-node targets run (and what the harness has always
+// assumed of an external target).
+func singleNode(addr, logDir string) Topology {
+	return Topology{Brokers: []BrokerNode{{ID: 1, Addr: addr, LogDir: logDir}}, Voters: []int{1}}
 }
 
 // TargetOptions tunes how local targets are started.
@@ -55,13 +85,19 @@ func NewTarget(name string, tools *Tools, opts TargetOptions) (Target, error) {
 		return &localBroker{name: name, tools: tools, opts: opts, prepare: prepareGregor}, nil
 	case "kafka":
 		return &localBroker{name: name, tools: tools, opts: opts, prepare: prepareKafka}, nil
+	case "kafka-cluster", "gregor-cluster", "kafka-cluster-split", "gregor-cluster-split":
+		flavor, layout := strings.TrimSuffix(strings.TrimSuffix(name, "-split"), "-cluster"), Combined3
+		if strings.HasSuffix(name, "-split") {
+			layout = Split3x3
+		}
+		return &clusterTarget{name: name, flavor: flavor, layout: layout, tools: tools, opts: opts}, nil
 	case "external":
 		if opts.Bootstrap == "" {
 			return nil, errors.New("target external needs BOOTSTRAP=host:port")
 		}
 		return &externalTarget{bootstrap: opts.Bootstrap}, nil
 	}
-	return nil, fmt.Errorf("unknown target %q (want gregor, kafka or external)", name)
+	return nil, fmt.Errorf("unknown target %q (want gregor, kafka, external, kafka-cluster, gregor-cluster, kafka-cluster-split or gregor-cluster-split)", name)
 }
 
 type externalTarget struct{ bootstrap string }
@@ -83,6 +119,10 @@ func (e *externalTarget) LogDir() string    { return "" }
 func (e *externalTarget) Pid() int          { return 0 }
 func (e *externalTarget) Stop() error       { return nil }
 func (e *externalTarget) Describe() string  { return "external cluster at " + e.bootstrap }
+
+// Topology of an external target is assumed to be one node with id 1, as
+// the scenarios have always assumed.
+func (e *externalTarget) Topology() Topology { return singleNode(e.bootstrap, "") }
 
 // launch is what a local target's prepare step hands back: the command that
 // runs the broker, and a description for the report.
@@ -113,6 +153,8 @@ func (b *localBroker) Name() string      { return b.name }
 func (b *localBroker) Bootstrap() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
 func (b *localBroker) LogDir() string    { return b.logDir }
 func (b *localBroker) Describe() string  { return b.describe }
+
+func (b *localBroker) Topology() Topology { return singleNode(b.Bootstrap(), b.logDir) }
 
 func (b *localBroker) Pid() int {
 	if b.proc == nil {
@@ -195,11 +237,22 @@ func (b *localBroker) Stop() error {
 // prepareGregor builds ./cmd/gregor and returns the documented command
 // line: overrides only, no properties file, auto-format on first start.
 func prepareGregor(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
-	bin := filepath.Join(t.Cache, "bin", "gregor")
-	if _, err := Run(ctx, Cmd{Name: "go", Args: []string{"build", "-o", bin, "./cmd/gregor"}, Dir: t.Root, Timeout: 5 * time.Minute}); err != nil {
-		return launch{}, fmt.Errorf("building gregor: %w", err)
+	bin, err := t.gregorBinary(ctx)
+	if err != nil {
+		return launch{}, err
 	}
 	return launch{cmd: Cmd{Name: bin, Args: GregorArgs(logDir, port, ctrlPort), Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
+}
+
+// gregorBinary builds ./cmd/gregor into the cache and returns its path.
+// It builds on every call: the work tree may have changed since the last
+// start, and the go build cache makes an unchanged tree cheap.
+func (t *Tools) gregorBinary(ctx context.Context) (string, error) {
+	bin := filepath.Join(t.Cache, "bin", "gregor")
+	if _, err := Run(ctx, Cmd{Name: "go", Args: []string{"build", "-o", bin, "./cmd/gregor"}, Dir: t.Root, Timeout: 5 * time.Minute}); err != nil {
+		return "", fmt.Errorf("building gregor: %w", err)
+	}
+	return bin, nil
 }
 
 // GregorArgs is the command line (after the binary) of a single combined
@@ -252,36 +305,73 @@ log.retention.check.interval.ms=1000
 // StorageTool --standalone and returns the kafka.Kafka command line with
 // the JVM flags kafka-server-start.sh uses.
 func prepareKafka(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
-	libs, err := t.MavenLibs(ctx, SetKafka)
-	if err != nil {
-		return launch{}, err
-	}
 	props := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(props, []byte(kafkaServerProperties(logDir, port, ctrlPort)), 0o644); err != nil {
 		return launch{}, err
 	}
-	uuid, err := Run(ctx, Cmd{Name: "java", Args: []string{"-cp", libs + "/*", "kafka.tools.StorageTool", "random-uuid"}, Timeout: time.Minute})
-	if err != nil {
-		return launch{}, fmt.Errorf("StorageTool random-uuid: %w", err)
-	}
-	clusterID := strings.TrimSpace(uuid.Stdout)
-	toolsLog, err := t.Log4jConfig(false)
+	clusterID, err := t.kafkaRandomUUID(ctx)
 	if err != nil {
 		return launch{}, err
 	}
-	if _, err := Run(ctx, Cmd{Name: "java", Args: []string{"-Dlog4j2.configurationFile=" + toolsLog, "-cp", libs + "/*",
-		"kafka.tools.StorageTool", "format", "--standalone", "-t", clusterID, "-c", props}, Timeout: 2 * time.Minute}); err != nil {
-		return launch{}, fmt.Errorf("StorageTool format: %w", err)
+	if err := t.kafkaFormat(ctx, props, "--standalone", "-t", clusterID); err != nil {
+		return launch{}, err
+	}
+	cmd, err := t.kafkaServerCmd(ctx, dir, props)
+	if err != nil {
+		return launch{}, err
+	}
+	return launch{cmd: cmd, describe: "Apache Kafka " + KafkaVersion + " (kafka_2.13 from Maven Central, KRaft combined mode)"}, nil
+}
+
+// kafkaRandomUUID asks StorageTool random-uuid for a cluster or directory id.
+func (t *Tools) kafkaRandomUUID(ctx context.Context) (string, error) {
+	libs, err := t.MavenLibs(ctx, SetKafka)
+	if err != nil {
+		return "", err
+	}
+	out, err := Run(ctx, Cmd{Name: "java", Args: []string{"-cp", libs + "/*", "kafka.tools.StorageTool", "random-uuid"}, Timeout: time.Minute})
+	if err != nil {
+		return "", fmt.Errorf("StorageTool random-uuid: %w", err)
+	}
+	return strings.TrimSpace(out.Stdout), nil
+}
+
+// kafkaFormat runs StorageTool format -c props with the given flags (the
+// cluster id and how the quorum starts).
+func (t *Tools) kafkaFormat(ctx context.Context, props string, flags ...string) error {
+	libs, err := t.MavenLibs(ctx, SetKafka)
+	if err != nil {
+		return err
+	}
+	toolsLog, err := t.Log4jConfig(false)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"-Dlog4j2.configurationFile=" + toolsLog, "-cp", libs + "/*",
+		"kafka.tools.StorageTool", "format", "-c", props}, flags...)
+	if _, err := Run(ctx, Cmd{Name: "java", Args: args, Timeout: 2 * time.Minute}); err != nil {
+		return fmt.Errorf("StorageTool format %s: %w", props, err)
+	}
+	return nil
+}
+
+// kafkaServerCmd is the kafka.Kafka command line for the properties file
+// props, with the JVM flags kafka-server-start.sh uses and its logs under
+// dir/logs.
+func (t *Tools) kafkaServerCmd(ctx context.Context, dir, props string) (Cmd, error) {
+	libs, err := t.MavenLibs(ctx, SetKafka)
+	if err != nil {
+		return Cmd{}, err
 	}
 	brokerLog, err := t.Log4jConfig(true)
 	if err != nil {
-		return launch{}, err
+		return Cmd{}, err
 	}
 	args := []string{"-Xms1G", "-Xmx1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 		"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
 		"-Djava.awt.headless=true", "-Dlog4j2.configurationFile=" + brokerLog,
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"), "-cp", libs + "/*", "kafka.Kafka", props}
-	return launch{cmd: Cmd{Name: "java", Args: args, Dir: dir}, describe: "Apache Kafka " + KafkaVersion + " (kafka_2.13 from Maven Central, KRaft combined mode)"}, nil
+	return Cmd{Name: "java", Args: args, Dir: dir}, nil
 }
 
 // KafkaBrokerCmd formats dir/data for a single combined Apache Kafka node
@@ -323,3 +413,92 @@ func atoiOr(s string, def int) int {
 	}
 	return n
 }
+
+// clusterTarget is a three-broker cluster (ClusterLayout) of Apache Kafka
+// or Gregor, laid out afresh, on new ports and directories, at each start.
+// Of TargetOptions it uses WorkDir and ReadyWait; CPUList and OnLaunch are
+// the benchmark's, which runs single nodes.
+type clusterTarget struct {
+	name   string
+	flavor string // "kafka" or "gregor"
+	layout ClusterLayout
+	tools  *Tools
+	opts   TargetOptions
+
+	cluster *Cluster
+	starts  int
+}
+
+func (c *clusterTarget) Name() string { return c.name }
+
+func (c *clusterTarget) Start(ctx context.Context) error {
+	if c.cluster != nil && c.cluster.Alive() == nil {
+		return nil
+	}
+	if c.cluster != nil {
+		_ = c.cluster.Stop()
+		c.cluster = nil
+	}
+	c.starts++
+	dir := filepath.Join(c.opts.WorkDir, fmt.Sprintf("%s-%d", c.name, c.starts))
+	_ = os.RemoveAll(dir)
+	cl, err := StartCluster(ctx, c.tools, c.flavor, c.layout, dir, c.opts.ReadyWait)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", c.name, err)
+	}
+	c.cluster = cl
+	return nil
+}
+
+func (c *clusterTarget) Alive() error {
+	if c.cluster == nil {
+		return errors.New("not started")
+	}
+	return c.cluster.Alive()
+}
+
+func (c *clusterTarget) Bootstrap() string {
+	if c.cluster == nil {
+		return ""
+	}
+	return c.cluster.Bootstrap()
+}
+
+// LogDir is "": a cluster has one per broker (see Topology).
+func (c *clusterTarget) LogDir() string { return "" }
+
+// Pid is 0: a cluster is several processes (see Cluster.Nodes).
+func (c *clusterTarget) Pid() int { return 0 }
+
+func (c *clusterTarget) Topology() Topology {
+	if c.cluster == nil {
+		return Topology{}
+	}
+	var t Topology
+	for _, b := range c.cluster.Brokers() {
+		t.Brokers = append(t.Brokers, BrokerNode{ID: b.ID, Addr: b.Addr(), LogDir: b.LogDir})
+	}
+	for _, v := range c.cluster.Controllers() {
+		t.Voters = append(t.Voters, v.ID)
+	}
+	return t
+}
+
+func (c *clusterTarget) Stop() error {
+	if c.cluster == nil {
+		return nil
+	}
+	return c.cluster.Stop()
+}
+
+func (c *clusterTarget) Describe() string {
+	if c.cluster == nil {
+		return c.name
+	}
+	return c.cluster.Describe
+}
+
+// Cluster is the running cluster, for failure scenarios that kill and
+// restart nodes (reach it with a type assertion to
+// interface{ Cluster() *Cluster }); nil before Start.
+func (c *clusterTarget) Cluster() *Cluster { return c.cluster }

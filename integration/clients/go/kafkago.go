@@ -13,7 +13,7 @@ import (
 
 func checkKafkaGo(ctx context.Context, bootstrap, topic, group string, count int) (report, error) {
 	var rep report
-	client := &kafka.Client{Addr: kafka.TCP(bootstrap), Timeout: 30 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(seeds(bootstrap)...), Timeout: 30 * time.Second}
 	cres, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 1}}})
 	if err != nil {
 		return rep, fmt.Errorf("create topic: %w", err)
@@ -22,7 +22,7 @@ func checkKafkaGo(ctx context.Context, bootstrap, topic, group string, count int
 		return rep, fmt.Errorf("create topic: %w", err)
 	}
 
-	w := &kafka.Writer{Addr: kafka.TCP(bootstrap), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Addr: kafka.TCP(seeds(bootstrap)...), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		Compression: compress.Lz4, BatchTimeout: 10 * time.Millisecond}
 	want := values(count)
 	msgs := make([]kafka.Message, count)
@@ -38,7 +38,7 @@ func checkKafkaGo(ctx context.Context, bootstrap, topic, group string, count int
 		return rep, fmt.Errorf("closing writer: %w", err)
 	}
 
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{bootstrap}, GroupID: group, Topic: topic,
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: seeds(bootstrap), GroupID: group, Topic: topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond})
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -96,7 +96,7 @@ func checkKafkaGo(ctx context.Context, bootstrap, topic, group string, count int
 		rep.GroupState = desc.Groups[0].GroupState
 	}
 	// Metadata through the low-level connection, as older kafka-go code does.
-	conn, err := kafka.DialContext(ctx, "tcp", bootstrap)
+	conn, err := kafka.DialContext(ctx, "tcp", seeds(bootstrap)[0])
 	if err != nil {
 		return rep, fmt.Errorf("dial: %w", err)
 	}

@@ -6,6 +6,8 @@
 //	goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT
 //	goclients sarama-open-transaction BOOTSTRAP TOPIC TXNID COUNT
 //
+// BOOTSTRAP is one host:port or several, comma-separated (a cluster).
+//
 // It prints one JSON line with what it saw and exits non-zero on failure.
 // (segmentio/kafka-go has no transactional producer: its record batches
 // always carry producer id -1, so it has no transactions check.)
@@ -18,8 +20,13 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// seeds splits a comma-separated BOOTSTRAP into the addresses the client
+// libraries take as a list.
+func seeds(bootstrap string) []string { return strings.Split(bootstrap, ",") }
 
 // report is what every client check prints; the harness checks it.
 type report struct {

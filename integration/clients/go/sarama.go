@@ -31,7 +31,7 @@ func saramaConfig() *sarama.Config {
 func checkSarama(ctx context.Context, bootstrap, topic, group string, count int) (report, error) {
 	rep := report{Version: sarama.MaxVersion.String()}
 	cfg := saramaConfig()
-	admin, err := sarama.NewClusterAdmin([]string{bootstrap}, cfg)
+	admin, err := sarama.NewClusterAdmin(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("cluster admin: %w", err)
 	}
@@ -40,7 +40,7 @@ func checkSarama(ctx context.Context, bootstrap, topic, group string, count int)
 		return rep, fmt.Errorf("create topic: %w", err)
 	}
 
-	producer, err := sarama.NewSyncProducer([]string{bootstrap}, cfg)
+	producer, err := sarama.NewSyncProducer(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("producer: %w", err)
 	}
@@ -58,7 +58,7 @@ func checkSarama(ctx context.Context, bootstrap, topic, group string, count int)
 		return rep, fmt.Errorf("closing producer: %w", err)
 	}
 
-	cg, err := sarama.NewConsumerGroup([]string{bootstrap}, group, cfg)
+	cg, err := sarama.NewConsumerGroup(seeds(bootstrap), group, cfg)
 	if err != nil {
 		return rep, fmt.Errorf("consumer group: %w", err)
 	}

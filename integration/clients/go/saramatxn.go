@@ -37,7 +37,7 @@ func checkSaramaTxn(ctx context.Context, bootstrap, topic, group string, count i
 	cfg := saramaConfig()
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
-	admin, err := sarama.NewClusterAdmin([]string{bootstrap}, cfg)
+	admin, err := sarama.NewClusterAdmin(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("cluster admin: %w", err)
 	}
@@ -51,7 +51,7 @@ func checkSaramaTxn(ctx context.Context, bootstrap, topic, group string, count i
 		}
 	}
 
-	plain, err := sarama.NewSyncProducer([]string{bootstrap}, cfg)
+	plain, err := sarama.NewSyncProducer(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("producer: %w", err)
 	}
@@ -70,13 +70,13 @@ func checkSaramaTxn(ctx context.Context, bootstrap, topic, group string, count i
 	tcfg := saramaConfig()
 	tcfg.Producer.Partitioner = sarama.NewManualPartitioner
 	tcfg.Producer.Transaction.ID = topic + "-txn"
-	producer, err := sarama.NewSyncProducer([]string{bootstrap}, tcfg)
+	producer, err := sarama.NewSyncProducer(seeds(bootstrap), tcfg)
 	if err != nil {
 		return rep, fmt.Errorf("transactional producer: %w", err)
 	}
 	defer producer.Close()
 
-	cg, err := sarama.NewConsumerGroup([]string{bootstrap}, group, cfg)
+	cg, err := sarama.NewConsumerGroup(seeds(bootstrap), group, cfg)
 	if err != nil {
 		return rep, fmt.Errorf("consumer group: %w", err)
 	}
@@ -211,7 +211,7 @@ func (h *saramaTxnHandler) transactions(s sarama.ConsumerGroupSession, last *sar
 func saramaReadAll(ctx context.Context, bootstrap, topic string, isolation sarama.IsolationLevel, want int) ([]string, error) {
 	cfg := saramaConfig()
 	cfg.Consumer.IsolationLevel = isolation
-	consumer, err := sarama.NewConsumer([]string{bootstrap}, cfg)
+	consumer, err := sarama.NewConsumer(seeds(bootstrap), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -285,7 +285,7 @@ func openSaramaTxn(bootstrap, topic, txnID string, count int) (txnReport, error)
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.Transaction.ID = txnID
 	cfg.Producer.Transaction.Timeout = 15 * time.Minute
-	producer, err := sarama.NewSyncProducer([]string{bootstrap}, cfg)
+	producer, err := sarama.NewSyncProducer(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("transactional producer: %w", err)
 	}

@@ -7,7 +7,7 @@ const { Kafka, logLevel } = require('kafkajs');
 async function main() {
   const [bootstrap, topic, group, countStr] = process.argv.slice(2);
   const count = Number(countStr);
-  const kafka = new Kafka({ clientId: 'gregor-compat', brokers: [bootstrap], logLevel: logLevel.ERROR });
+  const kafka = new Kafka({ clientId: 'gregor-compat', brokers: bootstrap.split(','), logLevel: logLevel.ERROR });
   const admin = kafka.admin();
   await admin.connect();
   const created = await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true });

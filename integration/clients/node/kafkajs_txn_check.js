@@ -17,7 +17,7 @@ async function main() {
   const count = Number(countStr);
   const extra = Math.floor(count / 2);
   const inTopic = `${topic}-in`, outTopic = `${topic}-out`, txnId = `${topic}-txn`;
-  const kafka = new Kafka({ clientId: 'gregor-compat-txn', brokers: [bootstrap], logLevel: logLevel.ERROR });
+  const kafka = new Kafka({ clientId: 'gregor-compat-txn', brokers: bootstrap.split(','), logLevel: logLevel.ERROR });
   const admin = kafka.admin();
   await admin.connect();
   const created = await admin.createTopics({ waitForLeaders: true, topics: [

@@ -26,7 +26,7 @@ func main() {
 }
 
 func run() int {
-	target := flag.String("target", envOr("TARGET", "gregor"), "gregor, kafka or external")
+	target := flag.String("target", envOr("TARGET", "gregor"), "gregor, kafka, kafka-cluster, gregor-cluster, kafka-cluster-split, gregor-cluster-split or external")
 	bootstrap := flag.String("bootstrap", os.Getenv("BOOTSTRAP"), "host:port of the external target")
 	required := flag.Bool("required", false, "run only the scenarios listed in integration/REQUIRED and do not touch COMPAT.md")
 	only := flag.String("run", envOr("SCENARIOS", ""), "comma-separated scenario names to run (default all); the report is not written")
