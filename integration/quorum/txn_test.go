@@ -105,3 +105,48 @@ func kversionsBelowTV2() *kversion.Versions {
 	v.SetMaxKeyVersion(24, 3) // AddPartitionsToTxn
 	return v
 }
+
+// TestGroupsAcrossBrokers: consumer groups whose coordinators live on
+// different brokers (the __consumer_offsets partitions are spread over
+// all three) consume a topic spread over all three and commit; a second
+// consumer of the same group resumes from the committed offsets.
+func TestGroupsAcrossBrokers(t *testing.T) {
+	nodes := startQuorum(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitUnfenced(ctx, t, nodes)
+	adm := kadm.NewClient(client(t, seeds(nodes)))
+	const topic = "grouped"
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	produceAndConsume(ctx, t, seeds(nodes), topic, 300)
+	for g := range 6 {
+		group := fmt.Sprintf("group-%d", g)
+		cl := client(t, seeds(nodes), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		n := 0
+		for n < 300 {
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+			fs := cl.PollFetches(pctx)
+			pcancel()
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("%s: polling: %v", group, err)
+			}
+			n += fs.NumRecords()
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("%s: committing: %v", group, err)
+		}
+		cl.Close()
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil || offs.Error() != nil {
+			t.Fatalf("%s: fetching offsets: %v %v", group, err, offs.Error())
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != 300 {
+			t.Fatalf("%s: committed offsets sum to %d, want 300", group, sum)
+		}
+	}
+}
