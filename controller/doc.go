@@ -26,6 +26,13 @@
 //	elect.go       ElectLeaders
 //	features.go    UpdateFeatures
 //	quorum.go      DescribeQuorum
+//	transport.go   NetTransport: raft messages to the other voters over
+//	               their CONTROLLER listeners (RaftMessages)
+//	observers.go   FetchCommitted: the committed log for brokers that
+//	               follow it without voting (MetadataFetch), and the
+//	               observers DescribeQuorum lists
+//	follower.go    Follower: a broker-only node's image, fetched
+//	               from the controllers
 //
 // Offsets: a metadata offset is the raft index of the entry holding the
 // records (Image.Offset, broker epochs, DescribeQuorum's high watermark and
@@ -36,12 +43,31 @@
 // Deliberate deviations from Kafka 4.3 (the ledger):
 //   - The log is Gregor's own format (raft entries, CRC-32C frames), not
 //     Kafka's record batches: kafka-metadata-shell and kafka-dump-log
-//     --cluster-metadata-decoder cannot read it.
+//     --cluster-metadata-decoder cannot read it. The quorum is etcd raft,
+//     whose log, hard state and snapshots are what it persists; writing
+//     them as KRaft's batches (with its LeaderChange, SnapshotHeader and
+//     KRaftVersion control records) would only dress one protocol as
+//     another. /debug/metadata on the debug listener gives the offset and
+//     digest of a node's image instead.
+//   - Controllers talk over two private APIs of the Kafka framing on the
+//     CONTROLLER listener, left out of ApiVersions: RaftMessages (etcd
+//     raft's messages, in place of KRaft's Vote, BeginQuorumEpoch,
+//     EndQuorumEpoch, Fetch and FetchSnapshot) and MetadataFetch (how
+//     brokers follow the log, in place of KRaft's Fetch of
+//     __cluster_metadata). A Kafka broker cannot join a Gregor quorum, nor
+//     a Gregor broker a Kafka one.
+//   - A broker-only node keeps the metadata log in memory: on restart it
+//     fetches the latest snapshot and what follows again.
+//   - Only the raft leader serves; followers answer NOT_CONTROLLER (admin
+//     clients and brokers go to the leader).
 //   - Only the single-rack case of StripedReplicaPlacer; racks are ignored.
 //   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
 //     in the ISR with no leader, as Kafka does without ELR.
 //   - No partition reassignment, AlterPartition, directory assignment,
 //     ACLs, SCRAM, quotas, delegation tokens or dynamic voter changes yet.
+//   - With Config.SingleReplicaOnly (set by the gregor binary until
+//     brokers replicate), partitions with more than one replica are
+//     refused with INVALID_REPLICATION_FACTOR.
 //   - UpdateFeatures does not check inter-feature dependencies
 //     (Features.validateVersion); metadata.version downgrades are refused.
 //   - BROKER_LOGGER config resources are refused with INVALID_REQUEST: the
