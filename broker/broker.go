@@ -471,6 +471,10 @@ func (b *Broker) register(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+	if resp.ErrorCode == kerr.DuplicateBrokerRegistration.Code {
+		return fmt.Errorf("registering broker %d: another broker with node.id %d is alive and registered (its session did not expire in %d attempts): two nodes have the same node.id: %w",
+			b.opts.NodeID, b.opts.NodeID, registrationRetries, kerr.DuplicateBrokerRegistration)
+	}
 	if err := errFromCode(resp.ErrorCode); err != nil {
 		return fmt.Errorf("registering broker %d: %w", b.opts.NodeID, err)
 	}

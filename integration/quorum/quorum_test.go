@@ -282,7 +282,6 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	lctx, lcancel := context.WithTimeout(ctx, 8*time.Second)
 	ladm := kadm.NewClient(client(t, lone, kgo.RetryTimeout(6*time.Second)))
 	ladm.SetTimeoutMillis(3000)
-	sent := time.Now()
 	res, err := ladm.CreateTopic(lctx, 1, 1, nil, "never")
 	lcancel()
 	if err == nil && res.Err == nil {
@@ -324,17 +323,18 @@ func TestQuorumWithoutMajority(t *testing.T) {
 		got += fs.NumRecords()
 	}
 
-	// Past the creation's own timeout (and the retries of it), the
-	// quorum returns: the creation must not happen late.
-	time.Sleep(time.Until(sent.Add(10 * time.Second)))
 	nodes[0].Restart()
 	nodes[1].Restart()
 	if res, err := adm.CreateTopic(ctx, 1, 1, nil, "after"); err != nil || res.Err != nil {
 		t.Fatalf("creating a topic once the quorum is back: %v %v", err, res.Err)
 	}
-	if slices.Contains(topicNames(ctx, t, nodes[2].Addr()), "never") {
-		t.Fatal("the creation refused without a quorum happened anyway")
-	}
+	// "never" may exist now: a timeout says the outcome is unknown, not
+	// that nothing happened. When node 3 was the leader, it had appended
+	// the creation to its log before it lost the quorum; raft commits
+	// such an entry once a majority is back if node 3 is elected again
+	// (Kafka's KRaft can do the same). What must never be is a success
+	// reported without a quorum, checked above.
+	t.Logf("the timed-out creation exists afterwards: %v", slices.Contains(topicNames(ctx, t, nodes[2].Addr()), "never"))
 }
 
 // waitUnfenced waits until every node lists all brokers (a broker is
