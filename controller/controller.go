@@ -337,7 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		// A leader that removes itself from the voters steps down
 		// (membership.go hands leadership over first).
 		StepDownOnRemoval: true,
-		Logger:          raftLogger{c.logger},
+		Logger:            raftLogger{c.logger},
 	})
 	if err != nil {
 		rlog.Close()

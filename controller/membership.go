@@ -117,7 +117,9 @@ func (c *Controller) handleConfEvent(ev *event, index uint64) {
 	case len(recs) > 0:
 		c.propose(recs, index, reply)
 	default:
-		c.afterPending(reply)
+		// A refusal rests on nothing pending (a change in flight is
+		// itself the reason for one): answered at once.
+		reply(nil)
 	}
 }
 
@@ -128,6 +130,9 @@ func (c *Controller) applyConfChangeV2(e *pb.Entry, cc *pb.ConfChangeV2) error {
 		c.handOverIfRemoved(cc)
 	}
 	c.confState = c.rn.ApplyConfChange(cc)
+	// DescribeQuorum shows the new configuration before the change is
+	// answered.
+	c.updateQuorumStatus()
 	if len(cc.GetContext()) == 0 {
 		return nil
 	}

@@ -23,7 +23,6 @@ func sampleRecords() []Record {
 	return []Record{
 		&FeatureLevelRecord{Name: "metadata.version", FeatureLevel: 30},
 		&VotersRecord{Voters: []Voter{{ID: 1, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 9093, SecurityProtocol: 0}}}}},
-		&LearnersRecord{Learners: []Voter{{ID: 4, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "l", Port: 9094, SecurityProtocol: 0}}}}},
 		&RegisterBrokerRecord{BrokerID: 1, IncarnationID: id, BrokerEpoch: 5, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "b", Port: 9092, SecurityProtocol: 0}},
 			Features: []BrokerFeature{{Name: "metadata.version", MinLevel: 7, MaxLevel: 30}}, Rack: strPtr("r1"), Fenced: true, InControlledShutdown: false, LogDirs: []protocol.UUID{dir}},
 		&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 5, Fenced: fenceChangeUnfence, InControlledShutdown: controlledShutdownChangeNone, LogDirs: []protocol.UUID{dir}},
