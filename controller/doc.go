@@ -26,6 +26,9 @@
 //	elect.go       ElectLeaders
 //	features.go    UpdateFeatures
 //	quorum.go      DescribeQuorum
+//	membership.go  dynamic membership (KIP-853): joining controllers as
+//	               raft learners, AddRaftVoter, RemoveRaftVoter,
+//	               UpdateRaftVoter
 //
 // Offsets: a metadata offset is the raft index of the entry holding the
 // records (Image.Offset, broker epochs, DescribeQuorum's high watermark and
@@ -41,7 +44,16 @@
 //   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
 //     in the ISR with no leader, as Kafka does without ELR.
 //   - No partition reassignment, AlterPartition, directory assignment,
-//     ACLs, SCRAM, quotas, delegation tokens or dynamic voter changes yet.
+//     ACLs, SCRAM, quotas, delegation tokens yet.
+//   - Dynamic membership (membership.go): an observer controller is a raft
+//     learner, added by the leader when it announces itself and never
+//     removed (a learner that is gone for good costs the leader retries);
+//     a removed voter is demoted to a learner. AddRaftVoter sends no
+//     ApiVersions to the new voter (Gregor's nodes all support
+//     kraft.version 1): it requires a caught-up learner with the same
+//     directory id. Every answer, UpdateRaftVoter's and AddRaftVoter v1
+//     with AckWhenCommitted=false included, waits for the commit. Voters
+//     do not send UpdateRaftVoter when their endpoints change on restart.
 //   - UpdateFeatures does not check inter-feature dependencies
 //     (Features.validateVersion); metadata.version downgrades are refused.
 //   - BROKER_LOGGER config resources are refused with INVALID_REQUEST: the
