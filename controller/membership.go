@@ -40,6 +40,10 @@ package controller
 // TransferLeader, MsgTimeoutNow) and steps down (StepDownOnRemoval), as a
 // Kafka leader resigns once the voter set without it is committed.
 //
+// A node with a transport (cmd/gregor gives one to a quorum of several
+// voters and to a joining controller) can take learners; a single voter
+// running alone has none, so it cannot grow yet.
+//
 // Goroutines: the announcer (announce) runs on a joining controller until
 // Close; it reads member and writes leaderHint (atomics). Everything else
 // here runs on the loop goroutine, or on handler goroutines that submit

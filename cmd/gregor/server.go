@@ -184,10 +184,11 @@ func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID stri
 }
 
 // startController starts this node's controller, with the transport to
-// its peers when the quorum has more than one voter or is dynamic
-// (controller.quorum.bootstrap.servers: voters may join). A controller of
-// a dynamic quorum announces itself through announcer, the client of the
-// active controller that serve sets once it exists.
+// its peers when the quorum has more than one voter or this controller
+// joins a dynamic quorum (formatted with --no-initial-controllers): it
+// announces itself through announcer, the client of the active controller
+// that serve sets once it exists. A single voter keeps running alone,
+// with no transport (so it cannot take a learner yet).
 func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID, announcer *atomic.Pointer[broker.ControllerClient]) (*controller.Controller, *controller.NetTransport, error) {
 	format, err := controller.ReadFormat(fsys, s.metadataDir)
 	if err != nil {
@@ -195,8 +196,8 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 	}
 	var transport *controller.NetTransport
 	var ctrlRef atomic.Pointer[controller.Controller]
-	dynamic := len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
-	if len(format.Voters) > 1 || dynamic {
+	joining := len(format.Voters) == 0 && len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
+	if len(format.Voters) > 1 || joining {
 		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
 			if c := ctrlRef.Load(); c != nil {
 				return c.VoterAddress(id, s.controllerListenerName)
@@ -222,7 +223,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),
 		ControllerListener:       s.controllerListenerName,
 	}
-	if dynamic {
+	if joining {
 		cfg.Announce = func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error) {
 			client := announcer.Load()
 			if client == nil {
