@@ -13,7 +13,7 @@ package broker
 //     inner request is answered by the local controller once committed.
 //     The principal and client address are not used yet (no
 //     authorization until security lands).
-//   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0:
+//   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
 //     AllocateProducerIds (key 67) v0: what brokers send the active

@@ -42,6 +42,10 @@ func (b *Broker) handlers() []*handler {
 		client(&handler{key: kmsg.AlterReplicaLogDirs, min: 1, max: 2, fn: b.handleAlterReplicaLogDirs}),
 		client(&handler{key: kmsg.DescribeLogDirs, min: 1, max: 4, fn: b.handleDescribeLogDirs}),
 		both(&handler{key: kmsg.DescribeQuorum, min: 0, max: 2, fn: b.handleDescribeQuorum}),
+		// Voter changes (raftvoters.go).
+		both(&handler{key: kmsg.AddRaftVoter, min: 0, max: 1, fn: b.handleRaftVoterChange}),
+		both(&handler{key: kmsg.RemoveRaftVoter, min: 0, max: 0, fn: b.handleRaftVoterChange}),
+		both(&handler{key: kmsg.UpdateRaftVoter, min: 0, max: 0, fn: b.handleRaftVoterChange}),
 		both(&handler{key: kmsg.ElectLeaders, min: 0, max: 2, fn: b.handleElectLeaders}),
 		both(&handler{key: kmsg.UpdateFeatures, min: 0, max: 2, fn: b.handleUpdateFeatures}),
 		both(&handler{key: kmsg.UnregisterBroker, min: 0, max: 0, fn: b.handleUnregisterBroker}),
@@ -69,7 +73,7 @@ func (b *Broker) handlers() []*handler {
 		// What controllers serve each other and brokers (controllerapis.go).
 		hs = append(hs,
 			ctrl(&handler{key: kmsg.Key(protocol.RaftMessagesKey), min: 0, max: 0, fn: b.handleRaftMessages, internal: true}),
-			ctrl(&handler{key: kmsg.Key(protocol.MetadataFetchKey), min: 0, max: 0, fn: b.handleMetadataFetch, internal: true}),
+			ctrl(&handler{key: kmsg.Key(protocol.MetadataFetchKey), min: 0, max: 1, fn: b.handleMetadataFetch, internal: true}),
 			ctrl(&handler{key: kmsg.Envelope, min: 0, max: 0, fn: b.handleEnvelope}),
 			ctrl(&handler{key: kmsg.BrokerRegistration, min: 0, max: 4, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.BrokerHeartbeat, min: 0, max: 1, fn: b.handleControllerDirect}),

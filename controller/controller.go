@@ -95,6 +95,14 @@ type Config struct {
 	// (the broker does not replicate yet; the controller's own logic for
 	// several replicas is complete and tested).
 	SingleReplicaOnly bool
+
+	// ControllerListener is the listener raft and voter changes use (the
+	// first of controller.listener.names; default CONTROLLER).
+	ControllerListener string
+	// Announce, for a controller that may join a dynamic quorum, sends
+	// its announcement to addr (the active controller when known, else ""
+	// for any bootstrap controller) (membership.go).
+	Announce func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error)
 }
 
 // ConfigSchema is what the controller needs to know about config keys to
@@ -155,6 +163,11 @@ type Controller struct {
 	observers     map[int32]observerStatus
 	quorum        atomic.Pointer[quorumStatus]
 	fatal         atomic.Pointer[error]
+	// member: this node is a voter or learner (membership.go); the
+	// announcer reads it, the loop writes it.
+	member       atomic.Bool
+	leaderHint   atomic.Pointer[leaderHint]
+	announceDone chan struct{} // nil unless the announcer runs
 
 	// loop-owned
 	rn              *raft.RawNode
@@ -171,6 +184,9 @@ type Controller struct {
 	snapshotIndex   uint64
 	peerLastContact map[uint64]time.Time
 	peerCaughtUp    map[uint64]time.Time
+	// confChangeIndex is the index of the last conf change this node
+	// proposed (membership.go).
+	confChangeIndex uint64
 
 	// the write pipeline (loop-owned, see pipeline.go)
 	inflight      []*proposal
@@ -231,6 +247,9 @@ func (cfg *Config) setDefaults() {
 	if cfg.DefaultPartitions <= 0 {
 		cfg.DefaultPartitions = 1
 	}
+	if cfg.ControllerListener == "" {
+		cfg.ControllerListener = "CONTROLLER"
+	}
 	if cfg.DefaultReplicationFactor <= 0 {
 		cfg.DefaultReplicationFactor = 1
 	}
@@ -257,8 +276,14 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		voterIDs = append(voterIDs, raftIDOf(v.ID))
 		isVoter = isVoter || v.ID == cfg.NodeID
 	}
-	if !isVoter {
+	// A controller formatted with no voters joins a dynamic quorum as a
+	// learner (membership.go).
+	joining := len(info.Voters) == 0
+	if !isVoter && !joining {
 		return nil, fmt.Errorf("starting controller: node %d is not among the formatted voters", cfg.NodeID)
+	}
+	if joining && cfg.Announce == nil {
+		return nil, fmt.Errorf("starting controller: node %d was formatted without initial controllers and has no quorum to join (controller.quorum.bootstrap.servers)", cfg.NodeID)
 	}
 	rlog, err := raftlog.Open(raftlog.Options{
 		FS:               cfg.FS,
@@ -313,7 +338,10 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		MaxInflightMsgs: 256,
 		CheckQuorum:     true,
 		PreVote:         true,
-		Logger:          raftLogger{c.logger},
+		// A leader that removes itself from the voters steps down
+		// (membership.go hands leadership over first).
+		StepDownOnRemoval: true,
+		Logger:            raftLogger{c.logger},
 	})
 	if err != nil {
 		rlog.Close()
@@ -350,6 +378,10 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	c.active.Store(c.serving())
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
 	go c.run()
+	if cfg.Announce != nil {
+		c.announceDone = make(chan struct{})
+		go c.announce()
+	}
 	return c, nil
 }
 
@@ -435,6 +467,9 @@ func (c *Controller) Close() error {
 	close(c.stop)
 	c.closeMu.Unlock()
 	<-c.done
+	if c.announceDone != nil {
+		<-c.announceDone
+	}
 	c.closeSubscriptions()
 	if err := c.rlog.Close(); err != nil {
 		return fmt.Errorf("closing metadata log: %w", err)
@@ -612,7 +647,9 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 			return fmt.Errorf("decoding conf change at %d: %w", e.GetIndex(), err)
 		}
-		c.confState = c.rn.ApplyConfChange(&cc)
+		if err := c.applyConfChangeV2(e, &cc); err != nil {
+			return err
+		}
 	case pb.EntryNormal:
 		if len(e.GetData()) > 0 {
 			recs, err := DecodeRecords(e.GetData())
@@ -631,6 +668,9 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 	c.appliedIndex = e.GetIndex()
 	c.appliedTerm = e.GetTerm()
 	c.noteApplied(c.appliedIndex)
+	if e.GetType() != pb.EntryNormal {
+		c.snapshotAfterConfChange()
+	}
 	// The image with this entry is published: whoever settle answers sees
 	// it in Image().
 	c.settle(e)
@@ -706,6 +746,12 @@ func (c *Controller) maybeSnapshot() {
 	if !due {
 		return
 	}
+	c.writeSnapshot()
+}
+
+// writeSnapshot writes a snapshot of the applied image and compacts the
+// log up to it (loop).
+func (c *Controller) writeSnapshot() {
 	data := EncodeRecords(imageRecords(c.committed))
 	if err := c.rlog.CreateSnapshot(c.appliedIndex, c.confState, data); err != nil {
 		if errors.Is(err, raft.ErrSnapOutOfDate) {

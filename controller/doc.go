@@ -33,6 +33,9 @@
 //	               observers DescribeQuorum lists
 //	follower.go    Follower: a broker-only node's image, fetched
 //	               from the controllers
+//	membership.go  dynamic membership (KIP-853): joining controllers as
+//	               raft learners, AddRaftVoter, RemoveRaftVoter,
+//	               UpdateRaftVoter
 //
 // Offsets: a metadata offset is the raft index of the entry holding the
 // records (Image.Offset, broker epochs, DescribeQuorum's high watermark and
@@ -64,10 +67,19 @@
 //   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
 //     in the ISR with no leader, as Kafka does without ELR.
 //   - No partition reassignment, AlterPartition, directory assignment,
-//     ACLs, SCRAM, quotas, delegation tokens or dynamic voter changes yet.
+//     ACLs, SCRAM, quotas, delegation tokens yet.
 //   - With Config.SingleReplicaOnly (set by the gregor binary until
 //     brokers replicate), partitions with more than one replica are
 //     refused with INVALID_REPLICATION_FACTOR.
+//   - Dynamic membership (membership.go): an observer controller is a raft
+//     learner, added by the leader when it announces itself and never
+//     removed (a learner that is gone for good costs the leader retries);
+//     a removed voter is demoted to a learner. AddRaftVoter sends no
+//     ApiVersions to the new voter (Gregor's nodes all support
+//     kraft.version 1): it requires a caught-up learner with the same
+//     directory id. Every answer, UpdateRaftVoter's and AddRaftVoter v1
+//     with AckWhenCommitted=false included, waits for the commit. Voters
+//     do not send UpdateRaftVoter when their endpoints change on restart.
 //   - UpdateFeatures does not check inter-feature dependencies
 //     (Features.validateVersion); metadata.version downgrades are refused.
 //   - BROKER_LOGGER config resources are refused with INVALID_REQUEST: the

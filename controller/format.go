@@ -55,7 +55,8 @@ type FormatOptions struct {
 	NodeID      int32
 	DirectoryID protocol.UUID
 	// Voters is the initial voter set (this node alone for a single
-	// combined node).
+	// combined node); none for a controller that joins a running dynamic
+	// quorum (membership.go).
 	Voters []Voter
 	// Features are the bootstrap feature levels besides metadata.version
 	// and kraft.version (e.g. group.version once it is implemented). A
@@ -83,9 +84,6 @@ func Format(fsys vfs.FS, metadataDir string, opts FormatOptions) error {
 	}
 	if opts.NodeID < 0 {
 		return fmt.Errorf("formatting metadata directory: invalid node id %d", opts.NodeID)
-	}
-	if len(opts.Voters) == 0 {
-		return errors.New("formatting metadata directory: no initial voters")
 	}
 	seen := map[int32]bool{}
 	for _, v := range opts.Voters {

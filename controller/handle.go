@@ -44,6 +44,12 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.AllocateProducerIDs(ctx, r))
 	case *kmsg.UnregisterBrokerRequest:
 		return answered(c.UnregisterBroker(ctx, r))
+	case *kmsg.AddRaftVoterRequest:
+		return answered(c.AddRaftVoter(ctx, r))
+	case *kmsg.RemoveRaftVoterRequest:
+		return answered(c.RemoveRaftVoter(ctx, r))
+	case *kmsg.UpdateRaftVoterRequest:
+		return answered(c.UpdateRaftVoter(ctx, r))
 	}
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }

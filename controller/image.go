@@ -98,6 +98,9 @@ type Image struct {
 	// LeaderID is the active controller's node id (-1 if none is known).
 	LeaderID int32
 	Voters   []Voter
+	// Learners are the controllers that follow the log as raft learners
+	// without voting (membership.go).
+	Learners []Voter
 }
 
 // ImageDigest is a SHA-256 of the records that rebuild img (a snapshot's

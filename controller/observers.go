@@ -26,6 +26,7 @@ import (
 const maxFetchWait = 10 * time.Second
 
 type observerStatus struct {
+	directoryID  protocol.UUID
 	fetchOffset  int64
 	lastFetch    time.Time
 	lastCaughtUp time.Time
@@ -82,6 +83,11 @@ func (c *Controller) FetchCommitted(ctx context.Context, req *protocol.MetadataF
 		resp.ErrorCode = kerr.NotController.Code
 		return resp
 	}
+	if req.Version >= 1 && req.MaxBytes == 0 {
+		// A joining controller's announcement (membership.go).
+		c.announcement(ctx, req, resp)
+		return resp
+	}
 	from := uint64(max(req.FetchOffset, 1))
 	wait := min(time.Duration(max(req.MaxWaitMs, 0))*time.Millisecond, maxFetchWait)
 	applied := c.waitApplied(ctx, from, wait)
@@ -126,19 +132,19 @@ func (c *Controller) FetchCommitted(ctx context.Context, req *protocol.MetadataF
 		} else if resp.HasSnapshot {
 			next = uint64(resp.SnapshotIndex) + 1
 		}
-		c.noteObserver(req.NodeID, int64(next-1), next > applied)
+		c.noteObserver(req.NodeID, req.DirectoryID, int64(next-1), next > applied)
 	}
 	return resp
 }
 
 // noteObserver records a broker's fetch: it has everything up to end, and
 // is caught up when that is all the leader has.
-func (c *Controller) noteObserver(id int32, end int64, caughtUp bool) {
+func (c *Controller) noteObserver(id int32, dir protocol.UUID, end int64, caughtUp bool) {
 	now := c.now()
 	c.obsMu.Lock()
 	defer c.obsMu.Unlock()
 	o := c.observers[id]
-	o.fetchOffset, o.lastFetch = end, now
+	o.directoryID, o.fetchOffset, o.lastFetch = dir, end, now
 	if caughtUp {
 		o.lastCaughtUp = now
 	}

@@ -55,7 +55,10 @@ const (
 // is sent once they are applied (or fail); otherwise reply is sent once
 // everything proposed before it is applied.
 type event struct {
-	fn    func(img *Image, offset int64) ([]Record, any)
+	fn func(img *Image, offset int64) ([]Record, any)
+	// conf, set instead of fn, decides a membership change
+	// (membership.go).
+	conf  func(img *Image) (*pb.ConfChangeV2, []Record, any)
 	reply chan eventResult
 }
 
@@ -128,6 +131,10 @@ func (c *Controller) handleEvent(ev *event) {
 		return
 	}
 	index := c.nextIndex()
+	if ev.conf != nil {
+		c.handleConfEvent(ev, index)
+		return
+	}
 	recs, val := ev.fn(c.latest(), int64(index))
 	reply := func(err error) { ev.reply <- eventResult{val: val, err: err} }
 	if len(recs) == 0 {
@@ -153,6 +160,13 @@ func (c *Controller) afterPending(done func(error)) {
 // pending image. done is called once the entry is applied, or fails
 // (loop).
 func (c *Controller) propose(records []Record, index uint64, done func(error)) {
+	data := EncodeRecords(records)
+	c.proposeEntry(records, index, data, func() error { return c.rn.Propose(data) }, done)
+}
+
+// proposeEntry is propose for an entry whose data is given and that send
+// hands to raft (a conf change carries the records in its context).
+func (c *Controller) proposeEntry(records []Record, index uint64, data []byte, send func() error, done func(error)) {
 	next, err := applyBatch(c.latest(), records, int64(index), int64(c.term))
 	if err != nil {
 		// A decision whose records do not apply to the image it was made
@@ -161,8 +175,7 @@ func (c *Controller) propose(records []Record, index uint64, done func(error)) {
 		done(fmt.Errorf("deciding metadata records at offset %d: %w", index, err))
 		return
 	}
-	data := EncodeRecords(records)
-	if err := c.rn.Propose(data); err != nil {
+	if err := send(); err != nil {
 		done(fmt.Errorf("%w: proposing: %w", errNotController, err))
 		return
 	}
@@ -219,10 +232,14 @@ func (c *Controller) failInflight(err error) {
 // creation failed), so none of it is an answer; as in Kafka, the whole
 // operation fails.
 func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int64) ([]Record, any)) (any, error) {
+	return c.submitEvent(ctx, &event{fn: fn, reply: make(chan eventResult, 1)})
+}
+
+// submitEvent hands ev to the loop and waits for its answer.
+func (c *Controller) submitEvent(ctx context.Context, ev *event) (any, error) {
 	if err := c.fatalErr(); err != nil {
 		return nil, err
 	}
-	ev := &event{fn: fn, reply: make(chan eventResult, 1)}
 	select {
 	case c.events <- ev:
 	case <-ctx.Done():

@@ -26,6 +26,9 @@ type quorumStatus struct {
 	lastIndex     int64
 	at            time.Time
 	voters        []voterStatus
+	// learners are the controllers following as raft learners, reported
+	// as observers.
+	learners []voterStatus
 }
 
 type voterStatus struct {
@@ -82,9 +85,8 @@ func (c *Controller) updateQuorumStatus() {
 			progress[id] = pr.Match
 		})
 	}
-	for _, v := range c.info.Voters {
-		rid := raftIDOf(v.ID)
-		vs := voterStatus{id: v.ID, logEndOffset: -1}
+	status := func(rid uint64) voterStatus {
+		vs := voterStatus{id: nodeIDOf(rid), logEndOffset: -1}
 		switch {
 		case rid == c.raftID:
 			vs.logEndOffset = int64(last)
@@ -94,8 +96,17 @@ func (c *Controller) updateQuorumStatus() {
 			vs.lastFetch = c.peerLastContact[rid]
 			vs.lastCaughtUp = c.peerCaughtUp[rid]
 		}
-		qs.voters = append(qs.voters, vs)
+		return vs
 	}
+	// The voters are raft's configuration, which membership changes keep
+	// in step with Image.Voters.
+	for _, rid := range slices.Sorted(slices.Values(c.confState.GetVoters())) {
+		qs.voters = append(qs.voters, status(rid))
+	}
+	for _, rid := range slices.Sorted(slices.Values(c.confState.GetLearners())) {
+		qs.learners = append(qs.learners, status(rid))
+	}
+	c.member.Store(isMember(c.confState, c.raftID))
 	c.quorum.Store(qs)
 }
 
@@ -144,6 +155,9 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 	for _, v := range img.Voters {
 		dirs[v.ID] = v.DirectoryID
 	}
+	for _, v := range img.Learners {
+		dirs[v.ID] = v.DirectoryID
+	}
 	for _, vs := range qs.voters {
 		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		r.ReplicaID = vs.id
@@ -164,11 +178,34 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 		}
 		p.CurrentVoters = append(p.CurrentVoters, r)
 	}
+	members := map[int32]bool{}
+	for _, vs := range qs.voters {
+		members[vs.id] = true
+	}
+	for _, vs := range qs.learners {
+		members[vs.id] = true
+		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		r.ReplicaID = vs.id
+		r.ReplicaDirectoryID = dirs[vs.id]
+		r.LogEndOffset = vs.logEndOffset
+		r.LastFetchTimestamp, r.LastCaughtUpTimestamp = -1, -1
+		if !vs.lastFetch.IsZero() {
+			r.LastFetchTimestamp = vs.lastFetch.UnixMilli()
+		}
+		if !vs.lastCaughtUp.IsZero() {
+			r.LastCaughtUpTimestamp = vs.lastCaughtUp.UnixMilli()
+		}
+		p.Observers = append(p.Observers, r)
+	}
 	ids, observers := c.observerStates()
 	for _, id := range ids {
+		if members[id] {
+			continue
+		}
 		o := observers[id]
 		r := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 		r.ReplicaID = id
+		r.ReplicaDirectoryID = o.directoryID
 		r.LogEndOffset = o.fetchOffset
 		r.LastFetchTimestamp = o.lastFetch.UnixMilli()
 		r.LastCaughtUpTimestamp = -1
@@ -189,6 +226,14 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 // the configured voters.
 func (c *Controller) quorumNodes(img *Image) []kmsg.DescribeQuorumResponseNode {
 	eps := map[int32][]Endpoint{}
+	if len(img.Voters) > 0 {
+		// The committed voter set is the whole truth once there is one:
+		// a removed voter's formatted entry is not listed.
+		for _, v := range img.Voters {
+			eps[v.ID] = v.Endpoints
+		}
+		return describeQuorumNodes(eps)
+	}
 	for _, v := range c.cfg.Voters {
 		eps[v.ID] = v.Endpoints
 	}
@@ -202,6 +247,10 @@ func (c *Controller) quorumNodes(img *Image) []kmsg.DescribeQuorumResponseNode {
 			eps[v.ID] = v.Endpoints
 		}
 	}
+	return describeQuorumNodes(eps)
+}
+
+func describeQuorumNodes(eps map[int32][]Endpoint) []kmsg.DescribeQuorumResponseNode {
 	var out []kmsg.DescribeQuorumResponseNode
 	for _, id := range slices.Sorted(maps.Keys(eps)) {
 		n := kmsg.NewDescribeQuorumResponseNode()

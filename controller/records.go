@@ -40,6 +40,7 @@ const (
 	RecordBrokerRegistrationChange   RecordType = 17
 	RecordNoOp                       RecordType = 20
 	RecordVoters                     RecordType = 200 // Gregor: the voter set with endpoints
+	RecordLearners                   RecordType = 201 // Gregor: controllers following as raft learners
 	batchFormatV1                    int8       = 1
 	noLeaderChange                   int32      = -2
 	fenceChangeNone                  int8       = 0
@@ -172,6 +173,15 @@ type VotersRecord struct {
 	Voters []Voter
 }
 
+// LearnersRecord is the set of controllers that follow the log as raft
+// learners (Kafka's observer controllers), with endpoints so that any
+// leader can reach them. It is written, like a VotersRecord that changes
+// membership, in the context of the raft conf change it goes with
+// (membership.go).
+type LearnersRecord struct {
+	Learners []Voter
+}
+
 func (*TopicRecord) Type() RecordType                    { return RecordTopic }
 func (*PartitionRecord) Type() RecordType                { return RecordPartition }
 func (*PartitionChangeRecord) Type() RecordType          { return RecordPartitionChange }
@@ -184,6 +194,7 @@ func (*FeatureLevelRecord) Type() RecordType             { return RecordFeatureL
 func (*ProducerIdsRecord) Type() RecordType              { return RecordProducerIDs }
 func (*NoOpRecord) Type() RecordType                     { return RecordNoOp }
 func (*VotersRecord) Type() RecordType                   { return RecordVoters }
+func (*LearnersRecord) Type() RecordType                 { return RecordLearners }
 
 func (*TopicRecord) Version() int16                    { return 0 }
 func (*PartitionRecord) Version() int16                { return 0 }
@@ -197,6 +208,7 @@ func (*FeatureLevelRecord) Version() int16             { return 0 }
 func (*ProducerIdsRecord) Version() int16              { return 0 }
 func (*NoOpRecord) Version() int16                     { return 0 }
 func (*VotersRecord) Version() int16                   { return 0 }
+func (*LearnersRecord) Version() int16                 { return 0 }
 
 func newRecord(t RecordType) Record {
 	switch t {
@@ -224,6 +236,8 @@ func newRecord(t RecordType) Record {
 		return &NoOpRecord{}
 	case RecordVoters:
 		return &VotersRecord{}
+	case RecordLearners:
+		return &LearnersRecord{}
 	}
 	return nil
 }
@@ -554,4 +568,14 @@ func (x *VotersRecord) readBody(r *kbin.Reader, _ int16) {
 	for i := range x.Voters {
 		x.Voters[i] = Voter{ID: r.Int32(), DirectoryID: r.Uuid(), Endpoints: readEndpoints(r)}
 	}
+}
+
+func (x *LearnersRecord) appendBody(dst []byte) []byte {
+	return (&VotersRecord{Voters: x.Learners}).appendBody(dst)
+}
+
+func (x *LearnersRecord) readBody(r *kbin.Reader, v int16) {
+	var vr VotersRecord
+	vr.readBody(r, v)
+	x.Learners = vr.Voters
 }

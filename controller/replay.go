@@ -179,6 +179,9 @@ func (b *imageBuilder) apply(rec Record) error {
 	case *VotersRecord:
 		b.next.Voters = slices.Clone(r.Voters)
 		return nil
+	case *LearnersRecord:
+		b.next.Learners = slices.Clone(r.Learners)
+		return nil
 	case *TopicRecord:
 		byName, byID := b.topics()
 		if _, ok := byName[r.Name]; ok {
@@ -353,6 +356,9 @@ func imageRecords(img *Image) []Record {
 	}
 	if len(img.Voters) > 0 {
 		out = append(out, &VotersRecord{Voters: img.Voters})
+	}
+	if len(img.Learners) > 0 {
+		out = append(out, &LearnersRecord{Learners: img.Learners})
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		br := img.Brokers[id]

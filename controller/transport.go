@@ -68,9 +68,15 @@ func (c *Controller) Receive(ctx context.Context, req *protocol.RaftMessagesRequ
 }
 
 // VoterAddress is host:port of voter id's endpoint on listener: from the
-// committed voter set, else the formatted one, else the configured one.
+// committed voter set (or learners), else the formatted one, else the
+// configured one, else (a joining controller with no log yet) where the
+// active controller was last heard to be.
 func (c *Controller) VoterAddress(id int32, listener string) (string, bool) {
-	for _, voters := range [][]Voter{c.Image().Voters, c.info.Voters, c.cfg.Voters} {
+	if h := c.leaderHint.Load(); h != nil && h.id == id && len(c.Image().Voters) == 0 {
+		return h.addr, true
+	}
+	img := c.Image()
+	for _, voters := range [][]Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
 		for _, v := range voters {
 			if v.ID != id {
 				continue

@@ -17,6 +17,15 @@ package protocol
 // has_snapshot int8 [snapshot_index int64, snapshot_term int64,
 // snapshot_data bytes], entries [int32 count] of (index int64, term int64,
 // type int8, data bytes). bytes are an int32 length and the bytes.
+//
+// v1 (KIP-853's joining controllers): the request adds directory_id uuid
+// and controller_endpoints [int32 count] of (name string, host string,
+// port int32, security_protocol int16); the response adds
+// leader_endpoints in the same form. A controller that is not a member of
+// the quorum announces itself with a v1 request whose max_bytes is 0 (no
+// entries wanted): the active controller adds it as a raft learner
+// (controller/membership.go), and every controller names the active one's
+// endpoints so the joiner can reach it before it has any of the log.
 
 import (
 	"encoding/binary"
@@ -37,10 +46,51 @@ type MetadataFetchRequest struct {
 	FetchOffset int64
 	MaxBytes    int32
 	MaxWaitMs   int32
+	// v1: the announcing controller's metadata directory id and its
+	// controller listeners.
+	DirectoryID UUID
+	Endpoints   []MetadataEndpoint
+}
+
+// MetadataEndpoint is a controller listener in a MetadataFetch v1.
+type MetadataEndpoint struct {
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol int16
+}
+
+func appendMetadataEndpoints(dst []byte, eps []MetadataEndpoint) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(eps)))
+	for _, ep := range eps {
+		dst = appendString(dst, ep.Name)
+		dst = appendString(dst, ep.Host)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(ep.Port))
+		dst = binary.BigEndian.AppendUint16(dst, uint16(ep.SecurityProtocol))
+	}
+	return dst
+}
+
+func (d *decoder) metadataEndpoints() []MetadataEndpoint {
+	// Each endpoint takes at least 10 bytes.
+	count := d.int32()
+	if count < 0 || int(count) > len(d.b)/10 {
+		d.fail(fmt.Errorf("%d endpoints in %d bytes", count, len(d.b)))
+		return nil
+	}
+	var out []MetadataEndpoint
+	for range count {
+		ep := MetadataEndpoint{Name: d.string(), Host: d.string(), Port: d.int32(), SecurityProtocol: d.int16()}
+		if d.err != nil {
+			return nil
+		}
+		out = append(out, ep)
+	}
+	return out
 }
 
 func (*MetadataFetchRequest) Key() int16           { return MetadataFetchKey }
-func (*MetadataFetchRequest) MaxVersion() int16    { return 0 }
+func (*MetadataFetchRequest) MaxVersion() int16    { return 1 }
 func (r *MetadataFetchRequest) SetVersion(v int16) { r.Version = v }
 func (r *MetadataFetchRequest) GetVersion() int16  { return r.Version }
 func (*MetadataFetchRequest) IsFlexible() bool     { return false }
@@ -53,7 +103,12 @@ func (r *MetadataFetchRequest) AppendTo(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(r.NodeID))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.FetchOffset))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(r.MaxBytes))
-	return binary.BigEndian.AppendUint32(dst, uint32(r.MaxWaitMs))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(r.MaxWaitMs))
+	if r.Version >= 1 {
+		dst = append(dst, r.DirectoryID[:]...)
+		dst = appendMetadataEndpoints(dst, r.Endpoints)
+	}
+	return dst
 }
 
 func (r *MetadataFetchRequest) ReadFrom(b []byte) error {
@@ -63,6 +118,10 @@ func (r *MetadataFetchRequest) ReadFrom(b []byte) error {
 	r.FetchOffset = d.int64()
 	r.MaxBytes = d.int32()
 	r.MaxWaitMs = d.int32()
+	if r.Version >= 1 {
+		copy(r.DirectoryID[:], d.take(16))
+		r.Endpoints = d.metadataEndpoints()
+	}
 	return d.finish("MetadataFetch request")
 }
 
@@ -85,10 +144,12 @@ type MetadataFetchResponse struct {
 	SnapshotTerm  int64
 	SnapshotData  []byte
 	Entries       []MetadataEntry
+	// v1: the active controller's controller listeners, when known.
+	LeaderEndpoints []MetadataEndpoint
 }
 
 func (*MetadataFetchResponse) Key() int16           { return MetadataFetchKey }
-func (*MetadataFetchResponse) MaxVersion() int16    { return 0 }
+func (*MetadataFetchResponse) MaxVersion() int16    { return 1 }
 func (r *MetadataFetchResponse) SetVersion(v int16) { r.Version = v }
 func (r *MetadataFetchResponse) GetVersion() int16  { return r.Version }
 func (*MetadataFetchResponse) IsFlexible() bool     { return false }
@@ -114,6 +175,9 @@ func (r *MetadataFetchResponse) AppendTo(dst []byte) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.Term))
 		dst = append(dst, byte(e.Type))
 		dst = appendBytes(dst, e.Data)
+	}
+	if r.Version >= 1 {
+		dst = appendMetadataEndpoints(dst, r.LeaderEndpoints)
 	}
 	return dst
 }
@@ -147,6 +211,9 @@ func (r *MetadataFetchResponse) ReadFrom(b []byte) error {
 			break
 		}
 		r.Entries = append(r.Entries, e)
+	}
+	if r.Version >= 1 {
+		r.LeaderEndpoints = d.metadataEndpoints()
 	}
 	return d.finish("MetadataFetch response")
 }

@@ -52,7 +52,8 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// (broker only) the controllers' committed log.
 	var meta broker.MetadataView
 	if s.isController {
-		ctrl, transport, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir])
+		var announcer atomic.Pointer[broker.ControllerClient]
+		ctrl, transport, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir], &announcer)
 		if err != nil {
 			return err
 		}
@@ -67,6 +68,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			forwarder := newForwarder(s, ctrl)
 			defer forwarder.Close()
 			forwarder.Follow(ctrl)
+			announcer.Store(forwarder)
 			opts.Controller = forwarder
 		}
 	} else {
@@ -190,15 +192,20 @@ func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID stri
 }
 
 // startController starts this node's controller, with the transport to
-// its peers when the quorum has more than one voter.
-func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID) (*controller.Controller, *controller.NetTransport, error) {
+// its peers when the quorum has more than one voter or this controller
+// joins a dynamic quorum (formatted with --no-initial-controllers): it
+// announces itself through announcer, the client of the active controller
+// that serve sets once it exists. A single voter keeps running alone,
+// with no transport (so it cannot take a learner yet).
+func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID, announcer *atomic.Pointer[broker.ControllerClient]) (*controller.Controller, *controller.NetTransport, error) {
 	format, err := controller.ReadFormat(fsys, s.metadataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the metadata dir: %w", err)
 	}
 	var transport *controller.NetTransport
 	var ctrlRef atomic.Pointer[controller.Controller]
-	if len(format.Voters) > 1 {
+	joining := len(format.Voters) == 0 && len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
+	if len(format.Voters) > 1 || joining {
 		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
 			if c := ctrlRef.Load(); c != nil {
 				return c.VoterAddress(id, s.controllerListenerName)
@@ -223,6 +230,16 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		Logger:                   s.logger,
 		SnapshotMaxBytes:         s.cfg.Long("metadata.log.max.record.bytes.between.snapshots"),
 		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),
+		ControllerListener:       s.controllerListenerName,
+	}
+	if joining {
+		cfg.Announce = func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error) {
+			client := announcer.Load()
+			if client == nil {
+				return nil, errors.New("the controller client is not started yet")
+			}
+			return client.Announce(ctx, addr, req)
+		}
 	}
 	// Raft counts time in ticks of 100 ms: an election times out after
 	// controller.quorum.election.timeout.ms (raft randomises it up to

@@ -134,8 +134,14 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		s.voters = voters
 	case noInitialControllers:
 		if s.isController && len(s.cfg.ControllerQuorumVoters) == 0 {
-			fmt.Fprintln(stderr, "gregor storage format: --no-initial-controllers on a controller means joining the quorum later (kafka-metadata-quorum add-controller), which Gregor does not do yet")
-			return 1
+			if len(s.cfg.ControllerQuorumBootstrapServers) == 0 {
+				fmt.Fprintln(stderr, "gregor storage format: --no-initial-controllers on a controller needs controller.quorum.bootstrap.servers: the quorum it joins")
+				return 1
+			}
+			// A controller that joins a running dynamic quorum: it
+			// follows the log as a learner until
+			// kafka-metadata-quorum add-controller makes it a voter.
+			s.voters = nil
 		}
 	}
 

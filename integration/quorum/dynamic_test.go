@@ -1,0 +1,190 @@
+package quorum
+
+// Dynamic quorum membership (KIP-853) with the stock tool: the lab layout
+// grows from three voters to four with `kafka-metadata-quorum
+// add-controller`, keeps committing with one of the old voters dead, and
+// shrinks back to three with `remove-controller`.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/integration"
+	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/protocol"
+)
+
+// describeQuorum asks a broker (forwarded to the active controller).
+func describeQuorum(ctx context.Context, t *testing.T, brk *node.Node) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
+	t.Helper()
+	cl := client(t, []string{brk.Addr()})
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("describe quorum: %+v", resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		return nil, fmt.Errorf("describe quorum: error %d", p.ErrorCode)
+	}
+	return &p, nil
+}
+
+func ids(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) []int32 {
+	var out []int32
+	for _, r := range rs {
+		out = append(out, r.ReplicaID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitQuorum polls DescribeQuorum until ok says yes.
+func waitQuorum(ctx context.Context, t *testing.T, brk *node.Node, what string, ok func(*kmsg.DescribeQuorumResponseTopicPartition) bool) *kmsg.DescribeQuorumResponseTopicPartition {
+	t.Helper()
+	var last *kmsg.DescribeQuorumResponseTopicPartition
+	var lastErr error
+	for ctx.Err() == nil {
+		p, err := describeQuorum(ctx, t, brk)
+		if err == nil && ok(p) {
+			return p
+		}
+		last, lastErr = p, err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: last %+v, %v", what, last, lastErr)
+	return nil
+}
+
+func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes and runs the Java tools")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Skip("java not found: the stock kafka-metadata-quorum tool needs a JRE")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	root, err := integration.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := integration.NewTools(root)
+	if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
+		t.Skipf("the Kafka %s jars are not available: %v", integration.KafkaVersion, err)
+	}
+	quorumTool := func(args ...string) string {
+		t.Helper()
+		cmd, err := tools.JavaCmd(ctx, integration.SetKafka, "org.apache.kafka.tools.MetadataQuorumCommand", args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Timeout = time.Minute
+		out, err := integration.Run(ctx, cmd)
+		t.Logf("kafka-metadata-quorum %s:\n%s%s", strings.Join(args, " "), out.Stdout, out.Stderr)
+		if err != nil || out.ExitCode != 0 {
+			t.Fatalf("kafka-metadata-quorum %s: exit %d, %v", strings.Join(args, " "), out.ExitCode, err)
+		}
+		return out.Stdout
+	}
+
+	ctrls, brks := node.StartSplit(t, 3, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
+		"broker.heartbeat.interval.ms=500")
+	bootstrapController := fmt.Sprintf("127.0.0.1:%d", ctrls[0].CtrlPort)
+	waitQuorum(ctx, t, brks[0], "three voters", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {
+		return slices.Equal(ids(p.CurrentVoters), []int32{101, 102, 103})
+	})
+
+	// A fourth controller, formatted with --no-initial-controllers,
+	// follows as an observer until it is caught up.
+	joiner := node.StartJoiningController(t, ctrls[0], 104)
+	waitQuorum(ctx, t, brks[0], "controller 104 observing, caught up", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {
+		for _, o := range p.Observers {
+			if o.ReplicaID == 104 && o.LastCaughtUpTimestamp > 0 {
+				return true
+			}
+		}
+		return false
+	})
+
+	props := filepath.Join(t.TempDir(), "controller.properties")
+	body := strings.Join([]string{
+		"node.id=104",
+		"process.roles=controller",
+		"controller.listener.names=CONTROLLER",
+		fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", joiner.CtrlPort),
+		fmt.Sprintf("advertised.listeners=CONTROLLER://127.0.0.1:%d", joiner.CtrlPort),
+		"log.dirs=" + joiner.Dir,
+		joiner.Quorum,
+	}, "\n") + "\n"
+	if err := os.WriteFile(props, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := quorumTool("--bootstrap-controller", bootstrapController, "--command-config", props, "add-controller")
+	dir := node.MetaProperty(t, joiner, "directory.id")
+	if want := fmt.Sprintf("Added controller 104 with directory id %s and endpoints: CONTROLLER://127.0.0.1:%d", dir, joiner.CtrlPort); !strings.Contains(out, want) {
+		t.Fatalf("add-controller printed %q, want %q", out, want)
+	}
+	p := waitQuorum(ctx, t, brks[0], "four voters", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {
+		return slices.Equal(ids(p.CurrentVoters), []int32{101, 102, 103, 104})
+	})
+	if status := quorumTool("--bootstrap-controller", bootstrapController, "describe", "--status"); !strings.Contains(status, `"id": 104`) {
+		t.Fatalf("describe --status does not list voter 104:\n%s", status)
+	}
+	if repl := quorumTool("--bootstrap-controller", bootstrapController, "describe", "--replication"); !strings.Contains(repl, dir) {
+		t.Fatalf("describe --replication does not list 104's directory %s:\n%s", dir, repl)
+	}
+
+	// Kill one of the old voters (not the active one): three of four
+	// still commit.
+	var victim *node.Node
+	for _, c := range ctrls {
+		if c.ID != p.LeaderID && c != ctrls[0] {
+			victim = c
+			break
+		}
+	}
+	var victimDir protocol.UUID
+	for _, v := range p.CurrentVoters {
+		if v.ReplicaID == victim.ID {
+			victimDir = v.ReplicaDirectoryID
+		}
+	}
+	victim.Kill()
+	adm := kadm.NewClient(client(t, seeds(brks)))
+	res, err := adm.CreateTopic(ctx, 1, 3, nil, "with-one-voter-down")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("creating a topic with one of four voters down: %v", err)
+	}
+
+	quorumTool("--bootstrap-controller", bootstrapController, "remove-controller",
+		"--controller-id", fmt.Sprint(victim.ID), "--controller-directory-id", victimDir.String())
+	want := slices.DeleteFunc([]int32{101, 102, 103, 104}, func(id int32) bool { return id == victim.ID })
+	waitQuorum(ctx, t, brks[0], "three voters again", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {
+		return slices.Equal(ids(p.CurrentVoters), want)
+	})
+	res, err = adm.CreateTopic(ctx, 1, 3, nil, "after-remove")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("creating a topic after the removal: %v", err)
+	}
+}
