@@ -117,6 +117,7 @@ func leaders(ctx context.Context, t *testing.T, addr string, topic string) map[i
 // missing; the dead node's broker is fenced and its partitions go offline,
 // then return when it restarts; every node ends with the same metadata.
 func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
+	t.Parallel()
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -265,6 +266,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 // reports success), while the surviving broker keeps serving produce and
 // fetch on its partitions; once they return, creations work again.
 func TestQuorumWithoutMajority(t *testing.T) {
+	t.Parallel()
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -421,6 +423,7 @@ func produceAndConsume(ctx context.Context, t *testing.T, addrs []string, topic 
 // kept unfenced, and a killed broker is fenced, its partitions offline,
 // until it restarts and catches up again.
 func TestSplitRolesLabLayout(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster of gregor processes")
 	}
@@ -559,6 +562,7 @@ func quorumMembers(ctx context.Context, n *node.Node) (voters, observers []int32
 // MsgSnap over the transport, and MetadataFetch's snapshot), not from
 // the entries, and end with every topic.
 func TestCatchUpFromSnapshot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster of gregor processes")
 	}
@@ -630,6 +634,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 // is there at the end, and every node ends with the same metadata image
 // (same offset, same digest of its content).
 func TestKillEveryNodeInTurn(t *testing.T) {
+	t.Parallel()
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

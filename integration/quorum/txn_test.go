@@ -19,6 +19,7 @@ import (
 // not at all, for Transactions V2 (Produce v12+ adds partitions itself)
 // and for V1 producers (AddPartitionsToTxn) alike.
 func TestTransactionsAcrossBrokers(t *testing.T) {
+	t.Parallel()
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -111,6 +112,7 @@ func kversionsBelowTV2() *kversion.Versions {
 // all three) consume a topic spread over all three and commit; a second
 // consumer of the same group resumes from the committed offsets.
 func TestGroupsAcrossBrokers(t *testing.T) {
+	t.Parallel()
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
