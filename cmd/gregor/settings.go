@@ -190,6 +190,21 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	if err := txns.Validate(); err != nil {
 		return nil, err
 	}
+	// Quorum keys whose KRaft mechanism etcd raft does without: accepted,
+	// and said to have no effect when set.
+	for key, why := range map[string]string{
+		"metadata.max.retention.bytes":              "each snapshot compacts the metadata log up to it and replaces the previous one, so nothing older is retained",
+		"metadata.max.retention.ms":                 "each snapshot compacts the metadata log up to it and replaces the previous one, so nothing older is retained",
+		"metadata.log.segment.ms":                   "metadata log segments roll by size (metadata.log.segment.bytes) and are dropped at snapshots",
+		"metadata.max.idle.interval.ms":             "brokers long-poll the controllers for new entries, so no no-op records are written",
+		"controller.quorum.fetch.timeout.ms":        "followers notice a dead leader by controller.quorum.election.timeout.ms (raft's check-quorum and pre-vote)",
+		"controller.quorum.election.backoff.max.ms": "raft randomises each election timeout between one and two controller.quorum.election.timeout.ms",
+		"controller.quorum.append.linger.ms":        "the controller proposes each decision at once and batches what is already queued",
+	} {
+		if _, set := cfg.Raw[key]; set {
+			logger.Warn(key+" has no effect in Gregor: "+why, "key", key)
+		}
+	}
 	// Until brokers replicate (issue 11) internal topics get one replica:
 	// Kafka's defaults of 3 (and a min ISR of 2) would otherwise be refused
 	// on a cluster (SingleReplicaOnly) or on one broker.
