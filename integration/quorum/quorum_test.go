@@ -197,8 +197,12 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 		return err == nil && id != old && id > 0
 	})
 	t.Logf("node %d killed; node %d is the active controller %s later", old, now, took.Round(time.Millisecond))
-	// election timeout (1 s) plus a second, with room for a loaded machine.
-	if took > 5*time.Second {
+	// Raft draws each election timeout between one and two
+	// controller.quorum.election.timeout.ms (1 s): a new leader within
+	// 2 s of the old one's last heartbeat, plus the polling here. The
+	// bound leaves room for a loaded machine (the tests run in parallel);
+	// bench/RESULTS.md measures the time itself.
+	if took > 8*time.Second {
 		t.Errorf("a new active controller took %s", took)
 	}
 
