@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/gregorbroker/gregor/protocol"
 )
@@ -75,32 +73,12 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of gregor processes and runs the Java tools")
 	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not found: the stock kafka-metadata-quorum tool needs a JRE")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	root, err := integration.FindRepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := integration.NewTools(root)
-	if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
-		t.Skipf("the Kafka %s jars are not available: %v", integration.KafkaVersion, err)
-	}
+	run := stockTool(ctx, t)
 	quorumTool := func(args ...string) string {
 		t.Helper()
-		cmd, err := tools.JavaCmd(ctx, integration.SetKafka, "org.apache.kafka.tools.MetadataQuorumCommand", args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Timeout = time.Minute
-		out, err := integration.Run(ctx, cmd)
-		t.Logf("kafka-metadata-quorum %s:\n%s%s", strings.Join(args, " "), out.Stdout, out.Stderr)
-		if err != nil || out.ExitCode != 0 {
-			t.Fatalf("kafka-metadata-quorum %s: exit %d, %v", strings.Join(args, " "), out.ExitCode, err)
-		}
-		return out.Stdout
+		return run("MetadataQuorumCommand", args...)
 	}
 
 	ctrls, brks := node.StartSplit(t, 3, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),

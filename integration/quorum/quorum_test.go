@@ -126,26 +126,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 
 	waitUnfenced(ctx, t, nodes)
 	const topic = "spread"
-	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
-		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
-	}
-	// Every broker hosts some partition of the topic.
-	var placed map[int32]int32
-	waitFor(t, 10*time.Second, "topic on every node's metadata", func() bool {
-		for _, n := range nodes {
-			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
-				return false
-			}
-		}
-		return true
-	})
-	hosts := map[int32]bool{}
-	for _, l := range placed {
-		hosts[l] = true
-	}
-	if len(hosts) != 3 {
-		t.Fatalf("leaders %v: not spread over the three brokers", placed)
-	}
+	placed := createSpread(ctx, t, adm, nodes, topic)
 	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
 
 	old, err := activeController(ctx, nodes[0])
@@ -343,6 +324,33 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	t.Logf("the timed-out creation exists afterwards: %v", slices.Contains(topicNames(ctx, t, nodes[2].Addr()), "never"))
 }
 
+// createSpread creates topic with 6 one-replica partitions, waits until
+// every broker's metadata has it, checks that its leaders are spread over
+// all the brokers, and returns partition -> leader.
+func createSpread(ctx context.Context, t *testing.T, adm *kadm.Client, brokers []*node.Node, topic string) map[int32]int32 {
+	t.Helper()
+	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
+	}
+	var placed map[int32]int32
+	waitFor(t, 10*time.Second, "topic on every broker's metadata", func() bool {
+		for _, n := range brokers {
+			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
+				return false
+			}
+		}
+		return true
+	})
+	hosts := map[int32]bool{}
+	for _, l := range placed {
+		hosts[l] = true
+	}
+	if len(hosts) != len(brokers) {
+		t.Fatalf("leaders %v: not spread over the %d brokers", placed, len(brokers))
+	}
+	return placed
+}
+
 // waitUnfenced waits until every node lists all brokers (a broker is
 // unfenced once it has caught up with the metadata log).
 func waitUnfenced(ctx context.Context, t *testing.T, nodes []*node.Node) {
@@ -438,25 +446,7 @@ func TestSplitRolesLabLayout(t *testing.T) {
 	waitUnfenced(ctx, t, brokers)
 	adm := kadm.NewClient(client(t, seeds(brokers)))
 	const topic = "lab"
-	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
-		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
-	}
-	var placed map[int32]int32
-	waitFor(t, 10*time.Second, "topic on every broker's metadata", func() bool {
-		for _, n := range brokers {
-			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
-				return false
-			}
-		}
-		return true
-	})
-	hosts := map[int32]bool{}
-	for _, l := range placed {
-		hosts[l] = true
-	}
-	if len(hosts) != 3 {
-		t.Fatalf("leaders %v: not spread over the three brokers", placed)
-	}
+	placed := createSpread(ctx, t, adm, brokers, topic)
 	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
 
 	// The voters and the three observers.

@@ -26,17 +26,7 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 	waitUnfenced(ctx, t, nodes)
 	adm := kadm.NewClient(client(t, seeds(nodes)))
 	const topic = "txn-spread"
-	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
-		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
-	}
-	waitFor(t, 10*time.Second, "topic on every node", func() bool {
-		for _, n := range nodes {
-			if len(leaders(ctx, t, n.Addr(), topic)) != 6 {
-				return false
-			}
-		}
-		return true
-	})
+	createSpread(ctx, t, adm, nodes, topic)
 	for _, v1 := range []bool{false, true} {
 		opts := []kgo.Opt{kgo.TransactionalID(fmt.Sprintf("spread-%v", v1)), kgo.DefaultProduceTopic(topic),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}
@@ -119,9 +109,7 @@ func TestGroupsAcrossBrokers(t *testing.T) {
 	waitUnfenced(ctx, t, nodes)
 	adm := kadm.NewClient(client(t, seeds(nodes)))
 	const topic = "grouped"
-	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
-		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
-	}
+	createSpread(ctx, t, adm, nodes, topic)
 	produceAndConsume(ctx, t, seeds(nodes), topic, 300)
 	for g := range 6 {
 		group := fmt.Sprintf("group-%d", g)
