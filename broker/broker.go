@@ -558,7 +558,13 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := b.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			// Bounded, so that a controller that vanished without a
+			// word (no reset) does not hold the next heartbeat back
+			// until the session lapses.
+			hctx, cancel := context.WithTimeout(ctx, max(2*b.opts.HeartbeatInterval, 2*time.Second))
+			err := b.heartbeat(hctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
 				b.log.Warn("broker heartbeat failed", "err", err)
 			}
 		}
