@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required compat bench fuzz lint
+.PHONY: build run test unit allocs teeth required compat bench fuzz lint soak
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -37,8 +37,16 @@ teeth:
 required:
 	$(GO) run ./integration/cmd/compat -target gregor -required
 
-# every compatibility scenario against TARGET=gregor|kafka|external; rewrites
-# that target's column of integration/COMPAT.md
+# the cluster failure tests (integration/quorum: kill -9 of controllers and
+# brokers, lost majority, every node in turn) repeated COUNT times (default 10)
+COUNT ?= 10
+soak:
+	$(GO) test -count=$(COUNT) ./integration/quorum/
+
+# every compatibility scenario against TARGET=gregor|kafka|external, or a
+# cluster: gregor-cluster|kafka-cluster (3 combined nodes),
+# gregor-cluster-split|kafka-cluster-split (3 controllers + 3 brokers);
+# rewrites that target's column of integration/COMPAT.md
 compat:
 	$(GO) run ./integration/cmd/compat -target $(TARGET)
 
