@@ -84,6 +84,9 @@ type ClusterRun struct {
 	Started time.Time
 	Elapsed time.Duration
 	LoadAvg [2]string
+	// RoundLoads is /proc/loadavg as each target's round started ("round
+	// 1 gregor: 1.07 2.24 2.42"): the cluster's own processes count too.
+	RoundLoads []string
 	// Failovers lists every kill, per target, as a line for the report.
 	Failovers map[string][]string
 	// Describe is each target's cluster description; Properties is node
@@ -115,7 +118,9 @@ func ExecuteCluster(ctx context.Context, cfg ClusterConfig) (*ClusterRun, error)
 				run.Elapsed, run.LoadAvg[1] = time.Since(run.Started), loadAvg()
 				return run, ctx.Err()
 			}
-			cfg.Log.Info("cluster bench round", "round", round, "target", t, "load", loadAvg())
+			load := loadAvg()
+			run.RoundLoads = append(run.RoundLoads, fmt.Sprintf("round %d %s: %s", round, t, load))
+			cfg.Log.Info("cluster bench round", "round", round, "target", t, "load", load)
 			cr := &clusterRound{cfg: cfg, run: run, rd: Round{Target: t, Round: round, Figures: map[string]float64{}}}
 			cr.execute(ctx, tools, filepath.Join(workDir, fmt.Sprintf("%s-round%d", t, round)))
 			for _, e := range cr.rd.Errors {

@@ -96,6 +96,9 @@ func RenderCluster(run *ClusterRun, m Machine, commit, command string) []byte {
 	fmt.Fprintf(&b, "- commit: %s\n", commit)
 	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end. **Noise:** the three nodes (three JVMs for Kafka), this benchmark's clients and whatever else runs on the machine share these %d cores, unpinned; figures of a few milliseconds move with the scheduler\n",
 		m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1], m.Cores)
+	if len(run.RoundLoads) > 0 {
+		fmt.Fprintf(&b, "- load average as each round started (the previous round's cluster included): %s\n", strings.Join(run.RoundLoads, "; "))
+	}
 	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d round(s); every round starts a fresh cluster (new directories, new ports) with `integration.StartCluster(..., integration.Combined3, ...)`\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
 	for _, t := range cfg.Targets {
 		if d := run.Describe[t]; d != "" {
