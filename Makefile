@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required compat bench fuzz lint soak
+.PHONY: build run test unit allocs teeth required compat bench bench-cluster fuzz lint soak
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -55,6 +55,13 @@ compat:
 # gregor, kafka, null; writes bench/RESULTS.md
 bench:
 	$(GO) run ./bench/cmd/bench -target $(TARGET)
+
+# the cluster benchmark: three combined nodes, gregor then kafka, ROUNDS
+# fresh clusters each (start-up, topic visibility, metadata commits/s,
+# controller failover after kill -9); rewrites the cluster section of
+# bench/RESULTS.md and keeps the rest
+bench-cluster:
+	$(GO) run ./bench/cmd/clusterbench -rounds $(or $(ROUNDS),3)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -131,6 +131,50 @@ func ratio(a, b float64) string {
 	return "–"
 }
 
+// gather sorts the rounds' figures and errors by target: target -> figure
+// -> one value per round, and target -> "round n: error" lines.
+func gather(rounds []Round) (map[string]map[string][]float64, map[string][]string) {
+	vals := map[string]map[string][]float64{}
+	errs := map[string][]string{}
+	for _, r := range rounds {
+		if vals[r.Target] == nil {
+			vals[r.Target] = map[string][]float64{}
+		}
+		for k, v := range r.Figures {
+			vals[r.Target][k] = append(vals[r.Target][k], v)
+		}
+		for _, e := range r.Errors {
+			errs[r.Target] = append(errs[r.Target], fmt.Sprintf("round %d: %s", r.Round, e))
+		}
+	}
+	return vals, errs
+}
+
+// medianCell is a table cell for one figure's values over the rounds: the
+// median formatted, the median, and every value formatted.
+func medianCell(vs []float64) (string, float64, string) {
+	if len(vs) == 0 {
+		return "failed", 0, ""
+	}
+	raw := make([]string, len(vs))
+	for i, v := range vs {
+		raw[i] = fmtNum(v)
+	}
+	md := median(vs)
+	return fmtNum(md), md, strings.Join(raw, ", ")
+}
+
+// FailedRounds counts the rounds with an error.
+func FailedRounds(rounds []Round) int {
+	n := 0
+	for _, r := range rounds {
+		if len(r.Errors) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Render writes RESULTS.md for run.
 func Render(run *Run, m Machine, commit string) []byte {
 	var b bytes.Buffer
@@ -165,19 +209,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 	b.WriteString("- CPU seconds per GB: the broker process's utime+stime over the produce, consume and latency workloads of a round (not the group workloads, which move no payload, nor the log cleaner and transaction workloads), divided by the payload bytes produced plus consumed (1 GB = 10^9 bytes); idle RSS is VmRSS 5 s after the first acknowledged produce, before any workload; peak RSS is VmHWM at the end of the round (after the group workloads)\n\n")
 
 	targets := []string{"gregor", "kafka", targetNull}
-	vals := map[string]map[string][]float64{}
-	errs := map[string][]string{}
-	for _, r := range run.Rounds {
-		if vals[r.Target] == nil {
-			vals[r.Target] = map[string][]float64{}
-		}
-		for k, v := range r.Figures {
-			vals[r.Target][k] = append(vals[r.Target][k], v)
-		}
-		for _, e := range r.Errors {
-			errs[r.Target] = append(errs[r.Target], fmt.Sprintf("round %d: %s", r.Round, e))
-		}
-	}
+	vals, errs := gather(run.Rounds)
 	ran := map[string]bool{}
 	for _, t := range cfg.Targets {
 		ran[t] = true
@@ -201,16 +233,7 @@ func Render(run *Run, m Machine, commit string) []byte {
 			if !ran[t] {
 				return "not run", 0, ""
 			}
-			vs := vals[t][f]
-			if len(vs) == 0 {
-				return "failed", 0, ""
-			}
-			var raw []string
-			for _, v := range vs {
-				raw = append(raw, fmtNum(v))
-			}
-			md := median(vs)
-			return fmtNum(md), md, strings.Join(raw, ", ")
+			return medianCell(vals[t][f])
 		}
 		g, gm, graw := cellFor("gregor")
 		k, km, kraw := cellFor("kafka")

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -65,21 +64,16 @@ func run() int {
 		log.Error("bench", "err", err)
 		return 1
 	}
-	path := *out
-	if path == "" {
-		path = filepath.Join(root, "bench", "RESULTS.md")
-	}
-	if err := os.WriteFile(path, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)), 0o644); err != nil {
-		log.Error("writing results", "err", err)
+	// The cluster benchmark's section (make bench-cluster) stays.
+	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
+		return bench.KeepClusterSection(old, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)))
+	})
+	if err2 != nil {
+		log.Error("bench", "err", err2)
 		return 1
 	}
 	fmt.Println("wrote", path)
-	failed := 0
-	for _, r := range res.Rounds {
-		if len(r.Errors) > 0 {
-			failed++
-		}
-	}
+	failed := bench.FailedRounds(res.Rounds)
 	fmt.Printf("bench: %d target-rounds, %d with failures\n", len(res.Rounds), failed)
 	if err != nil || failed > 0 {
 		return 1
