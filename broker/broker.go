@@ -480,8 +480,41 @@ func (b *Broker) register(ctx context.Context) error {
 	}
 	b.brokerEpoch = resp.BrokerEpoch
 	b.replicas.SetBrokerEpoch(resp.BrokerEpoch)
-	// The first heartbeat asks to be unfenced.
-	return b.heartbeat(ctx)
+	return b.unfence(ctx)
+}
+
+// unfenceWait bounds how long start-up heartbeats quickly to be unfenced;
+// the heartbeat loop goes on asking after it.
+const unfenceWait = 5 * time.Second
+
+// unfence heartbeats until the controller unfences this broker: it does
+// so once the broker's metadata has caught up with its own registration,
+// so the first heartbeat waits for that, and the next ones follow closely
+// rather than a heartbeat interval apart (as Kafka's broker lifecycle
+// manager asks again at once while it is fenced).
+func (b *Broker) unfence(ctx context.Context) error {
+	deadline := b.now().Add(unfenceWait)
+	for b.meta.Image().Offset < b.brokerEpoch && b.now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	for {
+		resp, err := b.sendHeartbeat(ctx)
+		if err != nil {
+			return err
+		}
+		if !resp.IsFenced || !b.now().Before(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Broker) heartbeat(ctx context.Context) error {
