@@ -133,15 +133,8 @@ func (c *ControllerClient) activeController() (int32, string, bool) {
 	if img == nil || img.LeaderID < 0 {
 		return -1, "", false
 	}
-	for _, v := range img.Voters {
-		if v.ID != img.LeaderID {
-			continue
-		}
-		for _, ep := range v.Endpoints {
-			if ep.Name == c.opts.Listener {
-				return v.ID, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), true
-			}
-		}
+	if addr, ok := controller.VoterEndpoint(img.Voters, img.LeaderID, c.opts.Listener); ok {
+		return img.LeaderID, addr, true
 	}
 	addr, ok := c.opts.Bootstrap[img.LeaderID]
 	return img.LeaderID, addr, ok

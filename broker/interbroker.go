@@ -12,8 +12,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,7 +35,7 @@ func (p *brokerPeers) addr(id int32) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("broker %d has no %s listener", id, p.b.opts.InterBrokerListener)
 	}
-	return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), nil
+	return ep.Addr(), nil
 }
 
 // send sends req to broker id and returns its answer.

@@ -652,17 +652,9 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 		}
 	case pb.EntryNormal:
 		if len(e.GetData()) > 0 {
-			recs, err := DecodeRecords(e.GetData())
-			if err != nil {
-				return fmt.Errorf("metadata log entry at offset %d: %w", e.GetIndex(), err)
-			}
-			img, err := applyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
-			if err != nil {
+			if err := c.applyRecords(e, e.GetData(), "metadata log entry"); err != nil {
 				return err
 			}
-			c.committed = img
-			c.entriesSinceSn++
-			c.publish(img)
 		}
 	}
 	c.appliedIndex = e.GetIndex()
@@ -674,6 +666,24 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 	// The image with this entry is published: whoever settle answers sees
 	// it in Image().
 	c.settle(e)
+	return nil
+}
+
+// applyRecords applies the records data holds (an entry's, or a conf
+// change's context) to the committed image at e's offset and publishes it
+// (loop).
+func (c *Controller) applyRecords(e *pb.Entry, data []byte, what string) error {
+	recs, err := DecodeRecords(data)
+	if err != nil {
+		return fmt.Errorf("%s at offset %d: %w", what, e.GetIndex(), err)
+	}
+	img, err := applyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
+	if err != nil {
+		return err
+	}
+	c.committed = img
+	c.entriesSinceSn++
+	c.publish(img)
 	return nil
 }
 

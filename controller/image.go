@@ -3,6 +3,8 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
+	"strconv"
 
 	"github.com/gregorbroker/gregor/protocol"
 )
@@ -35,6 +37,9 @@ type Endpoint struct {
 	Port             int32
 	SecurityProtocol int16
 }
+
+// Addr is the endpoint's host:port.
+func (e Endpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))) }
 
 // Broker is a registered broker.
 type Broker struct {

@@ -52,9 +52,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,18 +138,7 @@ func (c *Controller) applyConfChangeV2(e *pb.Entry, cc *pb.ConfChangeV2) error {
 	if len(cc.GetContext()) == 0 {
 		return nil
 	}
-	recs, err := DecodeRecords(cc.GetContext())
-	if err != nil {
-		return fmt.Errorf("metadata records of the conf change at offset %d: %w", e.GetIndex(), err)
-	}
-	img, err := applyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
-	if err != nil {
-		return err
-	}
-	c.committed = img
-	c.entriesSinceSn++
-	c.publish(img)
-	return nil
+	return c.applyRecords(e, cc.GetContext(), "metadata records of the conf change")
 }
 
 // handOverIfRemoved: a leader about to apply its own removal or demotion
@@ -273,7 +260,20 @@ func fromMetadataEndpoints(eps []protocol.MetadataEndpoint) []Endpoint {
 func endpointAddress(eps []Endpoint, listener string) (string, bool) {
 	for _, ep := range eps {
 		if ep.Name == listener && ep.Host != "" {
-			return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), true
+			return ep.Addr(), true
+		}
+	}
+	return "", false
+}
+
+// VoterEndpoint is host:port of voter id's endpoint on listener among
+// voters.
+func VoterEndpoint(voters []Voter, id int32, listener string) (string, bool) {
+	for _, v := range voters {
+		if v.ID == id {
+			if addr, ok := endpointAddress(v.Endpoints, listener); ok {
+				return addr, true
+			}
 		}
 	}
 	return "", false
@@ -554,7 +554,7 @@ func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVo
 func endpointsString(eps []Endpoint) string {
 	parts := make([]string, len(eps))
 	for i, ep := range eps {
-		parts[i] = ep.Name + "://" + net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+		parts[i] = ep.Name + "://" + ep.Addr()
 	}
 	return "Endpoints(endpoints={" + strings.Join(parts, ", ") + "})"
 }

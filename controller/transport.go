@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -77,15 +76,8 @@ func (c *Controller) VoterAddress(id int32, listener string) (string, bool) {
 	}
 	img := c.Image()
 	for _, voters := range [][]Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
-		for _, v := range voters {
-			if v.ID != id {
-				continue
-			}
-			for _, ep := range v.Endpoints {
-				if ep.Name == listener && ep.Host != "" {
-					return net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), true
-				}
-			}
+		if addr, ok := VoterEndpoint(voters, id, listener); ok {
+			return addr, true
 		}
 	}
 	return "", false

@@ -11,9 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
-	"net"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -210,7 +208,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 			if c := ctrlRef.Load(); c != nil {
 				return c.VoterAddress(id, s.controllerListenerName)
 			}
-			return staticVoterAddress(s.voters, id)
+			return controller.VoterEndpoint(s.voters, id, s.controllerListenerName)
 		}, s.logger)
 	}
 	cfg := controller.Config{
@@ -274,7 +272,7 @@ func newForwarder(s *settings, local *controller.Controller) *broker.ControllerC
 	bootstrap := map[int32]string{}
 	var addrs []string
 	for _, v := range s.voters {
-		if addr, ok := staticVoterAddress(s.voters, v.ID); ok {
+		if addr, ok := controller.VoterEndpoint(s.voters, v.ID, s.controllerListenerName); ok {
 			bootstrap[v.ID] = addr
 			addrs = append(addrs, addr)
 		}
@@ -388,17 +386,6 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 		}
 	}
 	return clusterID, ids, nil
-}
-
-// staticVoterAddress is voter id's address from the configuration
-// (controller.quorum.voters).
-func staticVoterAddress(voters []controller.Voter, id int32) (string, bool) {
-	for _, v := range voters {
-		if v.ID == id && len(v.Endpoints) > 0 {
-			return net.JoinHostPort(v.Endpoints[0].Host, strconv.Itoa(int(v.Endpoints[0].Port))), true
-		}
-	}
-	return "", false
 }
 
 func allDirs(s *settings) []string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregorbroker/gregor/integration/node"
@@ -25,7 +26,12 @@ import (
 // describeQuorum asks a broker (forwarded to the active controller).
 func describeQuorum(ctx context.Context, t *testing.T, brk *node.Node) (*kmsg.DescribeQuorumResponseTopicPartition, error) {
 	t.Helper()
-	cl := client(t, []string{brk.Addr()})
+	// Its own client, closed at once: callers poll.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addr()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	req.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
 	resp, err := req.RequestWith(ctx, cl)

@@ -5,7 +5,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,9 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregorbroker/gregor/integration/node"
 )
@@ -54,26 +51,10 @@ func client(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
 
 // activeController asks node n (forwarded to the active controller) who
 // leads the metadata quorum.
-func activeController(ctx context.Context, n *node.Node) (int32, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+func activeController(ctx context.Context, t *testing.T, n *node.Node) (int32, error) {
+	t.Helper()
+	p, err := describeQuorum(ctx, t, n)
 	if err != nil {
-		return -1, err
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return -1, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return -1, errors.New("DescribeQuorum: no partition in the answer")
-	}
-	p := resp.Topics[0].Partitions[0]
-	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 		return -1, err
 	}
 	return p.LeaderID, nil
@@ -129,7 +110,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	placed := createSpread(ctx, t, adm, nodes, topic)
 	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
 
-	old, err := activeController(ctx, nodes[0])
+	old, err := activeController(ctx, t, nodes[0])
 	if err != nil || old < 1 || old > 3 {
 		t.Fatalf("active controller: %d %v", old, err)
 	}
@@ -173,7 +154,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	killed := time.Now()
 	var now int32
 	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
-		id, err := activeController(ctx, survivors[0])
+		id, err := activeController(ctx, t, survivors[0])
 		now = id
 		return err == nil && id != old && id > 0
 	})
@@ -210,15 +191,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	}
 
 	victim.Restart()
-	waitFor(t, 20*time.Second, "the partitions back with their leader", func() bool {
-		l := leaders(ctx, t, survivors[0].Addr(), topic)
-		for p, leader := range l {
-			if leader != placed[p] {
-				return false
-			}
-		}
-		return len(l) == 6
-	})
+	waitPlaced(ctx, t, survivors[0], topic, placed, "the partitions back with their leader")
 	// Every creation reported successful is there, on every node, with the
 	// partitions it asked for; every node has the same topics.
 	var first []string
@@ -322,6 +295,21 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	// (Kafka's KRaft can do the same). What must never be is a success
 	// reported without a quorum, checked above.
 	t.Logf("the timed-out creation exists afterwards: %v", slices.Contains(topicNames(ctx, t, nodes[2].Addr()), "never"))
+}
+
+// waitPlaced waits until n's metadata has every partition of topic led
+// where placed says.
+func waitPlaced(ctx context.Context, t *testing.T, n *node.Node, topic string, placed map[int32]int32, what string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, what, func() bool {
+		l := leaders(ctx, t, n.Addr(), topic)
+		for p, leader := range l {
+			if leader != placed[p] {
+				return false
+			}
+		}
+		return len(l) == len(placed)
+	})
 }
 
 // createSpread creates topic with 6 one-replica partitions, waits until
@@ -451,17 +439,17 @@ func TestSplitRolesLabLayout(t *testing.T) {
 
 	// The voters and the three observers.
 	waitFor(t, 10*time.Second, "voters 101-103 and observers 1-3 in DescribeQuorum", func() bool {
-		voters, observers, err := quorumMembers(ctx, brokers[0])
+		voters, observers, err := quorumMembers(ctx, t, brokers[0])
 		return err == nil && slices.Equal(voters, []int32{101, 102, 103}) && slices.Equal(observers, []int32{1, 2, 3})
 	})
 
-	old, err := activeController(ctx, brokers[0])
+	old, err := activeController(ctx, t, brokers[0])
 	if err != nil || old < 101 || old > 103 {
 		t.Fatalf("active controller: %d %v", old, err)
 	}
 	ctrls[old-101].Kill()
 	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
-		id, err := activeController(ctx, brokers[1])
+		id, err := activeController(ctx, t, brokers[1])
 		return err == nil && id != old && id > 0
 	})
 	t.Logf("controller %d killed; a new active controller %s later", old, took.Round(time.Millisecond))
@@ -485,15 +473,7 @@ func TestSplitRolesLabLayout(t *testing.T) {
 		return len(l) == 6
 	})
 	victim.Restart()
-	waitFor(t, 20*time.Second, "broker 3's partitions back", func() bool {
-		l := leaders(ctx, t, brokers[0].Addr(), topic)
-		for p, leader := range l {
-			if leader != placed[p] {
-				return false
-			}
-		}
-		return len(l) == 6
-	})
+	waitPlaced(ctx, t, brokers[0], topic, placed, "broker 3's partitions back")
 	// The restarted broker fetched the metadata it missed.
 	if !slices.Contains(topicNames(ctx, t, victim.Addr()), "after-failover") {
 		t.Fatal("the restarted broker does not know a topic created while it was away")
@@ -520,34 +500,13 @@ func TestSplitRolesLabLayout(t *testing.T) {
 }
 
 // quorumMembers lists the voters and observers DescribeQuorum reports.
-func quorumMembers(ctx context.Context, n *node.Node) (voters, observers []int32, err error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+func quorumMembers(ctx context.Context, t *testing.T, n *node.Node) (voters, observers []int32, err error) {
+	t.Helper()
+	p, err := describeQuorum(ctx, t, n)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer cl.Close()
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = "__cluster_metadata"
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return nil, nil, errors.New("DescribeQuorum: no partition")
-	}
-	p := resp.Topics[0].Partitions[0]
-	for _, v := range p.CurrentVoters {
-		voters = append(voters, v.ReplicaID)
-	}
-	for _, o := range p.Observers {
-		observers = append(observers, o.ReplicaID)
-	}
-	slices.Sort(voters)
-	slices.Sort(observers)
-	return voters, observers, kerr.ErrorForCode(p.ErrorCode)
+	return ids(p.CurrentVoters), ids(p.Observers), nil
 }
 
 // TestCatchUpFromSnapshot: with a snapshot after every entry the log is
@@ -566,7 +525,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	defer cancel()
 	waitUnfenced(ctx, t, nodes)
 	laggard := nodes[2]
-	if id, err := activeController(ctx, nodes[0]); err == nil && id == laggard.ID {
+	if id, err := activeController(ctx, t, nodes[0]); err == nil && id == laggard.ID {
 		laggard = nodes[1]
 	}
 	laggard.Kill()

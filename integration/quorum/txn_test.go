@@ -99,8 +99,8 @@ func kversionsBelowTV2() *kversion.Versions {
 
 // TestGroupsAcrossBrokers: consumer groups whose coordinators live on
 // different brokers (the __consumer_offsets partitions are spread over
-// all three) consume a topic spread over all three and commit; a second
-// consumer of the same group resumes from the committed offsets.
+// all three) consume a topic spread over all three and commit; the
+// committed offsets are read back through the admin client.
 func TestGroupsAcrossBrokers(t *testing.T) {
 	t.Parallel()
 	nodes := startQuorum(t)
