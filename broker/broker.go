@@ -176,6 +176,9 @@ func New(opts Options) *Broker {
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	b.peers = newBrokerPeers(b)
+	if opts.Replicas != nil && opts.Controller != nil {
+		opts.Replicas.SetPeers(b.peers)
+	}
 	b.txnVerification.Store(opts.TransactionVerification)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
@@ -248,10 +251,11 @@ func (b *Broker) Shutdown() {
 			b.cancel()
 		}
 		b.bg.Wait()
-		b.peers.close()
+		// The fetchers stop before the connections they use.
 		if b.replicas != nil {
 			b.replicas.Stop()
 		}
+		b.peers.close()
 	})
 }
 

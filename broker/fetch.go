@@ -18,9 +18,13 @@ package broker
 // purgatory until an append or a leadership change completes it or
 // MaxWaitMillis passes; no goroutine waits for it.
 //
-// Deliberate deviations until later issues: follower fetches (replication)
-// and preferred read replicas (KIP-392) are not served; every partition
-// here has this node as its only in-sync replica.
+// Followers fetch with their broker id (ReplicaID, or ReplicaState from
+// v15) and read up to the leader's log end; their last fetched epoch
+// (v12+) is checked against the leader's epochs, and a follower whose log
+// diverged gets DivergingEpoch instead of records (replica/replication.go).
+//
+// Deliberate deviations until later issues: preferred read replicas
+// (KIP-392) are not served.
 
 import (
 	"context"
@@ -44,6 +48,10 @@ type fetchPlan struct {
 	minBytes      int32
 	maxWait       time.Duration
 	listener      string
+	// replicaID is the follower's broker id for a follower's fetch (-1
+	// for a consumer); replicaEpoch its broker epoch (v15+).
+	replicaID    int32
+	replicaEpoch int64
 }
 
 func (b *Broker) handleFetch(ctx context.Context, r *request) {
@@ -61,7 +69,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 	for i, it := range plan.items {
 		e := &entries[i]
 		e.TopicPartition.Partition = it.key.partition
-		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch
+		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch, e.LastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
 		name := it.key.topic
 		if plan.version >= 13 {
 			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]
@@ -78,11 +86,12 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		isolation = replica.ReadCommitted
 	}
 	b.replicas.Fetch(replica.FetchParams{
-		ReplicaID: replica.ConsumerReplicaID,
-		MaxWait:   plan.maxWait,
-		MinBytes:  plan.minBytes,
-		MaxBytes:  plan.maxBytes,
-		Isolation: isolation,
+		ReplicaID:    plan.replicaID,
+		ReplicaEpoch: plan.replicaEpoch,
+		MaxWait:      plan.maxWait,
+		MinBytes:     plan.minBytes,
+		MaxBytes:     plan.maxBytes,
+		Isolation:    isolation,
 	}, entries, c)
 }
 
@@ -108,6 +117,15 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 		maxBytes:      req.MaxBytes,
 		minBytes:      req.MinBytes,
 		maxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
+		replicaID:     req.ReplicaID,
+		replicaEpoch:  -1,
+	}
+	if v >= 15 {
+		plan.replicaID, plan.replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	if plan.replicaID < 0 {
+		// Consumers; the debugging replica id (-2) reads as one too.
+		plan.replicaID = replica.ConsumerReplicaID
 	}
 	sr := sessionRequest{version: v, id: req.SessionID, epoch: req.SessionEpoch}
 	n := 0
@@ -120,10 +138,11 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			sr.items = append(sr.items, fetchItem{
-				key:          newSessionKey(v, t.Topic, t.TopicID, p.Partition),
-				fetchOffset:  p.FetchOffset,
-				maxBytes:     p.PartitionMaxBytes,
-				currentEpoch: p.CurrentLeaderEpoch,
+				key:              newSessionKey(v, t.Topic, t.TopicID, p.Partition),
+				fetchOffset:      p.FetchOffset,
+				maxBytes:         p.PartitionMaxBytes,
+				currentEpoch:     p.CurrentLeaderEpoch,
+				lastFetchedEpoch: p.LastFetchedEpoch,
 			})
 		}
 	}
@@ -203,5 +222,8 @@ func fetchResult(plan *fetchPlan, e *replica.FetchEntry) fetchPartitionResult {
 		pr.abortedTxns = res.AbortedTransactions
 	}
 	pr.records = res.Records
+	if res.Diverging.Epoch >= 0 || res.Diverging.EndOffset >= 0 {
+		pr.divergingEpoch, pr.divergingEndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
+	}
 	return pr
 }

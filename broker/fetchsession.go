@@ -58,6 +58,8 @@ type fetchItem struct {
 	fetchOffset  int64
 	maxBytes     int32
 	currentEpoch int32
+	// lastFetchedEpoch is the fetcher's last epoch (v12+; -1: none).
+	lastFetchedEpoch int32
 }
 
 // sessionRequest is what a fetch says about its session: the session id
@@ -138,7 +140,7 @@ func (c *fetchSessionCache) open(req sessionRequest) (s *fetchSession, items []f
 	items = make([]fetchItem, 0, len(s.order))
 	for _, k := range s.order {
 		sp := s.parts[k]
-		items = append(items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch})
+		items = append(items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch, lastFetchedEpoch: sp.lastFetchedEpoch})
 	}
 	return s, items, false, 0
 }
@@ -186,9 +188,10 @@ func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchIte
 
 // sessionPartition is what the session remembers of one partition.
 type sessionPartition struct {
-	fetchOffset  int64
-	maxBytes     int32
-	currentEpoch int32
+	fetchOffset      int64
+	maxBytes         int32
+	currentEpoch     int32
+	lastFetchedEpoch int32
 	// What the client was last told (-1: nothing yet).
 	sentHighWatermark int64
 	sentLastStable    int64
@@ -261,11 +264,11 @@ func (c *fetchSessionCache) remove(id int32) {
 // ones. The caller holds the cache's mu.
 func (s *fetchSession) upsert(it fetchItem) {
 	if cur, ok := s.parts[it.key]; ok {
-		cur.fetchOffset, cur.maxBytes, cur.currentEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch
+		cur.fetchOffset, cur.maxBytes, cur.currentEpoch, cur.lastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
 		return
 	}
 	s.parts[it.key] = &sessionPartition{
-		fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch,
+		fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch, lastFetchedEpoch: it.lastFetchedEpoch,
 		sentHighWatermark: -1, sentLastStable: -1, sentLogStart: -1,
 	}
 	s.order = append(s.order, it.key)

@@ -2,10 +2,13 @@ package broker
 
 // brokerPeers sends requests to other brokers on their inter-broker
 // listener (inter.broker.listener.name): transaction markers to the
-// leaders of a transaction's partitions, and a partition leader's KIP-890
+// leaders of a transaction's partitions, a partition leader's KIP-890
 // verification to the transaction coordinator, where those live on
-// another broker. One pipelined connection per broker, redialled when
-// it fails or the broker's endpoint changes.
+// another broker, and followers' fetches from their leaders. One pipelined
+// connection per broker for the first two, and one per follower fetcher
+// (so that a long poll holds up nothing else), each redialled when it
+// fails or the broker's endpoint changes. It is the replica manager's
+// replica.Peers.
 //
 // Locks: those of connPool.
 
@@ -18,11 +21,18 @@ import (
 
 type brokerPeers struct {
 	b    *Broker
-	pool *connPool[int32]
+	pool *connPool[peerLane]
+}
+
+// peerLane names a connection to a broker: lane 0 carries markers and
+// verifications, lane 1+n follower fetcher n's requests.
+type peerLane struct {
+	id   int32
+	lane int
 }
 
 func newBrokerPeers(b *Broker) *brokerPeers {
-	return &brokerPeers{b: b, pool: newConnPool[int32](b.opts.NodeID)}
+	return &brokerPeers{b: b, pool: newConnPool[peerLane](b.opts.NodeID)}
 }
 
 // addr is broker id's inter-broker address in the current image.
@@ -40,20 +50,36 @@ func (p *brokerPeers) addr(id int32) (string, error) {
 
 // send sends req to broker id and returns its answer.
 func (p *brokerPeers) send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	addr, err := p.addr(id)
+	return p.sendOn(ctx, peerLane{id: id}, req)
+}
+
+func (p *brokerPeers) sendOn(ctx context.Context, lane peerLane, req kmsg.Request) (kmsg.Response, error) {
+	addr, err := p.addr(lane.id)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := p.pool.get(ctx, id, addr)
+	conn, err := p.pool.get(ctx, lane, addr)
 	if err != nil {
-		return nil, fmt.Errorf("broker %d: %w", id, err)
+		return nil, fmt.Errorf("broker %d: %w", lane.id, err)
 	}
 	resp, _, err := conn.roundTrip(ctx, req)
 	if err != nil {
-		p.pool.drop(id, conn, err)
-		return nil, fmt.Errorf("%s to broker %d: %w", kmsg.NameForKey(req.Key()), id, err)
+		p.pool.drop(lane, conn, err)
+		return nil, fmt.Errorf("%s to broker %d: %w", kmsg.NameForKey(req.Key()), lane.id, err)
 	}
 	return resp, nil
+}
+
+// SendToBroker is replica.Peers': a follower fetcher's request to a
+// leader, on the fetcher's own connection.
+func (p *brokerPeers) SendToBroker(ctx context.Context, id int32, conn int, req kmsg.Request) (kmsg.Response, error) {
+	return p.sendOn(ctx, peerLane{id: id, lane: 1 + conn}, req)
+}
+
+// SendToController is replica.Peers': AlterPartition to the active
+// controller.
+func (p *brokerPeers) SendToController(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return p.b.ctrl.Handle(ctx, req)
 }
 
 func (p *brokerPeers) close() { p.pool.close() }

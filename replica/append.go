@@ -111,6 +111,9 @@ func (m *Manager) Append(acks int16, timeout time.Duration, origin Origin, entri
 		}
 		if hwMoved {
 			m.wake(e.TopicPartition)
+		} else {
+			// Followers waiting at the old log end fetch the new batch.
+			m.replicaWaits.CheckAndComplete(e.TopicPartition)
 		}
 		e.Result.BaseOffset, e.Result.LastOffset = res.FirstOffset, res.LastOffset
 		e.Result.LogAppendTime, e.Result.LogStartOffset = res.LogAppendTime, res.LogStartOffset

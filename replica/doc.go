@@ -10,7 +10,7 @@
 //   - Partition: one hosted partition's replica state and its log
 //     (*storage.Log). The high watermark is the smallest log end offset
 //     over the ISR (the leader's own is the log's; followers' come from
-//     their fetches once replication lands), computed under the
+//     their fetches), computed under the
 //     partition's lock and stored by the log, which only lets it move
 //     forward. acks=all and min.insync.replicas use Kafka's effective
 //     minimum, min(min.insync.replicas, replication factor).
@@ -23,7 +23,14 @@
 //     (Manager.leaderPartition: Kafka's choice and order of errors), the
 //     purgatories, and the leadership listeners.
 //   - Purgatory: delayed operations keyed by partition (acks=all produce,
-//     long-poll fetch; follower fetch and transaction markers later).
+//     consumers' long-poll fetches, followers' fetches).
+//   - Replication (replication.go, fetcher.go): followers fetch from their
+//     leader with their replica id (fetchers, num.replica.fetchers per
+//     leader broker) and append what the leader wrote as it wrote it; the
+//     leader tracks each follower's log end and caught-up time, moves the
+//     high watermark, answers a diverged follower with DivergingEpoch, and
+//     asks the active controller (AlterPartition) to shrink and expand the
+//     ISR.
 //   - Leadership listeners: a component registers for a topic and is told,
 //     in order per partition, when this node becomes its leader (with the
 //     epoch) and when it resigns or the partition goes away. The
@@ -42,6 +49,9 @@
 //     goroutine: a connection's reader goroutine for produce (so appends
 //     happen in the order the client sent them), a coordinator shard's for
 //     its writes. No operation starts a goroutine.
+//   - Follower fetchers, the AlterPartition sender and the ISR expiry
+//     check are goroutines of their own (see replication.go, fetcher.go),
+//     started by Start and stopped by Stop.
 //   - Completions run on the goroutine that triggered them (see
 //     purgatory.go): the caller when an operation completes at once, the
 //     appender or the metadata goroutine when progress or a leadership
@@ -53,7 +63,7 @@
 // Manager.mu guards the partition map; Partition.mu guards a partition's
 // leadership state (written by ApplyImage, read by every operation, held
 // shared across an append so that leadership cannot change under it). The
-// order is applyMu, Manager.mu, Partition.mu, then the log's own locks;
+// order is applyMu, the fetchers' locks, Manager.mu, Partition.mu, then the log's own locks;
 // the purgatory's locks are taken with none of these held. The whole
 // broker's order is in LOCKS.md at the repository root.
 package replica

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
@@ -38,6 +39,17 @@ type Options struct {
 	Logs    *storage.Manager
 	Configs LogConfigs
 	Logger  *slog.Logger
+	// Peers reach the other brokers and the active controller; nil on a
+	// node that replicates nothing (tests of one node): then no follower
+	// fetches and no ISR change is sent.
+	Peers Peers
+	// Fetch configures the follower fetchers (DefaultFetcherConfig when
+	// zero).
+	Fetch FetcherConfig
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (30 s when zero).
+	ReplicaLagTimeMax time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
 // Manager hosts this node's partitions and serves every operation on
@@ -72,6 +84,9 @@ type Manager struct {
 	// their batches; fetchWaits holds fetches until MinBytes arrive.
 	produceWaits *Purgatory[TopicPartition]
 	fetchWaits   *Purgatory[TopicPartition]
+	// replicaWaits holds followers' fetches until the log end or the
+	// high watermark moves.
+	replicaWaits *Purgatory[TopicPartition]
 
 	// appliedMu guards applied and appliedCh: the offset of the last image
 	// reconciled, and a channel closed (and replaced) whenever it moves.
@@ -84,6 +99,16 @@ type Manager struct {
 
 	unsubscribe func()
 
+	// Replication (replication.go, fetcher.go).
+	peers       Peers
+	now         func() time.Time
+	lagTimeMax  time.Duration
+	brokerEpoch atomic.Int64
+	isr         *isrSender
+	fetchers    *fetchers
+	stopWorkers context.CancelFunc
+	workers     sync.WaitGroup
+
 	// openHook, when set (tests), sees every batch of logs reconciliation
 	// opens, before it opens them.
 	openHook func([]storage.LogRequest)
@@ -94,7 +119,16 @@ func NewManager(opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Manager{
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReplicaLagTimeMax <= 0 {
+		opts.ReplicaLagTimeMax = 30 * time.Second
+	}
+	if opts.Fetch == (FetcherConfig{}) {
+		opts.Fetch = DefaultFetcherConfig()
+	}
+	m := &Manager{
 		self:         opts.NodeID,
 		logs:         opts.Logs,
 		configs:      opts.Configs,
@@ -104,15 +138,51 @@ func NewManager(opts Options) *Manager {
 		parts:        map[TopicPartition]*Partition{},
 		produceWaits: NewPurgatory[TopicPartition](),
 		fetchWaits:   NewPurgatory[TopicPartition](),
+		replicaWaits: NewPurgatory[TopicPartition](),
 		applied:      -1,
 		appliedCh:    make(chan struct{}),
 		ready:        make(chan struct{}),
+		peers:        opts.Peers,
+		now:          opts.Now,
+		lagTimeMax:   opts.ReplicaLagTimeMax,
+	}
+	m.brokerEpoch.Store(-1)
+	m.fetchers = newFetchers(m, opts.Fetch)
+	if opts.Peers != nil {
+		m.isr = newISRSender(m)
+	}
+	return m
+}
+
+func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
+
+// SetPeers sets the way to the other brokers and the controller when it
+// could not be given in Options (the broker that implements it is made
+// after the manager). It must be called before Start.
+func (m *Manager) SetPeers(p Peers) {
+	m.peers = p
+	if m.isr == nil {
+		m.isr = newISRSender(m)
 	}
 }
 
 // Start follows src and returns once the current image has been applied,
 // so that the node serves with every hosted log open.
 func (m *Manager) Start(ctx context.Context, src ImageSource) error {
+	if m.peers != nil {
+		wctx, cancel := context.WithCancel(context.Background())
+		m.stopWorkers = cancel
+		m.workers.Add(2)
+		go func() {
+			defer m.workers.Done()
+			m.isr.run(wctx)
+		}()
+		go func() {
+			defer m.workers.Done()
+			m.isrExpiry(wctx)
+		}()
+		m.fetchers.start(wctx)
+	}
 	m.unsubscribe = src.Subscribe(m.ApplyImage)
 	select {
 	case <-m.ready:
@@ -128,8 +198,14 @@ func (m *Manager) Stop() {
 	if m.unsubscribe != nil {
 		m.unsubscribe()
 	}
+	if m.stopWorkers != nil {
+		m.stopWorkers()
+		m.fetchers.stop()
+		m.workers.Wait()
+	}
 	m.produceWaits.ExpireAll()
 	m.fetchWaits.ExpireAll()
+	m.replicaWaits.ExpireAll()
 }
 
 // PreviousBrokerEpoch is the broker epoch recorded by the last clean
@@ -137,7 +213,10 @@ func (m *Manager) Stop() {
 func (m *Manager) PreviousBrokerEpoch() (int64, bool) { return m.logs.PreviousBrokerEpoch() }
 
 // SetBrokerEpoch records the broker epoch for the clean-shutdown marker.
-func (m *Manager) SetBrokerEpoch(epoch int64) { m.logs.SetBrokerEpoch(epoch) }
+func (m *Manager) SetBrokerEpoch(epoch int64) {
+	m.brokerEpoch.Store(epoch)
+	m.logs.SetBrokerEpoch(epoch)
+}
 
 // ApplyImage reconciles the hosted partitions with a new image. It runs on
 // the subscription's goroutine.
@@ -347,7 +426,7 @@ func (r *reconciliation) topic(old, t *controller.Topic, cfgChanged bool) {
 			p.log.SetConfig(c)
 			newCfg = &c
 		}
-		p.update(meta, newCfg)
+		p.update(meta, newCfg, m.nowMs())
 		r.settle(p)
 	}
 	if old != nil && len(old.Partitions) > len(t.Partitions) {
@@ -387,6 +466,9 @@ func (r *reconciliation) settle(p *Partition) {
 	if p.log != nil {
 		p.maybeAdvanceHighWatermark()
 	}
+	if r.m.peers != nil {
+		r.m.fetchers.sync(p)
+	}
 	r.m.announce(p)
 	r.m.wake(p.tp)
 }
@@ -414,7 +496,7 @@ func (r *reconciliation) openNew() {
 			m.retry[n.tp.Topic] = true
 		}
 		p := newPartition(n.tp, n.id, m.self, res.Log)
-		p.update(n.meta, &n.cfg)
+		p.update(n.meta, &n.cfg, m.nowMs())
 		m.mu.Lock()
 		m.parts[n.tp] = p
 		m.mu.Unlock()
@@ -431,6 +513,7 @@ func (m *Manager) remove(p *Partition) {
 	}
 	m.mu.Unlock()
 	p.markRemoved()
+	m.fetchers.sync(p)
 	m.announce(p)
 	m.wake(p.tp)
 }
@@ -451,6 +534,7 @@ func (m *Manager) forget(p *Partition) {
 func (m *Manager) wake(tp TopicPartition) {
 	m.produceWaits.CheckAndComplete(tp)
 	m.fetchWaits.CheckAndComplete(tp)
+	m.replicaWaits.CheckAndComplete(tp)
 }
 
 // hosted returns the partition if this node hosts it.

@@ -33,11 +33,22 @@ type Partition struct {
 	mu          sync.RWMutex
 	leader      int32
 	leaderEpoch int32
-	replicas    []int32
-	isr         []int32
-	config      config.Topic
-	// remotes are the other replicas, with the log end offset each last
-	// fetched up to (-1 until it fetches; follower fetches land later).
+	// partitionEpoch is the image's (every change to the partition's
+	// record bumps it); AlterPartition names it.
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+	config         config.Topic
+	// leaderEpochStart is the log end offset when this node became the
+	// leader at leaderEpoch: a follower joins the ISR only once it has
+	// reached it (Kafka's leaderEpochStartOffsetOpt).
+	leaderEpochStart int64
+	// pendingISR is the ISR of an AlterPartition in flight (nil: none).
+	// Until the controller answers, the high watermark waits for the
+	// union of it and the ISR (Kafka's maximal ISR).
+	pendingISR []int32
+	// remotes are the other replicas, with what the leader knows of each
+	// from its fetches (replication.go).
 	remotes map[int32]*remoteReplica
 	// removed is set when the partition stops being hosted; operations
 	// holding it answer NOT_LEADER_OR_FOLLOWER from then on.
@@ -49,9 +60,41 @@ type Partition struct {
 	announcedEpoch int32
 }
 
-// remoteReplica is what the leader knows of another replica.
+// remoteReplica is what the leader knows of another replica, from its
+// fetches. The fields are atomics because fetches update them under
+// Partition.mu held shared; one follower fetches a partition from one
+// fetcher, so their updates do not race with each other in practice, and
+// a lost update only delays the next ISR decision by one fetch.
 type remoteReplica struct {
+	// logEndOffset is the offset the replica last fetched from (its log
+	// end), -1 until it fetches in this leadership term.
 	logEndOffset atomic.Int64
+	// lastCaughtUpMs is when the replica last had everything the leader
+	// had (Kafka's lastCaughtUpTimeMs): the ISR drops it once this is
+	// older than replica.lag.time.max.ms.
+	lastCaughtUpMs atomic.Int64
+	// lastFetchLeaderEnd and lastFetchMs are the leader's log end and the
+	// time at the replica's previous fetch: a fetch from at least that
+	// offset shows the replica was caught up then.
+	lastFetchLeaderEnd atomic.Int64
+	lastFetchMs        atomic.Int64
+	// brokerEpoch is the broker epoch the replica's fetches carry
+	// (ReplicaState, Fetch v15+; -1 before), named in AlterPartition.
+	brokerEpoch atomic.Int64
+	// sentHighWatermark is the high watermark last sent to the replica:
+	// a waiting follower fetch is answered as soon as it moves, so that
+	// followers learn the high watermark without waiting for data.
+	sentHighWatermark atomic.Int64
+}
+
+func newRemoteReplica(caughtUpMs int64) *remoteReplica {
+	r := &remoteReplica{}
+	r.logEndOffset.Store(-1)
+	r.lastCaughtUpMs.Store(caughtUpMs)
+	r.lastFetchLeaderEnd.Store(-1)
+	r.brokerEpoch.Store(-1)
+	r.sentHighWatermark.Store(-1)
+	return r
 }
 
 func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *storage.Log) *Partition {
@@ -63,25 +106,45 @@ func (p *Partition) TopicPartition() TopicPartition { return p.tp }
 
 // update applies the image's view of the partition, and its topic's
 // configuration when cfg is not nil.
-func (p *Partition) update(meta controller.Partition, cfg *config.Topic) {
+func (p *Partition) update(meta controller.Partition, cfg *config.Topic, nowMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if meta.Leader != p.leader || meta.LeaderEpoch != p.leaderEpoch {
+	newTerm := meta.Leader != p.leader || meta.LeaderEpoch != p.leaderEpoch
+	if newTerm {
 		// A new leadership term: what this node knew of the other
 		// replicas' progress belongs to the old one (Kafka resets the
 		// remote replica states on makeLeader).
 		p.remotes = map[int32]*remoteReplica{}
 	}
-	p.leader, p.leaderEpoch = meta.Leader, meta.LeaderEpoch
+	if newTerm || meta.PartitionEpoch != p.partitionEpoch {
+		// The image decided: an AlterPartition in flight is either in
+		// it or refused.
+		p.pendingISR = nil
+	}
+	p.leader, p.leaderEpoch, p.partitionEpoch = meta.Leader, meta.LeaderEpoch, meta.PartitionEpoch
 	p.replicas, p.isr = meta.Replicas, meta.ISR
 	if cfg != nil {
 		p.config = *cfg
 	}
+	if newTerm && p.leader == p.self && p.log != nil {
+		// Kafka's makeLeader: the new epoch starts at the log end, in the
+		// epoch cache at once, so that followers of an older epoch learn
+		// where it ended (DivergingEpoch) before anything is appended.
+		start, err := p.log.AssignLeaderEpoch(p.leaderEpoch)
+		if err != nil {
+			start = p.log.LogEndOffset()
+		}
+		p.leaderEpochStart = start
+	}
 	for _, id := range p.replicas {
 		if id != p.self && p.remotes[id] == nil {
-			r := &remoteReplica{}
-			r.logEndOffset.Store(-1)
-			p.remotes[id] = r
+			// ISR members start caught up (Kafka's resetReplicaState):
+			// a new leader gives them a full lag time to fetch.
+			caughtUp := int64(0)
+			if slices.Contains(p.isr, id) {
+				caughtUp = nowMs
+			}
+			p.remotes[id] = newRemoteReplica(caughtUp)
 		}
 	}
 	for id := range p.remotes {
@@ -126,7 +189,8 @@ func (p *Partition) checkLeaderEpochLocked(current int32) *kerr.Error {
 }
 
 // maybeAdvanceHighWatermarkLocked moves the high watermark to the
-// smallest log end offset over the ISR, if that is further than it is,
+// smallest log end offset over the ISR (and the ISR of an AlterPartition
+// in flight: Kafka's maximal ISR), if that is further than it is,
 // and reports whether it moved. Kafka's maybeIncrementLeaderHW: only the
 // leader advances it, and not while the ISR is below the effective
 // minimum. The caller holds mu (shared is enough: the log keeps the high
@@ -136,15 +200,17 @@ func (p *Partition) maybeAdvanceHighWatermarkLocked() bool {
 		return false
 	}
 	hw := p.log.LogEndOffset()
-	for _, id := range p.isr {
-		if id == p.self {
-			continue
+	for _, set := range [2][]int32{p.isr, p.pendingISR} {
+		for _, id := range set {
+			if id == p.self {
+				continue
+			}
+			r := p.remotes[id]
+			if r == nil {
+				return false
+			}
+			hw = min(hw, r.logEndOffset.Load())
 		}
-		r := p.remotes[id]
-		if r == nil {
-			return false
-		}
-		hw = min(hw, r.logEndOffset.Load())
 	}
 	return p.log.AdvanceHighWatermark(hw)
 }

@@ -21,13 +21,16 @@ const (
 
 // FetchParams are a fetch request's limits.
 type FetchParams struct {
-	// ReplicaID is -1 for consumers; follower fetches (replication) are
-	// not served yet.
+	// ReplicaID is -1 for consumers, the follower's broker id for a
+	// follower fetch.
 	ReplicaID int32
-	MaxWait   time.Duration
-	MinBytes  int32
-	MaxBytes  int32
-	Isolation Isolation
+	// ReplicaEpoch is the follower's broker epoch (ReplicaState, Fetch
+	// v15+; -1 before).
+	ReplicaEpoch int64
+	MaxWait      time.Duration
+	MinBytes     int32
+	MaxBytes     int32
+	Isolation    Isolation
 }
 
 // FetchEntry is one partition to read, and what was read.
@@ -36,12 +39,19 @@ type FetchEntry struct {
 	FetchOffset        int64
 	MaxBytes           int32
 	CurrentLeaderEpoch int32 // -1: none
+	// LastFetchedEpoch is the epoch of the last batch the fetcher has
+	// (Fetch v12+; -1: none): the leader checks it for divergence.
+	LastFetchedEpoch int32
 
 	// Result is filled by Fetch. An entry whose Result.Err is set when
 	// it is handed to Fetch (the caller could not resolve it, e.g. an
 	// unknown topic ID) is kept as it is and counts as an error.
 	Result FetchResult
 	preset bool
+	// hwMoved: a follower's fetch moved the high watermark; hwNews: it
+	// answers the follower with a high watermark (or a divergence) it has
+	// not been sent, so the fetch is answered without waiting for data.
+	hwMoved, hwNews bool
 }
 
 // FetchResult is one partition's answer.
@@ -59,6 +69,8 @@ type FetchResult struct {
 	// CurrentLeader names the leader with NOT_LEADER_OR_FOLLOWER and
 	// FENCED_LEADER_EPOCH.
 	CurrentLeader LeaderHint
+	// Diverging tells a follower where its log left the leader's.
+	Diverging Divergence
 }
 
 // FetchCompletion receives the results of a Fetch, exactly once.
@@ -80,18 +92,34 @@ func (m *Manager) Fetch(params FetchParams, entries []FetchEntry, done FetchComp
 	for i := range entries {
 		entries[i].preset = entries[i].Result.Err != nil
 	}
-	if m.readFetch(params, entries) {
-		done.FetchCompleted(entries)
-		return
-	}
-	dropReads(entries)
-	keys := make([]TopicPartition, 0, len(entries))
+	complete := m.readFetch(params, entries)
+	var moved []TopicPartition
 	for i := range entries {
-		if !entries[i].preset {
-			keys = append(keys, entries[i].TopicPartition)
+		if entries[i].hwMoved {
+			moved = append(moved, entries[i].TopicPartition)
 		}
 	}
-	m.fetchWaits.TryCompleteElseWatch(&delayedFetch{m: m, params: params, entries: entries, done: done}, params.MaxWait, keys...)
+	if complete {
+		done.FetchCompleted(entries)
+	} else {
+		dropReads(entries)
+		keys := make([]TopicPartition, 0, len(entries))
+		for i := range entries {
+			if !entries[i].preset {
+				keys = append(keys, entries[i].TopicPartition)
+			}
+		}
+		waits := m.fetchWaits
+		if params.ReplicaID >= 0 {
+			waits = m.replicaWaits
+		}
+		waits.TryCompleteElseWatch(&delayedFetch{m: m, params: params, entries: entries, done: done}, params.MaxWait, keys...)
+	}
+	// A follower's fetch that moved a high watermark wakes what waits on
+	// it (acks=all produces, consumers' fetches, other followers).
+	for _, tp := range moved {
+		m.wake(tp)
+	}
 }
 
 // DelayedFetches is how many fetches wait in the purgatory (Kafka's
@@ -110,7 +138,7 @@ func (m *Manager) readFetch(params FetchParams, entries []FetchEntry) (complete 
 		if !e.preset {
 			m.readPartition(params, e, &budget, &minOne)
 		}
-		if e.Result.Err != nil {
+		if e.Result.Err != nil || e.hwNews {
 			anyError = true
 		}
 		bytes += e.Result.Records.Size
@@ -121,10 +149,15 @@ func (m *Manager) readFetch(params FetchParams, entries []FetchEntry) (complete 
 func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64, minOne *bool) {
 	// A fetch read again (woken in the purgatory) reuses its list.
 	aborted := e.Result.AbortedTransactions[:0]
-	e.Result = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, CurrentLeader: noLeaderHint}
+	e.Result = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, CurrentLeader: noLeaderHint, Diverging: noDivergence}
+	e.hwMoved, e.hwNews = false, false
 	p, ke, hint := m.leaderPartition(e.TopicPartition, e.CurrentLeaderEpoch, true)
 	if ke != nil {
 		e.Result.Err, e.Result.CurrentLeader = ke, hint
+		return
+	}
+	if params.ReplicaID >= 0 {
+		m.readForFollower(p, params, e, budget, minOne)
 		return
 	}
 	l := p.log
@@ -202,7 +235,9 @@ type delayedFetch struct {
 }
 
 func (d *delayedFetch) TryComplete() bool {
-	if !d.m.readFetch(d.params, d.entries) {
+	complete := d.m.readFetch(d.params, d.entries)
+	d.wakeProduces()
+	if !complete {
 		dropReads(d.entries)
 		return false
 	}
@@ -210,18 +245,36 @@ func (d *delayedFetch) TryComplete() bool {
 	return true
 }
 
+// wakeProduces wakes the acks=all produces of the partitions whose high
+// watermark a follower's fetch, read again here, moved. Only those: the
+// fetch purgatories would call back into this operation, whose lock the
+// purgatory holds.
+func (d *delayedFetch) wakeProduces() {
+	for i := range d.entries {
+		if d.entries[i].hwMoved {
+			d.m.produceWaits.CheckAndComplete(d.entries[i].TopicPartition)
+		}
+	}
+}
+
 func (d *delayedFetch) Expire() {
 	d.m.readFetch(d.params, d.entries)
+	d.wakeProduces()
 	d.done.FetchCompleted(d.entries)
 }
 
-// ReadCommitted copies whole batches of tp below the high watermark from
-// offset on into a fresh buffer (the caller may keep slices of it): the
-// first batch whatever its size, then up to maxBytes. At the high
-// watermark it returns nothing. An offset below the log start (retention
-// or DeleteRecords moved it) reads from the log start. Coordinators replay
-// their partitions with it.
-func (m *Manager) ReadCommitted(tp TopicPartition, offset int64, maxBytes int32) ([]byte, error) {
+// ReadForLoad copies whole batches of tp below the log end from offset on
+// into a fresh buffer (the caller may keep slices of it): the first batch
+// whatever its size, then up to maxBytes. At the log end it returns
+// nothing. An offset below the log start (retention or DeleteRecords moved
+// it) reads from the log start. Coordinators replay their partitions with
+// it when this node becomes the leader: up to the log end, not the high
+// watermark, as Kafka's coordinator loader does, because a new leader's
+// log is what every replica will have, and the records of the previous
+// leader's term above this node's high watermark may have been
+// acknowledged already (an offset commit whose high watermark this
+// follower had not heard of yet).
+func (m *Manager) ReadForLoad(tp TopicPartition, offset int64, maxBytes int32) ([]byte, error) {
 	p, ke := m.partitionOrError(tp)
 	if ke != nil {
 		return nil, fmt.Errorf("reading %s: %w", tp, ke)
@@ -229,11 +282,11 @@ func (m *Manager) ReadCommitted(tp TopicPartition, offset int64, maxBytes int32)
 	l := p.log
 	for {
 		pos := max(offset, l.LogStartOffset())
-		hw := l.HighWatermark()
-		if pos >= hw {
+		end := l.LogEndOffset()
+		if pos >= end {
 			return nil, nil
 		}
-		fr, err := l.Read(pos, maxBytes, hw, true)
+		fr, err := l.Read(pos, maxBytes, end, true)
 		if err != nil {
 			if errors.Is(err, kerr.OffsetOutOfRange) && pos < l.LogStartOffset() {
 				continue // the log start moved past pos meanwhile

@@ -144,7 +144,9 @@ func TestFetchMinOneBatchAndBudget(t *testing.T) {
 	}
 }
 
-func TestReadCommitted(t *testing.T) {
+// ReadForLoad reads up to the log end, above the high watermark: a new
+// leader's coordinator loads what the previous leader's term wrote.
+func TestReadForLoad(t *testing.T) {
 	f := newFixture(t)
 	f.setTopic("t", 1, led(self, 0, []int32{self, 2}, []int32{self, 2}))
 	tp := TopicPartition{Topic: "t"}
@@ -154,9 +156,9 @@ func TestReadCommitted(t *testing.T) {
 	f.m.recordFollowerLogEnd(tp, 2, 4) // committed: the first two batches
 	read := func(offset int64) (bases []int64) {
 		t.Helper()
-		b, err := f.m.ReadCommitted(tp, offset, 1)
+		b, err := f.m.ReadForLoad(tp, offset, 1)
 		if err != nil {
-			t.Fatalf("ReadCommitted(%d): %v", offset, err)
+			t.Fatalf("ReadForLoad(%d): %v", offset, err)
 		}
 		for len(b) > 0 {
 			_, rest, h, err := protocol.NextBatch(b)
@@ -174,8 +176,11 @@ func TestReadCommitted(t *testing.T) {
 	if got := read(3); len(got) != 1 || got[0] != 2 {
 		t.Fatalf("from inside the second batch: %v", got)
 	}
-	if got := read(4); got != nil {
-		t.Fatalf("at the high watermark: %v", got)
+	if got := read(4); len(got) != 1 || got[0] != 4 {
+		t.Fatalf("at the high watermark: %v, want the batch above it", got)
+	}
+	if got := read(6); got != nil {
+		t.Fatalf("at the log end: %v", got)
 	}
 	if low, ke, _ := f.m.DeleteRecords(tp, 2); ke != nil || low != 2 {
 		t.Fatalf("DeleteRecords: %d %v", low, ke)

@@ -1433,6 +1433,31 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64)
 	return l.epochs.endOffsetFor(epoch, l.logEndOffset.Load())
 }
 
+// AssignLeaderEpoch records that epoch starts at the log end offset, as a
+// new leader does before it takes writes (Kafka's makeLeader): a follower
+// that fetches with an older epoch is then told where that epoch ended
+// even before the new leader appends anything. It returns that start
+// offset. The cache file is written by the next flush, not at once (Kafka
+// stopped syncing it here too, KAFKA-15046): an entry lost in a crash
+// names an epoch with no records in this log, which the node leads no
+// more after the restart.
+func (l *Log) AssignLeaderEpoch(epoch int32) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	leo := l.logEndOffset.Load()
+	if err := l.Err(); err != nil {
+		return leo, err
+	}
+	if latest, ok := l.epochs.latest(); ok && latest.Epoch >= epoch {
+		if latest.Epoch == epoch {
+			return latest.StartOffset, nil
+		}
+		return leo, nil
+	}
+	l.epochs.assign(epoch, leo)
+	return leo, nil
+}
+
 // LatestEpoch is the newest leader epoch in the log's epoch cache.
 func (l *Log) LatestEpoch() (int32, bool) {
 	e, ok := l.epochs.latest()
@@ -1445,7 +1470,15 @@ func (l *Log) EpochForOffset(offset int64) (int32, bool) { return l.epochs.epoch
 // TruncateTo removes everything from offset on (a follower diverged from
 // its leader). The batch containing offset goes too, so the log end can end
 // below offset when offset is not a batch boundary.
-func (l *Log) TruncateTo(offset int64) error {
+func (l *Log) TruncateTo(offset int64) error { return l.truncate(offset, false) }
+
+// TruncateFullyAndStartAt empties the log and starts it again at offset,
+// which may lie beyond the log end: a follower that fell behind its
+// leader's log start starts over from there (Kafka's
+// truncateFullyAndStartAt).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error { return l.truncate(offset, true) }
+
+func (l *Log) truncate(offset int64, fully bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.Err(); err != nil {
@@ -1454,7 +1487,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("cannot truncate %s to negative offset %d: %w", l.tp, offset, kerr.OffsetOutOfRange)
 	}
-	if offset >= l.logEndOffset.Load() {
+	if !fully && offset >= l.logEndOffset.Load() {
 		return nil
 	}
 	// No flush may run across the truncation (see the lock order).
@@ -1462,7 +1495,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	defer l.flushMu.Unlock()
 	cfg := l.config()
 	nowMs := l.now().UnixMilli()
-	if offset < l.logStartOffset.Load() {
+	if fully || offset < l.logStartOffset.Load() {
 		// Kafka's truncateFullyAndStartAt.
 		if err := l.deleteSegments(len(l.segments), nowMs); err != nil {
 			return l.fail(err)
@@ -1471,6 +1504,12 @@ func (l *Log) TruncateTo(offset int64) error {
 			return l.fail(err)
 		}
 		l.logStartOffset.Store(offset)
+		// Nothing of the old epochs is left (Kafka clears the cache).
+		if l.epochs.truncateFromEnd(0) {
+			if err := l.epochs.write(); err != nil {
+				return l.fail(err)
+			}
+		}
 	} else {
 		// Segments wholly at or above offset go; the one holding it is cut.
 		keep := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset >= offset })
@@ -1497,11 +1536,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	leo := l.active().nextOffset
 	l.hwMu.Lock()
 	l.logEndOffset.Store(leo)
-	if l.highWatermark.Load() > leo {
+	if l.highWatermark.Load() > leo || fully {
 		l.highWatermark.Store(leo)
 	}
 	l.hwMu.Unlock()
-	if l.recoveryPoint.Load() > leo {
+	if l.recoveryPoint.Load() > leo || fully {
 		l.recoveryPoint.Store(leo)
 	}
 	if l.epochs.truncateFromEnd(leo) {

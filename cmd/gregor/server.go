@@ -132,6 +132,15 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		Logs:    logs,
 		Configs: s.configs,
 		Logger:  log.With("component", "replica"),
+		Fetch: replica.FetcherConfig{
+			Fetchers:         int(s.cfg.Int("num.replica.fetchers")),
+			MaxBytes:         s.cfg.Int("replica.fetch.max.bytes"),
+			ResponseMaxBytes: s.cfg.Int("replica.fetch.response.max.bytes"),
+			MinBytes:         s.cfg.Int("replica.fetch.min.bytes"),
+			MaxWait:          time.Duration(s.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
+			Backoff:          time.Duration(s.cfg.Int("replica.fetch.backoff.ms")) * time.Millisecond,
+		},
+		ReplicaLagTimeMax: time.Duration(s.cfg.Long("replica.lag.time.max.ms")) * time.Millisecond,
 	})
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
@@ -224,7 +233,6 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		SupportedFeatures:        s.supportedFeatures,
 		BrokerSessionTimeout:     time.Duration(s.cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DisableTopicDeletion:     !s.cfg.DeleteTopicEnable,
-		SingleReplicaOnly:        true,
 		Logger:                   s.logger,
 		SnapshotMaxBytes:         s.cfg.Long("metadata.log.max.record.bytes.between.snapshots"),
 		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),

@@ -205,19 +205,6 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			logger.Warn(key+" has no effect in Gregor: "+why, "key", key)
 		}
 	}
-	// Until brokers replicate (issue 11) internal topics get one replica:
-	// Kafka's defaults of 3 (and a min ISR of 2) would otherwise be refused
-	// on a cluster (SingleReplicaOnly) or on one broker.
-	if rf := s.brokerOpts.OffsetsTopicReplicationFactor; rf > 1 {
-		logger.Warn("offsets.topic.replication.factor > 1: Gregor creates __consumer_offsets with one replica until it replicates partitions", "configured", rf)
-		s.brokerOpts.OffsetsTopicReplicationFactor = 1
-		groups.OffsetsTopicReplicationFactor = 1
-	}
-	if txns.ReplicationFactor > 1 || txns.MinISR > 1 {
-		logger.Warn("transaction.state.log.replication.factor or .min.isr > 1: Gregor creates __transaction_state with one replica until it replicates partitions",
-			"replication_factor", txns.ReplicationFactor, "min_isr", txns.MinISR)
-		txns.ReplicationFactor, txns.MinISR = 1, 1
-	}
 	s.brokerOpts.Transactions = &txns
 	s.brokerOpts.TransactionVerification = cfg.TransactionPartitionVerificationEnable
 	return s, nil

@@ -84,7 +84,7 @@ type Coordinator interface {
 type Replicas interface {
 	AddLeadershipListener(topic string, l replica.LeadershipListener) (remove func())
 	AppendWait(ctx context.Context, acks int16, origin replica.Origin, entries []replica.AppendEntry) error
-	ReadCommitted(tp replica.TopicPartition, offset int64, maxBytes int32) ([]byte, error)
+	ReadForLoad(tp replica.TopicPartition, offset int64, maxBytes int32) ([]byte, error)
 }
 
 // TopicSpec is how an internal topic is created.
@@ -307,7 +307,7 @@ func (l *partitionLog) ReadFrom(ctx context.Context, offset int64, fn func(batch
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		buf, err := l.replicas.ReadCommitted(l.tp, pos, readChunk)
+		buf, err := l.replicas.ReadForLoad(l.tp, pos, readChunk)
 		if err != nil {
 			return err
 		}

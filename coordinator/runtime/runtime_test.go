@@ -78,9 +78,9 @@ func (f *fakeReplicas) AppendWait(ctx context.Context, acks int16, origin replic
 	return nil
 }
 
-// ReadCommitted has nothing to replay (ReadFrom is tested over the real
+// ReadForLoad has nothing to replay (ReadFrom is tested over the real
 // replica layer in group_test.go).
-func (f *fakeReplicas) ReadCommitted(replica.TopicPartition, int64, int32) ([]byte, error) {
+func (f *fakeReplicas) ReadForLoad(replica.TopicPartition, int64, int32) ([]byte, error) {
 	return nil, nil
 }
 

@@ -150,7 +150,7 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 		}
 	}
 	victim.Kill()
-	adm := kadm.NewClient(client(t, seeds(brks)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(brks)))
 	res, err := adm.CreateTopic(ctx, 1, 1, nil, "with-one-voter-down")
 	if err == nil {
 		err = res.Err

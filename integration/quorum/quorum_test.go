@@ -31,24 +31,6 @@ func startQuorum(t *testing.T) []*node.Node {
 		"broker.heartbeat.interval.ms=500")
 }
 
-func seeds(nodes []*node.Node) []string {
-	var out []string
-	for _, n := range nodes {
-		out = append(out, n.Addr())
-	}
-	return out
-}
-
-func client(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 // activeController asks node n (forwarded to the active controller) who
 // leads the metadata quorum.
 func activeController(ctx context.Context, t *testing.T, n *node.Node) (int32, error) {
@@ -58,18 +40,6 @@ func activeController(ctx context.Context, t *testing.T, n *node.Node) (int32, e
 		return -1, err
 	}
 	return p.LeaderID, nil
-}
-
-func waitFor(t *testing.T, wait time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > wait {
-			t.Fatalf("no %s after %s", what, wait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // leaders maps each partition of topic to its leader, as node addr sees it.
@@ -102,13 +72,13 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl := client(t, seeds(nodes))
+	cl := node.NewClient(t, node.Addrs(nodes))
 	adm := kadm.NewClient(cl)
 
 	waitUnfenced(ctx, t, nodes)
 	const topic = "spread"
 	placed := createSpread(ctx, t, adm, nodes, topic)
-	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
+	produceAndConsume(ctx, t, node.Addrs(nodes), topic, 600)
 
 	old, err := activeController(ctx, t, nodes[0])
 	if err != nil || old < 1 || old > 3 {
@@ -130,7 +100,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		acl := kadm.NewClient(client(t, seeds(survivors), kgo.RetryTimeout(2*time.Second)))
+		acl := kadm.NewClient(node.NewClient(t, node.Addrs(survivors), kgo.RetryTimeout(2*time.Second)))
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -153,7 +123,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	victim.Kill()
 	killed := time.Now()
 	var now int32
-	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
+	took := node.WaitFor(t, 15*time.Second, "new active controller", func() bool {
 		id, err := activeController(ctx, t, survivors[0])
 		now = id
 		return err == nil && id != old && id > 0
@@ -170,7 +140,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 
 	// The dead broker is fenced once its session lapses: its partitions
 	// have no leader.
-	waitFor(t, sessionTimeout+10*time.Second, "the killed broker's partitions offline", func() bool {
+	node.WaitFor(t, sessionTimeout+10*time.Second, "the killed broker's partitions offline", func() bool {
 		l := leaders(ctx, t, survivors[0].Addr(), topic)
 		offline := 0
 		for p, leader := range l {
@@ -195,7 +165,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 	// Every creation reported successful is there, on every node, with the
 	// partitions it asked for; every node has the same topics.
 	var first []string
-	waitFor(t, 20*time.Second, "the same topics on every node", func() bool {
+	node.WaitFor(t, 20*time.Second, "the same topics on every node", func() bool {
 		first = nil
 		for i, n := range nodes {
 			names := topicNames(ctx, t, n.Addr())
@@ -216,7 +186,7 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 		}
 	}
 	t.Logf("%d topic creations succeeded across the failover; all present on every node", len(created))
-	produceAndConsume(ctx, t, seeds(nodes), topic, 600)
+	produceAndConsume(ctx, t, node.Addrs(nodes), topic, 600)
 }
 
 // TestQuorumWithoutMajority: with two of three controllers gone no
@@ -228,19 +198,19 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	nodes := startQuorum(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(client(t, seeds(nodes)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(nodes)))
 	waitUnfenced(ctx, t, nodes)
 	const topic = "data"
 	if res, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || res.Err != nil {
 		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
 	}
-	waitFor(t, 10*time.Second, "topic on node 3", func() bool { return len(leaders(ctx, t, nodes[2].Addr(), topic)) == 6 })
+	node.WaitFor(t, 10*time.Second, "topic on node 3", func() bool { return len(leaders(ctx, t, nodes[2].Addr(), topic)) == 6 })
 	nodes[0].Kill()
 	nodes[1].Kill()
 
 	lone := []string{nodes[2].Addr()}
 	lctx, lcancel := context.WithTimeout(ctx, 8*time.Second)
-	ladm := kadm.NewClient(client(t, lone, kgo.RetryTimeout(6*time.Second)))
+	ladm := kadm.NewClient(node.NewClient(t, lone, kgo.RetryTimeout(6*time.Second)))
 	ladm.SetTimeoutMillis(3000)
 	res, err := ladm.CreateTopic(lctx, 1, 1, nil, "never")
 	lcancel()
@@ -262,7 +232,7 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	// Not idempotent: a producer id comes from the controller, and a
 	// broker that never had a block cannot hand one out without a quorum
 	// (nor can Kafka's).
-	pcl := client(t, lone, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
+	pcl := node.NewClient(t, lone, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite())
 	for i := range 50 {
 		r := &kgo.Record{Topic: topic, Partition: mine[i%len(mine)], Value: []byte(fmt.Sprint(i))}
 		if err := pcl.ProduceSync(ctx, r).FirstErr(); err != nil {
@@ -273,7 +243,7 @@ func TestQuorumWithoutMajority(t *testing.T) {
 	for _, p := range mine {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	ccl := client(t, lone, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+	ccl := node.NewClient(t, lone, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
 	got := 0
 	for got < 50 {
 		fs := ccl.PollFetches(ctx)
@@ -301,7 +271,7 @@ func TestQuorumWithoutMajority(t *testing.T) {
 // where placed says.
 func waitPlaced(ctx context.Context, t *testing.T, n *node.Node, topic string, placed map[int32]int32, what string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, what, func() bool {
+	node.WaitFor(t, 20*time.Second, what, func() bool {
 		l := leaders(ctx, t, n.Addr(), topic)
 		for p, leader := range l {
 			if leader != placed[p] {
@@ -321,7 +291,7 @@ func createSpread(ctx context.Context, t *testing.T, adm *kadm.Client, brokers [
 		t.Fatalf("creating %s: %v %v", topic, err, res.Err)
 	}
 	var placed map[int32]int32
-	waitFor(t, 10*time.Second, "topic on every broker's metadata", func() bool {
+	node.WaitFor(t, 10*time.Second, "topic on every broker's metadata", func() bool {
 		for _, n := range brokers {
 			if placed = leaders(ctx, t, n.Addr(), topic); len(placed) != 6 {
 				return false
@@ -347,7 +317,7 @@ func waitUnfenced(ctx context.Context, t *testing.T, nodes []*node.Node) {
 	for _, n := range nodes {
 		want = append(want, n.ID)
 	}
-	waitFor(t, 20*time.Second, "every broker unfenced", func() bool {
+	node.WaitFor(t, 20*time.Second, "every broker unfenced", func() bool {
 		for _, n := range nodes {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
 			if err != nil {
@@ -393,7 +363,7 @@ func topicNames(ctx context.Context, t *testing.T, addr string) []string {
 func produceAndConsume(ctx context.Context, t *testing.T, addrs []string, topic string, n int) {
 	t.Helper()
 	prefix := fmt.Sprintf("%d-", time.Now().UnixNano())
-	pcl := client(t, addrs, kgo.DefaultProduceTopic(topic))
+	pcl := node.NewClient(t, addrs, kgo.DefaultProduceTopic(topic))
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		recs[i] = &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(prefix + fmt.Sprint(i))}
@@ -401,7 +371,7 @@ func produceAndConsume(ctx context.Context, t *testing.T, addrs []string, topic 
 	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("producing: %v", err)
 	}
-	ccl := client(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ccl := node.NewClient(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	seen := map[string]bool{}
 	for len(seen) < n {
 		fs := ccl.PollFetches(ctx)
@@ -432,13 +402,13 @@ func TestSplitRolesLabLayout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	waitUnfenced(ctx, t, brokers)
-	adm := kadm.NewClient(client(t, seeds(brokers)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(brokers)))
 	const topic = "lab"
 	placed := createSpread(ctx, t, adm, brokers, topic)
-	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
+	produceAndConsume(ctx, t, node.Addrs(brokers), topic, 300)
 
 	// The voters and the three observers.
-	waitFor(t, 10*time.Second, "voters 101-103 and observers 1-3 in DescribeQuorum", func() bool {
+	node.WaitFor(t, 10*time.Second, "voters 101-103 and observers 1-3 in DescribeQuorum", func() bool {
 		voters, observers, err := quorumMembers(ctx, t, brokers[0])
 		return err == nil && slices.Equal(voters, []int32{101, 102, 103}) && slices.Equal(observers, []int32{1, 2, 3})
 	})
@@ -448,7 +418,7 @@ func TestSplitRolesLabLayout(t *testing.T) {
 		t.Fatalf("active controller: %d %v", old, err)
 	}
 	ctrls[old-101].Kill()
-	took := waitFor(t, 15*time.Second, "new active controller", func() bool {
+	took := node.WaitFor(t, 15*time.Second, "new active controller", func() bool {
 		id, err := activeController(ctx, t, brokers[1])
 		return err == nil && id != old && id > 0
 	})
@@ -463,7 +433,7 @@ func TestSplitRolesLabLayout(t *testing.T) {
 
 	victim := brokers[2]
 	victim.Kill()
-	waitFor(t, sessionTimeout+10*time.Second, "broker 3's partitions offline", func() bool {
+	node.WaitFor(t, sessionTimeout+10*time.Second, "broker 3's partitions offline", func() bool {
 		l := leaders(ctx, t, brokers[0].Addr(), topic)
 		for p, leader := range l {
 			if placed[p] == 3 && leader != -1 {
@@ -478,7 +448,7 @@ func TestSplitRolesLabLayout(t *testing.T) {
 	if !slices.Contains(topicNames(ctx, t, victim.Addr()), "after-failover") {
 		t.Fatal("the restarted broker does not know a topic created while it was away")
 	}
-	produceAndConsume(ctx, t, seeds(brokers), topic, 300)
+	produceAndConsume(ctx, t, node.Addrs(brokers), topic, 300)
 
 	// A clean stop is a controlled shutdown: the controller takes the
 	// broker's leaderships before it goes, and it is fenced at once
@@ -535,7 +505,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 			live = append(live, n)
 		}
 	}
-	adm := kadm.NewClient(client(t, seeds(live)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(live)))
 	var want []string
 	for i := range 20 {
 		name := fmt.Sprintf("while-away-%d", i)
@@ -545,7 +515,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 		want = append(want, name)
 	}
 	laggard.Restart()
-	waitFor(t, 30*time.Second, "every topic on the restarted node", func() bool {
+	node.WaitFor(t, 30*time.Second, "every topic on the restarted node", func() bool {
 		names := topicNames(ctx, t, laggard.Addr())
 		for _, w := range want {
 			if !slices.Contains(names, w) {
@@ -563,7 +533,7 @@ func TestCatchUpFromSnapshot(t *testing.T) {
 	_, brokers := node.StartSplit(t, 3, 2, overrides...)
 	waitUnfenced(ctx, t, brokers)
 	brokers[1].Kill()
-	badm := kadm.NewClient(client(t, []string{brokers[0].Addr()}))
+	badm := kadm.NewClient(node.NewClient(t, []string{brokers[0].Addr()}))
 	for _, name := range want {
 		if res, err := badm.CreateTopic(ctx, 1, 1, nil, name); err != nil || res.Err != nil {
 			t.Fatalf("creating %s: %v %v", name, err, res.Err)
@@ -600,7 +570,7 @@ func TestKillEveryNodeInTurn(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		acl := kadm.NewClient(client(t, seeds(nodes), kgo.RetryTimeout(2*time.Second)))
+		acl := kadm.NewClient(node.NewClient(t, node.Addrs(nodes), kgo.RetryTimeout(2*time.Second)))
 		acl.SetTimeoutMillis(3000)
 		for i := 0; ; i++ {
 			select {
@@ -634,7 +604,7 @@ func TestKillEveryNodeInTurn(t *testing.T) {
 	wg.Wait()
 
 	var ms []node.Metadata
-	waitFor(t, 20*time.Second, "one metadata image on every node", func() bool {
+	node.WaitFor(t, 20*time.Second, "one metadata image on every node", func() bool {
 		ms = ms[:0]
 		for _, n := range nodes {
 			m, err := n.Metadata()

@@ -67,7 +67,7 @@ func TestClusterAndFeatureTools(t *testing.T) {
 	waitUnfenced(ctx, t, brks)
 
 	out := tool("ClusterTool", "cluster-id", "--bootstrap-server", brks[1].Addr())
-	bm, err := kadm.NewClient(client(t, []string{brks[0].Addr()})).BrokerMetadata(ctx)
+	bm, err := kadm.NewClient(node.NewClient(t, []string{brks[0].Addr()})).BrokerMetadata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestClusterAndFeatureTools(t *testing.T) {
 	if !strings.Contains(out, "Broker 3 is no longer registered.") {
 		t.Fatalf("kafka-cluster unregister printed %q", out)
 	}
-	waitFor(t, 10*time.Second, "broker 3 gone from DescribeCluster on both brokers", func() bool {
+	node.WaitFor(t, 10*time.Second, "broker 3 gone from DescribeCluster on both brokers", func() bool {
 		for _, b := range brks[:2] {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
 			if err != nil {
@@ -110,7 +110,7 @@ func TestClusterAndFeatureTools(t *testing.T) {
 	if !strings.Contains(out, "transaction.version was downgraded to 1.") {
 		t.Fatalf("kafka-features downgrade printed %q", out)
 	}
-	waitFor(t, 10*time.Second, "transaction.version 1 through broker 2", func() bool {
+	node.WaitFor(t, 10*time.Second, "transaction.version 1 through broker 2", func() bool {
 		for _, line := range strings.Split(tool("FeatureCommand", "--bootstrap-server", brks[1].Addr(), "describe"), "\n") {
 			if f := strings.Fields(line); len(f) >= 8 && f[1] == "transaction.version" && f[6] == "FinalizedVersionLevel:" {
 				return f[7] == "1"

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -24,7 +25,7 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	waitUnfenced(ctx, t, nodes)
-	adm := kadm.NewClient(client(t, seeds(nodes)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(nodes)))
 	const topic = "txn-spread"
 	createSpread(ctx, t, adm, nodes, topic)
 	for _, v1 := range []bool{false, true} {
@@ -35,7 +36,7 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 			// AddPartitionsToTxn and the leader only verifies them.
 			opts = append(opts, kgo.MaxVersions(kversionsBelowTV2()))
 		}
-		pcl := client(t, seeds(nodes), opts...)
+		pcl := node.NewClient(t, node.Addrs(nodes), opts...)
 		committed := 0
 		for i := range 10 {
 			if err := pcl.BeginTransaction(); err != nil {
@@ -60,7 +61,7 @@ func TestTransactionsAcrossBrokers(t *testing.T) {
 				committed += len(recs)
 			}
 		}
-		ccl := client(t, seeds(nodes), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		ccl := node.NewClient(t, node.Addrs(nodes), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 		prefix := fmt.Sprintf("%v-", v1)
 		got := map[string]bool{}
@@ -107,13 +108,13 @@ func TestGroupsAcrossBrokers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	waitUnfenced(ctx, t, nodes)
-	adm := kadm.NewClient(client(t, seeds(nodes)))
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(nodes)))
 	const topic = "grouped"
 	createSpread(ctx, t, adm, nodes, topic)
-	produceAndConsume(ctx, t, seeds(nodes), topic, 300)
+	produceAndConsume(ctx, t, node.Addrs(nodes), topic, 300)
 	for g := range 6 {
 		group := fmt.Sprintf("group-%d", g)
-		cl := client(t, seeds(nodes), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		cl := node.NewClient(t, node.Addrs(nodes), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 		n := 0
 		for n < 300 {
