@@ -6,10 +6,14 @@ package broker
 // means the high watermark) and deletes the segments wholly below it. An
 // offset past the high watermark is OFFSET_OUT_OF_RANGE; a topic whose
 // cleanup.policy does not include delete refuses with POLICY_VIOLATION, as
-// in Kafka. The answer carries the new low watermark.
+// in Kafka. The answer carries the new low watermark: the smallest log
+// start over the replicas on live brokers, once each follower has moved
+// its own (the answer waits up to the request's timeout, then says
+// REQUEST_TIMED_OUT, as Kafka's DelayedDeleteRecords).
 
 import (
 	"context"
+	"time"
 
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,5 +40,36 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	r.respond(resp)
+	// What the followers have not caught up with yet: they move their log
+	// starts on their next fetch.
+	var waits []*kmsg.DeleteRecordsResponseTopicPartition
+	var waitTPs []replica.TopicPartition
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			tp := replica.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			if low, ke := b.replicas.LowWatermark(tp); rp.ErrorCode == 0 && ke == nil && low < rp.LowWatermark {
+				waits, waitTPs = append(waits, rp), append(waitTPs, tp)
+			}
+		}
+	}
+	if len(waits) == 0 {
+		r.respond(resp)
+		return
+	}
+	// The answer waits for them (Kafka's DelayedDeleteRecords), up to the
+	// request's timeout.
+	r.goAsync(func() {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+		for i, rp := range waits {
+			low, ke := b.replicas.WaitLowWatermark(wctx, waitTPs[i], rp.LowWatermark)
+			rp.LowWatermark = low
+			if ke != nil {
+				rp.ErrorCode = ke.Code
+			}
+		}
+		r.respond(resp)
+	})
 }

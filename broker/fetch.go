@@ -23,8 +23,12 @@ package broker
 // (v12+) is checked against the leader's epochs, and a follower whose log
 // diverged gets DivergingEpoch instead of records (replica/replication.go).
 //
-// Deliberate deviations until later issues: preferred read replicas
-// (KIP-392) are not served.
+// From v11 consumers may fetch from followers (KIP-392): a follower serves
+// them below its own high watermark. With replica.selector.class set to
+// Kafka's RackAwareReplicaSelector, a leader points a consumer whose
+// client.rack names another replica's rack at that replica
+// (PreferredReadReplica, no records); a consumer's last fetched epoch
+// (v12+) is checked for divergence as a follower's is.
 
 import (
 	"context"
@@ -52,6 +56,8 @@ type fetchPlan struct {
 	// for a consumer); replicaEpoch its broker epoch (v15+).
 	replicaID    int32
 	replicaEpoch int64
+	// rack is the consumer's client.rack (v11+).
+	rack string
 }
 
 func (b *Broker) handleFetch(ctx context.Context, r *request) {
@@ -70,6 +76,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		e := &entries[i]
 		e.TopicPartition.Partition = it.key.partition
 		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch, e.LastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
+		e.LogStartOffset = it.logStartOffset
 		name := it.key.topic
 		if plan.version >= 13 {
 			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]
@@ -119,6 +126,7 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 		maxWait:       time.Duration(req.MaxWaitMillis) * time.Millisecond,
 		replicaID:     req.ReplicaID,
 		replicaEpoch:  -1,
+		rack:          req.Rack,
 	}
 	if v >= 15 {
 		plan.replicaID, plan.replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
@@ -143,6 +151,7 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 				maxBytes:         p.PartitionMaxBytes,
 				currentEpoch:     p.CurrentLeaderEpoch,
 				lastFetchedEpoch: p.LastFetchedEpoch,
+				logStartOffset:   p.LogStartOffset,
 			})
 		}
 	}
@@ -222,6 +231,7 @@ func fetchResult(plan *fetchPlan, e *replica.FetchEntry) fetchPartitionResult {
 		pr.abortedTxns = res.AbortedTransactions
 	}
 	pr.records = res.Records
+	pr.preferredReadReplica = res.PreferredReadReplica
 	if res.Diverging.Epoch >= 0 || res.Diverging.EndOffset >= 0 {
 		pr.divergingEpoch, pr.divergingEndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
 	}

@@ -60,6 +60,8 @@ type fetchItem struct {
 	currentEpoch int32
 	// lastFetchedEpoch is the fetcher's last epoch (v12+; -1: none).
 	lastFetchedEpoch int32
+	// logStartOffset is a follower's log start (v5+; -1: none).
+	logStartOffset int64
 }
 
 // sessionRequest is what a fetch says about its session: the session id
@@ -140,7 +142,7 @@ func (c *fetchSessionCache) open(req sessionRequest) (s *fetchSession, items []f
 	items = make([]fetchItem, 0, len(s.order))
 	for _, k := range s.order {
 		sp := s.parts[k]
-		items = append(items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch, lastFetchedEpoch: sp.lastFetchedEpoch})
+		items = append(items, fetchItem{key: k, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes, currentEpoch: sp.currentEpoch, lastFetchedEpoch: sp.lastFetchedEpoch, logStartOffset: sp.logStartOffset})
 	}
 	return s, items, false, 0
 }
@@ -192,6 +194,7 @@ type sessionPartition struct {
 	maxBytes         int32
 	currentEpoch     int32
 	lastFetchedEpoch int32
+	logStartOffset   int64
 	// What the client was last told (-1: nothing yet).
 	sentHighWatermark int64
 	sentLastStable    int64
@@ -264,11 +267,11 @@ func (c *fetchSessionCache) remove(id int32) {
 // ones. The caller holds the cache's mu.
 func (s *fetchSession) upsert(it fetchItem) {
 	if cur, ok := s.parts[it.key]; ok {
-		cur.fetchOffset, cur.maxBytes, cur.currentEpoch, cur.lastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
+		cur.fetchOffset, cur.maxBytes, cur.currentEpoch, cur.lastFetchedEpoch, cur.logStartOffset = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch, it.logStartOffset
 		return
 	}
 	s.parts[it.key] = &sessionPartition{
-		fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch, lastFetchedEpoch: it.lastFetchedEpoch,
+		fetchOffset: it.fetchOffset, maxBytes: it.maxBytes, currentEpoch: it.currentEpoch, lastFetchedEpoch: it.lastFetchedEpoch, logStartOffset: it.logStartOffset,
 		sentHighWatermark: -1, sentLastStable: -1, sentLogStart: -1,
 	}
 	s.order = append(s.order, it.key)

@@ -50,6 +50,9 @@ type Options struct {
 	ReplicaLagTimeMax time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// RackAwareReads points consumers at a replica in their rack
+	// (replica.selector.class=RackAwareReplicaSelector, KIP-392).
+	RackAwareReads bool
 }
 
 // Manager hosts this node's partitions and serves every operation on
@@ -87,6 +90,9 @@ type Manager struct {
 	// replicaWaits holds followers' fetches until the log end or the
 	// high watermark moves.
 	replicaWaits *Purgatory[TopicPartition]
+	// lowWaits holds DeleteRecords until the followers' log starts pass
+	// the new one.
+	lowWaits *Purgatory[TopicPartition]
 
 	// appliedMu guards applied and appliedCh: the offset of the last image
 	// reconciled, and a channel closed (and replaced) whenever it moves.
@@ -101,6 +107,7 @@ type Manager struct {
 
 	// Replication (replication.go, fetcher.go).
 	peers       Peers
+	rackAware   bool
 	now         func() time.Time
 	lagTimeMax  time.Duration
 	brokerEpoch atomic.Int64
@@ -139,10 +146,12 @@ func NewManager(opts Options) *Manager {
 		produceWaits: NewPurgatory[TopicPartition](),
 		fetchWaits:   NewPurgatory[TopicPartition](),
 		replicaWaits: NewPurgatory[TopicPartition](),
+		lowWaits:     NewPurgatory[TopicPartition](),
 		applied:      -1,
 		appliedCh:    make(chan struct{}),
 		ready:        make(chan struct{}),
 		peers:        opts.Peers,
+		rackAware:    opts.RackAwareReads,
 		now:          opts.Now,
 		lagTimeMax:   opts.ReplicaLagTimeMax,
 	}
@@ -206,6 +215,7 @@ func (m *Manager) Stop() {
 	m.produceWaits.ExpireAll()
 	m.fetchWaits.ExpireAll()
 	m.replicaWaits.ExpireAll()
+	m.lowWaits.ExpireAll()
 }
 
 // PreviousBrokerEpoch is the broker epoch recorded by the last clean
@@ -535,6 +545,7 @@ func (m *Manager) wake(tp TopicPartition) {
 	m.produceWaits.CheckAndComplete(tp)
 	m.fetchWaits.CheckAndComplete(tp)
 	m.replicaWaits.CheckAndComplete(tp)
+	m.lowWaits.CheckAndComplete(tp)
 }
 
 // hosted returns the partition if this node hosts it.

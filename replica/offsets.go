@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,11 +121,11 @@ func (m *Manager) OffsetForLeaderEpoch(tp TopicPartition, currentEpoch, leaderEp
 
 // DeleteRecords moves the partition's log start offset to offset (-1: the
 // high watermark) and deletes the segments wholly below it, answering the
-// new low watermark. Only the leader deletes; a topic whose cleanup.policy
-// lacks delete refuses with POLICY_VIOLATION, an offset past the high
-// watermark is OFFSET_OUT_OF_RANGE (Kafka's deleteRecordsOnLeader). With
-// this node the only replica, the low watermark is its log start at once;
-// followers' (and the purgatory wait for them) come with replication.
+// leader's new log start. Only the leader deletes; a topic whose
+// cleanup.policy lacks delete refuses with POLICY_VIOLATION, an offset past
+// the high watermark is OFFSET_OUT_OF_RANGE (Kafka's deleteRecordsOnLeader).
+// Followers move theirs when their next fetch tells them;
+// WaitLowWatermark waits for that.
 func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (lowWatermark int64, ke *kerr.Error, msg string) {
 	p, ke, _ := m.leaderPartition(tp, -1, true)
 	if ke != nil {
@@ -153,6 +155,70 @@ func (m *Manager) DeleteRecords(tp TopicPartition, offset int64) (lowWatermark i
 	// A fetch waiting below the new log start answers OFFSET_OUT_OF_RANGE.
 	m.wake(tp)
 	return low, nil, ""
+}
+
+// LowWatermark is the smallest log start offset over the partition's
+// replicas on live brokers (Kafka's lowWatermarkIfLeader): the leader's,
+// and each follower's as its last fetch reported it.
+func (m *Manager) LowWatermark(tp TopicPartition) (int64, *kerr.Error) {
+	p, ke, _ := m.leaderPartition(tp, -1, true)
+	if ke != nil {
+		return -1, ke
+	}
+	img := m.image.Load()
+	low := p.log.LogStartOffset()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for id, r := range p.remotes {
+		if b := img.Brokers[id]; b == nil || b.Fenced {
+			continue
+		}
+		low = min(low, r.logStartOffset.Load())
+	}
+	return low, nil
+}
+
+// WaitLowWatermark waits until every live replica's log start has reached
+// offset (Kafka's DelayedDeleteRecords) or ctx ends, and returns the low
+// watermark then, with REQUEST_TIMED_OUT when it has not reached offset.
+func (m *Manager) WaitLowWatermark(ctx context.Context, tp TopicPartition, offset int64) (int64, *kerr.Error) {
+	w := &lowWatermarkWait{m: m, tp: tp, offset: offset, done: make(chan struct{})}
+	m.lowWaits.TryCompleteElseWatch(w, time.Until(deadlineOr(ctx, time.Minute)), tp)
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+	}
+	low, ke := m.LowWatermark(tp)
+	if ke == nil && low < offset {
+		ke = kerr.RequestTimedOut
+	}
+	return low, ke
+}
+
+// lowWatermarkWait is a DeleteRecords waiting for the followers' log
+// starts, checked again by each follower fetch that moves one.
+type lowWatermarkWait struct {
+	m      *Manager
+	tp     TopicPartition
+	offset int64
+	done   chan struct{}
+}
+
+func (w *lowWatermarkWait) TryComplete() bool {
+	if low, ke := w.m.LowWatermark(w.tp); ke == nil && low < w.offset {
+		return false
+	}
+	close(w.done)
+	return true
+}
+
+func (w *lowWatermarkWait) Expire() { close(w.done) }
+
+func deadlineOr(ctx context.Context, d time.Duration) time.Time {
+	if t, ok := ctx.Deadline(); ok {
+		return t
+	}
+	return time.Now().Add(d)
 }
 
 // ProducerInfo describes one producer a partition tracks.

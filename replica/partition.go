@@ -69,6 +69,9 @@ type remoteReplica struct {
 	// logEndOffset is the offset the replica last fetched from (its log
 	// end), -1 until it fetches in this leadership term.
 	logEndOffset atomic.Int64
+	// logStartOffset is the replica's log start, from its fetches (-1
+	// until it fetches): DeleteRecords waits for every replica's.
+	logStartOffset atomic.Int64
 	// lastCaughtUpMs is when the replica last had everything the leader
 	// had (Kafka's lastCaughtUpTimeMs): the ISR drops it once this is
 	// older than replica.lag.time.max.ms.
@@ -90,6 +93,7 @@ type remoteReplica struct {
 func newRemoteReplica(caughtUpMs int64) *remoteReplica {
 	r := &remoteReplica{}
 	r.logEndOffset.Store(-1)
+	r.logStartOffset.Store(-1)
 	r.lastCaughtUpMs.Store(caughtUpMs)
 	r.lastFetchLeaderEnd.Store(-1)
 	r.brokerEpoch.Store(-1)

@@ -31,6 +31,12 @@ type FetchParams struct {
 	MinBytes     int32
 	MaxBytes     int32
 	Isolation    Isolation
+	// ClientMetadata says the fetch is Fetch v11+ (KIP-392): a consumer's
+	// fetch may then be served by a follower, and a leader with a replica
+	// selector may point it at a preferred read replica. ClientRack is the
+	// consumer's client.rack.
+	ClientMetadata bool
+	ClientRack     string
 }
 
 // FetchEntry is one partition to read, and what was read.
@@ -42,6 +48,8 @@ type FetchEntry struct {
 	// LastFetchedEpoch is the epoch of the last batch the fetcher has
 	// (Fetch v12+; -1: none): the leader checks it for divergence.
 	LastFetchedEpoch int32
+	// LogStartOffset is a follower's log start (Fetch v5+; -1: none).
+	LogStartOffset int64
 
 	// Result is filled by Fetch. An entry whose Result.Err is set when
 	// it is handed to Fetch (the caller could not resolve it, e.g. an
@@ -69,8 +77,12 @@ type FetchResult struct {
 	// CurrentLeader names the leader with NOT_LEADER_OR_FOLLOWER and
 	// FENCED_LEADER_EPOCH.
 	CurrentLeader LeaderHint
-	// Diverging tells a follower where its log left the leader's.
+	// Diverging tells a follower (or a consumer, Fetch v12+) where its
+	// log left the leader's.
 	Diverging Divergence
+	// PreferredReadReplica is the replica the consumer should fetch from
+	// instead (KIP-392; -1: none). Records are then empty.
+	PreferredReadReplica int32
 }
 
 // FetchCompletion receives the results of a Fetch, exactly once.
@@ -149,9 +161,12 @@ func (m *Manager) readFetch(params FetchParams, entries []FetchEntry) (complete 
 func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64, minOne *bool) {
 	// A fetch read again (woken in the purgatory) reuses its list.
 	aborted := e.Result.AbortedTransactions[:0]
-	e.Result = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, CurrentLeader: noLeaderHint, Diverging: noDivergence}
+	e.Result = FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1, CurrentLeader: noLeaderHint, Diverging: noDivergence, PreferredReadReplica: -1}
 	e.hwMoved, e.hwNews = false, false
-	p, ke, hint := m.leaderPartition(e.TopicPartition, e.CurrentLeaderEpoch, true)
+	// Followers fetch from the leader only; consumers may fetch from a
+	// follower from Fetch v11 on (Kafka's fetchOnlyFromLeader).
+	fromFollowerOK := params.ReplicaID < 0 && params.ClientMetadata
+	p, ke, hint := m.leaderPartition(e.TopicPartition, e.CurrentLeaderEpoch, !fromFollowerOK)
 	if ke != nil {
 		e.Result.Err, e.Result.CurrentLeader = ke, hint
 		return
@@ -161,6 +176,24 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 		return
 	}
 	l := p.log
+	if params.ClientMetadata {
+		if id := m.preferredReadReplica(p, params.ClientRack, e.FetchOffset); id >= 0 {
+			e.Result.PreferredReadReplica = id
+			e.Result.HighWatermark, e.Result.LastStableOffset = l.HighWatermark(), lastStableOffset(l)
+			e.Result.LogStartOffset = l.LogStartOffset()
+			return
+		}
+	}
+	if e.LastFetchedEpoch >= 0 {
+		// KIP-320: a consumer whose last fetched epoch this log does not
+		// have as it does is told where it diverged (log truncation).
+		if epoch, end := l.EndOffsetForEpoch(e.LastFetchedEpoch); epoch < e.LastFetchedEpoch || end < e.FetchOffset {
+			e.Result.Diverging = Divergence{Epoch: epoch, EndOffset: end}
+			e.Result.HighWatermark, e.Result.LastStableOffset = l.HighWatermark(), lastStableOffset(l)
+			e.Result.LogStartOffset = l.LogStartOffset()
+			return
+		}
+	}
 	// The offsets are read before the records, as Kafka's readRecords
 	// does: an append landing meanwhile shows up in the next fetch.
 	hw, lso := l.HighWatermark(), lastStableOffset(l)

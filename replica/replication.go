@@ -56,6 +56,46 @@ type Divergence struct {
 
 var noDivergence = Divergence{Epoch: -1, EndOffset: -1}
 
+// preferredReadReplica is the replica a consumer in rack should fetch
+// from instead of this leader (KIP-392, Kafka's RackAwareReplicaSelector
+// over the replicas findPreferredReadReplica allows: in the ISR, with the
+// fetch offset between their log start and log end), or -1 to read here.
+// The leader stays the choice when it is in the consumer's rack, when no
+// replica is, and without a selector (replica.selector.class unset).
+func (m *Manager) preferredReadReplica(p *Partition, rack string, fetchOffset int64) int32 {
+	if !m.rackAware || rack == "" {
+		return -1
+	}
+	img := m.image.Load()
+	if img == nil {
+		return -1
+	}
+	inRack := func(id int32) bool {
+		b := img.Brokers[id]
+		return b != nil && !b.Fenced && b.Rack != nil && *b.Rack == rack
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if !p.isLeaderLocked() || inRack(p.self) {
+		return -1
+	}
+	best, bestEnd := int32(-1), int64(-1)
+	for _, id := range p.isr {
+		r := p.remotes[id]
+		if id == p.self || r == nil || !inRack(id) {
+			continue
+		}
+		end := r.logEndOffset.Load()
+		if end < fetchOffset || r.logStartOffset.Load() > fetchOffset {
+			continue
+		}
+		if end > bestEnd {
+			best, bestEnd = id, end
+		}
+	}
+	return best
+}
+
 // readForFollower is readPartition for a follower's fetch of a partition
 // this node leads.
 func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntry, budget *int64, minOne *bool) {
@@ -97,7 +137,12 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 		*budget -= fr.Size
 		*minOne = false
 	}
-	e.hwMoved = m.followerFetched(p, r, params, e.FetchOffset, leaderEnd)
+	startMoved := e.LogStartOffset > r.logStartOffset.Load()
+	e.hwMoved = m.followerFetched(p, r, params, e.FetchOffset, e.LogStartOffset, leaderEnd)
+	if startMoved {
+		// A DeleteRecords may be waiting for this follower's log start.
+		m.lowWaits.CheckAndComplete(e.TopicPartition)
+	}
 	// The high watermark this fetch may have moved is the one it sends.
 	hw := l.HighWatermark()
 	e.Result.HighWatermark = hw
@@ -109,7 +154,7 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 // leader's log ended at leaderEnd (Kafka's updateFollowerFetchState), asks
 // for the follower's return to the ISR when it has caught up, and moves
 // the high watermark. It reports whether the high watermark moved.
-func (m *Manager) followerFetched(p *Partition, r *remoteReplica, params FetchParams, fetchOffset, leaderEnd int64) bool {
+func (m *Manager) followerFetched(p *Partition, r *remoteReplica, params FetchParams, fetchOffset, logStart, leaderEnd int64) bool {
 	nowMs := m.nowMs()
 	switch {
 	case fetchOffset >= leaderEnd:
@@ -120,6 +165,7 @@ func (m *Manager) followerFetched(p *Partition, r *remoteReplica, params FetchPa
 	r.lastFetchLeaderEnd.Store(leaderEnd)
 	r.lastFetchMs.Store(nowMs)
 	r.logEndOffset.Store(fetchOffset)
+	r.logStartOffset.Store(logStart)
 	if params.ReplicaEpoch >= 0 {
 		r.brokerEpoch.Store(params.ReplicaEpoch)
 	}

@@ -43,10 +43,20 @@ var clusterTopicID = protocol.UUID{9}
 
 func newCluster(t *testing.T, ids []int32, cfg config.Topic, lag time.Duration) *cluster {
 	t.Helper()
+	return newClusterRacks(t, ids, nil, cfg, lag)
+}
+
+// newClusterRacks is newCluster with brokers in racks (by id) and the
+// rack-aware replica selector on.
+func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration) *cluster {
+	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, cut: map[int32]bool{}}
 	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
 	for _, id := range ids {
 		c.img.Brokers[id] = &controller.Broker{ID: id, Epoch: int64(100 + id)}
+		if r, ok := racks[id]; ok {
+			c.img.Brokers[id].Rack = &r
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, id := range ids {
@@ -58,6 +68,7 @@ func newCluster(t *testing.T, ids []int32, cfg config.Topic, lag time.Duration) 
 			NodeID: id, Logs: logs, Configs: topicConfigs{clusterTopic: cfg}, Logger: logger.With("node", id),
 			Peers:             &clusterPeers{c: c, from: id},
 			ReplicaLagTimeMax: lag,
+			RackAwareReads:    racks != nil,
 			Fetch:             FetcherConfig{Fetchers: 1, MaxBytes: 1 << 20, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond},
 		})
 		m.SetBrokerEpoch(int64(100 + id))
@@ -170,7 +181,7 @@ func serveFetch(ctx context.Context, m *Manager, r *kmsg.FetchRequest) (kmsg.Res
 		for _, p := range t.Partitions {
 			entries = append(entries, FetchEntry{
 				TopicPartition: TopicPartition{Topic: clusterTopic, Partition: p.Partition},
-				FetchOffset:    p.FetchOffset, MaxBytes: p.PartitionMaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch,
+				FetchOffset:    p.FetchOffset, MaxBytes: p.PartitionMaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch, LogStartOffset: p.LogStartOffset,
 			})
 		}
 	}
@@ -393,5 +404,82 @@ func TestFollowerBelowTheLogStartStartsOver(t *testing.T) {
 	})
 	if !bytes.Equal(c.logBytes(2), c.logBytes(1)) {
 		t.Fatal("node 2's log differs from the leader's")
+	}
+}
+
+// consumerFetch is a consumer's Fetch v11+ of partition 0 at offset, on
+// node id.
+func (c *cluster) consumerFetch(id int32, offset int64, rack string, clientMetadata bool) FetchResult {
+	c.t.Helper()
+	done := make(fetchResults, 1)
+	entries := []FetchEntry{{TopicPartition: TopicPartition{Topic: clusterTopic}, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1}}
+	c.nodes[id].Fetch(FetchParams{ReplicaID: ConsumerReplicaID, MaxBytes: 1 << 20, ClientMetadata: clientMetadata, ClientRack: rack}, entries, done)
+	got := receive(c.t, done)
+	got[0].Result.Records.Release()
+	return got[0].Result
+}
+
+// KIP-392: a consumer (Fetch v11+) may read from a follower, below the
+// follower's high watermark; with the rack-aware selector the leader
+// points a consumer at an in-sync replica in its rack, and reads itself
+// for a consumer in its own rack or in none of the replicas' racks.
+func TestConsumersFetchFromFollowers(t *testing.T) {
+	c := newClusterRacks(t, []int32{1, 2, 3}, map[int32]string{1: "a", 2: "b", 3: "c"}, replicatedTopic(2), 10*time.Second)
+	c.setPartition(led(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}))
+	c.produce(1, -1, batch(t, 3, 1), batch(t, 2, 2))
+	waitUntil(t, "node 2's high watermark at 5", func() bool { return c.log(2).HighWatermark() == 5 })
+	// Both followers have fetched from 5 once the leader's high watermark
+	// reached it; the selector wants them caught up to the fetch offset.
+	if r := c.consumerFetch(2, 0, "", true); r.Err != nil || r.Records.Size == 0 || r.HighWatermark != 5 {
+		t.Fatalf("fetch v11 from follower 2: %+v", r)
+	}
+	if r := c.consumerFetch(2, 0, "", false); r.Err != kerr.NotLeaderForPartition {
+		t.Fatalf("fetch v10 from follower 2: %v, want NOT_LEADER_OR_FOLLOWER", r.Err)
+	}
+	if r := c.consumerFetch(1, 0, "b", true); r.PreferredReadReplica != 2 || r.Records.Size != 0 {
+		t.Fatalf("consumer in rack b on the leader: preferred %d, %d bytes", r.PreferredReadReplica, r.Records.Size)
+	}
+	for _, rack := range []string{"a", "z", ""} {
+		if r := c.consumerFetch(1, 0, rack, true); r.PreferredReadReplica != -1 || r.Records.Size == 0 {
+			t.Fatalf("consumer in rack %q on the leader: preferred %d, %d bytes", rack, r.PreferredReadReplica, r.Records.Size)
+		}
+	}
+	// A replica out of the ISR is never preferred.
+	c.setCut(3, true)
+	next := c.partition()
+	next.ISR = []int32{1, 2}
+	c.setPartition(next)
+	if r := c.consumerFetch(1, 0, "c", true); r.PreferredReadReplica != -1 {
+		t.Fatalf("consumer in rack c, replica 3 out of the ISR: preferred %d", r.PreferredReadReplica)
+	}
+}
+
+// DeleteRecords' low watermark is the smallest log start over the live
+// replicas: it waits for the followers to move theirs (their next fetch
+// tells them), and times out while one cannot fetch.
+func TestDeleteRecordsWaitsForTheFollowers(t *testing.T) {
+	c := newCluster(t, []int32{1, 2}, replicatedTopic(1), 10*time.Second)
+	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1, 2}))
+	c.produce(1, -1, batch(t, 3, 1), batch(t, 3, 2), batch(t, 3, 3))
+	tp := TopicPartition{Topic: clusterTopic}
+	if low, ke, _ := c.nodes[1].DeleteRecords(tp, 3); ke != nil || low != 3 {
+		t.Fatalf("DeleteRecords: %d %v", low, ke)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if low, ke := c.nodes[1].WaitLowWatermark(ctx, tp, 3); ke != nil || low != 3 {
+		t.Fatalf("low watermark %d %v, want 3", low, ke)
+	}
+	if got := c.log(2).LogStartOffset(); got != 3 {
+		t.Fatalf("follower's log start %d", got)
+	}
+	c.setCut(2, true)
+	if low, ke, _ := c.nodes[1].DeleteRecords(tp, 6); ke != nil || low != 6 {
+		t.Fatalf("DeleteRecords: %d %v", low, ke)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	if low, ke := c.nodes[1].WaitLowWatermark(short, tp, 6); ke != kerr.RequestTimedOut || low != 3 {
+		t.Fatalf("with the follower cut off: %d %v, want 3 REQUEST_TIMED_OUT", low, ke)
 	}
 }

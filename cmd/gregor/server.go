@@ -141,6 +141,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			Backoff:          time.Duration(s.cfg.Int("replica.fetch.backoff.ms")) * time.Millisecond,
 		},
 		ReplicaLagTimeMax: time.Duration(s.cfg.Long("replica.lag.time.max.ms")) * time.Millisecond,
+		RackAwareReads:    s.rackAwareReads,
 	})
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])

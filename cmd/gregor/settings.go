@@ -17,8 +17,14 @@ import (
 )
 
 // settings is everything the wiring needs, derived from the broker config.
+// rackAwareReplicaSelector is Kafka's one replica selector (KIP-392).
+const rackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 type settings struct {
-	cfg                    *config.Broker
+	cfg *config.Broker
+	// rackAwareReads: replica.selector.class is Kafka's
+	// RackAwareReplicaSelector.
+	rackAwareReads         bool
 	nodeID                 int32
 	isController           bool
 	isBroker               bool
@@ -121,6 +127,14 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	}
 	if len(cfg.ControllerListenerNames) > 0 {
 		s.controllerListenerName = cfg.ControllerListenerNames[0]
+	}
+
+	switch sel := cfg.String("replica.selector.class"); sel {
+	case "":
+	case rackAwareReplicaSelector:
+		s.rackAwareReads = true
+	default:
+		return nil, fmt.Errorf("replica.selector.class %s: Gregor runs no Java classes; it implements %s only", sel, rackAwareReplicaSelector)
 	}
 
 	var specs []broker.ListenerSpec
