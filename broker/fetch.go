@@ -77,6 +77,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		e.TopicPartition.Partition = it.key.partition
 		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch, e.LastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
 		e.LogStartOffset = it.logStartOffset
+		e.HasLastFetchedEpoch = plan.version >= 12 && it.lastFetchedEpoch >= 0
 		name := it.key.topic
 		if plan.version >= 13 {
 			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]

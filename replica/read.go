@@ -46,8 +46,9 @@ type FetchEntry struct {
 	MaxBytes           int32
 	CurrentLeaderEpoch int32 // -1: none
 	// LastFetchedEpoch is the epoch of the last batch the fetcher has
-	// (Fetch v12+; -1: none): the leader checks it for divergence.
-	LastFetchedEpoch int32
+	// (Fetch v12+), checked for divergence when HasLastFetchedEpoch.
+	LastFetchedEpoch    int32
+	HasLastFetchedEpoch bool
 	// LogStartOffset is a follower's log start (Fetch v5+; -1: none).
 	LogStartOffset int64
 
@@ -184,15 +185,13 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 			return
 		}
 	}
-	if e.LastFetchedEpoch >= 0 {
+	if div, ok := diverged(l, e); ok {
 		// KIP-320: a consumer whose last fetched epoch this log does not
 		// have as it does is told where it diverged (log truncation).
-		if epoch, end := l.EndOffsetForEpoch(e.LastFetchedEpoch); epoch < e.LastFetchedEpoch || end < e.FetchOffset {
-			e.Result.Diverging = Divergence{Epoch: epoch, EndOffset: end}
-			e.Result.HighWatermark, e.Result.LastStableOffset = l.HighWatermark(), lastStableOffset(l)
-			e.Result.LogStartOffset = l.LogStartOffset()
-			return
-		}
+		e.Result.Diverging = div
+		e.Result.HighWatermark, e.Result.LastStableOffset = l.HighWatermark(), lastStableOffset(l)
+		e.Result.LogStartOffset = l.LogStartOffset()
+		return
 	}
 	// The offsets are read before the records, as Kafka's readRecords
 	// does: an append landing meanwhile shows up in the next fetch.
@@ -219,6 +218,20 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 		*budget -= fr.Size
 		*minOne = false
 	}
+}
+
+// diverged reports where the fetcher's log left this one, when it did: the
+// fetcher has an epoch this log does not, or more of it (Kafka's
+// validateFetchOffsetAndMaybeGetDivergingEpoch).
+func diverged(l *storage.Log, e *FetchEntry) (Divergence, bool) {
+	if !e.HasLastFetchedEpoch {
+		return noDivergence, false
+	}
+	epoch, end := l.EndOffsetForEpoch(e.LastFetchedEpoch)
+	if epoch < e.LastFetchedEpoch || end < e.FetchOffset {
+		return Divergence{Epoch: epoch, EndOffset: end}, true
+	}
+	return noDivergence, false
 }
 
 // lastStableOffset is where read_committed consumers stop: the first

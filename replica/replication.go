@@ -113,18 +113,14 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 	sent := r.sentHighWatermark.Load()
 	e.Result.HighWatermark, e.Result.LastStableOffset = l.HighWatermark(), lastStableOffset(l)
 	e.Result.LogStartOffset = l.LogStartOffset()
-	if e.LastFetchedEpoch >= 0 {
-		epoch, end := l.EndOffsetForEpoch(e.LastFetchedEpoch)
-		if epoch < e.LastFetchedEpoch || end < e.FetchOffset {
-			// The follower has an epoch the leader does not, or more of
-			// it: it truncates before it fetches on. Its fetch offset
-			// says nothing of what it has in common with the leader, so
-			// it is not recorded.
-			e.Result.Diverging = Divergence{Epoch: epoch, EndOffset: end}
-			e.hwNews = true
-			r.sentHighWatermark.Store(e.Result.HighWatermark)
-			return
-		}
+	if div, ok := diverged(l, e); ok {
+		// The follower truncates before it fetches on. Its fetch offset
+		// says nothing of what it has in common with the leader, so it
+		// is not recorded.
+		e.Result.Diverging = div
+		e.hwNews = true
+		r.sentHighWatermark.Store(e.Result.HighWatermark)
+		return
 	}
 	limit := max(min(int64(e.MaxBytes), *budget), 0)
 	fr, err := l.Read(e.FetchOffset, int32(limit), leaderEnd, *minOne)

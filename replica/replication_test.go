@@ -152,7 +152,15 @@ func (cp *clusterPeers) SendToBroker(ctx context.Context, id int32, _ int, req k
 	m := c.nodes[id]
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
-		return serveFetch(ctx, m, r)
+		resp, err := serveFetch(ctx, m, r)
+		c.mu.Lock()
+		cut := c.cut[cp.from] || c.cut[id]
+		c.mu.Unlock()
+		if cut {
+			// A long poll that began before the cut brings nothing back.
+			return nil, errCut
+		}
+		return resp, err
 	case *kmsg.ListOffsetsRequest:
 		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 		for _, t := range r.Topics {
@@ -181,7 +189,7 @@ func serveFetch(ctx context.Context, m *Manager, r *kmsg.FetchRequest) (kmsg.Res
 		for _, p := range t.Partitions {
 			entries = append(entries, FetchEntry{
 				TopicPartition: TopicPartition{Topic: clusterTopic, Partition: p.Partition},
-				FetchOffset:    p.FetchOffset, MaxBytes: p.PartitionMaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch, LogStartOffset: p.LogStartOffset,
+				FetchOffset:    p.FetchOffset, MaxBytes: p.PartitionMaxBytes, CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch, HasLastFetchedEpoch: p.LastFetchedEpoch >= 0, LogStartOffset: p.LogStartOffset,
 			})
 		}
 	}
@@ -412,7 +420,7 @@ func TestFollowerBelowTheLogStartStartsOver(t *testing.T) {
 func (c *cluster) consumerFetch(id int32, offset int64, rack string, clientMetadata bool) FetchResult {
 	c.t.Helper()
 	done := make(fetchResults, 1)
-	entries := []FetchEntry{{TopicPartition: TopicPartition{Topic: clusterTopic}, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1}}
+	entries := []FetchEntry{{TopicPartition: TopicPartition{Topic: clusterTopic}, FetchOffset: offset, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}
 	c.nodes[id].Fetch(FetchParams{ReplicaID: ConsumerReplicaID, MaxBytes: 1 << 20, ClientMetadata: clientMetadata, ClientRack: rack}, entries, done)
 	got := receive(c.t, done)
 	got[0].Result.Records.Release()
