@@ -123,6 +123,17 @@ func (c *cluster) partition() controller.Partition {
 	return c.image().Topics[clusterTopic].Partitions[0]
 }
 
+// isrOn is the ISR node id applies for partition 0.
+func (c *cluster) isrOn(id int32) []int32 {
+	p := c.nodes[id].hosted(TopicPartition{Topic: clusterTopic})
+	if p == nil {
+		return nil
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return slices.Clone(p.isr)
+}
+
 func (c *cluster) setCut(id int32, cut bool) {
 	c.mu.Lock()
 	c.cut[id] = cut
@@ -352,12 +363,12 @@ func TestISRShrinksAndExpands(t *testing.T) {
 	c.produce(1, -1, batch(t, 2, 1))
 	c.setCut(3, true)
 	c.produce(1, 1, batch(t, 2, 2))
-	waitUntil(t, "the ISR without node 3", func() bool { return slices.Equal(c.partition().ISR, []int32{1, 2}) })
+	waitUntil(t, "the ISR without node 3", func() bool { return slices.Equal(c.isrOn(1), []int32{1, 2}) })
 	if res := c.produce(1, -1, batch(t, 1, 3)); res[0].Result.Err != kerr.NotEnoughReplicas {
 		t.Fatalf("acks=all with ISR [1 2] and min.insync.replicas 3: %v", res[0].Result.Err)
 	}
 	c.setCut(3, false)
-	waitUntil(t, "node 3 back in the ISR", func() bool { return slices.Equal(c.partition().ISR, []int32{1, 2, 3}) })
+	waitUntil(t, "node 3 back in the ISR", func() bool { return slices.Equal(c.isrOn(1), []int32{1, 2, 3}) })
 	if res := c.produce(1, -1, batch(t, 1, 4)); res[0].Result.Err != nil {
 		t.Fatalf("acks=all with the ISR full again: %v", res[0].Result.Err)
 	}
@@ -392,7 +403,7 @@ func TestOldLeaderTruncatesItsUnreplicatedTail(t *testing.T) {
 	if e, end := c.log(1).EndOffsetForEpoch(1); e != 1 || end != 5 {
 		t.Fatalf("node 1's epoch 1 ends at %d (epoch %d), want 5", end, e)
 	}
-	waitUntil(t, "node 1 back in the ISR", func() bool { return slices.Equal(c.partition().ISR, []int32{1, 2}) })
+	waitUntil(t, "node 1 back in the ISR", func() bool { return slices.Equal(c.isrOn(2), []int32{1, 2}) })
 }
 
 // A follower that fell below the leader's log start starts over from it
