@@ -23,6 +23,18 @@ type VerifiableEvent struct {
 	Sent      int64   `json:"sent"`
 	Success   *bool   `json:"success"`
 	Error     string  `json:"error"`
+	// Partitions of partitions_assigned and partitions_revoked; Offsets
+	// of offsets_committed.
+	Partitions []VerifiablePartition `json:"partitions"`
+	Offsets    []VerifiablePartition `json:"offsets"`
+}
+
+// VerifiablePartition is one entry of a verifiable consumer's partition or
+// offset list.
+type VerifiablePartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
 }
 
 // ParseVerifiable decodes the JSON lines of a verifiable client's stdout,
