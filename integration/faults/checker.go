@@ -57,7 +57,7 @@ type Summary struct {
 	Redelivered       int // records a consumer was handed again at the same position (allowed)
 	CommitsOK         int
 	CommitsFailed     int // failed or indeterminate commits
-	Faults            int
+	Faults            int // faults injected
 	FinalRead         int // records in the final read
 	Violations        []Violation
 }
@@ -147,7 +147,9 @@ func Check(ops []Op) Summary {
 				final = op
 			}
 		case Fault:
-			s.Faults++
+			if op.Value == FaultStart {
+				s.Faults++
+			}
 		case Commit:
 			switch op.Type {
 			case OK:

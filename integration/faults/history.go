@@ -42,8 +42,15 @@ const (
 	FinalRead Func = "final-read"
 	// Committed is the group's committed offsets, fetched at the end.
 	Committed Func = "committed"
-	// Fault is a nemesis step (always Info): Error says what it did.
+	// Fault is a nemesis step (always Info): Value is FaultStart or
+	// FaultStop, Error says what it did.
 	Fault Func = "fault"
+)
+
+// The Values of Fault ops.
+const (
+	FaultStart = "start"
+	FaultStop  = "stop"
 )
 
 // Record is one record as a consumer or the final read saw it.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -96,6 +97,22 @@ func (f *Faults) randomPartition(ctx context.Context, ok func(Partition) bool) (
 	return Partition{}, fmt.Errorf("choosing a partition of %s: %w", f.Topic, last)
 }
 
+// describePartitions is each partition's leader and ISR, for the log:
+// what the cluster made of a fault.
+func (f *Faults) describePartitions() string {
+	mctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ps, err := Partitions(mctx, f.Admin, f.Topic)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "p%d leader %d isr %v; ", p.ID, p.Leader, p.ISR)
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
 // Kill is kill -9 of the node pick chooses; Heal restarts it on its data.
 func Kill(f *Faults, name string, pick picker) Nemesis {
 	return &nodeFault{f: f, name: name, pick: pick, verb: "kill -9",
@@ -125,7 +142,7 @@ func Pause(f *Faults, name string, pick picker) Nemesis {
 // client still reaches every node); Heal joins it again. It needs the
 // cluster on a Network.
 func Isolate(f *Faults, name string, pick picker) Nemesis {
-	return &nodeFault{f: f, name: name, pick: pick, verb: "isolate from the other nodes",
+	return &nodeFault{f: f, name: name, pick: pick, verb: "cut off from the other nodes:",
 		inject: func(ctx context.Context, id int) error {
 			if f.Net == nil {
 				return errors.New("a network partition needs the cluster in network namespaces")
@@ -185,8 +202,8 @@ type Schedule struct {
 // every step in h, and heals the last fault before it returns. A fault
 // that cannot be injected or healed ends the run with the error.
 func RunNemesis(ctx context.Context, h *History, log *slog.Logger, f *Faults, nem Nemesis, s Schedule) error {
-	note := func(what string) {
-		h.Add(Op{Process: "nemesis", Type: Info, F: Fault, Error: nem.Name() + ": " + what})
+	note := func(step, what string) {
+		h.Add(Op{Process: "nemesis", Type: Info, F: Fault, Value: step, Error: nem.Name() + ": " + what})
 		log.Info("nemesis", "nemesis", nem.Name(), "did", what)
 	}
 	heal := func() error {
@@ -195,13 +212,13 @@ func RunNemesis(ctx context.Context, h *History, log *slog.Logger, f *Faults, ne
 		defer cancel()
 		what, err := nem.Heal(hctx)
 		if what != "" {
-			note(what)
+			note(FaultStop, what)
 		}
 		if err != nil {
 			return err
 		}
 		if err := WaitInSync(hctx, f.Admin, f.Topic, s.Settle); err != nil {
-			note("not settled: " + err.Error())
+			note(FaultStop, "not settled: "+err.Error())
 		}
 		return nil
 	}
@@ -221,8 +238,9 @@ func RunNemesis(ctx context.Context, h *History, log *slog.Logger, f *Faults, ne
 			}
 			return errors.Join(err, heal())
 		}
-		note(what)
+		note(FaultStart, what)
 		wait(s.Hold)
+		log.Info("nemesis", "nemesis", nem.Name(), "before heal", f.describePartitions())
 		if err := heal(); err != nil {
 			return err
 		}
