@@ -42,8 +42,19 @@ type ClusterNode struct {
 	InternalPort   int    // INTERNAL on a split broker, else 0
 	ControllerPort int    // CONTROLLER; 0 on a split broker
 	DirID          string // the metadata directory id given at format, when the layout names it
+	// Host is the address the node listens on and advertises; "" is
+	// 127.0.0.1. The fault suite gives each node its own address in its
+	// own network namespace.
+	Host string
 
 	proc *Proc
+}
+
+func (n *ClusterNode) host() string {
+	if n.Host == "" {
+		return "127.0.0.1"
+	}
+	return n.Host
 }
 
 // IsBroker reports whether the node serves clients.
@@ -53,10 +64,12 @@ func (n *ClusterNode) IsBroker() bool { return strings.Contains(n.Roles, "broker
 func (n *ClusterNode) IsController() bool { return strings.Contains(n.Roles, "controller") }
 
 // Addr is the client listener of a broker.
-func (n *ClusterNode) Addr() string { return fmt.Sprintf("127.0.0.1:%d", n.ClientPort) }
+func (n *ClusterNode) Addr() string { return fmt.Sprintf("%s:%d", n.host(), n.ClientPort) }
 
 // ControllerAddr is the controller listener of a controller.
-func (n *ClusterNode) ControllerAddr() string { return fmt.Sprintf("127.0.0.1:%d", n.ControllerPort) }
+func (n *ClusterNode) ControllerAddr() string {
+	return fmt.Sprintf("%s:%d", n.host(), n.ControllerPort)
+}
 
 // Pid is the node's process id, or 0 when it is not running.
 func (n *ClusterNode) Pid() int {
@@ -137,6 +150,22 @@ type Cluster struct {
 
 	flavor    clusterFlavor
 	readyWait time.Duration
+	opts      ClusterOptions
+}
+
+// ClusterOptions are what StartClusterWith adds to StartCluster's plain
+// loopback cluster; the zero value changes nothing.
+type ClusterOptions struct {
+	// Hosts, when set, gives node id's listen address (see
+	// ClusterNode.Host); ids it has no entry for stay on 127.0.0.1.
+	Hosts map[int]string
+	// Wrap, when set, is put in front of node id's command line, such as
+	// `ip netns exec NAME` to run it in a network namespace. The program
+	// must exec the node (not fork it): kills and signals go to the pid.
+	Wrap map[int][]string
+	// Properties are extra key=value lines for every node's
+	// server.properties, after the harness's own (the later key wins).
+	Properties []string
 }
 
 // StartCluster lays out a cluster of the given flavor ("kafka" or
@@ -145,6 +174,11 @@ type Cluster struct {
 // answers ApiVersions and a Metadata request to each lists all brokers.
 // On error everything started is stopped.
 func StartCluster(ctx context.Context, t *Tools, flavor string, layout ClusterLayout, dir string, readyWait time.Duration) (*Cluster, error) {
+	return StartClusterWith(ctx, t, flavor, layout, dir, readyWait, ClusterOptions{})
+}
+
+// StartClusterWith is StartCluster with the options in opts.
+func StartClusterWith(ctx context.Context, t *Tools, flavor string, layout ClusterLayout, dir string, readyWait time.Duration, opts ClusterOptions) (*Cluster, error) {
 	var fl clusterFlavor
 	switch flavor {
 	case "kafka":
@@ -164,7 +198,10 @@ func StartCluster(ctx context.Context, t *Tools, flavor string, layout ClusterLa
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Layout: layout, Dir: dir, Nodes: nodes, flavor: fl, readyWait: readyWait,
+	for _, n := range nodes {
+		n.Host = opts.Hosts[n.ID]
+	}
+	c := &Cluster{Layout: layout, Dir: dir, Nodes: nodes, flavor: fl, readyWait: readyWait, opts: opts,
 		Describe: fmt.Sprintf("%s, %s (%d brokers, %d controllers)", fl.describe, layout, len(brokersOf(nodes)), len(controllersOf(nodes)))}
 	if err := c.format(ctx); err != nil {
 		return nil, err
@@ -333,8 +370,8 @@ func (c *Cluster) properties(n *ClusterNode) string {
 			"listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT")
 		if n.IsBroker() {
 			lines = append(lines,
-				fmt.Sprintf("listeners=INTERNAL://127.0.0.1:%d,EXTERNAL://%s", n.InternalPort, n.Addr()),
-				fmt.Sprintf("advertised.listeners=INTERNAL://127.0.0.1:%d,EXTERNAL://%s", n.InternalPort, n.Addr()),
+				fmt.Sprintf("listeners=INTERNAL://%s:%d,EXTERNAL://%s", n.host(), n.InternalPort, n.Addr()),
+				fmt.Sprintf("advertised.listeners=INTERNAL://%s:%d,EXTERNAL://%s", n.host(), n.InternalPort, n.Addr()),
 				"inter.broker.listener.name=INTERNAL",
 			)
 		} else {
@@ -356,6 +393,7 @@ func (c *Cluster) properties(n *ClusterNode) string {
 		// As on the single-node targets: retention is checked every second.
 		"log.retention.check.interval.ms=1000",
 	)
+	lines = append(lines, c.opts.Properties...)
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -406,6 +444,10 @@ func (c *Cluster) startNode(ctx context.Context, n *ClusterNode) error {
 	cmd, err := c.flavor.command(ctx, n.Dir, n.propsPath())
 	if err != nil {
 		return err
+	}
+	if wrap := c.opts.Wrap[n.ID]; len(wrap) > 0 {
+		cmd.Args = append(append(append([]string(nil), wrap[1:]...), cmd.Name), cmd.Args...)
+		cmd.Name = wrap[0]
 	}
 	proc, err := Start(cmd, filepath.Join(n.Dir, "node.log"))
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// verifiableEvent is one JSON line printed by Apache's VerifiableProducer
+// VerifiableEvent is one JSON line printed by Apache's VerifiableProducer
 // or VerifiableConsumer (--verbose). Only the fields the checks use.
-type verifiableEvent struct {
+type VerifiableEvent struct {
 	Name      string  `json:"name"`
 	Topic     string  `json:"topic"`
 	Partition int32   `json:"partition"`
@@ -23,12 +23,24 @@ type verifiableEvent struct {
 	Sent      int64   `json:"sent"`
 	Success   *bool   `json:"success"`
 	Error     string  `json:"error"`
+	// Partitions of partitions_assigned and partitions_revoked; Offsets
+	// of offsets_committed.
+	Partitions []VerifiablePartition `json:"partitions"`
+	Offsets    []VerifiablePartition `json:"offsets"`
 }
 
-// parseVerifiable decodes the JSON lines of a verifiable client's stdout,
+// VerifiablePartition is one entry of a verifiable consumer's partition or
+// offset list.
+type VerifiablePartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// ParseVerifiable decodes the JSON lines of a verifiable client's stdout,
 // ignoring non-JSON lines (some versions print warnings to stdout).
-func parseVerifiable(stdout string) ([]verifiableEvent, error) {
-	var events []verifiableEvent
+func ParseVerifiable(stdout string) ([]VerifiableEvent, error) {
+	var events []VerifiableEvent
 	sc := bufio.NewScanner(strings.NewReader(stdout))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -36,7 +48,7 @@ func parseVerifiable(stdout string) ([]verifiableEvent, error) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		var ev verifiableEvent
+		var ev VerifiableEvent
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			return nil, fmt.Errorf("decoding %q: %w", truncate(line, 200), err)
 		}
@@ -47,7 +59,7 @@ func parseVerifiable(stdout string) ([]verifiableEvent, error) {
 
 // ackedValues returns the values the producer reports as acknowledged,
 // and the first send error it reported, if any.
-func ackedValues(events []verifiableEvent) (acked []string, sendErr string) {
+func ackedValues(events []VerifiableEvent) (acked []string, sendErr string) {
 	for _, ev := range events {
 		switch ev.Name {
 		case "producer_send_success":
@@ -64,7 +76,7 @@ func ackedValues(events []verifiableEvent) (acked []string, sendErr string) {
 }
 
 // consumedValues returns the values a --verbose VerifiableConsumer printed.
-func consumedValues(events []verifiableEvent) []string {
+func consumedValues(events []VerifiableEvent) []string {
 	var out []string
 	for _, ev := range events {
 		if ev.Name == "record_data" && ev.Value != nil {

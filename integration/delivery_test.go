@@ -34,7 +34,7 @@ some warning printed to stdout
 {"timestamp":3,"name":"producer_send_error","exception":"org.apache.kafka.common.errors.TimeoutException","message":"expired","topic":"vp1","key":null,"value":"1"}
 {"timestamp":4,"name":"record_data","key":"k","value":"0","topic":"vp1","partition":2,"offset":0}
 `
-	ev, err := parseVerifiable(out)
+	ev, err := ParseVerifiable(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ some warning printed to stdout
 	if c := consumedValues(ev); len(c) != 1 || c[0] != "0" {
 		t.Fatalf("consumed %v", c)
 	}
-	if _, err := parseVerifiable("{not json\n"); err == nil {
+	if _, err := ParseVerifiable("{not json\n"); err == nil {
 		t.Fatal("bad JSON: no error")
 	}
 }

@@ -264,14 +264,20 @@ func (t *Tools) JavaClients(ctx context.Context, set string) (string, error) {
 
 // Kcat returns the path of kcat, installing Debian's package if needed.
 func (t *Tools) Kcat(ctx context.Context) (string, error) {
-	return t.once("kcat", func() (string, error) {
-		if p, err := exec.LookPath("kcat"); err == nil {
+	return t.AptBinary(ctx, "kcat", "kcat")
+}
+
+// AptBinary returns the path of program bin, installing Debian's package
+// pkg first if bin is not on the PATH (as root, with apt-get).
+func (t *Tools) AptBinary(ctx context.Context, pkg, bin string) (string, error) {
+	return t.once(bin, func() (string, error) {
+		if p, err := exec.LookPath(bin); err == nil {
 			return p, nil
 		}
 		if _, err := exec.LookPath("apt-get"); err != nil {
-			return "", errors.New("kcat is not installed and apt-get is not available")
+			return "", fmt.Errorf("%s is not installed and apt-get is not available", bin)
 		}
-		install := Cmd{Name: "apt-get", Args: []string{"install", "-y", "-q", "kcat"},
+		install := Cmd{Name: "apt-get", Args: []string{"install", "-y", "-q", pkg},
 			Env: []string{"DEBIAN_FRONTEND=noninteractive"}, Timeout: 5 * time.Minute}
 		if _, err := Run(ctx, install); err != nil {
 			// A fresh machine has no package lists yet.
@@ -282,7 +288,7 @@ func (t *Tools) Kcat(ctx context.Context) (string, error) {
 				return "", err
 			}
 		}
-		return exec.LookPath("kcat")
+		return exec.LookPath(bin)
 	})
 }
 

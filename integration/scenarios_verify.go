@@ -95,7 +95,7 @@ func verifyProduceConsume(ctx context.Context, e *Env, set, protocol string) err
 	if err != nil {
 		return fmt.Errorf("VerifiableProducer: %w", err)
 	}
-	pev, err := parseVerifiable(pout.Stdout)
+	pev, err := ParseVerifiable(pout.Stdout)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func verifyProduceConsume(ctx context.Context, e *Env, set, protocol string) err
 	// it would wait forever, so the step timeout ends it and the check
 	// below says what was missing.
 	cout, cerr := e.Java(ctx, 90*time.Second, set, mainVerConsumer, cargs...)
-	cev, err := parseVerifiable(cout.Stdout)
+	cev, err := ParseVerifiable(cout.Stdout)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func verifyTxnCopier(ctx context.Context, e *Env) error {
 	if err != nil {
 		return fmt.Errorf("VerifiableProducer: %w", err)
 	}
-	pev, err := parseVerifiable(pout.Stdout)
+	pev, err := ParseVerifiable(pout.Stdout)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func verifyTxnCopier(ctx context.Context, e *Env) error {
 	cout, cerr := e.Java(ctx, 90*time.Second, SetKafka, mainVerConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", out,
 		"--group-id", e.Name("copier-check"), "--max-messages", fmt.Sprint(n), "--verbose", "--reset-policy", "earliest",
 		"--command-config", cprops)
-	cev, err := parseVerifiable(cout.Stdout)
+	cev, err := ParseVerifiable(cout.Stdout)
 	if err != nil {
 		return err
 	}

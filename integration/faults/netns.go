@@ -1,0 +1,280 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration"
+)
+
+// Network gives each node its own network namespace, joined by a veth
+// pair to one bridge in the root namespace, where the test process is the
+// client: node id has 10.A.B.(10+id)/24, the bridge 10.A.B.1, with A and
+// B picked at run time off every route this machine already has. Isolate
+// and Heal cut and restore traffic between the suite's own nodes with
+// nftables rules inside the namespaces, so nothing outside them is
+// touched.
+//
+// Names are gf<pid>k<n> (namespaces gf<pid>k<n>n<id>, bridge
+// gf<pid>k<n>b, veths gf<pid>k<n>v<id>): a later run removes what a
+// killed earlier one left behind, by its dead pid.
+type Network struct {
+	base   string
+	prefix string // "10.A.B"
+	ids    []int
+	nft    string
+
+	mu       sync.Mutex
+	isolated map[int]bool
+}
+
+var netCount struct {
+	sync.Mutex
+	n int
+}
+
+var leftoverRe = regexp.MustCompile(`^gf([0-9]+)k[0-9]+`)
+
+// NewNetwork sets up namespaces for the node ids. It needs root, ip
+// (iproute2) and nft (installed with apt-get when missing).
+func NewNetwork(ctx context.Context, tools *integration.Tools, ids []int) (*Network, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("network namespaces need root")
+	}
+	if _, err := tools.AptBinary(ctx, "iproute2", "ip"); err != nil {
+		return nil, err
+	}
+	nft, err := tools.AptBinary(ctx, "nftables", "nft")
+	if err != nil {
+		return nil, err
+	}
+	RemoveLeftovers(ctx)
+	netCount.Lock()
+	netCount.n++
+	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, isolated: map[int]bool{}}
+	netCount.Unlock()
+	if n.prefix, err = freeSubnet(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.setUp(ctx); err != nil {
+		return nil, errors.Join(err, n.Close())
+	}
+	return n, nil
+}
+
+func (n *Network) bridge() string     { return n.base + "b" }
+func (n *Network) ns(id int) string   { return fmt.Sprintf("%sn%d", n.base, id) }
+func (n *Network) veth(id int) string { return fmt.Sprintf("%sv%d", n.base, id) }
+
+// IDs are the node ids the network was made for.
+func (n *Network) IDs() []int { return append([]int(nil), n.ids...) }
+
+// Host is node id's address.
+func (n *Network) Host(id int) string { return fmt.Sprintf("%s.%d", n.prefix, 10+id) }
+
+// Wrap is the command prefix that runs a program in node id's namespace;
+// `ip netns exec` execs the program, so its pid is the node's.
+func (n *Network) Wrap(id int) []string { return []string{"ip", "netns", "exec", n.ns(id)} }
+
+func (n *Network) setUp(ctx context.Context) error {
+	steps := [][]string{
+		{"ip", "link", "add", n.bridge(), "type", "bridge"},
+		{"ip", "addr", "add", n.prefix + ".1/24", "dev", n.bridge()},
+		{"ip", "link", "set", n.bridge(), "up"},
+	}
+	for _, id := range n.ids {
+		ns := n.ns(id)
+		steps = append(steps,
+			[]string{"ip", "netns", "add", ns},
+			[]string{"ip", "link", "add", n.veth(id), "type", "veth", "peer", "name", "eth0", "netns", ns},
+			[]string{"ip", "link", "set", n.veth(id), "master", n.bridge(), "up"},
+			[]string{"ip", "-n", ns, "addr", "add", n.Host(id) + "/24", "dev", "eth0"},
+			[]string{"ip", "-n", ns, "link", "set", "eth0", "up"},
+			[]string{"ip", "-n", ns, "link", "set", "lo", "up"},
+		)
+	}
+	for _, s := range steps {
+		if err := run(ctx, s...); err != nil {
+			return fmt.Errorf("setting up the fault network: %w", err)
+		}
+	}
+	return nil
+}
+
+func run(ctx context.Context, args ...string) error {
+	_, err := integration.Run(ctx, integration.Cmd{Name: args[0], Args: args[1:], Timeout: 30 * time.Second})
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// Isolate drops all traffic between node id and the other nodes, both
+// ways, inside id's namespace; the client (the bridge's address) still
+// reaches it. Isolating an isolated node is a no-op.
+func (n *Network) Isolate(ctx context.Context, id int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.isolated[id] {
+		return nil
+	}
+	var others []string
+	for _, o := range n.ids {
+		if o != id {
+			others = append(others, n.Host(o))
+		}
+	}
+	set := "{ " + strings.Join(others, ", ") + " }"
+	rules := fmt.Sprintf(`table inet gregorfaults {
+	chain in { type filter hook input priority 0; ip saddr %[1]s drop; }
+	chain out { type filter hook output priority 0; ip daddr %[1]s drop; }
+}
+`, set)
+	_, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"netns", "exec", n.ns(id), n.nft, "-f", "-"}, Stdin: rules, Timeout: 30 * time.Second})
+	if err != nil {
+		return fmt.Errorf("isolating node %d: %w", id, err)
+	}
+	n.isolated[id] = true
+	return nil
+}
+
+// Heal removes node id's isolation, if any.
+func (n *Network) Heal(ctx context.Context, id int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.isolated[id] {
+		return nil
+	}
+	if err := run(ctx, "ip", "netns", "exec", n.ns(id), n.nft, "delete", "table", "inet", "gregorfaults"); err != nil {
+		return fmt.Errorf("healing node %d: %w", id, err)
+	}
+	delete(n.isolated, id)
+	return nil
+}
+
+// Close deletes the namespaces (their veths go with them) and the
+// bridge. Processes still in a namespace keep it until they exit: stop
+// the nodes first.
+func (n *Network) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	for _, id := range n.ids {
+		if exists(ctx, "netns", n.ns(id)) {
+			errs = append(errs, run(ctx, "ip", "netns", "del", n.ns(id)))
+		}
+	}
+	if exists(ctx, "link", n.bridge()) {
+		errs = append(errs, run(ctx, "ip", "link", "del", n.bridge()))
+	}
+	return errors.Join(errs...)
+}
+
+func exists(ctx context.Context, what, name string) bool {
+	args := []string{"netns", "list"}
+	if what == "link" {
+		args = []string{"-o", "link", "show", name}
+	}
+	out, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: args, Timeout: 30 * time.Second})
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(out.Stdout, "\n") {
+		f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(l), ":"))
+		if what == "netns" && len(f) > 0 && f[0] == name {
+			return true
+		}
+		if what == "link" && len(f) > 1 && strings.TrimSuffix(strings.SplitN(f[1], "@", 2)[0], ":") == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveLeftovers deletes namespaces and links named by this suite
+// whose process is gone (a run killed before its cleanup).
+func RemoveLeftovers(ctx context.Context) {
+	dead := func(name string) bool {
+		m := leftoverRe.FindStringSubmatch(name)
+		if m == nil {
+			return false
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == os.Getpid() {
+			return false
+		}
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	}
+	if out, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"netns", "list"}, Timeout: 30 * time.Second}); err == nil {
+		for _, l := range strings.Split(out.Stdout, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && dead(f[0]) {
+				_ = run(ctx, "ip", "netns", "del", f[0])
+			}
+		}
+	}
+	if out, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"-o", "link", "show"}, Timeout: 30 * time.Second}); err == nil {
+		for _, l := range strings.Split(out.Stdout, "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			name := strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0]
+			if dead(name) {
+				_ = run(ctx, "ip", "link", "del", name)
+			}
+		}
+	}
+}
+
+// freeSubnet picks 10.A.B (A in 200-249) whose /24 overlaps no route or
+// address this machine has.
+func freeSubnet(ctx context.Context) (string, error) {
+	var taken []*net.IPNet
+	for _, args := range [][]string{{"-4", "route", "show", "table", "all"}, {"-4", "-o", "addr", "show"}} {
+		out, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: args, Timeout: 30 * time.Second})
+		if err != nil {
+			return "", fmt.Errorf("listing routes: %w", err)
+		}
+		for _, f := range strings.Fields(out.Stdout) {
+			if !strings.Contains(f, "/") {
+				if ip := net.ParseIP(f); ip != nil && ip.To4() != nil {
+					f += "/32"
+				} else {
+					continue
+				}
+			}
+			if _, n, err := net.ParseCIDR(f); err == nil && n.IP.To4() != nil {
+				taken = append(taken, n)
+			}
+		}
+	}
+	for range 100 {
+		prefix := fmt.Sprintf("10.%d.%d", 200+rand.IntN(50), rand.IntN(256))
+		_, mine, _ := net.ParseCIDR(prefix + ".0/24")
+		clash := false
+		for _, t := range taken {
+			ones, _ := t.Mask.Size()
+			if ones == 0 {
+				continue // the default route
+			}
+			if t.Contains(mine.IP) || mine.Contains(t.IP) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			return prefix, nil
+		}
+	}
+	return "", errors.New("no free 10.x.y.0/24 for the fault network")
+}
