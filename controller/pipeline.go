@@ -281,6 +281,16 @@ func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *Image, 
 	return t, ok, err
 }
 
+// answerCode is the top-level error of an operation submitted with
+// submitTyped: its failure to commit, else the refusal it decided (e), else
+// 0.
+func answerCode(ok bool, err error, e *apiError) int16 {
+	if !ok || err != nil {
+		return errorCode(err)
+	}
+	return e.code()
+}
+
 // errorCode maps a failure to commit to the Kafka error a client should see.
 func errorCode(err error) int16 {
 	switch {

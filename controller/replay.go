@@ -230,37 +230,7 @@ func (b *imageBuilder) apply(rec Record) error {
 		if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
 			return fmt.Errorf("partition change for unknown partition %s-%d", t.Name, r.PartitionID)
 		}
-		p := t.Partitions[r.PartitionID]
-		if r.Leader != noLeaderChange {
-			p.Leader = r.Leader
-			p.LeaderEpoch++
-		}
-		if r.ISR != nil {
-			p.ISR = nilIfEmpty(r.ISR)
-		}
-		if r.Replicas != nil {
-			p.Replicas = nilIfEmpty(r.Replicas)
-		}
-		if r.ELR != nil {
-			p.ELR = nilIfEmpty(r.ELR)
-		}
-		if r.LastKnownELR != nil {
-			p.LastKnownELR = nilIfEmpty(r.LastKnownELR)
-		}
-		if r.Directories != nil {
-			p.Directories = nilIfEmpty(r.Directories)
-		}
-		if r.AddingReplicas != nil {
-			p.AddingReplicas = nilIfEmpty(r.AddingReplicas)
-		}
-		if r.RemovingReplicas != nil {
-			p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
-		}
-		if r.LeaderRecoveryState != nil {
-			p.LeaderRecoveryState = *r.LeaderRecoveryState
-		}
-		p.PartitionEpoch++
-		t.Partitions[r.PartitionID] = p
+		t.Partitions[r.PartitionID] = applyPartitionChange(t.Partitions[r.PartitionID], r)
 		return nil
 	case *RemoveTopicRecord:
 		byName, byID := b.topics()
@@ -350,6 +320,40 @@ func (b *imageBuilder) apply(rec Record) error {
 		return nil
 	}
 	return fmt.Errorf("no replay for record type %d", rec.Type())
+}
+
+// applyPartitionChange is p after r.
+func applyPartitionChange(p Partition, r *PartitionChangeRecord) Partition {
+	if r.Leader != noLeaderChange {
+		p.Leader = r.Leader
+		p.LeaderEpoch++
+	}
+	if r.ISR != nil {
+		p.ISR = nilIfEmpty(r.ISR)
+	}
+	if r.Replicas != nil {
+		p.Replicas = nilIfEmpty(r.Replicas)
+	}
+	if r.ELR != nil {
+		p.ELR = nilIfEmpty(r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		p.LastKnownELR = nilIfEmpty(r.LastKnownELR)
+	}
+	if r.Directories != nil {
+		p.Directories = nilIfEmpty(r.Directories)
+	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nilIfEmpty(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
+	}
+	if r.LeaderRecoveryState != nil {
+		p.LeaderRecoveryState = *r.LeaderRecoveryState
+	}
+	p.PartitionEpoch++
+	return p
 }
 
 func nilIfEmpty[T any](s []T) []T {
