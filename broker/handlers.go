@@ -78,6 +78,7 @@ func (b *Broker) handlers() []*handler {
 			ctrl(&handler{key: kmsg.BrokerRegistration, min: 0, max: 4, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.BrokerHeartbeat, min: 0, max: 1, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.AllocateProducerIDs, min: 0, max: 0, fn: b.handleControllerDirect}),
+			ctrl(&handler{key: kmsg.AlterPartition, min: 2, max: 3, fn: b.handleControllerDirect}),
 		)
 	}
 	return hs
