@@ -9,18 +9,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// isrCluster is a controller with brokers 1-3 and topic "t" of one
-// partition on all three.
+// isrCluster is a controller with brokers 1 to n and topic "t" of one
+// partition on three of them.
 type isrCluster struct {
 	c      *Controller
 	epochs map[int32]int64
 }
 
-func startISRCluster(t *testing.T) *isrCluster {
+func startISRCluster(t *testing.T, n int32) *isrCluster {
 	t.Helper()
 	c := startTest(t, vfs.NewMemFS())
 	q := &isrCluster{c: c, epochs: map[int32]int64{}}
-	for id := int32(1); id <= 3; id++ {
+	for id := int32(1); id <= n; id++ {
 		q.epochs[id] = registerBroker(t, c, id)
 	}
 	if r := createTopic(t, c, "t", 1, 3); r.ErrorCode != 0 {
@@ -63,7 +63,7 @@ func onlyPartition(t *testing.T, resp *kmsg.AlterPartitionResponse) kmsg.AlterPa
 }
 
 func TestAlterPartitionShrinksAndExpands(t *testing.T) {
-	q := startISRCluster(t)
+	q := startISRCluster(t, 3)
 	before := q.partition()
 	leader := before.Leader
 	others := slices.DeleteFunc(slices.Clone(before.Replicas), func(r int32) bool { return r == leader })
@@ -107,7 +107,7 @@ func TestAlterPartitionShrinksAndExpands(t *testing.T) {
 }
 
 func TestAlterPartitionRefusals(t *testing.T) {
-	q := startISRCluster(t)
+	q := startISRCluster(t, 3)
 	p := q.partition()
 	leader := p.Leader
 	follower := p.Replicas[0]
@@ -186,7 +186,7 @@ func TestAlterPartitionRefusals(t *testing.T) {
 }
 
 func TestAlterPartitionIneligibleFencedReplica(t *testing.T) {
-	q := startISRCluster(t)
+	q := startISRCluster(t, 3)
 	p := q.partition()
 	var fenced int32 = -1
 	for _, r := range p.Replicas {
@@ -213,7 +213,7 @@ func TestAlterPartitionIneligibleFencedReplica(t *testing.T) {
 // RECOVERING; it may only report RECOVERED with itself as the whole ISR,
 // and the record that says so is version 1.
 func TestAlterPartitionLeaderRecovery(t *testing.T) {
-	q := startISRCluster(t)
+	q := startISRCluster(t, 3)
 	p := q.partition()
 	recovering := LeaderRecovering
 	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
@@ -265,6 +265,7 @@ func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
 	if rec := shrink(mvNoLeaderEpochBumpOnShrink - 1); rec.Leader != 1 {
 		t.Fatalf("shrink at 3.5-IV2 keeps the leader epoch: %+v", rec)
 	}
+	img.Features = map[string]int16{MetadataVersionFeature: mvNoLeaderEpochBumpOnShrink}
 	pc := newPartitionChange(img, topic, 0)
 	pc.replicas, pc.isr = []int32{1, 2}, []int32{1, 2}
 	rec := pc.build()

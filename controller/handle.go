@@ -43,6 +43,10 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.BrokerHeartbeat(ctx, r))
 	case *kmsg.AllocateProducerIDsRequest:
 		return answered(c.AllocateProducerIDs(ctx, r))
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return answered(c.AlterPartitionReassignments(ctx, r))
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return answered(c.ListPartitionReassignments(ctx, r))
 	case *kmsg.AlterPartitionRequest:
 		return answered(c.AlterPartition(ctx, r))
 	case *kmsg.UnregisterBrokerRequest:

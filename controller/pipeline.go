@@ -291,6 +291,15 @@ func answerCode(ok bool, err error, e *apiError) int16 {
 	return e.code()
 }
 
+// commitFailure is the error of an operation submitted with submitTyped
+// that did not commit, nil if it did.
+func commitFailure(ok bool, err error) *apiError {
+	if ok && err == nil {
+		return nil
+	}
+	return &apiError{err: kerr.TypedErrorForCode(errorCode(err)), msg: fmt.Sprint(err)}
+}
+
 // errorCode maps a failure to commit to the Kafka error a client should see.
 func errorCode(err error) int16 {
 	switch {
