@@ -393,6 +393,23 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 	case *kmsg.UnregisterBrokerRequest:
 		out := resp.(*kmsg.UnregisterBrokerResponse)
 		out.ErrorCode, out.ErrorMessage = code, &msg
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		out := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		out.ErrorCode, out.ErrorMessage = code, &msg
+		out.AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
+		for _, t := range r.Topics {
+			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, &msg
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		out := resp.(*kmsg.ListPartitionReassignmentsResponse)
+		out.ErrorCode, out.ErrorMessage = code, &msg
 	default:
 		return nil
 	}
@@ -418,6 +435,10 @@ func forwardTimeout(req kmsg.Request) time.Duration {
 	case *kmsg.ElectLeadersRequest:
 		ms = r.TimeoutMillis
 	case *kmsg.UpdateFeaturesRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.ListPartitionReassignmentsRequest:
 		ms = r.TimeoutMillis
 	}
 	if ms <= 0 {

@@ -16,8 +16,12 @@ package broker
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
-//     AllocateProducerIds (key 67) v0: what brokers send the active
-//     controller directly, answered by it (NOT_CONTROLLER from the others).
+//     AllocateProducerIds (key 67) v0, AlterPartition (key 56) v2-3
+//     (partition leaders' ISR changes, controller/alterpartition.go): what
+//     brokers send the active controller directly, answered by it
+//     (NOT_CONTROLLER from the others). As in Kafka they are served on the
+//     controller listener only, so the client listener's ApiVersions does
+//     not list them.
 
 import (
 	"context"

@@ -3,8 +3,9 @@ package broker
 // ControllerClient is how a broker reaches the active controller when the
 // quorum has more than one controller (KIP-590 forwarding, KIP-631's broker
 // to controller channel): the broker's own BrokerRegistration,
-// BrokerHeartbeat and AllocateProducerIds go to the active controller
-// directly; clients' admin requests go inside an Envelope. Either is sent
+// BrokerHeartbeat, AllocateProducerIds and AlterPartition (its partition
+// leaders' ISR changes) go to the active controller directly; clients'
+// admin requests go inside an Envelope. Either is sent
 // again, at whichever controller is active then, only while it certainly
 // was not acted on: the connection could not be made or written, or the
 // controller answered NOT_CONTROLLER. A request sent and then left
@@ -148,7 +149,7 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 		return nil, true, err
 	}
 	switch req.(type) {
-	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest:
+	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest, *kmsg.AlterPartitionRequest:
 		resp, sent, err := conn.roundTrip(ctx, req)
 		if err != nil {
 			c.drop(key, conn)
@@ -228,6 +229,8 @@ func topLevelError(resp kmsg.Response) int16 {
 	case *kmsg.BrokerHeartbeatResponse:
 		return r.ErrorCode
 	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode
+	case *kmsg.AlterPartitionResponse:
 		return r.ErrorCode
 	}
 	return 0

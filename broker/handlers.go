@@ -49,7 +49,8 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.ElectLeaders, min: 0, max: 2, fn: b.handleElectLeaders}),
 		both(&handler{key: kmsg.UpdateFeatures, min: 0, max: 2, fn: b.handleUpdateFeatures}),
 		both(&handler{key: kmsg.UnregisterBroker, min: 0, max: 0, fn: b.handleUnregisterBroker}),
-		both(&handler{key: kmsg.ListPartitionReassignments, min: 0, max: 0, fn: b.handleListPartitionReassignments}),
+		both(&handler{key: kmsg.AlterPartitionAssignments, min: 0, max: 1, fn: b.handlePartitionReassignments}),
+		both(&handler{key: kmsg.ListPartitionReassignments, min: 0, max: 0, fn: b.handlePartitionReassignments}),
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
 		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
@@ -78,6 +79,7 @@ func (b *Broker) handlers() []*handler {
 			ctrl(&handler{key: kmsg.BrokerRegistration, min: 0, max: 4, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.BrokerHeartbeat, min: 0, max: 1, fn: b.handleControllerDirect}),
 			ctrl(&handler{key: kmsg.AllocateProducerIDs, min: 0, max: 0, fn: b.handleControllerDirect}),
+			ctrl(&handler{key: kmsg.AlterPartition, min: 2, max: 3, fn: b.handleControllerDirect}),
 		)
 	}
 	return hs

@@ -1,19 +1,15 @@
 package broker
 
 // DescribeQuorum (key 55) v0-2, UpdateFeatures (key 57) v0-2, ElectLeaders
-// (key 43) v0-2, UnregisterBroker (key 64) v0 (kafka-cluster unregister)
-// and ListPartitionReassignments (key 46) v0.
+// (key 43) v0-2, UnregisterBroker (key 64) v0 (kafka-cluster unregister),
+// AlterPartitionReassignments (key 45) v0-1 and ListPartitionReassignments
+// (key 46) v0 (KIP-455, kafka-reassign-partitions).
 //
-// The first four are answered by the active controller (forwarded
-// unchanged, broker.go forwardRequest).
-// ListPartitionReassignments reports the ongoing reassignments; Gregor has
-// no reassignment support yet (AlterPartitionReassignments is not served),
-// so there are never any, and the answer is the truthful empty list.
+// All are answered by the active controller (forwarded unchanged, broker.go
+// forwardRequest); the reassignment rules are controller/reassign.go's.
 
 import (
 	"context"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleDescribeQuorum(ctx context.Context, r *request) {
@@ -32,9 +28,6 @@ func (b *Broker) handleUnregisterBroker(ctx context.Context, r *request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleListPartitionReassignments(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListPartitionReassignmentsRequest)
-	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
-	r.respond(resp)
+func (b *Broker) handlePartitionReassignments(ctx context.Context, r *request) {
+	b.forwardRequest(ctx, r, nil)
 }

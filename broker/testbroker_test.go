@@ -60,6 +60,13 @@ func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVers
 // feature levels (transaction.version 2 turns on KIP-890 part 2).
 func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
 	t.Helper()
+	return startTestNodeWithOptions(t, overrides, finalized, adjust, logFS, nil)
+}
+
+// startTestNodeWithOptions also lets the test adjust the broker's options
+// (a LocalController, to serve the controller listener's own APIs).
+func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*ServerOptions), logFS vfs.FS, adjustBroker func(*Options)) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
 	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
@@ -136,7 +143,7 @@ func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finali
 	if adjust != nil {
 		adjust(&server)
 	}
-	b := New(Options{
+	opts := Options{
 		NodeID:                        1,
 		Server:                        server,
 		Advertised:                    []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
@@ -156,7 +163,11 @@ func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finali
 		Replicas:                      replicas,
 		Configs:                       configs,
 		Logger:                        log,
-	})
+	}
+	if adjustBroker != nil {
+		adjustBroker(&opts)
+	}
+	b := New(opts)
 	if err := b.Listen(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,10 @@ func apiRange(resp *kmsg.ApiVersionsResponse, key kmsg.Key) (int16, int16, bool)
 	return 0, 0, false
 }
 
-func TestApiVersionsDerivedFromRegistry(t *testing.T) {
-	n := startTestNode(t, nil)
-	c := dialRaw(t, n.addr)
+// apiVersionsAt is the ApiVersions v3 answer of the listener at addr.
+func apiVersionsAt(t *testing.T, addr string) *kmsg.ApiVersionsResponse {
+	t.Helper()
+	c := dialRaw(t, addr)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(3)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
@@ -33,6 +34,12 @@ func TestApiVersionsDerivedFromRegistry(t *testing.T) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(3)
 	c.recv(resp)
+	return resp
+}
+
+func TestApiVersionsDerivedFromRegistry(t *testing.T) {
+	n := startTestNode(t, nil)
+	resp := apiVersionsAt(t, n.addr)
 	if resp.ErrorCode != 0 {
 		t.Fatalf("error %d", resp.ErrorCode)
 	}

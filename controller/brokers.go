@@ -262,12 +262,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 		}
 		return recs, result{next: next, caught: req.CurrentMetadataOffset >= b.Epoch}
 	})
-	switch {
-	case !ok || err != nil:
-		resp.ErrorCode = errorCode(err)
-	case res.err != nil:
-		resp.ErrorCode = res.err.code()
-	default:
+	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
 		resp.IsCaughtUp = res.caught
 		resp.IsFenced = res.next == stateFenced || res.next == stateShutdownNow
 		resp.ShouldShutdown = res.next == stateShutdownNow
@@ -490,12 +485,7 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.Allocate
 		}
 		return []Record{&ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
 	})
-	switch {
-	case !ok || err != nil:
-		resp.ErrorCode = errorCode(err)
-	case res.err != nil:
-		resp.ErrorCode = res.err.code()
-	default:
+	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
 		resp.ProducerIDStart = res.start
 		resp.ProducerIDLen = producerIDBlockSize
 	}

@@ -24,6 +24,12 @@
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
 //	elect.go       ElectLeaders
+//	alterpartition.go  AlterPartition: partition leaders' ISR changes
+//	reassign.go    AlterPartitionReassignments, ListPartitionReassignments
+//	partitionchange.go  the target state of a partition and the one
+//	               PartitionChangeRecord that reaches it (Kafka's
+//	               PartitionChangeBuilder): reassignment completion,
+//	               elections, leader epoch bumps
 //	features.go    UpdateFeatures
 //	quorum.go      DescribeQuorum
 //	transport.go   NetTransport: raft messages to the other voters over
@@ -66,8 +72,17 @@
 //   - Only the single-rack case of StripedReplicaPlacer; racks are ignored.
 //   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
 //     in the ISR with no leader, as Kafka does without ELR.
-//   - No partition reassignment, AlterPartition, directory assignment,
-//     ACLs, SCRAM, quotas, delegation tokens yet.
+//   - No directory assignment (AssignReplicasToDirs; PartitionChangeRecords
+//     never set directories), ACLs, SCRAM, quotas, delegation tokens yet.
+//   - Fencing, controlled shutdown and unregistration take a broker out
+//     of ISRs with their own rule (brokers.go), not through
+//     partitionChange: an ISR shrink they cause never completes a
+//     reassignment (Kafka's can, when the broker leaving is a removing
+//     replica), and below metadata.version 3.6-IV0 it does not bump the
+//     leader epoch.
+//   - Reassignments are not throttled: the
+//     leader/follower.replication.throttled.replicas configs are stored,
+//     not enforced.
 //   - With Config.SingleReplicaOnly (set by the gregor binary until
 //     brokers replicate), partitions with more than one replica are
 //     refused with INVALID_REPLICATION_FACTOR.

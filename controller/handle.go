@@ -14,7 +14,8 @@ var ErrNoAnswer = errors.New("the controller gave no answer")
 
 // Handle answers one metadata-changing request as the active controller:
 // the requests a broker sends it (forwards from clients, and its own
-// registration, heartbeats and producer-id allocations). Each is answered
+// registration, heartbeats, producer-id allocations and partition
+// leaders' ISR changes). Each is answered
 // only after its change is committed. In a combined node the broker calls
 // it directly; a remote controller will serve the same requests on its
 // listener.
@@ -42,6 +43,12 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.BrokerHeartbeat(ctx, r))
 	case *kmsg.AllocateProducerIDsRequest:
 		return answered(c.AllocateProducerIDs(ctx, r))
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return answered(c.AlterPartitionReassignments(ctx, r))
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return answered(c.ListPartitionReassignments(ctx, r))
+	case *kmsg.AlterPartitionRequest:
+		return answered(c.AlterPartition(ctx, r))
 	case *kmsg.UnregisterBrokerRequest:
 		return answered(c.UnregisterBroker(ctx, r))
 	case *kmsg.AddRaftVoterRequest:

@@ -57,14 +57,28 @@ type Broker struct {
 
 // Partition is one partition's replica assignment and leadership.
 type Partition struct {
-	Replicas       []int32
-	ISR            []int32
-	ELR            []int32
-	LastKnownELR   []int32
-	Leader         int32 // -1 when there is none
-	LeaderEpoch    int32
-	PartitionEpoch int32
-	Directories    []protocol.UUID
+	// Replicas is the assignment; during a reassignment (KIP-455) it is
+	// the union of the target replicas and RemovingReplicas, target first.
+	Replicas []int32
+	ISR      []int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment is
+	// in progress: the target replicas not yet in the old assignment, and
+	// the old replicas not in the target.
+	AddingReplicas      []int32
+	RemovingReplicas    []int32
+	ELR                 []int32
+	LastKnownELR        []int32
+	Leader              int32 // -1 when there is none
+	LeaderEpoch         int32
+	PartitionEpoch      int32
+	LeaderRecoveryState LeaderRecoveryState
+	Directories         []protocol.UUID
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (p Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // Topic is a topic with its partitions, indexed by partition id.

@@ -48,6 +48,17 @@ const (
 	fenceChangeUnfence               int8       = -1
 	controlledShutdownChangeNone     int8       = 0
 	controlledShutdownChangeShutdown int8       = 1
+	leaderRecoveryNoChange           int8       = -1 // PartitionChangeRecord v1's encoding of nil
+)
+
+// LeaderRecoveryState is Kafka's: whether a partition's leader came from an
+// unclean election and has not yet told the controller it recovered
+// (KIP-704). A recovering leader keeps the ISR to itself.
+type LeaderRecoveryState int8
+
+const (
+	LeaderRecovered  LeaderRecoveryState = 0
+	LeaderRecovering LeaderRecoveryState = 1
 )
 
 // ErrUnsupportedRecord is returned for a record type or version this build
@@ -84,20 +95,32 @@ type PartitionRecord struct {
 	Directories      []protocol.UUID
 	ELR              []int32
 	LastKnownELR     []int32
+	// LeaderRecoveryState is written from version 1, which is used only
+	// when it is not LeaderRecovered.
+	LeaderRecoveryState LeaderRecoveryState
 }
 
-// PartitionChangeRecord changes a partition. Nil lists and Leader == -2 mean
-// "unchanged". Applying it bumps the partition epoch, and the leader epoch
-// when the leader changes.
+// PartitionChangeRecord changes a partition. Nil lists and pointers and
+// Leader == -2 mean "unchanged". Applying it bumps the partition epoch, and
+// the leader epoch whenever Leader is set, even to the current leader (as
+// Kafka's PartitionRegistration.merge does: that is how a change that
+// removes replicas fences the old leader epoch).
+//
+// Version 1 adds RemovingReplicas, AddingReplicas and LeaderRecoveryState;
+// a record that sets none of them is written as version 0, so that a node
+// that reads only version 0 keeps following the ordinary ISR changes.
 type PartitionChangeRecord struct {
-	PartitionID  int32
-	TopicID      protocol.UUID
-	Leader       int32
-	ISR          []int32
-	Replicas     []int32
-	ELR          []int32
-	LastKnownELR []int32
-	Directories  []protocol.UUID
+	PartitionID         int32
+	TopicID             protocol.UUID
+	Leader              int32
+	ISR                 []int32
+	Replicas            []int32
+	ELR                 []int32
+	LastKnownELR        []int32
+	Directories         []protocol.UUID
+	RemovingReplicas    []int32
+	AddingReplicas      []int32
+	LeaderRecoveryState *LeaderRecoveryState
 }
 
 // RemoveTopicRecord deletes a topic and its partitions (and its configs).
@@ -197,8 +220,6 @@ func (*VotersRecord) Type() RecordType                   { return RecordVoters }
 func (*LearnersRecord) Type() RecordType                 { return RecordLearners }
 
 func (*TopicRecord) Version() int16                    { return 0 }
-func (*PartitionRecord) Version() int16                { return 0 }
-func (*PartitionChangeRecord) Version() int16          { return 0 }
 func (*RemoveTopicRecord) Version() int16              { return 0 }
 func (*ConfigRecord) Version() int16                   { return 0 }
 func (*RegisterBrokerRecord) Version() int16           { return 0 }
@@ -209,6 +230,40 @@ func (*ProducerIdsRecord) Version() int16              { return 0 }
 func (*NoOpRecord) Version() int16                     { return 0 }
 func (*VotersRecord) Version() int16                   { return 0 }
 func (*LearnersRecord) Version() int16                 { return 0 }
+
+// Version is the lowest version that holds the record's content.
+func (x *PartitionRecord) Version() int16 {
+	if x.LeaderRecoveryState != LeaderRecovered {
+		return 1
+	}
+	return 0
+}
+
+// Version is the lowest version that holds the record's content.
+func (x *PartitionChangeRecord) Version() int16 {
+	if x.RemovingReplicas != nil || x.AddingReplicas != nil || x.LeaderRecoveryState != nil {
+		return 1
+	}
+	return 0
+}
+
+// contentVersioned is a record whose Version depends on what it carries
+// (the lowest version that holds it); highestVersion is the newest version
+// this build reads.
+type contentVersioned interface {
+	highestVersion() int16
+}
+
+func (*PartitionRecord) highestVersion() int16       { return 1 }
+func (*PartitionChangeRecord) highestVersion() int16 { return 1 }
+
+// highestVersion is the newest version of rec's type this build reads.
+func highestVersion(rec Record) int16 {
+	if cv, ok := rec.(contentVersioned); ok {
+		return cv.highestVersion()
+	}
+	return rec.Version()
+}
 
 func newRecord(t RecordType) Record {
 	switch t {
@@ -304,9 +359,8 @@ func decodeRecord(raw []byte) (Record, error) {
 	if rec == nil {
 		return nil, fmt.Errorf("record type %d: %w", t, ErrUnsupportedRecord)
 	}
-	// A record's Version is the newest this build writes and reads.
-	if v < 0 || v > rec.Version() {
-		return nil, fmt.Errorf("record type %d version %d (this node reads up to %d): %w", t, v, rec.Version(), ErrUnsupportedRecord)
+	if v < 0 || v > highestVersion(rec) {
+		return nil, fmt.Errorf("record type %d version %d (this node reads up to %d): %w", t, v, highestVersion(rec), ErrUnsupportedRecord)
 	}
 	rec.readBody(&r, v)
 	if err := r.Complete(); err != nil {
@@ -405,10 +459,14 @@ func (x *PartitionRecord) appendBody(dst []byte) []byte {
 	dst = kbin.AppendInt32(dst, x.PartitionEpoch)
 	dst = appendUUIDs(dst, x.Directories)
 	dst = appendInt32s(dst, x.ELR)
-	return appendInt32s(dst, x.LastKnownELR)
+	dst = appendInt32s(dst, x.LastKnownELR)
+	if x.Version() >= 1 {
+		dst = kbin.AppendInt8(dst, int8(x.LeaderRecoveryState))
+	}
+	return dst
 }
 
-func (x *PartitionRecord) readBody(r *kbin.Reader, _ int16) {
+func (x *PartitionRecord) readBody(r *kbin.Reader, version int16) {
 	x.PartitionID = r.Int32()
 	x.TopicID = r.Uuid()
 	x.Replicas = readInt32s(r)
@@ -421,6 +479,9 @@ func (x *PartitionRecord) readBody(r *kbin.Reader, _ int16) {
 	x.Directories = readUUIDs(r)
 	x.ELR = readInt32s(r)
 	x.LastKnownELR = readInt32s(r)
+	if version >= 1 {
+		x.LeaderRecoveryState = LeaderRecoveryState(r.Int8())
+	}
 }
 
 func (x *PartitionChangeRecord) appendBody(dst []byte) []byte {
@@ -431,10 +492,20 @@ func (x *PartitionChangeRecord) appendBody(dst []byte) []byte {
 	dst = appendInt32s(dst, x.Replicas)
 	dst = appendInt32s(dst, x.ELR)
 	dst = appendInt32s(dst, x.LastKnownELR)
-	return appendUUIDs(dst, x.Directories)
+	dst = appendUUIDs(dst, x.Directories)
+	if x.Version() >= 1 {
+		dst = appendInt32s(dst, x.RemovingReplicas)
+		dst = appendInt32s(dst, x.AddingReplicas)
+		state := leaderRecoveryNoChange
+		if x.LeaderRecoveryState != nil {
+			state = int8(*x.LeaderRecoveryState)
+		}
+		dst = kbin.AppendInt8(dst, state)
+	}
+	return dst
 }
 
-func (x *PartitionChangeRecord) readBody(r *kbin.Reader, _ int16) {
+func (x *PartitionChangeRecord) readBody(r *kbin.Reader, version int16) {
 	x.PartitionID = r.Int32()
 	x.TopicID = r.Uuid()
 	x.Leader = r.Int32()
@@ -443,6 +514,14 @@ func (x *PartitionChangeRecord) readBody(r *kbin.Reader, _ int16) {
 	x.ELR = readInt32s(r)
 	x.LastKnownELR = readInt32s(r)
 	x.Directories = readUUIDs(r)
+	if version >= 1 {
+		x.RemovingReplicas = readInt32s(r)
+		x.AddingReplicas = readInt32s(r)
+		if state := r.Int8(); state != leaderRecoveryNoChange {
+			s := LeaderRecoveryState(state)
+			x.LeaderRecoveryState = &s
+		}
+	}
 }
 
 func (x *RemoveTopicRecord) appendBody(dst []byte) []byte {

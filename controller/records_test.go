@@ -200,3 +200,49 @@ func TestUUIDStringIsKafkas(t *testing.T) {
 		}
 	}
 }
+
+// sampleRecordsV1 sets the fields that only version 1 of PartitionRecord
+// and PartitionChangeRecord carries.
+func sampleRecordsV1() []Record {
+	id := protocol.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	recovering := LeaderRecovering
+	return []Record{
+		&PartitionRecord{PartitionID: 0, TopicID: id, Replicas: []int32{2, 3, 1}, ISR: []int32{1}, RemovingReplicas: []int32{1}, AddingReplicas: []int32{2, 3},
+			Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, LeaderRecoveryState: LeaderRecovering},
+		&PartitionChangeRecord{PartitionID: 0, TopicID: id, Leader: noLeaderChange, Replicas: []int32{2, 3}, RemovingReplicas: []int32{}, AddingReplicas: []int32{},
+			LeaderRecoveryState: &recovering},
+	}
+}
+
+// TestRecordsVersion1: the version 1 encodings are frozen, and records
+// that carry nothing new are still written as version 0, which a node
+// that reads only version 0 keeps reading.
+func TestRecordsVersion1(t *testing.T) {
+	in := sampleRecordsV1()
+	for _, rec := range in {
+		if rec.Version() != 1 {
+			t.Fatalf("%T written as version %d", rec, rec.Version())
+		}
+	}
+	out, err := DecodeRecords(EncodeRecords(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%#v\n%#v", in, out)
+	}
+	const frozen = "01025b0301000000000102030405060708090a0b0c0d0e0f100000000300000002000000030000000100000001000000010000000100000001000000020000000200000003000000010000000400000009ffffffffffffffffffffffff013f0501000000000102030405060708090a0b0c0d0e0f10fffffffeffffffff000000020000000200000003ffffffffffffffffffffffff000000000000000001"
+	if got := hex.EncodeToString(EncodeRecords(in)); got != frozen {
+		t.Fatalf("encoding %s", got)
+	}
+	// An ISR change and a partition that has recovered stay version 0.
+	plain := []Record{
+		&PartitionRecord{PartitionID: 0, TopicID: protocol.UUID{1}, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1},
+		&PartitionChangeRecord{PartitionID: 0, TopicID: protocol.UUID{1}, Leader: noLeaderChange, ISR: []int32{1, 2}},
+	}
+	for _, rec := range plain {
+		if rec.Version() != 0 {
+			t.Fatalf("%T without version 1 fields written as version %d", rec, rec.Version())
+		}
+	}
+}

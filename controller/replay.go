@@ -201,14 +201,17 @@ func (b *imageBuilder) apply(rec Record) error {
 			return fmt.Errorf("partition %d of unknown topic id %s", r.PartitionID, r.TopicID)
 		}
 		p := Partition{
-			Replicas:       nilIfEmpty(r.Replicas),
-			ISR:            nilIfEmpty(r.ISR),
-			ELR:            nilIfEmpty(r.ELR),
-			LastKnownELR:   nilIfEmpty(r.LastKnownELR),
-			Leader:         r.Leader,
-			LeaderEpoch:    r.LeaderEpoch,
-			PartitionEpoch: r.PartitionEpoch,
-			Directories:    nilIfEmpty(r.Directories),
+			Replicas:            nilIfEmpty(r.Replicas),
+			ISR:                 nilIfEmpty(r.ISR),
+			AddingReplicas:      nilIfEmpty(r.AddingReplicas),
+			RemovingReplicas:    nilIfEmpty(r.RemovingReplicas),
+			ELR:                 nilIfEmpty(r.ELR),
+			LastKnownELR:        nilIfEmpty(r.LastKnownELR),
+			Leader:              r.Leader,
+			LeaderEpoch:         r.LeaderEpoch,
+			PartitionEpoch:      r.PartitionEpoch,
+			LeaderRecoveryState: r.LeaderRecoveryState,
+			Directories:         nilIfEmpty(r.Directories),
 		}
 		switch {
 		case int(r.PartitionID) == len(t.Partitions):
@@ -227,28 +230,7 @@ func (b *imageBuilder) apply(rec Record) error {
 		if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
 			return fmt.Errorf("partition change for unknown partition %s-%d", t.Name, r.PartitionID)
 		}
-		p := t.Partitions[r.PartitionID]
-		if r.Leader != noLeaderChange && r.Leader != p.Leader {
-			p.Leader = r.Leader
-			p.LeaderEpoch++
-		}
-		if r.ISR != nil {
-			p.ISR = nilIfEmpty(r.ISR)
-		}
-		if r.Replicas != nil {
-			p.Replicas = nilIfEmpty(r.Replicas)
-		}
-		if r.ELR != nil {
-			p.ELR = nilIfEmpty(r.ELR)
-		}
-		if r.LastKnownELR != nil {
-			p.LastKnownELR = nilIfEmpty(r.LastKnownELR)
-		}
-		if r.Directories != nil {
-			p.Directories = nilIfEmpty(r.Directories)
-		}
-		p.PartitionEpoch++
-		t.Partitions[r.PartitionID] = p
+		t.Partitions[r.PartitionID] = applyPartitionChange(t.Partitions[r.PartitionID], r)
 		return nil
 	case *RemoveTopicRecord:
 		byName, byID := b.topics()
@@ -340,6 +322,40 @@ func (b *imageBuilder) apply(rec Record) error {
 	return fmt.Errorf("no replay for record type %d", rec.Type())
 }
 
+// applyPartitionChange is p after r.
+func applyPartitionChange(p Partition, r *PartitionChangeRecord) Partition {
+	if r.Leader != noLeaderChange {
+		p.Leader = r.Leader
+		p.LeaderEpoch++
+	}
+	if r.ISR != nil {
+		p.ISR = nilIfEmpty(r.ISR)
+	}
+	if r.Replicas != nil {
+		p.Replicas = nilIfEmpty(r.Replicas)
+	}
+	if r.ELR != nil {
+		p.ELR = nilIfEmpty(r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		p.LastKnownELR = nilIfEmpty(r.LastKnownELR)
+	}
+	if r.Directories != nil {
+		p.Directories = nilIfEmpty(r.Directories)
+	}
+	if r.AddingReplicas != nil {
+		p.AddingReplicas = nilIfEmpty(r.AddingReplicas)
+	}
+	if r.RemovingReplicas != nil {
+		p.RemovingReplicas = nilIfEmpty(r.RemovingReplicas)
+	}
+	if r.LeaderRecoveryState != nil {
+		p.LeaderRecoveryState = *r.LeaderRecoveryState
+	}
+	p.PartitionEpoch++
+	return p
+}
+
 func nilIfEmpty[T any](s []T) []T {
 	if len(s) == 0 {
 		return nil
@@ -379,16 +395,19 @@ func imageRecords(img *Image) []Record {
 		out = append(out, &TopicRecord{Name: t.Name, TopicID: t.ID})
 		for i, p := range t.Partitions {
 			out = append(out, &PartitionRecord{
-				PartitionID:    int32(i),
-				TopicID:        t.ID,
-				Replicas:       p.Replicas,
-				ISR:            p.ISR,
-				Leader:         p.Leader,
-				LeaderEpoch:    p.LeaderEpoch,
-				PartitionEpoch: p.PartitionEpoch,
-				Directories:    p.Directories,
-				ELR:            p.ELR,
-				LastKnownELR:   p.LastKnownELR,
+				PartitionID:         int32(i),
+				TopicID:             t.ID,
+				Replicas:            p.Replicas,
+				ISR:                 p.ISR,
+				RemovingReplicas:    p.RemovingReplicas,
+				AddingReplicas:      p.AddingReplicas,
+				Leader:              p.Leader,
+				LeaderEpoch:         p.LeaderEpoch,
+				PartitionEpoch:      p.PartitionEpoch,
+				Directories:         p.Directories,
+				ELR:                 p.ELR,
+				LastKnownELR:        p.LastKnownELR,
+				LeaderRecoveryState: p.LeaderRecoveryState,
 			})
 		}
 	}

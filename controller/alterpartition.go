@@ -1,0 +1,179 @@
+package controller
+
+// AlterPartition (key 56) v2-3 (KIP-497, KIP-841, KIP-903): a partition
+// leader asks for a new ISR (and reports that it recovered from an unclean
+// election, KIP-704), decided as Kafka's
+// ReplicationControlManager.alterPartition does. The leader's broker epoch
+// is checked first (STALE_BROKER_EPOCH for the whole request). Per
+// partition, in Kafka's order:
+//
+//   - unknown topic id: UNKNOWN_TOPIC_ID; unknown partition:
+//     UNKNOWN_TOPIC_OR_PARTITION;
+//   - a leader or partition epoch newer than this controller's:
+//     NOT_CONTROLLER (this controller is likely behind a newer one);
+//   - an older leader epoch: FENCED_LEADER_EPOCH;
+//   - a sender that is not the leader: INVALID_REQUEST;
+//   - an older partition epoch: INVALID_UPDATE_VERSION;
+//   - an ISR with a non-replica, a duplicate, or without the leader, a
+//     recovering leader with more than itself in the ISR, RECOVERED going
+//     back to RECOVERING: INVALID_REQUEST;
+//   - an ISR member that is not registered, fenced, in controlled shutdown,
+//     or (v3) whose broker epoch is not its registration's:
+//     INELIGIBLE_REPLICA.
+//
+// An accepted change is one PartitionChangeRecord (the partition epoch
+// moves by one on replay); an ISR that holds every target replica of a
+// reassignment completes it (partitionchange.go). The answer, sent once
+// the record is committed, carries the partition as the record leaves it:
+// leader, leader epoch, ISR, leader recovery state, partition epoch. When
+// completing a reassignment moved leadership away from the sender, the
+// record is written and the answer is NEW_LEADER_ELECTED, as in Kafka. A
+// change that changes nothing writes nothing and answers the current
+// state.
+//
+// Deviations: versions 0-1 (topic names) are not served, as in Kafka 4; a
+// leader recovery state other than 0 or 1 is INVALID_REQUEST.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterPartition decides a leader's ISR changes; it needs version 2 or
+// later (topic ids).
+func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	if req.Version < 2 {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp
+	}
+	type result struct {
+		err    *apiError
+		topics []kmsg.AlterPartitionResponseTopic
+	}
+	res, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, result) {
+		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
+			return nil, result{err: e}
+		}
+		var recs []Record
+		var out []kmsg.AlterPartitionResponseTopic
+		for _, rt := range req.Topics {
+			topic := kmsg.NewAlterPartitionResponseTopic()
+			topic.TopidID = rt.TopicID
+			t := img.TopicsByID[rt.TopicID]
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewAlterPartitionResponseTopicPartition()
+				p.Partition = rp.Partition
+				if t == nil {
+					p.ErrorCode = kerr.UnknownTopicID.Code
+					topic.Partitions = append(topic.Partitions, p)
+					continue
+				}
+				rec, e := c.alterPartition(img, req, t, rp)
+				if e != nil {
+					p.ErrorCode = e.Code
+					topic.Partitions = append(topic.Partitions, p)
+					continue
+				}
+				after := t.Partitions[rp.Partition]
+				if rec != nil {
+					recs = append(recs, rec)
+					after = applyPartitionChange(after, rec)
+					if rec.Leader != noLeaderChange && rec.Leader != req.BrokerID {
+						p.ErrorCode = kerr.NewLeaderElected.Code
+						topic.Partitions = append(topic.Partitions, p)
+						continue
+					}
+				}
+				p.LeaderID = after.Leader
+				p.LeaderEpoch = after.LeaderEpoch
+				p.ISR = slices.Clone(after.ISR)
+				if p.ISR == nil {
+					p.ISR = []int32{}
+				}
+				p.LeaderRecoveryState = int8(after.LeaderRecoveryState)
+				p.PartitionEpoch = after.PartitionEpoch
+				topic.Partitions = append(topic.Partitions, p)
+			}
+			out = append(out, topic)
+		}
+		return recs, result{topics: out}
+	})
+	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
+		resp.Topics = res.topics
+	}
+	return resp
+}
+
+// alterPartition checks one partition's requested change and returns its
+// record (nil when nothing changes), or the error Kafka answers.
+func (c *Controller) alterPartition(img *Image, req *kmsg.AlterPartitionRequest, t *Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*PartitionChangeRecord, *kerr.Error) {
+	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	cur := t.Partitions[rp.Partition]
+	switch {
+	case rp.LeaderEpoch > cur.LeaderEpoch, rp.PartitionEpoch > cur.PartitionEpoch:
+		return nil, kerr.NotController
+	case rp.LeaderEpoch < cur.LeaderEpoch:
+		return nil, kerr.FencedLeaderEpoch
+	case req.BrokerID != cur.Leader:
+		return nil, kerr.InvalidRequest
+	case rp.PartitionEpoch < cur.PartitionEpoch:
+		return nil, kerr.InvalidUpdateVersion
+	}
+	isr, epochs := requestedISR(req.Version, rp)
+	if !validISR(cur.Replicas, isr) || !containsInt32(isr, cur.Leader) {
+		return nil, kerr.InvalidRequest
+	}
+	state := LeaderRecoveryState(rp.LeaderRecoveryState)
+	switch {
+	case state != LeaderRecovered && state != LeaderRecovering:
+		return nil, kerr.InvalidRequest
+	case state == LeaderRecovering && len(isr) > 1:
+		return nil, kerr.InvalidRequest
+	case cur.LeaderRecoveryState == LeaderRecovered && state == LeaderRecovering:
+		return nil, kerr.InvalidRequest
+	}
+	for i, id := range isr {
+		b := img.Brokers[id]
+		if b == nil || b.InControlledShutdown || b.Fenced || epochs[i] != -1 && epochs[i] != b.Epoch {
+			c.logger.Info("refusing an ISR with an ineligible replica", "topic", t.Name, "partition", rp.Partition, "leader", req.BrokerID, "replica", id)
+			return nil, kerr.IneligibleReplica
+		}
+	}
+	pc := newPartitionChange(img, t, rp.Partition)
+	pc.unclean = c.uncleanElectionEnabled(img, t.Name)
+	pc.isr = isr
+	pc.recovery = state
+	return pc.build(), nil
+}
+
+// requestedISR is the new ISR with each member's broker epoch (-1: not
+// checked, as in v2 requests).
+func requestedISR(version int16, rp kmsg.AlterPartitionRequestTopicPartition) (ids []int32, epochs []int64) {
+	if version < 3 {
+		for _, id := range rp.NewISR {
+			ids, epochs = append(ids, id), append(epochs, -1)
+		}
+		return ids, epochs
+	}
+	for _, m := range rp.NewEpochISR {
+		ids, epochs = append(ids, m.BrokerID), append(epochs, m.BrokerEpoch)
+	}
+	return ids, epochs
+}
+
+// validISR is Kafka's Replicas.validateIsr: every member is a replica,
+// none twice.
+func validISR(replicas, isr []int32) bool {
+	for i, id := range isr {
+		if id < 0 || !containsInt32(replicas, id) || slices.Contains(isr[:i], id) {
+			return false
+		}
+	}
+	return true
+}

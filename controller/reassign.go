@@ -1,0 +1,226 @@
+package controller
+
+// AlterPartitionReassignments (key 45) v0-1 and ListPartitionReassignments
+// (key 46) v0: partition reassignment (KIP-455), decided as Kafka's
+// ReplicationControlManager does.
+//
+// A reassignment to target replicas T of a partition whose replicas are R
+// writes one PartitionChangeRecord: replicas T followed by the removing
+// replicas R−T (ascending), adding replicas T−R, removing replicas R−T.
+// The new replicas catch up as followers; the leader's AlterPartition that
+// brings every target replica into the ISR completes the move: the
+// removing replicas leave the replicas and the ISR, and if the leader was
+// one of them a leader is elected from the target set (and the leader
+// that asked is answered NEW_LEADER_ELECTED). A target that only reorders
+// the replicas, or whose replicas are all in the ISR already, completes at
+// once. Replicas that leave always move the leader epoch.
+//
+// Null replicas cancel the reassignment in progress
+// (NO_REASSIGNMENT_IN_PROGRESS without one): the replicas go back to the
+// original ones (the adding replicas leave), and so does the ISR; if that
+// would leave no ISR member, the first original replica becomes the ISR,
+// which is an unclean election and is refused with
+// INVALID_REPLICA_ASSIGNMENT unless the topic's
+// unclean.leader.election.enable is true.
+//
+// A target must be non-empty, of registered brokers, each once
+// (INVALID_REPLICA_ASSIGNMENT); unknown topics and partitions are
+// UNKNOWN_TOPIC_OR_PARTITION. v1's AllowReplicationFactorChange=false
+// (KIP-860) refuses a target whose size differs from the partition's
+// replication factor (the size of the replica set it is headed for, during
+// a reassignment) with INVALID_REPLICATION_FACTOR; the answer echoes the
+// flag. All partitions' changes commit together or none does.
+//
+// ListPartitionReassignments lists the partitions with a reassignment in
+// progress (replicas, adding, removing): all of them for null topics
+// (topics in name order), else those of the named partitions; unknown
+// names are left out, as in Kafka.
+//
+// Deviations: an operation that would write more than 10000 records is
+// refused as a whole (POLICY_VIOLATION on every partition that would have
+// succeeded), as CreatePartitions is; with Config.SingleReplicaOnly a
+// target of more than one replica is INVALID_REPLICATION_FACTOR. No
+// replication throttles (the leader.replication.throttled.replicas configs
+// kafka-reassign-partitions sets are stored but not enforced).
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterPartitionReassignments starts, changes or cancels reassignments.
+func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	allowRFChange := req.Version < 1 || req.AllowReplicationFactorChange
+	resp.AllowReplicationFactorChange = allowRFChange
+	topics := req.Topics
+	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.AlterPartitionAssignmentsResponseTopic) {
+		var recs []Record
+		var out []kmsg.AlterPartitionAssignmentsResponseTopic
+		for _, t := range topics {
+			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rec, e := c.reassignPartition(img, t.Topic, p, allowRFChange)
+				if rec != nil {
+					recs = append(recs, rec)
+				}
+				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = e.code()
+				if e != nil {
+					rp.ErrorMessage = e.message()
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out = append(out, rt)
+		}
+		if len(recs) > maxRecordsPerOp {
+			for i := range out {
+				for j := range out[i].Partitions {
+					if p := &out[i].Partitions[j]; p.ErrorCode == 0 {
+						p.ErrorCode, p.ErrorMessage = kerr.PolicyViolation.Code, strPtr(excessivelyLargeOperation)
+					}
+				}
+			}
+			return nil, out
+		}
+		return recs, out
+	})
+	if e := commitFailure(ok, err); e != nil {
+		resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+	}
+	resp.Topics = results
+	return resp
+}
+
+// reassignPartition decides one partition's reassignment: its record (nil
+// when nothing changes) or why it is refused.
+func (c *Controller) reassignPartition(img *Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*PartitionChangeRecord, *apiError) {
+	t := img.Topics[topic]
+	if t == nil {
+		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
+	}
+	if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
+		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p.Partition)
+	}
+	if p.Replicas == nil {
+		return c.cancelReassignment(img, t, p.Partition)
+	}
+	cur := t.Partitions[p.Partition]
+	if e := validateManualAssignment(img, p.Replicas, -1); e != nil {
+		return nil, e
+	}
+	if !allowRFChange {
+		// The replica set the partition is headed for (the adding
+		// replicas are among the replicas already).
+		rf := len(withoutAll(cur.Replicas, cur.RemovingReplicas))
+		if rf != len(p.Replicas) {
+			return nil, newAPIError(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", rf, len(p.Replicas))
+		}
+	}
+	if e := c.refuseReplication([][]int32{p.Replicas}); e != nil {
+		return nil, e
+	}
+	removing := slices.Sorted(maps.Keys(setOf(withoutAll(cur.Replicas, p.Replicas))))
+	adding := slices.Sorted(maps.Keys(setOf(withoutAll(p.Replicas, cur.Replicas))))
+	pc := newPartitionChange(img, t, p.Partition)
+	pc.replicas = append(slices.Clone(p.Replicas), removing...)
+	// As in Kafka, a target that removes or adds nothing keeps the
+	// removing or adding replicas of the reassignment it replaces.
+	if len(removing) > 0 {
+		pc.removing = removing
+	}
+	if len(adding) > 0 {
+		pc.adding = adding
+	}
+	return pc.build(), nil
+}
+
+// cancelReassignment reverts the reassignment in progress.
+func (c *Controller) cancelReassignment(img *Image, t *Topic, id int32) (*PartitionChangeRecord, *apiError) {
+	cur := t.Partitions[id]
+	if !cur.Reassigning() {
+		return nil, &apiError{err: kerr.NoReassignmentInProgress}
+	}
+	original := withoutAll(cur.Replicas, cur.AddingReplicas)
+	isr := withoutAll(cur.ISR, cur.AddingReplicas)
+	unclean := c.uncleanElectionEnabled(img, t.Name)
+	if len(isr) == 0 {
+		if len(original) == 0 {
+			return nil, newAPIError(kerr.InvalidReplicaAssignment, "Invalid replica assignment: addingReplicas contains all replicas.")
+		}
+		if !unclean {
+			return nil, newAPIError(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", t.Name, id)
+		}
+		isr = original[:1]
+	}
+	pc := newPartitionChange(img, t, id)
+	pc.unclean = unclean
+	pc.isr, pc.replicas, pc.adding, pc.removing = isr, original, nil, nil
+	return pc.build(), nil
+}
+
+// ListPartitionReassignments lists the reassignments in progress.
+func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	topics := req.Topics
+	// Nothing is written; the answer waits for what is pending, as every
+	// read on the controller does.
+	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.ListPartitionReassignmentsResponseTopic) {
+		out := []kmsg.ListPartitionReassignmentsResponseTopic{}
+		list := func(t *Topic, partitions []int32) {
+			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+			rt.Topic = t.Name
+			for _, id := range partitions {
+				if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
+					continue
+				}
+				p := t.Partitions[id]
+				rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+				rp.Partition = id
+				rp.Replicas = append([]int32{}, p.Replicas...)
+				rp.AddingReplicas = append([]int32{}, p.AddingReplicas...)
+				rp.RemovingReplicas = append([]int32{}, p.RemovingReplicas...)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			if len(rt.Partitions) > 0 {
+				out = append(out, rt)
+			}
+		}
+		if topics == nil {
+			for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+				t := img.Topics[name]
+				all := make([]int32, len(t.Partitions))
+				for i := range all {
+					all[i] = int32(i)
+				}
+				list(t, all)
+			}
+			return nil, out
+		}
+		for _, rt := range topics {
+			if t := img.Topics[rt.Topic]; t != nil {
+				list(t, rt.Partitions)
+			}
+		}
+		return nil, out
+	})
+	if e := commitFailure(ok, err); e != nil {
+		resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+	}
+	resp.Topics = results
+	return resp
+}
+
+func setOf(s []int32) map[int32]struct{} {
+	m := make(map[int32]struct{}, len(s))
+	for _, v := range s {
+		m[v] = struct{}{}
+	}
+	return m
+}
