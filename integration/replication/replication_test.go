@@ -128,8 +128,8 @@ func nodeByID(nodes []*node.Node, id int32) *node.Node {
 
 // TestAcksAllSurvivesLeaderKill: records acknowledged with acks=all on a
 // topic with three replicas are all there after kill -9 of a partition's
-// leader; leadership moves to an ISR member and the ISR drops the dead
-// broker.
+// leader; leadership moves to an ISR member, the ISR drops the dead
+// broker, and the broker rejoins every ISR once restarted.
 func TestAcksAllSurvivesLeaderKill(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t)
@@ -173,5 +173,20 @@ func TestAcksAllSurvivesLeaderKill(t *testing.T) {
 			t.Fatalf("a-%d seen %d times", i, seen[fmt.Sprintf("a-%d", i)])
 		}
 	}
+
+	victim.Restart()
+	took = node.WaitFor(t, 60*time.Second, "the restarted broker back in every ISR", func() bool {
+		st, err := describe(ctx, oadm, topic)
+		if err != nil {
+			return false
+		}
+		for _, p := range st {
+			if len(p.isr) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("ISR full again %s after the restart", took)
 
 }
