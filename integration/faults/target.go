@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration"
@@ -67,10 +65,6 @@ func CreateTopic(ctx context.Context, target string, adm *kadm.Client, topic str
 	if err != nil {
 		msg := fmt.Sprintf("creating topic %s (%d partitions, replication factor %d, min.insync.replicas=%d) on %s",
 			topic, TopicPartitions, ReplicationFactor, MinInsyncReplicas, target)
-		if strings.HasPrefix(target, "gregor") && errors.Is(err, kerr.InvalidReplicationFactor) {
-			msg += ": Gregor does not replicate yet (the controller's SingleReplicaOnly refuses more than one replica); " +
-				"the fault suite needs replication factor 3 and runs as it is once Gregor replicates"
-		}
 		return fmt.Errorf("%s: %w (%s)", msg, err, resp.ErrMessage)
 	}
 	return WaitInSync(ctx, adm, topic, time.Minute)

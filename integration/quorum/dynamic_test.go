@@ -81,7 +81,7 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	run := stockTool(ctx, t)
+	run := node.StockTool(ctx, t)
 	quorumTool := func(args ...string) string {
 		t.Helper()
 		return run("MetadataQuorumCommand", args...)

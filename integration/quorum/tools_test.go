@@ -3,7 +3,6 @@ package quorum
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,41 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 )
-
-// stockTool returns a runner of Apache Kafka 4.3.1's tools (by main class
-// in org.apache.kafka.tools) that fails the test when one fails; it skips
-// the test when there is no JRE or the jars cannot be fetched.
-func stockTool(ctx context.Context, t *testing.T) func(mainClass string, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("java not found: the stock tools need a JRE")
-	}
-	root, err := integration.FindRepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := integration.NewTools(root)
-	if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
-		t.Skipf("the Kafka %s jars are not available: %v", integration.KafkaVersion, err)
-	}
-	return func(mainClass string, args ...string) string {
-		t.Helper()
-		cmd, err := tools.JavaCmd(ctx, integration.SetKafka, "org.apache.kafka.tools."+mainClass, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Timeout = time.Minute
-		out, err := integration.Run(ctx, cmd)
-		t.Logf("%s %s:\n%s%s", mainClass, strings.Join(args, " "), out.Stdout, out.Stderr)
-		if err != nil || out.ExitCode != 0 {
-			t.Fatalf("%s %s: exit %d, %v", mainClass, strings.Join(args, " "), out.ExitCode, err)
-		}
-		return out.Stdout
-	}
-}
 
 // TestClusterAndFeatureTools: the stock 4.3.1 kafka-cluster and
 // kafka-features against the lab layout. cluster-id names the cluster;
@@ -61,7 +27,7 @@ func TestClusterAndFeatureTools(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	tool := stockTool(ctx, t)
+	tool := node.StockTool(ctx, t)
 	_, brks := node.StartSplit(t, 3, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
 		"broker.heartbeat.interval.ms=500")
 	waitUnfenced(ctx, t, brks)
