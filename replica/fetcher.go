@@ -61,6 +61,10 @@ func DefaultFetcherConfig() FetcherConfig {
 // (v13) and ReplicaState (v15).
 const followerFetchVersion = 16
 
+// throttleRecheck is how soon a fetcher left with only throttled
+// partitions looks at the rate again.
+const throttleRecheck = 100 * time.Millisecond
+
 type fetcherKey struct {
 	leader int32
 	index  int
@@ -278,6 +282,12 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[fetchPartKey]*fetchState, tim
 			wait = min(wait, d)
 			continue
 		}
+		if st.p.followerThrottled() && m.followerQuota.exceeded(now) {
+			// Over follower.replication.throttled.rate: left out until
+			// the rate falls.
+			wait = min(wait, throttleRecheck)
+			continue
+		}
 		id := st.p.topicID
 		ti, ok := topics[id]
 		if !ok {
@@ -375,6 +385,9 @@ func (f *fetcher) processPartition(ctx context.Context, st *fetchState, rp *kmsg
 		return
 	}
 	if records := wholeBatches(rp.RecordBatches); len(records) > 0 {
+		if p.followerThrottled() {
+			f.fs.m.followerQuota.record(int64(len(records)), time.Now())
+		}
 		if err := p.appendAsFollower(st, records); err != nil {
 			if errors.Is(err, storage.ErrUnexpectedAppendOffset) {
 				f.log.Warn("replicated batches do not follow the log end; fetching from it", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)

@@ -53,6 +53,9 @@ type Options struct {
 	// RackAwareReads points consumers at a replica in their rack
 	// (replica.selector.class=RackAwareReplicaSelector, KIP-392).
 	RackAwareReads bool
+	// QuotaWindow measures the replication throttles (DefaultQuotaWindow
+	// when zero).
+	QuotaWindow QuotaWindow
 }
 
 // Manager hosts this node's partitions and serves every operation on
@@ -106,15 +109,19 @@ type Manager struct {
 	unsubscribe func()
 
 	// Replication (replication.go, fetcher.go).
-	peers       Peers
-	rackAware   bool
-	now         func() time.Time
-	lagTimeMax  time.Duration
-	brokerEpoch atomic.Int64
-	isr         *isrSender
-	fetchers    *fetchers
-	stopWorkers context.CancelFunc
-	workers     sync.WaitGroup
+	peers     Peers
+	rackAware bool
+	// leaderQuota and followerQuota are the replication throttles
+	// (throttle.go).
+	leaderQuota   *replicationQuota
+	followerQuota *replicationQuota
+	now           func() time.Time
+	lagTimeMax    time.Duration
+	brokerEpoch   atomic.Int64
+	isr           *isrSender
+	fetchers      *fetchers
+	stopWorkers   context.CancelFunc
+	workers       sync.WaitGroup
 
 	// openHook, when set (tests), sees every batch of logs reconciliation
 	// opens, before it opens them.
@@ -136,24 +143,26 @@ func NewManager(opts Options) *Manager {
 		opts.Fetch = DefaultFetcherConfig()
 	}
 	m := &Manager{
-		self:         opts.NodeID,
-		logs:         opts.Logs,
-		configs:      opts.Configs,
-		log:          opts.Logger,
-		listeners:    map[string][]*listenerEntry{},
-		retry:        map[string]bool{},
-		parts:        map[TopicPartition]*Partition{},
-		produceWaits: NewPurgatory[TopicPartition](),
-		fetchWaits:   NewPurgatory[TopicPartition](),
-		replicaWaits: NewPurgatory[TopicPartition](),
-		lowWaits:     NewPurgatory[TopicPartition](),
-		applied:      -1,
-		appliedCh:    make(chan struct{}),
-		ready:        make(chan struct{}),
-		peers:        opts.Peers,
-		rackAware:    opts.RackAwareReads,
-		now:          opts.Now,
-		lagTimeMax:   opts.ReplicaLagTimeMax,
+		self:          opts.NodeID,
+		logs:          opts.Logs,
+		configs:       opts.Configs,
+		log:           opts.Logger,
+		listeners:     map[string][]*listenerEntry{},
+		retry:         map[string]bool{},
+		parts:         map[TopicPartition]*Partition{},
+		produceWaits:  NewPurgatory[TopicPartition](),
+		fetchWaits:    NewPurgatory[TopicPartition](),
+		replicaWaits:  NewPurgatory[TopicPartition](),
+		lowWaits:      NewPurgatory[TopicPartition](),
+		applied:       -1,
+		appliedCh:     make(chan struct{}),
+		ready:         make(chan struct{}),
+		peers:         opts.Peers,
+		rackAware:     opts.RackAwareReads,
+		leaderQuota:   newReplicationQuota(opts.QuotaWindow),
+		followerQuota: newReplicationQuota(opts.QuotaWindow),
+		now:           opts.Now,
+		lagTimeMax:    opts.ReplicaLagTimeMax,
 	}
 	m.brokerEpoch.Store(-1)
 	m.fetchers = newFetchers(m, opts.Fetch)

@@ -102,6 +102,7 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 	l := p.log
 	p.mu.RLock()
 	r := p.remotes[params.ReplicaID]
+	throttled := r != nil && p.leaderThrottledLocked(params.ReplicaID)
 	p.mu.RUnlock()
 	if r == nil {
 		// Not a replica of the partition (a reassignment the follower
@@ -122,16 +123,22 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 		r.sentHighWatermark.Store(e.Result.HighWatermark)
 		return
 	}
-	limit := max(min(int64(e.MaxBytes), *budget), 0)
-	fr, err := l.Read(e.FetchOffset, int32(limit), leaderEnd, *minOne)
-	if err != nil {
-		e.Result.Err = storageErr(err)
-		return
-	}
-	if fr.Size > 0 {
-		e.Result.Records = fr
-		*budget -= fr.Size
-		*minOne = false
+	now := m.now()
+	if !throttled || !m.leaderQuota.exceeded(now) {
+		limit := max(min(int64(e.MaxBytes), *budget), 0)
+		fr, err := l.Read(e.FetchOffset, int32(limit), leaderEnd, *minOne)
+		if err != nil {
+			e.Result.Err = storageErr(err)
+			return
+		}
+		if fr.Size > 0 {
+			e.Result.Records = fr
+			*budget -= fr.Size
+			*minOne = false
+			if throttled {
+				m.leaderQuota.record(fr.Size, now)
+			}
+		}
 	}
 	startMoved := e.LogStartOffset > r.logStartOffset.Load()
 	e.hwMoved = m.followerFetched(p, r, params, e.FetchOffset, e.LogStartOffset, leaderEnd)

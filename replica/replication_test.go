@@ -50,6 +50,13 @@ func newCluster(t *testing.T, ids []int32, cfg config.Topic, lag time.Duration) 
 // rack-aware replica selector on.
 func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration) *cluster {
 	t.Helper()
+	return newClusterFetching(t, ids, racks, cfg, lag, 1<<20)
+}
+
+// newClusterFetching is newClusterRacks with the followers fetching at
+// most fetchMax bytes of a partition at a time.
+func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32) *cluster {
+	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, cut: map[int32]bool{}}
 	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
 	for _, id := range ids {
@@ -69,7 +76,7 @@ func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg conf
 			Peers:             &clusterPeers{c: c, from: id},
 			ReplicaLagTimeMax: lag,
 			RackAwareReads:    racks != nil,
-			Fetch:             FetcherConfig{Fetchers: 1, MaxBytes: 1 << 20, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond},
+			Fetch:             FetcherConfig{Fetchers: 1, MaxBytes: fetchMax, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond},
 		})
 		m.SetBrokerEpoch(int64(100 + id))
 		c.nodes[id], c.logs[id] = m, logs

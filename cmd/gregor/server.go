@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,10 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		},
 		ReplicaLagTimeMax: time.Duration(s.cfg.Long("replica.lag.time.max.ms")) * time.Millisecond,
 		RackAwareReads:    s.rackAwareReads,
+		QuotaWindow: replica.QuotaWindow{
+			Samples: int(s.cfg.Int("replication.quota.window.num")),
+			Size:    time.Duration(s.cfg.Int("replication.quota.window.size.seconds")) * time.Second,
+		},
 	})
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
@@ -164,6 +169,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		logs.SetCleanerOptions(cleanerOptions(layers))
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
 		b.SetTransactionVerification(verify == "true")
+		opts.Replicas.SetReplicationThrottles(effectiveLong(layers, "leader.replication.throttled.rate"), effectiveLong(layers, "follower.replication.throttled.rate"))
 	})
 	defer stopDynamicConfigs()
 	bgCtx, stopBackground := context.WithCancel(context.Background())
@@ -408,3 +414,14 @@ func allDirs(s *settings) []string {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// effectiveLong is a long broker config's effective value (-1 when it
+// cannot be read: no limit).
+func effectiveLong(layers config.Layers, key string) int64 {
+	v, _ := layers.EffectiveValue(key)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}

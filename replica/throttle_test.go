@@ -1,0 +1,99 @@
+package replica
+
+import (
+	"testing"
+	"time"
+)
+
+func TestReplicationQuotaRate(t *testing.T) {
+	q := newReplicationQuota(QuotaWindow{Samples: 3, Size: time.Second})
+	start := time.Unix(1000, 0)
+	if q.exceeded(start) {
+		t.Fatal("no limit, yet exceeded")
+	}
+	q.limit.Store(100)
+	// 250 bytes over the minimum span of 2 s is 125 B/s.
+	q.record(250, start)
+	if !q.exceeded(start.Add(500 * time.Millisecond)) {
+		t.Fatal("125 B/s against 100 B/s not exceeded")
+	}
+	// Once the sample leaves the 3 s window, nothing is counted.
+	if q.exceeded(start.Add(3 * time.Second)) {
+		t.Fatal("exceeded after the window passed")
+	}
+	q.record(150, start.Add(3*time.Second))
+	if q.exceeded(start.Add(3500 * time.Millisecond)) {
+		t.Fatal("75 B/s against 100 B/s exceeded")
+	}
+}
+
+func TestThrottledReplicaLists(t *testing.T) {
+	for _, tc := range []struct {
+		list      []string
+		partition int32
+		broker    int32
+		want      bool
+	}{
+		{[]string{"*"}, 3, 7, true},
+		{[]string{"0:1", "1:2"}, 1, 2, true},
+		{[]string{"0:1", "1:2"}, 1, 1, false},
+		{[]string{" 2 : 3 "}, 2, 3, true},
+		{nil, 0, 1, false},
+		{[]string{"bad"}, 0, 1, false},
+	} {
+		if got := throttledReplica(tc.list, tc.partition, tc.broker); got != tc.want {
+			t.Errorf("%v partition %d broker %d: %v", tc.list, tc.partition, tc.broker, got)
+		}
+	}
+}
+
+// A throttled leader sends a follower outside the ISR nothing while the
+// rate is over leader.replication.throttled.rate; lifting the throttle
+// lets it catch up and join the ISR.
+func TestLeaderThrottleHoldsBackAFollowerOutsideTheISR(t *testing.T) {
+	cfg := replicatedTopic(1)
+	cfg.LeaderReplicationThrottledReplicas = []string{"0:1"}
+	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1) // a batch a fetch
+	c.nodes[1].SetReplicationThrottles(1, -1) // one byte a second
+	c.setCut(2, true)
+	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1}))
+	for i := range 20 {
+		c.produce(1, 1, batch(t, 2, int64(i)))
+	}
+	c.setCut(2, false)
+	waitUntil(t, "node 2's first fetch", func() bool { return c.log(2).LogEndOffset() > 0 })
+	first := c.log(2).LogEndOffset()
+	time.Sleep(300 * time.Millisecond)
+	if got := c.log(2).LogEndOffset(); got != first || got == 40 {
+		t.Fatalf("node 2 at %d after its first fetch reached %d: the throttle let more through", got, first)
+	}
+	c.nodes[1].SetReplicationThrottles(-1, -1)
+	waitUntil(t, "node 2 caught up and in the ISR", func() bool {
+		return c.log(2).LogEndOffset() == 40 && len(c.isrOn(1)) == 2
+	})
+}
+
+// A throttled follower outside the ISR leaves the partition out of its
+// fetches while its rate is over follower.replication.throttled.rate.
+func TestFollowerThrottleHoldsBackItsFetches(t *testing.T) {
+	cfg := replicatedTopic(1)
+	cfg.FollowerReplicationThrottledReplicas = []string{"0:2"}
+	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1)
+	c.nodes[2].SetReplicationThrottles(-1, 1)
+	c.setCut(2, true)
+	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1}))
+	for i := range 20 {
+		c.produce(1, 1, batch(t, 2, int64(i)))
+	}
+	c.setCut(2, false)
+	waitUntil(t, "node 2's first fetch", func() bool { return c.log(2).LogEndOffset() > 0 })
+	first := c.log(2).LogEndOffset()
+	time.Sleep(300 * time.Millisecond)
+	if got := c.log(2).LogEndOffset(); got != first || got == 40 {
+		t.Fatalf("node 2 at %d after its first fetch reached %d: the throttle let more through", got, first)
+	}
+	c.nodes[2].SetReplicationThrottles(-1, -1)
+	waitUntil(t, "node 2 caught up and in the ISR", func() bool {
+		return c.log(2).LogEndOffset() == 40 && len(c.isrOn(1)) == 2
+	})
+}
