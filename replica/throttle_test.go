@@ -3,6 +3,8 @@ package replica
 import (
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/config"
 )
 
 func TestReplicationQuotaRate(t *testing.T) {
@@ -53,23 +55,12 @@ func TestThrottledReplicaLists(t *testing.T) {
 func TestLeaderThrottleHoldsBackAFollowerOutsideTheISR(t *testing.T) {
 	cfg := replicatedTopic(1)
 	cfg.LeaderReplicationThrottledReplicas = []string{"0:1"}
-	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1) // a batch a fetch
-	c.nodes[1].SetReplicationThrottles(1, -1) // one byte a second
-	c.setCut(2, true)
-	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1}))
-	for i := range 20 {
-		c.produce(1, 1, batch(t, 2, int64(i)))
-	}
-	c.setCut(2, false)
-	waitUntil(t, "node 2's first fetch", func() bool { return c.log(2).LogEndOffset() > 0 })
-	first := c.log(2).LogEndOffset()
-	time.Sleep(300 * time.Millisecond)
-	if got := c.log(2).LogEndOffset(); got != first || got == 40 {
-		t.Fatalf("node 2 at %d after its first fetch reached %d: the throttle let more through", got, first)
-	}
-	c.nodes[1].SetReplicationThrottles(-1, -1)
-	waitUntil(t, "node 2 caught up and in the ISR", func() bool {
-		return c.log(2).LogEndOffset() == 40 && len(c.isrOn(1)) == 2
+	throttledCatchUp(t, cfg, 1, func(m *Manager, on bool) {
+		if on {
+			m.SetReplicationThrottles(1, -1) // one byte a second
+		} else {
+			m.SetReplicationThrottles(-1, -1)
+		}
 	})
 }
 
@@ -78,8 +69,23 @@ func TestLeaderThrottleHoldsBackAFollowerOutsideTheISR(t *testing.T) {
 func TestFollowerThrottleHoldsBackItsFetches(t *testing.T) {
 	cfg := replicatedTopic(1)
 	cfg.FollowerReplicationThrottledReplicas = []string{"0:2"}
+	throttledCatchUp(t, cfg, 2, func(m *Manager, on bool) {
+		if on {
+			m.SetReplicationThrottles(-1, 1)
+		} else {
+			m.SetReplicationThrottles(-1, -1)
+		}
+	})
+}
+
+// throttledCatchUp has follower 2 catch up with leader 1, a batch a fetch,
+// with node throttled's throttle on: after its first fetch it gets no
+// further until the throttle is lifted, then it catches up and joins the
+// ISR.
+func throttledCatchUp(t *testing.T, cfg config.Topic, throttled int32, throttle func(m *Manager, on bool)) {
+	t.Helper()
 	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1)
-	c.nodes[2].SetReplicationThrottles(-1, 1)
+	throttle(c.nodes[throttled], true)
 	c.setCut(2, true)
 	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1}))
 	for i := range 20 {
@@ -92,7 +98,7 @@ func TestFollowerThrottleHoldsBackItsFetches(t *testing.T) {
 	if got := c.log(2).LogEndOffset(); got != first || got == 40 {
 		t.Fatalf("node 2 at %d after its first fetch reached %d: the throttle let more through", got, first)
 	}
-	c.nodes[2].SetReplicationThrottles(-1, -1)
+	throttle(c.nodes[throttled], false)
 	waitUntil(t, "node 2 caught up and in the ISR", func() bool {
 		return c.log(2).LogEndOffset() == 40 && len(c.isrOn(1)) == 2
 	})
