@@ -95,6 +95,9 @@ type conn struct {
 	queue    chan *slot
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
+	// watchHeartbeats starts, once, the watch of a connection a broker
+	// heartbeats on (controllerapis.go).
+	watchHeartbeats sync.Once
 	// held is the memory the connection's requests and unwritten
 	// responses hold.
 	held heldBytes

@@ -118,6 +118,26 @@ func (b *Broker) handleControllerDirect(ctx context.Context, r *request) {
 			r.closeConnection()
 			return
 		}
+		if hb, ok := r.kreq.(*kmsg.BrokerHeartbeatRequest); ok && answer.(*kmsg.BrokerHeartbeatResponse).ErrorCode == 0 {
+			b.watchHeartbeatConn(r.conn, hb.BrokerID, hb.BrokerEpoch)
+		}
 		r.respond(answer)
+	})
+}
+
+// watchHeartbeatConn has the controller probe broker id once the
+// connection it heartbeats on closes: a killed broker's connections
+// close at once, long before its session would lapse (controller
+// liveness.go). A connection this node closes itself (its own shutdown)
+// says nothing of the peer.
+func (b *Broker) watchHeartbeatConn(c *conn, id int32, epoch int64) {
+	c.watchHeartbeats.Do(func() {
+		go func() {
+			<-c.ctx.Done()
+			if c.srv.draining.Load() || b.runCtx.Err() != nil {
+				return
+			}
+			b.opts.LocalController.ProbeBroker(id, epoch)
+		}()
 	})
 }

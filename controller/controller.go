@@ -155,6 +155,10 @@ type Controller struct {
 	// active mirrors serving() for other goroutines (the broker's
 	// forwarding and its controller listener).
 	active atomic.Bool
+	// probeMu guards probing: the brokers whose listeners are being
+	// dialled to see whether they died (liveness.go).
+	probeMu sync.Mutex
+	probing map[int32]bool
 	// The applied index for MetadataFetch (observers.go).
 	wakeMu        sync.Mutex
 	appliedSignal uint64
@@ -631,6 +635,10 @@ func (c *Controller) onSoftState(ss *raft.SoftState) {
 		for id := range c.committed.Brokers {
 			c.sessions[id] = &brokerSession{lastSeen: now, metadataOffset: -1, controlledShutdownOffset: -1}
 		}
+		// Brokers that died with the previous leader are found at once
+		// rather than after a session timeout (liveness.go); the probes
+		// start once this leader serves.
+		time.AfterFunc(newLeaderProbeDelay, c.probeAllBrokers)
 	}
 }
 

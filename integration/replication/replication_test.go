@@ -15,6 +15,7 @@ import (
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Shorter than Kafka's defaults, so that fencing and ISR changes are seen
@@ -51,6 +52,35 @@ func describe(ctx context.Context, adm *kadm.Client, topic string) (map[int32]pa
 	}
 	out := map[int32]partitionState{}
 	for _, p := range d.Partitions {
+		isr := slices.Clone(p.ISR)
+		slices.Sort(isr)
+		out[p.Partition] = partitionState{leader: p.Leader, replicas: p.Replicas, isr: isr}
+	}
+	return out, nil
+}
+
+// describeAt is describe as one broker answers it (a fresh client's
+// Metadata to that broker alone: nothing cached, no dead broker tried).
+func describeAt(ctx context.Context, t *testing.T, addr, topic string) (map[int32]partitionState, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		return nil, fmt.Errorf("no metadata for %s", topic)
+	}
+	out := map[int32]partitionState{}
+	for _, p := range resp.Topics[0].Partitions {
 		isr := slices.Clone(p.ISR)
 		slices.Sort(isr)
 		out[p.Partition] = partitionState{leader: p.Leader, replicas: p.Replicas, isr: isr}
@@ -158,7 +188,7 @@ func TestAcksAllSurvivesLeaderKill(t *testing.T) {
 	ocl := node.NewClient(t, others, kgo.RequiredAcks(kgo.AllISRAcks()))
 	oadm := kadm.NewClient(ocl)
 	took := node.WaitFor(t, 30*time.Second, "partition 0 led elsewhere, ISR without the dead broker", func() bool {
-		st, err := describe(ctx, oadm, topic)
+		st, err := describeAt(ctx, t, others[0], topic)
 		if err != nil {
 			return false
 		}
@@ -189,4 +219,89 @@ func TestAcksAllSurvivesLeaderKill(t *testing.T) {
 	})
 	t.Logf("ISR full again %s after the restart", took)
 
+}
+
+// TestKilledBrokerFencedAtOnce: a broker killed with kill -9 is fenced,
+// and its partitions led by other ISR members, long before its session
+// would lapse (broker.session.timeout.ms is 60 s here): the active
+// controller sees its heartbeat connection close and its listener refuse
+// connections (controller/liveness.go).
+func TestKilledBrokerFencedAtOnce(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, "broker.session.timeout.ms=60000")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(node.NewClient(t, node.Addrs(nodes)))
+	const topic = "fast"
+	createReplicated(ctx, t, adm, topic, 6)
+	for _, victim := range []int{0, 1} {
+		// The first kill takes a broker that is not the active
+		// controller's, the second the one that is: then the new active
+		// controller probes the brokers it inherits.
+		active := activeControllerID(ctx, t, nodes)
+		var n *node.Node
+		for _, c := range nodes {
+			if (victim == 0) == (c.ID != active) {
+				n = c
+				break
+			}
+		}
+		var live string
+		for _, c := range nodes {
+			if c != n {
+				live = c.Addr()
+			}
+		}
+		n.Kill()
+		took := node.WaitFor(t, 20*time.Second, fmt.Sprintf("broker %d out of every ISR", n.ID), func() bool {
+			st, err := describeAt(ctx, t, live, topic)
+			if err != nil {
+				return false
+			}
+			for _, p := range st {
+				if slices.Contains(p.isr, n.ID) || p.leader == n.ID || p.leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("killed broker %d (active controller %d): fenced and its leaderships moved after %s", n.ID, active, took)
+
+		n.Restart()
+		node.WaitFor(t, 60*time.Second, "the restarted broker back in every ISR", func() bool {
+			st, err := describeAt(ctx, t, live, topic)
+			if err != nil {
+				return false
+			}
+			for _, p := range st {
+				if len(p.isr) != 3 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// activeControllerID is the metadata quorum's leader, from any node.
+func activeControllerID(ctx context.Context, t *testing.T, nodes []*node.Node) int32 {
+	t.Helper()
+	for _, n := range nodes {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		tp := kmsg.NewDescribeQuorumRequestTopic()
+		tp.Topic = "__cluster_metadata"
+		tp.Partitions = append(tp.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+		req.Topics = append(req.Topics, tp)
+		kresp, err := req.RequestWith(ctx, cl)
+		cl.Close()
+		if err == nil && len(kresp.Topics) == 1 && len(kresp.Topics[0].Partitions) == 1 {
+			return kresp.Topics[0].Partitions[0].LeaderID
+		}
+	}
+	t.Fatal("no node answered DescribeQuorum")
+	return -1
 }
