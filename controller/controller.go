@@ -155,10 +155,12 @@ type Controller struct {
 	// active mirrors serving() for other goroutines (the broker's
 	// forwarding and its controller listener).
 	active atomic.Bool
-	// probeMu guards probing: the brokers whose listeners are being
-	// dialled to see whether they died (liveness.go).
-	probeMu sync.Mutex
-	probing map[int32]bool
+	// probeMu guards probing (the brokers whose listeners are being
+	// dialled to see whether they died) and reachable (the broker epoch
+	// whose listeners were last seen accepting), liveness.go.
+	probeMu   sync.Mutex
+	probing   map[int32]bool
+	reachable map[int32]int64
 	// The applied index for MetadataFetch (observers.go).
 	wakeMu        sync.Mutex
 	appliedSignal uint64
@@ -382,6 +384,10 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	c.active.Store(c.serving())
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
 	go c.run()
+	// Each broker's listeners are dialled once per registration, so that
+	// a later probe that finds them refusing means something
+	// (liveness.go).
+	c.Subscribe(c.noteReachable)
 	if cfg.Announce != nil {
 		c.announceDone = make(chan struct{})
 		go c.announce()

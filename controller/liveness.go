@@ -8,7 +8,10 @@ package controller
 // the active one), the controller dials every endpoint the broker
 // registered; if each is refused, nothing listens there any more, so the
 // process is gone and the broker is fenced at once, as a lapsed session
-// would fence it. A connection that succeeds or times out proves nothing
+// would fence it. Only listeners this controller has seen accepting (it
+// dials each broker once when the broker registers) count: an advertised
+// address the controller cannot reach (a port mapped for clients
+// elsewhere) never fences anyone. A connection that succeeds or times out proves nothing
 // (a paused process, a network partition, a broker that only reconnects)
 // and leaves the session to lapse as in Kafka.
 //
@@ -70,6 +73,12 @@ func (c *Controller) probe(id int32, epoch int64) {
 	if b == nil || b.Epoch != epoch || b.Fenced || len(b.Endpoints) == 0 {
 		return
 	}
+	c.probeMu.Lock()
+	known := c.reachable[id] == epoch
+	c.probeMu.Unlock()
+	if !known {
+		return
+	}
 	// A dying process closes its connections before its listeners: a
 	// dial right after the close may still be accepted, so the broker is
 	// given a few tries to be found gone.
@@ -114,6 +123,35 @@ func refusesAll(eps []Endpoint) bool {
 		}
 	}
 	return true
+}
+
+// noteReachable dials the listeners of each broker registered anew in
+// next (in the background, once per broker epoch) and remembers the epoch
+// whose listeners accepted. It is an image subscription.
+func (c *Controller) noteReachable(prev, next *Image) {
+	for id, b := range next.Brokers {
+		if prev != nil && prev.Brokers[id] != nil && prev.Brokers[id].Epoch == b.Epoch {
+			continue
+		}
+		if len(b.Endpoints) == 0 {
+			continue
+		}
+		go func() {
+			for _, ep := range b.Endpoints {
+				conn, err := net.DialTimeout("tcp", ep.Addr(), probeDialTimeout)
+				if err != nil {
+					return
+				}
+				conn.Close()
+			}
+			c.probeMu.Lock()
+			if c.reachable == nil {
+				c.reachable = map[int32]int64{}
+			}
+			c.reachable[id] = max(c.reachable[id], b.Epoch)
+			c.probeMu.Unlock()
+		}()
+	}
 }
 
 // probeAllBrokers probes every unfenced broker: a new active controller

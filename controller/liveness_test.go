@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// registerListening registers broker id with ln's address as its one
+// listener and unfences it.
+func registerListening(t *testing.T, c *Controller, id int32, addr string) int64 {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.Version = 3
+	req.BrokerID = id
+	req.ClusterID = "test-cluster"
+	req.IncarnationID = protocol.RandomUUID()
+	req.LogDirs = [][16]byte{protocol.RandomUUID()}
+	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: host, Port: uint16(p)}}
+	req.Features = []kmsg.BrokerRegistrationRequestFeature{
+		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
+		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
+	}
+	resp := c.RegisterBroker(ctxT(t), req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("register broker %d: error %d", id, resp.ErrorCode)
+	}
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, resp.BrokerEpoch, c.Image().Offset
+	if hr := c.BrokerHeartbeat(ctxT(t), hb); hr.ErrorCode != 0 || hr.IsFenced {
+		t.Fatalf("heartbeat broker %d: %+v", id, hr)
+	}
+	return resp.BrokerEpoch
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// A broker whose listener was seen accepting and now refuses is fenced at
+// once by a probe; one that still accepts is not; one whose listener was
+// never reachable from the controller is never fenced by a probe (its
+// session lapses as in Kafka).
+func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
+	c := startTest(t, vfs.NewMemFS())
+	live, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	dying, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveEpoch := registerListening(t, c, 1, live.Addr().String())
+	dyingEpoch := registerListening(t, c, 2, dying.Addr().String())
+	neverEpoch := registerListening(t, c, 3, freeAddr(t))
+	waitFor(t, func() bool {
+		c.probeMu.Lock()
+		defer c.probeMu.Unlock()
+		return c.reachable[1] == liveEpoch && c.reachable[2] == dyingEpoch
+	})
+	dying.Close()
+	for id, epoch := range map[int32]int64{1: liveEpoch, 2: dyingEpoch, 3: neverEpoch} {
+		c.ProbeBroker(id, epoch)
+	}
+	waitFor(t, func() bool { return c.Image().Brokers[2].Fenced })
+	time.Sleep(600 * time.Millisecond) // every probe has finished its tries
+	if c.Image().Brokers[1].Fenced || c.Image().Brokers[3].Fenced {
+		t.Fatalf("fenced: broker 1 %v, broker 3 %v", c.Image().Brokers[1].Fenced, c.Image().Brokers[3].Fenced)
+	}
+}
