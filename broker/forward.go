@@ -102,9 +102,14 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 	var lastErr error
 	for {
 		if l := c.opts.Local; l != nil && l.Active() {
-			return l.Handle(ctx, req)
-		}
-		if id, addr, ok := c.activeController(); ok && (c.opts.Local == nil || id != c.opts.Local.NodeID()) {
+			resp, err := l.Handle(ctx, req)
+			if err != nil || topLevelError(resp) != kerr.NotController.Code {
+				return resp, err
+			}
+			// It lost the leadership before deciding: nothing was
+			// done, so the request goes to the new leader.
+			lastErr = kerr.NotController
+		} else if id, addr, ok := c.activeController(); ok && (c.opts.Local == nil || id != c.opts.Local.NodeID()) {
 			resp, retry, err := c.send(ctx, id, addr, req)
 			if !retry {
 				return resp, err

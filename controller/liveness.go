@@ -11,7 +11,9 @@ package controller
 // would fence it. Only listeners this controller has seen accepting (it
 // dials each broker once when the broker registers) count: an advertised
 // address the controller cannot reach (a port mapped for clients
-// elsewhere) never fences anyone. A connection that succeeds or times out proves nothing
+// elsewhere) never fences anyone. A probe is one TCP connection to the
+// client listener, closed at once; the broker of the controller's own
+// process (a combined node) is never probed. A connection that succeeds or times out proves nothing
 // (a paused process, a network partition, a broker that only reconnects)
 // and leaves the session to lapse as in Kafka.
 //
@@ -130,6 +132,10 @@ func refusesAll(eps []Endpoint) bool {
 // whose listeners accepted. It is an image subscription.
 func (c *Controller) noteReachable(prev, next *Image) {
 	for id, b := range next.Brokers {
+		if id == c.cfg.NodeID {
+			// The broker of this very process is never probed.
+			continue
+		}
 		if prev != nil && prev.Brokers[id] != nil && prev.Brokers[id].Epoch == b.Epoch {
 			continue
 		}

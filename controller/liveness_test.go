@@ -66,21 +66,23 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveEpoch := registerListening(t, c, 1, live.Addr().String())
-	dyingEpoch := registerListening(t, c, 2, dying.Addr().String())
-	neverEpoch := registerListening(t, c, 3, freeAddr(t))
+	// Ids other than the controller's own node id: its own process's
+	// broker is never probed.
+	liveEpoch := registerListening(t, c, 11, live.Addr().String())
+	dyingEpoch := registerListening(t, c, 12, dying.Addr().String())
+	neverEpoch := registerListening(t, c, 13, freeAddr(t))
 	waitFor(t, func() bool {
 		c.probeMu.Lock()
 		defer c.probeMu.Unlock()
-		return c.reachable[1] == liveEpoch && c.reachable[2] == dyingEpoch
+		return c.reachable[11] == liveEpoch && c.reachable[12] == dyingEpoch
 	})
 	dying.Close()
-	for id, epoch := range map[int32]int64{1: liveEpoch, 2: dyingEpoch, 3: neverEpoch} {
+	for id, epoch := range map[int32]int64{11: liveEpoch, 12: dyingEpoch, 13: neverEpoch} {
 		c.ProbeBroker(id, epoch)
 	}
-	waitFor(t, func() bool { return c.Image().Brokers[2].Fenced })
+	waitFor(t, func() bool { return c.Image().Brokers[12].Fenced })
 	time.Sleep(600 * time.Millisecond) // every probe has finished its tries
-	if c.Image().Brokers[1].Fenced || c.Image().Brokers[3].Fenced {
-		t.Fatalf("fenced: broker 1 %v, broker 3 %v", c.Image().Brokers[1].Fenced, c.Image().Brokers[3].Fenced)
+	if c.Image().Brokers[11].Fenced || c.Image().Brokers[13].Fenced {
+		t.Fatalf("fenced: broker 11 %v, broker 13 %v", c.Image().Brokers[11].Fenced, c.Image().Brokers[13].Fenced)
 	}
 }

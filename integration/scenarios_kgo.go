@@ -26,10 +26,19 @@ const (
 func kgoScenarios() []Scenario {
 	return []Scenario{{
 		Name:    "kgo/suite",
-		Doc:     "franz-go " + FranzGoVersion + " pkg/kgo tests (unmodified, KGO_TEST_RF=1); every test in integration/kgo-ALLOWLIST must pass",
+		Doc:     "franz-go " + FranzGoVersion + " pkg/kgo tests (unmodified, KGO_TEST_RF=1, or 3 on a cluster of 3 brokers or more); every test in integration/kgo-ALLOWLIST must pass",
 		Timeout: kgoScenarioTime,
 		Run:     runKgoSuite,
 	}}
+}
+
+// kgoReplicationFactor is KGO_TEST_RF for a target: 3 on a cluster of at
+// least three brokers (the RF=3 run), 1 on a single node.
+func kgoReplicationFactor(t Topology) string {
+	if len(t.Brokers) >= 3 {
+		return "3"
+	}
+	return "1"
 }
 
 // kgoOutcome is one top-level test's result in the suite.
@@ -133,7 +142,7 @@ func runKgoSuite(ctx context.Context, e *Env) error {
 	out, runErr := e.Exec(ctx, Cmd{
 		Name: "go",
 		Args: append(args, kgoPackage),
-		Env: []string{"KGO_SEEDS=" + e.Bootstrap(), "KGO_TEST_RF=1", "KGO_TEST_RECORDS=" + kgoRecords,
+		Env: []string{"KGO_SEEDS=" + e.Bootstrap(), "KGO_TEST_RF=" + kgoReplicationFactor(e.Target.Topology()), "KGO_TEST_RECORDS=" + kgoRecords,
 			"KGO_LOG_LEVEL=none", "GOFLAGS=-mod=mod"},
 		Dir:     dir,
 		Timeout: kgoTestTimeout + time.Minute,
