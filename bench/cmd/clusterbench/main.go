@@ -65,7 +65,7 @@ func run() int {
 	}
 	command := strings.TrimSpace("go run ./bench/cmd/clusterbench " + strings.Join(os.Args[1:], " "))
 	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return bench.PutClusterSection(old, bench.RenderCluster(res, bench.DescribeMachine(), integration.GitCommit(ctx, root), command))
+		return bench.ClusterSection().Put(old, bench.RenderCluster(res, bench.DescribeMachine(), integration.GitCommit(ctx, root), command))
 	})
 	if err2 != nil {
 		log.Error("cluster bench", "err", err2)
