@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required compat bench bench-cluster fuzz lint soak faults
+.PHONY: build run test unit allocs teeth required compat bench bench-cluster bench-replication fuzz lint soak faults
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -73,6 +73,15 @@ bench:
 # bench/RESULTS.md and keeps the rest
 bench-cluster:
 	$(GO) run ./bench/cmd/clusterbench -rounds $(or $(ROUNDS),3)
+
+# the replication benchmark: three combined nodes, gregor then kafka, ROUNDS
+# fresh clusters each; topics of 6 partitions, replication factor 3,
+# min.insync.replicas 2, acks=all (produce throughput, end-to-end latency,
+# kill -9 of a partition leader to the first acknowledged write, the killed
+# broker's return to every ISR); rewrites the replication section of
+# bench/RESULTS.md and keeps the rest
+bench-replication:
+	$(GO) run ./bench/cmd/clusterbench -replication -rounds $(or $(ROUNDS),3)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

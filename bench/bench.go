@@ -96,15 +96,27 @@ type runner struct {
 	nullBin  string // bench/cmd/nullbroker, built when a target is null
 	payloads string
 	workDir  string
-	commands map[string]string // workload -> command line (first seen)
-	order    []string
+	commands commandLog
 }
 
-func (r *runner) note(workload string, c integration.Cmd) {
-	if _, ok := r.commands[workload]; !ok {
-		r.commands[workload] = c.String()
-		r.order = append(r.order, workload)
+func (r *runner) note(workload string, c integration.Cmd) { r.commands.note(workload, c) }
+
+// commandLog keeps the first command line run for each workload, in the
+// order the workloads first ran, for the report.
+type commandLog struct {
+	seen  map[string]bool
+	lines []string // "workload\n    command line"
+}
+
+func (l *commandLog) note(workload string, c integration.Cmd) {
+	if l.seen[workload] {
+		return
 	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[workload] = true
+	l.lines = append(l.lines, workload+"\n    "+c.String())
 }
 
 // selected reports whether the workload named name runs (Config.Only).
@@ -125,6 +137,33 @@ func taskset(cpus string, c integration.Cmd) integration.Cmd {
 	return c
 }
 
+// buildLoadgen builds bench/loadgen into the tools cache and returns the
+// binary's path.
+func buildLoadgen(ctx context.Context, tools *integration.Tools) (string, error) {
+	bin := filepath.Join(tools.Cache, "bin", "loadgen")
+	if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", bin, "."},
+		Dir: filepath.Join(tools.Root, "bench", "loadgen"), Timeout: 10 * time.Minute}); err != nil {
+		return "", fmt.Errorf("building the load generator: %w", err)
+	}
+	return bin, nil
+}
+
+// writePayloads has loadgen write the benchmark's payload file (10,000
+// records of 1 KiB) at path, and describes it for the report.
+func writePayloads(ctx context.Context, loadgen, path string) (string, error) {
+	out, err := integration.Run(ctx, integration.Cmd{Name: loadgen, Args: []string{"payloads", "-out", path, "-n", "10000", "-size", "1024"}, Timeout: time.Minute})
+	if err != nil {
+		return "", fmt.Errorf("generating payloads: %w", err)
+	}
+	var pr struct {
+		Count    int     `json:"count"`
+		Size     int     `json:"size"`
+		LZ4Ratio float64 `json:"lz4_ratio"`
+	}
+	_ = json.Unmarshal([]byte(out.Stdout), &pr)
+	return fmt.Sprintf("%d distinct %d-byte JSON-like event records (seeded generator in bench/loadgen), lz4 ratio %.2f:1 over 16 KiB blocks", pr.Count, pr.Size, pr.LZ4Ratio), nil
+}
+
 // Execute runs the benchmark.
 func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	tools := integration.NewTools(cfg.Root)
@@ -133,11 +172,10 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, tools: tools, workDir: workDir, commands: map[string]string{}}
-	r.loadgen = filepath.Join(tools.Cache, "bin", "loadgen")
-	if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", r.loadgen, "."},
-		Dir: filepath.Join(cfg.Root, "bench", "loadgen"), Timeout: 10 * time.Minute}); err != nil {
-		return nil, fmt.Errorf("building the load generator: %w", err)
+	r := &runner{cfg: cfg, tools: tools, workDir: workDir}
+	var err error
+	if r.loadgen, err = buildLoadgen(ctx, tools); err != nil {
+		return nil, err
 	}
 	if slices.Contains(cfg.Targets, targetNull) {
 		r.nullBin = filepath.Join(tools.Cache, "bin", "nullbroker")
@@ -150,18 +188,11 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 		return nil, err
 	}
 	r.payloads = filepath.Join(workDir, "payloads.txt")
-	pout, err := integration.Run(ctx, integration.Cmd{Name: r.loadgen, Args: []string{"payloads", "-out", r.payloads, "-n", "10000", "-size", "1024"}, Timeout: time.Minute})
+	payload, err := writePayloads(ctx, r.loadgen, r.payloads)
 	if err != nil {
-		return nil, fmt.Errorf("generating payloads: %w", err)
+		return nil, err
 	}
-	var pr struct {
-		Count    int     `json:"count"`
-		Size     int     `json:"size"`
-		LZ4Ratio float64 `json:"lz4_ratio"`
-	}
-	_ = json.Unmarshal([]byte(pout.Stdout), &pr)
-	run := &Run{Config: cfg, Started: time.Now(), LoadAvg: [2]string{loadAvg(), ""},
-		Payload: fmt.Sprintf("%d distinct %d-byte JSON-like event records (seeded generator in bench/loadgen), lz4 ratio %.2f:1 over 16 KiB blocks", pr.Count, pr.Size, pr.LZ4Ratio)}
+	run := &Run{Config: cfg, Started: time.Now(), LoadAvg: [2]string{loadAvg(), ""}, Payload: payload}
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, t := range cfg.Targets {
 			if ctx.Err() != nil {
@@ -175,9 +206,7 @@ func Execute(ctx context.Context, cfg Config) (*Run, error) {
 			run.Rounds = append(run.Rounds, rd)
 		}
 	}
-	for _, w := range r.order {
-		run.Commands = append(run.Commands, w+"\n    "+r.commands[w])
-	}
+	run.Commands = r.commands.lines
 	run.Elapsed = time.Since(run.Started)
 	run.LoadAvg[1] = loadAvg()
 	return run, nil

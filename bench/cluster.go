@@ -79,7 +79,15 @@ func clusterFigures(clients int) []string {
 
 // ClusterRun is what a cluster benchmark run measured.
 type ClusterRun struct {
-	Config  ClusterConfig
+	Config ClusterConfig
+	runInfo
+	// Failovers lists every kill, per target, as a line for the report.
+	Failovers map[string][]string
+}
+
+// runInfo is what a cluster-wide benchmark run records besides its
+// figures, for the report's header.
+type runInfo struct {
 	Rounds  []Round
 	Started time.Time
 	Elapsed time.Duration
@@ -87,8 +95,6 @@ type ClusterRun struct {
 	// RoundLoads is /proc/loadavg as each target's round started ("round
 	// 1 gregor: 1.07 2.24 2.42"): the cluster's own processes count too.
 	RoundLoads []string
-	// Failovers lists every kill, per target, as a line for the report.
-	Failovers map[string][]string
 	// Describe is each target's cluster description; Properties is node
 	// 1's server.properties of the first cluster started (both targets get
 	// the same file, ports aside).
@@ -96,42 +102,76 @@ type ClusterRun struct {
 	Properties string
 }
 
+func newRunInfo() runInfo {
+	return runInfo{Started: time.Now(), LoadAvg: [2]string{loadAvg(), ""}, Describe: map[string]string{}}
+}
+
+// alternate runs one(round, target) for every round and, within it, every
+// target in order, and keeps each Round; it stops early when ctx ends.
+// what names the benchmark in log lines.
+func (ri *runInfo) alternate(ctx context.Context, log *slog.Logger, what string, targets []string, rounds int, one func(round int, target string) Round) error {
+	defer func() { ri.Elapsed, ri.LoadAvg[1] = time.Since(ri.Started), loadAvg() }()
+	for round := 1; round <= rounds; round++ {
+		for _, t := range targets {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			load := loadAvg()
+			ri.RoundLoads = append(ri.RoundLoads, fmt.Sprintf("round %d %s: %s", round, t, load))
+			log.Info(what+" round", "round", round, "target", t, "load", load)
+			rd := one(round, t)
+			for _, e := range rd.Errors {
+				log.Warn(what+" error", "round", round, "target", t, "err", e)
+			}
+			log.Info(what+" round done", "round", round, "target", t, "figures", rd.Figures)
+			ri.Rounds = append(ri.Rounds, rd)
+		}
+	}
+	return nil
+}
+
+// noteCluster records c's description and, for the first cluster, node
+// 1's properties.
+func (ri *runInfo) noteCluster(target string, c *integration.Cluster) {
+	ri.Describe[target] = c.Describe
+	if ri.Properties == "" {
+		if b, err := os.ReadFile(filepath.Join(c.Nodes[0].Dir, "server.properties")); err == nil {
+			ri.Properties = string(b)
+		}
+	}
+}
+
+// prepareClusterBench empties the benchmark's work directory
+// (bench/.work/<name>) and fetches Kafka when it is a target.
+func prepareClusterBench(ctx context.Context, root, name string, targets []string) (*integration.Tools, string, error) {
+	tools := integration.NewTools(root)
+	workDir := filepath.Join(root, "bench", ".work", name)
+	_ = os.RemoveAll(workDir)
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, "", err
+	}
+	if slices.Contains(targets, "kafka") {
+		if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
+			return nil, "", err
+		}
+	}
+	return tools, workDir, nil
+}
+
 // ExecuteCluster runs the cluster benchmark. It returns what it measured
 // even when ctx ends early.
 func ExecuteCluster(ctx context.Context, cfg ClusterConfig) (*ClusterRun, error) {
-	tools := integration.NewTools(cfg.Root)
-	workDir := filepath.Join(cfg.Root, "bench", ".work", "cluster")
-	_ = os.RemoveAll(workDir)
-	if err := os.MkdirAll(workDir, 0o755); err != nil {
+	tools, workDir, err := prepareClusterBench(ctx, cfg.Root, "cluster", cfg.Targets)
+	if err != nil {
 		return nil, err
 	}
-	if slices.Contains(cfg.Targets, "kafka") {
-		if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
-			return nil, err
-		}
-	}
-	run := &ClusterRun{Config: cfg, Started: time.Now(), LoadAvg: [2]string{loadAvg(), ""},
-		Failovers: map[string][]string{}, Describe: map[string]string{}}
-	for round := 1; round <= cfg.Rounds; round++ {
-		for _, t := range cfg.Targets {
-			if ctx.Err() != nil {
-				run.Elapsed, run.LoadAvg[1] = time.Since(run.Started), loadAvg()
-				return run, ctx.Err()
-			}
-			load := loadAvg()
-			run.RoundLoads = append(run.RoundLoads, fmt.Sprintf("round %d %s: %s", round, t, load))
-			cfg.Log.Info("cluster bench round", "round", round, "target", t, "load", load)
-			cr := &clusterRound{cfg: cfg, run: run, rd: Round{Target: t, Round: round, Figures: map[string]float64{}}}
-			cr.execute(ctx, tools, filepath.Join(workDir, fmt.Sprintf("%s-round%d", t, round)))
-			for _, e := range cr.rd.Errors {
-				cfg.Log.Warn("cluster bench error", "round", round, "target", t, "err", e)
-			}
-			cfg.Log.Info("cluster bench round done", "round", round, "target", t, "figures", cr.rd.Figures)
-			run.Rounds = append(run.Rounds, cr.rd)
-		}
-	}
-	run.Elapsed, run.LoadAvg[1] = time.Since(run.Started), loadAvg()
-	return run, nil
+	run := &ClusterRun{Config: cfg, runInfo: newRunInfo(), Failovers: map[string][]string{}}
+	err = run.alternate(ctx, cfg.Log, "cluster bench", cfg.Targets, cfg.Rounds, func(round int, t string) Round {
+		cr := &clusterRound{cfg: cfg, run: run, rd: Round{Target: t, Round: round, Figures: map[string]float64{}}}
+		cr.execute(ctx, tools, filepath.Join(workDir, fmt.Sprintf("%s-round%d", t, round)))
+		return cr.rd
+	})
+	return run, err
 }
 
 // clusterRound is one target's round: one fresh cluster, every workload.
@@ -139,10 +179,35 @@ type clusterRound struct {
 	cfg ClusterConfig
 	run *ClusterRun
 	rd  Round
-	c   *integration.Cluster
-	// clients holds one client per broker id, seeded with that broker
-	// alone; closed at the end of the round.
+	brokerClients
+}
+
+// brokerClients talks to each broker of a cluster directly: one client per
+// broker id, seeded with that broker alone, made on first use and closed
+// by close. Used from the round's goroutine; goroutines that poll in
+// parallel get their clients made first (prepareClients).
+type brokerClients struct {
+	c       *integration.Cluster
 	clients map[int]*kgo.Client
+}
+
+func newBrokerClients(c *integration.Cluster) brokerClients {
+	return brokerClients{c: c, clients: map[int]*kgo.Client{}}
+}
+
+func (bc *brokerClients) close() {
+	for _, cl := range bc.clients {
+		cl.Close()
+	}
+}
+
+// forget drops broker id's client: after a restart its connection is gone,
+// and the next client dials the new process.
+func (bc *brokerClients) forget(id int) {
+	if cl := bc.clients[id]; cl != nil {
+		cl.Close()
+		delete(bc.clients, id)
+	}
 }
 
 func (cr *clusterRound) fail(format string, args ...any) {
@@ -156,22 +221,14 @@ func (cr *clusterRound) execute(ctx context.Context, tools *integration.Tools, d
 		return
 	}
 	ready := time.Now()
-	cr.c = c
-	cr.clients = map[int]*kgo.Client{}
+	cr.brokerClients = newBrokerClients(c)
 	defer func() {
-		for _, cl := range cr.clients {
-			cl.Close()
-		}
+		cr.close()
 		if err := c.Stop(); err != nil {
 			cr.fail("stopping the cluster: %v", err)
 		}
 	}()
-	cr.run.Describe[cr.rd.Target] = c.Describe
-	if cr.run.Properties == "" {
-		if b, err := os.ReadFile(filepath.Join(c.Nodes[0].Dir, "server.properties")); err == nil {
-			cr.run.Properties = string(b)
-		}
-	}
+	cr.run.noteCluster(cr.rd.Target, c)
 	cr.rd.Figures[figCReady] = ready.Sub(c.Launched).Seconds()
 	if acked, err := cr.firstProduce(ctx); err != nil {
 		cr.fail("start-up: %v", err)
@@ -195,11 +252,11 @@ func (cr *clusterRound) execute(ctx context.Context, tools *integration.Tools, d
 }
 
 // client is the client that talks to broker id alone.
-func (cr *clusterRound) client(id int) (*kgo.Client, error) {
-	if cl := cr.clients[id]; cl != nil {
+func (bc *brokerClients) client(id int) (*kgo.Client, error) {
+	if cl := bc.clients[id]; cl != nil {
 		return cl, nil
 	}
-	n := cr.c.Node(id)
+	n := bc.c.Node(id)
 	if n == nil {
 		return nil, fmt.Errorf("no node %d", id)
 	}
@@ -207,14 +264,14 @@ func (cr *clusterRound) client(id int) (*kgo.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for broker %d: %w", id, err)
 	}
-	cr.clients[id] = cl
+	bc.clients[id] = cl
 	return cl, nil
 }
 
 // broker is broker id as its own client's seed: requests issued on it
 // go to that broker alone.
-func (cr *clusterRound) broker(id int) (*kgo.Broker, error) {
-	cl, err := cr.client(id)
+func (bc *brokerClients) broker(id int) (*kgo.Broker, error) {
+	cl, err := bc.client(id)
 	if err != nil {
 		return nil, err
 	}
@@ -222,8 +279,8 @@ func (cr *clusterRound) broker(id int) (*kgo.Broker, error) {
 }
 
 // request sends req to broker id and waits at most timeout for the answer.
-func (cr *clusterRound) request(ctx context.Context, id int, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
-	b, err := cr.broker(id)
+func (bc *brokerClients) request(ctx context.Context, id int, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
+	b, err := bc.broker(id)
 	if err != nil {
 		return nil, err
 	}
@@ -236,9 +293,9 @@ func requestOn(ctx context.Context, b *kgo.Broker, req kmsg.Request, timeout tim
 	return b.Request(rctx, req)
 }
 
-func (cr *clusterRound) brokerIDs() []int {
+func (bc *brokerClients) brokerIDs() []int {
 	var ids []int
-	for _, b := range cr.c.Brokers() {
+	for _, b := range bc.c.Brokers() {
 		ids = append(ids, b.ID)
 	}
 	return ids
@@ -246,38 +303,45 @@ func (cr *clusterRound) brokerIDs() []int {
 
 // prepareClients makes every broker's client before goroutines share the
 // map (client itself is not safe for concurrent use).
-func (cr *clusterRound) prepareClients() error {
-	for _, id := range cr.brokerIDs() {
-		if _, err := cr.client(id); err != nil {
+func (bc *brokerClients) prepareClients() error {
+	for _, id := range bc.brokerIDs() {
+		if _, err := bc.client(id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func createTopicRequest(topic string, partitions int32, timeout time.Duration) *kmsg.CreateTopicsRequest {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(timeout / time.Millisecond)
+// rf1 is a topic of the given partitions, replication factor 1, default
+// configs.
+func rf1(topic string, partitions int32) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, partitions, 1
+	return t
+}
+
+func createTopicRequest(t kmsg.CreateTopicsRequestTopic, timeout time.Duration) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(timeout / time.Millisecond)
 	req.Topics = append(req.Topics, t)
 	return req
 }
 
-// createTopic asks broker id to create topic; an error from the answer
+// createTopic asks broker id to create topic t; an error from the answer
 // is the topic's error code. alreadyOK counts TOPIC_ALREADY_EXISTS as
 // success (an earlier attempt that timed out may have been committed).
-func (cr *clusterRound) createTopic(ctx context.Context, id int, topic string, partitions int32, timeout time.Duration, alreadyOK bool) error {
-	b, err := cr.broker(id)
+func (bc *brokerClients) createTopic(ctx context.Context, id int, t kmsg.CreateTopicsRequestTopic, timeout time.Duration, alreadyOK bool) error {
+	b, err := bc.broker(id)
 	if err != nil {
 		return err
 	}
-	return createTopicOn(ctx, b, id, topic, partitions, timeout, alreadyOK)
+	return createTopicOn(ctx, b, id, t, timeout, alreadyOK)
 }
 
 // createTopicOn is createTopic on b, which is broker id.
-func createTopicOn(ctx context.Context, b *kgo.Broker, id int, topic string, partitions int32, timeout time.Duration, alreadyOK bool) error {
-	resp, err := requestOn(ctx, b, createTopicRequest(topic, partitions, timeout), timeout+time.Second)
+func createTopicOn(ctx context.Context, b *kgo.Broker, id int, t kmsg.CreateTopicsRequestTopic, timeout time.Duration, alreadyOK bool) error {
+	topic := t.Topic
+	resp, err := requestOn(ctx, b, createTopicRequest(t, timeout), timeout+time.Second)
 	if err != nil {
 		return fmt.Errorf("CreateTopics %s through broker %d: %w", topic, id, err)
 	}
@@ -292,19 +356,31 @@ func createTopicOn(ctx context.Context, b *kgo.Broker, id int, topic string, par
 	return fmt.Errorf("CreateTopics %s through broker %d: %w", topic, id, kerr.ErrorForCode(code))
 }
 
+// metadata is broker id's Metadata answer for topics (every topic when
+// none is named), with auto-creation off.
+func (bc *brokerClients) metadata(ctx context.Context, id int, topics ...string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	req.AllowAutoTopicCreation = false
+	resp, err := bc.request(ctx, id, req, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
 // listsWithLeaders reports whether broker id's Metadata lists topic with
 // the given number of partitions, each with a leader.
-func (cr *clusterRound) listsWithLeaders(ctx context.Context, id int, topic string, partitions int) (bool, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = false
-	resp, err := cr.request(ctx, id, req, 2*time.Second)
+func (bc *brokerClients) listsWithLeaders(ctx context.Context, id int, topic string, partitions int) (bool, error) {
+	resp, err := bc.metadata(ctx, id, topic)
 	if err != nil {
 		return false, err
 	}
-	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic || t.ErrorCode != 0 || len(t.Partitions) != partitions {
 			continue
 		}
@@ -369,7 +445,7 @@ func (cr *clusterRound) firstProduce(ctx context.Context) (time.Time, error) {
 	const topic = "bench-first"
 	first := cr.brokerIDs()[0]
 	for {
-		err := cr.createTopic(ctx, first, topic, 1, 10*time.Second, true)
+		err := cr.createTopic(ctx, first, rf1(topic, 1), 10*time.Second, true)
 		if err == nil {
 			break
 		}
@@ -406,7 +482,7 @@ func (cr *clusterRound) visibility(ctx context.Context) {
 	for i := range cr.cfg.Creations {
 		topic := fmt.Sprintf("bench-visible-%d", i)
 		t0 := time.Now()
-		if err := cr.createTopic(ctx, first, topic, 3, 30*time.Second, false); err != nil {
+		if err := cr.createTopic(ctx, first, rf1(topic, 3), 30*time.Second, false); err != nil {
 			cr.fail("visibility: %v", err)
 			return
 		}
@@ -477,7 +553,7 @@ func alterConfigOn(ctx context.Context, b *kgo.Broker, topic string, retentionMs
 func (cr *clusterRound) commits(ctx context.Context) {
 	const topic = "bench-configs"
 	ids := cr.brokerIDs()
-	if err := cr.createTopic(ctx, ids[0], topic, 1, 30*time.Second, false); err != nil {
+	if err := cr.createTopic(ctx, ids[0], rf1(topic, 1), 30*time.Second, false); err != nil {
 		cr.fail("commits: %v", err)
 		return
 	}
@@ -539,8 +615,8 @@ func (cr *clusterRound) commits(ctx context.Context) {
 
 // quorumLeader asks broker id for the quorum's leader and epoch, and the
 // voters' log end offsets with the high watermark.
-func (cr *clusterRound) quorumLeader(ctx context.Context, id int) (leader, epoch int32, hw int64, voterLEOs map[int32]int64, err error) {
-	b, err := cr.broker(id)
+func (bc *brokerClients) quorumLeader(ctx context.Context, id int) (leader, epoch int32, hw int64, voterLEOs map[int32]int64, err error) {
+	b, err := bc.broker(id)
 	if err != nil {
 		return 0, 0, 0, nil, err
 	}
@@ -645,7 +721,7 @@ func (cr *clusterRound) failovers(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			createAt, createErr = cr.firstSuccess(pctx, createVia, func(ctx context.Context, b *kgo.Broker) error {
-				return createTopicOn(ctx, b, createVia, topic, 1, 5*time.Second, true)
+				return createTopicOn(ctx, b, createVia, rf1(topic, 1), 5*time.Second, true)
 			})
 		}()
 		wg.Wait()
@@ -749,26 +825,29 @@ func pollUntil(ctx context.Context, try func() error) (time.Time, error) {
 	}
 }
 
-// rejoin restarts node id and waits until the quorum's leader reports
-// every voter at or past the high watermark it had when the node came
-// back, and every broker lists all brokers; then lets the cluster settle.
+// rejoin restarts node id and waits until it is back in the cluster
+// (waitRejoined).
 func (cr *clusterRound) rejoin(ctx context.Context, id, via int) error {
 	if err := cr.c.Restart(ctx, id); err != nil {
 		return fmt.Errorf("restarting node %d: %w", id, err)
 	}
-	// Its old connection is gone; a new client dials the new process.
-	if cl := cr.clients[id]; cl != nil {
-		cl.Close()
-		delete(cr.clients, id)
-	}
-	if err := cr.prepareClients(); err != nil {
+	cr.forget(id)
+	return cr.waitRejoined(ctx, id, via)
+}
+
+// waitRejoined waits, after node id was restarted, until the quorum's
+// leader (asked through broker via) reports every voter at or past the
+// high watermark it had when the node came back, and every broker lists
+// all brokers; then lets the cluster settle.
+func (bc *brokerClients) waitRejoined(ctx context.Context, id, via int) error {
+	if err := bc.prepareClients(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var target int64 = -1
 	_, err := pollUntil(ctx, func() error {
-		_, _, hw, leos, err := cr.quorumLeader(ctx, via)
+		_, _, hw, leos, err := bc.quorumLeader(ctx, via)
 		if err != nil {
 			return err
 		}
@@ -780,15 +859,15 @@ func (cr *clusterRound) rejoin(ctx context.Context, id, via int) error {
 				return fmt.Errorf("voter %d at %d, behind %d", v, leo, target)
 			}
 		}
-		if len(leos) != len(cr.c.Controllers()) {
+		if len(leos) != len(bc.c.Controllers()) {
 			return fmt.Errorf("%d voters", len(leos))
 		}
-		for _, b := range cr.brokerIDs() {
-			resp, err := cr.request(ctx, b, kmsg.NewPtrMetadataRequest(), 2*time.Second)
+		for _, b := range bc.brokerIDs() {
+			resp, err := bc.request(ctx, b, kmsg.NewPtrMetadataRequest(), 2*time.Second)
 			if err != nil {
 				return err
 			}
-			if n := len(resp.(*kmsg.MetadataResponse).Brokers); n != len(cr.brokerIDs()) {
+			if n := len(resp.(*kmsg.MetadataResponse).Brokers); n != len(bc.brokerIDs()) {
 				return fmt.Errorf("broker %d lists %d brokers", b, n)
 			}
 		}

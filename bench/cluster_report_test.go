@@ -11,17 +11,17 @@ func TestClusterSectionSurvivesBothWriters(t *testing.T) {
 
 	// The cluster writer adds its section to a single-node report, then
 	// replaces it in place.
-	doc := PutClusterSection(single, section("cluster v1"))
+	doc := ClusterSection().Put(single, section("cluster v1"))
 	if want := "# Benchmark results\n\nsingle v1\n\n" + string(section("cluster v1")); string(doc) != want {
 		t.Fatalf("added section:\n%q\nwant\n%q", doc, want)
 	}
-	doc = PutClusterSection(doc, section("cluster v2"))
+	doc = ClusterSection().Put(doc, section("cluster v2"))
 	if strings.Contains(string(doc), "cluster v1") || !strings.Contains(string(doc), "cluster v2") || !strings.Contains(string(doc), "single v1") {
 		t.Fatalf("replaced section:\n%s", doc)
 	}
 
 	// The single-node writer replaces everything but the cluster section.
-	doc = KeepClusterSection(doc, []byte("# Benchmark results\n\nsingle v2\n"))
+	doc = KeepSections(doc, []byte("# Benchmark results\n\nsingle v2\n"))
 	if strings.Contains(string(doc), "single v1") || !strings.Contains(string(doc), "single v2") || !strings.Contains(string(doc), "cluster v2") {
 		t.Fatalf("kept section:\n%s", doc)
 	}
@@ -31,15 +31,15 @@ func TestClusterSectionSurvivesBothWriters(t *testing.T) {
 
 	// No section yet: the single-node report is written as rendered, and
 	// the cluster section alone makes a file of its own.
-	if got := KeepClusterSection(single, []byte("fresh\n")); string(got) != "fresh\n" {
+	if got := KeepSections(single, []byte("fresh\n")); string(got) != "fresh\n" {
 		t.Fatalf("no section to keep: %q", got)
 	}
-	if got := PutClusterSection(nil, section("only")); string(got) != string(section("only")) {
+	if got := ClusterSection().Put(nil, section("only")); string(got) != string(section("only")) {
 		t.Fatalf("empty file: %q", got)
 	}
 	// A begin marker without its end is not a section: nothing is cut.
 	broken := []byte("x\n" + clusterBegin + "\ny\n")
-	if got := KeepClusterSection(broken, []byte("fresh\n")); string(got) != "fresh\n" {
+	if got := KeepSections(broken, []byte("fresh\n")); string(got) != "fresh\n" {
 		t.Fatalf("unterminated section kept: %q", got)
 	}
 }

@@ -66,7 +66,7 @@ func run() int {
 	}
 	// The cluster benchmark's section (make bench-cluster) stays.
 	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return bench.KeepClusterSection(old, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)))
+		return bench.KeepSections(old, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)))
 	})
 	if err2 != nil {
 		log.Error("bench", "err", err2)

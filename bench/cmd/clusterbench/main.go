@@ -1,9 +1,13 @@
 // Command clusterbench runs the cluster benchmark (three combined nodes,
 // Gregor against Apache Kafka, alternated every round) and writes its
-// section of bench/RESULTS.md, keeping the single-node report around it.
+// section of bench/RESULTS.md, keeping the rest of the file. With
+// -replication it runs the replication benchmark instead (6 partitions,
+// replication factor 3: produce throughput, end-to-end latency, partition
+// leader failover, rejoining the ISR) and writes that section.
 //
 //	go run ./bench/cmd/clusterbench                    # 3 rounds, gregor then kafka
 //	go run ./bench/cmd/clusterbench -rounds 1 -out /tmp/trial.md
+//	go run ./bench/cmd/clusterbench -replication       # make bench-replication
 package main
 
 import (
@@ -31,7 +35,15 @@ func run() int {
 	commitTime := flag.Duration("commit-time", 10*time.Second, "duration of the concurrent config-change workload")
 	seqTime := flag.Duration("seq-commit-time", 5*time.Second, "duration of the one-client config-change workload")
 	failovers := flag.Int("failovers", 3, "kills of the active controller per round")
-	out := flag.String("out", "", "report path (default bench/RESULTS.md); its cluster section is replaced, the rest kept")
+	out := flag.String("out", "", "report path (default bench/RESULTS.md); its cluster (or replication) section is replaced, the rest kept")
+	replication := flag.Bool("replication", false, "run the replication benchmark (the flags below) instead of the cluster one")
+	records := flag.Int("records", 200_000, "replication: records of the produce throughput workload")
+	e2eRate := flag.Int("e2e-rate", 1000, "replication: records/s of the end-to-end latency workload")
+	e2eTime := flag.Duration("e2e-time", 15*time.Second, "replication: duration of the end-to-end latency workload")
+	leaderKills := flag.Int("leader-kills", 2, "replication: partition leaders killed per round")
+	writeRate := flag.Int("write-rate", 1000, "replication: records/s written through each leader kill")
+	down := flag.Duration("down", 15*time.Second, "replication: time from a failover (first acknowledged write after the kill) to the killed broker's restart, writes going on")
+	rejoinLimit := flag.Duration("rejoin-limit", time.Minute, "replication: wait, from the restart, for the broker to be back in every ISR")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -48,32 +60,57 @@ func run() int {
 		}
 		targets = append(targets, t)
 	}
+	if *replication && (*records < 1 || *e2eRate < 1 || *writeRate < 1 || *leaderKills < 0) {
+		log.Error("-records, -e2e-rate and -write-rate must be positive, -leader-kills not negative")
+		return 2
+	}
 	if *rounds < 3 {
 		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
 	}
-	cfg := bench.ClusterConfig{Root: root, Targets: targets, Rounds: *rounds, Creations: *creations, Clients: *clients,
-		CommitTime: *commitTime, SeqCommitTime: *seqTime, Failovers: *failovers, Log: log}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
 	defer cancel()
-	res, err := bench.ExecuteCluster(ctx, cfg)
-	if err != nil && res == nil {
+	command := strings.TrimSpace("go run ./bench/cmd/clusterbench " + strings.Join(os.Args[1:], " "))
+
+	// Each benchmark gives its rounds, or nil if it could not start, and
+	// the section of RESULTS.md it rewrites.
+	var targetRounds []bench.Round
+	var section bench.Section
+	var render func(commit string) []byte
+	if *replication {
+		cfg := bench.ReplicationConfig{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *e2eRate, E2ETime: *e2eTime,
+			LeaderKills: *leaderKills, WriteRate: *writeRate, Down: *down, RejoinLimit: *rejoinLimit, Log: log}
+		var res *bench.ReplicationRun
+		if res, err = bench.ExecuteReplication(ctx, cfg); res != nil {
+			targetRounds, section = res.Rounds, bench.ReplicationSection()
+			render = func(commit string) []byte {
+				return bench.RenderReplication(res, bench.DescribeMachine(), commit, command)
+			}
+		}
+	} else {
+		cfg := bench.ClusterConfig{Root: root, Targets: targets, Rounds: *rounds, Creations: *creations, Clients: *clients,
+			CommitTime: *commitTime, SeqCommitTime: *seqTime, Failovers: *failovers, Log: log}
+		var res *bench.ClusterRun
+		if res, err = bench.ExecuteCluster(ctx, cfg); res != nil {
+			targetRounds, section = res.Rounds, bench.ClusterSection()
+			render = func(commit string) []byte { return bench.RenderCluster(res, bench.DescribeMachine(), commit, command) }
+		}
+	}
+	if render == nil {
 		log.Error("cluster bench", "err", err)
 		return 1
 	}
-	command := strings.TrimSpace("go run ./bench/cmd/clusterbench " + strings.Join(os.Args[1:], " "))
 	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return bench.PutClusterSection(old, bench.RenderCluster(res, bench.DescribeMachine(), integration.GitCommit(ctx, root), command))
+		return section.Put(old, render(integration.GitCommit(ctx, root)))
 	})
 	if err2 != nil {
 		log.Error("cluster bench", "err", err2)
 		return 1
 	}
 	fmt.Println("wrote", path)
-	failed := bench.FailedRounds(res.Rounds)
-	fmt.Printf("clusterbench: %d target-rounds, %d with failures\n", len(res.Rounds), failed)
+	failed := bench.FailedRounds(targetRounds)
+	fmt.Printf("clusterbench: %d target-rounds, %d with failures\n", len(targetRounds), failed)
 	if err != nil || failed > 0 {
 		return 1
 	}

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// failoverSettings are the broker keys that decide how soon a killed
+// broker is fenced and its partitions led elsewhere, with Kafka 4.3's
+// defaults (Gregor's are the same).
+func failoverSettings() [][2]string {
+	return [][2]string{
+		{"broker.session.timeout.ms", "9000"},
+		{"broker.heartbeat.interval.ms", "2000"},
+		{"replica.lag.time.max.ms", "30000"},
+	}
+}
+
+// failoverSettingsIn says, for each of failoverSettings, the value props
+// (a server.properties file) sets or that it is left at the default.
+func failoverSettingsIn(props string) string {
+	set := map[string]string{}
+	for _, l := range strings.Split(props, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "!") {
+			continue
+		}
+		if k, v, ok := strings.Cut(l, "="); ok {
+			set[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	var parts []string
+	for _, kv := range failoverSettings() {
+		if v, ok := set[kv[0]]; ok {
+			parts = append(parts, fmt.Sprintf("`%s=%s` (set in the properties; the default is %s)", kv[0], v, kv[1]))
+		} else {
+			parts = append(parts, fmt.Sprintf("`%s=%s` (not set: the default)", kv[0], kv[1]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rejoinNote is the rejoin figure's cell note for target: how many of its
+// restarted brokers did not rejoin every ISR; "" when all did.
+func rejoinNote(run *ReplicationRun, target string) string {
+	n := run.NotRejoined[target]
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("did not rejoin: %d of %d restarts, limit %s", n, run.Restarts[target], run.Config.RejoinLimit)
+}
+
+// RenderReplication writes the replication section of RESULTS.md for run,
+// between its markers. command is the command line that produced it.
+func RenderReplication(run *ReplicationRun, m Machine, commit, command string) []byte {
+	var b bytes.Buffer
+	cfg := run.Config
+	writeRunHeader(&b, replicationBegin, "Replication: three-node cluster, 6 partitions, replication factor 3", "bench-replication", command,
+		run.runInfo, m, commit, cfg.Targets, cfg.Rounds)
+	fmt.Fprintf(&b, "- fencing and ISR settings, the same file for both targets: %s. The harness (`integration.StartCluster`) sets none of them, for either target, in this benchmark or in `make bench-cluster`; the shorter ones of the replication tests (`integration/replication`: 3000/500 ms, lag 4000 ms) are not used here.\n", failoverSettingsIn(run.Properties))
+	fmt.Fprintf(&b, "- every topic: %d partitions, replication factor %d, `min.insync.replicas=%d` (a topic config given at creation); created through broker 1 (CreateTopics, timeout 30 s), and used only once every broker's Metadata lists each partition with a leader and all %d replicas in the ISR (polled every %s). Producers: acks=all, idempotent (franz-go's default), lz4\n", replPartitions, replFactor, replMinISR, replFactor, isrPoll)
+	fmt.Fprintf(&b, "- payload: %s\n", run.Payload)
+	fmt.Fprintf(&b, "- produce throughput: `loadgen produce` (bench/loadgen, the single-node benchmark's franz-go load generator: linger 5 ms, batches up to 1 MiB, 100,000 records buffered) writes %d records to the topic, bootstrapped at broker 1; its own CreateTopics finds the topic there. MB/s is MiB of payload per second, from the first record produced (after one warm-up record) to the last acknowledged\n", cfg.Records)
+	fmt.Fprintf(&b, "- end-to-end latency: `loadgen e2e` produces %d records/s (linger 0) for %s, each stamped with its send time, and a consumer in the same process (no group, from the log end) tails the topic; latency is Produce to the record's arrival at the consumer, which sees only records below the high watermark, so replication to the ISR is inside it\n", cfg.E2ERate, cfg.E2ETime)
+	fmt.Fprintf(&b, "- failover, %d per round, each on a fresh topic: a writer in this process (franz-go, one record at a time to each partition in turn, %d records/s, linger 0, retries unbounded and %s apart, metadata refreshed at most every %s) writes until every partition has taken a record; then the leader of one partition is killed with SIGKILL (the clock starts just before the signal). The broker killed is one that is not the active controller (DescribeQuorum), the lowest such in id order on odd kills, the next on even ones, so that no controller failover is timed with it; it is a combined node, so a controller voter dies too and the quorum keeps its majority. The partition is the lowest it leads. Two clocks stop: when the first surviving broker's Metadata (polled every %s) names another leader for the partition, and when the writer receives the first acknowledgement of a record on that partition sent after the kill (the producer kept trying throughout). Limit %s\n", cfg.LeaderKills, cfg.WriteRate, clusterPoll, clusterPoll, clusterPoll, replFailoverLimit)
+	fmt.Fprintf(&b, "- rejoin: the writer goes on; %s after the failover (the first acknowledgement above) the broker is restarted on its own data directory and ports, and the clock starts at the restart (its ApiVersions answer is the part row). It stops when the surviving broker's Metadata of every topic (polled every %s) lists the broker in the ISR of every partition whose replicas include it: all of the round's topics. Limit %s from the restart; a broker not back by then **did not rejoin**, and a round in which one did not has no rejoin figure. The next kill waits until DescribeQuorum shows every voter caught up and every broker lists three brokers\n", cfg.Down, isrPoll, cfg.RejoinLimit)
+	b.WriteString("- the failover and rejoin rows are the median over rounds of each round's median over its kills\n\n")
+
+	vals, errs := gather(run.Rounds)
+	writeMedians(&b, "Replication medians", replicationFigures(cfg.E2ERate), cfg.Targets, vals, func(target, figure string) string {
+		if figure == figRRejoin {
+			return rejoinNote(run, target)
+		}
+		return ""
+	})
+	b.WriteString("\nHigher is better for records/s and MB/s; lower is better for everything else.\n")
+	writePerTarget(&b, "Every leader kill", cfg.Targets, run.Kills)
+	writePerTarget(&b, "Replication failures", cfg.Targets, errs)
+	if len(run.Commands) > 0 {
+		b.WriteString("\n### Load generator command lines (first round; ports and paths change every round)\n\n```\n")
+		for _, c := range run.Commands {
+			b.WriteString(c + "\n")
+		}
+		b.WriteString("```\n")
+	}
+	writeProperties(&b, run.runInfo)
+	b.WriteString("\n" + replicationEnd + "\n")
+	return b.Bytes()
+}

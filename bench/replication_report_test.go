@@ -1,0 +1,258 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestEveryWriterKeepsTheOtherSections(t *testing.T) {
+	cluster := func(body string) []byte { return []byte(clusterBegin + "\n" + body + "\n" + clusterEnd + "\n") }
+	repl := func(body string) []byte { return []byte(replicationBegin + "\n" + body + "\n" + replicationEnd + "\n") }
+	doc := []byte("# Benchmark results\n\nsingle v1\n")
+
+	doc = ReplicationSection().Put(doc, repl("repl v1"))
+	doc = ClusterSection().Put(doc, cluster("cluster v1"))
+	if want := "# Benchmark results\n\nsingle v1\n\n" + string(repl("repl v1")) + "\n" + string(cluster("cluster v1")); string(doc) != want {
+		t.Fatalf("both sections added:\n%q\nwant\n%q", doc, want)
+	}
+	// Each section's writer replaces its own in place.
+	doc = ReplicationSection().Put(doc, repl("repl v2"))
+	doc = ClusterSection().Put(doc, cluster("cluster v2"))
+	for _, gone := range []string{"repl v1", "cluster v1"} {
+		if strings.Contains(string(doc), gone) {
+			t.Fatalf("%s kept:\n%s", gone, doc)
+		}
+	}
+	if !strings.HasPrefix(string(doc), "# Benchmark results\n\nsingle v1\n\n"+replicationBegin) {
+		t.Fatalf("replication section moved:\n%s", doc)
+	}
+
+	// The single-node writer keeps both, in the order the file had them.
+	doc = KeepSections(doc, []byte("# Benchmark results\n\nsingle v2\n"))
+	want := "# Benchmark results\n\nsingle v2\n\n" + string(repl("repl v2")) + "\n" + string(cluster("cluster v2"))
+	if string(doc) != want {
+		t.Fatalf("kept sections:\n%q\nwant\n%q", doc, want)
+	}
+	if got := KeepSections(doc, []byte("fresh\n")); strings.Count(string(got), replicationBegin) != 1 || strings.Count(string(got), clusterBegin) != 1 {
+		t.Fatalf("markers duplicated:\n%s", got)
+	}
+	// A replication section alone is kept as well.
+	if got := KeepSections(repl("only"), []byte("fresh\n")); string(got) != "fresh\n\n"+string(repl("only")) {
+		t.Fatalf("replication section alone: %q", got)
+	}
+}
+
+func TestFailoverSettingsIn(t *testing.T) {
+	got := failoverSettingsIn("node.id=1\n# broker.session.timeout.ms=1\nlog.dirs=/x\n")
+	for _, want := range []string{"`broker.session.timeout.ms=9000` (not set: the default)", "`broker.heartbeat.interval.ms=2000` (not set: the default)",
+		"`replica.lag.time.max.ms=30000` (not set: the default)"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("defaults: %q lacks %q", got, want)
+		}
+	}
+	got = failoverSettingsIn("broker.session.timeout.ms = 3000\nbroker.heartbeat.interval.ms=500\n")
+	if !strings.Contains(got, "`broker.session.timeout.ms=3000` (set in the properties; the default is 9000)") ||
+		!strings.Contains(got, "`broker.heartbeat.interval.ms=500` (set in the properties; the default is 2000)") ||
+		!strings.Contains(got, "`replica.lag.time.max.ms=30000` (not set: the default)") {
+		t.Fatalf("overrides: %q", got)
+	}
+}
+
+func replicationFixture() *ReplicationRun {
+	run := &ReplicationRun{Config: ReplicationConfig{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 1000, E2ERate: 500,
+		E2ETime: 5 * time.Second, LeaderKills: 1, WriteRate: 100, Down: 5 * time.Second, RejoinLimit: 20 * time.Second}}
+	run.runInfo = newRunInfo()
+	run.Properties = "node.id=1\n"
+	run.Payload = "payloads"
+	run.Commands = []string{"produce\n    loadgen produce -records 1000"}
+	run.Kills = map[string][]string{"gregor": {"round 1, kill 1: did not rejoin"}, "kafka": {"round 1, kill 1: back"}}
+	run.Restarts = map[string]int{"gregor": 2, "kafka": 2}
+	run.NotRejoined = map[string]int{"gregor": 2}
+	run.Rounds = []Round{
+		{Target: "gregor", Round: 1, Figures: map[string]float64{figRProduceRecords: 20000, figRFailAck: 8300}, Errors: []string{"leader kill 1: broker 1 did not rejoin"}},
+		{Target: "kafka", Round: 1, Figures: map[string]float64{figRProduceRecords: 10000, figRFailAck: 9000, figRRejoin: 2}},
+		{Target: "gregor", Round: 2, Figures: map[string]float64{figRProduceRecords: 22000, figRFailAck: 8100}, Errors: []string{"a|b"}},
+		{Target: "kafka", Round: 2, Figures: map[string]float64{figRProduceRecords: 12000, figRFailAck: 9200, figRRejoin: 4}},
+	}
+	return run
+}
+
+// row is the table row of figure in doc, "" if there is none.
+func row(doc, figure string) string {
+	for _, l := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(l, "| "+figure+" |") {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestRenderReplication(t *testing.T) {
+	run := replicationFixture()
+	doc := string(RenderReplication(run, Machine{Cores: 2, CPUModel: "cpu", MemGiB: 1, Kernel: "k"}, "abc123", "go run ./bench/cmd/clusterbench -replication -rounds 2"))
+	if !strings.HasPrefix(doc, replicationBegin+"\n") || !strings.HasSuffix(doc, replicationEnd+"\n") {
+		t.Fatalf("markers:\n%s", doc)
+	}
+	for _, want := range []string{
+		"`go run ./bench/cmd/clusterbench -replication -rounds 2`",
+		"**A trial, not the full benchmark:** 2 round(s).",
+		"`broker.session.timeout.ms=9000` (not set: the default)",
+		"- round 1, kill 1: did not rejoin",
+		"### Replication failures (gregor)",
+		"- round 2: a\\|b",
+		"loadgen produce -records 1000",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	checks := map[string]string{
+		figRProduceRecords: "| " + figRProduceRecords + " | 21000 | 11000 | 1.91 | 20000, 22000 | 10000, 12000 |",
+		figRFailAck:        "| " + figRFailAck + " | 8200 | 9100 | 0.90 | 8300, 8100 | 9000, 9200 |",
+		// Gregor's broker never rejoined: the cell says so, not "failed".
+		figRRejoin:                             "| " + figRRejoin + " | did not rejoin: 2 of 2 restarts, limit 20s | 3 | – |  | 2, 4 |",
+		e2eFigure(run.Config.E2ERate) + " p50": "| " + e2eFigure(500) + " p50 | failed | failed | – |  |  |",
+	}
+	for fig, want := range checks {
+		if got := row(doc, fig); got != want {
+			t.Errorf("row %q:\n got %s\nwant %s", fig, got, want)
+		}
+	}
+
+	// A target that rejoined in some rounds only: the median of those,
+	// with the count of the others beside it.
+	run.Rounds[0].Figures[figRRejoin] = 7
+	run.NotRejoined["gregor"] = 1
+	doc = string(RenderReplication(run, Machine{}, "abc", "cmd"))
+	if got, want := row(doc, figRRejoin), "| "+figRRejoin+" | 7 (did not rejoin: 1 of 2 restarts, limit 20s) | 3 | 2.33 | 7 | 2, 4 |"; got != want {
+		t.Errorf("partly rejoined:\n got %s\nwant %s", got, want)
+	}
+
+	// One target alone: the other column is "not run".
+	run.Config.Targets = []string{"kafka"}
+	doc = string(RenderReplication(run, Machine{}, "abc", "cmd"))
+	if got := row(doc, figRRejoin); !strings.Contains(got, "| not run | 3 |") {
+		t.Errorf("gregor not run: %s", got)
+	}
+}
+
+func metadataFixture() *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	add := func(topic string, parts ...kmsg.MetadataResponseTopicPartition) {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		mt.Partitions = parts
+		resp.Topics = append(resp.Topics, mt)
+	}
+	part := func(id, leader int32, replicas, isr []int32) kmsg.MetadataResponseTopicPartition {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition, p.Leader, p.Replicas, p.ISR = id, leader, replicas, isr
+		return p
+	}
+	all := []int32{1, 2, 3}
+	// t: six partitions, leaders 1 2 3 1 2 3, broker 2 out of partition 5's ISR.
+	add("t", part(0, 1, all, all), part(1, 2, all, all), part(2, 3, all, all),
+		part(3, 1, all, all), part(4, 2, all, all), part(5, 3, all, []int32{1, 3}))
+	// u: broker 2 holds no replica of it.
+	add("u", part(0, 1, []int32{1, 3}, []int32{1}))
+	return resp
+}
+
+func TestMetadataReadings(t *testing.T) {
+	resp := metadataFixture()
+	if err := fullISR(resp, "t"); err == nil || !strings.Contains(err.Error(), "t-5") {
+		t.Fatalf("fullISR with partition 5 short: %v", err)
+	}
+	resp.Topics[0].Partitions[5].ISR = []int32{1, 2, 3}
+	if err := fullISR(resp, "t"); err != nil {
+		t.Fatalf("fullISR: %v", err)
+	}
+	if err := fullISR(resp, "missing"); err == nil {
+		t.Fatal("fullISR of an unlisted topic: no error")
+	}
+	if err := fullISR(resp, "u"); err == nil {
+		t.Fatal("fullISR of a one-partition, two-replica topic: no error")
+	}
+
+	// The active controller (3) is never picked; the others in turn.
+	for k, want := range map[int]int32{1: 1, 2: 2, 3: 1} {
+		victim, led := pickVictim(resp, "t", 3, k)
+		if victim != want {
+			t.Errorf("kill %d: victim %d, want %d", k, victim, want)
+		}
+		if wantLed := []int32{victim - 1, victim + 2}; !slices.Equal(led, wantLed) {
+			t.Errorf("kill %d: led %v, want %v", k, led, wantLed)
+		}
+	}
+	if v, _ := pickVictim(resp, "missing", 3, 1); v != -1 {
+		t.Errorf("victim of an unlisted topic: %d", v)
+	}
+
+	if l := leaderOf(resp, "t", 4); l != 2 {
+		t.Errorf("leader of t-4: %d", l)
+	}
+	if l := leaderOf(resp, "t", 9); l != -1 {
+		t.Errorf("leader of t-9: %d", l)
+	}
+
+	resp.Topics[0].Partitions[5].ISR = []int32{1, 3}
+	if missing, held := outOfISR(resp, 2); missing != 1 || held != 6 {
+		t.Errorf("broker 2: out of %d of %d, want 1 of 6", missing, held)
+	}
+	if missing, held := outOfISR(resp, 3); missing != 1 || held != 7 {
+		t.Errorf("broker 3: out of %d of %d, want 1 of 7", missing, held)
+	}
+}
+
+func TestAckReadings(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	acks := []ackRecord{
+		{partition: 0, bytes: 10, sent: at(-5), acked: at(1)},      // sent before the kill
+		{partition: 0, bytes: 10, sent: at(2), acked: at(900)},     // after it
+		{partition: 0, bytes: 10, sent: at(3), acked: at(850)},     // acknowledged sooner (another batch)
+		{partition: 1, bytes: 20, sent: at(4), acked: at(1200)},    // another partition
+		{partition: 0, bytes: 10, sent: at(2000), acked: at(2001)}, // later
+	}
+	if got, ok := firstAckAfter(acks, 0, t0); !ok || !got.Equal(at(850)) {
+		t.Errorf("first ack on 0 after the kill: %v %v", got, ok)
+	}
+	if _, ok := firstAckAfter(acks, 2, t0); ok {
+		t.Error("an ack on a partition never written")
+	}
+	if got, ok := lastFirstAck(acks, []int32{0, 1}, t0); !ok || !got.Equal(at(1200)) {
+		t.Errorf("every partition: %v %v", got, ok)
+	}
+	if _, ok := lastFirstAck(acks, []int32{0, 2}, t0); ok {
+		t.Error("every partition, one of them never written: ok")
+	}
+	if n := ackedBytes(acks, t0, at(1200)); n != 50 {
+		t.Errorf("bytes acknowledged in (0, 1200 ms]: %d, want 50", n)
+	}
+	if n := ackedBytes(acks, at(1), at(1199)); n != 20 {
+		t.Errorf("bytes acknowledged in (1, 1199 ms]: %d, want 20", n)
+	}
+}
+
+func TestReadPayloadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "payloads.txt")
+	if err := os.WriteFile(path, []byte("a\nbb\n\nccc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := readPayloadLines(path)
+	if err != nil || len(ps) != 3 || string(ps[2]) != "ccc" {
+		t.Fatalf("got %q, %v", ps, err)
+	}
+	if err := os.WriteFile(path, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPayloadLines(path); err == nil {
+		t.Fatal("no payloads: no error")
+	}
+}
