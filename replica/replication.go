@@ -295,6 +295,10 @@ type isrSender struct {
 	mu      sync.Mutex
 	pending []*isrChange
 	ready   chan struct{} // signalled (capacity 1) when pending grows
+
+	// failing is set while requests fail, so that a run of failures is
+	// logged once (run's goroutine only).
+	failing bool
 }
 
 func newISRSender(m *Manager) *isrSender {
@@ -312,14 +316,19 @@ func (s *isrSender) queue(c *isrChange) {
 }
 
 // isrRetryBackoff spaces resends of an AlterPartition the controller did
-// not decide (no answer, or a retriable error).
-const isrRetryBackoff = 100 * time.Millisecond
+// not decide (no answer, or a retriable error), doubling up to
+// isrRetryBackoffMax while they keep failing.
+const (
+	isrRetryBackoff    = 100 * time.Millisecond
+	isrRetryBackoffMax = 2 * time.Second
+)
 
 // isrRequestTimeout bounds one AlterPartition round trip.
 const isrRequestTimeout = 30 * time.Second
 
 // run sends what is queued, one request at a time, until ctx ends.
 func (s *isrSender) run(ctx context.Context) {
+	backoff := isrRetryBackoff
 	for {
 		select {
 		case <-ctx.Done():
@@ -334,12 +343,16 @@ func (s *isrSender) run(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			if retry := s.send(ctx, batch); len(retry) > 0 {
+			retry := s.send(ctx, batch)
+			if len(retry) == 0 {
+				backoff = isrRetryBackoff
+			} else {
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(isrRetryBackoff):
+				case <-time.After(backoff):
 				}
+				backoff = min(2*backoff, isrRetryBackoffMax)
 				s.mu.Lock()
 				s.pending = append(retry, s.pending...)
 				s.mu.Unlock()
@@ -400,21 +413,25 @@ func (s *isrSender) send(ctx context.Context, batch []*isrChange) (retry []*isrC
 	kresp, err := m.peers.SendToController(rctx, req)
 	if err != nil {
 		if ctx.Err() == nil {
-			m.log.Warn("AlterPartition to the controller failed; retrying", "partitions", len(batch), "err", err)
+			s.failed("AlterPartition to the controller failed; retrying", len(batch), err)
 		}
 		return batch
 	}
 	resp := kresp.(*kmsg.AlterPartitionResponse)
 	if resp.ErrorCode != 0 {
 		ke := kerr.ErrorForCode(resp.ErrorCode)
-		m.log.Warn("AlterPartition refused", "partitions", len(batch), "err", ke)
-		if kerr.IsRetriable(ke) {
+		s.failed("AlterPartition refused", len(batch), ke)
+		if kerr.IsRetriable(ke) || ke == kerr.StaleBrokerEpoch {
 			return batch
 		}
 		for _, c := range batch {
 			c.settle(m, nil)
 		}
 		return nil
+	}
+	if s.failing {
+		m.log.Info("AlterPartition answered again")
+		s.failing = false
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
@@ -440,6 +457,17 @@ func (s *isrSender) send(ctx context.Context, batch []*isrChange) (retry []*isrC
 		retry = append(retry, c) // not answered
 	}
 	return retry
+}
+
+// failed logs a failed request: the first of a run at warning level, the
+// rest at debug.
+func (s *isrSender) failed(msg string, partitions int, err error) {
+	if s.failing {
+		s.m.log.Debug(msg, "partitions", partitions, "err", err)
+		return
+	}
+	s.failing = true
+	s.m.log.Warn(msg, "partitions", partitions, "err", err)
 }
 
 // settle ends c: with the controller's answer (Kafka applies it at once,
