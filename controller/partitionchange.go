@@ -31,9 +31,13 @@ package controller
 // nor in controlled shutdown.
 
 import (
+	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // election is Kafka's PartitionChangeBuilder.Election.
@@ -277,5 +281,102 @@ func (c *Controller) effectiveMinISR(img *Image, t *Topic) int {
 
 // uncleanElectionEnabled is the topic's unclean.leader.election.enable.
 func (c *Controller) uncleanElectionEnabled(img *Image, topic string) bool {
-	return strings.EqualFold(strings.TrimSpace(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection)), "true")
+	return isTrue(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
+}
+
+// isTrue parses a boolean config value as Kafka does (anything but "true",
+// in any case, is false).
+func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+
+// Configs that keep ELR sound (Kafka's ConfigurationControlManager with
+// ELR on): min.insync.replicas lives at the cluster level or on topics,
+// never on one broker, because the controller must judge every partition
+// by the same value; and a change of it clears the ELRs it applies to,
+// whose members were judged by the old value.
+
+var (
+	errBrokerMinISRWithELR  = newAPIError(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInSyncReplicasConfig)
+	errClusterMinISRWithELR = newAPIError(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInSyncReplicasConfig)
+)
+
+// checkMinISRChange refuses the min.insync.replicas changes ELR forbids.
+func checkMinISRChange(img *Image, recs []Record) *apiError {
+	if !elrEnabled(img) {
+		return nil
+	}
+	for _, r := range recs {
+		cr, ok := r.(*ConfigRecord)
+		if !ok || cr.Name != minInSyncReplicasConfig || cr.ResourceType != ConfigResourceBroker {
+			continue
+		}
+		if cr.ResourceName != "" {
+			return errBrokerMinISRWithELR
+		}
+		if cr.Value == nil {
+			return errClusterMinISRWithELR
+		}
+	}
+	return nil
+}
+
+// clearELRRecords clears the ELR and last known leader of every partition
+// whose min.insync.replicas recs change (a topic's, or with a broker or
+// cluster value, every topic's). Kafka writes one ClearElrRecord; Gregor
+// writes a PartitionChangeRecord per partition that has anything to clear.
+func clearELRRecords(img *Image, recs []Record) []Record {
+	if !elrEnabled(img) {
+		return nil
+	}
+	all := false
+	topics := map[string]bool{}
+	for _, r := range recs {
+		cr, ok := r.(*ConfigRecord)
+		if !ok || cr.Name != minInSyncReplicasConfig {
+			continue
+		}
+		switch cr.ResourceType {
+		case ConfigResourceTopic:
+			topics[cr.ResourceName] = true
+		case ConfigResourceBroker:
+			all = true
+		}
+	}
+	var out []Record
+	forEachPartition(img, func(t *Topic, i int, p Partition) {
+		if (all || topics[t.Name]) && (len(p.ELR) > 0 || len(p.LastKnownELR) > 0) {
+			out = append(out, &PartitionChangeRecord{TopicID: t.ID, PartitionID: int32(i), Leader: noLeaderChange, ELR: []int32{}, LastKnownELR: []int32{}})
+		}
+	})
+	return out
+}
+
+// elrSafetyRecords are the config records that make turning ELR on safe
+// (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
+// cluster-level min.insync.replicas with this node's static value when
+// there is none, and the removal of every broker-level one.
+func (c *Controller) elrSafetyRecords(img *Image) []Record {
+	var recs []Record
+	if _, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
+		v := c.staticMinISR()
+		recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: &v})
+	}
+	for _, res := range slices.SortedFunc(maps.Keys(img.Configs), func(a, b ConfigResource) int { return cmp.Compare(a.Name, b.Name) }) {
+		if res.Type != ConfigResourceBroker || res.Name == "" {
+			continue
+		}
+		if _, ok := img.Configs[res][minInSyncReplicasConfig]; ok {
+			recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: res.Name, Name: minInSyncReplicasConfig})
+		}
+	}
+	return recs
+}
+
+// staticMinISR is min.insync.replicas in this node's static configuration.
+func (c *Controller) staticMinISR() string {
+	if c.cfg.Schema != nil {
+		if v, ok := c.cfg.Schema.Default(ConfigResourceBroker, minInSyncReplicasConfig); ok {
+			return v
+		}
+	}
+	return defaultMinInSyncReplicas
 }
