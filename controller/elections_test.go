@@ -43,7 +43,9 @@ func registerELRBroker(t *testing.T, c *Controller, id int32) int64 {
 	return resp.BrokerEpoch
 }
 
-func withELRSupport(cfg *Config) { cfg.SupportedFeatures[EligibleLeaderReplicasFeature] = [2]int16{0, 1} }
+func withELRSupport(cfg *Config) {
+	cfg.SupportedFeatures[EligibleLeaderReplicasFeature] = [2]int16{0, 1}
+}
 
 func setConfig(t *testing.T, c *Controller, typ kmsg.ConfigResourceType, name, key string, op int8, value *string) *kmsg.IncrementalAlterConfigsResponseResource {
 	t.Helper()
