@@ -2,12 +2,18 @@ package controller
 
 // Broker registration, heartbeats and fencing (Kafka's ClusterControlManager
 // and BrokerHeartbeatManager), producer-id blocks, and the partition
-// leadership changes that follow a broker's state.
+// leadership changes that follow a broker's state (decided by
+// partitionchange.go).
 //
 // A broker's epoch is the offset of its RegisterBrokerRecord, as in Kafka.
 // Brokers start fenced; a heartbeat from a broker that has caught up with
 // its registration unfences it; a broker whose heartbeats stop for
-// BrokerSessionTimeout is fenced by the leader.
+// BrokerSessionTimeout is fenced by the leader. Fencing, controlled
+// shutdown and unregistration take the broker out of the ISRs (into the
+// ELR where the ISR falls below min.insync.replicas) and its leaderships;
+// unfencing elects leaders for the partitions that have none; a new
+// incarnation that does not name its predecessor's epoch (an unclean
+// restart) leaves the ELRs too.
 
 import (
 	"context"

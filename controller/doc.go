@@ -19,7 +19,12 @@
 //	               and the records that rebuild an Image (snapshots)
 //	format.go      Format/ReadFormat (bootstrap.checkpoint)
 //	topics.go      CreateTopics, DeleteTopics, CreatePartitions
-//	placement.go   striped replica placement
+//	placement.go   striped, rack-aware replica placement
+//	partitionchange.go  the one partition-change decision (ISR, ELR,
+//	               last known leader, elections) every path uses, and
+//	               the min.insync.replicas rules ELR needs
+//	elections.go   the active controller's periodic unclean elections and
+//	               preferred-leader rebalancing
 //	configs.go     IncrementalAlterConfigs, AlterConfigs
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
@@ -63,9 +68,23 @@
 //     fetches the latest snapshot and what follows again.
 //   - Only the raft leader serves; followers answer NOT_CONTROLLER (admin
 //     clients and brokers go to the leader).
-//   - Only the single-rack case of StripedReplicaPlacer; racks are ignored.
-//   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
-//     in the ISR with no leader, as Kafka does without ELR.
+//   - Eligible leader replicas (KIP-966, eligible.leader.replicas.version
+//     1, finalized on a new cluster as by Kafka 4.3): a min.insync.replicas
+//     change clears the affected ELRs with one PartitionChangeRecord per
+//     partition (bumping its partition epoch) where Kafka writes one
+//     ClearElrRecord; a cluster-wide change touching more than
+//     maxRecordsPerOp partitions is refused. The last known leader is
+//     elected only once it can lead (Kafka elects it even while it is
+//     fenced). Unclean elections do not mark the leader RECOVERING
+//     (KIP-704's leader recovery state is not kept).
+//   - Turning unclean.leader.election.enable on elects the leaderless
+//     partitions it allows at once; Kafka waits for the periodic check
+//     (unclean.leader.election.interval.ms). As in Kafka's KRaft
+//     controller, leader.imbalance.per.broker.percentage is read by
+//     nobody: the rebalance moves every partition whose preferred replica
+//     can lead.
+//   - Elections and placement ignore log directories (Kafka also refuses a
+//     leader whose directory for the partition is offline).
 //   - No partition reassignment, AlterPartition, directory assignment,
 //     ACLs, SCRAM, quotas, delegation tokens yet.
 //   - With Config.SingleReplicaOnly (set by the gregor binary until
