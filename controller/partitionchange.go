@@ -93,6 +93,7 @@ func (c *Controller) newPartitionChange(img *Image, t *Topic, partition int32, c
 		topic:           t,
 		partition:       partition,
 		canLead:         canLead,
+		election:        electOnline,
 		elr:             elrEnabled(img),
 		minISR:          c.effectiveMinISR(img, t),
 		uncleanShutdown: -1,
