@@ -145,10 +145,8 @@ func (c *Controller) alterPartition(img *Image, req *kmsg.AlterPartitionRequest,
 			return nil, kerr.IneligibleReplica
 		}
 	}
-	pc := newPartitionChange(img, t, rp.Partition)
-	pc.unclean = c.uncleanElectionEnabled(img, t.Name)
-	pc.isr = isr
-	pc.recovery = state
+	pc := c.newPartitionChange(img, t, rp.Partition)
+	pc.isr, pc.recovery = isr, state
 	return pc.build(), nil
 }
 

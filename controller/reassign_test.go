@@ -160,7 +160,7 @@ func TestReassignmentCancelNeedsUncleanElection(t *testing.T) {
 		t.Fatalf("unclean cancel without permission: %d", rp.ErrorCode)
 	}
 	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionKey, Value: strPtr("true")}}, nil
+		return []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

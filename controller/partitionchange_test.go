@@ -1,0 +1,229 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gregorbroker/gregor/protocol"
+)
+
+// elrCluster is an image with brokers 1..n (all unfenced), topic "t" with
+// one partition, and ELR on or off; min.insync.replicas is set on the topic.
+func elrCluster(t *testing.T, n int32, elr bool, minISR string, p Partition) *Image {
+	t.Helper()
+	img := emptyImage("c")
+	img.Brokers = map[int32]*Broker{}
+	for id := int32(1); id <= n; id++ {
+		img.Brokers[id] = &Broker{ID: id, Epoch: int64(id)}
+	}
+	if elr {
+		img.Features = map[string]int16{EligibleLeaderReplicasFeature: 1}
+	}
+	topic := &Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: []Partition{p}}
+	img.Topics = map[string]*Topic{"t": topic}
+	img.TopicsByID = map[protocol.UUID]*Topic{topic.ID: topic}
+	img.Configs = map[ConfigResource]map[string]string{{Type: ConfigResourceTopic, Name: "t"}: {minInSyncReplicasConfig: minISR}}
+	return img
+}
+
+// setBroker returns img with broker id fenced or not (a copy: images are
+// immutable).
+func setBroker(img *Image, id int32, fenced bool) *Image {
+	next := *img
+	next.Brokers = map[int32]*Broker{}
+	for k, v := range img.Brokers {
+		next.Brokers[k] = v
+	}
+	b := *img.Brokers[id]
+	b.Fenced = fenced
+	next.Brokers[id] = &b
+	return &next
+}
+
+func apply(t *testing.T, img *Image, recs []Record) *Image {
+	t.Helper()
+	next, err := applyBatch(img, recs, img.Offset+1, 1)
+	if err != nil {
+		t.Fatalf("apply %v: %v", recs, err)
+	}
+	return next
+}
+
+func part(img *Image) Partition { return img.Topics["t"].Partitions[0] }
+
+func wantPartition(t *testing.T, step string, got Partition, leader int32, isr, elr, lastKnown []int32) {
+	t.Helper()
+	if got.Leader != leader || !slices.Equal(got.ISR, isr) || !slices.Equal(got.ELR, elr) || !slices.Equal(got.LastKnownELR, lastKnown) {
+		t.Fatalf("%s: leader %d ISR %v ELR %v LastKnownELR %v; want leader %d ISR %v ELR %v LastKnownELR %v",
+			step, got.Leader, got.ISR, got.ELR, got.LastKnownELR, leader, isr, elr, lastKnown)
+	}
+}
+
+// fence is what fencing a broker does: the partition changes, then the
+// broker is fenced.
+func fence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+	t.Helper()
+	img = apply(t, img, c.removeBrokerFromPartitions(img, id))
+	return setBroker(img, id, true)
+}
+
+func unfence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+	t.Helper()
+	recs := c.leaderAndISRUpdates(img, -1, id, -1, func(p Partition) bool { return p.Leader == -1 })
+	return apply(t, setBroker(img, id, false), recs)
+}
+
+// isrChange is the record for an ISR change the leader of t-0 asks for, as
+// AlterPartition builds it once the request is valid.
+func isrChange(c *Controller, img *Image, isr []int32) *PartitionChangeRecord {
+	pc := c.newPartitionChange(img, img.Topics["t"], 0)
+	pc.isr = isr
+	return pc.build()
+}
+
+func TestELRThroughFencingAndUnfencing(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+
+	img = fence(t, c, img, 3)
+	wantPartition(t, "fence 3", part(img), 1, []int32{1, 2}, []int32{3}, nil)
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2}, []int32{1, 3}, nil)
+	// The last ISR member leaves: the ISR may be empty with ELR, and the
+	// last leader is remembered.
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{}, []int32{1, 2, 3}, []int32{2})
+	// Any ELR member that comes back leads and is the ISR.
+	img = unfence(t, c, img, 3)
+	wantPartition(t, "unfence 3", part(img), 3, []int32{3}, []int32{1, 2}, nil)
+	// Followers catch up: the ISR grows; at min.insync.replicas the ELR
+	// is cleared.
+	img = setBroker(setBroker(img, 1, false), 2, false)
+	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1})})
+	wantPartition(t, "ISR 3,1", part(img), 3, []int32{3, 1}, []int32{2}, nil)
+	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1, 2})})
+	wantPartition(t, "ISR 3,1,2", part(img), 3, []int32{3, 1, 2}, nil, nil)
+	if rec := isrChange(c, img, []int32{3, 1, 2}); rec != nil {
+		t.Fatalf("an unchanged ISR wrote %+v", rec)
+	}
+}
+
+func TestELRAtMinISRIsEmpty(t *testing.T) {
+	c := &Controller{}
+	// min.insync.replicas 2: losing one of three keeps the ISR at 2.
+	img := elrCluster(t, 3, true, "2", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2, 3}, nil, nil)
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), 3, []int32{3}, []int32{2}, nil)
+	// min.insync.replicas is capped at the replication factor.
+	img = elrCluster(t, 2, true, "5", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	if got := c.effectiveMinISR(img, img.Topics["t"]); got != 2 {
+		t.Fatalf("effective min ISR %d, want 2", got)
+	}
+}
+
+func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2}, nil, nil)
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{2}, nil, nil)
+	// Broker 1 is not in the ISR: it does not lead when it returns.
+	img = unfence(t, c, img, 1)
+	wantPartition(t, "unfence 1", part(img), -1, []int32{2}, nil, nil)
+	img = unfence(t, c, img, 2)
+	wantPartition(t, "unfence 2", part(img), 2, []int32{2}, nil, nil)
+	// ELR left over from when the feature was on still elects (as in
+	// Kafka), and is cleared.
+	img = elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "ELR off", part(img), 2, []int32{2}, nil, nil)
+}
+
+func TestUncleanRestartLeavesTheELR(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	for _, id := range []int32{1, 2, 3} {
+		img = setBroker(img, id, true)
+	}
+	old := img.Brokers[1]
+	// A restart that names its last epoch was clean: it keeps its place.
+	if recs := c.brokerRestartRecords(img, old, old.Epoch); len(recs) != 0 {
+		t.Fatalf("clean restart: %v", recs)
+	}
+	img = apply(t, img, c.brokerRestartRecords(img, old, -1))
+	wantPartition(t, "1 restarts uncleanly", part(img), -1, []int32{}, []int32{2}, []int32{2})
+	img = apply(t, img, c.brokerRestartRecords(img, img.Brokers[2], -1))
+	wantPartition(t, "2 restarts uncleanly", part(img), -1, []int32{}, nil, []int32{2})
+	// Nothing is known to be complete: broker 3 does not lead, but the
+	// last leader does (an unclean election) once it can.
+	img = unfence(t, c, img, 3)
+	wantPartition(t, "unfence 3", part(img), -1, []int32{}, nil, []int32{2})
+	img = unfence(t, c, img, 2)
+	wantPartition(t, "unfence 2", part(img), 2, []int32{2}, nil, nil)
+}
+
+func TestUncleanElectionClearsTheELR(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{1}, Leader: -1})
+	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img = setBroker(img, 1, true)
+	// Broker 1, the only replica known complete, is fenced: an unclean
+	// election takes the first live replica.
+	rec, e := c.electLeader(img, "t", 0, electionUnclean)
+	if e != nil {
+		t.Fatalf("unclean election: %v", e.err)
+	}
+	img = apply(t, img, []Record{rec})
+	wantPartition(t, "unclean", part(img), 2, []int32{2}, nil, nil)
+	if part(img).LeaderEpoch != 1 {
+		t.Fatalf("leader epoch %d", part(img).LeaderEpoch)
+	}
+}
+
+func TestElectionOrder(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "1", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3})
+	// Preferred: replica 1 is not in the ISR.
+	if _, e := c.electLeader(img, "t", 0, electionPreferred); e == nil || e.err.Code != 80 {
+		t.Fatalf("preferred out of ISR: %+v", e)
+	}
+	// A fenced leader moves to the first ISR member in replica order.
+	img = fence(t, c, img, 3)
+	wantPartition(t, "fence 3", part(img), 2, []int32{2}, nil, nil)
+	// Unclean ElectLeaders with a leader: not needed.
+	if _, e := c.electLeader(img, "t", 0, electionUnclean); e == nil || e.err.Code != 84 {
+		t.Fatalf("unclean with a leader: %+v", e)
+	}
+	// Without unclean elections, unfencing a replica out of the ISR
+	// elects nobody; ElectLeaders unclean does.
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{}, []int32{2}, []int32{2})
+	rec, e := c.electLeader(img, "t", 0, electionUnclean)
+	if e != nil {
+		t.Fatalf("unclean: %v", e.err)
+	}
+	img = apply(t, img, []Record{rec})
+	wantPartition(t, "unclean", part(img), 1, []int32{1}, nil, nil)
+}
+
+func TestElrAfterISRChange(t *testing.T) {
+	p := Partition{ISR: []int32{3, 1, 2}, ELR: []int32{5}}
+	for _, tc := range []struct {
+		isr     []int32
+		minISR  int
+		unclean int32
+		want    []int32
+	}{
+		{[]int32{3, 1}, 2, -1, nil},
+		{[]int32{3}, 2, -1, []int32{1, 2, 5}},
+		{[]int32{}, 2, 2, []int32{1, 3, 5}},
+		{[]int32{3, 1, 2, 4}, 4, -1, nil},
+	} {
+		if got := elrAfterISRChange(p, tc.isr, tc.minISR, tc.unclean); !slices.Equal(got, tc.want) {
+			t.Errorf("ISR %v min %d unclean %d: ELR %v, want %v", tc.isr, tc.minISR, tc.unclean, got, tc.want)
+		}
+	}
+}
