@@ -15,6 +15,13 @@ import (
 func startELRTest(t *testing.T, mutate ...func(*Config)) *Controller {
 	t.Helper()
 	fsys := vfs.NewMemFS()
+	formatELRTest(t, fsys)
+	return startTest(t, fsys, append([]func(*Config){withELRSupport}, mutate...)...)
+}
+
+// formatELRTest formats fsys with eligible leader replicas on.
+func formatELRTest(t *testing.T, fsys vfs.FS) {
+	t.Helper()
 	err := Format(fsys, testDir, FormatOptions{
 		ClusterID:   "test-cluster",
 		NodeID:      1,
@@ -25,7 +32,6 @@ func startELRTest(t *testing.T, mutate ...func(*Config)) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startTest(t, fsys, append([]func(*Config){withELRSupport}, mutate...)...)
 }
 
 // registerELRBroker registers and unfences a broker that supports ELR.
