@@ -362,13 +362,8 @@ func TestSingleBrokerUncleanRestartLeadsAgain(t *testing.T) {
 // reassignment going (its new replica has not caught up); the new leader's
 // AlterPartition completes it.
 func TestFencingDuringAReassignment(t *testing.T) {
-	q := startISRCluster(t, 4)
-	before := q.partition()
-	leader, spare := before.Leader, q.spareBroker()
-	target := append(withoutAll(before.Replicas, []int32{leader}), spare)
-	if rp := q.reassign(t, 1, true, target); rp.ErrorCode != 0 {
-		t.Fatalf("reassign: %d %v", rp.ErrorCode, rp.ErrorMessage)
-	}
+	q, before, target := startMoveOffTheLeader(t)
+	leader, spare := before.Leader, target[len(target)-1]
 	q.fence(t, leader)
 	p := q.partition()
 	stay := withoutInt32(slices.Clone(before.ISR), leader)
