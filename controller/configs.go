@@ -220,7 +220,7 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 			}
 			out = append(out, configResult{res: ch.res, err: e})
 		}
-		recs = append(recs, clearELRRecords(img, recs)...)
+		recs = append(recs, c.clearELRRecords(img, recs)...)
 		if len(recs) > maxRecordsPerOp {
 			for i := range out {
 				if out[i].err == nil {

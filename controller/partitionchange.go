@@ -6,8 +6,8 @@ package controller
 // leader recovery state, for every path that changes a partition: ISR
 // changes a leader asks for (AlterPartition), reassignments and their
 // cancellation, broker fencing, controlled shutdown, unfencing, unclean
-// restarts, unregistration, ElectLeaders and the periodic unclean and
-// preferred elections. A change sets the targets it knows (ISR, replicas,
+// restarts, unregistration, ElectLeaders, the periodic unclean and
+// preferred elections, and min.insync.replicas changes (which clear ELRs). A change sets the targets it knows (ISR, replicas,
 // adding and removing replicas, recovery state, election kind, who may
 // lead); build derives the one PartitionChangeRecord that gets there, in
 // Kafka's order:
@@ -107,6 +107,10 @@ type partitionChange struct {
 	// uncleanShutdown is a broker that restarted without a clean shutdown
 	// and must leave the ELR too (-1 for none).
 	uncleanShutdown int32
+	// forgetELR drops the current ELR and last known leader before
+	// deciding: they were judged by a min.insync.replicas that no longer
+	// holds (clearELRRecords).
+	forgetELR bool
 
 	isr      []int32
 	replicas []int32
@@ -166,17 +170,23 @@ func elrAfterISRChange(p Partition, newISR []int32, minISR int, uncleanShutdown 
 // build returns the record for the change, or nil if nothing changes.
 func (pc *partitionChange) build() *PartitionChangeRecord {
 	cur := pc.cur
+	// known is what the decision may rely on; the record is what differs
+	// from cur.
+	known := cur
+	if pc.forgetELR {
+		known.ELR, known.LastKnownELR = nil, nil
+	}
 	rec := &PartitionChangeRecord{TopicID: pc.topic.ID, PartitionID: pc.partition, Leader: noLeaderChange}
 	pc.completeReassignment()
 
-	elr := cur.ELR
+	elr := known.ELR
 	if pc.elr {
 		// A replica that leaves the partition cannot lead it.
-		elr = slices.DeleteFunc(elrAfterISRChange(cur, pc.isr, pc.minISR, pc.uncleanShutdown),
+		elr = slices.DeleteFunc(elrAfterISRChange(known, pc.isr, pc.minISR, pc.uncleanShutdown),
 			func(r int32) bool { return !containsInt32(pc.replicas, r) })
 	}
 
-	leader, unclean := pc.electLeader(elr)
+	leader, unclean := pc.electLeader(elr, known.LastKnownELR)
 	if leader != cur.Leader {
 		if containsInt32(elr, leader) {
 			pc.isr = []int32{leader}
@@ -210,7 +220,10 @@ func (pc *partitionChange) build() *PartitionChangeRecord {
 		rec.Leader = cur.Leader
 	}
 	if pc.elr {
-		pc.updateLastKnownLeader(rec)
+		updateLastKnownLeader(rec, known)
+	}
+	if len(known.LastKnownELR) < len(cur.LastKnownELR) && rec.LastKnownELR == nil {
+		rec.LastKnownELR = []int32{}
 	}
 	if len(pc.replicas) > 0 && !slices.Equal(pc.replicas, cur.Replicas) {
 		rec.Replicas = slices.Clone(pc.replicas)
@@ -255,9 +268,9 @@ func (pc *partitionChange) completeReassignment() {
 }
 
 // electLeader picks the leader from the target replicas (the current one,
-// another, or -1), given the target ELR, and reports whether the election
-// is unclean.
-func (pc *partitionChange) electLeader(elr []int32) (int32, bool) {
+// another, or -1), given the target ELR and the last known leader, and
+// reports whether the election is unclean.
+func (pc *partitionChange) electLeader(elr, lastKnown []int32) (int32, bool) {
 	cur := pc.cur
 	valid := func(r int32) bool {
 		return (containsInt32(pc.isr, r) || len(pc.isr) == 0 && containsInt32(elr, r)) && pc.canLead(r)
@@ -278,8 +291,8 @@ func (pc *partitionChange) electLeader(elr []int32) (int32, bool) {
 	// Kafka elects the last known leader here even when it cannot lead
 	// (its check only logs); Gregor waits until it can, which it can the
 	// moment it is unfenced (unfenceBrokerRecords).
-	if pc.elr && len(pc.isr) == 0 && len(elr) == 0 && len(cur.LastKnownELR) == 1 && pc.canLead(cur.LastKnownELR[0]) {
-		return cur.LastKnownELR[0], true
+	if pc.elr && len(pc.isr) == 0 && len(elr) == 0 && len(lastKnown) == 1 && pc.canLead(lastKnown[0]) {
+		return lastKnown[0], true
 	}
 	if pc.election == electUnclean {
 		if i := slices.IndexFunc(pc.replicas, pc.canLead); i >= 0 {
@@ -289,10 +302,9 @@ func (pc *partitionChange) electLeader(elr []int32) (int32, bool) {
 	return -1, false
 }
 
-// updateLastKnownLeader records the leader when the ISR first becomes
+// updateLastKnownLeader records p's leader when the ISR first becomes
 // empty, and forgets it once the partition has a leader again.
-func (pc *partitionChange) updateLastKnownLeader(rec *PartitionChangeRecord) {
-	p := pc.cur
+func updateLastKnownLeader(rec *PartitionChangeRecord, p Partition) {
 	switch {
 	case rec.ISR != nil && len(rec.ISR) == 0:
 		if p.Leader >= 0 && !(len(p.LastKnownELR) == 1 && p.LastKnownELR[0] == p.Leader) {
@@ -413,8 +425,10 @@ func checkMinISRChange(img *Image, recs []Record) *apiError {
 // clearELRRecords clears the ELR and last known leader of every partition
 // whose min.insync.replicas recs change (a topic's, or with a broker or
 // cluster value, every topic's). Kafka writes one ClearElrRecord; Gregor
-// writes a PartitionChangeRecord per partition that has anything to clear.
-func clearELRRecords(img *Image, recs []Record) []Record {
+// writes, through the partition-change builder, a PartitionChangeRecord per
+// partition that has anything to clear. It elects only as an online
+// election would have already (never uncleanly).
+func (c *Controller) clearELRRecords(img *Image, recs []Record) []Record {
 	if !elrEnabled(img) {
 		return nil
 	}
@@ -434,8 +448,13 @@ func clearELRRecords(img *Image, recs []Record) []Record {
 	}
 	var out []Record
 	forEachPartition(img, func(t *Topic, i int, p Partition) {
-		if (all || topics[t.Name]) && (len(p.ELR) > 0 || len(p.LastKnownELR) > 0) {
-			out = append(out, &PartitionChangeRecord{TopicID: t.ID, PartitionID: int32(i), Leader: noLeaderChange, ELR: []int32{}, LastKnownELR: []int32{}})
+		if !(all || topics[t.Name]) || len(p.ELR) == 0 && len(p.LastKnownELR) == 0 {
+			return
+		}
+		pc := c.newPartitionChange(img, t, int32(i))
+		pc.election, pc.forgetELR = electOnline, true
+		if rec := pc.build(); rec != nil {
+			out = append(out, rec)
 		}
 	})
 	return out

@@ -416,3 +416,27 @@ func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
 		t.Fatalf("after completion: %+v", p)
 	}
 }
+
+// TestMinISRChangeClearsTheELRThroughTheBuilder: a new min.insync.replicas
+// forgets the ELR and the last known leader (Kafka's ClearElrRecord) and
+// elects nobody uncleanly on the way, even where the topic allows it: that
+// is the periodic check's to do.
+func TestMinISRChangeClearsTheELRThroughTheBuilder(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img = setBroker(setBroker(img, 1, true), 2, true)
+	change := []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: minInSyncReplicasConfig, Value: strPtr("2")}}
+	recs := c.clearELRRecords(img, change)
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	img = apply(t, img, recs)
+	wantPartition(t, "cleared", part(img), -1, []int32{}, nil, nil)
+	if p := part(img); p.PartitionEpoch != 1 || p.LeaderEpoch != 0 {
+		t.Fatalf("epochs: %+v", p)
+	}
+	if recs := c.clearELRRecords(img, change); len(recs) != 0 {
+		t.Fatalf("nothing left to clear: %v", recs)
+	}
+}
