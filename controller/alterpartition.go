@@ -23,7 +23,9 @@ package controller
 //
 // An accepted change is one PartitionChangeRecord (the partition epoch
 // moves by one on replay); an ISR that holds every target replica of a
-// reassignment completes it (partitionchange.go). The answer, sent once
+// reassignment completes it, and with ELR the members that leave an ISR
+// below min.insync.replicas join the ELR, which the ISR growing back to it
+// empties (partitionchange.go). The answer, sent once
 // the record is committed, carries the partition as the record leaves it:
 // leader, leader epoch, ISR, leader recovery state, partition epoch. When
 // completing a reassignment moved leadership away from the sender, the
@@ -145,10 +147,8 @@ func (c *Controller) alterPartition(img *Image, req *kmsg.AlterPartitionRequest,
 			return nil, kerr.IneligibleReplica
 		}
 	}
-	pc := newPartitionChange(img, t, rp.Partition)
-	pc.unclean = c.uncleanElectionEnabled(img, t.Name)
-	pc.isr = isr
-	pc.recovery = state
+	pc := c.newPartitionChange(img, t, rp.Partition)
+	pc.isr, pc.recovery = isr, state
 	return pc.build(), nil
 }
 

@@ -2,12 +2,18 @@ package controller
 
 // Broker registration, heartbeats and fencing (Kafka's ClusterControlManager
 // and BrokerHeartbeatManager), producer-id blocks, and the partition
-// leadership changes that follow a broker's state.
+// leadership changes that follow a broker's state (decided by
+// partitionchange.go).
 //
 // A broker's epoch is the offset of its RegisterBrokerRecord, as in Kafka.
 // Brokers start fenced; a heartbeat from a broker that has caught up with
 // its registration unfences it; a broker whose heartbeats stop for
-// BrokerSessionTimeout is fenced by the leader.
+// BrokerSessionTimeout is fenced by the leader. Fencing, controlled
+// shutdown and unregistration take the broker out of the ISRs (into the
+// ELR where the ISR falls below min.insync.replicas) and its leaderships;
+// unfencing elects leaders for the partitions that have none; a new
+// incarnation that does not name its predecessor's epoch (an unclean
+// restart) leaves the ELRs too.
 
 import (
 	"context"
@@ -35,11 +41,10 @@ func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistr
 	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
 		var recs []Record
 		if old := img.Brokers[req.BrokerID]; old != nil && old.IncarnationID != req.IncarnationID {
-			// A new incarnation means the old one went away without a
-			// controlled shutdown: take it out of ISRs and leadership
-			// first, as Kafka does for an unclean shutdown. The records
-			// come first, so the registration is at a later offset.
-			recs = removeBrokerFromPartitions(img, req.BrokerID)
+			// A new incarnation means the old one went away: take it out
+			// of ISRs and leadership first. The records come first, so
+			// the registration is at a later offset.
+			recs = c.brokerRestartRecords(img, old, req.PreviousBrokerEpoch)
 		}
 		rec, e := c.registerBroker(img, req, offset)
 		if e != nil {
@@ -252,12 +257,12 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 			switch next {
 			case stateFenced, stateShutdownNow:
 				if cur != stateFenced {
-					recs = fenceBrokerRecords(img, b)
+					recs = c.fenceBrokerRecords(img, b)
 				}
 			case stateUnfenced:
-				recs = unfenceBrokerRecords(img, b)
+				recs = c.unfenceBrokerRecords(img, b)
 			case stateControlledShutdown:
-				recs = controlledShutdownRecords(img, b)
+				recs = c.controlledShutdownRecords(img, b)
 			}
 		}
 		return recs, result{next: next, caught: req.CurrentMetadataOffset >= b.Epoch}
@@ -352,7 +357,7 @@ func (c *Controller) maybeFenceStaleBroker() {
 			continue
 		}
 		c.logger.Info("fencing broker whose session expired", "broker", id, "last_heartbeat", s.lastSeen)
-		c.propose(fenceBrokerRecords(img, b), c.nextIndex(), func(err error) {
+		c.propose(c.fenceBrokerRecords(img, b), c.nextIndex(), func(err error) {
 			if err != nil {
 				c.logger.Warn("fencing broker was not committed", "broker", id, "err", err)
 			}
@@ -361,74 +366,73 @@ func (c *Controller) maybeFenceStaleBroker() {
 	}
 }
 
-// fenceBrokerRecords fences b: it leaves every ISR it is in (a partition
+// fenceBrokerRecords fences b: it leaves every ISR it is in (to the ELR
+// when the ISR falls below min.insync.replicas; without ELR a partition
 // whose ISR would become empty keeps it and loses its leader) and leaders
 // move to other ISR members.
-func fenceBrokerRecords(img *Image, b *Broker) []Record {
-	recs := removeBrokerFromPartitions(img, b.ID)
+func (c *Controller) fenceBrokerRecords(img *Image, b *Broker) []Record {
+	recs := c.removeBrokerFromPartitions(img, b.ID)
 	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeFence})
 }
 
 // controlledShutdownRecords moves leadership and ISR membership away from
 // a broker that asked to shut down.
-func controlledShutdownRecords(img *Image, b *Broker) []Record {
-	recs := removeBrokerFromPartitions(img, b.ID)
+func (c *Controller) controlledShutdownRecords(img *Image, b *Broker) []Record {
+	recs := c.removeBrokerFromPartitions(img, b.ID)
 	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: controlledShutdownChangeShutdown})
 }
 
-// unfenceBrokerRecords unfences b and makes it the leader of the
-// leaderless partitions whose ISR holds it.
-func unfenceBrokerRecords(img *Image, b *Broker) []Record {
+// unfenceBrokerRecords unfences b and elects leaders for the leaderless
+// partitions that can have one now (b from the ISR or the ELR, or as the
+// last known leader, or by an unclean election where the topic allows it).
+func (c *Controller) unfenceBrokerRecords(img *Image, b *Broker) []Record {
 	recs := []Record{&BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeUnfence}}
-	forEachPartition(img, func(t *Topic, i int, p Partition) {
-		if p.Leader == -1 && containsInt32(p.ISR, b.ID) {
-			recs = append(recs, &PartitionChangeRecord{PartitionID: int32(i), TopicID: t.ID, Leader: b.ID})
-		}
-	})
-	return recs
+	return append(recs, c.leaderAndISRUpdates(img, -1, b.ID, -1, func(p Partition) bool { return p.Leader == -1 })...)
 }
 
-func removeBrokerFromPartitions(img *Image, id int32) []Record {
+// brokerRestartRecords handles a new incarnation of old registering (Kafka's
+// handleBrokerShutdown). A broker that names the epoch of its last
+// registration shut down cleanly and leaves the ISRs as if fenced. One
+// that does not may have lost an unflushed tail of its logs: with ELR it
+// leaves the ELRs too; without ELR it is treated as fenced.
+func (c *Controller) brokerRestartRecords(img *Image, old *Broker, previousEpoch int64) []Record {
+	if !elrEnabled(img) || previousEpoch == old.Epoch {
+		return c.removeBrokerFromPartitions(img, old.ID)
+	}
+	return c.leaderAndISRUpdates(img, -1, -1, old.ID, func(p Partition) bool {
+		return containsInt32(p.ISR, old.ID) || containsInt32(p.ELR, old.ID) || p.Leader == old.ID
+	})
+}
+
+// removeBrokerFromPartitions takes id out of every ISR and leadership.
+func (c *Controller) removeBrokerFromPartitions(img *Image, id int32) []Record {
+	return c.leaderAndISRUpdates(img, id, -1, -1, func(p Partition) bool {
+		return containsInt32(p.ISR, id) || p.Leader == id
+	})
+}
+
+// leaderAndISRUpdates is Kafka's generateLeaderAndIsrUpdates: in every
+// partition selected, remove leaves the ISR, uncleanShutdown leaves the
+// ISR and the ELR, neither may lead, add may lead although the image still
+// shows it fenced (-1 for none of each), and the partition gets a new
+// leader if its current one can no longer lead (partitionchange.go).
+func (c *Controller) leaderAndISRUpdates(img *Image, remove, add, uncleanShutdown int32, selected func(Partition) bool) []Record {
+	canLead := func(r int32) bool {
+		return r != remove && r != uncleanShutdown && (r == add || isActiveBroker(img, r))
+	}
 	var recs []Record
 	forEachPartition(img, func(t *Topic, i int, p Partition) {
-		if !containsInt32(p.ISR, id) && p.Leader != id {
+		if !selected(p) {
 			return
 		}
-		rec := &PartitionChangeRecord{PartitionID: int32(i), TopicID: t.ID, Leader: noLeaderChange}
-		isr := withoutInt32(p.ISR, id)
-		if len(isr) == 0 {
-			// The last ISR member stays in the ISR; the partition is
-			// offline until it (or an unclean election) returns.
-			if p.Leader != -1 {
-				rec.Leader = -1
-			}
-		} else {
-			if len(isr) != len(p.ISR) {
-				rec.ISR = isr
-			}
-			if p.Leader == id || p.Leader == -1 {
-				rec.Leader = electFromISR(img, p.Replicas, isr, id)
-			}
-		}
-		if rec.Leader == p.Leader {
-			rec.Leader = noLeaderChange
-		}
-		if rec.ISR != nil || rec.Leader != noLeaderChange {
+		pc := c.newPartitionChange(img, t, int32(i))
+		pc.canLead, pc.uncleanShutdown = canLead, uncleanShutdown
+		pc.isr = withoutInt32(withoutInt32(p.ISR, remove), uncleanShutdown)
+		if rec := pc.build(); rec != nil {
 			recs = append(recs, rec)
 		}
 	})
 	return recs
-}
-
-// electFromISR picks the first replica, in replica order, that is in the
-// ISR and active (never the excluded broker); -1 if none is.
-func electFromISR(img *Image, replicas, isr []int32, exclude int32) int32 {
-	for _, r := range replicas {
-		if r != exclude && containsInt32(isr, r) && isActiveBroker(img, r) {
-			return r
-		}
-	}
-	return -1
 }
 
 func isActiveBroker(img *Image, id int32) bool {
@@ -455,7 +459,9 @@ func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 		if b == nil {
 			return nil, newAPIError(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
 		}
-		recs := removeBrokerFromPartitions(img, b.ID)
+		recs := c.leaderAndISRUpdates(img, b.ID, -1, -1, func(p Partition) bool {
+			return containsInt32(p.ISR, b.ID) || containsInt32(p.ELR, b.ID) || p.Leader == b.ID
+		})
 		return append(recs, &UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch}), nil
 	})
 	if !ok || err != nil {

@@ -220,6 +220,7 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 			}
 			out = append(out, configResult{res: ch.res, err: e})
 		}
+		recs = append(recs, c.clearELRRecords(img, recs)...)
 		if len(recs) > maxRecordsPerOp {
 			for i := range out {
 				if out[i].err == nil {
@@ -230,6 +231,9 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 		}
 		if validateOnly {
 			return nil, out
+		}
+		if isUncleanElectionEnabling(recs) {
+			c.uncleanCheck.runNow(c.now())
 		}
 		return recs, out
 	})
@@ -331,6 +335,9 @@ func (c *Controller) legacyAlterConfig(img *Image, ch configChange) ([]Record, *
 // validateConfigs checks the resource's overrides after recs, then that the
 // resource exists (Kafka's order).
 func (c *Controller) validateConfigs(img *Image, res ConfigResource, recs []Record) *apiError {
+	if e := checkMinISRChange(img, recs); e != nil {
+		return e
+	}
 	after := maps.Clone(img.Configs[res])
 	if after == nil {
 		after = map[string]string{}

@@ -91,6 +91,17 @@ type Config struct {
 	SegmentBytes int64
 	// DisableTopicDeletion is delete.topic.enable=false.
 	DisableTopicDeletion bool
+	// UncleanLeaderElectionCheckInterval is
+	// unclean.leader.election.interval.ms (default 5 minutes): how long
+	// after a partition loses its leader the active controller tries an
+	// unclean election for it (elections.go).
+	UncleanLeaderElectionCheckInterval time.Duration
+	// DisableAutoLeaderRebalance is auto.leader.rebalance.enable=false;
+	// otherwise leadership moves back to preferred replicas
+	// LeaderImbalanceCheckInterval (leader.imbalance.check.interval.seconds,
+	// default 300 s) after a partition is led by another (elections.go).
+	DisableAutoLeaderRebalance   bool
+	LeaderImbalanceCheckInterval time.Duration
 	// SingleReplicaOnly refuses partitions with more than one replica
 	// (the broker does not replicate yet; the controller's own logic for
 	// several replicas is complete and tested).
@@ -193,6 +204,9 @@ type Controller struct {
 	// confChangeIndex is the index of the last conf change this node
 	// proposed (membership.go).
 	confChangeIndex uint64
+	// the periodic elections (elections.go)
+	uncleanCheck   periodicCheck
+	rebalanceCheck periodicCheck
 
 	// the write pipeline (loop-owned, see pipeline.go)
 	inflight      []*proposal
@@ -240,6 +254,12 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.BrokerSessionTimeout <= 0 {
 		cfg.BrokerSessionTimeout = 9 * time.Second
+	}
+	if cfg.UncleanLeaderElectionCheckInterval <= 0 {
+		cfg.UncleanLeaderElectionCheckInterval = 5 * time.Minute
+	}
+	if cfg.LeaderImbalanceCheckInterval <= 0 {
+		cfg.LeaderImbalanceCheckInterval = 300 * time.Second
 	}
 	if cfg.SnapshotMaxBytes <= 0 {
 		cfg.SnapshotMaxBytes = 20 << 20
@@ -743,7 +763,11 @@ func (c *Controller) maybeBootstrap() {
 		return
 	}
 	c.logger.Info("writing bootstrap metadata records", "features", c.info.Features)
-	c.propose(c.info.bootstrapRecords(), c.nextIndex(), func(err error) {
+	recs := c.info.bootstrapRecords()
+	if c.info.Features[EligibleLeaderReplicasFeature] > 0 {
+		recs = append(recs, c.elrSafetyRecords(c.latest())...)
+	}
+	c.propose(recs, c.nextIndex(), func(err error) {
 		if err != nil {
 			c.logger.Warn("bootstrap records were not committed; retrying", "err", err)
 		}
@@ -752,10 +776,15 @@ func (c *Controller) maybeBootstrap() {
 
 func (c *Controller) onTick() {
 	c.drain()
-	if !c.serving() || !c.hasRoom() || c.fatalErr() != nil {
+	if !c.serving() || c.fatalErr() != nil {
+		c.resetPeriodicElections()
+		return
+	}
+	if !c.hasRoom() {
 		return
 	}
 	c.maybeFenceStaleBroker()
+	c.runPeriodicElections()
 }
 
 // maybeSnapshot writes a snapshot of the applied image and compacts the log

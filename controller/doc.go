@@ -19,17 +19,20 @@
 //	               and the records that rebuild an Image (snapshots)
 //	format.go      Format/ReadFormat (bootstrap.checkpoint)
 //	topics.go      CreateTopics, DeleteTopics, CreatePartitions
-//	placement.go   striped replica placement
+//	placement.go   striped, rack-aware replica placement
+//	elections.go   the active controller's periodic unclean elections and
+//	               preferred-leader rebalancing
 //	configs.go     IncrementalAlterConfigs, AlterConfigs
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
 //	elect.go       ElectLeaders
 //	alterpartition.go  AlterPartition: partition leaders' ISR changes
 //	reassign.go    AlterPartitionReassignments, ListPartitionReassignments
-//	partitionchange.go  the target state of a partition and the one
-//	               PartitionChangeRecord that reaches it (Kafka's
-//	               PartitionChangeBuilder): reassignment completion,
-//	               elections, leader epoch bumps
+//	partitionchange.go  the one partition-change decision every path
+//	               uses (Kafka's PartitionChangeBuilder): reassignment
+//	               completion, ISR, ELR, last known leader, elections,
+//	               leader recovery state, leader epoch bumps; and the
+//	               min.insync.replicas rules ELR needs
 //	features.go    UpdateFeatures
 //	quorum.go      DescribeQuorum
 //	transport.go   NetTransport: raft messages to the other voters over
@@ -69,23 +72,33 @@
 //     fetches the latest snapshot and what follows again.
 //   - Only the raft leader serves; followers answer NOT_CONTROLLER (admin
 //     clients and brokers go to the leader).
-//   - Only the single-rack case of StripedReplicaPlacer; racks are ignored.
-//   - No eligible leader replicas (ELR): fencing the last ISR member keeps it
-//     in the ISR with no leader, as Kafka does without ELR.
+//   - Eligible leader replicas (KIP-966, eligible.leader.replicas.version
+//     1, finalized on a new cluster as by Kafka 4.3): a min.insync.replicas
+//     change clears the affected ELRs with one PartitionChangeRecord per
+//     partition (bumping its partition epoch) where Kafka writes one
+//     ClearElrRecord; a cluster-wide change touching more than
+//     maxRecordsPerOp partitions is refused. The last known leader is
+//     elected only once it can lead (Kafka elects it even while it is
+//     fenced); a single broker that restarts uncleanly leads its
+//     partitions again when it is unfenced, as in Kafka. A replica that
+//     a completed reassignment removes never stays in the ELR (Kafka's
+//     builder can leave it there).
+//   - Turning unclean.leader.election.enable on elects the leaderless
+//     partitions it allows at once; Kafka waits for the periodic check
+//     (unclean.leader.election.interval.ms). As in Kafka's KRaft
+//     controller, leader.imbalance.per.broker.percentage is read by
+//     nobody: the rebalance moves every partition whose preferred replica
+//     can lead.
+//   - Elections and placement ignore log directories (Kafka also refuses a
+//     leader whose directory for the partition is offline).
 //   - No directory assignment (AssignReplicasToDirs; PartitionChangeRecords
 //     never set directories), ACLs, SCRAM, quotas, delegation tokens yet.
-//   - Fencing, controlled shutdown and unregistration take a broker out
-//     of ISRs with their own rule (brokers.go), not through
-//     partitionChange: an ISR shrink they cause never completes a
-//     reassignment (Kafka's can, when the broker leaving is a removing
-//     replica), and below metadata.version 3.6-IV0 it does not bump the
-//     leader epoch.
 //   - Reassignments are not throttled: the
 //     leader/follower.replication.throttled.replicas configs are stored,
 //     not enforced.
-//   - With Config.SingleReplicaOnly (set by the gregor binary until
-//     brokers replicate), partitions with more than one replica are
-//     refused with INVALID_REPLICATION_FACTOR.
+//   - With Config.SingleReplicaOnly (an embedder's choice; the gregor
+//     binary no longer sets it), partitions with more than one replica
+//     are refused with INVALID_REPLICATION_FACTOR.
 //   - Dynamic membership (membership.go): an observer controller is a raft
 //     learner, added by the leader when it announces itself and never
 //     removed (a learner that is gone for good costs the leader retries);

@@ -1,7 +1,8 @@
 package controller
 
 // ElectLeaders: preferred and unclean leader elections (Kafka's
-// ReplicationControlManager.electLeaders).
+// ReplicationControlManager.electLeaders); the election itself is
+// partitionchange.go's, with the ISR, ELR and last known leader rules.
 
 import (
 	"context"
@@ -49,7 +50,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 		var recs []Record
 		var out []kmsg.ElectLeadersResponseTopic
 		elect := func(rt *kmsg.ElectLeadersResponseTopic, partition int32, skipNotNeeded bool) {
-			rec, e := electLeader(img, rt.Topic, partition, electionType)
+			rec, e := c.electLeader(img, rt.Topic, partition, electionType)
 			if e != nil && e.err == kerr.ElectionNotNeeded && skipNotNeeded {
 				return
 			}
@@ -107,8 +108,11 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 }
 
 // electLeader returns the record electing a leader for one partition, or
-// why there is none.
-func electLeader(img *Image, topic string, partition int32, electionType int8) (Record, *apiError) {
+// why there is none (Kafka's ReplicationControlManager.electLeader): a
+// preferred election makes the first replica the leader if it is in the
+// ISR and active (with no leader, it may elect another ISR member); an
+// unclean one elects from the ISR, then the ELR, then any active replica.
+func (c *Controller) electLeader(img *Image, topic string, partition int32, electionType int8) (Record, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
@@ -124,29 +128,17 @@ func electLeader(img *Image, topic string, partition int32, electionType int8) (
 	if electionType == electionPreferred && p.Leader == preferred || electionType == electionUnclean && p.Leader != -1 {
 		return nil, &apiError{err: kerr.ElectionNotNeeded}
 	}
-	rec := &PartitionChangeRecord{PartitionID: partition, TopicID: t.ID, Leader: noLeaderChange}
-	switch electionType {
-	case electionPreferred:
-		if !containsInt32(p.ISR, preferred) || !isActiveBroker(img, preferred) {
+	pc := c.newPartitionChange(img, t, partition)
+	pc.election = electPreferred
+	if electionType == electionUnclean {
+		pc.election = electUnclean
+	}
+	rec := pc.build()
+	if rec == nil {
+		if electionType == electionPreferred {
 			return nil, &apiError{err: kerr.PreferredLeaderNotAvailable}
 		}
-		rec.Leader = preferred
-	case electionUnclean:
-		if l := electFromISR(img, p.Replicas, p.ISR, -1); l != -1 {
-			rec.Leader = l
-			break
-		}
-		// Unclean: any live replica, which becomes the whole ISR.
-		for _, r := range p.Replicas {
-			if isActiveBroker(img, r) {
-				rec.Leader = r
-				rec.ISR = []int32{r}
-				break
-			}
-		}
-		if rec.Leader == noLeaderChange {
-			return nil, &apiError{err: kerr.EligibleLeadersNotAvailable}
-		}
+		return nil, &apiError{err: kerr.EligibleLeadersNotAvailable}
 	}
 	return rec, nil
 }

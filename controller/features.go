@@ -57,6 +57,12 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 		if validateOnly {
 			return nil, nil
 		}
+		for _, u := range updates {
+			if u.name == EligibleLeaderReplicasFeature && u.level > 0 {
+				recs = append(c.elrSafetyRecords(img), recs...)
+				break
+			}
+		}
 		return recs, nil
 	})
 	if !ok && err == nil {

@@ -44,6 +44,7 @@ func validateTestGroup(name string, overrides map[string]string) error {
 var testKnownKeys = map[string]bool{
 	"cleanup.policy": true, "retention.ms": true, "segment.bytes": true,
 	"log.retention.ms": true, "num.io.threads": true,
+	"min.insync.replicas": true, "unclean.leader.election.enable": true,
 }
 
 func (testSchema) Validate(t ConfigResourceType, name string, overrides map[string]string) error {

@@ -1,18 +1,85 @@
 package controller
 
-// partitionChange is Kafka's PartitionChangeBuilder without eligible
-// leader replicas and directories (doc.go): the target ISR, replicas and
-// reassignment state of one partition, from which build derives the one
-// PartitionChangeRecord that gets there. On the way it completes a
-// reassignment whose target replicas are all in the ISR, elects a leader
-// when the current one cannot stay, and makes sure the leader epoch moves
-// when replicas leave.
+// Partition changes in the manner of Kafka's PartitionChangeBuilder: one
+// place decides a partition's next replicas, reassignment state, ISR,
+// eligible leader replicas (ELR, KIP-966), last known leader, leader and
+// leader recovery state, for every path that changes a partition: ISR
+// changes a leader asks for (AlterPartition), reassignments and their
+// cancellation, broker fencing, controlled shutdown, unfencing, unclean
+// restarts, unregistration, ElectLeaders, the periodic unclean and
+// preferred elections, and min.insync.replicas changes (which clear ELRs). A change sets the targets it knows (ISR, replicas,
+// adding and removing replicas, recovery state, election kind, who may
+// lead); build derives the one PartitionChangeRecord that gets there, in
+// Kafka's order:
+//
+//  1. Reassignment completion: once every replica that stays is in the
+//     target ISR (and the ISR keeps at least one of them), the removing
+//     replicas leave the replicas and the ISR, and the adding and removing
+//     lists are cleared. An ISR shrink that takes a removing replica out
+//     (AlterPartition, fencing, controlled shutdown) can complete it.
+//  2. ELR (eligible.leader.replicas.version >= 1): when the target ISR is
+//     below the topic's min.insync.replicas, the members that leave it go
+//     to the ELR. They are replicas known to hold everything committed, so
+//     when the ISR is empty the leader can come from the ELR without losing
+//     data; the elected member becomes the ISR. The ELR is cleared when the
+//     ISR reaches min.insync.replicas again, on an unclean election, and
+//     whenever min.insync.replicas changes (clearELRRecords). A broker that
+//     restarts without a clean shutdown leaves the ELR (its log may have
+//     lost an unflushed tail). Only current replicas are kept in it.
+//  3. Election: the current leader stays if it is in the target ISR (or,
+//     with an empty ISR, the ELR) and can lead; otherwise the first such
+//     replica in replica order; then the last known leader; then, for an
+//     unclean election (unclean.leader.election.enable for the topic, or
+//     an unclean ElectLeaders), the first replica that can lead. A
+//     preferred election tries the first replica before the current
+//     leader. "Can lead" is, unless the caller says otherwise: a registered
+//     broker that is neither fenced nor in controlled shutdown. An election
+//     of the last known leader or outside the ISR and ELR is unclean: the
+//     leader becomes the whole ISR, the ELR is cleared, and the leader is
+//     RECOVERING (KIP-704) until it reports otherwise.
+//  4. Leader epoch: a change of leader moves it; so do replicas that leave
+//     (the record names the current leader, which replay counts as a new
+//     leader epoch, as Kafka's merge does), and, below metadata.version
+//     3.6-IV0, an ISR shrink (KAFKA-15021).
+//  5. Last known leader (LastKnownELR, as Kafka's
+//     useLastKnownLeaderInBalancedRecovery, always on, keeps it): set to
+//     the leader when the ISR first becomes empty, cleared once the
+//     partition has a leader again. Without ELR the ISR is never written
+//     empty: its last member stays, and the partition waits for it.
 
 import (
+	"cmp"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// election is Kafka's PartitionChangeBuilder.Election.
+type election int
+
+const (
+	// electOnline keeps the partition online from the ISR, then the ELR,
+	// then the last known leader.
+	electOnline election = iota
+	// electPreferred elects the first replica if it may lead.
+	electPreferred
+	// electUnclean is electOnline, then any replica that can lead.
+	electUnclean
+)
+
+const (
+	// EligibleLeaderReplicasFeature is the KIP-966 feature; level 1 turns
+	// eligible leader replicas on.
+	EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
+
+	minInSyncReplicasConfig       = "min.insync.replicas"
+	uncleanLeaderElectionConfig   = "unclean.leader.election.enable"
+	defaultMinInSyncReplicas      = "1"
+	defaultUncleanLeaderElection  = "false"
+	maxElectionsPerPeriodicChange = 1000
 )
 
 // mvNoLeaderEpochBumpOnShrink is metadata.version 3.6-IV0: below it
@@ -20,73 +87,167 @@ import (
 // (KAFKA-15021), so the controller bumps it.
 const mvNoLeaderEpochBumpOnShrink int16 = 12
 
-const uncleanLeaderElectionKey = "unclean.leader.election.enable"
+// elrEnabled reports whether eligible leader replicas are on.
+func elrEnabled(img *Image) bool { return img.Features[EligibleLeaderReplicasFeature] >= 1 }
 
+// partitionChange is the decision for one partition: the current state and
+// the targets a caller sets before build.
 type partitionChange struct {
-	img     *Image
-	topicID protocol.UUID
-	id      int32
-	cur     Partition
+	img       *Image
+	topic     *Topic
+	partition int32
+	cur       Partition
+
+	// canLead reports whether a replica may become (or stay) leader.
+	canLead  func(id int32) bool
+	election election
+	elr      bool
+	// minISR is the topic's effective min.insync.replicas.
+	minISR int
+	// uncleanShutdown is a broker that restarted without a clean shutdown
+	// and must leave the ELR too (-1 for none).
+	uncleanShutdown int32
+	// forgetELR drops the current ELR and last known leader before
+	// deciding: they were judged by a min.insync.replicas that no longer
+	// holds (clearELRRecords).
+	forgetELR bool
 
 	isr      []int32
 	replicas []int32
 	adding   []int32
 	removing []int32
 	recovery LeaderRecoveryState
-	// unclean lets the election fall back to an active replica outside
-	// the ISR (unclean.leader.election.enable).
-	unclean bool
 }
 
-func newPartitionChange(img *Image, t *Topic, id int32) *partitionChange {
-	p := t.Partitions[id]
-	return &partitionChange{
-		img: img, topicID: t.ID, id: id, cur: p,
-		isr: p.ISR, replicas: p.Replicas, adding: p.AddingReplicas, removing: p.RemovingReplicas,
-		recovery: p.LeaderRecoveryState,
+// newPartitionChange starts a change of t's partition that keeps every
+// target as it is, with the topic's min.insync.replicas and
+// unclean.leader.election.enable, the cluster's ELR level, and active
+// brokers as the ones that may lead.
+func (c *Controller) newPartitionChange(img *Image, t *Topic, partition int32) *partitionChange {
+	p := t.Partitions[partition]
+	pc := &partitionChange{
+		img:             img,
+		topic:           t,
+		partition:       partition,
+		cur:             p,
+		canLead:         func(id int32) bool { return isActiveBroker(img, id) },
+		election:        electOnline,
+		elr:             elrEnabled(img),
+		minISR:          c.effectiveMinISR(img, t),
+		uncleanShutdown: -1,
+		isr:             p.ISR,
+		replicas:        p.Replicas,
+		adding:          p.AddingReplicas,
+		removing:        p.RemovingReplicas,
+		recovery:        p.LeaderRecoveryState,
 	}
+	if c.uncleanElectionEnabled(img, t.Name) {
+		pc.election = electUnclean
+	}
+	return pc
 }
 
-// build returns the record that takes the partition to the target, or nil
-// when nothing changes.
+// elrAfterISRChange is the ELR of partition p once its ISR becomes newISR
+// (with ELR enabled): empty when newISR has at least minISR members;
+// otherwise the current ELR plus the members leaving the ISR, less newISR
+// and the broker that shut down uncleanly (-1 for none), in ascending
+// order. It does not elect: a leader taken from the ELR leaves it when it
+// joins the ISR (partitionChange.build).
+func elrAfterISRChange(p Partition, newISR []int32, minISR int, uncleanShutdown int32) []int32 {
+	if len(newISR) >= minISR {
+		return nil
+	}
+	var elr []int32
+	for _, r := range slices.Concat(p.ELR, p.ISR) {
+		if r != uncleanShutdown && !containsInt32(newISR, r) && !containsInt32(elr, r) {
+			elr = append(elr, r)
+		}
+	}
+	slices.Sort(elr)
+	return elr
+}
+
+// build returns the record for the change, or nil if nothing changes.
 func (pc *partitionChange) build() *PartitionChangeRecord {
-	rec := &PartitionChangeRecord{PartitionID: pc.id, TopicID: pc.topicID, Leader: noLeaderChange}
+	cur := pc.cur
+	// known is what the decision may rely on; the record is what differs
+	// from cur.
+	known := cur
+	if pc.forgetELR {
+		known.ELR, known.LastKnownELR = nil, nil
+	}
+	rec := &PartitionChangeRecord{TopicID: pc.topic.ID, PartitionID: pc.partition, Leader: noLeaderChange}
 	pc.completeReassignment()
-	pc.elect(rec)
+
+	elr := known.ELR
+	if pc.elr {
+		// A replica that leaves the partition cannot lead it.
+		elr = slices.DeleteFunc(elrAfterISRChange(known, pc.isr, pc.minISR, pc.uncleanShutdown),
+			func(r int32) bool { return !containsInt32(pc.replicas, r) })
+	}
+
+	leader, unclean := pc.electLeader(elr, known.LastKnownELR)
+	if leader != cur.Leader {
+		if containsInt32(elr, leader) {
+			pc.isr = []int32{leader}
+			elr = withoutInt32(elr, leader)
+		}
+		rec.Leader = leader
+		if unclean {
+			// Whatever the others had beyond the new leader's log is lost.
+			rec.ISR = []int32{leader}
+			pc.recovery = LeaderRecovering
+		}
+	}
 	// A replica that leaves must not keep acting on the old leader epoch.
-	if rec.Leader == noLeaderChange && !containsAll(pc.replicas, pc.cur.Replicas) {
-		rec.Leader = pc.cur.Leader
+	if rec.Leader == noLeaderChange && !containsAll(pc.replicas, cur.Replicas) {
+		rec.Leader = cur.Leader
 	}
-	// Without ELR an empty ISR is never written: the last member stays.
-	if rec.ISR == nil && len(pc.isr) > 0 && !slices.Equal(pc.isr, pc.cur.ISR) {
-		rec.ISR = slices.Clone(pc.isr)
+	if rec.ISR != nil || !pc.elr {
+		// An unclean election (or ELR turned off) leaves no replica known
+		// to be complete.
+		elr = nil
 	}
-	if rec.Leader == noLeaderChange && rec.ISR != nil && !containsAll(rec.ISR, pc.cur.ISR) &&
+	if !slices.Equal(elr, cur.ELR) {
+		rec.ELR = nonNilInt32s(elr)
+	}
+	// Without ELR the ISR never becomes empty: the last member stays.
+	if rec.ISR == nil && (len(pc.isr) > 0 || pc.elr) && !slices.Equal(pc.isr, cur.ISR) {
+		rec.ISR = nonNilInt32s(pc.isr)
+	}
+	if rec.Leader == noLeaderChange && rec.ISR != nil && !containsAll(rec.ISR, cur.ISR) &&
 		pc.img.Features[MetadataVersionFeature] < mvNoLeaderEpochBumpOnShrink {
-		rec.Leader = pc.cur.Leader
+		rec.Leader = cur.Leader
 	}
-	if len(pc.replicas) > 0 && !slices.Equal(pc.replicas, pc.cur.Replicas) {
+	if pc.elr {
+		updateLastKnownLeader(rec, known)
+	}
+	if len(known.LastKnownELR) < len(cur.LastKnownELR) && rec.LastKnownELR == nil {
+		rec.LastKnownELR = []int32{}
+	}
+	if len(pc.replicas) > 0 && !slices.Equal(pc.replicas, cur.Replicas) {
 		rec.Replicas = slices.Clone(pc.replicas)
 	}
-	if !slices.Equal(pc.removing, pc.cur.RemovingReplicas) {
-		rec.RemovingReplicas = append([]int32{}, pc.removing...)
+	if !slices.Equal(pc.removing, cur.RemovingReplicas) {
+		rec.RemovingReplicas = nonNilInt32s(pc.removing)
 	}
-	if !slices.Equal(pc.adding, pc.cur.AddingReplicas) {
-		rec.AddingReplicas = append([]int32{}, pc.adding...)
+	if !slices.Equal(pc.adding, cur.AddingReplicas) {
+		rec.AddingReplicas = nonNilInt32s(pc.adding)
 	}
-	if pc.recovery != pc.cur.LeaderRecoveryState {
+	if pc.recovery != cur.LeaderRecoveryState {
 		state := pc.recovery
 		rec.LeaderRecoveryState = &state
 	}
-	if rec.Leader == noLeaderChange && rec.ISR == nil && rec.Replicas == nil && rec.RemovingReplicas == nil &&
-		rec.AddingReplicas == nil && rec.LeaderRecoveryState == nil {
+	if rec.Leader == noLeaderChange && rec.ISR == nil && rec.ELR == nil && rec.LastKnownELR == nil &&
+		rec.Replicas == nil && rec.RemovingReplicas == nil && rec.AddingReplicas == nil &&
+		rec.LeaderRecoveryState == nil && rec.Directories == nil {
 		return nil
 	}
 	return rec
 }
 
 // completeReassignment finishes a reassignment once every replica that
-// stays is in the ISR (and the ISR keeps at least one of them): the
+// stays is in the target ISR (and the ISR keeps at least one of them): the
 // removing replicas leave the replicas and the ISR.
 func (pc *partitionChange) completeReassignment() {
 	if len(pc.adding) == 0 && len(pc.removing) == 0 {
@@ -106,48 +267,61 @@ func (pc *partitionChange) completeReassignment() {
 	pc.isr, pc.replicas, pc.adding, pc.removing = isr, replicas, nil, nil
 }
 
-// elect keeps the leader while it is an active member of the target ISR;
-// otherwise it picks the first such replica in replica order, or, when
-// unclean elections are allowed, the first active replica, which then
-// becomes the whole ISR and starts recovering.
-func (pc *partitionChange) elect(rec *PartitionChangeRecord) {
-	valid := func(r int32) bool { return containsInt32(pc.isr, r) && isActiveBroker(pc.img, r) }
-	leader, unclean := int32(-1), false
-	if valid(pc.cur.Leader) {
-		return
+// electLeader picks the leader from the target replicas (the current one,
+// another, or -1), given the target ELR and the last known leader, and
+// reports whether the election is unclean.
+func (pc *partitionChange) electLeader(elr, lastKnown []int32) (int32, bool) {
+	cur := pc.cur
+	valid := func(r int32) bool {
+		return (containsInt32(pc.isr, r) || len(pc.isr) == 0 && containsInt32(elr, r)) && pc.canLead(r)
 	}
-	if i := slices.IndexFunc(pc.replicas, valid); i >= 0 {
-		leader = pc.replicas[i]
-	} else if pc.unclean {
-		if i := slices.IndexFunc(pc.replicas, func(r int32) bool { return isActiveBroker(pc.img, r) }); i >= 0 {
-			leader, unclean = pc.replicas[i], true
+	candidates := pc.replicas
+	if pc.election == electPreferred && len(pc.replicas) > 0 {
+		if valid(pc.replicas[0]) {
+			return pc.replicas[0], false
+		}
+		candidates = pc.replicas[1:]
+	}
+	if cur.Leader >= 0 && valid(cur.Leader) {
+		return cur.Leader, false
+	}
+	if i := slices.IndexFunc(candidates, valid); i >= 0 {
+		return candidates[i], false
+	}
+	// Kafka elects the last known leader here even when it cannot lead
+	// (its check only logs); Gregor waits until it can, which it can the
+	// moment it is unfenced (unfenceBrokerRecords).
+	if pc.elr && len(pc.isr) == 0 && len(elr) == 0 && len(lastKnown) == 1 && pc.canLead(lastKnown[0]) {
+		return lastKnown[0], true
+	}
+	if pc.election == electUnclean {
+		if i := slices.IndexFunc(pc.replicas, pc.canLead); i >= 0 {
+			return pc.replicas[i], true
 		}
 	}
-	if leader == pc.cur.Leader {
-		return
-	}
-	rec.Leader = leader
-	if unclean {
-		rec.ISR = []int32{leader}
-		pc.recovery = LeaderRecovering
+	return -1, false
+}
+
+// updateLastKnownLeader records p's leader when the ISR first becomes
+// empty, and forgets it once the partition has a leader again.
+func updateLastKnownLeader(rec *PartitionChangeRecord, p Partition) {
+	switch {
+	case rec.ISR != nil && len(rec.ISR) == 0:
+		if p.Leader >= 0 && !(len(p.LastKnownELR) == 1 && p.LastKnownELR[0] == p.Leader) {
+			rec.LastKnownELR = []int32{p.Leader}
+		}
+	case (rec.Leader >= 0 || p.Leader >= 0 && rec.Leader != -1) && len(p.LastKnownELR) > 0:
+		rec.LastKnownELR = []int32{}
 	}
 }
 
-// uncleanElectionEnabled is the topic's unclean.leader.election.enable:
-// its override, else the cluster-wide broker default, else the schema's.
-func (c *Controller) uncleanElectionEnabled(img *Image, topic string) bool {
-	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: topic}][uncleanLeaderElectionKey]; ok {
-		return strings.EqualFold(v, "true")
+// nonNilInt32s makes an empty list explicit: in a PartitionChangeRecord nil
+// means "unchanged".
+func nonNilInt32s(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
 	}
-	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][uncleanLeaderElectionKey]; ok {
-		return strings.EqualFold(v, "true")
-	}
-	if c.cfg.Schema != nil {
-		if v, ok := c.cfg.Schema.Default(ConfigResourceTopic, uncleanLeaderElectionKey); ok {
-			return strings.EqualFold(v, "true")
-		}
-	}
-	return false
+	return slices.Clone(s)
 }
 
 // containsAll reports whether every element of sub is in s.
@@ -169,4 +343,150 @@ func withoutAll(s, drop []int32) []int32 {
 		}
 	}
 	return out
+}
+
+// topicConfig is the value of a topic config as the controller resolves
+// it (Kafka's ConfigurationControlManager.getTopicConfig): the topic's
+// override, then the synonym this controller node has dynamically, then
+// the cluster-wide dynamic default, then the static configuration
+// (Schema.Default), then fallback. The keys it is used for have broker
+// synonyms of the same name.
+func (c *Controller) topicConfig(img *Image, topic, key, fallback string) string {
+	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: topic}][key]; ok {
+		return v
+	}
+	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(c.cfg.NodeID))}][key]; ok {
+		return v
+	}
+	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][key]; ok {
+		return v
+	}
+	if c.cfg.Schema != nil {
+		if v, ok := c.cfg.Schema.Default(ConfigResourceTopic, key); ok {
+			return v
+		}
+	}
+	return fallback
+}
+
+// effectiveMinISR is the topic's min.insync.replicas, capped at its
+// replication factor (that of partition 0, as Kafka takes it).
+func (c *Controller) effectiveMinISR(img *Image, t *Topic) int {
+	n, err := strconv.Atoi(strings.TrimSpace(c.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	if len(t.Partitions) > 0 {
+		n = min(n, len(t.Partitions[0].Replicas))
+	}
+	return n
+}
+
+// uncleanElectionEnabled is the topic's unclean.leader.election.enable.
+func (c *Controller) uncleanElectionEnabled(img *Image, topic string) bool {
+	return isTrue(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
+}
+
+// isTrue parses a boolean config value as Kafka does (anything but "true",
+// in any case, is false).
+func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
+
+// Configs that keep ELR sound (Kafka's ConfigurationControlManager with
+// ELR on): min.insync.replicas lives at the cluster level or on topics,
+// never on one broker, because the controller must judge every partition
+// by the same value; and a change of it clears the ELRs it applies to,
+// whose members were judged by the old value.
+
+var (
+	errBrokerMinISRWithELR  = newAPIError(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInSyncReplicasConfig)
+	errClusterMinISRWithELR = newAPIError(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInSyncReplicasConfig)
+)
+
+// checkMinISRChange refuses the min.insync.replicas changes ELR forbids.
+func checkMinISRChange(img *Image, recs []Record) *apiError {
+	if !elrEnabled(img) {
+		return nil
+	}
+	for _, r := range recs {
+		cr, ok := r.(*ConfigRecord)
+		if !ok || cr.Name != minInSyncReplicasConfig || cr.ResourceType != ConfigResourceBroker {
+			continue
+		}
+		if cr.ResourceName != "" {
+			return errBrokerMinISRWithELR
+		}
+		if cr.Value == nil {
+			return errClusterMinISRWithELR
+		}
+	}
+	return nil
+}
+
+// clearELRRecords clears the ELR and last known leader of every partition
+// whose min.insync.replicas recs change (a topic's, or with a broker or
+// cluster value, every topic's). Kafka writes one ClearElrRecord; Gregor
+// writes, through the partition-change builder, a PartitionChangeRecord per
+// partition that has anything to clear. It elects only as an online
+// election would have already (never uncleanly).
+func (c *Controller) clearELRRecords(img *Image, recs []Record) []Record {
+	if !elrEnabled(img) {
+		return nil
+	}
+	all := false
+	topics := map[string]bool{}
+	for _, r := range recs {
+		cr, ok := r.(*ConfigRecord)
+		if !ok || cr.Name != minInSyncReplicasConfig {
+			continue
+		}
+		switch cr.ResourceType {
+		case ConfigResourceTopic:
+			topics[cr.ResourceName] = true
+		case ConfigResourceBroker:
+			all = true
+		}
+	}
+	var out []Record
+	forEachPartition(img, func(t *Topic, i int, p Partition) {
+		if !(all || topics[t.Name]) || len(p.ELR) == 0 && len(p.LastKnownELR) == 0 {
+			return
+		}
+		pc := c.newPartitionChange(img, t, int32(i))
+		pc.election, pc.forgetELR = electOnline, true
+		if rec := pc.build(); rec != nil {
+			out = append(out, rec)
+		}
+	})
+	return out
+}
+
+// elrSafetyRecords are the config records that make turning ELR on safe
+// (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
+// cluster-level min.insync.replicas with this node's static value when
+// there is none, and the removal of every broker-level one.
+func (c *Controller) elrSafetyRecords(img *Image) []Record {
+	var recs []Record
+	if _, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
+		v := c.staticMinISR()
+		recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: &v})
+	}
+	for _, res := range slices.SortedFunc(maps.Keys(img.Configs), func(a, b ConfigResource) int { return cmp.Compare(a.Name, b.Name) }) {
+		if res.Type != ConfigResourceBroker || res.Name == "" {
+			continue
+		}
+		if _, ok := img.Configs[res][minInSyncReplicasConfig]; ok {
+			recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: res.Name, Name: minInSyncReplicasConfig})
+		}
+	}
+	return recs
+}
+
+// staticMinISR is min.insync.replicas in this node's static configuration.
+func (c *Controller) staticMinISR() string {
+	if c.cfg.Schema != nil {
+		if v, ok := c.cfg.Schema.Default(ConfigResourceBroker, minInSyncReplicasConfig); ok {
+			return v
+		}
+	}
+	return defaultMinInSyncReplicas
 }

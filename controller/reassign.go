@@ -128,7 +128,10 @@ func (c *Controller) reassignPartition(img *Image, topic string, p kmsg.AlterPar
 	}
 	removing := slices.Sorted(maps.Keys(setOf(withoutAll(cur.Replicas, p.Replicas))))
 	adding := slices.Sorted(maps.Keys(setOf(withoutAll(p.Replicas, cur.Replicas))))
-	pc := newPartitionChange(img, t, p.Partition)
+	pc := c.newPartitionChange(img, t, p.Partition)
+	// Starting or changing a reassignment never elects uncleanly (Kafka's
+	// changePartitionReassignment).
+	pc.election = electOnline
 	pc.replicas = append(slices.Clone(p.Replicas), removing...)
 	// As in Kafka, a target that removes or adds nothing keeps the
 	// removing or adding replicas of the reassignment it replaces.
@@ -159,8 +162,7 @@ func (c *Controller) cancelReassignment(img *Image, t *Topic, id int32) (*Partit
 		}
 		isr = original[:1]
 	}
-	pc := newPartitionChange(img, t, id)
-	pc.unclean = unclean
+	pc := c.newPartitionChange(img, t, id)
 	pc.isr, pc.replicas, pc.adding, pc.removing = isr, original, nil, nil
 	return pc.build(), nil
 }

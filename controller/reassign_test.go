@@ -44,18 +44,27 @@ func (q *isrCluster) spareBroker() int32 {
 	return -1
 }
 
+// startMoveOffTheLeader starts, on four brokers, a reassignment of t-0
+// that replaces its leader with the spare broker (the last target
+// replica); it returns the partition as it was before and the target.
+func startMoveOffTheLeader(t *testing.T) (*isrCluster, Partition, []int32) {
+	t.Helper()
+	q := startISRCluster(t, 4)
+	before := q.partition()
+	target := append(withoutAll(before.Replicas, []int32{before.Leader}), q.spareBroker())
+	if rp := q.reassign(t, 1, true, target); rp.ErrorCode != 0 {
+		t.Fatalf("reassign: %d %v", rp.ErrorCode, rp.ErrorMessage)
+	}
+	return q, before, target
+}
+
 // TestReassignmentMovesOffTheLeader: the target replaces the leader with a
 // new broker; the union is the replicas until the new broker joins the
 // ISR, and the AlterPartition that brings it in completes the move and
 // elects a leader from the target set.
 func TestReassignmentMovesOffTheLeader(t *testing.T) {
-	q := startISRCluster(t, 4)
-	before := q.partition()
-	leader, spare := before.Leader, q.spareBroker()
-	target := append(withoutAll(before.Replicas, []int32{leader}), spare)
-	if rp := q.reassign(t, 1, true, target); rp.ErrorCode != 0 {
-		t.Fatalf("reassign: %d %v", rp.ErrorCode, rp.ErrorMessage)
-	}
+	q, before, target := startMoveOffTheLeader(t)
+	leader, spare := before.Leader, target[len(target)-1]
 	p := q.partition()
 	if !slices.Equal(p.Replicas, append(slices.Clone(target), leader)) || !slices.Equal(p.AddingReplicas, []int32{spare}) ||
 		!slices.Equal(p.RemovingReplicas, []int32{leader}) || !slices.Equal(p.ISR, before.ISR) || p.Leader != leader ||
@@ -160,7 +169,7 @@ func TestReassignmentCancelNeedsUncleanElection(t *testing.T) {
 		t.Fatalf("unclean cancel without permission: %d", rp.ErrorCode)
 	}
 	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionKey, Value: strPtr("true")}}, nil
+		return []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -254,6 +254,11 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 			return client.Announce(ctx, addr, req)
 		}
 	}
+	// Kafka's KRaft controller reads no leader.imbalance.per.broker.percentage:
+	// every partition not led by its preferred replica is moved.
+	cfg.DisableAutoLeaderRebalance = !s.cfg.Bool("auto.leader.rebalance.enable")
+	cfg.LeaderImbalanceCheckInterval = time.Duration(s.cfg.Long("leader.imbalance.check.interval.seconds")) * time.Second
+	cfg.UncleanLeaderElectionCheckInterval = time.Duration(s.cfg.Long("unclean.leader.election.interval.ms")) * time.Millisecond
 	// Raft counts time in ticks of 100 ms: an election times out after
 	// controller.quorum.election.timeout.ms (raft randomises it up to
 	// twice that, as KRaft does).

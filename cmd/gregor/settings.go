@@ -58,7 +58,7 @@ func supportedFeatures() map[string][2]int16 {
 		"kraft.version":                    {0, controller.LatestKRaftVersion},
 		"transaction.version":              {0, 2},
 		"group.version":                    {0, 1},
-		"eligible.leader.replicas.version": {0, 0},
+		"eligible.leader.replicas.version": {0, 1},
 		"share.version":                    {0, 0},
 		"streams.version":                  {0, 0},
 	}
@@ -67,9 +67,10 @@ func supportedFeatures() map[string][2]int16 {
 // defaultBootstrapFeatures are the feature levels a fresh node finalizes
 // besides metadata.version and kraft.version, as Kafka 4.3's format does:
 // group.version 1 turns on the KIP-848 consumer protocol, transaction.version
-// 2 Transactions V2 (KIP-890 part 2).
+// 2 Transactions V2 (KIP-890 part 2), eligible.leader.replicas.version 1
+// eligible leader replicas (KIP-966).
 func defaultBootstrapFeatures() map[string]int16 {
-	return map[string]int16{"group.version": 1, "transaction.version": 2}
+	return map[string]int16{"group.version": 1, "transaction.version": 2, controller.EligibleLeaderReplicasFeature: 1}
 }
 
 // securityProtocolCodes are Kafka's SecurityProtocol ids.

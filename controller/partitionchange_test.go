@@ -1,0 +1,442 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// elrCluster is an image with brokers 1..n (all unfenced), topic "t" with
+// one partition, and ELR on or off; min.insync.replicas is set on the topic.
+func elrCluster(t *testing.T, n int32, elr bool, minISR string, p Partition) *Image {
+	t.Helper()
+	img := emptyImage("c")
+	img.Brokers = map[int32]*Broker{}
+	for id := int32(1); id <= n; id++ {
+		img.Brokers[id] = &Broker{ID: id, Epoch: int64(id)}
+	}
+	if elr {
+		img.Features = map[string]int16{EligibleLeaderReplicasFeature: 1}
+	}
+	topic := &Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: []Partition{p}}
+	img.Topics = map[string]*Topic{"t": topic}
+	img.TopicsByID = map[protocol.UUID]*Topic{topic.ID: topic}
+	img.Configs = map[ConfigResource]map[string]string{{Type: ConfigResourceTopic, Name: "t"}: {minInSyncReplicasConfig: minISR}}
+	return img
+}
+
+// setBroker returns img with broker id fenced or not (a copy: images are
+// immutable).
+func setBroker(img *Image, id int32, fenced bool) *Image {
+	next := *img
+	next.Brokers = map[int32]*Broker{}
+	for k, v := range img.Brokers {
+		next.Brokers[k] = v
+	}
+	b := *img.Brokers[id]
+	b.Fenced = fenced
+	next.Brokers[id] = &b
+	return &next
+}
+
+func apply(t *testing.T, img *Image, recs []Record) *Image {
+	t.Helper()
+	next, err := applyBatch(img, recs, img.Offset+1, 1)
+	if err != nil {
+		t.Fatalf("apply %v: %v", recs, err)
+	}
+	return next
+}
+
+func part(img *Image) Partition { return img.Topics["t"].Partitions[0] }
+
+func wantPartition(t *testing.T, step string, got Partition, leader int32, isr, elr, lastKnown []int32) {
+	t.Helper()
+	if got.Leader != leader || !slices.Equal(got.ISR, isr) || !slices.Equal(got.ELR, elr) || !slices.Equal(got.LastKnownELR, lastKnown) {
+		t.Fatalf("%s: leader %d ISR %v ELR %v LastKnownELR %v; want leader %d ISR %v ELR %v LastKnownELR %v",
+			step, got.Leader, got.ISR, got.ELR, got.LastKnownELR, leader, isr, elr, lastKnown)
+	}
+}
+
+// fence is what fencing a broker does: the partition changes, then the
+// broker is fenced.
+func fence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+	t.Helper()
+	img = apply(t, img, c.removeBrokerFromPartitions(img, id))
+	return setBroker(img, id, true)
+}
+
+func unfence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+	t.Helper()
+	recs := c.leaderAndISRUpdates(img, -1, id, -1, func(p Partition) bool { return p.Leader == -1 })
+	return apply(t, setBroker(img, id, false), recs)
+}
+
+// isrChange is the record for an ISR change the leader of t-0 asks for, as
+// AlterPartition builds it once the request is valid.
+func isrChange(c *Controller, img *Image, isr []int32) *PartitionChangeRecord {
+	pc := c.newPartitionChange(img, img.Topics["t"], 0)
+	pc.isr = isr
+	return pc.build()
+}
+
+func TestELRThroughFencingAndUnfencing(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+
+	img = fence(t, c, img, 3)
+	wantPartition(t, "fence 3", part(img), 1, []int32{1, 2}, []int32{3}, nil)
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2}, []int32{1, 3}, nil)
+	// The last ISR member leaves: the ISR may be empty with ELR, and the
+	// last leader is remembered.
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{}, []int32{1, 2, 3}, []int32{2})
+	// Any ELR member that comes back leads and is the ISR.
+	img = unfence(t, c, img, 3)
+	wantPartition(t, "unfence 3", part(img), 3, []int32{3}, []int32{1, 2}, nil)
+	// Followers catch up: the ISR grows; at min.insync.replicas the ELR
+	// is cleared.
+	img = setBroker(setBroker(img, 1, false), 2, false)
+	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1})})
+	wantPartition(t, "ISR 3,1", part(img), 3, []int32{3, 1}, []int32{2}, nil)
+	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1, 2})})
+	wantPartition(t, "ISR 3,1,2", part(img), 3, []int32{3, 1, 2}, nil, nil)
+	if rec := isrChange(c, img, []int32{3, 1, 2}); rec != nil {
+		t.Fatalf("an unchanged ISR wrote %+v", rec)
+	}
+}
+
+func TestELRAtMinISRIsEmpty(t *testing.T) {
+	c := &Controller{}
+	// min.insync.replicas 2: losing one of three keeps the ISR at 2.
+	img := elrCluster(t, 3, true, "2", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2, 3}, nil, nil)
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), 3, []int32{3}, []int32{2}, nil)
+	// min.insync.replicas is capped at the replication factor.
+	img = elrCluster(t, 2, true, "5", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	if got := c.effectiveMinISR(img, img.Topics["t"]); got != 2 {
+		t.Fatalf("effective min ISR %d, want 2", got)
+	}
+}
+
+func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "fence 1", part(img), 2, []int32{2}, nil, nil)
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{2}, nil, nil)
+	// Broker 1 is not in the ISR: it does not lead when it returns.
+	img = unfence(t, c, img, 1)
+	wantPartition(t, "unfence 1", part(img), -1, []int32{2}, nil, nil)
+	img = unfence(t, c, img, 2)
+	wantPartition(t, "unfence 2", part(img), 2, []int32{2}, nil, nil)
+	// ELR left over from when the feature was on still elects (as in
+	// Kafka), and is cleared.
+	img = elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1})
+	img = fence(t, c, img, 1)
+	wantPartition(t, "ELR off", part(img), 2, []int32{2}, nil, nil)
+}
+
+func TestUncleanRestartLeavesTheELR(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	for _, id := range []int32{1, 2, 3} {
+		img = setBroker(img, id, true)
+	}
+	old := img.Brokers[1]
+	// A restart that names its last epoch was clean: it keeps its place.
+	if recs := c.brokerRestartRecords(img, old, old.Epoch); len(recs) != 0 {
+		t.Fatalf("clean restart: %v", recs)
+	}
+	img = apply(t, img, c.brokerRestartRecords(img, old, -1))
+	wantPartition(t, "1 restarts uncleanly", part(img), -1, []int32{}, []int32{2}, []int32{2})
+	img = apply(t, img, c.brokerRestartRecords(img, img.Brokers[2], -1))
+	wantPartition(t, "2 restarts uncleanly", part(img), -1, []int32{}, nil, []int32{2})
+	// Nothing is known to be complete: broker 3 does not lead, but the
+	// last leader does (an unclean election) once it can.
+	img = unfence(t, c, img, 3)
+	wantPartition(t, "unfence 3", part(img), -1, []int32{}, nil, []int32{2})
+	img = unfence(t, c, img, 2)
+	wantPartition(t, "unfence 2", part(img), 2, []int32{2}, nil, nil)
+}
+
+func TestUncleanElectionClearsTheELR(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{1}, Leader: -1})
+	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img = setBroker(img, 1, true)
+	// Broker 1, the only replica known complete, is fenced: an unclean
+	// election takes the first live replica.
+	rec, e := c.electLeader(img, "t", 0, electionUnclean)
+	if e != nil {
+		t.Fatalf("unclean election: %v", e.err)
+	}
+	img = apply(t, img, []Record{rec})
+	wantPartition(t, "unclean", part(img), 2, []int32{2}, nil, nil)
+	if part(img).LeaderEpoch != 1 {
+		t.Fatalf("leader epoch %d", part(img).LeaderEpoch)
+	}
+}
+
+func TestElectionOrder(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "1", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3})
+	// Preferred: replica 1 is not in the ISR.
+	if _, e := c.electLeader(img, "t", 0, electionPreferred); e == nil || e.err.Code != 80 {
+		t.Fatalf("preferred out of ISR: %+v", e)
+	}
+	// A fenced leader moves to the first ISR member in replica order.
+	img = fence(t, c, img, 3)
+	wantPartition(t, "fence 3", part(img), 2, []int32{2}, nil, nil)
+	// Unclean ElectLeaders with a leader: not needed.
+	if _, e := c.electLeader(img, "t", 0, electionUnclean); e == nil || e.err.Code != 84 {
+		t.Fatalf("unclean with a leader: %+v", e)
+	}
+	// Without unclean elections, unfencing a replica out of the ISR
+	// elects nobody; ElectLeaders unclean does.
+	img = fence(t, c, img, 2)
+	wantPartition(t, "fence 2", part(img), -1, []int32{}, []int32{2}, []int32{2})
+	rec, e := c.electLeader(img, "t", 0, electionUnclean)
+	if e != nil {
+		t.Fatalf("unclean: %v", e.err)
+	}
+	img = apply(t, img, []Record{rec})
+	wantPartition(t, "unclean", part(img), 1, []int32{1}, nil, nil)
+}
+
+func TestElrAfterISRChange(t *testing.T) {
+	p := Partition{ISR: []int32{3, 1, 2}, ELR: []int32{5}}
+	for _, tc := range []struct {
+		isr     []int32
+		minISR  int
+		unclean int32
+		want    []int32
+	}{
+		{[]int32{3, 1}, 2, -1, nil},
+		{[]int32{3}, 2, -1, []int32{1, 2, 5}},
+		{[]int32{}, 2, 2, []int32{1, 3, 5}},
+		{[]int32{3, 1, 2, 4}, 4, -1, nil},
+	} {
+		if got := elrAfterISRChange(p, tc.isr, tc.minISR, tc.unclean); !slices.Equal(got, tc.want) {
+			t.Errorf("ISR %v min %d unclean %d: ELR %v, want %v", tc.isr, tc.minISR, tc.unclean, got, tc.want)
+		}
+	}
+}
+
+// startELRISRCluster is a controller with ELR on, brokers 1 to n that
+// support it, and topic "t" of one partition on three of them with
+// min.insync.replicas 3.
+func startELRISRCluster(t *testing.T, n int32) *isrCluster {
+	t.Helper()
+	c := startELRTest(t)
+	q := &isrCluster{c: c, epochs: map[int32]int64{}}
+	for id := int32(1); id <= n; id++ {
+		q.epochs[id] = registerELRBroker(t, c, id)
+	}
+	if r := createTopic(t, c, "t", 1, 3); r.ErrorCode != 0 {
+		t.Fatalf("create: %d", r.ErrorCode)
+	}
+	if r := setConfig(t, c, kmsg.ConfigResourceTypeTopic, "t", minInSyncReplicasConfig, opSet, strPtr("3")); r.ErrorCode != 0 {
+		t.Fatalf("min.insync.replicas: %d", r.ErrorCode)
+	}
+	return q
+}
+
+func (q *isrCluster) fence(t *testing.T, id int32) {
+	t.Helper()
+	if r := heartbeat(t, q.c, id, q.epochs[id], func(h *kmsg.BrokerHeartbeatRequest) { h.WantFence = true }); r.ErrorCode != 0 || !r.IsFenced {
+		t.Fatalf("fence %d: %+v", id, r)
+	}
+}
+
+func (q *isrCluster) unfence(t *testing.T, id int32) {
+	t.Helper()
+	if r := heartbeat(t, q.c, id, q.epochs[id]); r.ErrorCode != 0 || r.IsFenced {
+		t.Fatalf("unfence %d: %+v", id, r)
+	}
+}
+
+// TestAlterPartitionShrinkBelowMinISRFillsTheELR: the ISR a leader commits
+// through AlterPartition keeps the ELR as fencing does (KIP-966): members
+// that leave an ISR below min.insync.replicas join the ELR, and the ISR
+// growing back empties it. When the ISR then empties, an ELR member that
+// returns leads.
+func TestAlterPartitionShrinkBelowMinISRFillsTheELR(t *testing.T) {
+	q := startELRISRCluster(t, 3)
+	before := q.partition()
+	leader := before.Leader
+	others := withoutInt32(slices.Clone(before.Replicas), leader)
+	slices.Sort(others)
+
+	rp := onlyPartition(t, q.c.AlterPartition(ctxT(t), q.alterISR(leader)))
+	if rp.ErrorCode != 0 || !slices.Equal(rp.ISR, []int32{leader}) {
+		t.Fatalf("shrink: %+v", rp)
+	}
+	wantPartition(t, "shrink to the leader", q.partition(), leader, []int32{leader}, others, nil)
+	if p := q.partition(); p.LeaderEpoch != before.LeaderEpoch || p.PartitionEpoch != before.PartitionEpoch+1 {
+		t.Fatalf("epochs after the shrink: %+v (before %+v)", p, before)
+	}
+	rp = onlyPartition(t, q.c.AlterPartition(ctxT(t), q.alterISR(leader, others[0])))
+	if rp.ErrorCode != 0 {
+		t.Fatalf("expand by one: %+v", rp)
+	}
+	wantPartition(t, "one back", q.partition(), leader, []int32{leader, others[0]}, others[1:], nil)
+	rp = onlyPartition(t, q.c.AlterPartition(ctxT(t), q.alterISR(leader, others[0], others[1])))
+	if rp.ErrorCode != 0 {
+		t.Fatalf("expand to all: %+v", rp)
+	}
+	wantPartition(t, "at min.insync.replicas", q.partition(), leader, []int32{leader, others[0], others[1]}, nil, nil)
+
+	// Shrink again, then lose every broker: the ISR empties, the ELR holds
+	// all three, and the last leader is remembered.
+	if rp := onlyPartition(t, q.c.AlterPartition(ctxT(t), q.alterISR(leader))); rp.ErrorCode != 0 {
+		t.Fatalf("shrink again: %+v", rp)
+	}
+	q.fence(t, others[1])
+	wantPartition(t, "an ELR member fenced", q.partition(), leader, []int32{leader}, others, nil)
+	q.fence(t, others[0])
+	q.fence(t, leader)
+	all := slices.Sorted(slices.Values(before.Replicas))
+	wantPartition(t, "all fenced", q.partition(), -1, []int32{}, all, []int32{leader})
+	// The first ELR member back leads: it is known to hold everything
+	// committed, so this is a clean election.
+	q.unfence(t, others[1])
+	p := q.partition()
+	wantPartition(t, "ELR member back", p, others[1], []int32{others[1]}, []int32{min(leader, others[0]), max(leader, others[0])}, nil)
+	if p.LeaderRecoveryState != LeaderRecovered {
+		t.Fatalf("an ELR election is clean: %+v", p)
+	}
+}
+
+// TestSingleBrokerUncleanRestartLeadsAgain: a single broker killed and
+// restarted (no PreviousBrokerEpoch) leaves its partitions' ISR and ELR,
+// so they have no leader; as in Kafka, the last known leader leads again
+// the moment it is unfenced, through an unclean election that marks it
+// RECOVERING until its AlterPartition says otherwise.
+func TestSingleBrokerUncleanRestartLeadsAgain(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	formatELRTest(t, fsys)
+	c := startTest(t, fsys, withELRSupport)
+	registerELRBroker(t, c, 1)
+	if r := createTopic(t, c, "t", 2, 1); r.ErrorCode != 0 {
+		t.Fatalf("create: %d", r.ErrorCode)
+	}
+	// kill -9 of the combined node: its controller restarts too.
+	c.Close()
+	c = startTest(t, fsys, withELRSupport)
+	req := registration(1, protocol.RandomUUID())
+	req.Features = append(req.Features, kmsg.BrokerRegistrationRequestFeature{Name: EligibleLeaderReplicasFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1})
+	resp := c.RegisterBroker(ctxT(t), req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("re-register: %d", resp.ErrorCode)
+	}
+	for i, p := range c.Image().Topics["t"].Partitions {
+		wantPartition(t, fmt.Sprintf("partition %d after the restart", i), p, -1, []int32{}, nil, []int32{1})
+	}
+	if r := heartbeat(t, c, 1, resp.BrokerEpoch); r.ErrorCode != 0 || r.IsFenced {
+		t.Fatalf("unfence: %+v", r)
+	}
+	for i, p := range c.Image().Topics["t"].Partitions {
+		wantPartition(t, fmt.Sprintf("partition %d after unfencing", i), p, 1, []int32{1}, nil, nil)
+		if p.LeaderRecoveryState != LeaderRecovering || p.LeaderEpoch != 2 {
+			t.Fatalf("partition %d: %+v", i, p)
+		}
+	}
+	// The leader reports it has recovered.
+	q := &isrCluster{c: c, epochs: map[int32]int64{1: resp.BrokerEpoch}}
+	if rp := onlyPartition(t, c.AlterPartition(ctxT(t), q.alterISR(1))); rp.ErrorCode != 0 || rp.LeaderRecoveryState != 0 {
+		t.Fatalf("recovered: %+v", rp)
+	}
+}
+
+// TestFencingDuringAReassignment: fencing a removing replica that leads
+// moves leadership to a target replica in the ISR and keeps the
+// reassignment going (its new replica has not caught up); the new leader's
+// AlterPartition completes it.
+func TestFencingDuringAReassignment(t *testing.T) {
+	q, before, target := startMoveOffTheLeader(t)
+	leader, spare := before.Leader, target[len(target)-1]
+	q.fence(t, leader)
+	p := q.partition()
+	stay := withoutInt32(slices.Clone(before.ISR), leader)
+	if p.Leader != target[0] || !slices.Equal(p.ISR, stay) || !p.Reassigning() ||
+		!slices.Equal(p.RemovingReplicas, []int32{leader}) || p.LeaderEpoch != before.LeaderEpoch+1 {
+		t.Fatalf("after fencing the removing leader: %+v (before %+v)", p, before)
+	}
+	rp := onlyPartition(t, q.c.AlterPartition(ctxT(t), q.alterISR(append(slices.Clone(p.ISR), spare)...)))
+	if rp.ErrorCode != 0 {
+		t.Fatalf("completing AlterPartition: %+v", rp)
+	}
+	p = q.partition()
+	if !slices.Equal(p.Replicas, target) || p.Reassigning() || p.Leader != target[0] || !containsAll(p.ISR, target) {
+		t.Fatalf("after completion: %+v", p)
+	}
+}
+
+// TestFencingARemovingReplicaCompletesAReassignment: fencing goes through
+// the same builder, so a partition whose ISR already holds every target
+// (as a log written by another controller may leave it) completes its
+// reassignment when a removing replica is fenced, and the leader, a
+// removing replica, moves to the target set, as in Kafka.
+func TestFencingARemovingReplicaCompletesAReassignment(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 4, false, "1", Partition{
+		Replicas: []int32{2, 3, 4, 1}, ISR: []int32{1, 2, 3, 4}, Leader: 1,
+		AddingReplicas: []int32{4}, RemovingReplicas: []int32{1},
+	})
+	img = fence(t, c, img, 1)
+	p := part(img)
+	if !slices.Equal(p.Replicas, []int32{2, 3, 4}) || !slices.Equal(p.ISR, []int32{2, 3, 4}) || p.Reassigning() || p.Leader != 2 || p.LeaderEpoch != 1 {
+		t.Fatalf("after fencing the removing leader: %+v", p)
+	}
+}
+
+// TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR: a reassignment
+// that shrinks the replicas below min.insync.replicas completes with an ISR
+// below it, but the replicas it removed do not go to the ELR: they can no
+// longer lead.
+func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 4, true, "3", Partition{
+		Replicas: []int32{1, 4, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1,
+		AddingReplicas: []int32{4}, RemovingReplicas: []int32{2, 3},
+	})
+	img = apply(t, img, []Record{isrChange(c, img, []int32{1, 2, 3, 4})})
+	p := part(img)
+	wantPartition(t, "completed", p, 1, []int32{1, 4}, nil, nil)
+	if !slices.Equal(p.Replicas, []int32{1, 4}) || p.Reassigning() || p.LeaderEpoch != 1 {
+		t.Fatalf("after completion: %+v", p)
+	}
+}
+
+// TestMinISRChangeClearsTheELRThroughTheBuilder: a new min.insync.replicas
+// forgets the ELR and the last known leader (Kafka's ClearElrRecord) and
+// elects nobody uncleanly on the way, even where the topic allows it: that
+// is the periodic check's to do.
+func TestMinISRChangeClearsTheELRThroughTheBuilder(t *testing.T) {
+	c := &Controller{}
+	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img = setBroker(setBroker(img, 1, true), 2, true)
+	change := []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: minInSyncReplicasConfig, Value: strPtr("2")}}
+	recs := c.clearELRRecords(img, change)
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	img = apply(t, img, recs)
+	wantPartition(t, "cleared", part(img), -1, []int32{}, nil, nil)
+	if p := part(img); p.PartitionEpoch != 1 || p.LeaderEpoch != 0 {
+		t.Fatalf("epochs: %+v", p)
+	}
+	if recs := c.clearELRRecords(img, change); len(recs) != 0 {
+		t.Fatalf("nothing left to clear: %v", recs)
+	}
+}
