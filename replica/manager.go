@@ -487,6 +487,7 @@ func (r *reconciliation) settle(p *Partition) {
 	}
 	if r.m.peers != nil {
 		r.m.fetchers.sync(p)
+		r.m.maybeReportRecovered(p)
 	}
 	r.m.announce(p)
 	r.m.wake(p.tp)

@@ -43,6 +43,9 @@ type Partition struct {
 	// leader at leaderEpoch: a follower joins the ISR only once it has
 	// reached it (Kafka's leaderEpochStartOffsetOpt).
 	leaderEpochStart int64
+	// recovering: the leader came from an unclean election (KIP-704)
+	// and has not yet told the controller it recovered.
+	recovering bool
 	// pendingISR is the ISR of an AlterPartition in flight (nil: none).
 	// Until the controller answers, the high watermark waits for the
 	// union of it and the ISR (Kafka's maximal ISR).
@@ -127,6 +130,7 @@ func (p *Partition) update(meta controller.Partition, cfg *config.Topic, nowMs i
 	}
 	p.leader, p.leaderEpoch, p.partitionEpoch = meta.Leader, meta.LeaderEpoch, meta.PartitionEpoch
 	p.replicas, p.isr = meta.Replicas, meta.ISR
+	p.recovering = meta.LeaderRecoveryState == controller.LeaderRecovering
 	if cfg != nil {
 		p.config = *cfg
 	}

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -195,6 +196,19 @@ func (m *Manager) maybeExpandISR(p *Partition, id int32, r *remoteReplica) {
 		m.proposeISRLocked(p, isr)
 	}
 	p.mu.Unlock()
+}
+
+// maybeReportRecovered tells the controller that this leader, elected
+// uncleanly (LeaderRecoveryState RECOVERING), has recovered: its log is
+// open and its producer state rebuilt, so an AlterPartition with the same
+// ISR and RECOVERED goes out at once (Kafka's leader does the same, and
+// until then the controller lets no follower into the ISR).
+func (m *Manager) maybeReportRecovered(p *Partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.recovering && p.isLeaderLocked() && p.pendingISR == nil {
+		m.proposeISRLocked(p, slices.Clone(p.isr))
+	}
 }
 
 // brokerEligible reports whether the image has broker id registered,
@@ -400,6 +414,9 @@ func (s *isrSender) send(ctx context.Context, batch []*isrChange) (retry []*isrC
 		rp.Partition = c.p.tp.Partition
 		rp.LeaderEpoch = c.leaderEpoch
 		rp.PartitionEpoch = c.partitionEpoch
+		// Every change this leader sends says it has recovered: its log
+		// is open and its state rebuilt (KIP-704).
+		rp.LeaderRecoveryState = int8(controller.LeaderRecovered)
 		for i, id := range c.isr {
 			be := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 			be.BrokerID, be.BrokerEpoch = id, c.brokerEpochs[i]
@@ -481,6 +498,7 @@ func (c *isrChange) settle(m *Manager, rp *kmsg.AlterPartitionResponseTopicParti
 		p.pendingISR = nil
 		if rp != nil && rp.LeaderID == p.self && rp.LeaderEpoch == p.leaderEpoch && rp.PartitionEpoch > p.partitionEpoch {
 			p.isr, p.partitionEpoch = slices.Clone(rp.ISR), rp.PartitionEpoch
+			p.recovering = rp.LeaderRecoveryState == int8(controller.LeaderRecovering)
 		}
 	}
 	p.mu.Unlock()

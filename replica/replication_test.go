@@ -265,6 +265,7 @@ func (cp *clusterPeers) SendToController(_ context.Context, req kmsg.Request) (k
 				rp.ErrorCode = kerr.InvalidUpdateVersion.Code
 			default:
 				next := cur
+				next.LeaderRecoveryState = controller.LeaderRecoveryState(p.LeaderRecoveryState)
 				next.ISR = nil
 				for _, b := range p.NewEpochISR {
 					next.ISR = append(next.ISR, b.BrokerID)
@@ -507,5 +508,21 @@ func TestDeleteRecordsWaitsForTheFollowers(t *testing.T) {
 	defer cancel2()
 	if low, ke := c.nodes[1].WaitLowWatermark(short, tp, 6); ke != kerr.RequestTimedOut || low != 3 {
 		t.Fatalf("with the follower cut off: %d %v, want 3 REQUEST_TIMED_OUT", low, ke)
+	}
+}
+
+// A leader elected uncleanly (RECOVERING) reports RECOVERED at once with
+// an AlterPartition that keeps its ISR.
+func TestUncleanLeaderReportsRecovered(t *testing.T) {
+	c := newCluster(t, []int32{1, 2}, replicatedTopic(1), 10*time.Second)
+	c.setCut(2, true) // no ISR expansion to carry the news instead
+	p := led(1, 3, []int32{1, 2}, []int32{1})
+	p.LeaderRecoveryState = controller.LeaderRecovering
+	c.setPartition(p)
+	waitUntil(t, "the partition RECOVERED", func() bool {
+		return c.partition().LeaderRecoveryState == controller.LeaderRecovered
+	})
+	if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
+		t.Fatalf("ISR %v after reporting RECOVERED, want [1]", isr)
 	}
 }
