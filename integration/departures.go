@@ -33,5 +33,17 @@ func departures() []departure {
 			gregor: "grows each thread's offset map up to its share of the buffer, as keys come",
 			proof:  "storage TestOffsetMapFillsAtItsBudget",
 		},
+		{
+			topic:  "a broker killed with kill -9",
+			kafka:  "is fenced, and its partitions' leaderships moved, only when its session lapses: broker.session.timeout.ms (9 s) without a heartbeat, all that time its partitions take no writes",
+			gregor: "the active controller sees the broker's heartbeat connection close and dials its registered listeners; when every one that accepted before now refuses, the process is gone and the broker is fenced at once (a paused or partitioned broker still waits its session out; a controller that just became active probes the brokers it inherited)",
+			proof:  "integration/replication TestKilledBrokerFencedAtOnce (session timeout 60 s, fenced in about 0.1 s, or election plus 0.3 s when the active controller died), controller TestProbeFencesOnlyBrokersWhoseListenersWentAway",
+		},
+		{
+			topic:  "the high watermark on followers",
+			kafka:  "a follower learns a new high watermark only with its next fetch's answer, which waits for new data up to replica.fetch.wait.max.ms (500 ms) when the partition is idle",
+			gregor: "a waiting follower fetch is answered as soon as the high watermark moves past what that follower was last sent, so followers (and consumers reading from them, KIP-392) see committed records without the wait",
+			proof:  "replica TestFollowersLearnTheHighWatermarkWithoutWaitingForData (long polls of a minute)",
+		},
 	}
 }

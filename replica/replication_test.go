@@ -50,12 +50,12 @@ func newCluster(t *testing.T, ids []int32, cfg config.Topic, lag time.Duration) 
 // rack-aware replica selector on.
 func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration) *cluster {
 	t.Helper()
-	return newClusterFetching(t, ids, racks, cfg, lag, 1<<20)
+	return newClusterFetching(t, ids, racks, cfg, lag, 1<<20, 50*time.Millisecond)
 }
 
 // newClusterFetching is newClusterRacks with the followers fetching at
-// most fetchMax bytes of a partition at a time.
-func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32) *cluster {
+// most fetchMax bytes of a partition at a time, waiting up to maxWait.
+func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32, maxWait time.Duration) *cluster {
 	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, cut: map[int32]bool{}}
 	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
@@ -76,7 +76,7 @@ func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg c
 			Peers:             &clusterPeers{c: c, from: id},
 			ReplicaLagTimeMax: lag,
 			RackAwareReads:    racks != nil,
-			Fetch:             FetcherConfig{Fetchers: 1, MaxBytes: fetchMax, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond},
+			Fetch:             FetcherConfig{Fetchers: 1, MaxBytes: fetchMax, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: maxWait, Backoff: 20 * time.Millisecond},
 		})
 		m.SetBrokerEpoch(int64(100 + id))
 		c.nodes[id], c.logs[id] = m, logs
@@ -524,5 +524,21 @@ func TestUncleanLeaderReportsRecovered(t *testing.T) {
 	})
 	if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
 		t.Fatalf("ISR %v after reporting RECOVERED, want [1]", isr)
+	}
+}
+
+// A follower waiting at the log end hears of a new high watermark at once,
+// not when its long poll (a minute here) runs out.
+func TestFollowersLearnTheHighWatermarkWithoutWaitingForData(t *testing.T) {
+	c := newClusterFetching(t, []int32{1, 2, 3}, nil, replicatedTopic(2), 10*time.Second, 1<<20, time.Minute)
+	c.setPartition(led(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}))
+	for i := range 3 {
+		if res := c.produce(1, -1, batch(t, 2, int64(i))); res[0].Result.Err != nil {
+			t.Fatalf("acks=all: %v", res[0].Result.Err)
+		}
+		leo := c.log(1).LogEndOffset()
+		for _, id := range []int32{2, 3} {
+			waitUntil(t, fmt.Sprintf("node %d's high watermark at %d", id, leo), func() bool { return c.log(id).HighWatermark() == leo })
+		}
 	}
 }

@@ -84,7 +84,7 @@ func TestFollowerThrottleHoldsBackItsFetches(t *testing.T) {
 // ISR.
 func throttledCatchUp(t *testing.T, cfg config.Topic, throttled int32, throttle func(m *Manager, on bool)) {
 	t.Helper()
-	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1)
+	c := newClusterFetching(t, []int32{1, 2}, nil, cfg, 10*time.Second, 1, 50*time.Millisecond)
 	throttle(c.nodes[throttled], true)
 	c.setCut(2, true)
 	c.setPartition(led(1, 1, []int32{1, 2}, []int32{1}))
