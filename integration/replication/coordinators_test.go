@@ -1,0 +1,128 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestCoordinatorsMoveWithTheirPartitions: with __consumer_offsets and
+// __transaction_state replicated three ways (Kafka's defaults), kill -9 of
+// the node that coordinates a group, then of the one that coordinates a
+// transactional id, moves each coordinator to the new leader of its
+// partition: the group's committed offsets are still there, the
+// transactional producer goes on committing, and FindCoordinator names a
+// live broker.
+func TestCoordinatorsMoveWithTheirPartitions(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, "offsets.topic.replication.factor=3", "offsets.topic.num.partitions=3",
+		"transaction.state.log.replication.factor=3", "transaction.state.log.min.isr=2", "transaction.state.log.num.partitions=3")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	addrs := node.Addrs(nodes)
+	adm := kadm.NewClient(node.NewClient(t, addrs))
+	const topic, group, txnID = "coordinated", "moving-group", "moving-txn"
+	createReplicated(ctx, t, adm, topic, 3)
+
+	// A group with committed offsets, and a transactional producer.
+	pcl := node.NewClient(t, addrs, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic))
+	commitTxn := func(i int) {
+		t.Helper()
+		if err := pcl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pcl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("txn-%d", i))}).FirstErr(); err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		if err := pcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("committing transaction %d: %v", i, err)
+		}
+	}
+	for i := range 5 {
+		commitTxn(i)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 42, LeaderEpoch: -1})
+	if resp, err := adm.CommitOffsets(ctx, group, offsets); err != nil || resp.Error() != nil {
+		t.Fatalf("committing offsets: %v %v", err, resp.Error())
+	}
+
+	coordinator := func(key string, typ int8) int32 {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType = typ
+		req.CoordinatorKeys = []string{key}
+		resp, err := req.RequestWith(ctx, node.NewClient(t, addrs))
+		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return -1
+		}
+		return resp.Coordinators[0].NodeID
+	}
+	groupCoord, txnCoord := coordinator(group, 0), coordinator(txnID, 1)
+	t.Logf("group coordinator %d, transaction coordinator %d", groupCoord, txnCoord)
+	victim := nodeByID(nodes, groupCoord)
+	victim.Kill()
+	var live []string
+	for _, n := range nodes {
+		if n != victim {
+			live = append(live, n.Addr())
+		}
+	}
+	// A fresh client each time: kgo keeps a coordinator it found until the
+	// coordinator answers NOT_COORDINATOR, even while it cannot dial it.
+	node.WaitFor(t, 30*time.Second, "the group's committed offset from its new coordinator", func() bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(live...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		got, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+		if err != nil || got.Error() != nil {
+			return false
+		}
+		o, ok := got.Lookup(topic, 0)
+		return ok && o.At == 42
+	})
+	if c := coordinator(group, 0); c == victim.ID || c < 0 {
+		t.Fatalf("FindCoordinator names %d for the group after node %d died", c, victim.ID)
+	}
+	for i := 5; i < 10; i++ {
+		commitTxn(i)
+	}
+	// Then the transaction coordinator's node dies (the group's, back
+	// first, so that two replicas of everything are alive).
+	victim.Restart()
+	node.WaitFor(t, 60*time.Second, "the restarted node serving", func() bool { return coordinator(group, 0) >= 0 })
+	txnCoord = coordinator(txnID, 1)
+	tvictim := nodeByID(nodes, txnCoord)
+	tvictim.Kill()
+	t.Logf("killed node %d, the transaction coordinator", tvictim.ID)
+	live = live[:0]
+	for _, n := range nodes {
+		if n != tvictim {
+			live = append(live, n.Addr())
+		}
+	}
+	for i := 10; i < 15; i++ {
+		commitTxn(i)
+	}
+	if c := coordinator(txnID, 1); c == tvictim.ID || c < 0 {
+		t.Fatalf("FindCoordinator names %d for the transactional id after node %d died", c, tvictim.ID)
+	}
+	ccl := node.NewClient(t, live, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	seen := map[string]bool{}
+	pctx, pcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer pcancel()
+	for len(seen) < 15 && pctx.Err() == nil {
+		ccl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	if len(seen) != 15 {
+		t.Fatalf("read_committed saw %d of the 15 committed transactions: %v", len(seen), seen)
+	}
+}
