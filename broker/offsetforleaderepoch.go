@@ -5,8 +5,10 @@ package broker
 // Answered by the replica manager from the partition log's leader epoch
 // cache: the largest epoch <= the requested one and the offset where it
 // ended (the log end offset for the current epoch). Consumers use it to
-// detect truncation after a leader change; followers will use it for the
-// same when replication lands. The current leader epoch is checked
+// detect truncation after a leader change. Gregor's followers learn of
+// divergence from Fetch's DivergingEpoch instead, as Kafka's have since
+// 2.7 (replica/replication.go); a follower's request (ReplicaID set) is
+// answered as a consumer's. The current leader epoch is checked
 // (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) as in Kafka.
 
 import (

@@ -102,10 +102,6 @@ type Config struct {
 	// default 300 s) after a partition is led by another (elections.go).
 	DisableAutoLeaderRebalance   bool
 	LeaderImbalanceCheckInterval time.Duration
-	// SingleReplicaOnly refuses partitions with more than one replica
-	// (the broker does not replicate yet; the controller's own logic for
-	// several replicas is complete and tested).
-	SingleReplicaOnly bool
 
 	// ControllerListener is the listener raft and voter changes use (the
 	// first of controller.listener.names; default CONTROLLER).

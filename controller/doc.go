@@ -93,12 +93,12 @@
 //     leader whose directory for the partition is offline).
 //   - No directory assignment (AssignReplicasToDirs; PartitionChangeRecords
 //     never set directories), ACLs, SCRAM, quotas, delegation tokens yet.
-//   - Reassignments are not throttled: the
-//     leader/follower.replication.throttled.replicas configs are stored,
-//     not enforced.
-//   - With Config.SingleReplicaOnly (an embedder's choice; the gregor
-//     binary no longer sets it), partitions with more than one replica
-//     are refused with INVALID_REPLICATION_FACTOR.
+//   - Reassignment throttles are the brokers' (replica/throttle.go): the
+//     controller stores leader/follower.replication.throttled.replicas
+//     and the rates as any config.
+//   - A broker whose heartbeat connection closes is probed (liveness.go):
+//     when the listeners it was seen serving on refuse connections, it is
+//     fenced at once instead of at its session's end.
 //   - Dynamic membership (membership.go): an observer controller is a raft
 //     learner, added by the leader when it announces itself and never
 //     removed (a learner that is gone for good costs the leader retries);

@@ -38,10 +38,9 @@ package controller
 //
 // Deviations: an operation that would write more than 10000 records is
 // refused as a whole (POLICY_VIOLATION on every partition that would have
-// succeeded), as CreatePartitions is; with Config.SingleReplicaOnly a
-// target of more than one replica is INVALID_REPLICATION_FACTOR. No
-// replication throttles (the leader.replication.throttled.replicas configs
-// kafka-reassign-partitions sets are stored but not enforced).
+// succeeded), as CreatePartitions is. The throttles
+// kafka-reassign-partitions sets are enforced by the brokers
+// (replica/throttle.go).
 
 import (
 	"context"
@@ -122,9 +121,6 @@ func (c *Controller) reassignPartition(img *Image, topic string, p kmsg.AlterPar
 		if rf != len(p.Replicas) {
 			return nil, newAPIError(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", rf, len(p.Replicas))
 		}
-	}
-	if e := c.refuseReplication([][]int32{p.Replicas}); e != nil {
-		return nil, e
 	}
 	removing := slices.Sorted(maps.Keys(setOf(withoutAll(cur.Replicas, p.Replicas))))
 	adding := slices.Sorted(maps.Keys(setOf(withoutAll(p.Replicas, cur.Replicas))))

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -228,14 +227,5 @@ func TestReassignmentRefusals(t *testing.T) {
 	}
 	if rp := q.reassign(t, 1, false, []int32{spare, p.Replicas[1], p.Replicas[2]}); rp.ErrorCode != 0 {
 		t.Fatalf("same factor during a move: %d %v", rp.ErrorCode, rp.ErrorMessage)
-	}
-	// Gregor's single-replica mode refuses targets of more than one.
-	q2 := startTest(t, vfs.NewMemFS(), func(c *Config) { c.SingleReplicaOnly = true })
-	registerBroker(t, q2, 1)
-	registerBroker(t, q2, 2)
-	createTopic(t, q2, "t", 1, 1)
-	single := &isrCluster{c: q2}
-	if rp := single.reassign(t, 0, true, []int32{1, 2}); rp.ErrorCode != kerr.InvalidReplicationFactor.Code {
-		t.Fatalf("single-replica mode: %d", rp.ErrorCode)
 	}
 }

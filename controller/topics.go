@@ -345,9 +345,6 @@ func (c *Controller) createTopic(img *Image, placer *stripedPlacer, t kmsg.Creat
 			}
 		}
 	}
-	if e := c.refuseReplication(assignments); e != nil {
-		return nil, result, e
-	}
 	id := protocol.RandomUUID()
 	for img.TopicsByID[id] != nil {
 		id = protocol.RandomUUID()
@@ -655,9 +652,6 @@ func (c *Controller) createPartitions(img *Image, placer *stripedPlacer, t kmsg.
 			return nil, newAPIError(kerr.InvalidReplicationFactor, "%s", err.Error())
 		}
 	}
-	if e := c.refuseReplication(assignments); e != nil {
-		return nil, e
-	}
 	var recs []Record
 	for i, replicas := range assignments {
 		isr := activeReplicas(img, replicas)
@@ -673,22 +667,4 @@ func (c *Controller) createPartitions(img *Image, placer *stripedPlacer, t kmsg.
 		})
 	}
 	return recs, nil
-}
-
-// refuseReplication refuses, with Config.SingleReplicaOnly, partitions
-// with more than one replica where the brokers could host them: Gregor
-// does not copy partition data between brokers yet (issue 11), and a
-// follower that holds nothing must not be in an ISR a leader could be
-// elected from. Where the brokers could not host them, Kafka's own error
-// is answered first.
-func (c *Controller) refuseReplication(assignments [][]int32) *apiError {
-	if !c.cfg.SingleReplicaOnly {
-		return nil
-	}
-	for _, replicas := range assignments {
-		if len(replicas) > 1 {
-			return newAPIError(kerr.InvalidReplicationFactor, "Replication factor %d: Gregor does not replicate partitions between brokers yet, so it creates partitions with one replica only", len(replicas))
-		}
-	}
-	return nil
 }

@@ -296,8 +296,8 @@ func (p *Partition) committed(offset int64, boundEpoch int32) (bool, *kerr.Error
 }
 
 // recordFollowerLogEnd notes how far a follower's log reaches and moves
-// the high watermark if the ISR now allows it. Follower fetches will call
-// it when replication lands; today only tests do.
+// the high watermark if the ISR now allows it: unit tests stand in for a
+// follower's fetch with it (followerFetched does this for real ones).
 func (m *Manager) recordFollowerLogEnd(tp TopicPartition, replicaID int32, logEnd int64) {
 	p := m.hosted(tp)
 	if p == nil {
