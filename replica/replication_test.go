@@ -29,6 +29,7 @@ type cluster struct {
 	t     *testing.T
 	nodes map[int32]*Manager
 	logs  map[int32]*storage.Manager
+	fs    map[int32]*vfs.MemFS
 
 	mu  sync.Mutex
 	img *controller.Image
@@ -57,7 +58,7 @@ func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg conf
 // most fetchMax bytes of a partition at a time, waiting up to maxWait.
 func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32, maxWait time.Duration) *cluster {
 	t.Helper()
-	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, cut: map[int32]bool{}}
+	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, fs: map[int32]*vfs.MemFS{}, cut: map[int32]bool{}}
 	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
 	for _, id := range ids {
 		c.img.Brokers[id] = &controller.Broker{ID: id, Epoch: int64(100 + id)}
@@ -67,7 +68,8 @@ func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg c
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, id := range ids {
-		logs, err := storage.OpenManager(storage.ManagerOptions{FS: vfs.NewMemFS(), Dirs: []string{"/data"}, Logger: logger})
+		c.fs[id] = vfs.NewMemFS()
+		logs, err := storage.OpenManager(storage.ManagerOptions{FS: c.fs[id], Dirs: []string{"/data"}, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,6 +541,65 @@ func TestFollowersLearnTheHighWatermarkWithoutWaitingForData(t *testing.T) {
 		leo := c.log(1).LogEndOffset()
 		for _, id := range []int32{2, 3} {
 			waitUntil(t, fmt.Sprintf("node %d's high watermark at %d", id, leo), func() bool { return c.log(id).HighWatermark() == leo })
+		}
+	}
+}
+
+// The slow-disk nemesis: a follower whose every write takes 20 ms falls
+// behind an acks=1 stream, leaves the ISR after replica.lag.time.max.ms,
+// and acks=all writes go on with the leader and the other follower; once
+// the disk is fast again it catches up and rejoins. A slow leader disk
+// only slows acks=all down. Every acknowledged batch is in every log at
+// the end, and the logs are identical.
+func TestSlowDiskNemesis(t *testing.T) {
+	c := newCluster(t, []int32{1, 2, 3}, replicatedTopic(2), 400*time.Millisecond)
+	c.setPartition(led(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}))
+	slow := func(id int32, on bool) {
+		if !on {
+			c.fs[id].Inject(nil)
+			return
+		}
+		c.fs[id].Inject(func(op vfs.Op, _ string) error {
+			if op == vfs.OpWrite {
+				time.Sleep(20 * time.Millisecond)
+			}
+			return nil
+		})
+	}
+	acked := 0
+	write := func(acks int16, n int) {
+		t.Helper()
+		for range n {
+			res := c.produce(1, acks, batch(t, 3, 1))
+			if res[0].Result.Err == nil {
+				acked++
+			} else if acks == -1 {
+				t.Fatalf("acks=all with two replicas in sync: %v", res[0].Result.Err)
+			}
+		}
+	}
+	slow(3, true)
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(c.isrOn(1), []int32{1, 2}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow follower still in the ISR %v", c.isrOn(1))
+		}
+		write(1, 20)
+	}
+	write(-1, 20)
+	slow(3, false)
+	waitUntil(t, "the follower back in the ISR", func() bool { return slices.Equal(c.isrOn(1), []int32{1, 2, 3}) })
+	slow(1, true)
+	write(-1, 10)
+	slow(1, false)
+	leo := c.log(1).LogEndOffset()
+	if leo != int64(3*acked) {
+		t.Fatalf("leader's log end %d after %d acknowledged batches of 3", leo, acked)
+	}
+	for _, id := range []int32{2, 3} {
+		waitUntil(t, fmt.Sprintf("node %d at the leader's log end", id), func() bool { return c.log(id).LogEndOffset() == leo })
+		if !bytes.Equal(c.logBytes(id), c.logBytes(1)) {
+			t.Fatalf("node %d's log differs from the leader's", id)
 		}
 	}
 }
