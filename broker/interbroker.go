@@ -24,12 +24,22 @@ type brokerPeers struct {
 	pool *connPool[peerLane]
 }
 
-// peerLane names a connection to a broker: lane 0 carries markers and
-// verifications, lane 1+n follower fetcher n's requests.
+// peerLane names a connection to a broker: lane 0 carries transaction
+// markers, laneVerify KIP-890 verifications, lane 1+n follower fetcher
+// n's requests. Markers and verifications must not share a pipelined
+// connection (Kafka gives each its own sender too): a verification the
+// coordinator holds while a transaction ends (CONCURRENT_TRANSACTIONS,
+// add.partitions.to.txn.retry.backoff.max.ms) would hold up, behind it,
+// the very markers that end it.
 type peerLane struct {
 	id   int32
 	lane int
 }
+
+const (
+	laneMarkers = 0
+	laneVerify  = -1
+)
 
 func newBrokerPeers(b *Broker) *brokerPeers {
 	return &brokerPeers{b: b, pool: newConnPool[peerLane](b.opts.NodeID)}
@@ -48,9 +58,9 @@ func (p *brokerPeers) addr(id int32) (string, error) {
 	return ep.Addr(), nil
 }
 
-// send sends req to broker id and returns its answer.
-func (p *brokerPeers) send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	return p.sendOn(ctx, peerLane{id: id}, req)
+// send sends req to broker id on lane and returns its answer.
+func (p *brokerPeers) send(ctx context.Context, id int32, lane int, req kmsg.Request) (kmsg.Response, error) {
+	return p.sendOn(ctx, peerLane{id: id, lane: lane}, req)
 }
 
 func (p *brokerPeers) sendOn(ctx context.Context, lane peerLane, req kmsg.Request) (kmsg.Response, error) {

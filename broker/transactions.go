@@ -227,7 +227,7 @@ func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, ep
 	req.Transactions = append(req.Transactions, tr)
 	ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
 	defer cancel()
-	answer, err := b.peers.send(ctx, leader, req)
+	answer, err := b.peers.send(ctx, leader, laneVerify, req)
 	if err != nil {
 		b.log.Debug("asking the transaction coordinator", "broker", leader, "err", err)
 		return kerr.CoordinatorNotAvailable.Code

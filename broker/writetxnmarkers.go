@@ -202,7 +202,7 @@ func (b *Broker) sendMarkers(ctx context.Context, leader int32, m txn.Marker, id
 	}
 	req.Markers = append(req.Markers, rm)
 	codes := make([]int16, len(idx))
-	answer, err := b.peers.send(ctx, leader, req)
+	answer, err := b.peers.send(ctx, leader, laneMarkers, req)
 	if err != nil {
 		b.log.Debug("sending transaction markers", "broker", leader, "err", err)
 		return fillCodes(codes, kerr.NotLeaderForPartition.Code)
