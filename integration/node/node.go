@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -86,15 +86,15 @@ type Node struct {
 	begin      time.Time
 }
 
-// FreePort returns a port that was free a moment ago.
+// FreePort returns a port that was free a moment ago (integration.FreePort:
+// outside the kernel's ephemeral range).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := integration.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Start starts a fresh node with extra key=value overrides and waits until

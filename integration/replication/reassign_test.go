@@ -98,18 +98,23 @@ func TestReassignPartitionsUnderLoad(t *testing.T) {
 	wg.Wait()
 	cl.Flush(ctx)
 
-	after, err := describe(ctx, adm, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, st := range after {
-		if got, w := slices.Sorted(slices.Values(st.replicas)), slices.Sorted(slices.Values(want[p])); !slices.Equal(got, w) {
-			t.Fatalf("partition %d replicas %v, want %v", p, st.replicas, want[p])
+	// --verify saw the move complete on the broker it asked; every broker's
+	// metadata follows within moments.
+	node.WaitFor(t, 30*time.Second, "every broker's metadata showing the new replicas, all in the ISR", func() bool {
+		for _, n := range nodes {
+			after, err := describeAt(ctx, t, n.Addr(), topic)
+			if err != nil {
+				return false
+			}
+			for p, st := range after {
+				got, w := slices.Sorted(slices.Values(st.replicas)), slices.Sorted(slices.Values(want[p]))
+				if !slices.Equal(got, w) || len(st.isr) != 2 {
+					return false
+				}
+			}
 		}
-		if len(st.isr) != 2 {
-			t.Fatalf("partition %d ISR %v after the move", p, st.isr)
-		}
-	}
+		return true
+	})
 	// --verify removed the throttles.
 	rc, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
