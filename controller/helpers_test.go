@@ -137,13 +137,20 @@ func ctxT(t testing.TB) context.Context {
 // registerBroker registers and unfences a broker; it returns its epoch.
 func registerBroker(t testing.TB, c *Controller, id int32) int64 {
 	t.Helper()
+	return registerBrokerAt(t, c, id, "localhost", uint16(9092+id))
+}
+
+// registerBrokerAt is registerBroker with the broker's one listener at
+// host:port.
+func registerBrokerAt(t testing.TB, c *Controller, id int32, host string, port uint16) int64 {
+	t.Helper()
 	req := kmsg.NewPtrBrokerRegistrationRequest()
 	req.Version = 3
 	req.BrokerID = id
 	req.ClusterID = "test-cluster"
 	req.IncarnationID = protocol.RandomUUID()
 	req.LogDirs = [][16]byte{protocol.RandomUUID()}
-	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: uint16(9092 + id)}}
+	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: host, Port: port}}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{
 		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
 		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},

@@ -6,38 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// registerListening registers broker id with ln's address as its one
-// listener and unfences it.
+// registerListening registers broker id with addr as its one listener
+// and unfences it.
 func registerListening(t *testing.T, c *Controller, id int32, addr string) int64 {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
-	req := kmsg.NewPtrBrokerRegistrationRequest()
-	req.Version = 3
-	req.BrokerID = id
-	req.ClusterID = "test-cluster"
-	req.IncarnationID = protocol.RandomUUID()
-	req.LogDirs = [][16]byte{protocol.RandomUUID()}
-	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: host, Port: uint16(p)}}
-	req.Features = []kmsg.BrokerRegistrationRequestFeature{
-		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
-		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
-	}
-	resp := c.RegisterBroker(ctxT(t), req)
-	if resp.ErrorCode != 0 {
-		t.Fatalf("register broker %d: error %d", id, resp.ErrorCode)
-	}
-	hb := kmsg.NewPtrBrokerHeartbeatRequest()
-	hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = id, resp.BrokerEpoch, c.Image().Offset
-	if hr := c.BrokerHeartbeat(ctxT(t), hb); hr.ErrorCode != 0 || hr.IsFenced {
-		t.Fatalf("heartbeat broker %d: %+v", id, hr)
-	}
-	return resp.BrokerEpoch
+	return registerBrokerAt(t, c, id, host, uint16(p))
 }
 
 func freeAddr(t *testing.T) string {

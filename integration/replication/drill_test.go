@@ -136,15 +136,7 @@ func TestBrokerDrill(t *testing.T) {
 	second.Restart()
 	node.WaitFor(t, 90*time.Second, "both brokers back in every ISR", func() bool {
 		st, err := describe(ctx, adm, topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range st {
-			if len(p.isr) != 3 {
-				return false
-			}
-		}
-		return true
+		return err == nil && fullISR(st)
 	})
 	progress("after the restarts")
 	stopProducing()

@@ -59,6 +59,17 @@ func describe(ctx context.Context, adm *kadm.Client, topic string) (map[int32]pa
 	return out, nil
 }
 
+// fullISR reports whether every partition has all three replicas in its
+// ISR.
+func fullISR(st map[int32]partitionState) bool {
+	for _, p := range st {
+		if len(p.isr) != 3 {
+			return false
+		}
+	}
+	return true
+}
+
 // describeAt is describe as one broker answers it (a fresh client's
 // Metadata to that broker alone: nothing cached, no dead broker tried).
 func describeAt(ctx context.Context, t *testing.T, addr, topic string) (map[int32]partitionState, error) {
@@ -207,15 +218,7 @@ func TestAcksAllSurvivesLeaderKill(t *testing.T) {
 	victim.Restart()
 	took = node.WaitFor(t, 60*time.Second, "the restarted broker back in every ISR", func() bool {
 		st, err := describe(ctx, oadm, topic)
-		if err != nil {
-			return false
-		}
-		for _, p := range st {
-			if len(p.isr) != 3 {
-				return false
-			}
-		}
-		return true
+		return err == nil && fullISR(st)
 	})
 	t.Logf("ISR full again %s after the restart", took)
 
@@ -270,15 +273,7 @@ func TestKilledBrokerFencedAtOnce(t *testing.T) {
 		n.Restart()
 		node.WaitFor(t, 60*time.Second, "the restarted broker back in every ISR", func() bool {
 			st, err := describeAt(ctx, t, live, topic)
-			if err != nil {
-				return false
-			}
-			for _, p := range st {
-				if len(p.isr) != 3 {
-					return false
-				}
-			}
-			return true
+			return err == nil && fullISR(st)
 		})
 	}
 }
