@@ -273,20 +273,22 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		retryOnOverflow := m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
 		retryOnBump := m.epoch == epoch+1
 		isRetry, otherPID = retryOnBump || retryOnOverflow, otherPID && !retryOnOverflow
-		switch m.state {
-		case StatePrepareCommit, StatePrepareAbort:
-			validEpoch = retryOnBump
-		case StateCompleteCommit, StateCompleteAbort:
+		if m.state == StateCompleteCommit || m.state == StateCompleteAbort {
 			validEpoch = isRetry || epoch == m.epoch
 		}
 	}
+	// A prepared transaction is completing (its markers are being
+	// written), which Kafka marks as a pending transition; pending comes
+	// before the epoch check (KAFKA-18464) so that a V2 client aborting
+	// an empty transaction at the epoch its commit just gave it waits for
+	// that commit instead of being fenced by it.
 	switch {
 	case otherPID:
 		return fail(kerr.InvalidProducerIDMapping.Code)
+	case m.pending, m.state == StatePrepareCommit, m.state == StatePrepareAbort:
+		return fail(kerr.ConcurrentTransactions.Code)
 	case !validEpoch:
 		return fail(kerr.ProducerFenced.Code)
-	case m.pending:
-		return fail(kerr.ConcurrentTransactions.Code)
 	}
 	switch m.state {
 	case StateOngoing:
@@ -308,14 +310,6 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 			return current()
 		case tv2 && !commit:
 			return s.prepareEnd(ctx, m, false, clientTV)
-		}
-	case StatePrepareCommit:
-		if commit {
-			return fail(kerr.ConcurrentTransactions.Code)
-		}
-	case StatePrepareAbort:
-		if !commit {
-			return fail(kerr.ConcurrentTransactions.Code)
 		}
 	}
 	return invalid()

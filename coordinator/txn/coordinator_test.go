@@ -206,7 +206,9 @@ func TestStateErrors(t *testing.T) {
 	if _, _, code := e.c.EndTxn(ctx, "a", pid, epoch, true, 0); code != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("commit during PrepareCommit: %s", codeName(code))
 	}
-	if _, _, code := e.c.EndTxn(ctx, "a", pid, epoch, false, 0); code != kerr.InvalidTxnState.Code {
+	// Kafka marks the transaction's completion pending (CompleteCommit)
+	// until its markers are written, so every EndTxn waits for it.
+	if _, _, code := e.c.EndTxn(ctx, "a", pid, epoch, false, 0); code != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("abort during PrepareCommit: %s", codeName(code))
 	}
 	if code := e.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp("t", 1)}); code != kerr.ConcurrentTransactions.Code {
@@ -452,5 +454,43 @@ func TestEndTxnV2(t *testing.T) {
 	ms := e.markers.markers()
 	if len(ms) != 1 || !ms[0].Commit || ms[0].ProducerEpoch != epoch+1 {
 		t.Fatalf("markers %+v, want only the commit's, at the bumped epoch %d", ms, epoch+1)
+	}
+}
+
+// KAFKA-18464, and kgo's TestTxnEtl on three brokers: a V2 client whose
+// commit was answered (epoch bumped) may abort an empty next transaction
+// at the new epoch while the commit's markers are still being written.
+// That abort must wait (CONCURRENT_TRANSACTIONS) and then bump the epoch,
+// never fence the producer with PRODUCER_FENCED.
+func TestEndTxnV2AbortWhileCommitCompletes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pid, epoch := e.init("a")
+	e.add("a", pid, epoch, tp("t", 0))
+	block := make(chan struct{})
+	e.markers.mu.Lock()
+	e.markers.answer = func(TopicPartition) int16 {
+		select {
+		case <-block:
+			return 0
+		default:
+			return kerr.NotLeaderForPartition.Code
+		}
+	}
+	e.markers.mu.Unlock()
+	_, next, code := e.c.EndTxn(ctx, "a", pid, epoch, true, 2)
+	if code != 0 || next != epoch+1 {
+		t.Fatalf("commit: epoch %d %s", next, codeName(code))
+	}
+	if _, _, code := e.c.EndTxn(ctx, "a", pid, next, false, 2); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("abort at the new epoch while the commit completes: %s, want CONCURRENT_TRANSACTIONS", codeName(code))
+	}
+	if _, _, code := e.c.EndTxn(ctx, "a", pid, epoch, true, 2); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("commit retry while the commit completes: %s, want CONCURRENT_TRANSACTIONS", codeName(code))
+	}
+	close(block)
+	e.waitState("a", StateCompleteCommit)
+	if _, got, code := e.c.EndTxn(ctx, "a", pid, next, false, 2); code != 0 || got != next+1 {
+		t.Fatalf("abort after the commit completed: epoch %d %s, want a bump to %d", got, codeName(code), next+1)
 	}
 }
