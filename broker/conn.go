@@ -89,10 +89,12 @@ type conn struct {
 	// TCP (socket.go).
 	in       io.Reader
 	listener *listener
-	log      *slog.Logger
-	ctx      context.Context
-	cancel   context.CancelFunc
-	queue    chan *slot
+	// session is who the peer is (session.go).
+	session session
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	queue   chan *slot
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
 	// watchHeartbeats starts, once, the watch of a connection a broker

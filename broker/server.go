@@ -27,7 +27,7 @@ type ListenerSpec struct {
 	Name             string // e.g. PLAINTEXT, CONTROLLER
 	Host             string
 	Port             int
-	SecurityProtocol string // PLAINTEXT only for now
+	SecurityProtocol string // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
 	// Controller marks a listener in controller.listener.names: it serves
 	// the controller APIs instead of the client ones.
 	Controller bool
@@ -341,6 +341,7 @@ func (s *Server) acceptLoop(l *listener) {
 			nc:       nc,
 			in:       socketReader(nc),
 			listener: l,
+			session:  newSession(l, ip),
 			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 			ctx:      cctx,
 			cancel:   cancel,

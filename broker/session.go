@@ -1,0 +1,75 @@
+package broker
+
+// Who is on the other end of a connection.
+//
+// Every connection has a session from the moment it is accepted: the
+// listener it came in on (and so its security protocol) and the client's
+// address. Its principal is Kafka's KafkaPrincipal as
+// DefaultKafkaPrincipalBuilder builds it: User:ANONYMOUS on a PLAINTEXT
+// listener (and on any listener before authentication), the mapped
+// certificate name on SSL, the SASL authorization id on SASL listeners.
+// Authorization, quotas and forwarding (the Envelope's principal) read it.
+//
+// Ownership: the reader goroutine sets the principal while it handles the
+// authentication requests, which it does inline and in order, before any
+// other request of the connection is read; handlers running later (on
+// their own goroutines too) only read it, through the request.
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Principal is a Kafka principal: a type (User for every principal Kafka's
+// default builder makes) and a name.
+type Principal struct {
+	Type string
+	Name string
+}
+
+// PrincipalUserType is the type of every principal Kafka's default
+// principal builder makes.
+const PrincipalUserType = "User"
+
+// AnonymousPrincipal is the principal of an unauthenticated connection.
+var AnonymousPrincipal = Principal{Type: PrincipalUserType, Name: "ANONYMOUS"}
+
+// String is Kafka's form, "User:alice".
+func (p Principal) String() string { return p.Type + ":" + p.Name }
+
+// ParsePrincipal reads Kafka's "Type:Name" form (super.users, ACL
+// principals). The name may itself contain colons (a certificate's
+// distinguished name); the type may not.
+func ParsePrincipal(s string) (Principal, bool) {
+	typ, name, ok := strings.Cut(s, ":")
+	if !ok || typ == "" {
+		return Principal{}, false
+	}
+	return Principal{Type: typ, Name: name}, true
+}
+
+// session is what the broker knows of a connection's peer.
+type session struct {
+	// listenerName and securityProtocol are the listener's.
+	listenerName     string
+	securityProtocol string
+	// clientAddr is the peer's address (ACL hosts, connection quotas).
+	clientAddr netip.Addr
+	// principal is AnonymousPrincipal until the connection authenticates.
+	principal Principal
+}
+
+func newSession(l *listener, addr netip.Addr) session {
+	return session{
+		listenerName:     l.Name,
+		securityProtocol: l.SecurityProtocol,
+		clientAddr:       addr,
+		principal:        AnonymousPrincipal,
+	}
+}
+
+// principal is the principal the request was sent as.
+func (r *request) principal() Principal { return r.conn.session.principal }
+
+// clientAddr is the address the request came from.
+func (r *request) clientAddr() netip.Addr { return r.conn.session.clientAddr }
