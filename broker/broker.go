@@ -111,8 +111,13 @@ type Options struct {
 	// it with itself.
 	Replicas *replica.Manager
 	Configs  Configs
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// ValidateBrokerConfigs, when set, checks the dynamic configs this
+	// broker would have after an alter request, before it is forwarded
+	// (dynamicbroker.go): what only this node can vouch for, such as a
+	// new keystore for one of its SSL listeners.
+	ValidateBrokerConfigs func(next map[string]string) error
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.

@@ -119,7 +119,7 @@ func loadKeystore(s Settings) (*Keystore, error) {
 		}
 		raw, modTime, err := readStore(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Failed to load PEM SSL keystore %s: %w", path, err)
 		}
 		ks, err := pemKeystore(string(raw), string(raw), kp)
 		if err != nil {
@@ -134,7 +134,7 @@ func loadKeystore(s Settings) (*Keystore, error) {
 	case hasPath:
 		raw, modTime, err := readStore(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Failed to load SSL keystore %s of type %s: %w", path, typ, err)
 		}
 		if kp == nil {
 			kp = &password
@@ -179,7 +179,7 @@ func loadTruststore(s Settings) (*Truststore, error) {
 		}
 		raw, modTime, err := readStore(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Failed to load PEM SSL truststore %s: %w", path, err)
 		}
 		ts, err := pemTruststore(string(raw))
 		if err != nil {
@@ -192,7 +192,7 @@ func loadTruststore(s Settings) (*Truststore, error) {
 	case hasPath:
 		raw, modTime, err := readStore(path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("Failed to load SSL truststore %s of type %s: %w", path, typ, err)
 		}
 		var pw *string
 		if hasPassword {
@@ -211,11 +211,11 @@ func loadTruststore(s Settings) (*Truststore, error) {
 func readStore(path string) ([]byte, time.Time, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("reading the store %s: %w", path, err)
+		return nil, time.Time{}, err
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("reading the store %s: %w", path, err)
+		return nil, time.Time{}, err
 	}
 	return raw, fi.ModTime(), nil
 }

@@ -53,6 +53,8 @@ type settings struct {
 	interBrokerDial broker.DialFunc
 	controllerTLS   *ssl.Client
 	interBrokerTLS  *ssl.Client
+	// listenerTLS are the SSL listeners' server sides, by name.
+	listenerTLS map[string]*ssl.Server
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
 }
@@ -152,6 +154,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		tlsServer, err := listenerTLS(cfg, l, logger)
 		if err != nil {
 			return nil, err
+		}
+		if tlsServer != nil {
+			if s.listenerTLS == nil {
+				s.listenerTLS = map[string]*ssl.Server{}
+			}
+			s.listenerTLS[l.Name] = tlsServer
 		}
 		specs = append(specs, broker.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
@@ -295,57 +303,5 @@ func cleanerOptions(l config.Layers) storage.CleanerOptions {
 		IOBufferLoadFactor:  num("log.cleaner.io.buffer.load.factor"),
 		IOMaxBytesPerSecond: num("log.cleaner.io.max.bytes.per.second"),
 		Backoff:             time.Duration(num("log.cleaner.backoff.ms")) * time.Millisecond,
-	}
-}
-
-// listenerTLS is the TLS server side of an SSL listener (nil on
-// PLAINTEXT), from its ssl.* keys with Kafka's listener.name.<l>. prefix
-// first. SASL listeners are refused until SASL authentication lands.
-func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*ssl.Server, error) {
-	settings := ssl.Resolve(l.Name, config.Layers{Static: cfg}.EffectiveValue)
-	switch l.SecurityProtocol {
-	case "PLAINTEXT":
-		if v, _ := settings.Value("principal.builder.class"); v != ssl.DefaultPrincipalBuilder {
-			return nil, settings.Check()
-		}
-		return nil, nil
-	case "SSL":
-		// The inter-broker listener is dialled by this node's brokers
-		// too: its certificate must pass its own truststore.
-		srv, warnings, err := ssl.NewServer(settings, l.Name == cfg.InterBrokerListenerName)
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range warnings {
-			logger.Warn(w, "listener", l.Name)
-		}
-		return srv, nil
-	}
-	return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SSL listeners only until SASL authentication lands", l.Name, l.SecurityProtocol)
-}
-
-// peerDialer is how this node connects to listener on other nodes (the
-// inter-broker listener, the controller listener): plain TCP on
-// PLAINTEXT (nil), TLS with the listener's own ssl.* settings (this
-// node's, with the listener.name.<l>. prefix first, as Kafka's
-// inter-broker and controller clients read them) on SSL. Liveness probes
-// (controller/liveness.go) stay plain TCP connects on any listener: they
-// only ask whether something accepts.
-func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broker.DialFunc, *ssl.Client, error) {
-	switch proto := cfg.ListenerSecurityProtocolMap[listener]; proto {
-	case "PLAINTEXT", "":
-		return nil, nil, nil
-	case "SSL":
-		cli, warnings, err := ssl.NewClient(ssl.Resolve(listener, config.Layers{Static: cfg}.EffectiveValue))
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, w := range warnings {
-			logger.Warn(w, "listener", listener)
-		}
-		d := &ssl.Dialer{TLS: cli}
-		return d.Dial, cli, nil
-	default:
-		return nil, nil, fmt.Errorf("listener %s uses %s: Gregor connects to PLAINTEXT and SSL listeners only until SASL authentication lands", listener, proto)
 	}
 }
