@@ -116,6 +116,19 @@ func NewPKI(dir string) (*PKI, error) {
 	return p, nil
 }
 
+// NewPKIWithServer is NewPKI and its Server("broker") certificate.
+func NewPKIWithServer(dir string) (*PKI, *KeyPair, error) {
+	p, err := NewPKI(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err := p.Server("broker")
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, server, nil
+}
+
 // Server issues a server certificate named CN=<name> for 127.0.0.1 and
 // localhost (and ::1), so that clients verifying the host name
 // (ssl.endpoint.identification.algorithm=https) accept it on loopback.

@@ -17,6 +17,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +40,7 @@ func tlsScenarios() []Scenario {
 // tlsNode starts a node with the given listeners, with properties built
 // from a fresh PKI and its server certificate.
 func tlsNode(ctx context.Context, e *Env, listeners []NodeListener, props func(p *PKI, server *KeyPair) map[string]string) (*SingleNode, *PKI, *KeyPair, error) {
-	pki, err := e.PKI()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := NewPKIWithServer(filepath.Join(e.Dir, "pki"))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -187,11 +184,7 @@ func consoleRoundTrip(ctx context.Context, e *Env, bootstrap, cfg, prefix string
 // truststore, all written by Go libraries: each side reads the other's
 // formats.
 func tlsBinaryStores(ctx context.Context, e *Env) error {
-	pki, err := e.PKI()
-	if err != nil {
-		return err
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := NewPKIWithServer(filepath.Join(e.Dir, "pki"))
 	if err != nil {
 		return err
 	}

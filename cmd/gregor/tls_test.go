@@ -12,11 +12,7 @@ import (
 // that does not load stops start-up with a message naming the listener,
 // and what Gregor cannot honour is refused.
 func TestTLSSettings(t *testing.T) {
-	pki, err := integration.NewPKI(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := integration.NewPKIWithServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
