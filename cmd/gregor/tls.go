@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
@@ -15,18 +16,19 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 )
 
-// listenerTLS is the TLS server side of an SSL listener (nil on
-// PLAINTEXT), from its ssl.* keys with Kafka's listener.name.<l>. prefix
-// first. SASL listeners are refused until SASL authentication lands.
+// listenerTLS is the TLS server side of an SSL or SASL_SSL listener (nil
+// on PLAINTEXT and SASL_PLAINTEXT), from its ssl.* keys with Kafka's
+// listener.name.<l>. prefix first.
 func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*ssl.Server, error) {
+	if strings.HasPrefix(l.SecurityProtocol, "SASL_") {
+		// SASL_SSL is the TLS below with SASL authentication after
+		// the handshake (broker/transport.go); SASL_PLAINTEXT the same
+		// without TLS. Both wait for the authenticator.
+		return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SSL listeners only until SASL authentication lands", l.Name, l.SecurityProtocol)
+	}
 	settings := ssl.Resolve(l.Name, config.Layers{Static: cfg}.EffectiveValue)
 	switch l.SecurityProtocol {
-	case "PLAINTEXT":
-		if v, _ := settings.Value("principal.builder.class"); v != ssl.DefaultPrincipalBuilder {
-			return nil, settings.Check()
-		}
-		return nil, nil
-	case "SSL":
+	case "SSL", "SASL_SSL":
 		// The inter-broker listener is dialled by this node's brokers
 		// too: its certificate must pass its own truststore.
 		srv, warnings, err := ssl.NewServer(settings, l.Name == cfg.InterBrokerListenerName)
@@ -38,33 +40,38 @@ func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*s
 		}
 		return srv, nil
 	}
-	return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SSL listeners only until SASL authentication lands", l.Name, l.SecurityProtocol)
+	if v, _ := settings.Value("principal.builder.class"); v != ssl.DefaultPrincipalBuilder {
+		return nil, settings.Check()
+	}
+	return nil, nil
 }
 
 // peerDialer is how this node connects to listener on other nodes (the
 // inter-broker listener, the controller listener): plain TCP on
 // PLAINTEXT (nil), TLS with the listener's own ssl.* settings (this
 // node's, with the listener.name.<l>. prefix first, as Kafka's
-// inter-broker and controller clients read them) on SSL. Liveness probes
+// inter-broker and controller clients read them) on SSL. On SASL_SSL and
+// SASL_PLAINTEXT the dialer's Authenticate runs the SASL client exchange
+// after TLS (or TCP), once SASL lands. Liveness probes
 // (controller/liveness.go) stay plain TCP connects on any listener: they
 // only ask whether something accepts.
 func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broker.DialFunc, *ssl.Client, error) {
-	switch proto := cfg.ListenerSecurityProtocolMap[listener]; proto {
-	case "PLAINTEXT", "":
-		return nil, nil, nil
-	case "SSL":
-		cli, warnings, err := ssl.NewClient(ssl.Resolve(listener, config.Layers{Static: cfg}.EffectiveValue))
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, w := range warnings {
-			logger.Warn(w, "listener", listener)
-		}
-		d := &ssl.Dialer{TLS: cli}
-		return d.Dial, cli, nil
-	default:
+	proto := cfg.ListenerSecurityProtocolMap[listener]
+	if strings.HasPrefix(proto, "SASL_") {
 		return nil, nil, fmt.Errorf("listener %s uses %s: Gregor connects to PLAINTEXT and SSL listeners only until SASL authentication lands", listener, proto)
 	}
+	if proto != "SSL" && proto != "SASL_SSL" {
+		return nil, nil, nil
+	}
+	cli, warnings, err := ssl.NewClient(ssl.Resolve(listener, config.Layers{Static: cfg}.EffectiveValue))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range warnings {
+		logger.Warn(w, "listener", listener)
+	}
+	d := &ssl.Dialer{TLS: cli}
+	return d.Dial, cli, nil
 }
 
 // validateTLS checks that this node's SSL listeners can take the dynamic
