@@ -383,6 +383,18 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
 			out.Resources = append(out.Resources, rr)
 		}
+	case *kmsg.AlterClientQuotasRequest:
+		out := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range r.Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			re.ErrorCode, re.ErrorMessage = code, &msg
+			for _, ent := range e.Entity {
+				rent := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				rent.Type, rent.Name = ent.Type, ent.Name
+				re.Entity = append(re.Entity, rent)
+			}
+			out.Entries = append(out.Entries, re)
+		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
 	case *kmsg.UpdateFeaturesRequest:

@@ -64,6 +64,7 @@ func Scenarios() []Scenario {
 	all = append(all, clientScenarios()...)
 	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
+	all = append(all, quotaScenarios()...)
 	return all
 }
 
