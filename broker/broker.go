@@ -108,8 +108,11 @@ type Options struct {
 	// it with itself.
 	Replicas *replica.Manager
 	Configs  Configs
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Quotas are the client quotas' windows (quota.go); zero means
+	// Kafka's defaults.
+	Quotas QuotaOptions
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -132,6 +135,10 @@ type Broker struct {
 	// txnVerification is transaction.partition.verification.enable (a
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
+	// quotas are the client quotas (quota.go); stopQuotas ends their
+	// following of the metadata image.
+	quotas     *clientQuotas
+	stopQuotas func()
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -180,8 +187,10 @@ func New(opts Options) *Broker {
 		opts.Replicas.SetPeers(b.peers)
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
+	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
+	b.server.quotas = b.quotas
 	return b
 }
 
@@ -203,6 +212,7 @@ func (b *Broker) Addrs() map[string]string {
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
 	b.runCtx = ctx
+	b.followQuotas()
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
 	}
@@ -243,6 +253,9 @@ func (b *Broker) Shutdown() {
 			b.txns.runtime.Stop()
 		}
 		b.server.Shutdown()
+		if b.stopQuotas != nil {
+			b.stopQuotas()
+		}
 		// No auto-creation starts after this (bg.Add must not race Wait).
 		b.autoCreateMu.Lock()
 		b.autoCreating = nil
@@ -312,9 +325,17 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 		// it is not the active one, as Kafka's controllers do.
 		ctrl = b.opts.LocalController
 	}
+	// The client's identity goes with the request: the controller counts
+	// its mutations against its quota, in process or (over the
+	// envelope) on another node.
+	ctx = withForwardedFrom(ctx, r.hdr.ClientID, r.principal())
+	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
+		if err == nil && mq != nil {
+			applyMutationThrottle(resp, mq)
+		}
 		if err != nil {
 			// No controller answered in time: REQUEST_TIMED_OUT, which
 			// clients retry; whether the change happened is unknown to

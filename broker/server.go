@@ -99,6 +99,9 @@ type Server struct {
 	frames protocol.FramePool
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
+	// quotas are the client quotas the node enforces (quota.go); nil in
+	// tests that build a bare server.
+	quotas *clientQuotas
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64

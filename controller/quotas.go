@@ -604,3 +604,49 @@ func quotaEntityLess(a, b QuotaEntity) bool {
 	}
 	return false
 }
+
+// MutationQuota is the controller mutation quota of the request being
+// decided (KIP-599's ControllerMutationQuota): CreateTopics,
+// CreatePartitions and DeleteTopics take one permit per partition they
+// create or delete, topic by topic. A strict quota (the request versions
+// that carry THROTTLING_QUOTA_EXCEEDED) refuses a topic once the quota is
+// exhausted; a permissive one takes every permit and only throttles.
+type MutationQuota interface {
+	// Record takes permits; false when the quota refuses them.
+	Record(permits int) bool
+}
+
+type mutationQuotaKey struct{}
+
+// WithMutationQuota attaches the request's mutation quota to ctx, for
+// Handle.
+func WithMutationQuota(ctx context.Context, q MutationQuota) context.Context {
+	return context.WithValue(ctx, mutationQuotaKey{}, q)
+}
+
+// mutationQuotaOf is the quota attached to ctx, nil when none applies.
+func mutationQuotaOf(ctx context.Context) MutationQuota {
+	q, _ := ctx.Value(mutationQuotaKey{}).(MutationQuota)
+	return q
+}
+
+// quotaRefuses records permits against q and reports the error of a topic
+// the quota refuses (ApiError.fromThrowable of
+// ThrottlingQuotaExceededException).
+func quotaRefuses(q MutationQuota, permits int) *apiError {
+	if q == nil || q.Record(permits) {
+		return nil
+	}
+	return newAPIError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+}
+
+// partitionRecordCount is how many partitions recs create.
+func partitionRecordCount(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if _, ok := r.(*PartitionRecord); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -10,16 +10,26 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
+	"math"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func quotaScenarios() []Scenario {
 	return []Scenario{
 		{Name: "cli/configs-quotas", Doc: "kafka-configs --alter/--describe/--delete-config of client quotas for clients, users+clients, user and client defaults and ips, with Kafka's output and its refusals", Run: cliConfigsQuotas},
 		{Name: "cli/configs-quotas-users", Doc: "kafka-configs --describe of a user's quotas (the tool also asks DescribeUserScramCredentials)", Run: cliConfigsQuotasUsers},
+		{Name: "quota/producer-byte-rate", Doc: "a kgo producer with a fixed client.id and producer_byte_rate=512 KiB/s achieves that rate within 10% (steady state, after the first window)", Timeout: 3 * time.Minute, Run: quotaProducerByteRate},
+		{Name: "quota/consumer-byte-rate", Doc: "a kgo consumer with a fixed client.id asking for twice its consumer_byte_rate=256 KiB/s achieves that rate within 10% (steady state, after the first window)", Timeout: 4 * time.Minute, Run: quotaConsumerByteRate},
 	}
 }
 
@@ -174,4 +184,226 @@ func cliConfigsQuotasUsers(ctx context.Context, e *Env) error {
 		return err
 	}
 	return configsExpect(ctx, e, nil, "--describe", "--entity-type", "users", "--entity-name", user)
+}
+
+// Throttled clients: the rate is measured from quotaSettle after the
+// client starts, when the first window's allowance (a client may send
+// quota * (samples-1) * window at once) no longer counts, until
+// quotaMeasureEnd.
+const (
+	quotaSettle     = 15 * time.Second
+	quotaMeasureEnd = 35 * time.Second
+	quotaRecordSize = 1000
+	// quotaRequestBytes bounds a throttled client's produce batches and
+	// fetches.
+	quotaRequestBytes = 16 << 10
+)
+
+// incompressible is n random bytes: quotas count the bytes on the wire,
+// which a compressible value would make far fewer than the records'.
+func incompressible(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// setClientIDQuota sets (value > 0) or removes (value 0) one quota key of
+// a client id.
+func setClientIDQuota(ctx context.Context, e *Env, clientID, key string, value float64) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	entry := kmsg.NewAlterClientQuotasRequestEntry()
+	entry.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: &clientID}}
+	entry.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: key, Value: value, Remove: value == 0}}
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{entry}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("AlterClientQuotas: %w", err)
+	}
+	for _, r := range resp.Entries {
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("AlterClientQuotas: error %d %v", r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	// Brokers apply the quota once their metadata has it.
+	time.Sleep(2 * time.Second)
+	return nil
+}
+
+// rateMeter counts bytes over time.
+type rateMeter struct {
+	mu    sync.Mutex
+	start time.Time
+	bytes []struct {
+		at time.Duration
+		n  int
+	}
+}
+
+func (m *rateMeter) add(n int) {
+	m.mu.Lock()
+	m.bytes = append(m.bytes, struct {
+		at time.Duration
+		n  int
+	}{time.Since(m.start), n})
+	m.mu.Unlock()
+}
+
+// rate is the bytes per second counted between from and to.
+func (m *rateMeter) rate(from, to time.Duration) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total := 0
+	for _, b := range m.bytes {
+		if b.at >= from && b.at < to {
+			total += b.n
+		}
+	}
+	return float64(total) / (to - from).Seconds()
+}
+
+func checkQuotaRate(e *Env, what string, got, quota float64) error {
+	e.Notef("%s %.0f B/s against a quota of %.0f B/s (%+.1f%%)", what, got, quota, (got-quota)/quota*100)
+	if math.Abs(got-quota) > quota/10 {
+		return fmt.Errorf("%s achieved %.0f B/s, not within 10%% of its %.0f B/s quota", what, got, quota)
+	}
+	return nil
+}
+
+func quotaProducerByteRate(ctx context.Context, e *Env) error {
+	const quota = 512 << 10
+	topic := e.Name("quota-produce")
+	clientID := e.Name("quota-producer")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if err := setClientIDQuota(ctx, e, clientID, "producer_byte_rate", quota); err != nil {
+		return err
+	}
+	defer setClientIDQuota(context.Background(), e, clientID, "producer_byte_rate", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.ClientID(clientID),
+		kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		// Small requests, one at a time: each moves the measured rate
+		// little, so the throttles hold the client close to its quota.
+		kgo.ProducerBatchMaxBytes(quotaRequestBytes), kgo.MaxProduceRequestsInflightPerBroker(1))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	m := &rateMeter{start: time.Now()}
+	value := incompressible(quotaRecordSize)
+	var failed error
+	var failMu sync.Mutex
+	pctx, stop := context.WithTimeout(ctx, quotaMeasureEnd)
+	defer stop()
+	for pctx.Err() == nil {
+		cl.Produce(pctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+			if err != nil {
+				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+					failMu.Lock()
+					failed = err
+					failMu.Unlock()
+				}
+				return
+			}
+			m.add(len(r.Value))
+		})
+	}
+	failMu.Lock()
+	defer failMu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("producing: %w", failed)
+	}
+	return checkQuotaRate(e, "producer", m.rate(quotaSettle, quotaMeasureEnd), quota)
+}
+
+func quotaConsumerByteRate(ctx context.Context, e *Env) error {
+	const quota = 256 << 10
+	topic := e.Name("quota-consume")
+	clientID := e.Name("quota-consumer")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	// Enough records for the whole measurement at the quota, and more.
+	seeds := strings.Split(e.Bootstrap(), ",")
+	// Small batches: a fetch returns whole batches, so they are the
+	// consumer's steps.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(quotaRequestBytes))
+	if err != nil {
+		return err
+	}
+	n := int(2*quota*quotaMeasureEnd.Seconds()) / quotaRecordSize
+	value := incompressible(quotaRecordSize)
+	for i := 0; i < n; i += 1000 {
+		batch := make([]*kgo.Record, 0, 1000)
+		for j := i; j < min(i+1000, n); j++ {
+			batch = append(batch, &kgo.Record{Value: value})
+		}
+		if err := prod.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			prod.Close()
+			return fmt.Errorf("filling the topic: %w", err)
+		}
+	}
+	prod.Close()
+	if err := setClientIDQuota(ctx, e, clientID, "consumer_byte_rate", quota); err != nil {
+		return err
+	}
+	defer setClientIDQuota(context.Background(), e, clientID, "consumer_byte_rate", 0)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID(clientID),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Small fetches: a fetch that would go over the quota is answered
+		// empty, so a large one waits for the rate to fall well below the
+		// quota before it gets through.
+		kgo.FetchMaxBytes(quotaRequestBytes), kgo.FetchMaxPartitionBytes(quotaRequestBytes))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	m := &rateMeter{start: time.Now()}
+	cctx, stop := context.WithTimeout(ctx, quotaMeasureEnd)
+	defer stop()
+	consumed, consumedBytes := 0, 0
+	for cctx.Err() == nil {
+		// The consumer asks for twice its quota, paced: a consumer that
+		// asks as fast as it can gets the window's whole allowance at
+		// once whenever its oldest sample expires, and then nothing
+		// (a throttled fetch is answered empty and not counted), which
+		// on Kafka averages about 10/11 of the quota in bursts.
+		if ahead := time.Duration(float64(consumedBytes)/(2*quota)*float64(time.Second)) - time.Since(m.start); ahead > 0 {
+			select {
+			case <-time.After(ahead):
+			case <-cctx.Done():
+				continue
+			}
+		}
+		fetches := cl.PollFetches(cctx)
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+				return fmt.Errorf("consuming: %w", fe.Err)
+			}
+		}
+		bytes := 0
+		fetches.EachRecord(func(r *kgo.Record) { bytes += len(r.Value); consumed++ })
+		if bytes > 0 {
+			m.add(bytes)
+			consumedBytes += bytes
+		}
+	}
+	if consumed >= n {
+		return fmt.Errorf("the consumer read all %d records before the end of the measurement", n)
+	}
+	if os.Getenv("QDEBUG") != "" {
+		var per []string
+		for s := time.Duration(0); s < quotaMeasureEnd; s += time.Second {
+			per = append(per, fmt.Sprintf("%.0f", m.rate(s, s+time.Second)))
+		}
+		return fmt.Errorf("consumed %d of %d; per second: %s", consumed, n, strings.Join(per, " "))
+	}
+	return checkQuotaRate(e, "consumer", m.rate(quotaSettle, quotaMeasureEnd), quota)
 }

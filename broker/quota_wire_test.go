@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// setClientQuota sets quota keys on client id "test" (rawConn's) and
+// waits until the broker enforces them.
+func setClientQuota(t *testing.T, n *testNode, values map[string]float64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	name := "test"
+	e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: &name}}
+	for k, v := range values {
+		e.Ops = append(e.Ops, kmsg.AlterClientQuotasRequestEntryOp{Key: k, Value: v})
+	}
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{e}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil || resp.Entries[0].ErrorCode != 0 {
+		t.Fatalf("altering quotas: %v %+v", err, resp)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !n.b.quotas.active() {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker never took the quota")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestThrottledProduceMutesConnection: a produce above the client's
+// producer_byte_rate is answered at once with throttle_time_ms, and the
+// connection handles nothing more until that time has passed; another
+// connection is not held up.
+func TestThrottledProduceMutesConnection(t *testing.T) {
+	n := startTestNode(t, nil)
+	createTopic(t, n, "throttled", 1, nil)
+	setClientQuota(t, n, map[string]float64{"producer_byte_rate": 1000})
+	bb := protocol.NewBatchBuilder(protocol.CodecNone)
+	for i := 0; i < 20; i++ {
+		bb.Add(nil, make([]byte, 1000), nil, time.Now().UnixMilli())
+	}
+	batch, err := bb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, n.addr)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = 1
+	req.TimeoutMillis = 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "throttled", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+	sent := time.Now()
+	c.send(req, 1)
+	// The metadata request is read at once but must wait for the
+	// throttle.
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(9)
+	c.send(meta, 2)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(9)
+	c.recv(resp)
+	answered := time.Since(sent)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce error %d", code)
+	}
+	// ~20 KB against 1000 B/s over a 10 s window: about 10 s.
+	throttle := time.Duration(resp.ThrottleMillis) * time.Millisecond
+	if throttle < 5*time.Second || throttle > 15*time.Second {
+		t.Fatalf("throttle_time_ms %d, want about 10 s", resp.ThrottleMillis)
+	}
+	if answered > 2*time.Second {
+		t.Fatalf("the throttled produce was answered after %v, not at once", answered)
+	}
+	// Meanwhile another connection is served at once.
+	other := dialRaw(t, n.addr)
+	other.send(meta, 7)
+	start := time.Now()
+	oresp := kmsg.NewPtrMetadataResponse()
+	oresp.SetVersion(9)
+	other.recv(oresp)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("another connection waited %v", d)
+	}
+	c.nc.SetDeadline(time.Now().Add(throttle + 10*time.Second))
+	mresp := kmsg.NewPtrMetadataResponse()
+	mresp.SetVersion(9)
+	if corr := c.recv(mresp); corr != 2 {
+		t.Fatalf("correlation %d", corr)
+	}
+	if waited := time.Since(sent); waited < throttle-100*time.Millisecond {
+		t.Fatalf("the next request was answered after %v, before the %v throttle ended", waited, throttle)
+	}
+}
+
+// TestThrottledFetchIsEmpty: a consumer fetch whose response would take
+// the client above consumer_byte_rate gets an empty answer with the
+// throttle time, and its bytes are not counted; its max bytes are capped
+// to what the quota lets through in one window.
+func TestThrottledFetchIsEmpty(t *testing.T) {
+	n := startTestNode(t, nil)
+	createTopic(t, n, "fetchq", 1, nil)
+	for i := 0; i < 3; i++ {
+		bb := protocol.NewBatchBuilder(protocol.CodecNone)
+		bb.Add(nil, make([]byte, 6000), nil, time.Now().UnixMilli())
+		batch, err := bb.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := produceRaw(t, n, "fetchq", 0, batch); code != 0 {
+			t.Fatalf("produce error %d", code)
+		}
+	}
+	// 1000 B/s: at most 10000 bytes in one go.
+	setClientQuota(t, n, map[string]float64{"consumer_byte_rate": 1000})
+	c := dialRaw(t, n.addr)
+	fetch := func(corr int32) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(12)
+		req.ReplicaID = -1
+		req.MaxBytes = 1 << 20
+		req.SessionEpoch = -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "fetchq"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = []kmsg.FetchRequestTopicPartition{fp}
+		req.Topics = []kmsg.FetchRequestTopic{ft}
+		c.send(req, corr)
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		c.recv(resp)
+		return resp
+	}
+	first := fetch(1)
+	if first.ErrorCode != 0 || len(first.Topics) != 1 {
+		t.Fatalf("first fetch %+v", first)
+	}
+	records := len(first.Topics[0].Partitions[0].RecordBatches)
+	// The cap lets one 6 KB batch through (KIP-74 sends the first
+	// whole), not all three.
+	if records == 0 || records > 13000 {
+		t.Fatalf("first fetch returned %d bytes of records", records)
+	}
+	// 6 KB over a 10 s window is within 1000 B/s; a second one is not.
+	second := fetch(2)
+	if second.ThrottleMillis != 0 && len(second.Topics) != 0 {
+		t.Fatalf("throttled fetch carried data: %+v", second.Topics)
+	}
+	if second.ThrottleMillis == 0 {
+		third := fetch(3)
+		if third.ThrottleMillis == 0 {
+			t.Fatal("three fetches of 6 KB within a 1000 B/s quota were never throttled")
+		}
+		if len(third.Topics) != 0 || third.ErrorCode != 0 {
+			t.Fatalf("throttled fetch %+v", third)
+		}
+	}
+}
