@@ -344,7 +344,7 @@ func tableSizeFor(capacity int) int {
 
 func javaStringHash(s string) int32 {
 	var h int32
-	for _, c := range []rune(s) {
+	for _, c := range s {
 		if c > 0xFFFF {
 			// A supplementary character is two UTF-16 units.
 			c -= 0x10000
