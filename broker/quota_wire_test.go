@@ -169,3 +169,76 @@ func TestThrottledFetchIsEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerMutationQuota: CreateTopics v6+ beyond the client's
+// controller_mutation_rate is refused topic by topic with
+// THROTTLING_QUOTA_EXCEEDED and the throttle time; v5 is let through and
+// only throttled.
+func TestControllerMutationQuota(t *testing.T) {
+	n := startTestNode(t, nil)
+	// 1 partition/s over 11 one-second samples: a burst of 11.
+	setClientQuota(t, n, map[string]float64{"controller_mutation_rate": 1})
+	c := dialRaw(t, n.addr)
+	create := func(version int16, corr int32, names ...string) *kmsg.CreateTopicsResponse {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.SetVersion(version)
+		req.TimeoutMillis = 5000
+		for _, name := range names {
+			ct := kmsg.NewCreateTopicsRequestTopic()
+			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 6, 1
+			req.Topics = append(req.Topics, ct)
+		}
+		c.send(req, corr)
+		resp := kmsg.NewPtrCreateTopicsResponse()
+		resp.SetVersion(version)
+		c.recv(resp)
+		return resp
+	}
+	// 6 + 6 partitions: the second topic takes the bucket below zero (the
+	// check comes before the permits are taken), the third is refused.
+	resp := create(7, 1, "m1", "m2", "m3")
+	codes := map[string]int16{}
+	for _, tr := range resp.Topics {
+		codes[tr.Topic] = tr.ErrorCode
+	}
+	if codes["m1"] != 0 || codes["m2"] != 0 || codes["m3"] != 89 {
+		t.Fatalf("error codes %v, want m3 THROTTLING_QUOTA_EXCEEDED (89)", codes)
+	}
+	for _, tr := range resp.Topics {
+		if tr.Topic == "m3" && (tr.ErrorMessage == nil || *tr.ErrorMessage != "The throttling quota has been exceeded.") {
+			t.Fatalf("message %v", tr.ErrorMessage)
+		}
+	}
+	// 12 - 11 = 1 permit short: about a second.
+	if resp.ThrottleMillis < 500 || resp.ThrottleMillis > 1500 {
+		t.Fatalf("throttle_time_ms %d, want about 1000", resp.ThrottleMillis)
+	}
+	// v5 is permissive: created, and throttled longer.
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	resp = create(5, 2, "m4")
+	if resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis <= 0 {
+		t.Fatalf("v5: %+v", resp)
+	}
+}
+
+// TestRequestPercentageQuota: handler time counts against
+// request_percentage; the throttle is at most one window.
+func TestRequestPercentageQuota(t *testing.T) {
+	n := startTestNode(t, nil)
+	setClientQuota(t, n, map[string]float64{"request_percentage": 0.0001})
+	c := dialRaw(t, n.addr)
+	c.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	var throttled int32
+	for corr := int32(1); corr <= 20 && throttled == 0; corr++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(9)
+		c.send(req, corr)
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.SetVersion(9)
+		c.recv(resp)
+		throttled = resp.ThrottleMillis
+	}
+	if throttled <= 0 || throttled > 1000 {
+		t.Fatalf("throttle_time_ms %d, want within (0, 1000]", throttled)
+	}
+}
