@@ -37,12 +37,34 @@ package broker
 // partition mutations, refilled at the quota; the throttle is the time to
 // refill the deficit.
 //
+// connection_creation_rate (KIP-612) counts the connections an address
+// opens, over the same window; one past the rate is held unserved and
+// closed when its throttle (at most one window) ends, as Kafka's acceptor
+// does.
+//
 // The hot paths pay one atomic load when no quota of their type exists.
+//
+// request_percentage measures the time a request's handler runs on its
+// connection's goroutine, from dispatch until it returns (the inline part:
+// a produce's append, a fetch that answers at once, the decoding and
+// checks of a request that then waits elsewhere), as a share of one
+// thread's second. Kafka counts the time a request handler thread spends
+// on it plus the network thread's time to read it and send its answer;
+// Gregor has no fixed pool of handler threads (each connection runs its
+// requests on its own goroutine), so the share is of one goroutine, and
+// the time to read and write the bytes is not counted. Exempt, as in
+// Kafka: what brokers and controllers send each other (the controller
+// listener, WriteTxnMarkers, follower fetches) and acks=0 produces.
 //
 // Deliberate departures: Kafka starts measuring a type once any quota of
 // it has been configured since the broker started and keeps measuring
 // after they are all deleted; Gregor measures while one exists. Idle
-// pairs are forgotten after an hour, as Kafka's sensors are.
+// pairs are forgotten after an hour, as Kafka's sensors are. A muted
+// connection has usually read its next request already (Gregor reads
+// ahead while Kafka reads one request at a time); the request waits,
+// unhandled, until the throttle ends. Auto-created topics (Metadata) are
+// not counted against controller_mutation_rate (Kafka counts them
+// permissively).
 //
 // Locks: clientQuotas.mu guards the sensor map; a sensor's mu guards its
 // samples. Both are leaves; mu is released before a sensor's is taken.
@@ -50,6 +72,8 @@ package broker
 import (
 	"context"
 	"math"
+	"net"
+	"net/netip"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -68,6 +92,9 @@ const (
 	quotaRequest
 	quotaMutation
 	numQuotaTypes
+	// quotaConnection is connection_creation_rate per IP (KIP-612),
+	// measured apart from the user and client-id types.
+	quotaConnection = numQuotaTypes
 )
 
 // quotaKeys are the quota keys of the types.
@@ -113,10 +140,12 @@ const inactiveSensorExpiry = time.Hour
 
 // clientQuotas is a node's quota managers.
 type clientQuotas struct {
-	windows [numQuotaTypes]QuotaWindow
+	windows [numQuotaTypes + 1]QuotaWindow
 	now     func() time.Time
 	// levels is nil while no quota of any type exists.
 	levels atomic.Pointer[quotaLevels]
+	// ips is nil while no IP has a connection_creation_rate.
+	ips atomic.Pointer[ipQuotas]
 
 	mu        sync.Mutex
 	sensors   map[sensorKey]*quotaSensor
@@ -138,15 +167,43 @@ func newClientQuotas(opts QuotaOptions, now func() time.Time) *clientQuotas {
 		opts.Controller = def.Controller
 	}
 	q := &clientQuotas{now: now, sensors: map[sensorKey]*quotaSensor{}, lastSweep: now()}
-	q.windows = [numQuotaTypes]QuotaWindow{opts.Client, opts.Client, opts.Client, opts.Controller}
+	q.windows = [numQuotaTypes + 1]QuotaWindow{opts.Client, opts.Client, opts.Client, opts.Controller, opts.Client}
 	return q
+}
+
+// ipQuotas are the connection_creation_rate quotas: by address, and the
+// default for the others.
+type ipQuotas struct {
+	byIP       map[netip.Addr]float64
+	def        float64
+	hasDefault bool
 }
 
 // update takes the quotas of a new image.
 func (q *clientQuotas) update(quotas map[controller.QuotaEntity]map[string]float64) {
 	var l quotaLevels
+	var ips ipQuotas
+	anyIP := false
 	any := false
 	for entity, values := range quotas {
+		if entity.IP.Set {
+			v, ok := values[controller.QuotaConnectionCreationRate]
+			if !ok {
+				continue
+			}
+			anyIP = true
+			if entity.IP.Default {
+				ips.def, ips.hasDefault = v, true
+				continue
+			}
+			if ips.byIP == nil {
+				ips.byIP = map[netip.Addr]float64{}
+			}
+			for _, addr := range resolveQuotaIP(entity.IP.Name) {
+				ips.byIP[addr] = v
+			}
+			continue
+		}
 		for t, key := range quotaKeys {
 			v, ok := values[key]
 			if !ok {
@@ -159,11 +216,64 @@ func (q *clientQuotas) update(quotas map[controller.QuotaEntity]map[string]float
 			any = true
 		}
 	}
+	if anyIP {
+		q.ips.Store(&ips)
+	} else {
+		q.ips.Store(nil)
+	}
 	if !any {
 		q.levels.Store(nil)
 		return
 	}
 	q.levels.Store(&l)
+}
+
+// resolveQuotaIP is the addresses an ip entity names: itself, or what a
+// host name resolves to (Kafka's InetAddress.getByName).
+func resolveQuotaIP(name string) []netip.Addr {
+	if addr, err := netip.ParseAddr(name); err == nil {
+		return []netip.Addr{addr.Unmap()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+	if err != nil {
+		return nil
+	}
+	for i := range ips {
+		ips[i] = ips[i].Unmap()
+	}
+	return ips
+}
+
+// connectionThrottle records a new connection from ip against its
+// connection_creation_rate and returns how long to hold it before closing
+// it unserved (0: accept it). A refused connection is not counted, and
+// the wait is at most one window (ConnectionQuotas
+// .recordIpConnectionMaybeThrottle).
+func (q *clientQuotas) connectionThrottle(ip netip.Addr) time.Duration {
+	if q == nil {
+		return 0
+	}
+	ips := q.ips.Load()
+	if ips == nil {
+		return 0
+	}
+	limit, ok := ips.byIP[ip]
+	if !ok {
+		if !ips.hasDefault {
+			return 0
+		}
+		limit = ips.def
+	}
+	now := q.now()
+	s := q.sensor(sensorKey{typ: quotaConnection, user: ip.String()}, now)
+	ms := s.recordRate(1, limit, true, now)
+	if ms <= 0 {
+		return 0
+	}
+	s.recordRate(-1, 0, false, now)
+	return time.Duration(min(ms, q.windows[quotaRequest].Size.Milliseconds())) * time.Millisecond
 }
 
 // enabled reports whether usage of type t is measured.

@@ -242,3 +242,51 @@ func TestRequestPercentageQuota(t *testing.T) {
 		t.Fatalf("throttle_time_ms %d, want within (0, 1000]", throttled)
 	}
 }
+
+// TestConnectionCreationRate: past an address's connection_creation_rate
+// a new connection is held unserved and closed when its throttle ends;
+// the ones before it are served.
+func TestConnectionCreationRate(t *testing.T) {
+	n := startTestNode(t, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	ip := "127.0.0.1"
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{{
+		Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "ip", Name: &ip}},
+		Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "connection_creation_rate", Value: 1}},
+	}}
+	if resp, err := req.RequestWith(context.Background(), cl); err != nil || resp.Entries[0].ErrorCode != 0 {
+		t.Fatalf("altering quotas: %v %+v", err, resp)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for n.b.quotas.ips.Load() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker never took the quota")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// One a second over a 10 s window: ten connections pass, then one
+	// is held.
+	served := 0
+	for i := 0; i < 12; i++ {
+		c := dialRaw(t, n.addr)
+		c.nc.SetDeadline(time.Now().Add(3 * time.Second))
+		meta := kmsg.NewPtrMetadataRequest()
+		meta.SetVersion(9)
+		c.send(meta, 1)
+		frame, err := protocol.ReadFrame(c.br, 1<<30, nil)
+		if err == nil && len(frame) > 0 {
+			served++
+			continue
+		}
+		if served < 10 {
+			t.Fatalf("connection %d was not served: %v", i, err)
+		}
+		return
+	}
+	t.Fatalf("all %d connections were served past a rate of 1/s", served)
+}

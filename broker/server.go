@@ -324,6 +324,13 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
+		if d := s.quotas.connectionThrottle(ip); d > 0 {
+			// Past the address's connection_creation_rate: held
+			// unserved and closed when the throttle ends (KIP-612).
+			s.log.Debug("delaying closing of connection", "from", ip, "ms", d.Milliseconds(), "listener", l.Name)
+			s.closeAfter(nc, d)
+			continue
+		}
 		if err := l.quotas.admit(s.ctx, s.drain, l.Name, ip); err != nil {
 			var tooMany errTooManyFromIP
 			if errors.As(err, &tooMany) {
@@ -368,6 +375,22 @@ func (s *Server) acceptLoop(l *listener) {
 			c.serve()
 		}()
 	}
+}
+
+// closeAfter closes a connection it never served once d has passed, or
+// at Shutdown.
+func (s *Server) closeAfter(nc net.Conn, d time.Duration) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer nc.Close()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.drain:
+		}
+	}()
 }
 
 // Shutdown stops accepting, lets every connection answer the requests it
