@@ -290,3 +290,88 @@ func TestConnectionCreationRate(t *testing.T) {
 	}
 	t.Fatalf("all %d connections were served past a rate of 1/s", served)
 }
+
+// TestMutationQuotaThroughEnvelope: a request forwarded in an Envelope
+// carries its client's id and principal; the active controller counts its
+// mutations against that client's quota and answers with the throttle.
+func TestMutationQuotaThroughEnvelope(t *testing.T) {
+	n := startControllerNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	alice := "alice"
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{{
+		Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: &alice}},
+		Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "controller_mutation_rate", Value: 1}},
+	}}
+	if resp := n.ctrl.AlterClientQuotas(ctx, req); resp.Entries[0].ErrorCode != 0 {
+		t.Fatalf("altering quotas: %+v", resp)
+	}
+	for !n.b.quotas.enabled(quotaMutation) {
+		if ctx.Err() != nil {
+			t.Fatal("the node never took the quota")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
+	defer cc.Close()
+	cc.Follow(bootstrapView{n.ctrl})
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(7)
+	create.TimeoutMillis = 5000
+	for _, name := range []string{"e1", "e2", "e3"} {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 6, 1
+		create.Topics = append(create.Topics, ct)
+	}
+	answer, err := cc.Handle(withForwardedFrom(ctx, "some-app", Principal{Type: PrincipalUserType, Name: alice}), create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := answer.(*kmsg.CreateTopicsResponse)
+	codes := map[string]int16{}
+	for _, tr := range resp.Topics {
+		codes[tr.Topic] = tr.ErrorCode
+	}
+	if codes["e1"] != 0 || codes["e2"] != 0 || codes["e3"] != 89 || resp.ThrottleMillis < 500 {
+		t.Fatalf("codes %v throttle %d, want e3 refused and about 1000 ms", codes, resp.ThrottleMillis)
+	}
+	// Another principal has no quota.
+	create.Topics = create.Topics[2:]
+	answer, err = cc.Handle(withForwardedFrom(ctx, "some-app", Principal{Type: PrincipalUserType, Name: "bob"}), create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := answer.(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 0 {
+		t.Fatalf("bob: %+v", resp)
+	}
+}
+
+func TestPrincipalSerialization(t *testing.T) {
+	p := Principal{Type: "User", Name: "CN=alice,O=x"}
+	got, ok := deserializePrincipal(serializePrincipal(p))
+	if !ok || got != p {
+		t.Fatalf("round trip %v %v", got, ok)
+	}
+	for _, bad := range [][]byte{nil, {0}, {0, 1, 0}, {0, 0, 0xff}} {
+		if _, ok := deserializePrincipal(bad); ok {
+			t.Errorf("%x read as a principal", bad)
+		}
+	}
+}
+
+// FuzzDeserializePrincipal: whatever an Envelope carries as its principal
+// is read or refused, never a panic; what reads writes back the same.
+func FuzzDeserializePrincipal(f *testing.F) {
+	f.Add(serializePrincipal(Principal{Type: "User", Name: "alice"}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, ok := deserializePrincipal(b)
+		if !ok {
+			return
+		}
+		if again, ok := deserializePrincipal(serializePrincipal(p)); !ok || again != p {
+			t.Fatalf("round trip of %v: %v %v", p, again, ok)
+		}
+	})
+}
