@@ -63,6 +63,9 @@ type Options struct {
 	// (the listener a request arrived on decides in Kafka; all client
 	// listeners are advertised in the registration).
 	InterBrokerListener string
+	// InterBrokerDial opens connections to other brokers' inter-broker
+	// listeners (with TLS when that listener is SSL); nil dials plain TCP.
+	InterBrokerDial DialFunc
 
 	AutoCreateTopics              bool
 	NumPartitions                 int32
@@ -108,6 +111,11 @@ type Options struct {
 	// it with itself.
 	Replicas *replica.Manager
 	Configs  Configs
+	// ValidateBrokerConfigs, when set, checks the dynamic configs this
+	// broker would have after an alter request, before it is forwarded
+	// (dynamicbroker.go): what only this node can vouch for, such as a
+	// new keystore for one of its SSL listeners.
+	ValidateBrokerConfigs func(next map[string]string) error
 	// Quotas are the client quotas' windows (quota.go); zero means
 	// Kafka's defaults.
 	Quotas QuotaOptions
@@ -212,26 +220,35 @@ func (b *Broker) Addrs() map[string]string {
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
 	b.runCtx = ctx
-	b.followQuotas()
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
 	}
 	if b.opts.ControllerOnly {
+		b.followQuotas()
 		return nil
 	}
 	if err := b.register(ctx); err != nil {
 		return err
 	}
-	if err := b.replicas.Start(ctx, b.meta); err != nil {
-		return err
-	}
-	b.groups = b.startGroups(ctx)
-	b.txns = b.startTxns(ctx)
+	// Quotas apply from the registration on (clients are served after
+	// it; a combined node's controller listener meanwhile answers only
+	// the cluster's own start-up).
+	b.followQuotas()
+	// The lease is kept from the registration on: opening the logs (a
+	// recovery after a crash rescans every segment written since the
+	// last checkpoint) can outlast broker.session.timeout.ms, and a
+	// broker must not be fenced for being busy starting, as Kafka's
+	// lifecycle manager heartbeats while its logs load.
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
 		b.heartbeatLoop(ctx)
 	}()
+	if err := b.replicas.Start(ctx, b.meta); err != nil {
+		return err
+	}
+	b.groups = b.startGroups(ctx)
+	b.txns = b.startTxns(ctx)
 	b.server.Serve(ctx)
 	return nil
 }
