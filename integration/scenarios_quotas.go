@@ -27,8 +27,10 @@ func quotaScenarios() []Scenario {
 	return []Scenario{
 		{Name: "cli/configs-quotas", Doc: "kafka-configs --alter/--describe/--delete-config of client quotas for clients, users+clients, user and client defaults and ips, with Kafka's output and its refusals", Run: cliConfigsQuotas},
 		{Name: "cli/configs-quotas-users", Doc: "kafka-configs --describe of a user's quotas (the tool also asks DescribeUserScramCredentials)", Run: cliConfigsQuotasUsers},
-		{Name: "quota/producer-byte-rate", Doc: "a kgo producer with a fixed client.id asking for 1.25 times its producer_byte_rate=512 KiB/s achieves that rate within 10% (over four 11 s periods after the first)", Timeout: 3 * time.Minute, Run: quotaProducerByteRate},
-		{Name: "quota/consumer-byte-rate", Doc: "a kgo consumer with a fixed client.id asking for 1.25 times its consumer_byte_rate=256 KiB/s achieves that rate within 10% (over four 11 s periods after the first)", Timeout: 4 * time.Minute, Run: quotaConsumerByteRate},
+		// The rates are measured over a minute each, on a node of their own
+		// (beside the shared target's scenarios).
+		onOwnNode(Scenario{Name: "quota/producer-byte-rate", Doc: "on a node of its own, a kgo producer with a fixed client.id asking for 1.25 times its producer_byte_rate=512 KiB/s achieves that rate within 10% (over four 11 s periods after the first)", Timeout: 3 * time.Minute, Run: quotaProducerByteRate}),
+		onOwnNode(Scenario{Name: "quota/consumer-byte-rate", Doc: "on a node of its own, a kgo consumer with a fixed client.id asking for 1.25 times its consumer_byte_rate=256 KiB/s achieves that rate within 10% (over four 11 s periods after the first)", Timeout: 4 * time.Minute, Run: quotaConsumerByteRate}),
 	}
 }
 
