@@ -293,6 +293,8 @@ func newRecord(t RecordType) Record {
 		return &VotersRecord{}
 	case RecordLearners:
 		return &LearnersRecord{}
+	case RecordClientQuota:
+		return &ClientQuotaRecord{}
 	}
 	return nil
 }
