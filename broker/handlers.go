@@ -14,6 +14,11 @@ func (b *Broker) handlers() []*handler {
 	ctrl := func(h *handler) *handler { h.onController = true; return h }
 	hs := []*handler{
 		both(&handler{key: kmsg.ApiVersions, min: 0, max: 4, fn: b.handleApiVersions}),
+		// Authentication (saslauth.go): these answer only what reaches
+		// them after authentication; the exchange itself runs in the
+		// connection's state machine.
+		both(&handler{key: kmsg.SASLHandshake, min: 0, max: 1, fn: b.handleSaslHandshake}),
+		both(&handler{key: kmsg.SASLAuthenticate, min: 0, max: 2, fn: b.handleSaslAuthenticate}),
 		client(&handler{key: kmsg.Metadata, min: 0, max: 13, fn: b.handleMetadata}),
 		client(&handler{key: kmsg.Produce, min: 3, max: 13, fn: b.handleProduce,
 			advertisedMin: 0, unsupported: b.produceUnsupportedVersion}),

@@ -140,13 +140,20 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 
 	var specs []broker.ListenerSpec
 	for _, l := range cfg.Listeners {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT listeners only until security lands", l.Name, l.SecurityProtocol)
-		}
-		specs = append(specs, broker.ListenerSpec{
+		spec := broker.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
-		})
+		}
+		switch l.SecurityProtocol {
+		case "PLAINTEXT":
+		case "SASL_PLAINTEXT":
+			if spec.SASL, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SASL_PLAINTEXT listeners only until TLS lands", l.Name, l.SecurityProtocol)
+		}
+		specs = append(specs, spec)
 	}
 	var advertised []controller.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
@@ -172,12 +179,14 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
 		Server: broker.ServerOptions{
-			Listeners:             specs,
-			MaxRequestSize:        cfg.SocketRequestMaxBytes,
-			MaxIdle:               maxIdle(cfg.ConnectionsMaxIdleMs),
-			QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-			SendBufferBytes:       cfg.SocketSendBufferBytes,
-			ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
+			Listeners:                 specs,
+			MaxRequestSize:            cfg.SocketRequestMaxBytes,
+			MaxIdle:                   maxIdle(cfg.ConnectionsMaxIdleMs),
+			QueuedMaxRequestBytes:     cfg.QueuedMaxRequestBytes,
+			SendBufferBytes:           cfg.SocketSendBufferBytes,
+			ReceiveBufferBytes:        cfg.SocketReceiveBufferBytes,
+			SASLMaxReceiveSize:        cfg.Int("sasl.server.max.receive.size"),
+			FailedAuthenticationDelay: time.Duration(cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond,
 			Limits: &broker.ConnectionLimits{
 				MaxConnections:         cfg.MaxConnections,
 				ListenerMaxConnections: cfg.ListenerMaxConnections,

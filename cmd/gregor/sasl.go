@@ -1,0 +1,163 @@
+package main
+
+// SASL settings of the listeners, resolved as Kafka's SaslChannelBuilder
+// resolves them: every key may be prefixed with listener.name.<listener>.
+// (listener name in lower case), and the per-mechanism ones with
+// listener.name.<listener>.<mechanism in lower case>.
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/sasl"
+)
+
+func listenerPrefix(listener string) string {
+	return "listener.name." + strings.ToLower(listener) + "."
+}
+
+func mechanismPrefix(listener, mechanism string) string {
+	return listenerPrefix(listener) + strings.ToLower(mechanism) + "."
+}
+
+// parseKey parses text as the value of key (validated as key is) under the
+// name it was set with.
+func parseKey(cfg *config.Broker, key, name, text string) (any, error) {
+	k, ok := cfg.Schema().Lookup(key)
+	if !ok {
+		return nil, fmt.Errorf("unknown key %s", key)
+	}
+	def := k.Key
+	def.Name = name
+	return def.Parse(text)
+}
+
+// listenerMechanisms is sasl.enabled.mechanisms for a listener.
+func listenerMechanisms(cfg *config.Broker, listener string) ([]string, error) {
+	name := listenerPrefix(listener) + "sasl.enabled.mechanisms"
+	text, ok := cfg.Raw[name]
+	if !ok {
+		return cfg.List("sasl.enabled.mechanisms"), nil
+	}
+	v, err := parseKey(cfg, "sasl.enabled.mechanisms", name, text)
+	if err != nil {
+		return nil, err
+	}
+	return v.([]string), nil
+}
+
+// listenerJAAS is the JAAS entry of a mechanism on a listener:
+// listener.name.<l>.<mechanism>.sasl.jaas.config. Kafka reads a server's
+// JAAS configuration from nowhere else (or from a JAAS file, which Gregor
+// does not read).
+func listenerJAAS(cfg *config.Broker, listener, mechanism string) (*sasl.JAASEntry, error) {
+	name := mechanismPrefix(listener, mechanism) + "sasl.jaas.config"
+	text, ok := cfg.Raw[name]
+	if !ok {
+		return nil, fmt.Errorf("Could not find a 'KafkaServer' or '%s.KafkaServer' entry in the JAAS configuration for SASL mechanism %s: set %s (Gregor reads no JAAS file; java.security.auth.login.config is not used)",
+			strings.ToLower(listener), mechanism, name)
+	}
+	e, err := sasl.ParseJAAS(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch e.LoginModule {
+	case sasl.PlainLoginModule, sasl.ScramLoginModule, sasl.OAuthBearerLoginModule:
+	default:
+		return nil, fmt.Errorf("%s: login module %s: Gregor runs no Java classes; it implements %s, %s and %s", name, e.LoginModule, sasl.PlainLoginModule, sasl.ScramLoginModule, sasl.OAuthBearerLoginModule)
+	}
+	return e, nil
+}
+
+// saslListenerConfig builds the authentication set-up of a SASL listener.
+func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*broker.SASLConfig, error) {
+	mechs, err := listenerMechanisms(cfg, listener)
+	if err != nil {
+		return nil, err
+	}
+	if len(mechs) == 0 {
+		return nil, fmt.Errorf("listener %s: No SASL mechanisms are enabled (sasl.enabled.mechanisms)", listener)
+	}
+	if _, ok := cfg.Raw["sasl.jaas.config"]; ok {
+		logger.Warn("Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config", "listener", listener)
+	}
+	out := &broker.SASLConfig{MaxReauth: map[string]time.Duration{}}
+	for _, m := range mechs {
+		if !sasl.Supported(m) {
+			return nil, fmt.Errorf("listener %s: SASL mechanism %s in sasl.enabled.mechanisms is not supported by Gregor, which implements PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER", listener, m)
+		}
+		if !slices.Contains(out.Mechanisms, m) {
+			out.Mechanisms = append(out.Mechanisms, m)
+		}
+		jaas, err := listenerJAAS(cfg, listener, m)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkServerCallbackHandler(cfg, listener, m); err != nil {
+			return nil, err
+		}
+		switch m {
+		case sasl.Plain:
+			out.PlainUsers = sasl.PlainUsersFromJAAS(jaas)
+		}
+		reauth, err := maxReauth(cfg, listener, m)
+		if err != nil {
+			return nil, err
+		}
+		out.MaxReauth[m] = reauth
+	}
+	return out, nil
+}
+
+// kafkaServerCallbackHandlers are the server callback handler classes Kafka
+// uses by default for each mechanism; setting one of them is the same as
+// setting none.
+var kafkaServerCallbackHandlers = map[string]string{
+	sasl.Plain:       "org.apache.kafka.common.security.plain.internals.PlainServerCallbackHandler",
+	sasl.ScramSHA256: "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler",
+	sasl.ScramSHA512: "org.apache.kafka.common.security.scram.internals.ScramServerCallbackHandler",
+}
+
+// checkServerCallbackHandler refuses a server callback handler class
+// Gregor cannot stand in for.
+func checkServerCallbackHandler(cfg *config.Broker, listener, mechanism string) error {
+	name := mechanismPrefix(listener, mechanism) + "sasl.server.callback.handler.class"
+	class, ok := cfg.Raw[name]
+	if !ok {
+		if class, ok = cfg.Raw["sasl.server.callback.handler.class"]; !ok {
+			return nil
+		}
+		name = "sasl.server.callback.handler.class"
+	}
+	if class == kafkaServerCallbackHandlers[mechanism] {
+		return nil
+	}
+	return fmt.Errorf("%s=%s: Gregor runs no Java classes; for %s it implements Kafka's own handler", name, class, mechanism)
+}
+
+// maxReauth is connections.max.reauth.ms for a mechanism on a listener:
+// listener.name.<l>.<mechanism>.connections.max.reauth.ms, else the
+// listener's, else the broker's.
+func maxReauth(cfg *config.Broker, listener, mechanism string) (time.Duration, error) {
+	const key = "connections.max.reauth.ms"
+	name := mechanismPrefix(listener, mechanism) + key
+	text, ok := cfg.Raw[name]
+	if !ok {
+		name = listenerPrefix(listener) + key
+		text, ok = cfg.Raw[name]
+	}
+	ms := cfg.Long(key)
+	if ok {
+		v, err := parseKey(cfg, key, name, text)
+		if err != nil {
+			return 0, err
+		}
+		ms = v.(int64)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/sasl"
+)
+
+func saslOverrides(extra ...string) []string {
+	return append([]string{
+		"listeners=SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"advertised.listeners=SASL_PLAINTEXT://127.0.0.1:0",
+		"inter.broker.listener.name=SASL_PLAINTEXT",
+		"listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"sasl.mechanism.inter.broker.protocol=PLAIN",
+	}, extra...)
+}
+
+func TestSASLListenerSettings(t *testing.T) {
+	s, err := loadSettings("", saslOverrides(
+		"sasl.enabled.mechanisms=GSSAPI",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
+		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`,
+		"connections.max.reauth.ms=60000",
+		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms=5000",
+		"sasl.server.max.receive.size=1000",
+		"connection.failed.authentication.delay.ms=250",
+	), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := s.brokerOpts.Server
+	if o.SASLMaxReceiveSize != 1000 || o.FailedAuthenticationDelay != 250*time.Millisecond {
+		t.Fatalf("server options %+v", o)
+	}
+	cfg := o.Listeners[0].SASL
+	if cfg == nil || len(cfg.Mechanisms) != 1 || cfg.Mechanisms[0] != sasl.Plain {
+		t.Fatalf("SASL config %+v", cfg)
+	}
+	if cfg.PlainUsers["alice"] != "alice-secret" || cfg.PlainUsers["admin"] != "admin-secret" || len(cfg.PlainUsers) != 2 {
+		t.Fatalf("users %v", cfg.PlainUsers)
+	}
+	if cfg.MaxReauth[sasl.Plain] != 5*time.Second {
+		t.Fatalf("max reauth %v", cfg.MaxReauth)
+	}
+	if o.Listeners[1].SASL != nil {
+		t.Fatal("the PLAINTEXT controller listener got a SASL config")
+	}
+}
+
+func TestSASLListenerSettingsRefused(t *testing.T) {
+	plainJAAS := `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms"},
+		{[]string{"sasl.mechanism.inter.broker.protocol=GSSAPI"}, "SASL mechanism GSSAPI in sasl.enabled.mechanisms is not supported by Gregor"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN"}, "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry in the JAAS configuration for SASL mechanism PLAIN"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=x required a=\"b\";"}, "login module x: Gregor runs no Java classes"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=x required a=1;"}, "Value not specified for key 'a' in JAAS config"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plainJAAS, "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=com.example.Handler"}, "Gregor runs no Java classes"},
+		{[]string{"sasl.enabled.mechanisms=PLAIN", plainJAAS, "listener.name.sasl_plaintext.connections.max.reauth.ms=soon"}, "listener.name.sasl_plaintext.connections.max.reauth.ms"},
+	} {
+		_, err := loadSettings("", saslOverrides(tc.extra...), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}
