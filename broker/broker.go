@@ -181,6 +181,9 @@ func New(opts Options) *Broker {
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
 	opts.Server.Logger = opts.Logger
+	if opts.Metadata != nil {
+		opts.Server.ScramCredentials = b.scramLookup
+	}
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
 	return b
 }
@@ -410,6 +413,17 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsRequest:
 		out := resp.(*kmsg.ListPartitionReassignmentsResponse)
 		out.ErrorCode, out.ErrorMessage = code, &msg
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, name := range scramAlterationUsers(r) {
+			if !seen[name] {
+				seen[name] = true
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode, res.ErrorMessage = name, code, &msg
+				out.Results = append(out.Results, res)
+			}
+		}
 	default:
 		return nil
 	}

@@ -59,6 +59,9 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
 		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
+		// SCRAM credentials (scramcredentials.go).
+		both(&handler{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, fn: b.handleDescribeUserScramCredentials}),
+		both(&handler{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, fn: b.handleAlterUserScramCredentials}),
 		// Groups (groups.go, findcoordinator.go, txnoffsetcommit.go).
 		client(&handler{key: kmsg.FindCoordinator, min: 0, max: 6, fn: b.handleFindCoordinator}),
 		client(&handler{key: kmsg.JoinGroup, min: 0, max: 9, fn: b.handleJoinGroup}),

@@ -400,6 +400,8 @@ func (s *Server) newSASLServer(cfg *SASLConfig, mechanism string) sasl.Server {
 	switch mechanism {
 	case sasl.Plain:
 		return sasl.NewPlainServer(cfg.PlainUsers)
+	case sasl.ScramSHA256, sasl.ScramSHA512:
+		return sasl.NewScramServer(mechanism, s.opts.ScramCredentials)
 	}
 	// Settings refuse other mechanisms; a server that accepts nothing
 	// keeps a misconfiguration from authenticating anyone.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -150,7 +151,10 @@ type ServerOptions struct {
 	// connection.failed.authentication.delay.ms: how long a failed
 	// authentication's answer (and the close after it) waits.
 	FailedAuthenticationDelay time.Duration
-	Logger                    *slog.Logger
+	// ScramCredentials looks SCRAM credentials up (in the metadata
+	// image); broker.New sets it.
+	ScramCredentials sasl.ScramLookup
+	Logger           *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners

@@ -37,6 +37,7 @@ type imageBuilder struct {
 	brokersCopied  bool
 	topicsCopied   bool
 	configsCopied  bool
+	scramCopied    bool
 	// Sub-objects already copied in this batch, safe to modify.
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
@@ -312,6 +313,8 @@ func (b *imageBuilder) apply(rec Record) error {
 			br.LogDirs = nilIfEmpty(r.LogDirs)
 		}
 		return nil
+	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
+		return b.applyScram(rec)
 	case *ProducerIdsRecord:
 		if r.NextProducerID < b.next.NextProducerID {
 			return fmt.Errorf("producer id block would move next producer id back from %d to %d", b.next.NextProducerID, r.NextProducerID)
@@ -424,6 +427,7 @@ func imageRecords(img *Image) []Record {
 			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: k, Value: &v})
 		}
 	}
+	out = append(out, scramRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}

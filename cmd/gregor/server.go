@@ -398,6 +398,8 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 			DirectoryID: ids[s.metadataDir],
 			Voters:      s.voters,
 			Features:    s.bootstrapFeatures,
+
+			ScramCredentials: s.bootstrapScram,
 		}); err != nil {
 			return "", nil, err
 		}

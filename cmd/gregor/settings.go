@@ -46,6 +46,9 @@ type settings struct {
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
+	// bootstrapScram are the --add-scram credentials of gregor storage
+	// format.
+	bootstrapScram []*controller.UserScramCredentialRecord
 }
 
 // supportedFeatures are the feature ranges this build implements. A
