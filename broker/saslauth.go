@@ -59,6 +59,8 @@ type SASLConfig struct {
 	// PlainUsers are the PLAIN users (user_<name> options of the
 	// listener's PlainLoginModule entry).
 	PlainUsers sasl.PlainUsers
+	// OAuth validates OAUTHBEARER tokens.
+	OAuth sasl.TokenValidator
 	// MaxReauth is connections.max.reauth.ms by mechanism; zero or
 	// absent means sessions do not expire (unless the credential does).
 	MaxReauth map[string]time.Duration
@@ -402,6 +404,8 @@ func (s *Server) newSASLServer(cfg *SASLConfig, mechanism string) sasl.Server {
 		return sasl.NewPlainServer(cfg.PlainUsers)
 	case sasl.ScramSHA256, sasl.ScramSHA512:
 		return sasl.NewScramServer(mechanism, s.opts.ScramCredentials)
+	case sasl.OAuthBearer:
+		return sasl.NewOAuthBearerServer(cfg.OAuth)
 	}
 	// Settings refuse other mechanisms; a server that accepts nothing
 	// keeps a misconfiguration from authenticating anyone.

@@ -75,43 +75,57 @@ func listenerJAAS(cfg *config.Broker, listener, mechanism string) (*sasl.JAASEnt
 }
 
 // saslListenerConfig builds the authentication set-up of a SASL listener.
-func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*broker.SASLConfig, error) {
+// The JWKS validators it makes are returned to be started (they load their
+// keys) before the node serves.
+func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*broker.SASLConfig, []*sasl.JWKSValidator, error) {
 	mechs, err := listenerMechanisms(cfg, listener)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(mechs) == 0 {
-		return nil, fmt.Errorf("listener %s: No SASL mechanisms are enabled (sasl.enabled.mechanisms)", listener)
+		return nil, nil, fmt.Errorf("listener %s: No SASL mechanisms are enabled (sasl.enabled.mechanisms)", listener)
 	}
 	if _, ok := cfg.Raw["sasl.jaas.config"]; ok {
 		logger.Warn("Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config", "listener", listener)
 	}
 	out := &broker.SASLConfig{MaxReauth: map[string]time.Duration{}}
+	var jwks []*sasl.JWKSValidator
 	for _, m := range mechs {
 		if !sasl.Supported(m) {
-			return nil, fmt.Errorf("listener %s: SASL mechanism %s in sasl.enabled.mechanisms is not supported by Gregor, which implements PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER", listener, m)
+			return nil, nil, fmt.Errorf("listener %s: SASL mechanism %s in sasl.enabled.mechanisms is not supported by Gregor, which implements PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER", listener, m)
 		}
 		if !slices.Contains(out.Mechanisms, m) {
 			out.Mechanisms = append(out.Mechanisms, m)
 		}
 		jaas, err := listenerJAAS(cfg, listener, m)
 		if err != nil {
-			return nil, err
-		}
-		if err := checkServerCallbackHandler(cfg, listener, m); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch m {
 		case sasl.Plain:
 			out.PlainUsers = sasl.PlainUsersFromJAAS(jaas)
+		case sasl.OAuthBearer:
+			v, j, err := oauthValidator(cfg, listener, jaas, logger)
+			if err != nil {
+				return nil, nil, err
+			}
+			out.OAuth = v
+			if j != nil {
+				jwks = append(jwks, j)
+			}
+		}
+		if m != sasl.OAuthBearer {
+			if err := checkServerCallbackHandler(cfg, listener, m); err != nil {
+				return nil, nil, err
+			}
 		}
 		reauth, err := maxReauth(cfg, listener, m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out.MaxReauth[m] = reauth
 	}
-	return out, nil
+	return out, jwks, nil
 }
 
 // kafkaServerCallbackHandlers are the server callback handler classes Kafka

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,50 @@ func TestSASLListenerSettingsRefused(t *testing.T) {
 		{[]string{"sasl.enabled.mechanisms=PLAIN", plainJAAS, "listener.name.sasl_plaintext.connections.max.reauth.ms=soon"}, "listener.name.sasl_plaintext.connections.max.reauth.ms"},
 	} {
 		_, err := loadSettings("", saslOverrides(tc.extra...), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}
+
+func TestOAuthListenerSettings(t *testing.T) {
+	oauthJAAS := `listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`
+	base := []string{"sasl.enabled.mechanisms=OAUTHBEARER", "sasl.mechanism.inter.broker.protocol=OAUTHBEARER", oauthJAAS}
+	s, err := loadSettings("", saslOverrides(base...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s.brokerOpts.Server.Listeners[0].SASL.OAuth.(*sasl.UnsecuredValidator); !ok || len(v.RequiredScope) != 1 {
+		t.Fatalf("default validator %#v", s.brokerOpts.Server.Listeners[0].SASL.OAuth)
+	}
+	jwks := t.TempDir() + "/jwks.json"
+	os.WriteFile(jwks, []byte(`{"keys":[]}`), 0o644)
+	secured := append(base,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://"+jwks,
+		"sasl.oauthbearer.expected.audience=kafka,other",
+		"listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=https://issuer")
+	_, err = loadSettings("", saslOverrides(secured...), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "file://"+jwks+" is not allowed. Update system property 'org.apache.kafka.sasl.oauthbearer.allowed.urls' to allow file://"+jwks) {
+		t.Fatalf("a JWKS URL outside the allow-list: %v", err)
+	}
+	t.Setenv("KAFKA_OPTS", "-Xmx1g -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://x,file://"+jwks)
+	s, err = loadSettings("", saslOverrides(secured...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.jwksValidators) != 1 {
+		t.Fatalf("%d JWKS validators to start", len(s.jwksValidators))
+	}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=com.example.Validator"}, "Gregor runs no Java classes; for OAUTHBEARER"},
+		{[]string{"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}, "sasl.oauthbearer.jwks.endpoint.url value must be non-null"},
+		{[]string{`listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorAllowableClockSkewMs="-5";`}, "Allowable clock skew millis must not be negative"},
+	} {
+		_, err := loadSettings("", saslOverrides(append(base, tc.extra...)...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -46,6 +47,8 @@ type settings struct {
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
+	// jwksValidators load their keys before the node serves.
+	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
 	// format.
 	bootstrapScram []*controller.UserScramCredentialRecord
@@ -150,9 +153,11 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		switch l.SecurityProtocol {
 		case "PLAINTEXT":
 		case "SASL_PLAINTEXT":
-			if spec.SASL, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
+			var jwks []*sasl.JWKSValidator
+			if spec.SASL, jwks, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
 				return nil, err
 			}
+			s.jwksValidators = append(s.jwksValidators, jwks...)
 		default:
 			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SASL_PLAINTEXT listeners only until TLS lands", l.Name, l.SecurityProtocol)
 		}
