@@ -63,6 +63,9 @@ type Options struct {
 	// (the listener a request arrived on decides in Kafka; all client
 	// listeners are advertised in the registration).
 	InterBrokerListener string
+	// InterBrokerDial opens connections to other brokers' inter-broker
+	// listeners (with TLS when that listener is SSL); nil dials plain TCP.
+	InterBrokerDial DialFunc
 
 	AutoCreateTopics              bool
 	NumPartitions                 int32

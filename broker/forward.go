@@ -34,6 +34,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -53,7 +54,10 @@ type ControllerClientOptions struct {
 	// BootstrapAddrs are the controllers to ask while no active one is
 	// known (controller.quorum.bootstrap.servers, or the voters).
 	BootstrapAddrs []string
-	Logger         *slog.Logger
+	// Dial opens a connection to a controller listener (with TLS when it
+	// is SSL); nil dials plain TCP.
+	Dial   DialFunc
+	Logger *slog.Logger
 }
 
 // ControllerClient implements ActiveController across the network.
@@ -80,7 +84,7 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID)}
+	return &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID, opts.Dial)}
 }
 
 // Follow names the metadata view that says which controller is active.
@@ -250,18 +254,38 @@ func (c *ControllerClient) drop(key connKey, cc *peerConn) { c.pool.drop(key, cc
 // Close closes every controller connection; requests waiting on them fail.
 func (c *ControllerClient) Close() { c.pool.close() }
 
+// DialFunc opens a connection to another node's listener at addr
+// (host:port), secured and authenticated as that listener asks
+// (broker/ssl's Dialer); ctx bounds it.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// dialTCP is the DialFunc of a PLAINTEXT listener.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: forwardDialTime}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+	}
+	return nc, nil
+}
+
 // connPool keeps one pipelined connection per key (a peer), dialled on
 // first use and again once it fails or the peer's address changes. mu
-// guards conns; a connection's own lock is taken after it.
+// guards conns; a connection's own lock is taken after it. Every
+// connection a broker opens to another node is dialled here.
 type connPool[K comparable] struct {
 	nodeID int32 // ours, in the client id
+	dial   DialFunc
 	mu     sync.Mutex
 	conns  map[K]*peerConn
 	closed bool
 }
 
-func newConnPool[K comparable](nodeID int32) *connPool[K] {
-	return &connPool[K]{nodeID: nodeID, conns: map[K]*peerConn{}}
+func newConnPool[K comparable](nodeID int32, dial DialFunc) *connPool[K] {
+	if dial == nil {
+		dial = dialTCP
+	}
+	return &connPool[K]{nodeID: nodeID, dial: dial, conns: map[K]*peerConn{}}
 }
 
 var errPoolClosed = errors.New("shutting down")
@@ -272,15 +296,16 @@ func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, e
 		p.mu.Unlock()
 		return nil, errPoolClosed
 	}
-	if c := p.conns[key]; c != nil && c.addr == addr && !c.isDead() {
+	if c := p.conns[key]; c != nil && c.addr == addr && c.usable() {
 		p.mu.Unlock()
 		return c, nil
 	}
 	p.mu.Unlock()
-	d := net.Dialer{Timeout: forwardDialTime}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dctx, cancel := context.WithTimeout(ctx, forwardDialTime)
+	nc, err := p.dial(dctx, addr)
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+		return nil, err
 	}
 	c := newPeerConn(nc, addr, p.nodeID)
 	p.mu.Lock()
@@ -289,13 +314,19 @@ func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, e
 		c.close(errPoolClosed)
 		return nil, errPoolClosed
 	}
-	if old := p.conns[key]; old != nil && old.addr == addr && !old.isDead() {
+	if old := p.conns[key]; old != nil && old.addr == addr && old.usable() {
 		// Another caller dialled meanwhile: use its connection.
 		c.close(errors.New("not needed"))
 		return old, nil
 	}
 	if old := p.conns[key]; old != nil {
-		old.close(errors.New("the peer moved"))
+		if old.addr == addr && !old.isDead() {
+			// Its SASL session is to be renewed: the requests it
+			// carries are answered, then it closes.
+			old.retire()
+		} else {
+			old.close(errors.New("the peer moved"))
+		}
 	}
 	p.conns[key] = c
 	return c, nil
@@ -334,6 +365,9 @@ type peerConn struct {
 	corr    int32
 	waiting []*forwardWait // in request order
 	dead    error
+	// retired: a replacement carries new requests; this one closes once
+	// it has no request waiting.
+	retired bool
 }
 
 type forwardWait struct {
@@ -353,6 +387,27 @@ func (cc *peerConn) isDead() bool {
 	cc.writeMu.Lock()
 	defer cc.writeMu.Unlock()
 	return cc.dead != nil
+}
+
+// usable reports whether the pool may hand the connection out: it is
+// alive and, on a SASL listener, its session is not due for renewal.
+func (cc *peerConn) usable() bool {
+	return !cc.isDead() && !sasl.Expiring(cc.nc)
+}
+
+// errRetired closes a connection whose SASL session was renewed by a
+// fresh connection.
+var errRetired = errors.New("its SASL session was renewed on a new connection")
+
+// retire closes the connection once the requests it carries are answered.
+func (cc *peerConn) retire() {
+	cc.writeMu.Lock()
+	cc.retired = true
+	idle := len(cc.waiting) == 0
+	cc.writeMu.Unlock()
+	if idle {
+		cc.close(errRetired)
+	}
 }
 
 // roundTrip sends req and waits for its answer; sent reports whether any
@@ -404,12 +459,16 @@ func (cc *peerConn) readLoop() {
 		}
 		w := cc.waiting[0]
 		cc.waiting = cc.waiting[1:]
+		drained := cc.retired && len(cc.waiting) == 0
 		cc.writeMu.Unlock()
 		corr, err := protocol.ParseResponse(frame, w.resp)
 		if err == nil && corr != w.corr {
 			err = fmt.Errorf("response with correlation id %d to request %d", corr, w.corr)
 		}
 		w.done <- err
+		if err == nil && drained {
+			err = errRetired
+		}
 		if err != nil {
 			cc.close(err)
 			return

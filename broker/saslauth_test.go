@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -361,4 +362,57 @@ func TestSASLPlainWithFranzGo(t *testing.T) {
 		t.Fatal("a wrong password authenticated")
 	}
 	t.Logf("wrong password: %v", err)
+}
+
+// TestPeerConnectionsAuthenticateAndRenew: the connections a node opens to
+// others authenticate through the pool's dialer, and a connection whose
+// session nears its end is replaced, the old one closing once its
+// requests are answered, so that no request reaches the server after the
+// session expired.
+func TestPeerConnectionsAuthenticateAndRenew(t *testing.T) {
+	const lifetime = 1500 * time.Millisecond
+	_, addr := startSASLNode(t, 0, lifetime, nil)
+	dial := sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "alice-secret"}, "test")
+	pool := newConnPool[int](7, DialFunc(dial))
+	defer pool.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	meta := func(pc *peerConn) error {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		_, _, err := pc.roundTrip(ctx, req)
+		return err
+	}
+	first, err := pool.get(ctx, 1, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := meta(first); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := pool.get(ctx, 1, addr); again != first {
+		t.Fatal("a fresh session was replaced")
+	}
+	// Past 85% of the lifetime the pool hands out a new connection and
+	// retires the old one.
+	time.Sleep(lifetime*85/100 + 50*time.Millisecond)
+	second, err := pool.get(ctx, 1, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatal("the connection was not renewed")
+	}
+	waitUntil(t, 5*time.Second, "the retired connection to close", first.isDead)
+	for i := 0; i < 3; i++ {
+		if err := meta(second); err != nil {
+			t.Fatalf("on the renewed connection: %v", err)
+		}
+	}
+	// A wrong password fails the dial.
+	bad := newConnPool[int](7, DialFunc(sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "x"}, "test")))
+	defer bad.close()
+	if _, err := bad.get(ctx, 1, addr); err == nil || !strings.Contains(err.Error(), "Invalid username or password") {
+		t.Fatalf("dial with a wrong password: %v", err)
+	}
 }

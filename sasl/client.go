@@ -151,7 +151,9 @@ func (e *scramExchange) Step(challenge []byte) ([]byte, bool, error) {
 
 // ClientFromJAAS is the client of mechanism with the credentials of a
 // listener's JAAS entry: username and password for PLAIN and SCRAM, the
-// unsecuredLogin* options for OAUTHBEARER.
+// unsecuredLogin* options for OAUTHBEARER (Kafka's default login callback
+// handler, OAuthBearerUnsecuredLoginCallbackHandler, makes a fresh token
+// for each connection).
 func ClientFromJAAS(mechanism string, e *JAASEntry) (Client, error) {
 	switch mechanism {
 	case Plain, ScramSHA256, ScramSHA512:
@@ -164,6 +166,12 @@ func ClientFromJAAS(mechanism string, e *JAASEntry) (Client, error) {
 			return PlainClient{User: user, Password: pass}, nil
 		}
 		return ScramClient{Name: mechanism, User: user, Password: pass}, nil
+	case OAuthBearer:
+		c := UnsecuredTokenClient{Options: e.Options}
+		if _, err := c.Token(); err != nil {
+			return nil, fmt.Errorf("the OAUTHBEARER JAAS entry's unsecured login options: %w", err)
+		}
+		return c, nil
 	}
 	return nil, fmt.Errorf("SASL mechanism %s has no client in Gregor", mechanism)
 }
@@ -239,4 +247,82 @@ func Authenticate(ctx context.Context, nc net.Conn, c Client, clientID string) (
 			return lifetime, nil
 		}
 	}
+}
+
+// SessionConn is a connection that authenticated with SASL. When the
+// server gave the session a lifetime (KIP-368), the client must stop
+// sending on it before the lifetime ends: the server closes a connection
+// that sends a request after its session expired. Kafka's clients
+// re-authenticate on the connection at 85 to 95% of the lifetime; Gregor's
+// own connections are replaced by fresh ones instead, from 85% on, and
+// drain the requests already sent.
+type SessionConn struct {
+	net.Conn
+	// renewAt is when to stop sending; zero for a session without
+	// lifetime.
+	renewAt time.Time
+}
+
+// renewFraction is the part of a session's lifetime after which a
+// connection is replaced.
+const renewFraction = 0.85
+
+// NewSessionConn wraps nc, authenticated at start with a session of the
+// given lifetime (0: none).
+func NewSessionConn(nc net.Conn, start time.Time, lifetime time.Duration) *SessionConn {
+	c := &SessionConn{Conn: nc}
+	if lifetime > 0 {
+		c.renewAt = start.Add(time.Duration(float64(lifetime) * renewFraction))
+	}
+	return c
+}
+
+// SessionExpiring reports whether the connection must no longer carry new
+// requests.
+func (c *SessionConn) SessionExpiring() bool {
+	return !c.renewAt.IsZero() && !time.Now().Before(c.renewAt)
+}
+
+// DialFunc opens a connection to a node's listener.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// AuthenticatingDialer dials with base (plain TCP when nil) and
+// authenticates every new connection with client.
+func AuthenticatingDialer(base DialFunc, client Client, clientID string) DialFunc {
+	if base == nil {
+		base = func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, fmt.Errorf("dialling %s: %w", addr, err)
+			}
+			return nc, nil
+		}
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		nc, err := base(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		lifetime, err := Authenticate(ctx, nc, client, clientID)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("authenticating to %s: %w", addr, err)
+		}
+		return NewSessionConn(nc, start, lifetime), nil
+	}
+}
+
+// ExpiringConn is a connection that may stop accepting new requests
+// (SessionConn).
+type ExpiringConn interface {
+	SessionExpiring() bool
+}
+
+// Expiring reports whether nc is a SASL connection whose session is to
+// be renewed.
+func Expiring(nc net.Conn) bool {
+	e, ok := nc.(ExpiringConn)
+	return ok && e.SessionExpiring()
 }

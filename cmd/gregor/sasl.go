@@ -6,8 +6,10 @@ package main
 // listener.name.<listener>.<mechanism in lower case>.
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -174,4 +176,64 @@ func maxReauth(cfg *config.Broker, listener, mechanism string) (time.Duration, e
 		ms = v.(int64)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// kafkaLoginCallbackHandlers are the login callback handler classes Kafka
+// uses by default for each mechanism's client side.
+var kafkaLoginCallbackHandlers = map[string]string{
+	sasl.OAuthBearer: "org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredLoginCallbackHandler",
+}
+
+// saslPeerDial is how this node authenticates its own connections to
+// listener on other nodes, when that listener is SASL_PLAINTEXT or
+// SASL_SSL: with the mechanism mechanismKey names
+// (sasl.mechanism.inter.broker.protocol or
+// sasl.mechanism.controller.protocol) and the credentials of the
+// listener's JAAS entry (listener.name.<l>.<mechanism>.sasl.jaas.config,
+// as Kafka's inter-broker and controller clients read it), over base (the
+// listener's transport; plain TCP when nil). Other listeners get base.
+func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base broker.DialFunc, nodeID int32) (broker.DialFunc, error) {
+	proto := cfg.ListenerSecurityProtocolMap[listener]
+	if proto != "SASL_PLAINTEXT" && proto != "SASL_SSL" {
+		return base, nil
+	}
+	mech := cfg.String(mechanismKey)
+	if !sasl.Supported(mech) {
+		return nil, fmt.Errorf("%s=%s: Gregor's own connections to listener %s speak PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER", mechanismKey, mech, listener)
+	}
+	if class, ok := cfg.Raw[mechanismPrefix(listener, mech)+"sasl.login.callback.handler.class"]; ok && class != kafkaLoginCallbackHandlers[mech] {
+		return nil, fmt.Errorf("%s: login callback handler %s: Gregor runs no Java classes", listener, class)
+	}
+	jaas, err := listenerJAAS(cfg, listener, mech)
+	if err != nil {
+		return nil, err
+	}
+	client, err := sasl.ClientFromJAAS(mech, jaas)
+	if err != nil {
+		// As in Kafka, a node whose JAAS entry has no client
+		// credentials starts; its connections to other nodes fail
+		// (a single node makes none).
+		failure := fmt.Errorf("listener %s: %w", listener, err)
+		return func(context.Context, string) (net.Conn, error) { return nil, failure }, nil
+	}
+	dial := sasl.AuthenticatingDialer(sasl.DialFunc(base), client, fmt.Sprintf("gregor-broker-%d", nodeID))
+	return broker.DialFunc(dial), nil
+}
+
+// warnScramBetweenControllers warns of a quorum that cannot form: SCRAM
+// credentials live in the metadata log, which controllers that must
+// authenticate each other with SCRAM cannot commit before they have a
+// leader (Kafka hangs the same way; its documentation has controllers use
+// PLAIN, or another mechanism, on the controller listener).
+func warnScramBetweenControllers(cfg *config.Broker, listener string, logger *slog.Logger) {
+	proto := cfg.ListenerSecurityProtocolMap[listener]
+	mech := cfg.String("sasl.mechanism.controller.protocol")
+	if !cfg.IsController || (proto != "SASL_PLAINTEXT" && proto != "SASL_SSL") || !strings.HasPrefix(mech, "SCRAM-") {
+		return
+	}
+	if len(cfg.ControllerQuorumVoters) == 1 || len(cfg.ControllerQuorumBootstrapServers) == 1 {
+		return
+	}
+	logger.Warn("sasl.mechanism.controller.protocol is "+mech+": controllers authenticate each other with SCRAM credentials that exist only once the quorum has committed them, so a quorum of several controllers cannot elect its first leader; use another mechanism (PLAIN) on the controller listener",
+		"listener", listener)
 }

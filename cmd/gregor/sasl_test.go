@@ -50,6 +50,38 @@ func TestSASLListenerSettings(t *testing.T) {
 	if o.Listeners[1].SASL != nil {
 		t.Fatal("the PLAINTEXT controller listener got a SASL config")
 	}
+	// The inter-broker listener is SASL: this node's own connections to
+	// it authenticate; the controller listener is PLAINTEXT.
+	if s.interBrokerDial == nil || s.brokerOpts.InterBrokerDial == nil || s.controllerDial != nil {
+		t.Fatalf("dialers: inter-broker %v, options %v, controller %v", s.interBrokerDial != nil, s.brokerOpts.InterBrokerDial != nil, s.controllerDial != nil)
+	}
+}
+
+// A broker-only node authenticates to the controllers with
+// sasl.mechanism.controller.protocol and the controller listener's JAAS
+// entry, though it does not serve that listener.
+func TestSASLControllerClientSettings(t *testing.T) {
+	s, err := loadSettings("", []string{
+		"process.roles=broker", "node.id=4", "controller.quorum.bootstrap.servers=127.0.0.1:19093",
+		"listeners=PLAINTEXT://127.0.0.1:0", "controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"sasl.mechanism.controller.protocol=SCRAM-SHA-512",
+		`listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.controllerDial == nil || s.interBrokerDial != nil {
+		t.Fatalf("dialers: controller %v, inter-broker %v", s.controllerDial != nil, s.interBrokerDial != nil)
+	}
+	_, err = loadSettings("", []string{
+		"process.roles=broker", "node.id=4", "controller.quorum.bootstrap.servers=127.0.0.1:19093",
+		"listeners=PLAINTEXT://127.0.0.1:0", "controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+	}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "sasl.mechanism.controller.protocol=GSSAPI") {
+		t.Fatalf("the default GSSAPI controller mechanism: %v", err)
+	}
 }
 
 func TestSASLListenerSettingsRefused(t *testing.T) {

@@ -232,7 +232,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 				return c.VoterAddress(id, s.controllerListenerName)
 			}
 			return controller.VoterEndpoint(s.voters, id, s.controllerListenerName)
-		}, s.logger)
+		}, s.controllerDial, s.logger)
 	}
 	cfg := controller.Config{
 		FS:                       fsys,
@@ -309,7 +309,7 @@ func newForwarder(s *settings, local *controller.Controller) *broker.ControllerC
 	}
 	return broker.NewControllerClient(broker.ControllerClientOptions{
 		NodeID: s.nodeID, Local: local, Listener: s.controllerListenerName,
-		Bootstrap: bootstrap, BootstrapAddrs: addrs, Logger: s.logger.With("component", "forwarding"),
+		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.controllerDial, Logger: s.logger.With("component", "forwarding"),
 	})
 }
 

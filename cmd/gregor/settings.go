@@ -47,6 +47,11 @@ type settings struct {
 	logger                 *slog.Logger
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
+	// controllerDial and interBrokerDial connect to other nodes'
+	// controller and inter-broker listeners (nil: plain TCP), SASL
+	// authenticated when those listeners are SASL ones.
+	controllerDial  broker.DialFunc
+	interBrokerDial broker.DialFunc
 	// jwksValidators load their keys before the node serves.
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
@@ -163,6 +168,15 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		}
 		specs = append(specs, spec)
 	}
+	if s.interBrokerDial, err = saslPeerDial(cfg, cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol", s.interBrokerDial, cfg.NodeID); err != nil {
+		return nil, err
+	}
+	if s.controllerListenerName != "" {
+		if s.controllerDial, err = saslPeerDial(cfg, s.controllerListenerName, "sasl.mechanism.controller.protocol", s.controllerDial, cfg.NodeID); err != nil {
+			return nil, err
+		}
+		warnScramBetweenControllers(cfg, s.controllerListenerName, logger)
+	}
 	var advertised []controller.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
 		advertised = append(advertised, endpoint(l))
@@ -205,6 +219,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		},
 		Advertised:                    advertised,
 		InterBrokerListener:           cfg.InterBrokerListenerName,
+		InterBrokerDial:               s.interBrokerDial,
 		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
 		NumPartitions:                 cfg.NumPartitions,
 		DefaultReplicationFactor:      int16(cfg.DefaultReplicationFactor),
