@@ -1,0 +1,378 @@
+package integration
+
+// Scenarios of SASL authentication (issue 12). Each starts its own single
+// node (Env.StartNode) of the target's flavor with a SASL_PLAINTEXT
+// listener, SCRAM users created with `storage format --add-scram` (as
+// kafka-storage does), and the stock tools and clients authenticating to
+// it, so that the same scenario runs against Apache Kafka 4.3.1 and
+// Gregor.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func saslScenarios() []Scenario {
+	return []Scenario{
+		{Name: "sasl/scram-cli", Doc: "SASL_PLAINTEXT with SCRAM-SHA-256/512: kafka-configs creates and deletes a user's credentials (--add-config, --delete-config) as an admin from --add-scram; kafka-topics, console producer and consumer as that user; wrong passwords refused with Kafka's message", Timeout: 5 * time.Minute, Run: saslScramCLI},
+		{Name: "sasl/plain-cli", Doc: "SASL_PLAINTEXT with PLAIN users from the JAAS config: kafka-broker-api-versions and kafka-topics authenticate; a wrong password and an unknown mechanism are refused", Timeout: 4 * time.Minute, Run: saslPlainCLI},
+		{Name: "sasl/reauthentication", Doc: "connections.max.reauth.ms=3000 on a SCRAM listener: the Java producer (perf test, 12 s) and console consumer re-authenticate on their connections (KIP-368) and finish without error", Timeout: 4 * time.Minute, Run: saslReauthentication},
+		{Name: "sasl/oauthbearer-unsecured", Doc: "OAUTHBEARER with Kafka's default (unsecured) validator and a required scope: Java clients with unsecured tokens list topics; a token without the scope is refused with insufficient_scope", Timeout: 4 * time.Minute, Run: saslOAuthUnsecured},
+		{Name: "client/kafkajs-scram", Doc: "kafkajs over SASL_PLAINTEXT with SCRAM-SHA-256: admin create, idempotent produce, group consume + commit, list/describe groups, fetch offsets", Timeout: 5 * time.Minute, Run: func(ctx context.Context, e *Env) error {
+			return saslClientCheck(ctx, e, "kafkajs", "SCRAM-SHA-256")
+		}},
+		{Name: "client/sarama-scram", Doc: "sarama over SASL_PLAINTEXT with SCRAM-SHA-512 (xdg-go/scram): cluster admin, idempotent lz4 produce, consumer group, admin offsets/describe", Timeout: 5 * time.Minute, Run: func(ctx context.Context, e *Env) error {
+			return saslClientCheck(ctx, e, "sarama", "SCRAM-SHA-512")
+		}},
+	}
+}
+
+// SCRAM users every SASL node has from its format.
+const (
+	saslAdmin         = "admin"
+	saslAdminPassword = "admin-secret"
+	saslUser          = "alice"
+	saslUserPassword  = "alice-secret"
+)
+
+// saslNode starts a node with a SASL_PLAINTEXT listener called SASL
+// enabling mechs, PLAIN users admin and alice in its JAAS entry, SCRAM
+// credentials for admin (both SCRAM mechanisms) from --add-scram, and
+// props on top.
+func saslNode(ctx context.Context, e *Env, mechs []string, props map[string]string) (*SingleNode, error) {
+	p := map[string]string{"listener.name.sasl.sasl.enabled.mechanisms": strings.Join(mechs, ",")}
+	for _, m := range mechs {
+		key := "listener.name.sasl." + strings.ToLower(m) + ".sasl.jaas.config"
+		switch {
+		case m == "PLAIN":
+			p[key] = fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s" user_%s="%s";`,
+				saslAdmin, saslAdminPassword, saslAdmin, saslAdminPassword, saslUser, saslUserPassword)
+		case strings.HasPrefix(m, "SCRAM-"):
+			p[key] = fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, saslAdmin, saslAdminPassword)
+		case m == "OAUTHBEARER":
+			// The broker's own login needs a principal claim too.
+			p[key] = `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker" unsecuredValidatorRequiredScope="kafka";`
+		}
+	}
+	for k, v := range props {
+		p[k] = v
+	}
+	var flags []string
+	for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		flags = append(flags, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", m, saslAdmin, saslAdminPassword))
+	}
+	return e.StartNode(ctx, NodeSpec{Listeners: []NodeListener{{Name: "SASL", Protocol: "SASL_PLAINTEXT"}}, Properties: p, FormatFlags: flags})
+}
+
+// saslClientConfig writes a Java client's properties authenticating with
+// mechanism as user.
+func saslClientConfig(e *Env, name, mechanism, user, password string) (string, error) {
+	module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+	if mechanism == "PLAIN" {
+		module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	}
+	return e.ClientProperties(name, map[string]string{
+		"security.protocol": "SASL_PLAINTEXT",
+		"sasl.mechanism":    mechanism,
+		"sasl.jaas.config":  fmt.Sprintf(`%s required username="%s" password="%s";`, module, user, password),
+	})
+}
+
+// invalidCredentials is what Kafka tells a SCRAM client with the wrong
+// password or no such user.
+func invalidCredentials(mechanism string) string {
+	return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
+}
+
+func saslScramCLI(ctx context.Context, e *Env) error {
+	n, err := saslNode(ctx, e, []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := saslClientConfig(e, "admin.properties", "SCRAM-SHA-512", saslAdmin, saslAdminPassword)
+	if err != nil {
+		return err
+	}
+	// Both mechanisms at once: Kafka's controller alters one credential
+	// of a user per request (DUPLICATE_RESOURCE), and so does Gregor's.
+	both := fmt.Sprintf("SCRAM-SHA-256=[iterations=8192,password=%s],SCRAM-SHA-512=[password=%s]", saslUserPassword, saslUserPassword)
+	out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser, "--add-config", both)
+	if err == nil || !strings.Contains(out.Stderr, "DuplicateResourceException: A user credential cannot be altered twice in the same request") {
+		return fmt.Errorf("kafka-configs --add-config of two mechanisms at once: %v: %s", err, out.Tail())
+	}
+	for _, cfg := range []string{"SCRAM-SHA-256=[iterations=8192,password=" + saslUserPassword + "]", "SCRAM-SHA-512=[password=" + saslUserPassword + "]"} {
+		out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser, "--add-config", cfg)
+		if err != nil {
+			return fmt.Errorf("kafka-configs --add-config %s as the --add-scram admin: %w", cfg, err)
+		}
+		if !strings.Contains(out.Stdout, "Completed updating config for user "+saslUser+".") {
+			return fmt.Errorf("kafka-configs --add-config printed no confirmation: %s", out.Tail())
+		}
+	}
+	alice256, err := saslClientConfig(e, "alice-256.properties", "SCRAM-SHA-256", saslUser, saslUserPassword)
+	if err != nil {
+		return err
+	}
+	alice512, err := saslClientConfig(e, "alice-512.properties", "SCRAM-SHA-512", saslUser, saslUserPassword)
+	if err != nil {
+		return err
+	}
+	topic := e.Name("scram")
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice256, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
+		return fmt.Errorf("kafka-topics --create as alice (SCRAM-SHA-256): %v: %s", err, out.Tail())
+	}
+	lines := keyedLines("s", 10)
+	if out, err := e.KafkaOn(ctx, addr, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", alice256, "--topic", topic,
+		"--property", "parse.key=true", "--property", "key.separator=:"); err != nil {
+		return fmt.Errorf("console producer as alice (SCRAM-SHA-256): %w: %s", err, out.Tail())
+	}
+	out, err = e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", alice512, "--topic", topic, "--from-beginning",
+		"--max-messages", strconv.Itoa(len(lines)), "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
+	if err != nil {
+		return fmt.Errorf("console consumer as alice (SCRAM-SHA-512): %w: %s", err, out.Tail())
+	}
+	if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
+		return fmt.Errorf("console consumer as alice read other records: %w", err)
+	}
+	// Wrong password: Kafka's generic message, nothing about the user.
+	wrong, err := saslClientConfig(e, "alice-wrong.properties", "SCRAM-SHA-256", saslUser, "not-her-password")
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, wrong, invalidCredentials("SCRAM-SHA-256")); err != nil {
+		return fmt.Errorf("wrong SCRAM password: %w", err)
+	}
+	// Deleting alice's SCRAM-SHA-512 credential stops those logins only.
+	out, err = e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--delete-config", "SCRAM-SHA-512")
+	if err != nil || !strings.Contains(out.Stdout, "Completed updating config for user "+saslUser+".") {
+		return fmt.Errorf("kafka-configs --delete-config SCRAM-SHA-512: %v: %s", err, out.Tail())
+	}
+	if err := expectAuthFailure(ctx, e, addr, alice512, invalidCredentials("SCRAM-SHA-512")); err != nil {
+		return fmt.Errorf("SCRAM-SHA-512 after its credential was deleted: %w", err)
+	}
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice256, "--list"); err != nil || !strings.Contains(out.Stdout, topic) {
+		return fmt.Errorf("kafka-topics --list as alice (SCRAM-SHA-256) after the SHA-512 deletion: %v: %s", err, out.Tail())
+	}
+	// Deleting a credential that does not exist is Kafka's error.
+	out, err = e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", "nobody",
+		"--delete-config", "SCRAM-SHA-256")
+	if err == nil || !strings.Contains(out.Stderr+out.Stdout, "Attempt to delete a user credential that does not exist") {
+		return fmt.Errorf("kafka-configs --delete-config for a user without credentials: %v: %s", err, out.Tail())
+	}
+	return nil
+}
+
+// expectAuthFailure runs kafka-topics --list with config and requires it
+// to fail with want in its output.
+func expectAuthFailure(ctx context.Context, e *Env, addr, config, want string) error {
+	out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", config, "--list")
+	if err == nil {
+		return fmt.Errorf("kafka-topics --list succeeded: %s", truncate(out.Stdout, 200))
+	}
+	if !strings.Contains(out.Stderr+out.Stdout, want) {
+		return fmt.Errorf("kafka-topics --list failed without %q: %s", want, out.Tail())
+	}
+	return nil
+}
+
+func saslPlainCLI(ctx context.Context, e *Env) error {
+	n, err := saslNode(ctx, e, []string{"PLAIN"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	alice, err := saslClientConfig(e, "alice.properties", "PLAIN", saslUser, saslUserPassword)
+	if err != nil {
+		return err
+	}
+	out, err := e.KafkaOn(ctx, addr, "", mainAPIVersions, "--command-config", alice)
+	if err != nil {
+		return fmt.Errorf("kafka-broker-api-versions as alice (PLAIN): %w", err)
+	}
+	for _, want := range []string{"(id: 1 rack: null", "SaslHandshake(17): 0 to 1", "SaslAuthenticate(36): 0 to 2"} {
+		if !strings.Contains(out.Stdout, want) {
+			return fmt.Errorf("kafka-broker-api-versions over SASL lacks %q: %s", want, truncate(out.Stdout, 400))
+		}
+	}
+	topic := e.Name("plain")
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice, "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
+		return fmt.Errorf("kafka-topics --create as alice (PLAIN): %v: %s", err, out.Tail())
+	}
+	wrong, err := saslClientConfig(e, "alice-wrong.properties", "PLAIN", saslUser, "nope")
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, wrong, "Authentication failed: Invalid username or password"); err != nil {
+		return fmt.Errorf("wrong PLAIN password: %w", err)
+	}
+	scram, err := saslClientConfig(e, "alice-scram.properties", "SCRAM-SHA-256", saslUser, saslUserPassword)
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, scram, "Client SASL mechanism 'SCRAM-SHA-256' not enabled in the server, enabled mechanisms are [PLAIN]"); err != nil {
+		return fmt.Errorf("a mechanism the listener does not enable: %w", err)
+	}
+	return nil
+}
+
+func saslReauthentication(ctx context.Context, e *Env) error {
+	n, err := saslNode(ctx, e, []string{"SCRAM-SHA-256"}, map[string]string{"listener.name.sasl.connections.max.reauth.ms": "3000"})
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := saslClientConfig(e, "admin.properties", "SCRAM-SHA-256", saslAdmin, saslAdminPassword)
+	if err != nil {
+		return err
+	}
+	topic := e.Name("reauth")
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", admin, "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1"); err != nil {
+		return fmt.Errorf("kafka-topics --create: %w: %s", err, out.Tail())
+	}
+	// 240 records at 20 a second: the producer's connection outlives
+	// its session several times over and must re-authenticate.
+	out, err := e.KafkaOn(ctx, addr, "", mainPerfProducer, "--topic", topic, "--num-records", "240", "--record-size", "100",
+		"--throughput", "20", "--command-config", admin, "--command-property", "acks=all", "--print-metrics")
+	if err != nil {
+		return fmt.Errorf("producer perf test across re-authentications: %w: %s", err, out.Tail())
+	}
+	if !strings.Contains(out.Stdout, "240 records sent") {
+		return fmt.Errorf("producer perf test did not send 240 records: %s", out.Tail())
+	}
+	// The producer's own count of re-authentications (its Selector's
+	// successful-reauthentication-total): it re-authenticated rather
+	// than reconnecting after the server closed an expired session.
+	reauths := 0.0
+	for _, l := range strings.Split(out.Stdout, "\n") {
+		if strings.Contains(l, "producer-metrics:successful-reauthentication-total:") {
+			f := strings.Fields(l)
+			if v, err := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-1], ","), 64); err == nil {
+				reauths = v
+			}
+		}
+	}
+	if reauths < 2 {
+		return fmt.Errorf("the producer re-authenticated %v times in 12 s of 3 s sessions: %s", reauths, truncate(grepLines(out.Stdout, "reauthentication"), 600))
+	}
+	out, err = e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", admin, "--topic", topic, "--from-beginning",
+		"--max-messages", "240", "--timeout-ms", "30000")
+	if err != nil {
+		return fmt.Errorf("console consumer: %w: %s", err, out.Tail())
+	}
+	if got := len(nonEmptyLines(out.Stdout)); got != 240 {
+		return fmt.Errorf("console consumer read %d records, want 240", got)
+	}
+	return nil
+}
+
+func saslOAuthUnsecured(ctx context.Context, e *Env) error {
+	n, err := saslNode(ctx, e, []string{"OAUTHBEARER"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	client := func(name, scope string) (string, error) {
+		jaas := `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="alice"`
+		if scope != "" {
+			jaas += ` unsecuredLoginListClaim_scope="` + scope + `"`
+		}
+		return e.ClientProperties(name, map[string]string{
+			"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas + ";",
+		})
+	}
+	good, err := client("oauth-good.properties", ",kafka,other")
+	if err != nil {
+		return err
+	}
+	topic := e.Name("oauth")
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", good, "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
+		return fmt.Errorf("kafka-topics --create with an unsecured token with the scope: %v: %s", err, out.Tail())
+	}
+	noScope, err := client("oauth-noscope.properties", ",other")
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, noScope, `insufficient_scope`); err != nil {
+		return fmt.Errorf("a token without the required scope: %w", err)
+	}
+	return nil
+}
+
+// saslClientCheck runs a client library's produce/consume/group/admin
+// check over a SCRAM listener, authenticating as alice with mechanism.
+func saslClientCheck(ctx context.Context, e *Env, client, mechanism string) error {
+	n, err := saslNode(ctx, e, []string{mechanism}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := saslClientConfig(e, "admin.properties", mechanism, saslAdmin, saslAdminPassword)
+	if err != nil {
+		return err
+	}
+	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--add-config", fmt.Sprintf("%s=[password=%s]", mechanism, saslUserPassword)); err != nil {
+		return fmt.Errorf("kafka-configs --add-config %s for alice: %w: %s", mechanism, err, out.Tail())
+	}
+	topic, group := e.Name(client+"-scram"), e.Name(client+"-scram-group")
+	cred := mechanism + ":" + saslUser + ":" + saslUserPassword
+	var c Cmd
+	switch client {
+	case "kafkajs":
+		mods, err := e.Tools.NodeModules(ctx)
+		if err != nil {
+			return err
+		}
+		c = Cmd{Name: "node", Args: []string{filepath.Join(e.Tools.Root, "integration", "clients", "node", "kafkajs_check.js"), addr, topic, group, strconv.Itoa(clientRecords)},
+			Env: []string{"NODE_PATH=" + mods, "KAFKAJS_SASL=" + cred}}
+	case "sarama":
+		bin, err := e.Tools.GoClients(ctx)
+		if err != nil {
+			return err
+		}
+		c = Cmd{Name: bin, Args: []string{"sarama", addr, topic, group, strconv.Itoa(clientRecords)}, Env: []string{"GOCLIENTS_SASL=" + cred}}
+	default:
+		return fmt.Errorf("no SASL check for %s", client)
+	}
+	c.Timeout = 3 * time.Minute
+	out, err := e.Exec(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := checkClientReport(out.Stdout); err != nil {
+		return err
+	}
+	// The same client with a wrong password fails.
+	for i, a := range c.Env {
+		if strings.HasPrefix(a, "KAFKAJS_SASL=") || strings.HasPrefix(a, "GOCLIENTS_SASL=") {
+			c.Env[i] = a[:strings.IndexByte(a, '=')+1] + mechanism + ":" + saslUser + ":wrong"
+		}
+	}
+	c.Args[len(c.Args)-3] = topic + "-wrong"
+	c.Timeout = time.Minute
+	out, err = e.Exec(ctx, c)
+	if err == nil {
+		return fmt.Errorf("%s with a wrong password succeeded: %s", client, truncate(out.Stdout, 200))
+	}
+	if !strings.Contains(out.Stdout+out.Stderr, invalidCredentials(mechanism)) {
+		return fmt.Errorf("%s with a wrong password failed without Kafka's message: %s", client, out.Tail())
+	}
+	return nil
+}
+
+// grepLines are the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
