@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +33,9 @@ type ListenerSpec struct {
 	// Controller marks a listener in controller.listener.names: it serves
 	// the controller APIs instead of the client ones.
 	Controller bool
+	// TLS is the server side of an SSL or SASL_SSL listener; nil on the
+	// others (transport.go).
+	TLS *ssl.Server
 	// SASL is the authentication set-up of a SASL_PLAINTEXT or SASL_SSL
 	// listener (saslauth.go); nil for the others.
 	SASL *SASLConfig
@@ -358,6 +362,7 @@ func (s *Server) acceptLoop(l *listener) {
 			srv:      s,
 			nc:       nc,
 			in:       socketReader(nc),
+			out:      nc,
 			listener: l,
 			session:  newSession(l, ip),
 			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),

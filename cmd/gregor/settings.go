@@ -12,6 +12,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/storage"
@@ -45,13 +46,19 @@ type settings struct {
 	producerIDExpiration   int64                  // producer.id.expiration.ms
 	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
-	// forcedClusterID is the --cluster-id of gregor storage format.
-	forcedClusterID string
 	// controllerDial and interBrokerDial connect to other nodes'
-	// controller and inter-broker listeners (nil: plain TCP), SASL
-	// authenticated when those listeners are SASL ones.
+	// controller and inter-broker listeners (nil: plain TCP): over TLS
+	// when those listeners are SSL or SASL_SSL, SASL authenticated when
+	// they are SASL ones; the TLS clients behind them follow dynamic
+	// keystore updates.
 	controllerDial  broker.DialFunc
 	interBrokerDial broker.DialFunc
+	controllerTLS   *ssl.Client
+	interBrokerTLS  *ssl.Client
+	// listenerTLS are the SSL listeners' server sides, by name.
+	listenerTLS map[string]*ssl.Server
+	// forcedClusterID is the --cluster-id of gregor storage format.
+	forcedClusterID string
 	// jwksValidators load their keys before the node serves.
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
@@ -151,27 +158,40 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 
 	var specs []broker.ListenerSpec
 	for _, l := range cfg.Listeners {
+		tlsServer, err := listenerTLS(cfg, l, logger)
+		if err != nil {
+			return nil, err
+		}
+		if tlsServer != nil {
+			if s.listenerTLS == nil {
+				s.listenerTLS = map[string]*ssl.Server{}
+			}
+			s.listenerTLS[l.Name] = tlsServer
+		}
 		spec := broker.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
+			TLS:        tlsServer,
 		}
-		switch l.SecurityProtocol {
-		case "PLAINTEXT":
-		case "SASL_PLAINTEXT":
+		if l.SecurityProtocol == "SASL_PLAINTEXT" || l.SecurityProtocol == "SASL_SSL" {
 			var jwks []*sasl.JWKSValidator
 			if spec.SASL, jwks, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
 				return nil, err
 			}
 			s.jwksValidators = append(s.jwksValidators, jwks...)
-		default:
-			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SASL_PLAINTEXT listeners only until TLS lands", l.Name, l.SecurityProtocol)
 		}
 		specs = append(specs, spec)
+	}
+	if s.interBrokerDial, s.interBrokerTLS, err = peerDialer(cfg, cfg.InterBrokerListenerName, logger); err != nil {
+		return nil, err
 	}
 	if s.interBrokerDial, err = saslPeerDial(cfg, cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol", s.interBrokerDial, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	if s.controllerListenerName != "" {
+		if s.controllerDial, s.controllerTLS, err = peerDialer(cfg, s.controllerListenerName, logger); err != nil {
+			return nil, err
+		}
 		if s.controllerDial, err = saslPeerDial(cfg, s.controllerListenerName, "sasl.mechanism.controller.protocol", s.controllerDial, cfg.NodeID); err != nil {
 			return nil, err
 		}
