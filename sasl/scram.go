@@ -6,8 +6,9 @@ package sasl
 // The exchange: client-first (gs2 header "n," with an optional a=authzid,
 // n=saslname, r=client nonce, optional extensions), server-first (the
 // client nonce extended with ours, the salt, the iterations),
-// client-final (channel binding, the combined nonce, extensions, the
-// proof), server-final (v=server signature). Messages are parsed with
+// client-final (channel binding, the combined nonce, exactly as the
+// server sent it, extensions, the proof), server-final (v=server
+// signature). Messages are parsed with
 // Kafka's grammar (ScramMessages), so that what Kafka refuses is refused.
 //
 // Kafka's messages: every failure is a SaslException, which the client sees
@@ -326,7 +327,11 @@ func (s *scramServer) clientFinal(msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasSuffix(final.nonce, s.fullNonce) {
+	// Kafka 4 compares the whole nonce (RFC 5802); 3.x only required it
+	// to end with the server's, which librdkafka before 2.6.1 relied on
+	// (it repeats its own nonce in the final message) and which let a
+	// client prefix anything.
+	if final.nonce != s.fullNonce {
 		return nil, errors.New("Invalid client nonce in the final client message.")
 	}
 	authMessage := s.first.bare + "," + s.serverFirst + "," + final.withoutProof

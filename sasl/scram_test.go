@@ -177,6 +177,9 @@ func TestScramServerRefusals(t *testing.T) {
 	for _, tc := range []struct{ msg, errPart string }{
 		{strings.Replace(rfc7677ClientFinal, "k0,p=", "k1,p=", 1), "Invalid client nonce"},
 		{"c=biws,r=rOprNGfwEbeRWgbNEkqO,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=", "Invalid client nonce"},
+		// A prefixed nonce (what librdkafka before 2.6.1 sends: its own
+		// nonce again in front) is refused, as Kafka 4 refuses it.
+		{strings.Replace(rfc7677ClientFinal, "r=rOpr", "r=rOprNGfwEbeRWgbNEkqOrOpr", 1), "Invalid client nonce"},
 		{strings.Replace(rfc7677ClientFinal, "p=dHzb", "p=eHzb", 1), "Invalid client credentials"},
 		{strings.Replace(rfc7677ClientFinal, "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=", "p=AAAA", 1), "Invalid client credentials"},
 		{"c=biws,p=AAAA", "Invalid SCRAM client final message format"},
