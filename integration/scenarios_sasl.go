@@ -9,7 +9,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +24,9 @@ func saslScenarios() []Scenario {
 		{Name: "sasl/plain-cli", Doc: "SASL_PLAINTEXT with PLAIN users from the JAAS config: kafka-broker-api-versions and kafka-topics authenticate; a wrong password and an unknown mechanism are refused", Timeout: 4 * time.Minute, Run: saslPlainCLI},
 		{Name: "sasl/reauthentication", Doc: "connections.max.reauth.ms=3000 on a SCRAM listener: the Java producer (perf test, 12 s) and console consumer re-authenticate on their connections (KIP-368) and finish without error", Timeout: 4 * time.Minute, Run: saslReauthentication},
 		{Name: "sasl/oauthbearer-unsecured", Doc: "OAUTHBEARER with Kafka's default (unsecured) validator and a required scope: Java clients with unsecured tokens list topics; a token without the scope is refused with insufficient_scope", Timeout: 4 * time.Minute, Run: saslOAuthUnsecured},
+		{Name: "sasl/ssl-scram-console", Doc: "SASL_SSL (TLS with a PEM certificate) with SCRAM-SHA-512: the Java console producer and consumer as a user created with kafka-configs; without the CA in its truststore the client fails in the TLS handshake, with a wrong password in SASL", Timeout: 5 * time.Minute, Run: saslSSLScramConsole},
+		{Name: "client/kcat-sasl-ssl", Doc: "kcat over SASL_SSL with PLAIN (the system's librdkafka) and SCRAM-SHA-256 (librdkafka 2.x from the confluent-kafka wheel): metadata, produce, read back, group consume; wrong passwords refused; librdkafka 2.0.2's SCRAM (a repeated client nonce) refused as Kafka 4 refuses it", Timeout: 5 * time.Minute, Run: saslKcat},
+		{Name: "client/confluent-kafka-python-sasl-ssl", Doc: "confluent-kafka (librdkafka) over SASL_SSL: the client check (admin, idempotent produce, group consume + commit, groups) with SCRAM-SHA-512 and again with PLAIN", Timeout: 6 * time.Minute, Run: saslConfluentPython},
 		{Name: "client/kafkajs-scram", Doc: "kafkajs over SASL_PLAINTEXT with SCRAM-SHA-256: admin create, idempotent produce, group consume + commit, list/describe groups, fetch offsets", Timeout: 5 * time.Minute, Run: func(ctx context.Context, e *Env) error {
 			return saslClientCheck(ctx, e, "kafkajs", "SCRAM-SHA-256")
 		}},
@@ -44,6 +49,13 @@ const (
 // credentials for admin (both SCRAM mechanisms) from --add-scram, and
 // props on top.
 func saslNode(ctx context.Context, e *Env, mechs []string, props map[string]string) (*SingleNode, error) {
+	n, _, err := saslNodeOver(ctx, e, "SASL_PLAINTEXT", mechs, props)
+	return n, err
+}
+
+// saslNodeOver is saslNode with the listener's protocol: SASL_SSL adds a
+// server certificate of a fresh PKI, which it returns.
+func saslNodeOver(ctx context.Context, e *Env, protocol string, mechs []string, props map[string]string) (*SingleNode, *PKI, error) {
 	p := map[string]string{"listener.name.sasl.sasl.enabled.mechanisms": strings.Join(mechs, ",")}
 	for _, m := range mechs {
 		key := "listener.name.sasl." + strings.ToLower(m) + ".sasl.jaas.config"
@@ -58,6 +70,20 @@ func saslNode(ctx context.Context, e *Env, mechs []string, props map[string]stri
 			p[key] = `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker" unsecuredValidatorRequiredScope="kafka";`
 		}
 	}
+	var pki *PKI
+	if protocol == "SASL_SSL" {
+		var err error
+		if pki, err = e.PKI(); err != nil {
+			return nil, nil, err
+		}
+		server, err := pki.Server("broker")
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range pki.ListenerSSL("SASL", server) {
+			p[k] = v
+		}
+	}
 	for k, v := range props {
 		p[k] = v
 	}
@@ -65,21 +91,45 @@ func saslNode(ctx context.Context, e *Env, mechs []string, props map[string]stri
 	for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		flags = append(flags, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", m, saslAdmin, saslAdminPassword))
 	}
-	return e.StartNode(ctx, NodeSpec{Listeners: []NodeListener{{Name: "SASL", Protocol: "SASL_PLAINTEXT"}}, Properties: p, FormatFlags: flags})
+	n, err := e.StartNode(ctx, NodeSpec{Listeners: []NodeListener{{Name: "SASL", Protocol: protocol}}, Properties: p, FormatFlags: flags})
+	return n, pki, err
 }
 
 // saslClientConfig writes a Java client's properties authenticating with
 // mechanism as user.
 func saslClientConfig(e *Env, name, mechanism, user, password string) (string, error) {
+	return e.ClientProperties(name, saslClientProps(nil, mechanism, user, password))
+}
+
+// saslClientProps are a Java client's properties authenticating with
+// mechanism as user, over TLS trusting pki's CA when pki is not nil.
+func saslClientProps(pki *PKI, mechanism, user, password string) map[string]string {
 	module := "org.apache.kafka.common.security.scram.ScramLoginModule"
 	if mechanism == "PLAIN" {
 		module = "org.apache.kafka.common.security.plain.PlainLoginModule"
 	}
-	return e.ClientProperties(name, map[string]string{
+	props := map[string]string{
 		"security.protocol": "SASL_PLAINTEXT",
 		"sasl.mechanism":    mechanism,
 		"sasl.jaas.config":  fmt.Sprintf(`%s required username="%s" password="%s";`, module, user, password),
-	})
+	}
+	if pki != nil {
+		for k, v := range pki.ClientSSL(nil) {
+			props[k] = v
+		}
+		props["security.protocol"] = "SASL_SSL"
+	}
+	return props
+}
+
+// librdkafkaSASL are the -X settings of a librdkafka client (kcat,
+// confluent-kafka) authenticating with mechanism as user over SASL_SSL
+// trusting pki's CA.
+func librdkafkaSASL(pki *PKI, mechanism, user, password string) map[string]string {
+	return map[string]string{
+		"security.protocol": "SASL_SSL", "sasl.mechanisms": mechanism, "sasl.username": user, "sasl.password": password,
+		"ssl.ca.location": pki.CAFile,
+	}
 }
 
 // invalidCredentials is what Kafka tells a SCRAM client with the wrong
@@ -375,4 +425,199 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func saslSSLScramConsole(ctx context.Context, e *Env) error {
+	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"SCRAM-SHA-512"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-512", saslAdmin, saslAdminPassword))
+	if err != nil {
+		return err
+	}
+	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--add-config", "SCRAM-SHA-512=[iterations=4096,password="+saslUserPassword+"]"); err != nil || !strings.Contains(out.Stdout, "Completed updating config for user "+saslUser+".") {
+		return fmt.Errorf("kafka-configs --add-config over SASL_SSL: %v: %s", err, out.Tail())
+	}
+	alice, err := e.ClientProperties("alice.properties", saslClientProps(pki, "SCRAM-SHA-512", saslUser, saslUserPassword))
+	if err != nil {
+		return err
+	}
+	topic := e.Name("ssl-scram")
+	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice, "--create", "--topic", topic, "--partitions", "3", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
+		return fmt.Errorf("kafka-topics --create over SASL_SSL: %v: %s", err, out.Tail())
+	}
+	lines := keyedLines("t", 30)
+	if out, err := e.KafkaOn(ctx, addr, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", alice, "--topic", topic,
+		"--property", "parse.key=true", "--property", "key.separator=:"); err != nil {
+		return fmt.Errorf("console producer over SASL_SSL: %w: %s", err, out.Tail())
+	}
+	out, err := e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", alice, "--topic", topic, "--group", e.Name("ssl-scram-group"), "--from-beginning",
+		"--max-messages", strconv.Itoa(len(lines)), "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
+	if err != nil {
+		return fmt.Errorf("console consumer over SASL_SSL: %w: %s", err, out.Tail())
+	}
+	if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
+		return fmt.Errorf("console consumer over SASL_SSL read other records: %w", err)
+	}
+	// TLS comes first: a client that does not trust the CA fails there.
+	untrusting := saslClientProps(pki, "SCRAM-SHA-512", saslUser, saslUserPassword)
+	delete(untrusting, "ssl.truststore.type")
+	delete(untrusting, "ssl.truststore.location")
+	cfg, err := e.ClientProperties("alice-untrusting.properties", untrusting)
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, cfg, "SSL handshake failed"); err != nil {
+		return fmt.Errorf("SASL_SSL without the CA: %w", err)
+	}
+	wrong, err := e.ClientProperties("alice-wrong.properties", saslClientProps(pki, "SCRAM-SHA-512", saslUser, "wrong"))
+	if err != nil {
+		return err
+	}
+	if err := expectAuthFailure(ctx, e, addr, wrong, invalidCredentials("SCRAM-SHA-512")); err != nil {
+		return fmt.Errorf("SASL_SSL with a wrong password: %w", err)
+	}
+	return nil
+}
+
+// kcatArgs are -X arguments for settings.
+func kcatArgs(settings map[string]string) []string {
+	var args []string
+	for k, v := range settings {
+		args = append(args, "-X", k+"="+v)
+	}
+	return args
+}
+
+// modernLibrdkafka is the environment that has kcat load the librdkafka
+// the pinned confluent-kafka wheel ships (2.x, SSL built in) instead of
+// the system's: Debian's kcat links librdkafka 2.0.2, whose SCRAM repeats
+// its own nonce in the final message (fixed in 2.6.1,
+// confluentinc/librdkafka#4895), which Kafka 4 refuses.
+func modernLibrdkafka(ctx context.Context, e *Env) ([]string, error) {
+	if _, err := e.Tools.Python(ctx); err != nil {
+		return nil, err
+	}
+	libs, err := filepath.Glob(filepath.Join(e.Tools.Cache, "venv", "lib", "python3*", "site-packages", "confluent_kafka.libs", "librdkafka-*.so*"))
+	if err != nil || len(libs) == 0 {
+		return nil, fmt.Errorf("no librdkafka in the confluent-kafka wheel (%v)", err)
+	}
+	dir := filepath.Join(e.Dir, "librdkafka")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	link := filepath.Join(dir, "librdkafka.so.1")
+	_ = os.Remove(link)
+	if err := os.Symlink(libs[0], link); err != nil {
+		return nil, err
+	}
+	return []string{"LD_LIBRARY_PATH=" + dir + string(filepath.ListSeparator) + filepath.Dir(libs[0])}, nil
+}
+
+func saslKcat(ctx context.Context, e *Env) error {
+	kcat, err := e.Tools.Kcat(ctx)
+	if err != nil {
+		return err
+	}
+	modern, err := modernLibrdkafka(ctx, e)
+	if err != nil {
+		return err
+	}
+	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-256"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-256", saslAdmin, saslAdminPassword))
+	if err != nil {
+		return err
+	}
+	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--add-config", "SCRAM-SHA-256=[password="+saslUserPassword+"]"); err != nil {
+		return fmt.Errorf("kafka-configs --add-config: %w: %s", err, out.Tail())
+	}
+	// PLAIN with the system's kcat as it is; SCRAM with a librdkafka of
+	// this decade (see modernLibrdkafka).
+	for _, run := range []struct {
+		mech string
+		env  []string
+	}{{"PLAIN", nil}, {"SCRAM-SHA-256", modern}} {
+		mech := run.mech
+		kc := func(timeout time.Duration, stdin string, args ...string) (Output, error) {
+			return e.Exec(ctx, Cmd{Name: kcat, Args: append(args, kcatArgs(librdkafkaSASL(pki, mech, saslUser, saslUserPassword))...), Env: run.env, Stdin: stdin, Timeout: timeout})
+		}
+		topic, group := e.Name("kcat-"+strings.ToLower(mech)), e.Name("kcat-"+strings.ToLower(mech)+"-group")
+		out, err := kc(30*time.Second, "", "-b", addr, "-L", "-J")
+		if err != nil || !strings.Contains(out.Stdout, `"brokers"`) {
+			return fmt.Errorf("kcat -L over SASL_SSL with %s: %v: %s", mech, err, out.Tail())
+		}
+		lines := keyedLines("k", clientRecords)
+		if out, err := kc(time.Minute, strings.Join(lines, "\n")+"\n", "-b", addr, "-t", topic, "-P", "-K:", "-X", "enable.idempotence=true"); err != nil {
+			return fmt.Errorf("kcat produce over SASL_SSL with %s: %w: %s", mech, err, out.Tail())
+		}
+		out, err = kc(time.Minute, "", "-b", addr, "-t", topic, "-C", "-e", "-o", "beginning", "-q", "-f", "%k:%s\n")
+		if err != nil {
+			return fmt.Errorf("kcat consume over SASL_SSL with %s: %w: %s", mech, err, out.Tail())
+		}
+		if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
+			return fmt.Errorf("kcat -C over SASL_SSL with %s read back: %w", mech, err)
+		}
+		out, err = kc(90*time.Second, "", "-b", addr, "-G", group, "-X", "auto.offset.reset=earliest", "-c", strconv.Itoa(clientRecords), "-q", "-f", "%k:%s\n", topic)
+		if err != nil {
+			return fmt.Errorf("kcat -G over SASL_SSL with %s: %w: %s", mech, err, out.Tail())
+		}
+		if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
+			return fmt.Errorf("kcat -G over SASL_SSL with %s: %w", mech, err)
+		}
+		out, err = e.Exec(ctx, Cmd{Name: kcat, Args: append([]string{"-b", addr, "-L", "-m", "10"}, kcatArgs(librdkafkaSASL(pki, mech, saslUser, "wrong"))...), Env: run.env, Timeout: 30 * time.Second})
+		if err == nil || !strings.Contains(out.Stderr+out.Stdout, "Authentication failed") {
+			return fmt.Errorf("kcat over SASL_SSL with %s and a wrong password: %v: %s", mech, err, out.Tail())
+		}
+	}
+	// The system's librdkafka 2.0.2 fails SCRAM with the right password:
+	// the broker compares the whole nonce, as Kafka 4 does.
+	out, err := e.Exec(ctx, Cmd{Name: kcat, Args: append([]string{"-b", addr, "-L", "-m", "10"}, kcatArgs(librdkafkaSASL(pki, "SCRAM-SHA-256", saslUser, saslUserPassword))...), Timeout: 30 * time.Second})
+	if err == nil || !strings.Contains(out.Stderr+out.Stdout, invalidCredentials("SCRAM-SHA-256")) {
+		return fmt.Errorf("kcat with librdkafka 2.0.2 (a repeated client nonce) over SCRAM: %v: %s", err, out.Tail())
+	}
+	return nil
+}
+
+func saslConfluentPython(ctx context.Context, e *Env) error {
+	py, err := e.Tools.Python(ctx)
+	if err != nil {
+		return err
+	}
+	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-512"}, nil)
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-512", saslAdmin, saslAdminPassword))
+	if err != nil {
+		return err
+	}
+	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--add-config", "SCRAM-SHA-512=[password="+saslUserPassword+"]"); err != nil {
+		return fmt.Errorf("kafka-configs --add-config: %w: %s", err, out.Tail())
+	}
+	for _, mech := range []string{"SCRAM-SHA-512", "PLAIN"} {
+		extra, err := json.Marshal(librdkafkaSASL(pki, mech, saslUser, saslUserPassword))
+		if err != nil {
+			return err
+		}
+		topic, group := e.Name("confluent-"+strings.ToLower(mech)), e.Name("confluent-"+strings.ToLower(mech)+"-group")
+		out, err := e.Exec(ctx, Cmd{Name: py, Args: []string{filepath.Join(e.Tools.Root, "integration", "clients", "python", "confluent_check.py"),
+			addr, topic, group, strconv.Itoa(clientRecords)}, Env: []string{"CONFLUENT_EXTRA_CONFIG=" + string(extra)}, Timeout: 3 * time.Minute})
+		if err != nil {
+			return fmt.Errorf("confluent-kafka over SASL_SSL with %s: %w", mech, err)
+		}
+		if err := checkClientReport(out.Stdout); err != nil {
+			return fmt.Errorf("confluent-kafka over SASL_SSL with %s: %w", mech, err)
+		}
+	}
+	return nil
 }
