@@ -26,12 +26,12 @@ import (
 
 func tlsScenarios() []Scenario {
 	return []Scenario{
-		{Name: "tls/ssl-listener", Doc: "a node with an SSL listener (PEM keystore file): kafka-broker-api-versions and kafka-topics over TLS with a PEM truststore; a client without the CA fails in the handshake", Timeout: 4 * time.Minute, Run: tlsSSLListener},
-		{Name: "tls/console-mtls", Doc: "console producer and consumer over mTLS (ssl.client.auth=required, PEM keystore and truststore): every record comes back", Timeout: 5 * time.Minute, Run: tlsConsoleMTLS},
-		{Name: "tls/mtls-no-certificate", Doc: "on a required-mTLS listener a client without a certificate fails in the handshake while a client with one keeps producing on its open connection", Timeout: 4 * time.Minute, Run: tlsNoCertificate},
-		{Name: "tls/handshake-garbage", Doc: "garbage, a plaintext Kafka request and a truncated ClientHello on an SSL listener: each connection is closed, the broker keeps serving TLS clients", Timeout: 4 * time.Minute, Run: tlsHandshakeGarbage},
-		{Name: "tls/keystore-reload", Doc: "kafka-configs --alter listener.name.ssl.ssl.keystore.location: new connections get the new certificate, an open one carries on; a keystore with another subject or a missing file is refused", Timeout: 5 * time.Minute, Run: tlsKeystoreReload},
-		{Name: "tls/keystore-reload-inline", Doc: "kafka-configs --add-config-file with inline PEM listener.name.ssl.ssl.keystore.key/certificate.chain replaces an inline keystore; new connections get the new certificate", Timeout: 5 * time.Minute, Run: tlsKeystoreReloadInline},
+		{Name: "tls/ssl-listener", Doc: "a node with an SSL listener (PEM keystore file): kafka-broker-api-versions and kafka-topics over TLS with a PEM truststore; a client without the CA fails in the handshake", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsSSLListener},
+		{Name: "tls/console-mtls", Doc: "console producer and consumer over mTLS (ssl.client.auth=required, PEM keystore and truststore): every record comes back", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsConsoleMTLS},
+		{Name: "tls/mtls-no-certificate", Doc: "on a required-mTLS listener a client without a certificate fails in the handshake while a client with one keeps producing on its open connection", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsNoCertificate},
+		{Name: "tls/handshake-garbage", Doc: "garbage, a plaintext Kafka request and a truncated ClientHello on an SSL listener: each connection is closed, the broker keeps serving TLS clients", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsHandshakeGarbage},
+		{Name: "tls/keystore-reload", Doc: "kafka-configs --alter listener.name.ssl.ssl.keystore.location: new connections get the new certificate, an open one carries on; a keystore with another subject or a missing file is refused", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsKeystoreReload},
+		{Name: "tls/keystore-reload-inline", Doc: "kafka-configs --add-config-file with inline PEM listener.name.ssl.ssl.keystore.key/certificate.chain replaces an inline keystore; new connections get the new certificate", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsKeystoreReloadInline},
 	}
 }
 
