@@ -9,7 +9,10 @@ package broker
 // synchronous part inline keeps produce appends in the order the client
 // sent them, which idempotent sequences rely on. The writer goroutine
 // (writeLoop) sends finished slots strictly in request order: clients
-// pipeline requests and match responses by order.
+// pipeline requests and match responses by order. On a SASL listener the
+// reader also runs the authentication exchange inline, before it reads any
+// other request (saslauth.go); a failed one stops the reader while the
+// writer sends its answer (lingering), then closes.
 //
 // Memory: a connection's requests being handled and its responses waiting
 // to be written are counted in held (request frames by capacity, responses
