@@ -95,6 +95,28 @@ func saslNodeOver(ctx context.Context, e *Env, protocol string, mechs []string, 
 	return n, pki, err
 }
 
+// saslNodeWithUser starts a node as saslNodeOver does and gives alice a
+// credential of scram (a SCRAM mechanism the listener enables) with
+// kafka-configs, as the --add-scram admin; it returns the listener's
+// address and the PKI (nil over SASL_PLAINTEXT).
+func saslNodeWithUser(ctx context.Context, e *Env, protocol string, mechs []string, scram string) (string, *PKI, error) {
+	n, pki, err := saslNodeOver(ctx, e, protocol, mechs, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	addr := n.Addr("SASL")
+	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, scram, saslAdmin, saslAdminPassword))
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
+		"--add-config", scram+"=[password="+saslUserPassword+"]")
+	if err != nil || !strings.Contains(out.Stdout, "Completed updating config for user "+saslUser+".") {
+		return "", nil, fmt.Errorf("kafka-configs --add-config %s for %s: %v: %s", scram, saslUser, err, out.Tail())
+	}
+	return addr, pki, nil
+}
+
 // saslClientConfig writes a Java client's properties authenticating with
 // mechanism as user.
 func saslClientConfig(e *Env, name, mechanism, user, password string) (string, error) {
@@ -357,18 +379,9 @@ func saslOAuthUnsecured(ctx context.Context, e *Env) error {
 // saslClientCheck runs a client library's produce/consume/group/admin
 // check over a SCRAM listener, authenticating as alice with mechanism.
 func saslClientCheck(ctx context.Context, e *Env, client, mechanism string) error {
-	n, err := saslNode(ctx, e, []string{mechanism}, nil)
+	addr, _, err := saslNodeWithUser(ctx, e, "SASL_PLAINTEXT", []string{mechanism}, mechanism)
 	if err != nil {
 		return err
-	}
-	addr := n.Addr("SASL")
-	admin, err := saslClientConfig(e, "admin.properties", mechanism, saslAdmin, saslAdminPassword)
-	if err != nil {
-		return err
-	}
-	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
-		"--add-config", fmt.Sprintf("%s=[password=%s]", mechanism, saslUserPassword)); err != nil {
-		return fmt.Errorf("kafka-configs --add-config %s for alice: %w: %s", mechanism, err, out.Tail())
 	}
 	topic, group := e.Name(client+"-scram"), e.Name(client+"-scram-group")
 	cred := mechanism + ":" + saslUser + ":" + saslUserPassword
@@ -428,18 +441,9 @@ func grepLines(s, sub string) string {
 }
 
 func saslSSLScramConsole(ctx context.Context, e *Env) error {
-	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"SCRAM-SHA-512"}, nil)
+	addr, pki, err := saslNodeWithUser(ctx, e, "SASL_SSL", []string{"SCRAM-SHA-512"}, "SCRAM-SHA-512")
 	if err != nil {
 		return err
-	}
-	addr := n.Addr("SASL")
-	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-512", saslAdmin, saslAdminPassword))
-	if err != nil {
-		return err
-	}
-	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
-		"--add-config", "SCRAM-SHA-512=[iterations=4096,password="+saslUserPassword+"]"); err != nil || !strings.Contains(out.Stdout, "Completed updating config for user "+saslUser+".") {
-		return fmt.Errorf("kafka-configs --add-config over SASL_SSL: %v: %s", err, out.Tail())
 	}
 	alice, err := e.ClientProperties("alice.properties", saslClientProps(pki, "SCRAM-SHA-512", saslUser, saslUserPassword))
 	if err != nil {
@@ -526,18 +530,9 @@ func saslKcat(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-256"}, nil)
+	addr, pki, err := saslNodeWithUser(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-256"}, "SCRAM-SHA-256")
 	if err != nil {
 		return err
-	}
-	addr := n.Addr("SASL")
-	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-256", saslAdmin, saslAdminPassword))
-	if err != nil {
-		return err
-	}
-	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
-		"--add-config", "SCRAM-SHA-256=[password="+saslUserPassword+"]"); err != nil {
-		return fmt.Errorf("kafka-configs --add-config: %w: %s", err, out.Tail())
 	}
 	// PLAIN with the system's kcat as it is; SCRAM with a librdkafka of
 	// this decade (see modernLibrdkafka).
@@ -591,18 +586,9 @@ func saslConfluentPython(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	n, pki, err := saslNodeOver(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-512"}, nil)
+	addr, pki, err := saslNodeWithUser(ctx, e, "SASL_SSL", []string{"PLAIN", "SCRAM-SHA-512"}, "SCRAM-SHA-512")
 	if err != nil {
 		return err
-	}
-	addr := n.Addr("SASL")
-	admin, err := e.ClientProperties("admin.properties", saslClientProps(pki, "SCRAM-SHA-512", saslAdmin, saslAdminPassword))
-	if err != nil {
-		return err
-	}
-	if out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", saslUser,
-		"--add-config", "SCRAM-SHA-512=[password="+saslUserPassword+"]"); err != nil {
-		return fmt.Errorf("kafka-configs --add-config: %w: %s", err, out.Tail())
 	}
 	for _, mech := range []string{"SCRAM-SHA-512", "PLAIN"} {
 		extra, err := json.Marshal(librdkafkaSASL(pki, mech, saslUser, saslUserPassword))
