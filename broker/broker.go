@@ -116,8 +116,11 @@ type Options struct {
 	// (dynamicbroker.go): what only this node can vouch for, such as a
 	// new keystore for one of its SSL listeners.
 	ValidateBrokerConfigs func(next map[string]string) error
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// Quotas are the client quotas' windows (quota.go); zero means
+	// Kafka's defaults.
+	Quotas QuotaOptions
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -140,6 +143,10 @@ type Broker struct {
 	// txnVerification is transaction.partition.verification.enable (a
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
+	// quotas are the client quotas (quota.go); stopQuotas ends their
+	// following of the metadata image.
+	quotas     *clientQuotas
+	stopQuotas func()
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -188,11 +195,13 @@ func New(opts Options) *Broker {
 		opts.Replicas.SetPeers(b.peers)
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
+	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
 	if opts.Metadata != nil {
 		opts.Server.ScramCredentials = b.scramLookup
 	}
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
+	b.server.quotas = b.quotas
 	return b
 }
 
@@ -218,11 +227,16 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.server.ServeControllerListeners(ctx)
 	}
 	if b.opts.ControllerOnly {
+		b.followQuotas()
 		return nil
 	}
 	if err := b.register(ctx); err != nil {
 		return err
 	}
+	// Quotas apply from the registration on (clients are served after
+	// it; a combined node's controller listener meanwhile answers only
+	// the cluster's own start-up).
+	b.followQuotas()
 	// The lease is kept from the registration on: opening the logs (a
 	// recovery after a crash rescans every segment written since the
 	// last checkpoint) can outlast broker.session.timeout.ms, and a
@@ -259,6 +273,9 @@ func (b *Broker) Shutdown() {
 			b.txns.runtime.Stop()
 		}
 		b.server.Shutdown()
+		if b.stopQuotas != nil {
+			b.stopQuotas()
+		}
 		// No auto-creation starts after this (bg.Add must not race Wait).
 		b.autoCreateMu.Lock()
 		b.autoCreating = nil
@@ -328,9 +345,17 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 		// it is not the active one, as Kafka's controllers do.
 		ctrl = b.opts.LocalController
 	}
+	// The client's identity goes with the request: the controller counts
+	// its mutations against its quota, in process or (over the
+	// envelope) on another node.
+	ctx = withForwardedFrom(ctx, r.hdr.ClientID, r.principal())
+	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
+		if err == nil && mq != nil {
+			applyMutationThrottle(resp, mq)
+		}
 		if err != nil {
 			// No controller answered in time: REQUEST_TIMED_OUT, which
 			// clients retry; whether the change happened is unknown to
@@ -398,6 +423,18 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
 			out.Resources = append(out.Resources, rr)
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		out := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, e := range r.Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			re.ErrorCode, re.ErrorMessage = code, &msg
+			for _, ent := range e.Entity {
+				rent := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				rent.Type, rent.Name = ent.Type, ent.Name
+				re.Entity = append(re.Entity, rent)
+			}
+			out.Entries = append(out.Entries, re)
 		}
 	case *kmsg.ElectLeadersRequest:
 		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code

@@ -11,8 +11,9 @@ package broker
 //     this controller is not the active one, so the broker retries at the
 //     new one and the client never sees a false success; otherwise the
 //     inner request is answered by the local controller once committed.
-//     The principal and client address are not used yet (no
-//     authorization until security lands).
+//     The principal and the inner header's client id count the
+//     client's CreateTopics, CreatePartitions and DeleteTopics against
+//     its controller mutation quota (quota.go).
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
@@ -68,9 +69,19 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	// The controller drops an operation whose client timeout passed
 	// while it waited, as Kafka's controller does with its deadline.
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(inner))
+	// The client's mutations count against its quota here, on the
+	// active controller, whichever broker it sent them to.
+	principal, ok := deserializePrincipal(req.RequestPrincipal)
+	if !ok {
+		principal = AnonymousPrincipal
+	}
+	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, principal.Name, hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		answer, err := local.Handle(ctx, inner)
+		if err == nil && mq != nil {
+			applyMutationThrottle(answer, mq)
+		}
 		if err != nil {
 			if errors.Is(err, controller.ErrNoAnswer) {
 				r.closeConnection()

@@ -22,6 +22,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -171,8 +172,12 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	// The inner request's correlation id is not used: the envelope's is.
-	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-forwarding")).AppendRequest(nil, req, 0)[4:]
-	env.RequestPrincipal = []byte{}
+	// It carries the client's id and principal, as Kafka's forwarding
+	// does (the controller counts the client's mutations against its
+	// quota).
+	from := forwardedFromOf(ctx)
+	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID(from.clientID)).AppendRequest(nil, req, 0)[4:]
+	env.RequestPrincipal = serializePrincipal(from.principal)
 	answer, sent, err := conn.roundTrip(ctx, env)
 	if err != nil {
 		c.drop(key, conn)
@@ -489,4 +494,53 @@ func (cc *peerConn) close(err error) {
 	for _, w := range waiting {
 		w.done <- fmt.Errorf("%w: %w", errForwardLost, err)
 	}
+}
+
+// forwardedFrom is who a forwarded request came from.
+type forwardedFrom struct {
+	clientID  string
+	principal Principal
+}
+
+type forwardedFromKey struct{}
+
+// withForwardedFrom says on whose behalf requests sent under ctx are
+// forwarded.
+func withForwardedFrom(ctx context.Context, clientID string, p Principal) context.Context {
+	return context.WithValue(ctx, forwardedFromKey{}, forwardedFrom{clientID: clientID, principal: p})
+}
+
+// forwardedFromOf is the client a forwarded request is sent for: the
+// broker itself (client id gregor-forwarding, User:ANONYMOUS) when ctx
+// names none.
+func forwardedFromOf(ctx context.Context) forwardedFrom {
+	if f, ok := ctx.Value(forwardedFromKey{}).(forwardedFrom); ok {
+		return f
+	}
+	return forwardedFrom{clientID: "gregor-forwarding", principal: AnonymousPrincipal}
+}
+
+// serializePrincipal is Kafka's DefaultKafkaPrincipalBuilder.serialize: a
+// version-prefixed DefaultPrincipalData, as an Envelope carries it.
+func serializePrincipal(p Principal) []byte {
+	d := kmsg.NewDefaultPrincipalData()
+	d.Type, d.Name = p.Type, p.Name
+	return d.AppendTo(binary.BigEndian.AppendUint16(nil, uint16(d.Version)))
+}
+
+// deserializePrincipal reads what serializePrincipal writes; ok is false
+// for anything else (an empty principal from an older node among them).
+func deserializePrincipal(b []byte) (Principal, bool) {
+	if len(b) < 2 {
+		return Principal{}, false
+	}
+	d := kmsg.NewDefaultPrincipalData()
+	d.Version = int16(binary.BigEndian.Uint16(b))
+	if d.Version != 0 {
+		return Principal{}, false
+	}
+	if err := d.ReadFrom(b[2:]); err != nil {
+		return Principal{}, false
+	}
+	return Principal{Type: d.Type, Name: d.Name}, true
 }

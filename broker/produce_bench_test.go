@@ -95,7 +95,7 @@ func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorC
 	req.Acks = acks
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
-	c := &conn{listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
+	c := &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
 	produce = func() *request {
 		copy(records, pristine)
 		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}

@@ -29,11 +29,7 @@ type tlsNode struct {
 
 func startTLSNode(t *testing.T, overrides map[string]string, props map[string]string) *tlsNode {
 	t.Helper()
-	pki, err := integration.NewPKI(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := integration.NewPKIWithServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,8 @@ type Image struct {
 	Topics     map[string]*Topic
 	TopicsByID map[protocol.UUID]*Topic
 	Configs    map[ConfigResource]map[string]string
+	// ClientQuotas are the client quotas by entity (quotas.go).
+	ClientQuotas map[QuotaEntity]map[string]float64
 
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64

@@ -297,6 +297,8 @@ func newRecord(t RecordType) Record {
 		return &UserScramCredentialRecord{}
 	case RecordRemoveUserScramCredential:
 		return &RemoveUserScramCredentialRecord{}
+	case RecordClientQuota:
+		return &ClientQuotaRecord{}
 	}
 	return nil
 }

@@ -27,6 +27,8 @@ func emptyImage(clusterID string) *Image {
 		TopicsByID: map[protocol.UUID]*Topic{},
 		Configs:    map[ConfigResource]map[string]string{},
 		LeaderID:   -1,
+
+		ClientQuotas: map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -43,6 +45,8 @@ type imageBuilder struct {
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
 	configCopied map[ConfigResource]bool
+	quotasCopied bool
+	quotaCopied  map[QuotaEntity]bool
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -330,6 +334,8 @@ func (b *imageBuilder) apply(rec Record) error {
 		return nil
 	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
 		return b.applyScram(rec)
+	case *ClientQuotaRecord:
+		return b.applyClientQuota(r)
 	case *ProducerIdsRecord:
 		if r.NextProducerID < b.next.NextProducerID {
 			return fmt.Errorf("producer id block would move next producer id back from %d to %d", b.next.NextProducerID, r.NextProducerID)
@@ -443,6 +449,7 @@ func imageRecords(img *Image) []Record {
 		}
 	}
 	out = append(out, scramRecords(img)...)
+	out = append(out, clientQuotaRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ func tlsScenarios() []Scenario {
 	return []Scenario{
 		{Name: "tls/ssl-listener", Doc: "a node with an SSL listener (PEM keystore file): kafka-broker-api-versions and kafka-topics over TLS with a PEM truststore; a client without the CA fails in the handshake", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsSSLListener},
 		{Name: "tls/console-mtls", Doc: "console producer and consumer over mTLS (ssl.client.auth=required, PEM keystore and truststore): every record comes back", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsConsoleMTLS},
+		{Name: "tls/jks-pkcs12-stores", Doc: "a listener with a PKCS12 keystore and a JKS truststore requiring client certificates; the stock tools with a JKS keystore and a PKCS12 truststore create a topic, produce and consume", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsBinaryStores},
 		{Name: "tls/mtls-no-certificate", Doc: "on a required-mTLS listener a client without a certificate fails in the handshake while a client with one keeps producing on its open connection", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsNoCertificate},
 		{Name: "tls/handshake-garbage", Doc: "garbage, a plaintext Kafka request and a truncated ClientHello on an SSL listener: each connection is closed, the broker keeps serving TLS clients", Timeout: 4 * time.Minute, OwnNodes: true, Run: tlsHandshakeGarbage},
 		{Name: "tls/keystore-reload", Doc: "kafka-configs --alter listener.name.ssl.ssl.keystore.location: new connections get the new certificate, an open one carries on; a keystore with another subject or a missing file is refused", Timeout: 5 * time.Minute, OwnNodes: true, Run: tlsKeystoreReload},
@@ -38,11 +40,7 @@ func tlsScenarios() []Scenario {
 // tlsNode starts a node with the given listeners, with properties built
 // from a fresh PKI and its server certificate.
 func tlsNode(ctx context.Context, e *Env, listeners []NodeListener, props func(p *PKI, server *KeyPair) map[string]string) (*SingleNode, *PKI, *KeyPair, error) {
-	pki, err := e.PKI()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := NewPKIWithServer(filepath.Join(e.Dir, "pki"))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -139,28 +137,35 @@ func tlsConsoleMTLS(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	addr := n.Addr("SSL")
-	topic := e.Name("mtls")
-	if err := createTopicOn(ctx, e, addr, cfg, topic, 3); err != nil {
+	return consoleRoundTrip(ctx, e, n.Addr("SSL"), cfg, "mtls")
+}
+
+// consoleRoundTrip creates a topic, produces keyed records with the
+// console producer and reads them back with the console consumer in a
+// group, every tool connecting to bootstrap with the client
+// configuration cfg.
+func consoleRoundTrip(ctx context.Context, e *Env, bootstrap, cfg, prefix string) error {
+	topic := e.Name(prefix)
+	if err := createTopicOn(ctx, e, bootstrap, cfg, topic, 3); err != nil {
 		return err
 	}
 	lines := keyedLines("m", 30)
-	out, err := e.KafkaOn(ctx, addr, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", cfg, "--topic", topic,
+	out, err := e.KafkaOn(ctx, bootstrap, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", cfg, "--topic", topic,
 		"--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
 	if err != nil {
-		return fmt.Errorf("console producer over mTLS: %w", err)
+		return fmt.Errorf("console producer: %w", err)
 	}
 	if strings.Contains(out.Stderr, "ERROR") {
-		return fmt.Errorf("console producer over mTLS reported errors: %s", out.Tail())
+		return fmt.Errorf("console producer reported errors: %s", out.Tail())
 	}
-	out, err = e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", cfg, "--topic", topic, "--group", e.Name("mtls-group"),
+	out, err = e.KafkaOn(ctx, bootstrap, "", mainConsumer, "--command-config", cfg, "--topic", topic, "--group", e.Name(prefix+"-group"),
 		"--from-beginning", "--max-messages", strconv.Itoa(len(lines)), "--timeout-ms", "45000",
 		"--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
 	if err != nil {
-		return fmt.Errorf("console consumer over mTLS: %w", err)
+		return fmt.Errorf("console consumer: %w", err)
 	}
 	if !strings.Contains(out.Stderr, fmt.Sprintf("Processed a total of %d messages", len(lines))) {
-		return fmt.Errorf("console consumer over mTLS did not report %d messages: %s", len(lines), out.Tail())
+		return fmt.Errorf("console consumer did not report %d messages: %s", len(lines), out.Tail())
 	}
 	var got []string
 	for _, l := range strings.Split(out.Stdout, "\n") {
@@ -169,9 +174,63 @@ func tlsConsoleMTLS(ctx context.Context, e *Env) error {
 		}
 	}
 	if err := sameSet(got, lines); err != nil {
-		return fmt.Errorf("records consumed over mTLS differ: %w", err)
+		return fmt.Errorf("records consumed differ: %w", err)
 	}
 	return nil
+}
+
+// tlsBinaryStores runs a listener from a PKCS12 keystore and a JKS
+// truststore, and the stock tools from a JKS keystore and a PKCS12
+// truststore, all written by Go libraries: each side reads the other's
+// formats.
+func tlsBinaryStores(ctx context.Context, e *Env) error {
+	pki, server, err := NewPKIWithServer(filepath.Join(e.Dir, "pki"))
+	if err != nil {
+		return err
+	}
+	dir := pki.Dir
+	if err := server.WritePKCS12(dir+"/broker.p12", "broker-secret"); err != nil {
+		return err
+	}
+	if err := pki.WriteTruststoreJKS(dir+"/trust.jks", "trust-secret"); err != nil {
+		return err
+	}
+	n, err := e.StartNode(ctx, NodeSpec{Listeners: []NodeListener{{Name: "SSL", Protocol: "SSL"}}, Properties: map[string]string{
+		"listener.name.ssl.ssl.keystore.type":       "PKCS12",
+		"listener.name.ssl.ssl.keystore.location":   dir + "/broker.p12",
+		"listener.name.ssl.ssl.keystore.password":   "broker-secret",
+		"listener.name.ssl.ssl.truststore.type":     "JKS",
+		"listener.name.ssl.ssl.truststore.location": dir + "/trust.jks",
+		"listener.name.ssl.ssl.truststore.password": "trust-secret",
+		"listener.name.ssl.ssl.client.auth":         "required",
+	}})
+	if err != nil {
+		return err
+	}
+	alice, err := pki.Client("alice", "CN=alice")
+	if err != nil {
+		return err
+	}
+	if err := alice.WriteJKS(dir+"/alice.jks", "alice-store", "alice-key"); err != nil {
+		return err
+	}
+	if err := pki.WriteTruststorePKCS12(dir+"/trust.p12", "trust-secret"); err != nil {
+		return err
+	}
+	cfg, err := e.ClientProperties("alice.properties", map[string]string{
+		"security.protocol":       "SSL",
+		"ssl.keystore.type":       "JKS",
+		"ssl.keystore.location":   dir + "/alice.jks",
+		"ssl.keystore.password":   "alice-store",
+		"ssl.key.password":        "alice-key",
+		"ssl.truststore.type":     "PKCS12",
+		"ssl.truststore.location": dir + "/trust.p12",
+		"ssl.truststore.password": "trust-secret",
+	})
+	if err != nil {
+		return err
+	}
+	return consoleRoundTrip(ctx, e, n.Addr("SSL"), cfg, "stores")
 }
 
 // tlsClient is a TLS configuration trusting the PKI, presenting kp when

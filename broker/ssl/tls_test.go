@@ -387,3 +387,47 @@ func TestReconfigure(t *testing.T) {
 		t.Error("the rewritten keystore is not in effect")
 	}
 }
+
+// A client's reconfiguration (the inter-broker listener's keystore
+// updated dynamically) applies to the connections it dials next.
+func TestClientReconfigure(t *testing.T) {
+	f := newFixture(t)
+	srv := f.newServer(t, map[string]string{"ssl.client.auth": "required"})
+	props := func(p *testPair) map[string]string {
+		return map[string]string{"ssl.truststore.type": "PEM", "ssl.truststore.certificates": f.ca.pem,
+			"ssl.keystore.type": "PEM", "ssl.keystore.key": p.keyPEM, "ssl.keystore.certificate.chain": p.chainPEM}
+	}
+	cli, _, err := NewClient(FromMap("", props(f.alice)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	principal := func() string {
+		t.Helper()
+		state, serr, cerr := handshake(t, srv, cli, "127.0.0.1")
+		if serr != nil || cerr != nil {
+			t.Fatal(serr, cerr)
+		}
+		name, err := srv.Principal(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	if p := principal(); !strings.HasPrefix(p, "CN=alice") {
+		t.Fatalf("before: %s", p)
+	}
+	if err := cli.Reconfigure(FromMap("", props(f.bob))); err != nil {
+		t.Fatal(err)
+	}
+	if p := principal(); p != "CN=bob" {
+		t.Errorf("after reconfiguring the client: %s, want CN=bob", p)
+	}
+	bad := props(f.bob)
+	bad["ssl.keystore.key"] = "junk"
+	if err := cli.Reconfigure(FromMap("", bad)); err == nil {
+		t.Error("a keystore that does not load was taken")
+	}
+	if p := principal(); p != "CN=bob" {
+		t.Errorf("after a refused reconfiguration: %s, want CN=bob", p)
+	}
+}

@@ -5,7 +5,6 @@ package main
 // listeners, and Kafka's dynamic SSL updates of both.
 
 import (
-	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -17,15 +16,10 @@ import (
 
 // listenerTLS is the TLS server side of an SSL or SASL_SSL listener (nil
 // on PLAINTEXT and SASL_PLAINTEXT), from its ssl.* keys with Kafka's
-// listener.name.<l>. prefix first. SASL itself is sasl.go's.
+// listener.name.<l>. prefix first.
 func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*ssl.Server, error) {
 	settings := ssl.Resolve(l.Name, config.Layers{Static: cfg}.EffectiveValue)
 	switch l.SecurityProtocol {
-	case "PLAINTEXT", "SASL_PLAINTEXT":
-		if v, _ := settings.Value("principal.builder.class"); v != ssl.DefaultPrincipalBuilder {
-			return nil, settings.Check()
-		}
-		return nil, nil
 	case "SSL", "SASL_SSL":
 		// The inter-broker listener is dialled by this node's brokers
 		// too: its certificate must pass its own truststore.
@@ -38,7 +32,10 @@ func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*s
 		}
 		return srv, nil
 	}
-	return nil, fmt.Errorf("listener %s uses unknown security protocol %s", l.Name, l.SecurityProtocol)
+	if v, _ := settings.Value("principal.builder.class"); v != ssl.DefaultPrincipalBuilder {
+		return nil, settings.Check()
+	}
+	return nil, nil
 }
 
 // peerDialer is how this node connects to listener on other nodes (the
@@ -46,26 +43,24 @@ func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*s
 // PLAINTEXT (nil), TLS with the listener's own ssl.* settings (this
 // node's, with the listener.name.<l>. prefix first, as Kafka's
 // inter-broker and controller clients read them) on SSL and SASL_SSL;
-// saslPeerDial adds the SASL exchange on SASL listeners. Liveness probes
+// saslPeerDial (sasl.go) adds the SASL client exchange after TLS (or TCP)
+// on SASL listeners. Liveness probes
 // (controller/liveness.go) stay plain TCP connects on any listener: they
 // only ask whether something accepts.
 func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broker.DialFunc, *ssl.Client, error) {
-	switch proto := cfg.ListenerSecurityProtocolMap[listener]; proto {
-	case "PLAINTEXT", "SASL_PLAINTEXT", "":
+	proto := cfg.ListenerSecurityProtocolMap[listener]
+	if proto != "SSL" && proto != "SASL_SSL" {
 		return nil, nil, nil
-	case "SSL", "SASL_SSL":
-		cli, warnings, err := ssl.NewClient(ssl.Resolve(listener, config.Layers{Static: cfg}.EffectiveValue))
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, w := range warnings {
-			logger.Warn(w, "listener", listener)
-		}
-		d := &ssl.Dialer{TLS: cli}
-		return d.Dial, cli, nil
-	default:
-		return nil, nil, fmt.Errorf("listener %s uses unknown security protocol %s", listener, proto)
 	}
+	cli, warnings, err := ssl.NewClient(ssl.Resolve(listener, config.Layers{Static: cfg}.EffectiveValue))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range warnings {
+		logger.Warn(w, "listener", listener)
+	}
+	d := &ssl.Dialer{TLS: cli}
+	return d.Dial, cli, nil
 }
 
 // validateTLS checks that this node's SSL listeners can take the dynamic

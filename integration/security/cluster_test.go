@@ -26,11 +26,7 @@ import (
 // its keystore as its client certificate).
 func sslOverrides(t *testing.T) ([]string, *integration.PKI, *integration.KeyPair) {
 	t.Helper()
-	pki, err := integration.NewPKI(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := pki.Server("broker")
+	pki, server, err := integration.NewPKIWithServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
