@@ -186,6 +186,9 @@ func saslScramCLI(ctx context.Context, e *Env) error {
 			return fmt.Errorf("kafka-configs --add-config printed no confirmation: %s", out.Tail())
 		}
 	}
+	if err := describeScram(ctx, e, addr, admin, "SCRAM-SHA-256=iterations=8192", "SCRAM-SHA-512=iterations=4096"); err != nil {
+		return err
+	}
 	alice256, err := saslClientConfig(e, "alice-256.properties", "SCRAM-SHA-256", saslUser, saslUserPassword)
 	if err != nil {
 		return err
@@ -228,6 +231,9 @@ func saslScramCLI(ctx context.Context, e *Env) error {
 	if err := expectAuthFailure(ctx, e, addr, alice512, invalidCredentials("SCRAM-SHA-512")); err != nil {
 		return fmt.Errorf("SCRAM-SHA-512 after its credential was deleted: %w", err)
 	}
+	if err := describeScram(ctx, e, addr, admin, "SCRAM-SHA-256=iterations=8192"); err != nil {
+		return err
+	}
 	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice256, "--list"); err != nil || !strings.Contains(out.Stdout, topic) {
 		return fmt.Errorf("kafka-topics --list as alice (SCRAM-SHA-256) after the SHA-512 deletion: %v: %s", err, out.Tail())
 	}
@@ -236,6 +242,26 @@ func saslScramCLI(ctx context.Context, e *Env) error {
 		"--delete-config", "SCRAM-SHA-256")
 	if err == nil || !strings.Contains(out.Stderr+out.Stdout, "Attempt to delete a user credential that does not exist") {
 		return fmt.Errorf("kafka-configs --delete-config for a user without credentials: %v: %s", err, out.Tail())
+	}
+	return nil
+}
+
+// describeScram runs kafka-configs --describe for alice's SCRAM
+// credentials and requires exactly the mechanisms want (as the tool
+// prints them: MECHANISM=iterations=N).
+func describeScram(ctx context.Context, e *Env, addr, admin string, want ...string) error {
+	out, err := e.KafkaOn(ctx, addr, "", mainConfigs, "--command-config", admin, "--describe", "--entity-type", "users", "--entity-name", saslUser)
+	if err != nil {
+		return fmt.Errorf("kafka-configs --describe --entity-type users: %w: %s", err, out.Tail())
+	}
+	prefix := "SCRAM credential configs for user-principal '" + saslUser + "' are "
+	line := grepLines(out.Stdout, prefix)
+	if line == "" {
+		return fmt.Errorf("kafka-configs --describe printed no SCRAM line: %s", truncate(out.Stdout, 300))
+	}
+	got := strings.Split(strings.TrimPrefix(strings.TrimSpace(line), prefix), ", ")
+	if err := sameSet(got, want); err != nil {
+		return fmt.Errorf("kafka-configs --describe: %q: %w", line, err)
 	}
 	return nil
 }

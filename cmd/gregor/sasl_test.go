@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/sasl"
 )
 
@@ -146,5 +147,36 @@ func TestOAuthListenerSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
 		}
+	}
+}
+
+// A SASL_SSL listener gets both its TLS server side and its SASL set-up;
+// a SASL_SSL inter-broker listener is dialled with TLS, then SASL.
+func TestSASLSSLListenerSettings(t *testing.T) {
+	_, server, err := integration.NewPKIWithServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSettings("", []string{
+		"listeners=PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"advertised.listeners=PLAINTEXT://127.0.0.1:1,SECURE://127.0.0.1:2",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name=SECURE",
+		"controller.quorum.bootstrap.servers=127.0.0.1:3",
+		"log.dirs=" + t.TempDir(),
+		"ssl.keystore.type=PEM", "ssl.keystore.location=" + server.KeystoreFile,
+		"ssl.truststore.type=PEM", "ssl.truststore.location=" + server.ChainFile,
+		"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+		`listener.name.secure.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="b" password="p" user_b="p";`,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := s.brokerOpts.Server.Listeners[1]
+	if spec.Name != "SECURE" || spec.TLS == nil || spec.SASL == nil || spec.SASL.PlainUsers["b"] != "p" {
+		t.Fatalf("the SASL_SSL listener: %+v", spec)
+	}
+	if s.interBrokerTLS == nil || s.interBrokerDial == nil {
+		t.Fatal("the SASL_SSL inter-broker listener has no TLS client or dialer")
 	}
 }
