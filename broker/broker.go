@@ -197,6 +197,9 @@ func New(opts Options) *Broker {
 	b.txnVerification.Store(opts.TransactionVerification)
 	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
+	if opts.Metadata != nil {
+		opts.Server.ScramCredentials = b.scramLookup
+	}
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
 	b.server.quotas = b.quotas
 	return b
@@ -460,6 +463,17 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 	case *kmsg.ListPartitionReassignmentsRequest:
 		out := resp.(*kmsg.ListPartitionReassignmentsResponse)
 		out.ErrorCode, out.ErrorMessage = code, &msg
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		for _, name := range scramAlterationUsers(r) {
+			if !seen[name] {
+				seen[name] = true
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode, res.ErrorMessage = name, code, &msg
+				out.Results = append(out.Results, res)
+			}
+		}
 	default:
 		return nil
 	}

@@ -59,6 +59,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.RemoveRaftVoter(ctx, r))
 	case *kmsg.UpdateRaftVoterRequest:
 		return answered(c.UpdateRaftVoter(ctx, r))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return answered(c.AlterUserScramCredentials(ctx, r))
 	}
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }

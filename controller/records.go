@@ -293,6 +293,10 @@ func newRecord(t RecordType) Record {
 		return &VotersRecord{}
 	case RecordLearners:
 		return &LearnersRecord{}
+	case RecordUserScramCredential:
+		return &UserScramCredentialRecord{}
+	case RecordRemoveUserScramCredential:
+		return &RemoveUserScramCredentialRecord{}
 	case RecordClientQuota:
 		return &ClientQuotaRecord{}
 	}

@@ -40,6 +40,7 @@ type imageBuilder struct {
 	brokersCopied  bool
 	topicsCopied   bool
 	configsCopied  bool
+	scramCopied    bool
 	// Sub-objects already copied in this batch, safe to modify.
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
@@ -331,6 +332,8 @@ func (b *imageBuilder) apply(rec Record) error {
 			br.LogDirs = nilIfEmpty(r.LogDirs)
 		}
 		return nil
+	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
+		return b.applyScram(rec)
 	case *ClientQuotaRecord:
 		return b.applyClientQuota(r)
 	case *ProducerIdsRecord:
@@ -445,6 +448,7 @@ func imageRecords(img *Image) []Record {
 			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: k, Value: &v})
 		}
 	}
+	out = append(out, scramRecords(img)...)
 	out = append(out, clientQuotaRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
