@@ -34,9 +34,15 @@ package broker
 // principal it sets is read by handlers later (session.go) and is never
 // written again (a re-authentication that would change it fails).
 //
+// A SCRAM exchange with the tokenauth extension authenticates the owner of
+// a delegation token (delegationtokens.go): the session is marked token
+// authenticated and ends when the token expires.
+//
 // Deviations: a request of another API during the SaslAuthenticate
 // exchange closes the connection without the error response Kafka sends
-// for it first; GSSAPI (Kerberos) is not implemented.
+// for it first; a re-authentication that switches between a delegation
+// token and a password for the same owner fails (Kafka takes it);
+// GSSAPI (Kerberos) is not implemented.
 
 import (
 	"context"
@@ -317,13 +323,19 @@ func (c *conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) 
 		return reply, 0, err
 	}
 	p := Principal{Type: PrincipalUserType, Name: a.server.AuthorizationID()}
+	token := a.server.TokenAuthenticated()
 	if a.reauthenticating {
-		if old := c.session.principal; old != p {
+		// The session is read by handlers on other goroutines, so it
+		// is never written again: a re-authentication that switches
+		// between a delegation token and a password fails like a
+		// change of principal.
+		if old := c.session.principal; old != p || c.session.tokenAuthenticated != token {
 			return nil, 0, &sasl.AuthError{Msg: "Cannot change principals during re-authentication from " +
 				old.Type + "." + old.Name + ": " + p.Type + "." + p.Name}
 		}
 	} else {
 		c.session.principal = p
+		c.session.tokenAuthenticated = token
 	}
 	lifetimeMs = a.complete(time.Now())
 	c.log.Debug("SASL authentication complete", "principal", p, "mechanism", a.mechanism, "sessionLifetimeMs", lifetimeMs)
@@ -403,7 +415,7 @@ func (s *Server) newSASLServer(cfg *SASLConfig, mechanism string) sasl.Server {
 	case sasl.Plain:
 		return sasl.NewPlainServer(cfg.PlainUsers)
 	case sasl.ScramSHA256, sasl.ScramSHA512:
-		return sasl.NewScramServer(mechanism, s.opts.ScramCredentials)
+		return sasl.NewScramServer(mechanism, s.opts.ScramCredentials, s.opts.DelegationTokens)
 	case sasl.OAuthBearer:
 		return sasl.NewOAuthBearerServer(cfg.OAuth)
 	}

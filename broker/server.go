@@ -161,6 +161,9 @@ type ServerOptions struct {
 	// ScramCredentials looks SCRAM credentials up (in the metadata
 	// image); broker.New sets it.
 	ScramCredentials sasl.ScramLookup
+	// DelegationTokens looks delegation tokens up for the SCRAM
+	// mechanisms (delegationtokens.go); broker.New sets it.
+	DelegationTokens sasl.TokenLookup
 	Logger           *slog.Logger
 }
 

@@ -57,6 +57,10 @@ type session struct {
 	clientAddr netip.Addr
 	// principal is AnonymousPrincipal until the connection authenticates.
 	principal Principal
+	// tokenAuthenticated: the principal authenticated with a delegation
+	// token (Kafka's KafkaPrincipal.tokenAuthenticated); such a
+	// connection may not create, renew, expire or describe tokens.
+	tokenAuthenticated bool
 }
 
 func newSession(l *listener, addr netip.Addr) session {

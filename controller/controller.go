@@ -103,6 +103,10 @@ type Config struct {
 	DisableAutoLeaderRebalance   bool
 	LeaderImbalanceCheckInterval time.Duration
 
+	// DelegationTokens configures delegation tokens
+	// (delegationtokens.go).
+	DelegationTokens DelegationTokenConfig
+
 	// ControllerListener is the listener raft and voter changes use (the
 	// first of controller.listener.names; default CONTROLLER).
 	ControllerListener string
@@ -203,6 +207,9 @@ type Controller struct {
 	// the periodic elections (elections.go)
 	uncleanCheck   periodicCheck
 	rebalanceCheck periodicCheck
+	// nextTokenSweep is when expired delegation tokens are next removed;
+	// zero when not scheduled (delegationtokens.go).
+	nextTokenSweep time.Time
 
 	// the write pipeline (loop-owned, see pipeline.go)
 	inflight      []*proposal
@@ -774,6 +781,7 @@ func (c *Controller) onTick() {
 	c.drain()
 	if !c.serving() || c.fatalErr() != nil {
 		c.resetPeriodicElections()
+		c.nextTokenSweep = time.Time{}
 		return
 	}
 	if !c.hasRoom() {
@@ -781,6 +789,9 @@ func (c *Controller) onTick() {
 	}
 	c.maybeFenceStaleBroker()
 	c.runPeriodicElections()
+	if c.hasRoom() {
+		c.sweepExpiredTokens()
+	}
 }
 
 // maybeSnapshot writes a snapshot of the applied image and compacts the log

@@ -61,6 +61,12 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.UpdateRaftVoter(ctx, r))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return answered(c.AlterUserScramCredentials(ctx, r))
+	case *kmsg.CreateDelegationTokenRequest:
+		return answered(c.CreateDelegationToken(ctx, r))
+	case *kmsg.RenewDelegationTokenRequest:
+		return answered(c.RenewDelegationToken(ctx, r))
+	case *kmsg.ExpireDelegationTokenRequest:
+		return answered(c.ExpireDelegationToken(ctx, r))
 	}
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }

@@ -119,6 +119,9 @@ type Image struct {
 
 	// ScramCredentials are the users' SCRAM credentials (scram.go).
 	ScramCredentials map[ScramKey]sasl.ScramCredential
+	// DelegationTokens are the delegation tokens by id
+	// (delegationtokens.go).
+	DelegationTokens map[string]*DelegationToken
 
 	// LeaderID is the active controller's node id (-1 if none is known).
 	LeaderID int32

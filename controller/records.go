@@ -299,6 +299,10 @@ func newRecord(t RecordType) Record {
 		return &RemoveUserScramCredentialRecord{}
 	case RecordClientQuota:
 		return &ClientQuotaRecord{}
+	case RecordDelegationToken:
+		return &DelegationTokenRecord{}
+	case RecordRemoveDelegationToken:
+		return &RemoveDelegationTokenRecord{}
 	}
 	return nil
 }

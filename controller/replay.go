@@ -41,6 +41,7 @@ type imageBuilder struct {
 	topicsCopied   bool
 	configsCopied  bool
 	scramCopied    bool
+	tokensCopied   bool
 	// Sub-objects already copied in this batch, safe to modify.
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
@@ -336,6 +337,8 @@ func (b *imageBuilder) apply(rec Record) error {
 		return b.applyScram(rec)
 	case *ClientQuotaRecord:
 		return b.applyClientQuota(r)
+	case *DelegationTokenRecord, *RemoveDelegationTokenRecord:
+		return b.applyDelegationToken(rec)
 	case *ProducerIdsRecord:
 		if r.NextProducerID < b.next.NextProducerID {
 			return fmt.Errorf("producer id block would move next producer id back from %d to %d", b.next.NextProducerID, r.NextProducerID)
@@ -450,6 +453,7 @@ func imageRecords(img *Image) []Record {
 	}
 	out = append(out, scramRecords(img)...)
 	out = append(out, clientQuotaRecords(img)...)
+	out = append(out, delegationTokenRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}

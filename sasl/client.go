@@ -63,6 +63,10 @@ func (e *plainExchange) Step(challenge []byte) ([]byte, bool, error) {
 type ScramClient struct {
 	Name           string // SCRAM-SHA-256 or SCRAM-SHA-512
 	User, Password string
+	// TokenAuth logs in with a delegation token: User is the token id,
+	// Password the base64 of its HMAC, and the client-first message
+	// carries the extension tokenauth=true.
+	TokenAuth bool
 	// nonce makes the client nonce (tests fix it).
 	nonce func() string
 }
@@ -96,6 +100,9 @@ func (e *scramExchange) Step(challenge []byte) ([]byte, bool, error) {
 	switch e.step {
 	case 1:
 		e.bare = "n=" + scramSaslName(e.c.User) + ",r=" + e.clientNonce
+		if e.c.TokenAuth {
+			e.bare += ",tokenauth=true"
+		}
 		return []byte("n,," + e.bare), false, nil
 	case 2:
 		sm := serverFirstRE.FindStringSubmatch(string(challenge))
@@ -165,7 +172,8 @@ func ClientFromJAAS(mechanism string, e *JAASEntry) (Client, error) {
 		if mechanism == Plain {
 			return PlainClient{User: user, Password: pass}, nil
 		}
-		return ScramClient{Name: mechanism, User: user, Password: pass}, nil
+		token, _ := e.Option("tokenauth")
+		return ScramClient{Name: mechanism, User: user, Password: pass, TokenAuth: strings.EqualFold(token, "true")}, nil
 	case OAuthBearer:
 		c := UnsecuredTokenClient{Options: e.Options}
 		if _, err := c.Token(); err != nil {

@@ -113,6 +113,7 @@ func (s *oauthServer) Step(msg []byte) ([]byte, bool, error) {
 
 func (s *oauthServer) AuthorizationID() string     { return s.token.Principal }
 func (s *oauthServer) CredentialExpiry() time.Time { return s.token.Expiry }
+func (s *oauthServer) TokenAuthenticated() bool    { return false }
 
 // oauthInitialResponse is a parsed client initial response.
 type oauthInitialResponse struct {

@@ -87,3 +87,4 @@ func splitPlain(s string) []string {
 
 func (s *plainServer) AuthorizationID() string     { return s.authz }
 func (s *plainServer) CredentialExpiry() time.Time { return time.Time{} }
+func (s *plainServer) TokenAuthenticated() bool    { return false }

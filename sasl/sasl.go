@@ -48,6 +48,11 @@ type Server interface {
 	// with stops being valid (an OAUTHBEARER token's exp); zero when it
 	// does not expire. It bounds the session (KIP-368).
 	CredentialExpiry() time.Time
+	// TokenAuthenticated reports whether the client authenticated with a
+	// delegation token, once done (Kafka's KafkaPrincipal
+	// tokenAuthenticated): such a session may not create, renew, expire
+	// or describe tokens.
+	TokenAuthenticated() bool
 }
 
 // AuthError is a failed authentication whose message Kafka sends to the
@@ -88,3 +93,4 @@ func (m refusingServer) Step([]byte) ([]byte, bool, error) {
 }
 func (refusingServer) AuthorizationID() string     { return "" }
 func (refusingServer) CredentialExpiry() time.Time { return time.Time{} }
+func (refusingServer) TokenAuthenticated() bool    { return false }

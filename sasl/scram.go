@@ -11,15 +11,19 @@ package sasl
 // signature). Messages are parsed with
 // Kafka's grammar (ScramMessages), so that what Kafka refuses is refused.
 //
+// Delegation tokens (token.go): a client-first message with the extension
+// tokenauth=true (any case, Java's Boolean.parseBoolean) names a token id
+// as its user; the credential is the token's, the authorization id the
+// token owner's name, and the session ends when the token expires. Other
+// extensions are ignored, as Kafka ignores them.
+//
 // Kafka's messages: every failure is a SaslException, which the client sees
 // only as "Authentication failed during authentication due to invalid
 // credentials with SASL mechanism ...", except an authorization id that
 // differs from the user name, whose message the client is told. As in
 // Kafka, the channel binding is not compared with the gs2 header (the proof
-// covers it), and the tokenauth extension (delegation tokens, which Gregor
-// does not implement) fails the exchange. Deviation: a proof of the wrong
-// length fails the exchange with the generic message; Kafka closes the
-// connection without an answer.
+// covers it). Deviation: a proof of the wrong length fails the exchange
+// with the generic message; Kafka closes the connection without an answer.
 
 import (
 	"crypto/hmac"
@@ -237,14 +241,15 @@ func scramSaslName(user string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(user, "=", "=3D"), ",", "=2C")
 }
 
-// NewScramServer starts a SCRAM exchange of mechanism, looking credentials
-// up with lookup.
-func NewScramServer(mechanism string, lookup ScramLookup) Server {
+// NewScramServer starts a SCRAM exchange of mechanism, looking users'
+// credentials up with users and delegation tokens with tokens (nil: no
+// token authenticates).
+func NewScramServer(mechanism string, users ScramLookup, tokens TokenLookup) Server {
 	m, ok := ScramByName(mechanism)
 	if !ok {
 		return NewRefusingServer(mechanism)
 	}
-	return &scramServer{mech: m, lookup: lookup, nonce: randomNonce}
+	return &scramServer{mech: m, lookup: users, tokens: tokens, nonce: randomNonce}
 }
 
 type scramServerState int8
@@ -259,6 +264,7 @@ const (
 type scramServer struct {
 	mech   ScramMechanism
 	lookup ScramLookup
+	tokens TokenLookup
 	// nonce makes the server's part of the nonce (tests fix it).
 	nonce       func() string
 	state       scramServerState
@@ -267,6 +273,10 @@ type scramServer struct {
 	fullNonce   string
 	cred        ScramCredential
 	authz       string
+	// tokenAuth: the client asked for delegation token authentication;
+	// tokenExpiry is then the token's expiry.
+	tokenAuth   bool
+	tokenExpiry time.Time
 }
 
 func (s *scramServer) Step(msg []byte) ([]byte, bool, error) {
@@ -293,15 +303,23 @@ func (s *scramServer) clientFirst(msg []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if first.extensions["tokenauth"] == "true" {
-		return nil, errors.New("Token Authentication failed: delegation tokens are not supported")
-	}
 	user, err := scramUsername(first.saslName)
 	if err != nil {
 		return nil, fmt.Errorf("Authentication failed: Credentials could not be obtained: %w", err)
 	}
 	cred, ok := ScramCredential{}, false
-	if s.lookup != nil {
+	authz := user
+	if strings.EqualFold(first.extensions["tokenauth"], "true") {
+		s.tokenAuth = true
+		var token TokenCredential
+		if s.tokens != nil {
+			token, ok = s.tokens(s.mech.Name, user)
+		}
+		if !ok {
+			return nil, fmt.Errorf("Token Authentication failed: Invalid tokenId : %s", user)
+		}
+		cred, authz, s.tokenExpiry = token.Credential, token.Owner, token.Expiry
+	} else if s.lookup != nil {
 		cred, ok = s.lookup(s.mech.Name, user)
 	}
 	if !ok {
@@ -315,7 +333,7 @@ func (s *scramServer) clientFirst(msg []byte) ([]byte, error) {
 	}
 	s.first = first
 	s.cred = cred
-	s.authz = user
+	s.authz = authz
 	s.fullNonce = first.nonce + s.nonce()
 	s.serverFirst = "r=" + s.fullNonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) + ",i=" + strconv.Itoa(int(cred.Iterations))
 	s.state = scramWantClientFinal
@@ -350,5 +368,13 @@ func (s *scramServer) clientFinal(msg []byte) ([]byte, error) {
 	return []byte("v=" + base64.StdEncoding.EncodeToString(serverSignature)), nil
 }
 
-func (s *scramServer) AuthorizationID() string     { return s.authz }
-func (s *scramServer) CredentialExpiry() time.Time { return time.Time{} }
+func (s *scramServer) AuthorizationID() string { return s.authz }
+
+// CredentialExpiry is the token's expiry for a token-authenticated
+// exchange (Kafka's CREDENTIAL_LIFETIME_MS negotiated property), else
+// zero: a user's SCRAM credential does not expire.
+func (s *scramServer) CredentialExpiry() time.Time { return s.tokenExpiry }
+
+// TokenAuthenticated reports whether the client authenticated with a
+// delegation token (the tokenauth extension).
+func (s *scramServer) TokenAuthenticated() bool { return s.tokenAuth && s.state == scramComplete }

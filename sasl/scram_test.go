@@ -30,7 +30,7 @@ func rfc7677Lookup(t *testing.T) ScramLookup {
 }
 
 func newTestScramServer(lookup ScramLookup, mech, serverNonce string) *scramServer {
-	s := NewScramServer(mech, lookup).(*scramServer)
+	s := NewScramServer(mech, lookup, nil).(*scramServer)
 	s.nonce = func() string { return serverNonce }
 	return s
 }
@@ -82,7 +82,7 @@ func scramRoundTrip(t *testing.T, mech, user, password string, lookup ScramLooku
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewScramServer(mech, lookup)
+	srv := NewScramServer(mech, lookup, nil)
 	var challenge []byte
 	for i := 0; i < 3; i++ {
 		msg, done, err := ex.Step(challenge)
