@@ -15,6 +15,7 @@ import (
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -119,8 +120,12 @@ type Options struct {
 	// Quotas are the client quotas' windows (quota.go); zero means
 	// Kafka's defaults.
 	Quotas QuotaOptions
-	Logger *slog.Logger
-	Now    func() time.Time
+	// DelegationTokenSecret is delegation.token.secret.key: this node
+	// computes the tokens' HMACs with it (delegationtokens.go); empty
+	// disables tokens here.
+	DelegationTokenSecret string
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -147,6 +152,9 @@ type Broker struct {
 	// following of the metadata image.
 	quotas     *clientQuotas
 	stopQuotas func()
+	// tokens are the delegation tokens' SCRAM credentials
+	// (delegationtokens.go).
+	tokens *tokenCredentials
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -197,8 +205,10 @@ func New(opts Options) *Broker {
 	b.txnVerification.Store(opts.TransactionVerification)
 	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
+	b.tokens = &tokenCredentials{secret: opts.DelegationTokenSecret, meta: opts.Metadata, derived: map[tokenCredentialKey]sasl.ScramCredential{}}
 	if opts.Metadata != nil {
 		opts.Server.ScramCredentials = b.scramLookup
+		opts.Server.DelegationTokens = b.tokens.lookup
 	}
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
 	b.server.quotas = b.quotas
@@ -383,6 +393,8 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 	msg := "no active controller answered in time"
 	resp := req.ResponseKind()
 	switch r := req.(type) {
+	case *kmsg.CreateDelegationTokenRequest, *kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
+		tokenErrorResponse(resp, code)
 	case *kmsg.CreateTopicsRequest:
 		out := resp.(*kmsg.CreateTopicsResponse)
 		for _, t := range r.Topics {

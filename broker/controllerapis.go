@@ -75,6 +75,8 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	if !ok {
 		principal = AnonymousPrincipal
 	}
+	// The client's principal owns or renews the tokens it asks for.
+	ctx = controller.WithRequestPrincipal(ctx, principal.String())
 	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, principal.Name, hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()

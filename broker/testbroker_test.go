@@ -104,6 +104,12 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		Logger:               log,
 		TickInterval:         10 * time.Millisecond,
 		BrokerSessionTimeout: time.Duration(cfg.Int("broker.session.timeout.ms")) * time.Millisecond,
+		DelegationTokens: controller.DelegationTokenConfig{
+			SecretKey:           cfg.String(config.TokenSecretKey),
+			MaxLifetime:         time.Duration(cfg.Long("delegation.token.max.lifetime.ms")) * time.Millisecond,
+			ExpiryTime:          time.Duration(cfg.Long("delegation.token.expiry.time.ms")) * time.Millisecond,
+			ExpiryCheckInterval: time.Duration(cfg.Long("delegation.token.expiry.check.interval.ms")) * time.Millisecond,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +170,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		Replicas:                      replicas,
 		Configs:                       configs,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
 		Logger:                        log,
 	}
 	if adjustBroker != nil {

@@ -219,6 +219,13 @@ func (b *Broker) List(key string) []string {
 	return v
 }
 
+// TokenSecretKey is delegation.token.secret.key, the secret delegation
+// tokens are signed with; DeprecatedTokenSecretKey is its old alias.
+const (
+	TokenSecretKey           = "delegation.token.secret.key"
+	DeprecatedTokenSecretKey = "delegation.token.master.key"
+)
+
 // Load builds a broker configuration from the properties of a file (or
 // EmbeddedDefaults) with --override values on top, validating it as Kafka
 // 4.3 does. Unknown keys are not an error: they come back as a warning in
@@ -248,6 +255,17 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 
 	b := &Broker{Raw: raw, schema: schema, values: make(map[string]any)}
 	var warnings []string
+	// delegation.token.master.key was delegation.token.secret.key's
+	// deprecated alias until Kafka 4.0 dropped it; Gregor still reads it
+	// when the new name is not set, and says so.
+	if v, ok := raw[DeprecatedTokenSecretKey]; ok {
+		if _, set := raw[TokenSecretKey]; !set {
+			raw[TokenSecretKey] = v
+			warnings = append(warnings, DeprecatedTokenSecretKey+" is deprecated (Kafka 4 no longer reads it); use "+TokenSecretKey+" instead.")
+		} else {
+			warnings = append(warnings, DeprecatedTokenSecretKey+" is ignored: "+TokenSecretKey+" is set.")
+		}
+	}
 
 	names := make([]string, 0, len(raw))
 	for k := range raw {
@@ -261,6 +279,9 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 		}
 		if _, ok := schema.lookupAny(name); ok {
 			continue // listener overrides and dynamic-only keys
+		}
+		if name == DeprecatedTokenSecretKey {
+			continue
 		}
 		unknown = append(unknown, name)
 	}

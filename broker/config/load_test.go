@@ -197,3 +197,35 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadDelegationTokenSecretAlias: delegation.token.master.key fills
+// in delegation.token.secret.key with a warning, and never overrides it.
+func TestLoadDelegationTokenSecretAlias(t *testing.T) {
+	props := EmbeddedDefaults()
+	props[DeprecatedTokenSecretKey] = "old-secret"
+	b, warnings, err := Load(props, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(TokenSecretKey); got != "old-secret" {
+		t.Fatalf("secret %q", got)
+	}
+	joined := strings.Join(warnings, "\n")
+	if !strings.Contains(joined, "delegation.token.master.key is deprecated") || strings.Contains(joined, "not used yet") {
+		t.Fatalf("warnings %q", warnings)
+	}
+	props[TokenSecretKey] = "new-secret"
+	b, warnings, err = Load(props, nil)
+	if err != nil || b.String(TokenSecretKey) != "new-secret" || !strings.Contains(strings.Join(warnings, "\n"), "is ignored") {
+		t.Fatalf("both set: %q %q %v", b.String(TokenSecretKey), warnings, err)
+	}
+	// The lifetimes and the check interval are Kafka's, with defaults.
+	if b.Long("delegation.token.max.lifetime.ms") != 604800000 || b.Long("delegation.token.expiry.time.ms") != 86400000 ||
+		b.Long("delegation.token.expiry.check.interval.ms") != 3600000 {
+		t.Fatal("delegation token defaults")
+	}
+	props["delegation.token.expiry.time.ms"] = "0"
+	if _, _, err := Load(props, nil); err == nil || !strings.Contains(err.Error(), "Value must be at least 1") {
+		t.Fatalf("expiry.time.ms 0: %v", err)
+	}
+}

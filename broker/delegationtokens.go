@@ -1,0 +1,254 @@
+package broker
+
+// CreateDelegationToken (key 38) v1-3, RenewDelegationToken (39) v1-2,
+// ExpireDelegationToken (40) v1-2 and DescribeDelegationToken (41) v1-3
+// (KIP-48, KIP-373), the versions Kafka 4.3 serves, and the SCRAM
+// credentials of delegation tokens (sasl/token.go).
+//
+// As Kafka's KafkaApis: no token request is taken from a connection that
+// authenticated with a token, from a PLAINTEXT listener or from an SSL
+// connection without a client certificate (User:ANONYMOUS):
+// DELEGATION_TOKEN_REQUEST_NOT_ALLOWED. Create checks, before it goes to
+// the active controller, that a requester creating a token for another
+// owner may CREATE_TOKENS on that USER (DELEGATION_TOKEN_AUTHORIZATION_
+// FAILED) and that every renewer is a User (INVALID_PRINCIPAL_TYPE);
+// Renew and Expire go to the active controller as they are. The
+// requester's principal travels with the request (in process, or in the
+// Envelope to another node) and the controller decides
+// (controller/delegationtokens.go).
+//
+// Describe answers from this node's image, with HMACs computed from this
+// node's delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED
+// without one): an empty owner list describes nothing, a null one every
+// token; a token is shown when it belongs to (or may be renewed by) one of
+// the owners asked for, and then only to its owner and renewers and to
+// principals that may DESCRIBE the DELEGATION_TOKEN or DESCRIBE_TOKENS on
+// the owner's USER. Tokens past their expiry show until the controller's
+// sweep removes them, as in Kafka.
+//
+// SCRAM: a token id logs in with the base64 HMAC as its password; its
+// credential is derived once per node and mechanism (4096 iterations, a
+// random salt, as Kafka's DelegationTokenManager) and forgotten when the
+// token leaves the image.
+//
+// Authorization: this build has no authorizer yet, and Kafka without one
+// allows every operation; tokenAllowed is where the checks go.
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/sasl"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// allowTokenRequests is KafkaApis.allowTokenRequests: tokens are managed
+// only over connections authenticated otherwise than with a token.
+func (r *request) allowTokenRequests() bool {
+	s := &r.conn.session
+	switch {
+	case s.tokenAuthenticated, s.securityProtocol == "PLAINTEXT":
+		return false
+	case s.securityProtocol == "SSL" && s.principal == AnonymousPrincipal:
+		// One-way TLS: the client proved nothing.
+		return false
+	}
+	return true
+}
+
+// tokenAllowed reports whether r may do op on the resource. Without an
+// authorizer Kafka allows everything, and this build has none yet.
+func (b *Broker) tokenAllowed(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	return true
+}
+
+// withRequester names r's principal as the one a forwarded token request
+// acts for.
+func withRequester(ctx context.Context, r *request) context.Context {
+	return controller.WithRequestPrincipal(ctx, r.principal().String())
+}
+
+func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.CreateDelegationTokenRequest)
+	requester := r.principal()
+	owner := requester
+	if req.OwnerPrincipalName != nil && *req.OwnerPrincipalName != "" {
+		if req.OwnerPrincipalType == nil {
+			// Kafka's KafkaPrincipal refuses a null type with an
+			// exception the request dies of.
+			r.respond(createTokenError(req, kerr.UnknownServerError, requester, requester))
+			return
+		}
+		owner = Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}
+	}
+	switch {
+	case !r.allowTokenRequests():
+		r.respond(createTokenError(req, kerr.DelegationTokenRequestNotAllowed, owner, requester))
+		return
+	case owner != requester && !b.tokenAllowed(r, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
+		r.respond(createTokenError(req, kerr.DelegationTokenAuthorizationFailed, owner, requester))
+		return
+	}
+	for _, rn := range req.Renewers {
+		if rn.PrincipalType != PrincipalUserType {
+			r.respond(createTokenError(req, kerr.InvalidPrincipalType, owner, requester))
+			return
+		}
+	}
+	b.forwardRequest(withRequester(ctx, r), r, nil)
+}
+
+// createTokenError is CreateDelegationTokenResponse.prepareResponse for an
+// error: the owner and requester, -1 timestamps, no id or HMAC.
+func createTokenError(req *kmsg.CreateDelegationTokenRequest, e *kerr.Error, owner, requester Principal) *kmsg.CreateDelegationTokenResponse {
+	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
+	resp.ErrorCode = e.Code
+	resp.PrincipalType, resp.PrincipalName = owner.Type, owner.Name
+	resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = requester.Type, requester.Name
+	resp.IssueTimestamp, resp.ExpiryTimestamp, resp.MaxTimestamp = -1, -1, -1
+	resp.HMAC = []byte{}
+	return resp
+}
+
+// tokenErrorResponse sets the error of a Create, Renew or Expire answer
+// that the controller did not give (Kafka's getErrorResponse: -1
+// timestamps).
+func tokenErrorResponse(resp kmsg.Response, code int16) {
+	switch out := resp.(type) {
+	case *kmsg.CreateDelegationTokenResponse:
+		out.ErrorCode = code
+		out.IssueTimestamp, out.ExpiryTimestamp, out.MaxTimestamp = -1, -1, -1
+		out.HMAC = []byte{}
+	case *kmsg.RenewDelegationTokenResponse:
+		out.ErrorCode, out.ExpiryTimestamp = code, -1
+	case *kmsg.ExpireDelegationTokenResponse:
+		out.ErrorCode, out.ExpiryTimestamp = code, -1
+	}
+}
+
+func (b *Broker) handleRenewDelegationToken(ctx context.Context, r *request) {
+	if !r.allowTokenRequests() {
+		resp := r.kreq.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
+		resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
+		r.respond(resp)
+		return
+	}
+	b.forwardRequest(withRequester(ctx, r), r, nil)
+}
+
+func (b *Broker) handleExpireDelegationToken(ctx context.Context, r *request) {
+	if !r.allowTokenRequests() {
+		resp := r.kreq.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
+		resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
+		r.respond(resp)
+		return
+	}
+	b.forwardRequest(withRequester(ctx, r), r, nil)
+}
+
+func (b *Broker) handleDescribeDelegationToken(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.DescribeDelegationTokenRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeDelegationTokenResponse)
+	switch {
+	case !r.allowTokenRequests():
+		resp.ErrorCode = kerr.DelegationTokenRequestNotAllowed.Code
+	case b.tokens.secret == "":
+		resp.ErrorCode = kerr.DelegationTokenAuthDisabled.Code
+	case req.Owners != nil && len(req.Owners) == 0:
+		// Kafka answers an empty (not null) owner list with nothing.
+	default:
+		resp.TokenDetails = b.describeTokens(r, req.Owners)
+	}
+	r.respond(resp)
+}
+
+// describeTokens are the tokens r may see among those of owners (nil: of
+// everyone), as DelegationTokenManager.filterToken chooses them.
+func (b *Broker) describeTokens(r *request, owners []kmsg.DescribeDelegationTokenRequestOwner) []kmsg.DescribeDelegationTokenResponseTokenDetail {
+	requester := r.principal().String()
+	var out []kmsg.DescribeDelegationTokenResponseTokenDetail
+	for _, t := range b.meta.Image().DelegationTokensSorted() {
+		if owners != nil && !ownedByAny(t, owners) {
+			continue
+		}
+		if !t.OwnerOrRenewer(requester) &&
+			!b.tokenAllowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeDelegationToken, t.ID) &&
+			!b.tokenAllowed(r, kmsg.ACLOperationDescribeTokens, kmsg.ACLResourceTypeUser, t.Owner) {
+			continue
+		}
+		d := kmsg.NewDescribeDelegationTokenResponseTokenDetail()
+		d.PrincipalType, d.PrincipalName = controller.SplitPrincipal(t.Owner)
+		d.TokenRequesterPrincipalType, d.TokenRequesterPrincipalName = controller.SplitPrincipal(t.Requester)
+		d.IssueTimestamp, d.ExpiryTimestamp, d.MaxTimestamp = t.IssueMs, t.ExpiryMs, t.MaxMs
+		d.TokenID = t.ID
+		d.HMAC = sasl.TokenHMAC(b.tokens.secret, t.ID)
+		for _, rn := range t.Renewers {
+			dr := kmsg.NewDescribeDelegationTokenResponseTokenDetailRenewer()
+			dr.PrincipalType, dr.PrincipalName = controller.SplitPrincipal(rn)
+			d.Renewers = append(d.Renewers, dr)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func ownedByAny(t *controller.DelegationToken, owners []kmsg.DescribeDelegationTokenRequestOwner) bool {
+	for _, o := range owners {
+		if t.OwnerOrRenewer(o.PrincipalType + ":" + o.PrincipalName) {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenCredentials derives the SCRAM credentials of the image's
+// delegation tokens and keeps them, so that a login costs no key
+// derivation after a token's first.
+type tokenCredentials struct {
+	secret string
+	meta   MetadataView
+	// mu guards derived (a leaf: nothing is derived under it).
+	mu      sync.Mutex
+	derived map[tokenCredentialKey]sasl.ScramCredential
+}
+
+type tokenCredentialKey struct {
+	id        string
+	mechanism string
+}
+
+// lookup is the sasl.TokenLookup of the tokens in the current image.
+func (tc *tokenCredentials) lookup(mechanism, tokenID string) (sasl.TokenCredential, bool) {
+	if tc.secret == "" || tc.meta == nil {
+		return sasl.TokenCredential{}, false
+	}
+	img := tc.meta.Image()
+	t, ok := img.DelegationTokens[tokenID]
+	m, known := sasl.ScramByName(mechanism)
+	if !ok || !known {
+		return sasl.TokenCredential{}, false
+	}
+	key := tokenCredentialKey{id: tokenID, mechanism: mechanism}
+	tc.mu.Lock()
+	cred, ok := tc.derived[key]
+	tc.mu.Unlock()
+	if !ok {
+		cred = m.TokenScramCredential(sasl.TokenHMAC(tc.secret, tokenID))
+		tc.mu.Lock()
+		if len(tc.derived) >= 2*len(img.DelegationTokens)+16 {
+			// Forget the credentials of tokens that are gone.
+			for k := range tc.derived {
+				if _, live := img.DelegationTokens[k.id]; !live {
+					delete(tc.derived, k)
+				}
+			}
+		}
+		tc.derived[key] = cred
+		tc.mu.Unlock()
+	}
+	_, owner := controller.SplitPrincipal(t.Owner)
+	return sasl.TokenCredential{Owner: owner, Credential: cred, Expiry: time.UnixMilli(t.ExpiryMs)}, true
+}

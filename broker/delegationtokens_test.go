@@ -1,0 +1,336 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/sasl"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+const testTokenSecret = "token-secret"
+
+// startTokenNode starts a node whose SASL_PLAINTEXT listener serves
+// SCRAM-SHA-256 and SCRAM-SHA-512, with alice and bob as SCRAM users and
+// delegation tokens enabled unless secret is empty.
+func startTokenNode(t *testing.T, secret string, maxReauth time.Duration) (*testNode, string) {
+	t.Helper()
+	overrides := map[string]string{}
+	if secret != "" {
+		overrides[testTokenSecretKey] = secret
+	}
+	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *ServerOptions) {
+		o.Listeners = append(o.Listeners, ListenerSpec{
+			Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
+			SASL: &SASLConfig{
+				Mechanisms: []string{sasl.ScramSHA256, sasl.ScramSHA512},
+				MaxReauth:  map[string]time.Duration{sasl.ScramSHA256: maxReauth},
+			},
+		})
+	}, nil, nil)
+	scramUser(t, n, sasl.ScramSHA256, "alice", "alice-secret")
+	scramUser(t, n, sasl.ScramSHA256, "bob", "bob-secret")
+	return n, n.b.Addrs()["SASL_PLAINTEXT"]
+}
+
+const testTokenSecretKey = "delegation.token.secret.key"
+
+// scramAdmin is an admin client logged in with SCRAM-SHA-256.
+func scramAdmin(t *testing.T, addr string, auth scram.Auth) *kadm.Client {
+	t.Helper()
+	return adminAt(t, addr, kgo.SASL(auth.AsSha256Mechanism()))
+}
+
+func TestDelegationTokensOverSASL(t *testing.T) {
+	n, addr := startTokenNode(t, testTokenSecret, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	tok, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Renewers: []kadm.Principal{{Name: "bob"}}, MaxLifetime: -1})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if tok.Owner.Name != "alice" || tok.TokenRequesterPrincipal.Name != "alice" || len(tok.Renewers) != 1 ||
+		string(tok.HMAC) != string(sasl.TokenHMAC(testTokenSecret, tok.TokenID)) {
+		t.Fatalf("token %+v", tok)
+	}
+	if got := tok.ExpiryTimestamp.Sub(tok.IssueTimestamp); got != 24*time.Hour {
+		t.Fatalf("expiry %v after issue, want delegation.token.expiry.time.ms", got)
+	}
+	waitUntil(t, 5*time.Second, "the token in the broker's image", func() bool {
+		_, ok := n.b.meta.Image().DelegationTokens[tok.TokenID]
+		return ok
+	})
+
+	// A client logs in with the token (franz-go's own SCRAM client):
+	// the session is alice's, token authenticated.
+	tokenAuth := scram.Auth{User: tok.TokenID, Pass: sasl.TokenPassword(tok.HMAC), IsToken: true}
+	withToken := scramAdmin(t, addr, tokenAuth)
+	if _, err := withToken.ListTopics(ctx); err != nil {
+		t.Fatalf("logging in with the token: %v", err)
+	}
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := sasl.Authenticate(ctx, nc, sasl.ScramClient{Name: sasl.ScramSHA512, User: tok.TokenID, Password: sasl.TokenPassword(tok.HMAC), TokenAuth: true}, "test"); err != nil {
+		t.Fatalf("Gregor's client with the token over SCRAM-SHA-512: %v", err)
+	}
+	if s := serverConnFor(t, n, nc).session; s.principal.Name != "alice" || !s.tokenAuthenticated {
+		t.Fatalf("session %+v", s)
+	}
+	// No token requests over a token-authenticated connection.
+	if _, err := withToken.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {
+		t.Fatalf("create over a token connection: %v", err)
+	}
+	if _, err := withToken.DescribeDelegationTokens(ctx); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {
+		t.Fatalf("describe over a token connection: %v", err)
+	}
+	if _, err := withToken.RenewDelegationToken(ctx, tok.HMAC, time.Hour); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {
+		t.Fatalf("renew over a token connection: %v", err)
+	}
+	// ... nor over PLAINTEXT.
+	plain := adminAt(t, n.addr)
+	if _, err := plain.ExpireDelegationToken(ctx, tok.HMAC, -time.Millisecond); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {
+		t.Fatalf("expire over PLAINTEXT: %v", err)
+	}
+
+	// Describe: everyone's (null owners) and by owner or renewer.
+	bob := scramAdmin(t, addr, scram.Auth{User: "bob", Pass: "bob-secret"})
+	for _, tc := range []struct {
+		who    *kadm.Client
+		owners []kadm.Principal
+		want   int
+	}{
+		{alice, nil, 1},
+		{bob, nil, 1},
+		{alice, []kadm.Principal{{Type: "User", Name: "alice"}}, 1},
+		{alice, []kadm.Principal{{Type: "User", Name: "bob"}}, 1}, // bob renews it
+		{alice, []kadm.Principal{{Type: "User", Name: "carol"}}, 0},
+	} {
+		got, err := tc.who.DescribeDelegationTokens(ctx, tc.owners...)
+		if err != nil || len(got) != tc.want {
+			t.Fatalf("describe %v: %d tokens, %v", tc.owners, len(got), err)
+		}
+		if tc.want == 1 && (got[0].TokenID != tok.TokenID || string(got[0].HMAC) != string(tok.HMAC) || got[0].Renewers[0].Name != "bob" ||
+			!got[0].ExpiryTimestamp.Equal(tok.ExpiryTimestamp)) {
+			t.Fatalf("described %+v", got[0])
+		}
+	}
+	// An empty (not null) owner list describes nothing, as in Kafka.
+	empty := kmsg.NewPtrDescribeDelegationTokenRequest()
+	empty.Owners = []kmsg.DescribeDelegationTokenRequestOwner{}
+	kcl := scramClient(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	if resp, err := empty.RequestWith(ctx, kcl); err != nil || resp.ErrorCode != 0 || len(resp.TokenDetails) != 0 {
+		t.Fatalf("empty owners: %+v %v", resp, err)
+	}
+
+	// Renew by the renewer; then expire by the owner: the token is gone
+	// and logs in no more.
+	if _, err := bob.RenewDelegationToken(ctx, tok.HMAC, time.Hour); err != nil {
+		t.Fatalf("renew by bob: %v", err)
+	}
+	carolless, err := bob.RenewDelegationToken(ctx, []byte("not a token"), time.Hour)
+	if !errors.Is(err, kerr.DelegationTokenNotFound) {
+		t.Fatalf("renew of an unknown hmac: %v %v", carolless, err)
+	}
+	if _, err := alice.ExpireDelegationToken(ctx, tok.HMAC, -time.Millisecond); err != nil {
+		t.Fatalf("expire: %v", err)
+	}
+	waitUntil(t, 5*time.Second, "the token gone from the broker's image", func() bool {
+		_, ok := n.b.meta.Image().DelegationTokens[tok.TokenID]
+		return !ok
+	})
+	refused := scramAdmin(t, addr, tokenAuth)
+	if _, err := refused.ListTopics(ctx); err == nil || !strings.Contains(err.Error(), "Authentication failed") {
+		t.Fatalf("logging in with an expired token: %v", err)
+	}
+}
+
+func scramClient(t *testing.T, addr string, auth scram.Auth) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(auth.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestDelegationTokenOwnerAndChecks: KIP-373's owner, renewers that are
+// not users, and the owner alone (or a renewer) may renew and expire.
+func TestDelegationTokenOwnerAndChecks(t *testing.T) {
+	_, addr := startTokenNode(t, testTokenSecret, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	bob := scramAdmin(t, addr, scram.Auth{User: "bob", Pass: "bob-secret"})
+	if _, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Renewers: []kadm.Principal{{Type: "Group", Name: "g"}}, MaxLifetime: -1}); !errors.Is(err, kerr.InvalidPrincipalType) {
+		t.Fatalf("a group renewer: %v", err)
+	}
+	// Without an authorizer, creating for another owner is allowed.
+	tok, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Owner: &kadm.Principal{Name: "carol"}, MaxLifetime: time.Minute})
+	if err != nil || tok.Owner.Name != "carol" || tok.TokenRequesterPrincipal.Name != "alice" || tok.MaxTimestamp.Sub(tok.IssueTimestamp) != time.Minute {
+		t.Fatalf("create for carol: %+v %v", tok, err)
+	}
+	if _, err := bob.RenewDelegationToken(ctx, tok.HMAC, time.Hour); !errors.Is(err, kerr.DelegationTokenOwnerMismatch) {
+		t.Fatalf("renew by bob: %v", err)
+	}
+	// alice requested it but carol owns it.
+	if _, err := alice.ExpireDelegationToken(ctx, tok.HMAC, time.Hour); !errors.Is(err, kerr.DelegationTokenOwnerMismatch) {
+		t.Fatalf("expire by the requester: %v", err)
+	}
+	// The requester does not see it as hers, but sees it without an
+	// authorizer; a token of carol's logs in as carol.
+	got, err := alice.DescribeDelegationTokens(ctx, kadm.Principal{Type: "User", Name: "carol"})
+	if err != nil || len(got) != 1 || got[0].TokenRequesterPrincipal.Name != "alice" {
+		t.Fatalf("describe carol's: %+v %v", got, err)
+	}
+}
+
+// TestDelegationTokenSessionLifetime: a session authenticated with a token
+// ends when the token expires (KIP-368), whichever is shorter of that and
+// connections.max.reauth.ms.
+func TestDelegationTokenSessionLifetime(t *testing.T) {
+	n, addr := startTokenNode(t, testTokenSecret, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	tok, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry, err := alice.ExpireDelegationToken(ctx, tok.HMAC, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the expiry in the broker's image", func() bool {
+		t, ok := n.b.meta.Image().DelegationTokens[tok.TokenID]
+		return ok && t.ExpiryMs == expiry.UnixMilli()
+	})
+	c := dialRaw(t, addr)
+	c.handshake(1, sasl.ScramSHA256)
+	ex, _ := sasl.ScramClient{Name: sasl.ScramSHA256, User: tok.TokenID, Password: sasl.TokenPassword(tok.HMAC), TokenAuth: true}.Start()
+	first, _, _ := ex.Step(nil)
+	r := c.authenticate(2, string(first))
+	if r.ErrorCode != 0 {
+		t.Fatalf("client-first: %+v", r)
+	}
+	final, _, _ := ex.Step(r.SASLAuthBytes)
+	start := time.Now()
+	r = c.authenticate(2, string(final))
+	if r.ErrorCode != 0 {
+		t.Fatalf("client-final: %+v", r)
+	}
+	if left := time.Until(expiry); r.SessionLifetimeMillis <= 0 || r.SessionLifetimeMillis > left.Milliseconds()+50 {
+		t.Fatalf("session lifetime %d ms, the token has %v left", r.SessionLifetimeMillis, left)
+	}
+	// A request after the token's expiry closes the connection.
+	time.Sleep(time.Until(start.Add(time.Duration(r.SessionLifetimeMillis)*time.Millisecond)) + 100*time.Millisecond)
+	c.send(kmsg.NewPtrMetadataRequest(), 9)
+	c.expectClosed()
+}
+
+func TestDelegationTokensDisabled(t *testing.T) {
+	_, addr := startTokenNode(t, "", 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alice := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	if _, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenAuthDisabled) {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := alice.DescribeDelegationTokens(ctx); !errors.Is(err, kerr.DelegationTokenAuthDisabled) {
+		t.Fatalf("describe: %v", err)
+	}
+	if _, err := alice.RenewDelegationToken(ctx, []byte("x"), time.Hour); !errors.Is(err, kerr.DelegationTokenAuthDisabled) {
+		t.Fatalf("renew: %v", err)
+	}
+	// A tokenauth login finds no token.
+	refused := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret", IsToken: true})
+	if _, err := refused.ListTopics(ctx); err == nil {
+		t.Fatal("a tokenauth login succeeded without tokens")
+	}
+}
+
+// TestDelegationTokenThroughEnvelope: a token request another broker
+// forwards in an Envelope acts for the client's principal.
+func TestDelegationTokenThroughEnvelope(t *testing.T) {
+	n := startTestNodeWithOptions(t, map[string]string{testTokenSecretKey: testTokenSecret}, map[string]int16{"group.version": 1}, nil, nil, func(o *Options) {
+		o.LocalController = o.Metadata.(*controller.Controller)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
+	defer cc.Close()
+	cc.Follow(bootstrapView{n.ctrl})
+	as := func(name string) context.Context {
+		return withForwardedFrom(ctx, "app", Principal{Type: PrincipalUserType, Name: name})
+	}
+	create := kmsg.NewPtrCreateDelegationTokenRequest()
+	create.SetVersion(3)
+	create.MaxLifetimeMillis = -1
+	answer, err := cc.Handle(as("alice"), create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := answer.(*kmsg.CreateDelegationTokenResponse)
+	if created.ErrorCode != 0 || created.PrincipalName != "alice" || created.TokenRequesterPrincipalName != "alice" {
+		t.Fatalf("create through an envelope: %+v", created)
+	}
+	renew := kmsg.NewPtrRenewDelegationTokenRequest()
+	renew.SetVersion(2)
+	renew.HMAC, renew.RenewTimeMillis = created.HMAC, 1000
+	for who, want := range map[string]int16{"bob": kerr.DelegationTokenOwnerMismatch.Code, "alice": 0} {
+		answer, err := cc.Handle(as(who), renew)
+		if err != nil || answer.(*kmsg.RenewDelegationTokenResponse).ErrorCode != want {
+			t.Fatalf("renew as %s: %+v %v", who, answer, err)
+		}
+	}
+}
+
+// TestTokenCredentialsForgetRemovedTokens: the derived credentials of
+// tokens gone from the image are dropped, and a removed token finds no
+// credential.
+func TestTokenCredentialsForgetRemovedTokens(t *testing.T) {
+	img := &controller.Image{DelegationTokens: map[string]*controller.DelegationToken{}}
+	view := &staticView{img: img}
+	tc := &tokenCredentials{secret: "s", meta: view, derived: map[tokenCredentialKey]sasl.ScramCredential{}}
+	for i := range 40 {
+		id := string(rune('A' + i))
+		next := &controller.Image{DelegationTokens: map[string]*controller.DelegationToken{id: {ID: id, Owner: "User:o", ExpiryMs: 1}}}
+		view.img = next
+		got, ok := tc.lookup(sasl.ScramSHA256, id)
+		if !ok || got.Owner != "o" || got.Credential.Iterations != 4096 {
+			t.Fatalf("token %s: %+v %v", id, got, ok)
+		}
+		if again, _ := tc.lookup(sasl.ScramSHA256, id); string(again.Credential.Salt) != string(got.Credential.Salt) {
+			t.Fatal("a second login derived the credential again")
+		}
+	}
+	if len(tc.derived) > 17 {
+		t.Fatalf("%d credentials kept for one live token", len(tc.derived))
+	}
+	if _, ok := tc.lookup(sasl.ScramSHA256, "A"); ok {
+		t.Fatal("a removed token found a credential")
+	}
+	if _, ok := tc.lookup("PLAIN", string(rune('A'+39))); ok {
+		t.Fatal("a token found a credential for PLAIN")
+	}
+}
+
+type staticView struct{ img *controller.Image }
+
+func (v *staticView) Image() *controller.Image { return v.img }
+func (v *staticView) Subscribe(func(prev, next *controller.Image)) func() {
+	return func() {}
+}
