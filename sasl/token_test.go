@@ -127,3 +127,37 @@ func TestScramTokenExtensionSpellings(t *testing.T) {
 		t.Fatalf("unknown token: %v", err)
 	}
 }
+
+// FuzzScramServerTokens: client-first messages with and without the
+// tokenauth extension against a server that knows a user and a token;
+// whatever it accepts names the right identity, and nothing panics.
+func FuzzScramServerTokens(f *testing.F) {
+	f.Add([]byte("n,,n=tok,r=abc,tokenauth=true"), []byte("c=biws,r=abcsrv,p=AAAA"))
+	f.Add([]byte("n,,n=tok,r=abc,tokenauth=TRUE,x=y"), []byte("c=biws,r=abcsrv,p=AAAA"))
+	f.Add([]byte("n,a=tok,n=tok,r=abc,tokenauth=false"), []byte(""))
+	f.Add([]byte("n,,n=user,r=abc,tokenauth=true"), []byte(""))
+	tokens := tokenLookup("s", "tok", "owner", time.UnixMilli(1))
+	users := rfc7677Lookup(nil)
+	f.Fuzz(func(t *testing.T, first, final []byte) {
+		s := newTestScramServer(users, ScramSHA256, "srv")
+		s.tokens = tokens
+		if _, _, err := s.Step(first); err != nil {
+			if s.TokenAuthenticated() {
+				t.Fatal("a failed exchange is token authenticated")
+			}
+			return
+		}
+		cf, _ := parseClientFirst(first)
+		if token := strings.EqualFold(cf.extensions["tokenauth"], "true"); token != s.tokenAuth ||
+			(token && s.authz != "owner") || (!token && s.authz != "user") {
+			t.Fatalf("%q: token %v, authorization id %q", first, s.tokenAuth, s.authz)
+		}
+		_, done, err := s.Step(final)
+		if done && err != nil {
+			t.Fatal("done with an error")
+		}
+		if done != (s.TokenAuthenticated() && s.tokenAuth) && s.tokenAuth {
+			t.Fatal("token authentication does not follow the exchange")
+		}
+	})
+}
