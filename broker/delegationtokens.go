@@ -31,6 +31,10 @@ package broker
 // random salt, as Kafka's DelegationTokenManager) and forgotten when the
 // token leaves the image.
 //
+// Deviation: a controller listener answers DescribeDelegationToken from
+// its image as a broker does; Kafka's controllers advertise it and then
+// fail it as an unsupported API.
+//
 // Authorization: this build has no authorizer yet, and Kafka without one
 // allows every operation; tokenAllowed is where the checks go.
 
@@ -129,20 +133,13 @@ func tokenErrorResponse(resp kmsg.Response, code int16) {
 	}
 }
 
-func (b *Broker) handleRenewDelegationToken(ctx context.Context, r *request) {
+// handleTokenChange serves RenewDelegationToken and
+// ExpireDelegationToken: the active controller decides both, once the
+// connection may manage tokens.
+func (b *Broker) handleTokenChange(ctx context.Context, r *request) {
 	if !r.allowTokenRequests() {
-		resp := r.kreq.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-		resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
-		r.respond(resp)
-		return
-	}
-	b.forwardRequest(withRequester(ctx, r), r, nil)
-}
-
-func (b *Broker) handleExpireDelegationToken(ctx context.Context, r *request) {
-	if !r.allowTokenRequests() {
-		resp := r.kreq.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-		resp.ErrorCode, resp.ExpiryTimestamp = kerr.DelegationTokenRequestNotAllowed.Code, -1
+		resp := r.kreq.ResponseKind()
+		tokenErrorResponse(resp, kerr.DelegationTokenRequestNotAllowed.Code)
 		r.respond(resp)
 		return
 	}

@@ -66,8 +66,8 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, fn: b.handleAlterUserScramCredentials}),
 		// Delegation tokens (delegationtokens.go).
 		both(&handler{key: kmsg.CreateDelegationToken, min: 1, max: 3, fn: b.handleCreateDelegationToken}),
-		both(&handler{key: kmsg.RenewDelegationToken, min: 1, max: 2, fn: b.handleRenewDelegationToken}),
-		both(&handler{key: kmsg.ExpireDelegationToken, min: 1, max: 2, fn: b.handleExpireDelegationToken}),
+		both(&handler{key: kmsg.RenewDelegationToken, min: 1, max: 2, fn: b.handleTokenChange}),
+		both(&handler{key: kmsg.ExpireDelegationToken, min: 1, max: 2, fn: b.handleTokenChange}),
 		both(&handler{key: kmsg.DescribeDelegationToken, min: 1, max: 3, fn: b.handleDescribeDelegationToken}),
 		// Groups (groups.go, findcoordinator.go, txnoffsetcommit.go).
 		client(&handler{key: kmsg.FindCoordinator, min: 0, max: 6, fn: b.handleFindCoordinator}),

@@ -284,6 +284,19 @@ func (c *Controller) tokenCheck(img *Image) int16 {
 	return 0
 }
 
+// tokenToChange is the token a Renew or Expire names by its HMAC, or the
+// code refusing the request before the token's state is looked at.
+func (c *Controller) tokenToChange(img *Image, mac []byte) (*DelegationToken, int16) {
+	if code := c.tokenCheck(img); code != 0 {
+		return nil, code
+	}
+	t, ok := img.TokenForHMAC(c.cfg.DelegationTokens.SecretKey, mac)
+	if !ok {
+		return nil, kerr.DelegationTokenNotFound.Code
+	}
+	return t, 0
+}
+
 // addMs is now plus d in milliseconds, saturating as Kafka's sum does.
 func addMs(now, d int64) int64 {
 	if now > math.MaxInt64-d {
@@ -376,14 +389,10 @@ func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDe
 // decideRenewToken is DelegationTokenControlManager.renewDelegationToken.
 func (c *Controller) decideRenewToken(img *Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]Record, *kmsg.RenewDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-	if code := c.tokenCheck(img); code != 0 {
-		resp.ErrorCode = code
-		return nil, resp
-	}
-	t, ok := img.TokenForHMAC(c.cfg.DelegationTokens.SecretKey, req.HMAC)
+	t, code := c.tokenToChange(img, req.HMAC)
 	switch {
-	case !ok:
-		resp.ErrorCode = kerr.DelegationTokenNotFound.Code
+	case code != 0:
+		resp.ErrorCode = code
 		return nil, resp
 	case t.Expired(nowMs):
 		resp.ErrorCode = kerr.DelegationTokenExpired.Code
@@ -418,14 +427,10 @@ func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.Expire
 // decideExpireToken is DelegationTokenControlManager.expireDelegationToken.
 func (c *Controller) decideExpireToken(img *Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]Record, *kmsg.ExpireDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	if code := c.tokenCheck(img); code != 0 {
-		resp.ErrorCode = code
-		return nil, resp
-	}
-	t, ok := img.TokenForHMAC(c.cfg.DelegationTokens.SecretKey, req.HMAC)
+	t, code := c.tokenToChange(img, req.HMAC)
 	switch {
-	case !ok:
-		resp.ErrorCode = kerr.DelegationTokenNotFound.Code
+	case code != 0:
+		resp.ErrorCode = code
 		return nil, resp
 	case !t.OwnerOrRenewer(requester):
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code

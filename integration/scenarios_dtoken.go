@@ -135,22 +135,8 @@ func delegationTokensCLI(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	topic := e.Name("dtoken")
-	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", admin, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
-		return fmt.Errorf("kafka-topics --create: %v: %s", err, out.Tail())
-	}
-	lines := keyedLines("t", 10)
-	if out, err := e.KafkaOn(ctx, addr, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", token256, "--topic", topic,
-		"--property", "parse.key=true", "--property", "key.separator=:"); err != nil {
-		return fmt.Errorf("console producer with the token (SCRAM-SHA-256): %w: %s", err, out.Tail())
-	}
-	out, err = e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", token512, "--topic", topic, "--from-beginning",
-		"--max-messages", fmt.Sprint(len(lines)), "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
-	if err != nil {
-		return fmt.Errorf("console consumer with the token (SCRAM-SHA-512): %w: %s", err, out.Tail())
-	}
-	if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
-		return fmt.Errorf("console consumer with the token read other records: %w", err)
+	if err := consoleRoundTripAs(ctx, e, addr, e.Name("dtoken"), admin, token256, token512); err != nil {
+		return fmt.Errorf("with the token (SCRAM-SHA-256, then SCRAM-SHA-512): %w", err)
 	}
 
 	// A connection authenticated with a token manages no tokens.

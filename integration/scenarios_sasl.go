@@ -198,21 +198,8 @@ func saslScramCLI(ctx context.Context, e *Env) error {
 		return err
 	}
 	topic := e.Name("scram")
-	if out, err := e.KafkaOn(ctx, addr, "", mainTopics, "--command-config", alice256, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1"); err != nil || !strings.Contains(out.Stdout, "Created topic "+topic+".") {
-		return fmt.Errorf("kafka-topics --create as alice (SCRAM-SHA-256): %v: %s", err, out.Tail())
-	}
-	lines := keyedLines("s", 10)
-	if out, err := e.KafkaOn(ctx, addr, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", alice256, "--topic", topic,
-		"--property", "parse.key=true", "--property", "key.separator=:"); err != nil {
-		return fmt.Errorf("console producer as alice (SCRAM-SHA-256): %w: %s", err, out.Tail())
-	}
-	out, err = e.KafkaOn(ctx, addr, "", mainConsumer, "--command-config", alice512, "--topic", topic, "--from-beginning",
-		"--max-messages", strconv.Itoa(len(lines)), "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
-	if err != nil {
-		return fmt.Errorf("console consumer as alice (SCRAM-SHA-512): %w: %s", err, out.Tail())
-	}
-	if err := sameSet(nonEmptyLines(out.Stdout), lines); err != nil {
-		return fmt.Errorf("console consumer as alice read other records: %w", err)
+	if err := consoleRoundTripAs(ctx, e, addr, topic, alice256, alice256, alice512); err != nil {
+		return fmt.Errorf("as alice (SCRAM-SHA-256, then SCRAM-SHA-512): %w", err)
 	}
 	// Wrong password: Kafka's generic message, nothing about the user.
 	wrong, err := saslClientConfig(e, "alice-wrong.properties", "SCRAM-SHA-256", saslUser, "not-her-password")

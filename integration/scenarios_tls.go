@@ -145,12 +145,18 @@ func tlsConsoleMTLS(ctx context.Context, e *Env) error {
 // group, every tool connecting to bootstrap with the client
 // configuration cfg.
 func consoleRoundTrip(ctx context.Context, e *Env, bootstrap, cfg, prefix string) error {
-	topic := e.Name(prefix)
-	if err := createTopicOn(ctx, e, bootstrap, cfg, topic, 3); err != nil {
+	return consoleRoundTripAs(ctx, e, bootstrap, e.Name(prefix), cfg, cfg, cfg)
+}
+
+// consoleRoundTripAs is consoleRoundTrip on topic with a client
+// configuration for each tool: kafka-topics as creator, the producer as
+// producer, the consumer as consumer.
+func consoleRoundTripAs(ctx context.Context, e *Env, bootstrap, topic, creator, producer, consumer string) error {
+	if err := createTopicOn(ctx, e, bootstrap, creator, topic, 3); err != nil {
 		return err
 	}
 	lines := keyedLines("m", 30)
-	out, err := e.KafkaOn(ctx, bootstrap, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", cfg, "--topic", topic,
+	out, err := e.KafkaOn(ctx, bootstrap, strings.Join(lines, "\n")+"\n", mainProducer, "--command-config", producer, "--topic", topic,
 		"--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
 	if err != nil {
 		return fmt.Errorf("console producer: %w", err)
@@ -158,7 +164,7 @@ func consoleRoundTrip(ctx context.Context, e *Env, bootstrap, cfg, prefix string
 	if strings.Contains(out.Stderr, "ERROR") {
 		return fmt.Errorf("console producer reported errors: %s", out.Tail())
 	}
-	out, err = e.KafkaOn(ctx, bootstrap, "", mainConsumer, "--command-config", cfg, "--topic", topic, "--group", e.Name(prefix+"-group"),
+	out, err = e.KafkaOn(ctx, bootstrap, "", mainConsumer, "--command-config", consumer, "--topic", topic, "--group", topic+"-group",
 		"--from-beginning", "--max-messages", strconv.Itoa(len(lines)), "--timeout-ms", "45000",
 		"--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
 	if err != nil {
