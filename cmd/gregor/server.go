@@ -282,12 +282,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 	cfg.DisableAutoLeaderRebalance = !s.cfg.Bool("auto.leader.rebalance.enable")
 	cfg.LeaderImbalanceCheckInterval = time.Duration(s.cfg.Long("leader.imbalance.check.interval.seconds")) * time.Second
 	cfg.UncleanLeaderElectionCheckInterval = time.Duration(s.cfg.Long("unclean.leader.election.interval.ms")) * time.Millisecond
-	cfg.DelegationTokens = controller.DelegationTokenConfig{
-		SecretKey:           s.cfg.String(config.TokenSecretKey),
-		MaxLifetime:         time.Duration(s.cfg.Long("delegation.token.max.lifetime.ms")) * time.Millisecond,
-		ExpiryTime:          time.Duration(s.cfg.Long("delegation.token.expiry.time.ms")) * time.Millisecond,
-		ExpiryCheckInterval: time.Duration(s.cfg.Long("delegation.token.expiry.check.interval.ms")) * time.Millisecond,
-	}
+	cfg.DelegationTokens = s.delegationTokens()
 	// Raft counts time in ticks of 100 ms: an election times out after
 	// controller.quorum.election.timeout.ms (raft randomises it up to
 	// twice that, as KRaft does).

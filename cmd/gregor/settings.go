@@ -340,3 +340,16 @@ func cleanerOptions(l config.Layers) storage.CleanerOptions {
 		Backoff:             time.Duration(num("log.cleaner.backoff.ms")) * time.Millisecond,
 	}
 }
+
+// delegationTokens is the controller's delegation token set-up: the
+// secret (the broker side gets it in brokerOpts), the lifetimes and the
+// expiry sweep's interval.
+func (s *settings) delegationTokens() controller.DelegationTokenConfig {
+	ms := func(key string) time.Duration { return time.Duration(s.cfg.Long(key)) * time.Millisecond }
+	return controller.DelegationTokenConfig{
+		SecretKey:           s.cfg.String(config.TokenSecretKey),
+		MaxLifetime:         ms("delegation.token.max.lifetime.ms"),
+		ExpiryTime:          ms("delegation.token.expiry.time.ms"),
+		ExpiryCheckInterval: ms("delegation.token.expiry.check.interval.ms"),
+	}
+}
