@@ -20,10 +20,11 @@ package broker
 // Describe answers from this node's image, with HMACs computed from this
 // node's delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED
 // without one): an empty owner list describes nothing, a null one every
-// token; a token is shown when it belongs to (or may be renewed by) one of
-// the owners asked for, and then only to its owner and renewers and to
-// principals that may DESCRIBE the DELEGATION_TOKEN or DESCRIBE_TOKENS on
-// the owner's USER. Tokens past their expiry show until the controller's
+// token; a token is shown when one of the owners asked for owns, requested
+// or may renew it, and then only to its owner, requester and renewers and
+// to principals that may DESCRIBE the DELEGATION_TOKEN or DESCRIBE_TOKENS
+// on the owner's USER (Kafka's TokenInformation.ownerOrRenewer counts the
+// requester, though only the owner and renewers may renew or expire). Tokens past their expiry show until the controller's
 // sweep removes them, as in Kafka.
 //
 // SCRAM: a token id logs in with the base64 HMAC as its password; its

@@ -102,9 +102,17 @@ func (t *DelegationToken) Expired(nowMs int64) bool {
 	return t.MaxMs < nowMs || t.ExpiryMs < nowMs
 }
 
-// OwnerOrRenewer reports whether principal owns or may renew the token
-// (TokenInformation.ownerOrRenewer).
+// OwnerOrRenewer reports whether principal owns, requested or may renew
+// the token (TokenInformation.ownerOrRenewer): whom Describe shows it to,
+// and whose tokens an owner filter matches.
 func (t *DelegationToken) OwnerOrRenewer(principal string) bool {
+	return t.Owner == principal || t.Requester == principal || slices.Contains(t.Renewers, principal)
+}
+
+// MayRenew reports whether principal may renew or expire the token: its
+// owner or a renewer, not its requester
+// (DelegationTokenControlManager.allowedToRenew).
+func (t *DelegationToken) MayRenew(principal string) bool {
 	return t.Owner == principal || slices.Contains(t.Renewers, principal)
 }
 
@@ -397,7 +405,7 @@ func (c *Controller) decideRenewToken(img *Image, requester string, req *kmsg.Re
 	case t.Expired(nowMs):
 		resp.ErrorCode = kerr.DelegationTokenExpired.Code
 		return nil, resp
-	case !t.OwnerOrRenewer(requester):
+	case !t.MayRenew(requester):
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	}
@@ -432,7 +440,7 @@ func (c *Controller) decideExpireToken(img *Image, requester string, req *kmsg.E
 	case code != 0:
 		resp.ErrorCode = code
 		return nil, resp
-	case !t.OwnerOrRenewer(requester):
+	case !t.MayRenew(requester):
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	case req.ExpiryPeriodMillis < 0:

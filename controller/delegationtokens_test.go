@@ -150,8 +150,20 @@ func TestCreateDelegationTokenChecks(t *testing.T) {
 	if r.ErrorCode != 0 || r.PrincipalName != "bob" || r.TokenRequesterPrincipalName != "admin" || r.MaxTimestamp != now+60_000 || r.ExpiryTimestamp != now+60_000 {
 		t.Fatalf("create for another owner: %+v", r)
 	}
-	if tok := c.Image().DelegationTokens[r.TokenID]; tok.Owner != "User:bob" || tok.Requester != "User:admin" {
+	tok := c.Image().DelegationTokens[r.TokenID]
+	if tok.Owner != "User:bob" || tok.Requester != "User:admin" {
 		t.Fatalf("token %+v", tok)
+	}
+	// The requester is shown the token (ownerOrRenewer) but may not
+	// renew or expire it (allowedToRenew).
+	if !tok.OwnerOrRenewer("User:admin") || tok.MayRenew("User:admin") || !tok.MayRenew("User:bob") {
+		t.Fatal("owner, requester and renewer rights")
+	}
+	if rr := renewToken(t, c, "User:admin", r.HMAC, -1); rr.ErrorCode != kerr.DelegationTokenOwnerMismatch.Code {
+		t.Fatalf("renew by the requester: %d", rr.ErrorCode)
+	}
+	if rr := expireToken(t, c, "User:admin", r.HMAC, -1); rr.ErrorCode != kerr.DelegationTokenOwnerMismatch.Code {
+		t.Fatalf("expire by the requester: %d", rr.ErrorCode)
 	}
 	// Without a principal in the context the request is anonymous's.
 	r = c.CreateDelegationToken(ctxT(t), kmsg.NewPtrCreateDelegationTokenRequest())
