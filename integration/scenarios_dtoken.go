@@ -18,7 +18,7 @@ const mainDelegationTokens = "org.apache.kafka.tools.DelegationTokenCommand"
 
 func delegationTokenScenarios() []Scenario {
 	return []Scenario{
-		{Name: "sasl/delegation-tokens", Doc: "delegation.token.secret.key on a SASL_PLAINTEXT SCRAM node: kafka-delegation-tokens --create (renewer alice), --describe (by owner; none for an empty owner list), --renew by the renewer, --expire; console producer and consumer authenticate with the token (tokenauth=true, SCRAM-SHA-256 and -512); token connections may not create tokens; a stranger may not renew; the expired token is refused", OwnNodes: true, Timeout: 6 * time.Minute, Run: delegationTokensCLI},
+		{Name: "sasl/delegation-tokens", Doc: "delegation.token.secret.key on a SASL_PLAINTEXT SCRAM node: kafka-delegation-tokens --create (renewer alice), --describe (by owner; none for an empty owner list), --renew by the renewer, --expire; console producer and consumer authenticate with the token (tokenauth=true, SCRAM-SHA-256 and -512); token connections may not create tokens; a stranger may not renew; the expired token is refused; a token past its max lifetime is swept by the controller", OwnNodes: true, Timeout: 6 * time.Minute, Run: delegationTokensCLI},
 	}
 }
 
@@ -213,5 +213,33 @@ func delegationTokensCLI(ctx context.Context, e *Env) error {
 	if err := expectAuthFailure(ctx, e, addr, token256, invalidCredentials("SCRAM-SHA-256")); err != nil {
 		return fmt.Errorf("a client with the expired token: %w", err)
 	}
-	return nil
+
+	// A token whose maximum lifetime passes is removed by the controller's
+	// sweep (every delegation.token.expiry.check.interval.ms, 2 s here).
+	out, err = tokens(admin, "--create", "--max-life-time-period", "1000")
+	if err != nil {
+		return fmt.Errorf("--create of a one-second token: %w: %s", err, out.Tail())
+	}
+	if rows, err = tokenRows(out.Stdout); err != nil || len(rows) != 1 {
+		return fmt.Errorf("--create of a one-second token: %+v %v", rows, err)
+	}
+	short := rows[0].id
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := tokens(admin, "--describe", "--owner-principal", "User:admin")
+		if err != nil {
+			return fmt.Errorf("--describe while the sweep runs: %w: %s", err, out.Tail())
+		}
+		got, err := tokenRows(out.Stdout)
+		if err != nil {
+			return err
+		}
+		if len(got) == 1 && got[0].id == other.id {
+			return nil
+		}
+		if len(got) != 2 || time.Now().After(deadline) {
+			return fmt.Errorf("the expired token %s was not swept: %+v", short, got)
+		}
+		time.Sleep(time.Second)
+	}
 }
