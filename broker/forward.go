@@ -65,6 +65,10 @@ type ControllerClient struct {
 	meta atomic.Pointer[MetadataView]
 
 	pool *connPool[connKey]
+	// local answers requests while this process's controller is the
+	// active one: the broker's controllerFront, which authorizes them
+	// (setLocal), else the controller itself.
+	local atomic.Pointer[ActiveController]
 }
 
 // connKey names a connection: metadata fetches, which wait on the
@@ -80,8 +84,17 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID)}
+	c := &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID)}
+	if opts.Local != nil {
+		var local ActiveController = opts.Local
+		c.local.Store(&local)
+	}
+	return c
 }
+
+// setLocal names what answers requests in process while the local
+// controller is active.
+func (c *ControllerClient) setLocal(h ActiveController) { c.local.Store(&h) }
 
 // Follow names the metadata view that says which controller is active.
 func (c *ControllerClient) Follow(m MetadataView) { c.meta.Store(&m) }
@@ -102,7 +115,7 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 	var lastErr error
 	for {
 		if l := c.opts.Local; l != nil && l.Active() {
-			resp, err := l.Handle(ctx, req)
+			resp, err := (*c.local.Load()).Handle(ctx, req)
 			if err != nil || topLevelError(resp) != kerr.NotController.Code {
 				return resp, err
 			}
@@ -153,8 +166,12 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	if err != nil {
 		return nil, true, err
 	}
-	switch req.(type) {
-	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest, *kmsg.AlterPartitionRequest:
+	who, forwarded := identityFrom(ctx)
+	if !forwarded {
+		// This node's own request (its registration and heartbeats,
+		// producer id blocks, ISR changes, internal topics) goes as
+		// itself, authorized with this connection's principal as
+		// Kafka's broker-to-controller channel is.
 		resp, sent, err := conn.roundTrip(ctx, req)
 		if err != nil {
 			c.drop(key, conn)
@@ -168,7 +185,8 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	env := kmsg.NewPtrEnvelopeRequest()
 	// The inner request's correlation id is not used: the envelope's is.
 	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-forwarding")).AppendRequest(nil, req, 0)[4:]
-	env.RequestPrincipal = []byte{}
+	env.RequestPrincipal = encodePrincipal(who)
+	env.ClientHostAddress = who.addr.Unmap().AsSlice()
 	answer, sent, err := conn.roundTrip(ctx, env)
 	if err != nil {
 		c.drop(key, conn)
@@ -225,6 +243,29 @@ func (c *ControllerClient) FetchMetadata(ctx context.Context, req *protocol.Meta
 		return resp.(*protocol.MetadataFetchResponse), nil
 	}
 	return nil, err
+}
+
+// encodePrincipal is Kafka's DefaultKafkaPrincipalBuilder.serialize: a
+// version-prefixed DefaultPrincipalData.
+func encodePrincipal(who identity) []byte {
+	pd := kmsg.NewDefaultPrincipalData()
+	pd.Type, pd.Name, pd.TokenAuthenticated = who.principal.Type, who.principal.Name, who.tokenAuthenticated
+	return pd.AppendTo(nil)
+}
+
+// decodePrincipal reads what encodePrincipal writes.
+func decodePrincipal(b []byte) (Principal, bool, error) {
+	pd := kmsg.NewDefaultPrincipalData()
+	if len(b) < 2 {
+		return Principal{}, false, errors.New("principal data shorter than its version")
+	}
+	if v := int16(b[0])<<8 | int16(b[1]); v != 0 {
+		return Principal{}, false, fmt.Errorf("principal data version %d", v)
+	}
+	if err := pd.ReadFrom(b); err != nil {
+		return Principal{}, false, err
+	}
+	return Principal{Type: pd.Type, Name: pd.Name}, pd.TokenAuthenticated, nil
 }
 
 func topLevelError(resp kmsg.Response) int16 {

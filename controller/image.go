@@ -110,6 +110,9 @@ type Image struct {
 	Topics     map[string]*Topic
 	TopicsByID map[protocol.UUID]*Topic
 	Configs    map[ConfigResource]map[string]string
+	// ACLs are the access control entries (acls.go); a new pointer
+	// whenever they change.
+	ACLs *ACLSet
 
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64
