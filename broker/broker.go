@@ -250,16 +250,21 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.register(ctx); err != nil {
 		return err
 	}
-	if err := b.replicas.Start(ctx, b.meta); err != nil {
-		return err
-	}
-	b.groups = b.startGroups(ctx)
-	b.txns = b.startTxns(ctx)
+	// The lease is kept from the registration on: opening the logs (a
+	// recovery after a crash rescans every segment written since the
+	// last checkpoint) can outlast broker.session.timeout.ms, and a
+	// broker must not be fenced for being busy starting, as Kafka's
+	// lifecycle manager heartbeats while its logs load.
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
 		b.heartbeatLoop(ctx)
 	}()
+	if err := b.replicas.Start(ctx, b.meta); err != nil {
+		return err
+	}
+	b.groups = b.startGroups(ctx)
+	b.txns = b.startTxns(ctx)
 	b.server.Serve(ctx)
 	return nil
 }

@@ -100,9 +100,10 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	ctrl, err := controller.Start(ctx, controller.Config{
 		FS: fsys, NodeID: 1, ClusterID: clusterID, DirectoryID: voters[0].DirectoryID, MetadataDir: dir, Voters: voters,
 		DefaultPartitions: cfg.NumPartitions, DefaultReplicationFactor: 1, Schema: config.NewControllerSchema(cfg),
-		SupportedFeatures: features,
-		Logger:            log,
-		TickInterval:      10 * time.Millisecond,
+		SupportedFeatures:    features,
+		Logger:               log,
+		TickInterval:         10 * time.Millisecond,
+		BrokerSessionTimeout: time.Duration(cfg.Int("broker.session.timeout.ms")) * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +163,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		Controller:                    ctrl,
 		Replicas:                      replicas,
 		Configs:                       configs,
+		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		Logger:                        log,
 	}
 	if adjustBroker != nil {

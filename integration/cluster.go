@@ -103,6 +103,17 @@ func kafkaFlavor(t *Tools) clusterFlavor {
 	}
 }
 
+// flavorNamed is the flavor called name ("kafka" or "gregor").
+func flavorNamed(ctx context.Context, t *Tools, name string) (clusterFlavor, error) {
+	switch name {
+	case "kafka":
+		return kafkaFlavor(t), nil
+	case "gregor":
+		return gregorFlavor(ctx, t)
+	}
+	return clusterFlavor{}, fmt.Errorf("unknown flavor %q (want kafka or gregor)", name)
+}
+
 // gregorFlavor builds ./cmd/gregor once for the cluster's start and runs
 // `gregor storage ...` and `gregor server.properties` with it.
 func gregorFlavor(ctx context.Context, t *Tools) (clusterFlavor, error) {
@@ -179,17 +190,9 @@ func StartCluster(ctx context.Context, t *Tools, flavor string, layout ClusterLa
 
 // StartClusterWith is StartCluster with the options in opts.
 func StartClusterWith(ctx context.Context, t *Tools, flavor string, layout ClusterLayout, dir string, readyWait time.Duration, opts ClusterOptions) (*Cluster, error) {
-	var fl clusterFlavor
-	switch flavor {
-	case "kafka":
-		fl = kafkaFlavor(t)
-	case "gregor":
-		var err error
-		if fl, err = gregorFlavor(ctx, t); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("unknown cluster flavor %q (want kafka or gregor)", flavor)
+	fl, err := flavorNamed(ctx, t, flavor)
+	if err != nil {
+		return nil, err
 	}
 	if readyWait == 0 {
 		readyWait = 2 * time.Minute
@@ -225,19 +228,7 @@ func StartClusterWith(ctx context.Context, t *Tools, flavor string, layout Clust
 // so two calls may hand out the same port).
 func layOut(layout ClusterLayout, dir string) ([]*ClusterNode, error) {
 	used := map[int]bool{}
-	port := func() (int, error) {
-		for range 20 {
-			p, err := FreePort()
-			if err != nil {
-				return 0, err
-			}
-			if !used[p] {
-				used[p] = true
-				return p, nil
-			}
-		}
-		return 0, errors.New("picking distinct free ports: the kernel keeps handing out used ones")
-	}
+	port := func() (int, error) { return distinctFreePort(used) }
 	var nodes []*ClusterNode
 	add := func(id int, roles string, client, internal, ctrl bool) error {
 		n := &ClusterNode{ID: id, Roles: roles, Dir: filepath.Join(dir, fmt.Sprintf("node-%d", id))}

@@ -64,6 +64,7 @@ func Scenarios() []Scenario {
 	all = append(all, clientScenarios()...)
 	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
+	all = append(all, tlsScenarios()...)
 	return all
 }
 
@@ -112,6 +113,18 @@ type Env struct {
 	Log    *slog.Logger
 
 	note string
+	// nodes counts the single nodes the scenario started (StartNode);
+	// cleanups stop them when it ends.
+	nodes    int
+	cleanups []func()
+}
+
+// cleanup runs the scenario's cleanups, latest first.
+func (e *Env) cleanup() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+	e.cleanups = nil
 }
 
 // Notef records a one-line summary that the report shows next to the
@@ -318,6 +331,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
 	defer cancel()
 	env := &Env{Target: r.Target, Tools: r.Tools, Dir: dir, Log: r.Log.With("scenario", s.Name)}
 	err := runProtected(sctx, s, env)
+	env.cleanup()
 	res.Elapsed = time.Since(start)
 	res.Note = env.note
 	var skip *SkipError

@@ -63,6 +63,17 @@ func txnScenarios() []Scenario {
 			func(ctx context.Context, e *Env, topic, group string) (Output, error) {
 				return runGoClient(ctx, e, "sarama-transactions", topic, group, txnRecords)
 			}),
+		{Name: "client/kafka-go-transactions", Timeout: 4 * time.Minute,
+			Doc: "segmentio/kafka-go (no transactional producer: offsets only): InitProducerID with a transactional id, AddOffsetsToTxn, TxnOffsetCommit, EndTxn commit, abort, commit; the group's offset moves only on commit; a second InitProducerID fences the first session",
+			Run: func(ctx context.Context, e *Env) error {
+				out, err := runGoClient(ctx, e, "kafka-go-transactions", e.Name("kafka-go-txn"), e.Name("kafka-go-txn-group"), txnRecords)
+				if err != nil {
+					return err
+				}
+				note, err := checkKafkaGoTxnReport(out.Stdout, txnRecords)
+				e.Notef("%s", note)
+				return err
+			}},
 		java(SetKafka, KafkaVersion, "transactions V2 where the broker finalizes transaction.version 2, V1 otherwise"),
 		java(SetOldClients, OldClientsVersion, "transactions V1: KIP-890's client side came in 4.0"),
 	}
@@ -234,3 +245,52 @@ func (t txnTally) mismatch(consumer string, want map[string]int) string {
 	}
 	return consumer + " consumer saw " + strings.Join(p, ", ")
 }
+
+// kafkaGoTxnReport is what the kafka-go transactions check prints
+// (integration/clients/go/kafkagotxn.go).
+type kafkaGoTxnReport struct {
+	Client  string  `json:"client"`
+	Input   int     `json:"input"`
+	Offsets []int64 `json:"offsets"`
+	Fenced  string  `json:"fenced"`
+}
+
+// checkKafkaGoTxnReport checks the kafka-go report for n input records: the
+// group's offset after a commit of n/2, an aborted offset 1 and a commit
+// of n, and the first session fenced (PRODUCER_FENCED, or
+// INVALID_PRODUCER_EPOCH as Kafka answers the older request versions
+// kafka-go sends).
+func checkKafkaGoTxnReport(stdout string, n int) (string, error) {
+	var line string
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "{") {
+			line = l
+		}
+	}
+	var r kafkaGoTxnReport
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return "", fmt.Errorf("client printed no JSON report (%v): %q", err, truncate(stdout, 300))
+	}
+	note := fmt.Sprintf("%s: input %d, group offset after commit/abort/commit %v, old session's AddOffsetsToTxn: error %s", r.Client, r.Input, r.Offsets, r.Fenced)
+	want := []int64{int64(n / 2), int64(n / 2), int64(n)}
+	var problems []string
+	if r.Input != n {
+		problems = append(problems, fmt.Sprintf("read %d input records, want %d", r.Input, n))
+	}
+	if fmt.Sprint(r.Offsets) != fmt.Sprint(want) {
+		problems = append(problems, fmt.Sprintf("group offsets %v after the three transactions, want %v (the aborted one must not move it)", r.Offsets, want))
+	}
+	if r.Fenced != strconv.Itoa(int(kerrProducerFenced)) && r.Fenced != strconv.Itoa(int(kerrInvalidProducerEpoch)) {
+		problems = append(problems, fmt.Sprintf("the fenced session's AddOffsetsToTxn got %q, want PRODUCER_FENCED (90) or INVALID_PRODUCER_EPOCH (47)", r.Fenced))
+	}
+	if len(problems) > 0 {
+		return note, fmt.Errorf("%s: %s", r.Client, strings.Join(problems, "; "))
+	}
+	return note, nil
+}
+
+// Kafka's error codes for a fenced producer.
+const (
+	kerrInvalidProducerEpoch = 47
+	kerrProducerFenced       = 90
+)

@@ -90,3 +90,22 @@ func TestCheckTxnReport(t *testing.T) {
 		t.Fatal("a program that printed no report passed")
 	}
 }
+
+func TestCheckKafkaGoTxnReport(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+	}{
+		{`{"client":"kafka-go","input":100,"offsets":[50,50,100],"fenced":"90"}`, true},
+		{`{"client":"kafka-go","input":100,"offsets":[50,50,100],"fenced":"47"}`, true},
+		{`{"client":"kafka-go","input":100,"offsets":[50,1,100],"fenced":"90"}`, false},    // the abort applied
+		{`{"client":"kafka-go","input":100,"offsets":[-1,50,100],"fenced":"90"}`, false},   // a commit never visible
+		{`{"client":"kafka-go","input":100,"offsets":[50,50,100],"fenced":"none"}`, false}, // no fencing
+		{`{"client":"kafka-go","input":99,"offsets":[50,50,100],"fenced":"90"}`, false},
+		{`not json`, false},
+	} {
+		if _, err := checkKafkaGoTxnReport(c.line, 100); (err == nil) != c.ok {
+			t.Errorf("%s: err %v, want ok=%v", c.line, err, c.ok)
+		}
+	}
+}

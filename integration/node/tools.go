@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -41,4 +42,44 @@ func StockTool(ctx context.Context, t testing.TB) func(mainClass string, args ..
 		}
 		return out.Stdout
 	}
+}
+
+// StartSingle starts a fresh single node of flavor ("gregor" or "kafka")
+// with the listeners and properties of spec (integration.StartNode), in a
+// directory of the test's, stopped when the test ends. A kafka node needs
+// a JRE and the Kafka jars; without them the test is skipped.
+func StartSingle(ctx context.Context, t testing.TB, flavor string, spec integration.NodeSpec) *integration.SingleNode {
+	t.Helper()
+	root, err := integration.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := integration.NewTools(root)
+	if flavor == "kafka" {
+		if _, err := exec.LookPath("java"); err != nil {
+			t.Skip("java not found: a Kafka node needs a JRE")
+		}
+		if _, err := tools.MavenLibs(ctx, integration.SetKafka); err != nil {
+			t.Skipf("the Kafka %s jars are not available: %v", integration.KafkaVersion, err)
+		}
+	}
+	n, err := integration.StartNode(ctx, tools, flavor, t.TempDir(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Logf("stopping the %s node: %v", flavor, err)
+		}
+	})
+	return n
+}
+
+// Flavor is the flavor of node a test that runs against either one should
+// start: $GREGOR_TEST_FLAVOR ("gregor" or "kafka"), gregor by default.
+func Flavor() string {
+	if f := os.Getenv("GREGOR_TEST_FLAVOR"); f != "" {
+		return f
+	}
+	return "gregor"
 }

@@ -242,7 +242,10 @@ func runTests(pkg, overlay, run string) (failed []string, buildErr string) {
 	// A disabled fsync can make a test wait for one forever.
 	args := []string{"test", "-count=1", "-timeout=120s"}
 	if overlay != "" {
-		args = append(args, "-overlay="+overlay)
+		// One failing test is all a site needs: the rest of the
+		// package's tests need not run (this took teeth from most of
+		// make test's time to a fraction of it).
+		args = append(args, "-overlay="+overlay, "-failfast")
 	}
 	if run != "" {
 		args = append(args, "-run="+run)

@@ -3,14 +3,15 @@
 // lives in its own module so that the broker's go.mod does not carry these
 // clients.
 //
-//	goclients sarama|kafka-go|sarama-transactions BOOTSTRAP TOPIC GROUP COUNT
+//	goclients sarama|kafka-go|sarama-transactions|kafka-go-transactions BOOTSTRAP TOPIC GROUP COUNT
 //	goclients sarama-open-transaction BOOTSTRAP TOPIC TXNID COUNT
 //
 // BOOTSTRAP is one host:port or several, comma-separated (a cluster).
 //
 // It prints one JSON line with what it saw and exits non-zero on failure.
 // (segmentio/kafka-go has no transactional producer: its record batches
-// always carry producer id -1, so it has no transactions check.)
+// always carry producer id -1, so its transactions check commits and aborts
+// transactions of offsets only, kafkagotxn.go.)
 package main
 
 import (
@@ -40,7 +41,7 @@ type report struct {
 
 func main() {
 	if len(os.Args) != 6 {
-		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go|sarama-transactions|sarama-open-transaction BOOTSTRAP TOPIC GROUP|TXNID COUNT")
+		fmt.Fprintln(os.Stderr, "usage: goclients sarama|kafka-go|sarama-transactions|kafka-go-transactions|sarama-open-transaction BOOTSTRAP TOPIC GROUP|TXNID COUNT")
 		os.Exit(2)
 	}
 	count, err := strconv.Atoi(os.Args[5])
@@ -58,6 +59,8 @@ func main() {
 		rep, err = checkKafkaGo(ctx, os.Args[2], os.Args[3], os.Args[4], count)
 	case "sarama-transactions":
 		rep, err = checkSaramaTxn(ctx, os.Args[2], os.Args[3], os.Args[4], count)
+	case "kafka-go-transactions":
+		rep, err = checkKafkaGoTxn(ctx, os.Args[2], os.Args[3], os.Args[4], count)
 	case "sarama-open-transaction":
 		rep, err = openSaramaTxn(os.Args[2], os.Args[3], os.Args[4], count)
 	default:
