@@ -21,6 +21,19 @@ package broker
 //     any ACL applies to the resource at all, the answer is DENY; else
 //     allow.everyone.if.no.acl.found decides (default false).
 //
+// Readiness (early.start.listeners): Kafka opens the listeners not named
+// in early.start.listeners (by default all but the controller listeners)
+// only once the authorizer has loaded the ACLs the metadata log held at
+// start, and answers non-super-users on the early ones
+// AuthorizerNotReadyException (UNKNOWN_SERVER_ERROR on the wire) until
+// then. Gregor loads the image the node starts with before any listener
+// serves (Broker.Start), and its client listeners open only after the
+// broker has registered, so no listener serves before the ACLs are
+// loaded; were one to, everyone but the super users would be refused (with
+// the API's authorization error, where Kafka answers UNKNOWN_SERVER_ERROR).
+// Deviation: a client listener named in early.start.listeners opens with
+// the others, after registration.
+//
 // The ACLs are indexed once per change of the image's ACL set (an
 // immutable index swapped in atomically): per resource type, literal names
 // in a map, the wildcard ACLs apart, prefixed names in a map with the set

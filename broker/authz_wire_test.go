@@ -9,6 +9,7 @@ package broker
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -595,6 +596,19 @@ func TestAuthzControllerListener(t *testing.T) {
 	if c := call[*kmsg.EnvelopeResponse](t, ctrlAddr, env).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("envelope without CLUSTER_ACTION: %v", kerr.ErrorForCode(c))
 	}
+	// The node's own broker reaches its controller in process: its
+	// heartbeats and internal topics need no grant.
+	if err := n.b.heartbeat(ctxFor(t)); err != nil {
+		t.Fatalf("the node's own heartbeat: %v", err)
+	}
+	internal := kmsg.NewCreateTopicsRequestTopic()
+	internal.Topic, internal.NumPartitions, internal.ReplicationFactor = "__internal_test", 1, 1
+	if err := n.b.createInternalTopic(ctxFor(t), internal); err != nil {
+		t.Fatalf("the node's own topic creation: %v", err)
+	}
+	if n.ctrl.Image().Brokers[1].Fenced {
+		t.Fatal("the node's broker was fenced")
+	}
 }
 
 // The forwarded principal decides: with CLUSTER_ACTION granted to the
@@ -679,5 +693,54 @@ func TestAuthzFollowsACLChanges(t *testing.T) {
 	waitACLsIndexed(t, n)
 	if code := produce(3); code != 0 {
 		t.Fatalf("after deleting it: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// A broker's ControllerClient forwards a client's request to a remote
+// active controller in an Envelope carrying the client's principal and
+// address, which the controller authorizes; the broker's own requests go
+// as themselves, authorized with the principal of its connection.
+func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
+	n := openNode(t)
+	setACLs(t, n,
+		allow(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction),
+		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:mallory", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny},
+		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeAllow},
+		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+			Principal: anonymous, Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
+	// An ACL on the cluster (CLUSTER_ACTION, for the forwarding
+	// connection) means nobody has CREATE on it: the topic ACLs decide.
+	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
+	defer cc.Close()
+	cc.Follow(bootstrapView{n.ctrl})
+	create := func(ctx context.Context, topic string) int16 {
+		t.Helper()
+		answer, err := cc.Handle(ctx, createTopicsRequest(topic, 1, 5000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return answer.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+	}
+	as := func(user string) context.Context {
+		return withIdentity(ctxFor(t), identity{principal: Principal{Type: "User", Name: user}, host: "10.1.1.1", addr: netip.MustParseAddr("10.1.1.1")})
+	}
+	if c := create(as("mallory"), "x-1"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("mallory's forwarded creation: %v", kerr.ErrorForCode(c))
+	}
+	if c := create(as("alice"), "x-2"); c != 0 {
+		t.Fatalf("alice's forwarded creation: %v", kerr.ErrorForCode(c))
+	}
+	// No identity: the broker's own request, as its connection's
+	// principal (User:ANONYMOUS here), which the ACLs deny.
+	if c := create(ctxFor(t), "x-3"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("the broker's own creation as User:ANONYMOUS: %v", kerr.ErrorForCode(c))
+	}
+	// The address travels too: a DENY for alice from her host applies.
+	setACLs(t, n, controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-4", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+		Principal: "User:alice", Host: "10.1.1.1", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
+	if c := create(as("alice"), "x-4"); c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice's forwarded creation from a denied host: %v", kerr.ErrorForCode(c))
 	}
 }

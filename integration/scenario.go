@@ -65,6 +65,7 @@ func Scenarios() []Scenario {
 	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
 	all = append(all, tlsScenarios()...)
+	all = append(all, aclScenarios()...)
 	return all
 }
 
