@@ -47,6 +47,8 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 		r.respond(resp)
 		return
 	}
+	// Kafka's answer keeps its default message, "".
+	resp.ErrorMessage = kmsg.StringPtr("")
 	filter := controller.DescribeFilter(req)
 	var matched []controller.ACL
 	for _, acl := range b.meta.Image().ACLs.All() {

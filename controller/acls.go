@@ -419,6 +419,10 @@ func (c *Controller) CreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 		res := kmsg.NewCreateACLsResponseResult()
 		res.ErrorCode = e.code()
 		res.ErrorMessage = e.kafkaMessage()
+		if e == nil {
+			// Kafka's AclCreationResult keeps its default message, "".
+			res.ErrorMessage = strPtr("")
+		}
 		resp.Results = append(resp.Results, res)
 	}
 	return resp
