@@ -12,4 +12,10 @@ require (
 	google.golang.org/protobuf v1.36.11
 )
 
-require github.com/twmb/franz-go/pkg/kadm v1.20.0
+require (
+	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	software.sslmate.com/src/go-pkcs12 v0.7.3
+)
+
+require golang.org/x/crypto v0.59.0 // indirect

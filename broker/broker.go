@@ -63,6 +63,9 @@ type Options struct {
 	// (the listener a request arrived on decides in Kafka; all client
 	// listeners are advertised in the registration).
 	InterBrokerListener string
+	// InterBrokerDial opens connections to other brokers' inter-broker
+	// listeners (with TLS when that listener is SSL); nil dials plain TCP.
+	InterBrokerDial DialFunc
 
 	AutoCreateTopics              bool
 	NumPartitions                 int32
@@ -112,8 +115,13 @@ type Options struct {
 	// authorizer.class.name is empty (no authorization, ACL APIs answer
 	// SECURITY_DISABLED).
 	Authorizer *AuthorizerOptions
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// ValidateBrokerConfigs, when set, checks the dynamic configs this
+	// broker would have after an alter request, before it is forwarded
+	// (dynamicbroker.go): what only this node can vouch for, such as a
+	// new keystore for one of its SSL listeners.
+	ValidateBrokerConfigs func(next map[string]string) error
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.

@@ -11,7 +11,8 @@ package broker
 // cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
 // resources (KIP-848's group configs) report Kafka 4.3's group keys for any
 // group id, existing or not. Broker logger resources report the logger
-// levels. Alter requests change metadata and go to the controller.
+// levels. Alter requests change metadata and go to the controller, after
+// the broker's own checks of its BROKER resources (dynamicbroker.go).
 //
 // ListConfigResources (KIP-1142; v0 was ListClientMetricsResources) lists,
 // per requested type, the groups and client-metrics resources that have
@@ -152,14 +153,6 @@ func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseR
 		}
 	}
 	return []kmsg.DescribeConfigsResponseResourceConfig{c}
-}
-
-func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) {
-	b.forwardRequest(ctx, r, nil)
-}
-
-func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) {
-	b.forwardRequest(ctx, r, nil)
 }
 
 // listedConfigTypes are the types ListConfigResources v1 lists, in the

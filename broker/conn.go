@@ -84,10 +84,13 @@ const drainTimeout = 10 * time.Second
 
 type conn struct {
 	srv *Server
-	nc  net.Conn
-	// in is what the connection reads: nc's socket read directly, for
-	// TCP (socket.go).
+	// nc is the accepted socket: deadlines and closing act on it.
+	nc net.Conn
+	// in and out are what the connection reads and writes: on a
+	// PLAINTEXT listener nc (its socket read directly, socket.go), on an
+	// SSL one the TLS connection over nc (tls.go).
 	in       io.Reader
+	out      net.Conn
 	listener *listener
 	// session is who the peer is (session.go).
 	session session
@@ -209,7 +212,7 @@ func (w activityWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		piece := p[:min(len(p), activityPiece)]
-		n, err := w.c.nc.Write(piece)
+		n, err := w.c.out.Write(piece)
 		written += n
 		if n > 0 {
 			w.c.idle.touch()
@@ -358,6 +361,11 @@ func (c *conn) close() {
 
 // serve runs the reader loop until the connection ends.
 func (c *conn) serve() {
+	if !c.secure() {
+		c.cancel()
+		c.close()
+		return
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -674,14 +682,23 @@ func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
 		return copyFileRange(bw, fr)
 	}
 	if osf, ok := fr.File.(vfs.OSFiler); ok {
-		if tcp, ok := c.nc.(*net.TCPConn); ok {
+		if tcp, ok := c.out.(*net.TCPConn); ok {
 			if err := bw.Flush(); err != nil {
 				return err
 			}
 			return sendfile(tcp, osf.OSFile(), fr.Pos, fr.Size)
 		}
 	}
-	_, err := io.Copy(bw, io.NewSectionReader(fr.File, fr.Pos, fr.Size))
+	// Through user space (TLS, or a file that is not the OS's): bufio's
+	// ReadFrom reads the range straight into the write buffer's free
+	// space and writes it out a buffer at a time, so a large range costs
+	// one pread and one write (of TLS records) per writeBufferSize.
+	n, err := io.Copy(bw, io.NewSectionReader(fr.File, fr.Pos, fr.Size))
+	if err == nil && n < fr.Size {
+		// A short copy would leave the frame shorter than its size
+		// prefix says: as for sendfile, the connection must close.
+		err = fmt.Errorf("reading %d bytes at %d of %s: %w", fr.Size, fr.Pos, fr.File.Name(), io.ErrUnexpectedEOF)
+	}
 	return err
 }
 

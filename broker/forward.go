@@ -53,7 +53,10 @@ type ControllerClientOptions struct {
 	// BootstrapAddrs are the controllers to ask while no active one is
 	// known (controller.quorum.bootstrap.servers, or the voters).
 	BootstrapAddrs []string
-	Logger         *slog.Logger
+	// Dial opens a connection to a controller listener (with TLS when it
+	// is SSL); nil dials plain TCP.
+	Dial   DialFunc
+	Logger *slog.Logger
 }
 
 // ControllerClient implements ActiveController across the network.
@@ -84,7 +87,7 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID)}
+	c := &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID, opts.Dial)}
 	if opts.Local != nil {
 		var local ActiveController = opts.Local
 		c.local.Store(&local)
@@ -291,18 +294,38 @@ func (c *ControllerClient) drop(key connKey, cc *peerConn) { c.pool.drop(key, cc
 // Close closes every controller connection; requests waiting on them fail.
 func (c *ControllerClient) Close() { c.pool.close() }
 
+// DialFunc opens a connection to another node's listener at addr
+// (host:port), secured and authenticated as that listener asks
+// (broker/ssl's Dialer); ctx bounds it.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// dialTCP is the DialFunc of a PLAINTEXT listener.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: forwardDialTime}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+	}
+	return nc, nil
+}
+
 // connPool keeps one pipelined connection per key (a peer), dialled on
 // first use and again once it fails or the peer's address changes. mu
-// guards conns; a connection's own lock is taken after it.
+// guards conns; a connection's own lock is taken after it. Every
+// connection a broker opens to another node is dialled here.
 type connPool[K comparable] struct {
 	nodeID int32 // ours, in the client id
+	dial   DialFunc
 	mu     sync.Mutex
 	conns  map[K]*peerConn
 	closed bool
 }
 
-func newConnPool[K comparable](nodeID int32) *connPool[K] {
-	return &connPool[K]{nodeID: nodeID, conns: map[K]*peerConn{}}
+func newConnPool[K comparable](nodeID int32, dial DialFunc) *connPool[K] {
+	if dial == nil {
+		dial = dialTCP
+	}
+	return &connPool[K]{nodeID: nodeID, dial: dial, conns: map[K]*peerConn{}}
 }
 
 var errPoolClosed = errors.New("shutting down")
@@ -318,10 +341,11 @@ func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, e
 		return c, nil
 	}
 	p.mu.Unlock()
-	d := net.Dialer{Timeout: forwardDialTime}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dctx, cancel := context.WithTimeout(ctx, forwardDialTime)
+	nc, err := p.dial(dctx, addr)
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+		return nil, err
 	}
 	c := newPeerConn(nc, addr, p.nodeID)
 	p.mu.Lock()

@@ -8,7 +8,8 @@ package broker
 // connection per broker for the first two, and one per follower fetcher
 // (so that a long poll holds up nothing else), each redialled when it
 // fails or the broker's endpoint changes. It is the replica manager's
-// replica.Peers.
+// replica.Peers. Connections are dialled with Options.InterBrokerDial:
+// TLS (and, once it lands, SASL) as the inter-broker listener asks.
 //
 // Locks: those of connPool.
 
@@ -42,7 +43,7 @@ const (
 )
 
 func newBrokerPeers(b *Broker) *brokerPeers {
-	return &brokerPeers{b: b, pool: newConnPool[peerLane](b.opts.NodeID)}
+	return &brokerPeers{b: b, pool: newConnPool[peerLane](b.opts.NodeID, b.opts.InterBrokerDial)}
 }
 
 // addr is broker id's inter-broker address in the current image.

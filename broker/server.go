@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,6 +32,9 @@ type ListenerSpec struct {
 	// Controller marks a listener in controller.listener.names: it serves
 	// the controller APIs instead of the client ones.
 	Controller bool
+	// TLS is the server side of an SSL or SASL_SSL listener; nil on the
+	// others (transport.go).
+	TLS *ssl.Server
 }
 
 // listener is a bound listener.
@@ -340,6 +344,7 @@ func (s *Server) acceptLoop(l *listener) {
 			srv:      s,
 			nc:       nc,
 			in:       socketReader(nc),
+			out:      nc,
 			listener: l,
 			session:  newSession(l, ip),
 			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),

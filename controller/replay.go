@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/gregorbroker/gregor/protocol"
@@ -140,6 +141,20 @@ func (b *imageBuilder) mutableTopic(id protocol.UUID) *Topic {
 
 // mutableConfig returns a copy of the resource's config map that this batch
 // may modify, creating it if needed.
+// ConfigTouched reports whether a ConfigRecord of res was applied
+// between prev and img (a later image of the same log): one that set a
+// value to what it was counts too, as Kafka's controller writes broker
+// configs even unchanged so that brokers reload a keystore rewritten
+// under the same name (KAFKA-14136). It relies on mutableConfig giving a
+// resource a new map whenever a record touches it.
+func (img *Image) ConfigTouched(prev *Image, res ConfigResource) bool {
+	if prev == nil {
+		return true
+	}
+	a, b := prev.Configs[res], img.Configs[res]
+	return (a == nil) != (b == nil) || reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer()
+}
+
 func (b *imageBuilder) mutableConfig(res ConfigResource) map[string]string {
 	if !b.configsCopied {
 		b.next.Configs = maps.Clone(b.next.Configs)

@@ -90,6 +90,9 @@ type NetTransport struct {
 	logger    *slog.Logger
 	// resolve gives a peer's CONTROLLER address.
 	resolve func(nodeID int32) (string, bool)
+	// dial connects to a peer's controller listener (with TLS when the
+	// listener is SSL).
+	dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu     sync.Mutex
 	ctrl   *Controller
@@ -101,11 +104,18 @@ type NetTransport struct {
 }
 
 // NewNetTransport returns a transport for node self of clusterID that
-// finds peers with resolve.
-func NewNetTransport(clusterID string, self int32, resolve func(nodeID int32) (string, bool), logger *slog.Logger) *NetTransport {
+// finds peers with resolve and connects to them with dial (nil: plain
+// TCP).
+func NewNetTransport(clusterID string, self int32, resolve func(nodeID int32) (string, bool), dial func(ctx context.Context, addr string) (net.Conn, error), logger *slog.Logger) *NetTransport {
+	if dial == nil {
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &NetTransport{
-		clusterID: clusterID, self: self, resolve: resolve,
+		clusterID: clusterID, self: self, resolve: resolve, dial: dial,
 		logger: logger.With("component", "raft-transport", "node", self),
 		peers:  map[uint64]*peerSender{}, ctx: ctx, cancel: cancel,
 	}
@@ -270,8 +280,9 @@ func (p *peerSender) dial(ctx context.Context) (net.Conn, error) {
 	if !ok {
 		return nil, errUnknownPeer
 	}
-	d := net.Dialer{Timeout: transportDialTimeout}
-	return d.DialContext(ctx, "tcp", addr)
+	ctx, cancel := context.WithTimeout(ctx, transportDialTimeout)
+	defer cancel()
+	return p.t.dial(ctx, addr)
 }
 
 // failed reports a batch that did not reach the peer.

@@ -19,9 +19,19 @@
 //   - Scenario (scenario.go) is one named check with a timeout; Runner runs
 //     a list of them in order against one Target and restarts the target
 //     if a scenario kills it. Scenarios live in scenarios_*.go, one file
-//     per family (cli, verify, kgo, client, lifecycle, streams); streams.go
+//     per family (cli, verify, kgo, client, lifecycle, streams, tls); streams.go
 //     runs Kafka Streams' WordCountDemo for the streams family and for
 //     the kill -9 test in integration/streams.
+//   - Secured nodes (singlenode.go, pki.go): StartNode, Env.StartNode and,
+//     for Go tests, node.StartSingle start a fresh single combined node of
+//     either flavor with extra listeners, any properties (ssl.*, sasl.*,
+//     authorizer.*) and format flags, and return each listener's address
+//     by name and a Stop that kills it and removes its data; a node a
+//     scenario starts is stopped when the scenario ends. NewPKI is a test
+//     CA issuing server and client certificates as PEM files Kafka reads
+//     (ClientSSL and ListenerSSL give the matching properties), and
+//     WriteClientProperties writes a Java tool's --command-config. The
+//     tls family of scenarios (scenarios_tls.go) is built on them.
 //   - report.go merges one run's column into COMPAT.md.
 //
 // Processes and goroutines: every external command runs in its own

@@ -26,6 +26,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
+	pkcs12 "software.sslmate.com/src/go-pkcs12"
 )
 
 // PKI is a certificate authority whose files live in Dir.
@@ -111,6 +114,19 @@ func NewPKI(dir string) (*PKI, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// NewPKIWithServer is NewPKI and its Server("broker") certificate.
+func NewPKIWithServer(dir string) (*PKI, *KeyPair, error) {
+	p, err := NewPKI(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err := p.Server("broker")
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, server, nil
 }
 
 // Server issues a server certificate named CN=<name> for 127.0.0.1 and
@@ -233,6 +249,88 @@ func (p *PKI) ListenerSSL(listener string, kp *KeyPair) map[string]string {
 		prefix + "ssl.keystore.location":   kp.KeystoreFile,
 		prefix + "ssl.truststore.type":     "PEM",
 		prefix + "ssl.truststore.location": p.CAFile,
+	}
+}
+
+// WritePKCS12 writes kp (key and chain) as a PKCS12 keystore protected
+// by password (PBES2 with AES-256, as Java 17's keytool writes them).
+func (kp *KeyPair) WritePKCS12(path, password string) error {
+	var chain []*x509.Certificate
+	for _, der := range pemCertificates(kp.ChainPEM)[1:] {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, c)
+	}
+	pfx, err := pkcs12.Modern2023.Encode(kp.Key, kp.Cert, chain, password)
+	if err != nil {
+		return fmt.Errorf("encoding %s as PKCS12: %w", kp.Name, err)
+	}
+	return os.WriteFile(path, pfx, 0o600)
+}
+
+// WriteJKS writes kp (key and chain) as a JKS keystore with a store and a
+// key password.
+func (kp *KeyPair) WriteJKS(path, storePassword, keyPassword string) error {
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(kp.Key)
+	if err != nil {
+		return err
+	}
+	entry := keystore.PrivateKeyEntry{CreationTime: time.Now(), PrivateKey: pkcs8}
+	for _, der := range pemCertificates(kp.ChainPEM) {
+		entry.CertificateChain = append(entry.CertificateChain, keystore.Certificate{Type: "X509", Content: der})
+	}
+	ks := keystore.New()
+	if err := ks.SetPrivateKeyEntry(kp.Name, entry, []byte(keyPassword)); err != nil {
+		return err
+	}
+	return writeJKS(path, ks, storePassword)
+}
+
+// WriteTruststoreJKS writes the CA certificate as a JKS truststore.
+func (p *PKI) WriteTruststoreJKS(path, password string) error {
+	ks := keystore.New()
+	if err := ks.SetTrustedCertificateEntry("ca", keystore.TrustedCertificateEntry{CreationTime: time.Now(), Certificate: keystore.Certificate{Type: "X509", Content: p.CA.Raw}}); err != nil {
+		return err
+	}
+	return writeJKS(path, ks, password)
+}
+
+// WriteTruststorePKCS12 writes the CA certificate as a PKCS12 truststore
+// (marked trusted as Java marks them).
+func (p *PKI) WriteTruststorePKCS12(path, password string) error {
+	pfx, err := pkcs12.Modern2023.EncodeTrustStore([]*x509.Certificate{p.CA}, password)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pfx, 0o600)
+}
+
+func writeJKS(path string, ks keystore.KeyStore, password string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := ks.Store(f, []byte(password)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// pemCertificates are the DER certificates of a PEM text, in order.
+func pemCertificates(text string) [][]byte {
+	var out [][]byte
+	rest := []byte(text)
+	for {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return out
+		}
+		if b.Type == "CERTIFICATE" {
+			out = append(out, b.Bytes)
+		}
 	}
 }
 

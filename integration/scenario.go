@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,6 +44,12 @@ type Scenario struct {
 	Doc     string // one line: what it checks
 	Timeout time.Duration
 	Run     func(ctx context.Context, e *Env) error
+	// OwnNodes marks a scenario that starts every node it talks to
+	// (Env.StartNode) and never uses the shared target: the runner runs
+	// these one at a time beside the shared target's scenarios, whose
+	// time goes mostly to waiting (consumers' idle timeouts, JVM
+	// start-ups), so that they add little to a run's length.
+	OwnNodes bool
 }
 
 // SkipError marks a scenario that cannot run against this target.
@@ -275,13 +282,42 @@ type Runner struct {
 // maxRestarts bounds how often a target that keeps dying is restarted.
 const maxRestarts = 3
 
-// Run runs every scenario in order and returns one result each.
+// Run runs every scenario and returns one result each, in the order
+// given: the shared target's scenarios in order on this goroutine, and the
+// OwnNodes ones in order on another, beside them.
 func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
-	results := make([]Result, 0, len(scenarios))
+	results := make([]Result, len(scenarios))
+	var reportMu sync.Mutex
+	report := func(res Result) {
+		if r.Report != nil {
+			reportMu.Lock()
+			r.Report(res)
+			reportMu.Unlock()
+		}
+	}
+	var own sync.WaitGroup
+	own.Add(1)
+	go func() {
+		defer own.Done()
+		for i, s := range scenarios {
+			if !s.OwnNodes {
+				continue
+			}
+			res := Result{Scenario: s.Name, Status: Fail, Reason: "not run: " + fmt.Sprint(ctx.Err())}
+			if ctx.Err() == nil {
+				res = r.runOne(ctx, s)
+			}
+			results[i] = res
+			report(res)
+		}
+	}()
 	var startErr error
 	restarts := 0
 	started := false
-	for _, s := range scenarios {
+	for i, s := range scenarios {
+		if s.OwnNodes {
+			continue
+		}
 		res := Result{Scenario: s.Name}
 		switch {
 		case ctx.Err() != nil:
@@ -307,11 +343,10 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 				res = r.runOne(ctx, s)
 			}
 		}
-		results = append(results, res)
-		if r.Report != nil {
-			r.Report(res)
-		}
+		results[i] = res
+		report(res)
 	}
+	own.Wait()
 	return results
 }
 

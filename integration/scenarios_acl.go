@@ -29,13 +29,14 @@ const (
 
 func aclScenarios() []Scenario {
 	return []Scenario{
-		{Name: "acl/kafka-acls", Doc: "kafka-acls --add, --list (all, by resource, by principal), --remove on a node with StandardAuthorizer: the tool's exact output", Timeout: 5 * time.Minute, Run: aclKafkaACLs},
-		{Name: "acl/consumer-denied-topic", Doc: "a DENY READ for User:ANONYMOUS on a topic: the console consumer fails with TopicAuthorizationException (TOPIC_AUTHORIZATION_FAILED) and reads nothing; after --remove it reads everything", Timeout: 5 * time.Minute, Run: aclConsumerDeniedTopic},
-		{Name: "acl/consumer-denied-group", Doc: "a DENY READ for User:ANONYMOUS on a group: the console consumer in that group fails with GroupAuthorizationException (GROUP_AUTHORIZATION_FAILED); another group reads", Timeout: 5 * time.Minute, Run: aclConsumerDeniedGroup},
+		{Name: "acl/kafka-acls", Doc: "kafka-acls --add, --list (all, by resource, by principal), --remove on a node with StandardAuthorizer: the tool's exact output", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclKafkaACLs},
+		{Name: "acl/consumer-denied-topic", Doc: "a DENY READ for User:ANONYMOUS on a topic: the console consumer fails with TopicAuthorizationException (TOPIC_AUTHORIZATION_FAILED) and reads nothing; after --remove it reads everything", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclConsumerDeniedTopic},
+		{Name: "acl/consumer-denied-group", Doc: "a DENY READ for User:ANONYMOUS on a group: the console consumer in that group fails with GroupAuthorizationException (GROUP_AUTHORIZATION_FAILED); another group reads", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclConsumerDeniedGroup},
 		{Name: "acl/no-authorizer", Doc: "kafka-acls --list on the target (no authorizer configured) fails with SecurityDisabledException: No Authorizer is configured on the broker", Run: aclNoAuthorizer},
-		{Name: "acl/deny-per-api", Doc: "User:ANONYMOUS denied ALL on a topic, a group and a transactional id: one request of every API family that names them gets TOPIC_, GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED where Kafka puts it", Timeout: 4 * time.Minute, Run: aclDenyPerAPI},
-		{Name: "acl/deny-cluster", Doc: "User:ANONYMOUS allowed only CLUSTER_ACTION on the cluster (so no other cluster operation): the cluster-level APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka puts it, and those Kafka lets a topic-level grant cover (CreateTopics, DeleteTopics, InitProducerId) still pass", Timeout: 4 * time.Minute, Run: aclDenyCluster},
-		{Name: "acl/api-errors", Doc: "CreateAcls, DescribeAcls and DeleteAcls on the wire: per-creation validation codes and messages, a whole request failing on ANY/MATCH codes, unknown filter codes, duplicates, and CLUSTER_AUTHORIZATION_FAILED without ALTER/DESCRIBE on the cluster", Timeout: 4 * time.Minute, Run: aclAPIErrors},
+		{Name: "acl/deny-per-api", Doc: "User:ANONYMOUS denied ALL on a topic, a group and a transactional id: one request of every API family that names them gets TOPIC_, GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED where Kafka puts it", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclDenyPerAPI},
+		{Name: "acl/deny-cluster", Doc: "User:ANONYMOUS allowed only CLUSTER_ACTION on the cluster (so no other cluster operation): the cluster-level APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka puts it, and those Kafka lets a topic-level grant cover (CreateTopics, DeleteTopics, InitProducerId) still pass", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclDenyCluster},
+		{Name: "acl/mtls-two-users", Doc: "two mTLS clients (principals User:CN=alice,... and User:CN=bob,... from their certificates), allow.everyone.if.no.acl.found off: alice, granted READ on the topic and group, consumes everything; bob gets TopicAuthorizationException", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclMTLSTwoUsers},
+		{Name: "acl/api-errors", Doc: "CreateAcls, DescribeAcls and DeleteAcls on the wire: per-creation validation codes and messages, a whole request failing on ANY/MATCH codes, unknown filter codes, duplicates, and CLUSTER_AUTHORIZATION_FAILED without ALTER/DESCRIBE on the cluster", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclAPIErrors},
 	}
 }
 
@@ -951,4 +952,53 @@ func aclDenyCluster(ctx context.Context, e *Env) error {
 	problems := runACLCases(ctx, b, cases)
 	e.Notef("%d requests", len(cases))
 	return reportProblems(e, problems)
+}
+
+// aclMTLSTwoUsers tells principals apart by their client certificates: an
+// mTLS listener maps each certificate's subject to User:<DN>, and the ACLs
+// granted to one do not serve the other. The tools that set things up use
+// the PLAINTEXT listener as User:ANONYMOUS, a super user.
+func aclMTLSTwoUsers(ctx context.Context, e *Env) error {
+	n, pki, _, err := tlsNode(ctx, e, []NodeListener{{Name: "SSL", Protocol: "SSL"}}, func(p *PKI, server *KeyPair) map[string]string {
+		props := p.ListenerSSL("SSL", server)
+		props["listener.name.ssl.ssl.client.auth"] = "required"
+		props["authorizer.class.name"] = standardAuthorizer
+		props["super.users"] = "User:ANONYMOUS"
+		return props
+	})
+	if err != nil {
+		return err
+	}
+	const aliceDN, bobDN = "CN=alice,OU=clients,O=Gregor", "CN=bob,OU=clients,O=Gregor"
+	cfgs := map[string]string{}
+	for name, dn := range map[string]string{"alice": aliceDN, "bob": bobDN} {
+		kp, err := pki.Client(name, dn)
+		if err != nil {
+			return err
+		}
+		if cfgs[name], err = e.ClientProperties(name+".properties", pki.ClientSSL(kp)); err != nil {
+			return err
+		}
+	}
+	topic, group := e.Name("mtls-acl"), e.Name("mtls-acl-group")
+	lines := []string{"one", "two", "three"}
+	if err := produceLinesOn(ctx, e, n, topic, lines); err != nil {
+		return err
+	}
+	if _, err := acls(ctx, e, n, "--add", "--allow-principal", "User:"+aliceDN, "--operation", "Read", "--topic", topic, "--group", group); err != nil {
+		return err
+	}
+	out, err := e.KafkaOn(ctx, n.Addr("SSL"), "", mainConsumer, "--command-config", cfgs["alice"], "--topic", topic, "--group", group,
+		"--from-beginning", "--max-messages", fmt.Sprint(len(lines)), "--timeout-ms", "30000")
+	if err != nil {
+		return fmt.Errorf("alice's console consumer: %w: %s", err, out.Tail())
+	}
+	if got := strings.Fields(out.Stdout); strings.Join(got, ",") != strings.Join(lines, ",") {
+		return fmt.Errorf("alice read %q, want %q: %s", got, lines, out.Tail())
+	}
+	// Bob reads the partition directly (no group), so that the topic is
+	// what refuses him.
+	out, _ = e.KafkaOn(ctx, n.Addr("SSL"), "", mainConsumer, "--command-config", cfgs["bob"], "--topic", topic,
+		"--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(len(lines)), "--timeout-ms", "30000")
+	return deniedConsumer(out, "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: ["+topic+"]")
 }

@@ -41,7 +41,7 @@ type compactionResult struct {
 // before the switch and for the cleaning.
 func compaction(ctx context.Context, bootstrap, topic string, records, keys, size, rate int) (compactionResult, error) {
 	var res compactionResult
-	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	admin, err := newClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		return res, err
 	}
@@ -53,7 +53,7 @@ func compaction(ctx context.Context, bootstrap, topic string, records, keys, siz
 	if err := createTopicWith(ctx, admin, topic, 1, map[string]string{"segment.bytes": "1048576", "cleanup.policy": "delete"}); err != nil {
 		return res, err
 	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()),
+	prod, err := newClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()),
 		kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1<<20))
 	if err != nil {
 		return res, err
@@ -161,7 +161,7 @@ func (p *latencyProducer) start(ctx context.Context, admin *kgo.Client) error {
 	if err := createTopicWith(ctx, admin, p.topic, 1, nil); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append(producerOpts(p.bootstrap, "all"), kgo.DefaultProduceTopic(p.topic), kgo.ProducerLinger(0))...)
+	cl, err := newClient(append(producerOpts(p.bootstrap, "all"), kgo.DefaultProduceTopic(p.topic), kgo.ProducerLinger(0))...)
 	if err != nil {
 		return err
 	}

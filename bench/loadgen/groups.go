@@ -264,7 +264,7 @@ func groupStable(ctx context.Context, bootstrap, topic, group string, members, p
 	if members < 1 || members > partitions {
 		return res, fmt.Errorf("need 1 <= members (%d) <= partitions (%d) for every member to get an assignment", members, partitions)
 	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	admin, err := newClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		return res, err
 	}
@@ -293,7 +293,7 @@ func groupStable(ctx context.Context, bootstrap, topic, group string, members, p
 		if protocol == "consumer" {
 			opts = append(opts, kgo.ServerSideBalancer())
 		}
-		cl, err := kgo.NewClient(opts...)
+		cl, err := newClient(opts...)
 		if err != nil {
 			return res, err
 		}
@@ -487,7 +487,7 @@ func commits(ctx context.Context, bootstrap, topic, group string, committers, ea
 	if committers < 1 || each < 1 {
 		return res, errors.New("need at least one committer and one partition each")
 	}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	admin, err := newClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		return res, err
 	}
@@ -513,7 +513,7 @@ func commits(ctx context.Context, bootstrap, topic, group string, committers, ea
 	var clients []*kgo.Client
 	defer func() { closeAll(clients) }()
 	for i := range cs {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+		cl, err := newClient(kgo.SeedBrokers(bootstrap))
 		if err != nil {
 			return res, err
 		}

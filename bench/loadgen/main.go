@@ -12,12 +12,19 @@
 //	loadgen compaction    -bootstrap B -topic T -records N -keys K -size S -rate R
 //	loadgen txn-produce   -bootstrap B -topic T -partitions P -records N -per-txn K -payloads FILE
 //	loadgen txn-e2e       -bootstrap B -topic T -partitions P -rate R -per-txn K -duration D -payloads FILE
+//
+// Every mode that connects takes -tls-ca FILE (a PEM truststore: connect
+// over TLS, checking the broker's certificate against it and the host
+// name) and, for mTLS, -tls-cert FILE and -tls-key FILE (PEM), so that a
+// benchmark can run over a broker's SSL listener.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -34,6 +41,37 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// clientOpts are added to every client's options (TLS), set once from the
+// flags before any client is made.
+var clientOpts []kgo.Opt
+
+// newClient is kgo.NewClient with clientOpts.
+func newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append(opts, clientOpts...)...)
+}
+
+// tlsConfig trusts the CA certificates in caFile and presents the client
+// certificate in certFile and keyFile when both are given.
+func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	pemCerts, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemCerts) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	cfg := &tls.Config{RootCAs: roots}
+	if certFile != "" || keyFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -62,7 +100,18 @@ func main() {
 	partitionsEach := fs.Int("partitions-each", 3, "partitions in each committer's OffsetCommit (commits)")
 	keys := fs.Int("keys", 10000, "distinct keys (compaction)")
 	perTxn := fs.Int("per-txn", 100, "records per transaction (txn-produce, txn-e2e)")
+	tlsCA := fs.String("tls-ca", "", "PEM file of the CA certificates to trust: connect over TLS")
+	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain (mTLS; with -tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM client private key (mTLS; with -tls-cert)")
 	_ = fs.Parse(os.Args[2:])
+	if *tlsCA != "" {
+		cfg, err := tlsConfig(*tlsCA, *tlsCert, *tlsKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(2)
+		}
+		clientOpts = append(clientOpts, kgo.DialTLSConfig(cfg))
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -221,7 +270,7 @@ func produce(ctx context.Context, bootstrap, topic string, partitions, n int, ac
 	if err != nil {
 		return throughput{}, err
 	}
-	cl, err := kgo.NewClient(append(producerOpts(bootstrap, acks), kgo.DefaultProduceTopic(topic))...)
+	cl, err := newClient(append(producerOpts(bootstrap, acks), kgo.DefaultProduceTopic(topic))...)
 	if err != nil {
 		return throughput{}, err
 	}
@@ -257,7 +306,7 @@ func produce(ctx context.Context, bootstrap, topic string, partitions, n int, ac
 }
 
 func consume(ctx context.Context, bootstrap, topic string, n int) (throughput, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+	cl, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(8<<20))
 	if err != nil {
 		return throughput{}, err
@@ -301,7 +350,7 @@ func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int
 	if err != nil {
 		return latency{}, err
 	}
-	prod, err := kgo.NewClient(append(producerOpts(bootstrap, "all"), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))...)
+	prod, err := newClient(append(producerOpts(bootstrap, "all"), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))...)
 	if err != nil {
 		return latency{}, err
 	}
@@ -312,7 +361,7 @@ func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: payloads[0]}).FirstErr(); err != nil {
 		return latency{}, fmt.Errorf("warm-up produce: %w", err)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
+	cons, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return latency{}, err
@@ -408,7 +457,7 @@ func firstProduce(ctx context.Context, bootstrap, topic string) (firstAck, error
 	attempts := 0
 	for {
 		attempts++
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic),
+		cl, err := newClient(kgo.SeedBrokers(bootstrap), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }), kgo.MetadataMinAge(10*time.Millisecond),
 			kgo.RecordDeliveryTimeout(5*time.Second), kgo.DialTimeout(time.Second))
 		if err != nil {

@@ -37,7 +37,7 @@ type txnProducer struct {
 
 func newTxnProducer(bootstrap, topic string, extra ...kgo.Opt) (*txnProducer, error) {
 	opts := append(producerOpts(bootstrap, "all"), kgo.DefaultProduceTopic(topic), kgo.TransactionalID("loadgen-"+topic))
-	cl, err := kgo.NewClient(append(opts, extra...)...)
+	cl, err := newClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func txnEndToEnd(ctx context.Context, bootstrap, topic string, partitions, rate,
 	if err != nil {
 		return txnLatency{}, err
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	cons, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return txnLatency{}, err

@@ -45,6 +45,13 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 
 	opts := s.brokerOpts
 	opts.Configs = s.configs
+	opts.ValidateBrokerConfigs = func(next map[string]string) error {
+		var img *controller.Image
+		if m := metaView.Load(); m != nil {
+			img = (*m).Image()
+		}
+		return s.validateTLS(img, next)
+	}
 	opts.SupportedFeatures = s.supportedFeatures
 	opts.Logger = log.With("component", "broker")
 	// What this node follows the metadata through: its own controller, or
@@ -97,6 +104,12 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			b.Shutdown()
 			return fmt.Errorf("starting the controller listeners: %w", err)
 		}
+		stopDynamicConfigs := meta.Subscribe(func(prev, next *controller.Image) {
+			if s.brokerConfigsChanged(prev, next) {
+				s.reconfigureTLS(config.LayersFromImage(s.cfg, next))
+			}
+		})
+		defer stopDynamicConfigs()
 		printStarted(stdout, s, start, clusterID, b)
 		<-ctx.Done()
 		log.Info("shutting down")
@@ -164,8 +177,11 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		b.Shutdown()
 		return fmt.Errorf("starting the broker: %w", err)
 	}
-	stopDynamicConfigs := meta.Subscribe(func(_, next *controller.Image) {
+	stopDynamicConfigs := meta.Subscribe(func(prev, next *controller.Image) {
 		layers := config.LayersFromImage(s.cfg, next)
+		if s.brokerConfigsChanged(prev, next) {
+			s.reconfigureTLS(layers)
+		}
 		logs.SetCleanerOptions(cleanerOptions(layers))
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
 		b.SetTransactionVerification(verify == "true")
@@ -225,7 +241,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 				return c.VoterAddress(id, s.controllerListenerName)
 			}
 			return controller.VoterEndpoint(s.voters, id, s.controllerListenerName)
-		}, s.logger)
+		}, s.controllerDial, s.logger)
 	}
 	cfg := controller.Config{
 		FS:                       fsys,
@@ -302,7 +318,7 @@ func newForwarder(s *settings, local *controller.Controller) *broker.ControllerC
 	}
 	return broker.NewControllerClient(broker.ControllerClientOptions{
 		NodeID: s.nodeID, Local: local, Listener: s.controllerListenerName,
-		Bootstrap: bootstrap, BootstrapAddrs: addrs, Logger: s.logger.With("component", "forwarding"),
+		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.controllerDial, Logger: s.logger.With("component", "forwarding"),
 	})
 }
 

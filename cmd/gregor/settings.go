@@ -12,6 +12,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/storage"
 )
@@ -44,6 +45,16 @@ type settings struct {
 	producerIDExpiration   int64                  // producer.id.expiration.ms
 	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
+	// controllerDial and interBrokerDial connect to other nodes'
+	// controller and inter-broker listeners (nil: plain TCP); the TLS
+	// clients behind them, when those listeners are SSL, follow dynamic
+	// keystore updates.
+	controllerDial  broker.DialFunc
+	interBrokerDial broker.DialFunc
+	controllerTLS   *ssl.Client
+	interBrokerTLS  *ssl.Client
+	// listenerTLS are the SSL listeners' server sides, by name.
+	listenerTLS map[string]*ssl.Server
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
 	// authorizer is the StandardAuthorizer's configuration, nil without
@@ -158,13 +169,29 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 
 	var specs []broker.ListenerSpec
 	for _, l := range cfg.Listeners {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT listeners only until security lands", l.Name, l.SecurityProtocol)
+		tlsServer, err := listenerTLS(cfg, l, logger)
+		if err != nil {
+			return nil, err
+		}
+		if tlsServer != nil {
+			if s.listenerTLS == nil {
+				s.listenerTLS = map[string]*ssl.Server{}
+			}
+			s.listenerTLS[l.Name] = tlsServer
 		}
 		specs = append(specs, broker.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
+			TLS:        tlsServer,
 		})
+	}
+	if s.interBrokerDial, s.interBrokerTLS, err = peerDialer(cfg, cfg.InterBrokerListenerName, logger); err != nil {
+		return nil, err
+	}
+	if s.controllerListenerName != "" {
+		if s.controllerDial, s.controllerTLS, err = peerDialer(cfg, s.controllerListenerName, logger); err != nil {
+			return nil, err
+		}
 	}
 	var advertised []controller.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
@@ -206,6 +233,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		},
 		Advertised:                    advertised,
 		InterBrokerListener:           cfg.InterBrokerListenerName,
+		InterBrokerDial:               s.interBrokerDial,
 		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
 		NumPartitions:                 cfg.NumPartitions,
 		DefaultReplicationFactor:      int16(cfg.DefaultReplicationFactor),

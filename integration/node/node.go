@@ -5,6 +5,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,18 +74,24 @@ type Node struct {
 	Quorum string
 	// DebugAddr is the node's GREGOR_PPROF_ADDR (set by StartQuorum and
 	// StartSplit): /debug/metadata there gives its image's digest.
-	DebugAddr  string
-	Dir        string // log.dirs
-	Port       int    // client listener
-	CtrlPort   int    // controller listener
-	Overrides  []string
-	Env        []string // added to the test process's environment
-	cmd        *exec.Cmd
-	out        *syncBuffer
-	exited     chan struct{}
-	exitErr    error
-	StartupDur time.Duration
-	begin      time.Time
+	DebugAddr string
+	Dir       string // log.dirs
+	Port      int    // client listener
+	CtrlPort  int    // controller listener
+	// ExtraPort is a third port picked for StartQuorumWith's nodes, for a
+	// listener of the test's own (an INTERNAL one, say).
+	ExtraPort int
+	// ControllerTLS, when set, is how the readiness check speaks to a
+	// controller-only node's SSL controller listener.
+	ControllerTLS *tls.Config
+	Overrides     []string
+	Env           []string // added to the test process's environment
+	cmd           *exec.Cmd
+	out           *syncBuffer
+	exited        chan struct{}
+	exitErr       error
+	StartupDur    time.Duration
+	begin         time.Time
 }
 
 // FreePort returns a port that was free a moment ago (integration.FreePort:
@@ -207,10 +215,14 @@ func (n *Node) waitReady(timeout time.Duration) error {
 		default:
 		}
 		addr := n.Addr()
+		opts := []kgo.Opt{kgo.RequestRetries(0)}
 		if n.Roles == "controller" {
 			addr = "127.0.0.1:" + strconv.Itoa(n.CtrlPort)
+			if n.ControllerTLS != nil {
+				opts = append(opts, kgo.DialTLSConfig(n.ControllerTLS))
+			}
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(addr))...)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_, err = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
@@ -291,10 +303,17 @@ func (n *Node) Restart() {
 // controller.quorum.bootstrap.servers. Controllers start first.
 func StartSplit(t testing.TB, controllers, brokers int, overrides ...string) (ctrls, brks []*Node) {
 	t.Helper()
+	return StartSplitWith(t, controllers, brokers, nil, overrides...)
+}
+
+// StartSplitWith is StartSplit with overrides of each node's own, as in
+// StartQuorumWith.
+func StartSplitWith(t testing.TB, controllers, brokers int, perNode func(n *Node) []string, overrides ...string) (ctrls, brks []*Node) {
+	t.Helper()
 	clusterID := randomUUID(t)
 	var bootstrap, initial []string
 	for i := range controllers {
-		n := &Node{t: t, ID: int32(101 + i), Roles: "controller", Dir: t.TempDir(), CtrlPort: FreePort(t), Overrides: overrides}
+		n := &Node{t: t, ID: int32(101 + i), Roles: "controller", Dir: t.TempDir(), CtrlPort: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)}
 		ctrls = append(ctrls, n)
 		addr := fmt.Sprintf("127.0.0.1:%d", n.CtrlPort)
 		bootstrap = append(bootstrap, addr)
@@ -302,7 +321,12 @@ func StartSplit(t testing.TB, controllers, brokers int, overrides ...string) (ct
 	}
 	quorum := "controller.quorum.bootstrap.servers=" + strings.Join(bootstrap, ",")
 	for i := range brokers {
-		brks = append(brks, &Node{t: t, ID: int32(1 + i), Roles: "broker", Dir: t.TempDir(), Port: FreePort(t), Overrides: overrides})
+		brks = append(brks, &Node{t: t, ID: int32(1 + i), Roles: "broker", Dir: t.TempDir(), Port: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)})
+	}
+	if perNode != nil {
+		for _, n := range append(append([]*Node(nil), ctrls...), brks...) {
+			n.Overrides = append(n.Overrides, perNode(n)...)
+		}
 	}
 	for _, n := range ctrls {
 		n.Quorum = quorum
@@ -395,10 +419,22 @@ func (n *Node) Metadata() (Metadata, error) {
 // and waits until every one serves clients.
 func StartQuorum(t testing.TB, size int, overrides ...string) []*Node {
 	t.Helper()
+	return StartQuorumWith(t, size, nil, overrides...)
+}
+
+// StartQuorumWith is StartQuorum with overrides of each node's own,
+// computed from the node once its ports are picked (perNode may be nil):
+// listeners on its ExtraPort, say. They come after overrides. perNode may
+// also set the node's fields (ControllerTLS).
+func StartQuorumWith(t testing.TB, size int, perNode func(n *Node) []string, overrides ...string) []*Node {
+	t.Helper()
 	nodes := make([]*Node, size)
 	voters := ""
 	for i := range nodes {
-		nodes[i] = &Node{t: t, ID: int32(i + 1), Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), Overrides: overrides}
+		nodes[i] = &Node{t: t, ID: int32(i + 1), Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)}
+		if perNode != nil {
+			nodes[i].Overrides = append(nodes[i].Overrides, perNode(nodes[i])...)
+		}
 		if i > 0 {
 			voters += ","
 		}

@@ -1,0 +1,244 @@
+package broker
+
+// The broker's own checks of an AlterConfigs or IncrementalAlterConfigs
+// before it forwards the request to the controller (Kafka's
+// ConfigAdminManager.preprocess for BROKER resources). A BROKER resource
+// names the cluster default ("") or this broker: another id is
+// INVALID_REQUEST ("Unexpected broker id, ..."), as the admin client sends
+// a broker's resource to that broker. The dynamic configs this broker
+// would end up with must pass Options.ValidateBrokerConfigs: what only
+// the broker itself can vouch for, such as a new keystore for one of its
+// SSL listeners (it must load, and keep the certificate's subject and
+// names). A resource refused here is answered here with INVALID_REQUEST
+// and the check's message; the others are forwarded, and the answers are
+// put back together in the request's order. Requests on a controller
+// listener go to the controller as they are (Kafka's ControllerApis does
+// no such preprocessing).
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// resourceKey names a config resource of a request.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// refusal is a resource refused before forwarding, and why.
+type refusal struct {
+	resourceKey
+	msg string
+}
+
+// checkBrokerResource checks one BROKER resource whose dynamic configs
+// would become next(current) (computed only for this broker's own).
+func (b *Broker) checkBrokerResource(name string, next func(current map[string]string) map[string]string) string {
+	if name == "" {
+		// Cluster defaults: the controller refuses listener keys there.
+		return ""
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return "Node id must be an integer, but it is: " + name
+	}
+	if int32(id) != b.opts.NodeID {
+		return "Unexpected broker id, expected " + strconv.Itoa(int(b.opts.NodeID)) + ", but received " + name
+	}
+	if b.opts.ValidateBrokerConfigs == nil {
+		return ""
+	}
+	var current map[string]string
+	if img := b.meta.Image(); img != nil {
+		current = img.Configs[controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: name}]
+	}
+	if err := b.opts.ValidateBrokerConfigs(next(current)); err != nil {
+		// Kafka's DynamicBrokerConfig wraps every such failure so.
+		return "Invalid value " + err.Error() + " for configuration Invalid dynamic configuration"
+	}
+	return ""
+}
+
+// refuseBrokerResources checks the BROKER resources among keys (next
+// gives resource i's resulting configs) and reports which to forward.
+func (b *Broker) refuseBrokerResources(keys []resourceKey, next func(i int, current map[string]string) map[string]string) ([]refusal, []bool) {
+	var refused []refusal
+	keep := make([]bool, len(keys))
+	for i, k := range keys {
+		keep[i] = true
+		if controller.ConfigResourceType(k.typ) != controller.ConfigResourceBroker {
+			continue
+		}
+		if msg := b.checkBrokerResource(k.name, func(cur map[string]string) map[string]string { return next(i, cur) }); msg != "" {
+			refused = append(refused, refusal{k, msg})
+			keep[i] = false
+		}
+	}
+	return refused, keep
+}
+
+// mergeAnswers puts the refusals and the controller's answers back in the
+// request's order.
+func mergeAnswers[A any](order []resourceKey, refused []refusal, forwarded []A, key func(A) resourceKey, refuse func(refusal) A) []A {
+	var out []A
+	for _, k := range order {
+		if i := slices.IndexFunc(refused, func(r refusal) bool { return r.resourceKey == k }); i >= 0 {
+			out = append(out, refuse(refused[i]))
+			continue
+		}
+		if i := slices.IndexFunc(forwarded, func(a A) bool { return key(a) == k }); i >= 0 {
+			out = append(out, forwarded[i])
+			forwarded = slices.Delete(forwarded, i, i+1)
+		}
+	}
+	return out
+}
+
+// handleIncrementalAlterConfigs forwards after the broker's own checks.
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	if r.conn.listener.Controller {
+		b.forwardRequest(ctx, r, nil)
+		return
+	}
+	order := make([]resourceKey, len(req.Resources))
+	for i, res := range req.Resources {
+		order[i] = resourceKey{res.ResourceType, res.ResourceName}
+	}
+	refused, keep := b.refuseBrokerResources(order, func(i int, cur map[string]string) map[string]string {
+		return applyIncremental(cur, req.Resources[i].Configs)
+	})
+	if len(refused) == 0 {
+		b.forwardRequest(ctx, r, nil)
+		return
+	}
+	var kept []kmsg.IncrementalAlterConfigsRequestResource
+	for i, res := range req.Resources {
+		if keep[i] {
+			kept = append(kept, res)
+		}
+	}
+	merge := func(forwarded []kmsg.IncrementalAlterConfigsResponseResource) []kmsg.IncrementalAlterConfigsResponseResource {
+		return mergeAnswers(order, refused, forwarded,
+			func(a kmsg.IncrementalAlterConfigsResponseResource) resourceKey {
+				return resourceKey{a.ResourceType, a.ResourceName}
+			},
+			func(f refusal) kmsg.IncrementalAlterConfigsResponseResource {
+				a := kmsg.NewIncrementalAlterConfigsResponseResource()
+				a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+				return a
+			})
+	}
+	if len(kept) == 0 {
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		resp.Resources = merge(nil)
+		r.respond(resp)
+		return
+	}
+	req.Resources = kept
+	b.forwardRequest(ctx, r, func(resp kmsg.Response) {
+		f := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		f.Resources = merge(f.Resources)
+	})
+}
+
+// handleAlterConfigs forwards after the broker's own checks; a legacy
+// AlterConfigs replaces the resource's whole set.
+func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.AlterConfigsRequest)
+	if r.conn.listener.Controller {
+		b.forwardRequest(ctx, r, nil)
+		return
+	}
+	order := make([]resourceKey, len(req.Resources))
+	for i, res := range req.Resources {
+		order[i] = resourceKey{res.ResourceType, res.ResourceName}
+	}
+	refused, keep := b.refuseBrokerResources(order, func(i int, _ map[string]string) map[string]string {
+		next := map[string]string{}
+		for _, c := range req.Resources[i].Configs {
+			if c.Value != nil {
+				next[c.Name] = *c.Value
+			}
+		}
+		return next
+	})
+	if len(refused) == 0 {
+		b.forwardRequest(ctx, r, nil)
+		return
+	}
+	var kept []kmsg.AlterConfigsRequestResource
+	for i, res := range req.Resources {
+		if keep[i] {
+			kept = append(kept, res)
+		}
+	}
+	merge := func(forwarded []kmsg.AlterConfigsResponseResource) []kmsg.AlterConfigsResponseResource {
+		return mergeAnswers(order, refused, forwarded,
+			func(a kmsg.AlterConfigsResponseResource) resourceKey {
+				return resourceKey{a.ResourceType, a.ResourceName}
+			},
+			func(f refusal) kmsg.AlterConfigsResponseResource {
+				a := kmsg.NewAlterConfigsResponseResource()
+				a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+				return a
+			})
+	}
+	if len(kept) == 0 {
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		resp.Resources = merge(nil)
+		r.respond(resp)
+		return
+	}
+	req.Resources = kept
+	b.forwardRequest(ctx, r, func(resp kmsg.Response) {
+		f := resp.(*kmsg.AlterConfigsResponse)
+		f.Resources = merge(f.Resources)
+	})
+}
+
+// applyIncremental is current with the operations applied (SET, DELETE,
+// and APPEND/SUBTRACT on comma-separated lists), as the controller will
+// apply them; invalid operations are left for the controller to refuse.
+func applyIncremental(current map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) map[string]string {
+	next := make(map[string]string, len(current)+len(ops))
+	for k, v := range current {
+		next[k] = v
+	}
+	for _, op := range ops {
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if op.Value != nil {
+				next[op.Name] = *op.Value
+			}
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(next, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if op.Value == nil {
+				continue
+			}
+			var items []string
+			if v, ok := next[op.Name]; ok && v != "" {
+				items = strings.Split(v, ",")
+			}
+			for _, it := range strings.Split(*op.Value, ",") {
+				it = strings.TrimSpace(it)
+				has := slices.Contains(items, it)
+				if op.Op == kmsg.IncrementalAlterConfigOpAppend && !has {
+					items = append(items, it)
+				} else if op.Op == kmsg.IncrementalAlterConfigOpSubtract && has {
+					items = slices.DeleteFunc(items, func(s string) bool { return s == it })
+				}
+			}
+			next[op.Name] = strings.Join(items, ",")
+		}
+	}
+	return next
+}
