@@ -32,6 +32,9 @@ type identity struct {
 	// tokenAuthenticated: the principal authenticated with a delegation
 	// token (DefaultPrincipalData's flag).
 	tokenAuthenticated bool
+	// clientID is the request header's client id (an Envelope's inner
+	// header carries it; quotas count by it).
+	clientID string
 	// via is the request that brought it (the envelope of a forwarded
 	// one), named in authorization errors.
 	via *request
@@ -41,7 +44,7 @@ type identity struct {
 
 // identity is who r acts for: its connection's peer.
 func (r *request) identity() identity {
-	return identity{principal: r.principal(), host: r.conn.session.hostAddress, addr: r.clientAddr(), via: r}
+	return identity{principal: r.principal(), host: r.conn.session.hostAddress, addr: r.clientAddr(), clientID: r.hdr.ClientID, via: r}
 }
 
 // describe is Kafka's form of the request in authorization errors

@@ -120,8 +120,11 @@ type Options struct {
 	// (dynamicbroker.go): what only this node can vouch for, such as a
 	// new keystore for one of its SSL listeners.
 	ValidateBrokerConfigs func(next map[string]string) error
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// Quotas are the client quotas' windows (quota.go); zero means
+	// Kafka's defaults.
+	Quotas QuotaOptions
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -152,6 +155,10 @@ type Broker struct {
 	asController ActiveController
 	// stopACLs ends the authorizer's subscription to the image.
 	stopACLs func()
+	// quotas are the client quotas (quota.go); stopQuotas ends their
+	// following of the metadata image.
+	quotas     *clientQuotas
+	stopQuotas func()
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -218,8 +225,10 @@ func New(opts Options) *Broker {
 		opts.Replicas.SetPeers(b.peers)
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
+	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
+	b.server.quotas = b.quotas
 	return b
 }
 
@@ -253,11 +262,16 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.server.ServeControllerListeners(ctx)
 	}
 	if b.opts.ControllerOnly {
+		b.followQuotas()
 		return nil
 	}
 	if err := b.register(ctx); err != nil {
 		return err
 	}
+	// Quotas apply from the registration on (clients are served after
+	// it; a combined node's controller listener meanwhile answers only
+	// the cluster's own start-up).
+	b.followQuotas()
 	// The lease is kept from the registration on: opening the logs (a
 	// recovery after a crash rescans every segment written since the
 	// last checkpoint) can outlast broker.session.timeout.ms, and a
@@ -294,6 +308,9 @@ func (b *Broker) Shutdown() {
 			b.txns.runtime.Stop()
 		}
 		b.server.Shutdown()
+		if b.stopQuotas != nil {
+			b.stopQuotas()
+		}
 		// No auto-creation starts after this (bg.Add must not race Wait).
 		b.autoCreateMu.Lock()
 		b.autoCreating = nil
@@ -361,7 +378,7 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 	// never applied long after the client was told it timed out.
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.kreq))
 	// The controller authorizes it for the client (an envelope carries
-	// the identity to a remote one).
+	// the identity, client id included, to a remote one).
 	ctx = withIdentity(ctx, r.identity())
 	ctrl := b.ctrl
 	if r.conn.listener.Controller && b.asController != nil {
@@ -369,9 +386,15 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 		// it is not the active one, as Kafka's controllers do.
 		ctrl = b.asController
 	}
+	// The controller also counts the client's mutations against its
+	// quota, in process or (over the envelope) on another node.
+	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
+		if err == nil && mq != nil {
+			applyMutationThrottle(resp, mq)
+		}
 		if err != nil {
 			// No controller answered in time: REQUEST_TIMED_OUT, which
 			// clients retry; whether the change happened is unknown to
@@ -400,7 +423,7 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest, *kmsg.ElectLeadersRequest,
 		*kmsg.UpdateFeaturesRequest, *kmsg.DescribeQuorumRequest, *kmsg.UnregisterBrokerRequest,
 		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
-		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest:
 	default:
 		return nil
 	}

@@ -114,6 +114,47 @@ type conn struct {
 	// idleTimer closes the connection after connections.max.idle.ms
 	// idle; nil when the limit is -1.
 	idleTimer *time.Timer
+	// mutedUntil is when a quota throttle ends (monotonic, 0: never
+	// throttled); the reader handles no request before it (KIP-219).
+	mutedUntil atomic.Int64
+}
+
+// monotonic is the connection's clock: nanoseconds since it was accepted.
+func (c *conn) monotonic() int64 { return int64(time.Since(c.idle.born)) }
+
+// mute keeps the reader from handling another request for ms
+// milliseconds (a throttled client; a longer throttle already running
+// stands).
+func (c *conn) mute(ms int32) {
+	until := c.monotonic() + int64(time.Duration(ms)*time.Millisecond)
+	for cur := c.mutedUntil.Load(); until > cur && !c.mutedUntil.CompareAndSwap(cur, until); cur = c.mutedUntil.Load() {
+	}
+}
+
+// waitMuted blocks while the connection is muted by a throttle; it
+// reports false when the connection ends or the server drains first.
+// Kafka stops reading a muted channel; here the request may already be
+// read, but it is not handled before the throttle ends, which is what
+// the client sees.
+func (c *conn) waitMuted() bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	d := time.Duration(until - c.monotonic())
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	case <-c.srv.drain:
+		return false
+	}
 }
 
 // heldBytes counts bytes against a connection's budget.
@@ -247,6 +288,10 @@ type slot struct {
 	mu        sync.Mutex
 	finished  bool // the outcome is set
 	abandoned bool // the writer will never send it
+	// quota is what the client quotas measure of the request; nil
+	// while no quota exists (quota.go). It lives here, in the slot's
+	// spare room, so that requests cost nothing more without quotas.
+	quota *requestQuota
 }
 
 // respChunk is a piece of a response: bytes, or a file range (copied or
@@ -315,6 +360,7 @@ const smallResponse = 128
 
 // respond encodes resp at the request's version and releases the slot.
 func (r *request) respond(resp kmsg.Response) {
+	r.applyQuotas(resp)
 	resp.SetVersion(r.hdr.APIVersion)
 	r.slot.frame = protocol.AppendResponse(make([]byte, 0, smallResponse), r.hdr.CorrelationID, resp)
 	r.slot.finish()
@@ -341,6 +387,7 @@ func (r *request) respondChunks(chunks []respChunk) {
 
 // noResponse releases the slot without sending anything (acks=0).
 func (r *request) noResponse() {
+	r.applyQuotas(nil)
 	r.slot.noResponse = true
 	r.slot.finish()
 }
@@ -423,6 +470,10 @@ func (c *conn) serve() {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
 				c.log.Debug("closing connection", "err", err)
 			}
+			return
+		}
+		if !c.waitMuted() {
+			c.srv.requestPool.release(reserved)
 			return
 		}
 		ok := c.handleFrame(frame)
@@ -535,7 +586,17 @@ func (c *conn) handleFrame(frame []byte) bool {
 		s.finish()
 		return false
 	}
-	c.srv.dispatch(c.ctx, h, r)
+	if q := c.srv.quotas; q != nil && q.active() {
+		rq := &requestQuota{size: len(frame)}
+		s.quota = rq
+		if q.enabled(quotaRequest) {
+			rq.start = c.monotonic()
+		}
+		c.srv.dispatch(c.ctx, h, r)
+		rq.localEnd.Store(max(c.monotonic(), rq.start+1))
+	} else {
+		c.srv.dispatch(c.ctx, h, r)
+	}
 	c.releaseFrame(key, frame, s)
 	return true
 }

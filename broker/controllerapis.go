@@ -15,7 +15,10 @@ package broker
 //     carries (controllerauth.go). The envelope itself needs
 //     CLUSTER_ACTION on the cluster; a principal that cannot be read is
 //     PRINCIPAL_DESERIALIZATION_FAILURE, a client address that is not 4
-//     or 16 bytes INVALID_REQUEST, as in Kafka's EnvelopeUtils.
+//     or 16 bytes INVALID_REQUEST, as in Kafka's EnvelopeUtils. The
+//     principal and the inner header's client id count the client's
+//     CreateTopics, CreatePartitions and DeleteTopics against its
+//     controller mutation quota (quota.go).
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
@@ -95,10 +98,17 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	// The controller drops an operation whose client timeout passed
 	// while it waited, as Kafka's controller does with its deadline.
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(inner))
+	who.clientID = hdr.ClientID
 	ctx = withIdentity(ctx, who)
+	// The client's mutations count against its quota here, on the
+	// active controller, whichever broker it sent them to.
+	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		answer, err := b.asController.Handle(ctx, inner)
+		if err == nil && mq != nil {
+			applyMutationThrottle(answer, mq)
+		}
 		if err != nil {
 			if errors.Is(err, controller.ErrNoAnswer) {
 				r.closeConnection()

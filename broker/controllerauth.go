@@ -22,7 +22,8 @@ package broker
 //   - ALTER on the cluster: ElectLeaders, UpdateFeatures,
 //     AlterPartitionReassignments, UnregisterBroker, AddRaftVoter,
 //     RemoveRaftVoter, CreateAcls, DeleteAcls. DESCRIBE: DescribeQuorum,
-//     ListPartitionReassignments. CLUSTER_ACTION: BrokerRegistration,
+//     ListPartitionReassignments. ALTER_CONFIGS: AlterClientQuotas.
+//     CLUSTER_ACTION: BrokerRegistration,
 //     BrokerHeartbeat, AllocateProducerIds, AlterPartition,
 //     UpdateRaftVoter. A refusal fails the whole request with
 //     CLUSTER_AUTHORIZATION_FAILED, as each API's error response carries
@@ -94,6 +95,8 @@ func clusterOperation(req kmsg.Request) (kmsg.ACLOperation, bool) {
 		return kmsg.ACLOperationAlter, true
 	case *kmsg.DescribeQuorumRequest, *kmsg.ListPartitionReassignmentsRequest:
 		return kmsg.ACLOperationDescribe, true
+	case *kmsg.AlterClientQuotasRequest:
+		return kmsg.ACLOperationAlterConfigs, true
 	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest,
 		*kmsg.AlterPartitionRequest, *kmsg.UpdateRaftVoterRequest:
 		return kmsg.ACLOperationClusterAction, true

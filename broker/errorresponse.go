@@ -152,6 +152,21 @@ func errorResponse(req kmsg.Request, e apiErr) kmsg.Response {
 	case *kmsg.DescribeClusterRequest:
 		out := resp.(*kmsg.DescribeClusterResponse)
 		out.ErrorCode, out.ErrorMessage = e.code, e.msg
+	case *kmsg.DescribeClientQuotasRequest:
+		out := resp.(*kmsg.DescribeClientQuotasResponse)
+		out.ErrorCode, out.ErrorMessage = e.code, e.msg
+	case *kmsg.AlterClientQuotasRequest:
+		out := resp.(*kmsg.AlterClientQuotasResponse)
+		for _, en := range r.Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			re.ErrorCode, re.ErrorMessage = e.code, defaultMessage(e.code)
+			for _, ent := range en.Entity {
+				rent := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				rent.Type, rent.Name = ent.Type, ent.Name
+				re.Entity = append(re.Entity, rent)
+			}
+			out.Entries = append(out.Entries, re)
+		}
 	case *kmsg.JoinGroupRequest:
 		out := resp.(*kmsg.JoinGroupResponse)
 		out.ErrorCode, out.Generation, out.LeaderID, out.MemberID = e.code, -1, "", ""

@@ -75,6 +75,14 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		return
 	}
 	plan.listener = r.conn.listener.Name
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.enabled(quotaFetch) {
+		// A consumer never asks for more than its quota lets through in
+		// one go: more would be throttled whatever it did before.
+		if most, ok := b.quotas.maxValueInWindow(quotaFetch, r.principal().Name, r.hdr.ClientID); ok && most < float64(plan.maxBytes) {
+			plan.maxBytes = int32(most)
+			plan.minBytes = min(plan.minBytes, plan.maxBytes)
+		}
+	}
 	c.img = b.meta.Image()
 	// A follower needs CLUSTER_ACTION for all it fetches; a consumer READ
 	// on each topic (asked once per run of the same topic).
@@ -191,21 +199,106 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 // respondFetch builds the response: every item for a full fetch, only the
 // partitions with news for an incremental one, and updates the session.
 func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image, entries []replica.FetchEntry) {
-	var body fetchResponseBody
 	results := make([]fetchPartitionResult, len(entries))
 	for i := range entries {
 		results[i] = fetchResult(plan, &entries[i])
 	}
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.active() && !r.requestQuotaExempt() {
+		b.respondFetchQuota(r, plan, img, results)
+		return
+	}
 	var include []bool
+	var body fetchResponseBody
 	if plan.session != nil {
 		body.sessionID = plan.session.id
-		include = b.sessions.respond(plan.session, plan.full, plan.items, results)
+		include = b.sessions.respond(plan.session, plan.full, plan.items, results, true)
 	}
-	// The results sent move to the front of results, in order, and each
-	// topic's partitions are a run of them: the body copies nothing. A
-	// fetch of one topic keeps its topic list on the stack.
+	// A fetch of one topic keeps its topic list on the stack.
 	var oneTopic [1]fetchTopicResult
-	body.topics = oneTopic[:0]
+	var leaders map[int32]bool
+	body.topics, leaders = gatherFetchTopics(oneTopic[:0], plan, results, include)
+	body.nodeEndpoints = b.fetchNodeEndpoints(plan, img, leaders)
+	r.respondChunks(encodeFetchResponse(&body, plan.version, protocol.ResponseHeaderSize(r.hdr.Flexible)))
+}
+
+// respondFetchQuota answers a consumer's fetch while quotas exist, as
+// Kafka's handleFetchRequest does: the response's size and the handler's
+// time count against the client's consumer_byte_rate and
+// request_percentage; when either throttles, the answer is empty (no
+// partitions, the session left as it was, the bytes not counted) and
+// carries the throttle time, and the connection is muted for it.
+func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *controller.Image, results []fetchPartitionResult) {
+	var include []bool
+	if plan.session != nil {
+		// What the session would send, without changing it yet.
+		include = b.sessions.respond(plan.session, plan.full, plan.items, results, false)
+	}
+	var body fetchResponseBody
+	b.fillFetchBody(&body, plan, img, results, include)
+	room := protocol.ResponseHeaderSize(r.hdr.Flexible)
+	chunks := encodeFetchResponse(&body, plan.version, room)
+	// Kafka counts the response's size prefix and body
+	// (FetchResponse.sizeOf), not the response header.
+	size := int64(4 - room)
+	for _, ch := range chunks {
+		size += int64(len(ch.bytes)) + ch.file.Size
+	}
+	user, client := r.principal().Name, r.hdr.ClientID
+	requestThrottle := r.requestThrottle()
+	var bandwidthThrottle int32
+	if b.quotas.enabled(quotaFetch) {
+		bandwidthThrottle = b.quotas.record(quotaFetch, user, client, float64(size))
+	}
+	throttle := max(requestThrottle, bandwidthThrottle)
+	if throttle > 0 {
+		if b.quotas.enabled(quotaFetch) {
+			b.quotas.unrecord(quotaFetch, user, client, float64(size))
+		}
+		releaseChunks(chunks)
+		empty := fetchResponseBody{throttleMillis: throttle}
+		if plan.session != nil {
+			empty.sessionID = plan.session.id
+		}
+		r.conn.mute(throttle)
+		r.respondChunks(encodeFetchResponse(&empty, plan.version, room))
+		return
+	}
+	if plan.session != nil {
+		b.sessions.respond(plan.session, plan.full, plan.items, results, true)
+	}
+	r.respondChunks(chunks)
+}
+
+// fillFetchBody gathers the results to send (all, or those include
+// marks) into the response body; the ranges of the others are let go.
+// body.topics may start on the caller's stack.
+func (b *Broker) fillFetchBody(body *fetchResponseBody, plan *fetchPlan, img *controller.Image, results []fetchPartitionResult, include []bool) {
+	if plan.session != nil {
+		body.sessionID = plan.session.id
+	}
+	var leaders map[int32]bool
+	body.topics, leaders = gatherFetchTopics(body.topics, plan, results, include)
+	body.nodeEndpoints = b.fetchNodeEndpoints(plan, img, leaders)
+}
+
+// fetchNodeEndpoints are the endpoints of the leaders a response points
+// to (v16+).
+func (b *Broker) fetchNodeEndpoints(plan *fetchPlan, img *controller.Image, leaders map[int32]bool) []nodeEndpoint {
+	if plan.version < 16 || len(leaders) == 0 {
+		return nil
+	}
+	var out []nodeEndpoint
+	for _, e := range b.nodeEndpoints(img, plan.listener, leaders) {
+		out = append(out, nodeEndpoint{nodeID: e.NodeID, host: e.Host, port: e.Port, rack: e.Rack})
+	}
+	return out
+}
+
+// gatherFetchTopics appends the results sent to topics: they move to the
+// front of results, in order, and each topic's partitions are a run of
+// them (the body copies nothing). It returns the leaders the results
+// point to.
+func gatherFetchTopics(topics []fetchTopicResult, plan *fetchPlan, results []fetchPartitionResult, include []bool) ([]fetchTopicResult, map[int32]bool) {
 	var leaders map[int32]bool
 	kept := 0
 	for i, it := range plan.items {
@@ -222,21 +315,16 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 			}
 			leaders[id] = true
 		}
-		n := len(body.topics)
-		if n == 0 || body.topics[n-1].id != it.key.topicID || body.topics[n-1].name != it.key.topic {
-			body.topics = append(body.topics, fetchTopicResult{name: it.key.topic, id: it.key.topicID, partitions: results[kept:kept]})
+		n := len(topics)
+		if n == 0 || topics[n-1].id != it.key.topicID || topics[n-1].name != it.key.topic {
+			topics = append(topics, fetchTopicResult{name: it.key.topic, id: it.key.topicID, partitions: results[kept:kept]})
 			n++
 		}
-		t := &body.topics[n-1]
+		t := &topics[n-1]
 		t.partitions = t.partitions[:len(t.partitions)+1]
 		kept++
 	}
-	if plan.version >= 16 && len(leaders) > 0 {
-		for _, e := range b.nodeEndpoints(img, plan.listener, leaders) {
-			body.nodeEndpoints = append(body.nodeEndpoints, nodeEndpoint{nodeID: e.NodeID, host: e.Host, port: e.Port, rack: e.Rack})
-		}
-	}
-	r.respondChunks(encodeFetchResponse(&body, plan.version, protocol.ResponseHeaderSize(r.hdr.Flexible)))
+	return topics, leaders
 }
 
 // fetchResult is one partition of the response.

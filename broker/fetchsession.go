@@ -161,7 +161,7 @@ func nextSessionEpoch(e int32) int32 {
 // that differs from what the client was last told). Partitions that
 // returned records move to the end of the session's order, so that the
 // others get the response's byte budget first next time.
-func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchItem, results []fetchPartitionResult) []bool {
+func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchItem, results []fetchPartitionResult, commit bool) []bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	include := make([]bool, len(items))
@@ -176,8 +176,11 @@ func (c *fetchSessionCache) respond(s *fetchSession, full bool, items []fetchIte
 		changed := full || pr.records.Size > 0 || pr.errorCode != 0 ||
 			pr.highWatermark != sp.sentHighWatermark || pr.lastStableOffset != sp.sentLastStable ||
 			pr.logStartOffset != sp.sentLogStart || pr.currentLeaderID != -1
+		include[i] = changed
+		if !commit {
+			continue
+		}
 		if changed {
-			include[i] = true
 			sp.sentHighWatermark, sp.sentLastStable, sp.sentLogStart = pr.highWatermark, pr.lastStableOffset, pr.logStartOffset
 		}
 		if pr.records.Size > 0 && !full {

@@ -146,13 +146,13 @@ func TestFetchSessionRespond(t *testing.T) {
 		pr.records = vfs.FileRange{Size: records}
 		return pr
 	}
-	include := c.respond(s, full, items, []fetchPartitionResult{res(5, 0, 0), res(5, 0, 0), res(5, 0, 0)})
+	include := c.respond(s, full, items, []fetchPartitionResult{res(5, 0, 0), res(5, 0, 0), res(5, 0, 0)}, true)
 	if !slices.Equal(include, []bool{true, true, true}) {
 		t.Fatalf("a full answer includes %v", include)
 	}
 	// Incremental: a-0 unchanged, a-1 has records, a-2 a new high watermark.
 	s, items, full, _ = c.open(sessionRequest{version: 12, id: s.id, epoch: s.epoch})
-	include = c.respond(s, full, items, []fetchPartitionResult{res(5, 0, 0), res(5, 10, 0), res(6, 0, 0)})
+	include = c.respond(s, full, items, []fetchPartitionResult{res(5, 0, 0), res(5, 10, 0), res(6, 0, 0)}, true)
 	if !slices.Equal(include, []bool{false, true, true}) {
 		t.Fatalf("an incremental answer includes %v, want only the changed partitions", include)
 	}
@@ -163,7 +163,7 @@ func TestFetchSessionRespond(t *testing.T) {
 		t.Fatalf("order after a-1 returned records: %v", got)
 	}
 	// An error is news even when nothing else moved.
-	include = c.respond(s, false, []fetchItem{item("a", 0, 0)}, []fetchPartitionResult{res(5, 0, kerr.NotLeaderForPartition.Code)})
+	include = c.respond(s, false, []fetchItem{item("a", 0, 0)}, []fetchPartitionResult{res(5, 0, kerr.NotLeaderForPartition.Code)}, true)
 	if !include[0] {
 		t.Fatal("an error was left out")
 	}

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -187,9 +188,18 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	// The inner request's correlation id is not used: the envelope's is.
-	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID("gregor-forwarding")).AppendRequest(nil, req, 0)[4:]
+	// It carries the client's id, principal and address, as Kafka's
+	// forwarding does: the controller authorizes the request for the
+	// client and counts its mutations against the client's quota.
+	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID(who.clientID)).AppendRequest(nil, req, 0)[4:]
 	env.RequestPrincipal = encodePrincipal(who)
-	env.ClientHostAddress = who.addr.Unmap().AsSlice()
+	clientAddr := who.addr.Unmap()
+	if !clientAddr.IsValid() {
+		// A client whose address is unknown: the envelope still
+		// carries 4 bytes, as the controller requires.
+		clientAddr = netip.IPv4Unspecified()
+	}
+	env.ClientHostAddress = clientAddr.AsSlice()
 	answer, sent, err := conn.roundTrip(ctx, env)
 	if err != nil {
 		c.drop(key, conn)

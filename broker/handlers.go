@@ -36,6 +36,8 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeConfigs, min: 1, max: 4, fn: b.handleDescribeConfigs}),
 		both(&handler{key: kmsg.AlterConfigs, min: 0, max: 2, fn: b.handleAlterConfigs}),
 		both(&handler{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, fn: b.handleIncrementalAlterConfigs}),
+		client(&handler{key: kmsg.DescribeClientQuotas, min: 0, max: 1, fn: b.handleDescribeClientQuotas}),
+		both(&handler{key: kmsg.AlterClientQuotas, min: 0, max: 1, fn: b.handleAlterClientQuotas}),
 		client(&handler{key: kmsg.ListConfigResources, min: 0, max: 1, fn: b.handleListConfigResources}),
 		both(&handler{key: kmsg.DescribeCluster, min: 0, max: 2, fn: b.handleDescribeCluster}),
 		client(&handler{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, fn: b.handleDescribeTopicPartitions}),

@@ -282,6 +282,11 @@ func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			}
 		}
 	}
+	if rq := r.slot.quota; rq != nil && b.quotas.enabled(quotaProduce) {
+		// Every produce counts, refused or not (Kafka records the
+		// request's size before it answers).
+		rq.bandwidthThrottle = b.quotas.record(quotaProduce, r.principal().Name, r.hdr.ClientID, float64(rq.size))
+	}
 	if req.Acks == 0 {
 		if failed {
 			r.closeConnection()

@@ -175,7 +175,7 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, a
 	req.Acks = acks
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
-	c := &conn{listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
+	c := &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
 	c.session = newSession(c.listener, netip.MustParseAddr("127.0.0.1"))
 	produce = func() *request {
 		copy(records, pristine)

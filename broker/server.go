@@ -103,6 +103,9 @@ type Server struct {
 	frames protocol.FramePool
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
+	// quotas are the client quotas the node enforces (quota.go); nil in
+	// tests that build a bare server.
+	quotas *clientQuotas
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -325,6 +328,13 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
+		if d := s.quotas.connectionThrottle(ip); d > 0 {
+			// Past the address's connection_creation_rate: held
+			// unserved and closed when the throttle ends (KIP-612).
+			s.log.Debug("delaying closing of connection", "from", ip, "ms", d.Milliseconds(), "listener", l.Name)
+			s.closeAfter(nc, d)
+			continue
+		}
 		if err := l.quotas.admit(s.ctx, s.drain, l.Name, ip); err != nil {
 			var tooMany errTooManyFromIP
 			if errors.As(err, &tooMany) {
@@ -370,6 +380,22 @@ func (s *Server) acceptLoop(l *listener) {
 			c.serve()
 		}()
 	}
+}
+
+// closeAfter closes a connection it never served once d has passed, or
+// at Shutdown.
+func (s *Server) closeAfter(nc net.Conn, d time.Duration) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer nc.Close()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.drain:
+		}
+	}()
 }
 
 // Shutdown stops accepting, lets every connection answer the requests it

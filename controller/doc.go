@@ -95,7 +95,7 @@
 //   - Elections and placement ignore log directories (Kafka also refuses a
 //     leader whose directory for the partition is offline).
 //   - No directory assignment (AssignReplicasToDirs; PartitionChangeRecords
-//     never set directories), SCRAM, quotas, delegation tokens yet.
+//     never set directories), SCRAM, delegation tokens yet.
 //   - Reassignment throttles are the brokers' (replica/throttle.go): the
 //     controller stores leader/follower.replication.throttled.replicas
 //     and the rates as any config.

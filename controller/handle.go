@@ -31,6 +31,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.AlterConfigs(ctx, r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return answered(c.IncrementalAlterConfigs(ctx, r))
+	case *kmsg.AlterClientQuotasRequest:
+		return answered(c.AlterClientQuotas(ctx, r))
 	case *kmsg.ElectLeadersRequest:
 		return answered(c.ElectLeaders(ctx, r))
 	case *kmsg.UpdateFeaturesRequest:

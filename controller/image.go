@@ -113,6 +113,8 @@ type Image struct {
 	// ACLs are the access control entries (acls.go); a new pointer
 	// whenever they change.
 	ACLs *ACLSet
+	// ClientQuotas are the client quotas by entity (quotas.go).
+	ClientQuotas map[QuotaEntity]map[string]float64
 
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64

@@ -67,7 +67,7 @@ func createTopicAt(ctx context.Context, c *Controller, name string, partitions i
 		topics []kmsg.CreateTopicsResponseTopic
 	}
 	r, _, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, res) {
-		recs, topics := c.createTopics(img, []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}, false)
+		recs, topics := c.createTopics(img, []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}, false, nil)
 		if decided != nil {
 			close(decided)
 		}

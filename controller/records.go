@@ -297,6 +297,8 @@ func newRecord(t RecordType) Record {
 		return &AccessControlEntryRecord{}
 	case RecordRemoveAccessControlEntry:
 		return &RemoveAccessControlEntryRecord{}
+	case RecordClientQuota:
+		return &ClientQuotaRecord{}
 	}
 	return nil
 }

@@ -171,6 +171,7 @@ func TestOlderNodeStopsAtUnreadableRecord(t *testing.T) {
 func FuzzDecodeRecords(f *testing.F) {
 	f.Add(EncodeRecords(sampleRecords()))
 	f.Add(EncodeRecords(sampleACLRecords()))
+	f.Add(EncodeRecords(sampleQuotaRecords()))
 	f.Add([]byte{1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := DecodeRecords(data)

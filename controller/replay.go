@@ -28,6 +28,8 @@ func emptyImage(clusterID string) *Image {
 		Configs:    map[ConfigResource]map[string]string{},
 		ACLs:       &ACLSet{byID: map[protocol.UUID]ACL{}, count: map[ACL]int{}},
 		LeaderID:   -1,
+
+		ClientQuotas: map[QuotaEntity]map[string]float64{},
 	}
 }
 
@@ -44,6 +46,8 @@ type imageBuilder struct {
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
 	configCopied map[ConfigResource]bool
+	quotasCopied bool
+	quotaCopied  map[QuotaEntity]bool
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -351,6 +355,8 @@ func (b *imageBuilder) apply(rec Record) error {
 		delete(acls.byID, r.ID)
 		acls.drop(acl)
 		return nil
+	case *ClientQuotaRecord:
+		return b.applyClientQuota(r)
 	case *ProducerIdsRecord:
 		if r.NextProducerID < b.next.NextProducerID {
 			return fmt.Errorf("producer id block would move next producer id back from %d to %d", b.next.NextProducerID, r.NextProducerID)
@@ -466,6 +472,7 @@ func imageRecords(img *Image) []Record {
 	for _, id := range img.ACLs.sortedIDs() {
 		out = append(out, &AccessControlEntryRecord{ID: id, ACL: img.ACLs.byID[id]})
 	}
+	out = append(out, clientQuotaRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}

@@ -135,8 +135,9 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		}
 	}
 	validateOnly := req.ValidateOnly
+	quota := mutationQuotaOf(ctx)
 	results, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, []kmsg.CreateTopicsResponseTopic) {
-		return c.createTopics(img, toCreate, validateOnly)
+		return c.createTopics(img, toCreate, validateOnly, quota)
 	})
 	if !ok {
 		results = nil
@@ -188,7 +189,7 @@ func failCreatedTopic(r *kmsg.CreateTopicsResponseTopic, err error) {
 
 // createTopics runs on the loop: validate every topic, build the records
 // of those that pass.
-func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool) ([]Record, []kmsg.CreateTopicsResponseTopic) {
+func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota MutationQuota) ([]Record, []kmsg.CreateTopicsResponseTopic) {
 	errs := map[string]*apiError{}
 	for _, t := range topics {
 		if e := validateTopicName(t.Topic); e != nil {
@@ -216,6 +217,12 @@ func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestT
 			continue
 		}
 		recs, result, e := c.createTopic(img, placer, t, configs)
+		if e == nil {
+			// The topic's partitions count against the client's
+			// mutation quota once it is otherwise valid (Kafka's
+			// createTopic), validate_only included.
+			e = quotaRefuses(quota, partitionRecordCount(recs))
+		}
 		if e != nil {
 			errs[t.Topic] = e
 			continue
@@ -478,6 +485,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		id   protocol.UUID
 		err  *apiError
 	}
+	quota := mutationQuotaOf(ctx)
 	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []deleteResult) {
 		var out []deleteResult
 		toDelete := map[protocol.UUID]string{}
@@ -513,6 +521,10 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		}
 		var recs []Record
 		for _, id := range order {
+			if e := quotaRefuses(quota, len(img.TopicsByID[id].Partitions)); e != nil {
+				out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id, err: e})
+				continue
+			}
 			recs = append(recs, &RemoveTopicRecord{TopicID: id})
 			out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id})
 		}
@@ -563,6 +575,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		topics = append(topics, t)
 	}
 	validateOnly := req.ValidateOnly
+	quota := mutationQuotaOf(ctx)
 	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.CreatePartitionsResponseTopic) {
 		placer := newStripedPlacer(img, c.rng)
 		var recs []Record
@@ -571,6 +584,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 			r := kmsg.NewCreatePartitionsResponseTopic()
 			r.Topic = t.Topic
 			more, e := c.createPartitions(img, placer, t)
+			if e == nil {
+				e = quotaRefuses(quota, partitionRecordCount(more))
+			}
 			if e != nil {
 				r.ErrorCode = e.code()
 				r.ErrorMessage = e.message()

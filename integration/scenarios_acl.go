@@ -932,6 +932,12 @@ func aclDenyCluster(ctx context.Context, e *Env) error {
 	ca := kmsg.NewPtrCreateACLsRequest()
 	ca.Creations = []kmsg.CreateACLsRequestCreation{aclCreation(kmsg.ACLResourceTypeTopic, "x", kmsg.ACLResourcePatternTypeLiteral, "User:a", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow)}
 	add("CreateAcls", ca, denied, func(r kmsg.Response) int16 { return r.(*kmsg.CreateACLsResponse).Results[0].ErrorCode })
+	dq2 := kmsg.NewPtrDescribeClientQuotasRequest()
+	add("DescribeClientQuotas", dq2, denied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeClientQuotasResponse).ErrorCode })
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}},
+		Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}}}
+	add("AlterClientQuotas", aq, denied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode })
 	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
 	// WRITE on some topic, which no ACL refuses.
 	ip := kmsg.NewPtrInitProducerIDRequest()

@@ -394,3 +394,42 @@ func (e *Env) KafkaOn(ctx context.Context, bootstrap, stdin, mainClass string, a
 	c.Stdin = stdin
 	return e.Exec(ctx, c)
 }
+
+// onOwnNode makes s run against a fresh single node of the target's
+// flavor, started for it alone, instead of the shared target: for
+// scenarios that need a broker to themselves for a long time (a rate
+// measured over a minute), which then run beside the shared target's
+// scenarios (OwnNodes) rather than after them.
+func onOwnNode(s Scenario) Scenario {
+	run := s.Run
+	s.OwnNodes = true
+	s.Run = func(ctx context.Context, e *Env) error {
+		n, err := e.StartNode(ctx, NodeSpec{})
+		if err != nil {
+			return err
+		}
+		shared := e.Target
+		e.Target = ownNodeTarget{n}
+		defer func() { e.Target = shared }()
+		return run(ctx, e)
+	}
+	return s
+}
+
+// ownNodeTarget is a node a scenario started, seen as its target.
+type ownNodeTarget struct{ n *SingleNode }
+
+func (t ownNodeTarget) Name() string                    { return t.n.Flavor }
+func (t ownNodeTarget) Start(ctx context.Context) error { return t.n.Alive() }
+func (t ownNodeTarget) Alive() error                    { return t.n.Alive() }
+func (t ownNodeTarget) Bootstrap() string               { return t.n.Bootstrap() }
+func (t ownNodeTarget) LogDir() string                  { return t.n.LogDir }
+func (t ownNodeTarget) Topology() Topology              { return singleNode(t.n.Bootstrap(), t.n.LogDir) }
+func (t ownNodeTarget) Stop() error                     { return t.n.Stop() }
+func (t ownNodeTarget) Describe() string                { return "a " + t.n.Flavor + " node of the scenario's own" }
+func (t ownNodeTarget) Pid() int {
+	if t.n.proc == nil {
+		return 0
+	}
+	return t.n.proc.Pid()
+}

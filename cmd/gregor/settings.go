@@ -241,6 +241,16 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		Quotas: broker.QuotaOptions{
+			Client: broker.QuotaWindow{
+				Samples: int(cfg.Int("quota.window.num")),
+				Size:    time.Duration(cfg.Int("quota.window.size.seconds")) * time.Second,
+			},
+			Controller: broker.QuotaWindow{
+				Samples: int(cfg.Int("controller.quota.window.num")),
+				Size:    time.Duration(cfg.Int("controller.quota.window.size.seconds")) * time.Second,
+			},
+		},
 	}
 	groups := cfg.GroupCoordinatorConfig(logger.With("component", "group-coordinator"))
 	if err := groups.Validate(); err != nil {

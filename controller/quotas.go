@@ -1,0 +1,652 @@
+package controller
+
+// Client quotas (KIP-546's AlterClientQuotas, Kafka's
+// ClientQuotaControlManager): which quota applies to which user, client id
+// or IP is metadata. Each ClientQuotaRecord (metadata record 14, as in
+// Kafka) sets or removes one key of one entity; the image keeps every
+// entity's keys (Image.ClientQuotas) and a snapshot writes one record per
+// key. Brokers enforce the quotas (broker/quota.go); this file decides
+// which changes are valid, with Kafka's checks and messages:
+//
+//   - an entity is a set of (type, name) pairs; the types are user,
+//     client-id and ip; a null name is the type's default; an empty name,
+//     an unknown type, an empty entity, and ip together with user or
+//     client-id are INVALID_REQUEST; an ip must parse or resolve;
+//   - user and client-id entities take producer_byte_rate and
+//     consumer_byte_rate (LONG), request_percentage and
+//     controller_mutation_rate (DOUBLE); ip entities take
+//     connection_creation_rate (INT); a value must be above 0, fit its
+//     type and, for integral types, be whole;
+//   - a removal of a key the entity does not have changes nothing; a value
+//     equal to the current one writes no record;
+//   - a key named twice in one entry, or an entity named twice in one
+//     request, is refused as Kafka refuses it (the second entry answers
+//     for the entity; the records of an earlier valid entry still commit,
+//     as in Kafka's atomic result).
+//
+// Entities print as Java's ClientQuotaEntity does in messages
+// ("ClientQuotaEntity(entries={user=alice, client-id=c})"), in the order of
+// the Java HashMap Kafka builds from the request.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RecordClientQuota is Kafka's ClientQuotaRecord.
+const RecordClientQuota RecordType = 14
+
+// Quota entity types (ClientQuotaEntity.USER, CLIENT_ID, IP).
+const (
+	QuotaEntityUser     = "user"
+	QuotaEntityClientID = "client-id"
+	QuotaEntityIP       = "ip"
+)
+
+// Quota keys (QuotaConfig's *_OVERRIDE_CONFIG names).
+const (
+	QuotaProducerByteRate       = "producer_byte_rate"
+	QuotaConsumerByteRate       = "consumer_byte_rate"
+	QuotaRequestPercentage      = "request_percentage"
+	QuotaControllerMutationRate = "controller_mutation_rate"
+	QuotaConnectionCreationRate = "connection_creation_rate"
+)
+
+// QuotaName is one part of a quota entity: absent, the type's default,
+// or a name.
+type QuotaName struct {
+	Set     bool
+	Default bool
+	Name    string
+}
+
+// QuotaNamed is the part naming name.
+func QuotaNamed(name string) QuotaName { return QuotaName{Set: true, Name: name} }
+
+// QuotaDefault is the part naming the type's default.
+func QuotaDefault() QuotaName { return QuotaName{Set: true, Default: true} }
+
+// QuotaEntity is what a set of quota values applies to: a user, a client
+// id, a user and a client id, or an IP, each named or the default.
+type QuotaEntity struct {
+	User     QuotaName
+	ClientID QuotaName
+	IP       QuotaName
+}
+
+// QuotaEntityData is one (type, name) pair of an entity as records and
+// the protocol carry it; a nil name is the default.
+type QuotaEntityData struct {
+	Type string
+	Name *string
+}
+
+// ClientQuotaRecord sets (Remove false) or removes one quota key of one
+// entity.
+type ClientQuotaRecord struct {
+	Entity []QuotaEntityData
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+func (*ClientQuotaRecord) Type() RecordType { return RecordClientQuota }
+func (*ClientQuotaRecord) Version() int16   { return 0 }
+
+func (x *ClientQuotaRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendArrayLen(dst, len(x.Entity))
+	for _, e := range x.Entity {
+		dst = kbin.AppendString(dst, e.Type)
+		dst = kbin.AppendNullableString(dst, e.Name)
+	}
+	dst = kbin.AppendString(dst, x.Key)
+	dst = kbin.AppendFloat64(dst, x.Value)
+	return kbin.AppendBool(dst, x.Remove)
+}
+
+func (x *ClientQuotaRecord) readBody(r *kbin.Reader, _ int16) {
+	if n := r.ArrayLen(); n > 0 && r.Ok() {
+		x.Entity = make([]QuotaEntityData, n)
+		for i := range x.Entity {
+			x.Entity[i] = QuotaEntityData{Type: r.String(), Name: r.NullableString()}
+		}
+	}
+	x.Key = r.String()
+	x.Value = r.Float64()
+	x.Remove = r.Bool()
+	if math.IsNaN(x.Value) {
+		// Never written (validateQuotaValue refuses it): damage. An
+		// empty read marks the reader bad.
+		r.Src = nil
+		r.Int8()
+	}
+}
+
+// quotaEntityOf reads an entity from its (type, name) pairs; ok is false
+// for an unknown type, a type named twice or no pair at all.
+func quotaEntityOf(data []QuotaEntityData) (QuotaEntity, bool) {
+	var e QuotaEntity
+	for _, d := range data {
+		var part *QuotaName
+		switch d.Type {
+		case QuotaEntityUser:
+			part = &e.User
+		case QuotaEntityClientID:
+			part = &e.ClientID
+		case QuotaEntityIP:
+			part = &e.IP
+		default:
+			return QuotaEntity{}, false
+		}
+		if part.Set {
+			return QuotaEntity{}, false
+		}
+		*part = QuotaName{Set: true, Default: d.Name == nil}
+		if d.Name != nil {
+			part.Name = *d.Name
+		}
+	}
+	return e, len(data) > 0
+}
+
+// Data is the entity as (type, name) pairs, in the order user, client-id,
+// ip.
+func (e QuotaEntity) Data() []QuotaEntityData {
+	var out []QuotaEntityData
+	add := func(typ string, n QuotaName) {
+		if !n.Set {
+			return
+		}
+		d := QuotaEntityData{Type: typ}
+		if !n.Default {
+			name := n.Name
+			d.Name = &name
+		}
+		out = append(out, d)
+	}
+	add(QuotaEntityUser, e.User)
+	add(QuotaEntityClientID, e.ClientID)
+	add(QuotaEntityIP, e.IP)
+	return out
+}
+
+// applyClientQuota replays one record into the image's quota map.
+func (b *imageBuilder) applyClientQuota(r *ClientQuotaRecord) error {
+	entity, ok := quotaEntityOf(r.Entity)
+	if !ok {
+		return fmt.Errorf("client quota record with an invalid entity %v", r.Entity)
+	}
+	if !b.quotasCopied {
+		b.next.ClientQuotas = cloneQuotaMap(b.next.ClientQuotas)
+		b.quotasCopied = true
+		b.quotaCopied = map[QuotaEntity]bool{}
+	}
+	values := b.next.ClientQuotas[entity]
+	if !b.quotaCopied[entity] {
+		values = cloneValues(values)
+		b.quotaCopied[entity] = true
+	}
+	if r.Remove {
+		delete(values, r.Key)
+	} else {
+		values[r.Key] = r.Value
+	}
+	if len(values) == 0 {
+		delete(b.next.ClientQuotas, entity)
+	} else {
+		b.next.ClientQuotas[entity] = values
+	}
+	return nil
+}
+
+func cloneQuotaMap(m map[QuotaEntity]map[string]float64) map[QuotaEntity]map[string]float64 {
+	out := make(map[QuotaEntity]map[string]float64, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneValues(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// quotaKeyType is the ConfigDef type of a quota key, which decides its
+// range checks.
+type quotaKeyType int
+
+const (
+	quotaLong quotaKeyType = iota
+	quotaDouble
+	quotaInt
+)
+
+var userClientQuotaKeys = map[string]quotaKeyType{
+	QuotaProducerByteRate:       quotaLong,
+	QuotaConsumerByteRate:       quotaLong,
+	QuotaRequestPercentage:      quotaDouble,
+	QuotaControllerMutationRate: quotaDouble,
+}
+
+var ipQuotaKeys = map[string]quotaKeyType{
+	QuotaConnectionCreationRate: quotaInt,
+}
+
+// quotaAlteration is one entry of an AlterClientQuotas request as Kafka's
+// AlterClientQuotasRequest.entries() reads it: the entity's pairs (a
+// type named twice keeps its last name, as a Java HashMap does) and the
+// operations in order.
+type quotaAlteration struct {
+	types []string           // entity types, first-put order
+	names map[string]*string // type -> name (nil: default)
+	// entityCap is the capacity Kafka's map of the entity starts with
+	// (the number of pairs in the request), which decides its order.
+	entityCap int
+	ops       []quotaOp
+	// ipValid says, for an entity with a named ip, whether the name
+	// parses or resolves (decided before the controller loop, which
+	// must not wait for DNS).
+	ipValid bool
+}
+
+type quotaOp struct {
+	key    string
+	value  float64
+	remove bool
+}
+
+// String is Java's ClientQuotaEntity.toString of the request's entity.
+func (a *quotaAlteration) String() string {
+	var sb strings.Builder
+	sb.WriteString("ClientQuotaEntity(entries={")
+	for i, t := range javaHashMapOrder(a.types, a.entityCap) {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(t)
+		sb.WriteByte('=')
+		if n := a.names[t]; n != nil {
+			sb.WriteString(*n)
+		} else {
+			sb.WriteString("null")
+		}
+	}
+	sb.WriteString("})")
+	return sb.String()
+}
+
+// key is a comparable form of the entity (two entries name the same
+// entity when their maps are equal).
+func (a *quotaAlteration) key() string {
+	var sb strings.Builder
+	for _, t := range javaHashMapOrder(a.types, a.entityCap) {
+		fmt.Fprintf(&sb, "%q", t)
+		if n := a.names[t]; n != nil {
+			fmt.Fprintf(&sb, "=%q;", *n)
+		} else {
+			sb.WriteString("=null;")
+		}
+	}
+	return sb.String()
+}
+
+// javaHashMapOrder is the iteration order of a java.util.HashMap built
+// with new HashMap<>(capacity) and the keys put in the given order (no
+// key twice): buckets in index order, each in insertion order.
+func javaHashMapOrder(keys []string, capacity int) []string {
+	table := tableSizeFor(capacity)
+	threshold := int(float64(table) * 0.75)
+	for n := 1; n <= len(keys); n++ {
+		if n > threshold {
+			table *= 2
+			threshold = int(float64(table) * 0.75)
+		}
+	}
+	buckets := make([][]string, table)
+	for _, k := range keys {
+		h := javaStringHash(k)
+		h ^= int32(uint32(h) >> 16)
+		i := int(uint32(h) & uint32(table-1))
+		buckets[i] = append(buckets[i], k)
+	}
+	out := make([]string, 0, len(keys))
+	for _, b := range buckets {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// tableSizeFor is HashMap's first table size for an initial capacity
+// (HashMap.tableSizeFor; a zero threshold means the default of 16).
+func tableSizeFor(capacity int) int {
+	if capacity <= 0 {
+		return 1
+	}
+	n := 1
+	for n < capacity {
+		n <<= 1
+	}
+	return n
+}
+
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, c := range s {
+		if c > 0xFFFF {
+			// A supplementary character is two UTF-16 units.
+			c -= 0x10000
+			h = 31*h + int32(0xD800+(c>>10))
+			h = 31*h + int32(0xDC00+(c&0x3FF))
+			continue
+		}
+		h = 31*h + int32(c)
+	}
+	return h
+}
+
+// quotaResult is one entity's answer.
+type quotaResult struct {
+	alt *quotaAlteration
+	err *apiError
+}
+
+// readQuotaAlterations reads the request's entries as Kafka does.
+func readQuotaAlterations(req *kmsg.AlterClientQuotasRequest) []*quotaAlteration {
+	out := make([]*quotaAlteration, 0, len(req.Entries))
+	for _, e := range req.Entries {
+		a := &quotaAlteration{names: map[string]*string{}, entityCap: len(e.Entity)}
+		for _, ent := range e.Entity {
+			if _, seen := a.names[ent.Type]; !seen {
+				a.types = append(a.types, ent.Type)
+			}
+			a.names[ent.Type] = ent.Name
+		}
+		for _, op := range e.Ops {
+			a.ops = append(a.ops, quotaOp{key: op.Key, value: op.Value, remove: op.Remove})
+		}
+		if ip := a.names[QuotaEntityIP]; ip != nil {
+			a.ipValid = validIPEntity(*ip)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// validIPEntity is Kafka's isValidIpEntity: InetAddress.getByName accepts
+// an address literal or a name that resolves.
+func validIPEntity(ip string) bool {
+	if net.ParseIP(ip) != nil {
+		return true
+	}
+	if ip == "" {
+		// getByName("") is the loopback address.
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, ip)
+	return err == nil && len(addrs) > 0
+}
+
+// AlterClientQuotas sets and removes client quotas.
+func (c *Controller) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+	alts := readQuotaAlterations(req)
+	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []quotaResult) {
+		recs, out := alterClientQuotas(img, alts)
+		if len(recs) > maxRecordsPerOp {
+			for i := range out {
+				out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+			}
+			return nil, out
+		}
+		if req.ValidateOnly {
+			return nil, out
+		}
+		return recs, out
+	})
+	if !ok {
+		e := commitError(err)
+		results = results[:0]
+		seen := map[string]bool{}
+		for _, a := range alts {
+			if !seen[a.key()] {
+				seen[a.key()] = true
+				results = append(results, quotaResult{alt: a, err: e})
+			}
+		}
+	}
+	for _, r := range results {
+		entry := kmsg.NewAlterClientQuotasResponseEntry()
+		entry.ErrorCode = r.err.code()
+		entry.ErrorMessage = r.err.message()
+		for _, t := range javaHashMapOrder(r.alt.types, r.alt.entityCap) {
+			ent := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			ent.Type, ent.Name = t, r.alt.names[t]
+			entry.Entity = append(entry.Entity, ent)
+		}
+		resp.Entries = append(resp.Entries, entry)
+	}
+	return resp
+}
+
+// alterClientQuotas is ClientQuotaControlManager.alterClientQuotas: the
+// records of every valid entry and one result per distinct entity, in the
+// order the entities first appear.
+func alterClientQuotas(img *Image, alts []*quotaAlteration) ([]Record, []quotaResult) {
+	var recs []Record
+	var results []quotaResult
+	index := map[string]int{}
+	put := func(a *quotaAlteration, e *apiError) {
+		if i, ok := index[a.key()]; ok {
+			results[i] = quotaResult{alt: a, err: e}
+			return
+		}
+		index[a.key()] = len(results)
+		results = append(results, quotaResult{alt: a, err: e})
+	}
+	for _, a := range alts {
+		// Kafka keeps the ops in a map: a key named twice is an error
+		// for the entity, and the last value of a key is the one used.
+		ops := map[string]quotaOp{}
+		var order []string
+		for _, op := range a.ops {
+			if _, dup := ops[op.key]; dup {
+				put(a, newAPIError(kerr.InvalidRequest, "Duplicate quota key %s not updating quota for this entity %s", op.key, a))
+				continue
+			}
+			ops[op.key] = op
+			order = append(order, op.key)
+		}
+		if _, done := index[a.key()]; done {
+			put(a, newAPIError(kerr.InvalidRequest, "Ignoring duplicate entity %s", a))
+			continue
+		}
+		more, e := alterQuotaEntity(img, a, ops, order)
+		if e == nil {
+			recs = append(recs, more...)
+		}
+		put(a, e)
+	}
+	return recs, results
+}
+
+func alterQuotaEntity(img *Image, a *quotaAlteration, ops map[string]quotaOp, order []string) ([]Record, *apiError) {
+	if len(a.types) == 0 {
+		return nil, newAPIError(kerr.InvalidRequest, "Invalid empty client quota entity")
+	}
+	var data []QuotaEntityData
+	for _, t := range javaHashMapOrder(a.types, a.entityCap) {
+		switch t {
+		case QuotaEntityUser, QuotaEntityClientID, QuotaEntityIP:
+		default:
+			return nil, newAPIError(kerr.InvalidRequest, "Unhandled client quota entity type: %s", t)
+		}
+		if n := a.names[t]; n != nil && *n == "" {
+			return nil, newAPIError(kerr.InvalidRequest, "Empty %s not supported", t)
+		}
+		data = append(data, QuotaEntityData{Type: t, Name: a.names[t]})
+	}
+	entity, _ := quotaEntityOf(data)
+	var keys map[string]quotaKeyType
+	switch {
+	case entity.IP.Set && (entity.User.Set || entity.ClientID.Set):
+		// Sic: Kafka's message lacks the space.
+		return nil, newAPIError(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
+	case entity.IP.Set:
+		if !entity.IP.Default && !a.ipValid {
+			return nil, newAPIError(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", entity.IP.Name)
+		}
+		keys = ipQuotaKeys
+	default:
+		keys = userClientQuotaKeys
+	}
+	current := img.ClientQuotas[entity]
+	var recs []Record
+	// Kafka walks its map of ops in hash order: the first invalid key in
+	// that order is the one reported.
+	for _, key := range javaHashMapOrder(order, len(a.ops)) {
+		op := ops[key]
+		if op.remove {
+			if _, had := current[key]; had {
+				recs = append(recs, &ClientQuotaRecord{Entity: entity.Data(), Key: key, Remove: true})
+			}
+			continue
+		}
+		if e := validateQuotaValue(keys, key, op.value); e != nil {
+			return nil, e
+		}
+		if cur, had := current[key]; !had || cur != op.value {
+			recs = append(recs, &ClientQuotaRecord{Entity: entity.Data(), Key: key, Value: op.value})
+		}
+	}
+	return recs, nil
+}
+
+// validateQuotaValue is ClientQuotaControlManager.validateQuotaKeyValue.
+func validateQuotaValue(keys map[string]quotaKeyType, key string, v float64) *apiError {
+	typ, ok := keys[key]
+	if !ok {
+		return newAPIError(kerr.InvalidRequest, "Invalid configuration key %s", key)
+	}
+	if !(v > 0) {
+		// Kafka tests v <= 0, which lets NaN through; nothing can
+		// enforce a NaN quota, so Gregor refuses it with the same
+		// message.
+		return newAPIError(kerr.InvalidRequest, "Quota %s must be greater than 0", key)
+	}
+	switch typ {
+	case quotaDouble:
+		return nil
+	case quotaInt:
+		if v > math.MaxInt32 {
+			return newAPIError(kerr.InvalidRequest, "Proposed value for %s is too large for an INT.", key)
+		}
+	case quotaLong:
+		if v > math.MaxInt64 {
+			return newAPIError(kerr.InvalidRequest, "Proposed value for %s is too large for a LONG.", key)
+		}
+	}
+	if math.Abs(math.Mod(v, 1)) > 1e-6 {
+		return newAPIError(kerr.InvalidRequest, "%s cannot be a fractional value.", key)
+	}
+	return nil
+}
+
+// clientQuotaRecords are the records that rebuild the image's quotas, in
+// a deterministic order (snapshots).
+func clientQuotaRecords(img *Image) []Record {
+	entities := make([]QuotaEntity, 0, len(img.ClientQuotas))
+	for e := range img.ClientQuotas {
+		entities = append(entities, e)
+	}
+	sort.Slice(entities, func(i, j int) bool { return quotaEntityLess(entities[i], entities[j]) })
+	var out []Record
+	for _, e := range entities {
+		values := img.ClientQuotas[e]
+		keys := make([]string, 0, len(values))
+		for k := range values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, &ClientQuotaRecord{Entity: e.Data(), Key: k, Value: values[k]})
+		}
+	}
+	return out
+}
+
+func quotaEntityLess(a, b QuotaEntity) bool {
+	for _, pair := range [][2]QuotaName{{a.User, b.User}, {a.ClientID, b.ClientID}, {a.IP, b.IP}} {
+		x, y := pair[0], pair[1]
+		if x != y {
+			if x.Set != y.Set {
+				return !x.Set
+			}
+			if x.Default != y.Default {
+				return x.Default
+			}
+			return x.Name < y.Name
+		}
+	}
+	return false
+}
+
+// MutationQuota is the controller mutation quota of the request being
+// decided (KIP-599's ControllerMutationQuota): CreateTopics,
+// CreatePartitions and DeleteTopics take one permit per partition they
+// create or delete, topic by topic. A strict quota (the request versions
+// that carry THROTTLING_QUOTA_EXCEEDED) refuses a topic once the quota is
+// exhausted; a permissive one takes every permit and only throttles.
+type MutationQuota interface {
+	// Record takes permits; false when the quota refuses them.
+	Record(permits int) bool
+}
+
+type mutationQuotaKey struct{}
+
+// WithMutationQuota attaches the request's mutation quota to ctx, for
+// Handle.
+func WithMutationQuota(ctx context.Context, q MutationQuota) context.Context {
+	return context.WithValue(ctx, mutationQuotaKey{}, q)
+}
+
+// mutationQuotaOf is the quota attached to ctx, nil when none applies.
+func mutationQuotaOf(ctx context.Context) MutationQuota {
+	q, _ := ctx.Value(mutationQuotaKey{}).(MutationQuota)
+	return q
+}
+
+// quotaRefuses records permits against q and reports the error of a topic
+// the quota refuses (ApiError.fromThrowable of
+// ThrottlingQuotaExceededException).
+func quotaRefuses(q MutationQuota, permits int) *apiError {
+	if q == nil || q.Record(permits) {
+		return nil
+	}
+	return newAPIError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+}
+
+// partitionRecordCount is how many partitions recs create.
+func partitionRecordCount(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		if _, ok := r.(*PartitionRecord); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"encoding/hex"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestJavaHashMapOrder: the orders printed by java.util.HashMap for the
+// same keys and capacities (checked with a JDK 21).
+func TestJavaHashMapOrder(t *testing.T) {
+	for _, tc := range []struct {
+		keys     []string
+		capacity int
+		want     []string
+	}{
+		{[]string{"user", "client-id"}, 2, []string{"client-id", "user"}},
+		{[]string{"client-id", "user"}, 2, []string{"client-id", "user"}},
+		{[]string{"user", "client-id", "ip"}, 3, []string{"client-id", "user", "ip"}},
+		{[]string{"producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"}, 4,
+			[]string{"producer_byte_rate", "consumer_byte_rate", "controller_mutation_rate", "request_percentage"}},
+		{[]string{"a", "b", "c", "d", "e", "f", "g"}, 7, []string{"a", "b", "c", "d", "e", "f", "g"}},
+		{[]string{"user", "client-id"}, 0, []string{"client-id", "user"}},
+	} {
+		if got := javaHashMapOrder(tc.keys, tc.capacity); !slices.Equal(got, tc.want) {
+			t.Errorf("javaHashMapOrder(%v, %d) = %v, want %v", tc.keys, tc.capacity, got, tc.want)
+		}
+	}
+}
+
+func quotaEntry(ops []kmsg.AlterClientQuotasRequestEntryOp, entity ...string) kmsg.AlterClientQuotasRequestEntry {
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	for i := 0; i < len(entity); i += 2 {
+		ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		ent.Type = entity[i]
+		if entity[i+1] != "<default>" {
+			ent.Name = strPtr(entity[i+1])
+		}
+		e.Entity = append(e.Entity, ent)
+	}
+	e.Ops = ops
+	return e
+}
+
+func setOp(key string, v float64) kmsg.AlterClientQuotasRequestEntryOp {
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = key, v
+	return op
+}
+
+func removeOp(key string) kmsg.AlterClientQuotasRequestEntryOp {
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Remove = key, true
+	return op
+}
+
+func alterRequest(entries ...kmsg.AlterClientQuotasRequestEntry) *kmsg.AlterClientQuotasRequest {
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = entries
+	return req
+}
+
+// runAlter decides a request against img without committing it.
+func runAlter(img *Image, req *kmsg.AlterClientQuotasRequest) ([]Record, []quotaResult) {
+	return alterClientQuotas(img, readQuotaAlterations(req))
+}
+
+func TestAlterClientQuotasValidation(t *testing.T) {
+	img := emptyImage("c")
+	for _, tc := range []struct {
+		name  string
+		entry kmsg.AlterClientQuotasRequestEntry
+		msg   string
+	}{
+		{"empty entity", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}),
+			"Invalid empty client quota entity"},
+		{"unknown type", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "group", "g"),
+			"Unhandled client quota entity type: group"},
+		{"empty name", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "user", ""),
+			"Empty user not supported"},
+		{"ip with user", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 1)}, "user", "u", "ip", "1.2.3.4"),
+			"Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"},
+		{"bad ip", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 1)}, "ip", "no.such.host.invalid"),
+			"no.such.host.invalid is not a valid IP or resolvable host."},
+		{"ip key on user", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 1)}, "user", "u"),
+			"Invalid configuration key connection_creation_rate"},
+		{"user key on ip", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "ip", "<default>"),
+			"Invalid configuration key producer_byte_rate"},
+		{"zero", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 0)}, "client-id", "c"),
+			"Quota request_percentage must be greater than 0"},
+		{"fraction", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("consumer_byte_rate", 10.5)}, "client-id", "c"),
+			"consumer_byte_rate cannot be a fractional value."},
+		{"too large long", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1e19)}, "client-id", "c"),
+			"Proposed value for producer_byte_rate is too large for a LONG."},
+		{"too large int", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 3e9)}, "ip", "127.0.0.1"),
+			"Proposed value for connection_creation_rate is too large for an INT."},
+		{"duplicate key", quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1), setOp("producer_byte_rate", 2)}, "user", "u", "client-id", "c"),
+			"Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c, user=u})"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, res := runAlter(img, alterRequest(tc.entry))
+			if len(recs) != 0 || len(res) != 1 || res[0].err == nil {
+				t.Fatalf("records %v results %v, want one refusal", recs, res)
+			}
+			if res[0].err.err != kerr.InvalidRequest || *res[0].err.message() != tc.msg {
+				t.Fatalf("got %v %q, want INVALID_REQUEST %q", res[0].err.err, *res[0].err.message(), tc.msg)
+			}
+		})
+	}
+	// Doubles take fractions; a fractional error tolerates rounding.
+	recs, res := runAlter(img, alterRequest(
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 12.5), setOp("controller_mutation_rate", 0.5)}, "user", "u"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1000.0000001)}, "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 5)}, "ip", "<default>"),
+	))
+	if len(recs) != 4 || len(res) != 3 || res[0].err != nil || res[1].err != nil || res[2].err != nil {
+		t.Fatalf("records %v results %+v", recs, res)
+	}
+}
+
+func TestAlterClientQuotasApply(t *testing.T) {
+	img := emptyImage("c")
+	apply := func(req *kmsg.AlterClientQuotasRequest) []Record {
+		t.Helper()
+		recs, res := runAlter(img, req)
+		for _, r := range res {
+			if r.err != nil {
+				t.Fatalf("refused: %s", *r.err.message())
+			}
+		}
+		next, err := applyBatch(img, recs, img.Offset+1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = next
+		return recs
+	}
+	userClient := QuotaEntity{User: QuotaNamed("u"), ClientID: QuotaNamed("c")}
+	defaultUser := QuotaEntity{User: QuotaDefault()}
+	apply(alterRequest(
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 100), setOp("consumer_byte_rate", 200)}, "user", "u", "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 30)}, "user", "<default>"),
+	))
+	want := map[QuotaEntity]map[string]float64{
+		userClient:  {"producer_byte_rate": 100, "consumer_byte_rate": 200},
+		defaultUser: {"request_percentage": 30},
+	}
+	if !reflect.DeepEqual(img.ClientQuotas, want) {
+		t.Fatalf("quotas %v, want %v", img.ClientQuotas, want)
+	}
+	// The same value again writes nothing; removing an absent key
+	// writes nothing.
+	if recs := apply(alterRequest(quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 100), removeOp("request_percentage")}, "client-id", "c", "user", "u"))); len(recs) != 0 {
+		t.Fatalf("no-op alteration wrote %v", recs)
+	}
+	// Removing every key drops the entity.
+	apply(alterRequest(quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{removeOp("producer_byte_rate"), removeOp("consumer_byte_rate")}, "user", "u", "client-id", "c")))
+	if _, ok := img.ClientQuotas[userClient]; ok || len(img.ClientQuotas) != 1 {
+		t.Fatalf("quotas after removal %v", img.ClientQuotas)
+	}
+	// A snapshot rebuilds the same quotas.
+	rebuilt, err := applyBatch(emptyImage("c"), imageRecords(img), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt.ClientQuotas, img.ClientQuotas) {
+		t.Fatalf("snapshot rebuilt %v, want %v", rebuilt.ClientQuotas, img.ClientQuotas)
+	}
+}
+
+// TestAlterClientQuotasDuplicateEntity: an entity named twice answers once
+// with Kafka's message; the first entry's records still commit (Kafka's
+// result is atomic over what was decided).
+func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
+	recs, res := runAlter(emptyImage("c"), alterRequest(
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 2)}, "client-id", "c"),
+	))
+	if len(res) != 1 || res[0].err == nil || *res[0].err.message() != "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c})" {
+		t.Fatalf("results %+v", res)
+	}
+	if len(recs) != 1 || recs[0].(*ClientQuotaRecord).Value != 1 {
+		t.Fatalf("records %v", recs)
+	}
+}
+
+func sampleQuotaRecords() []Record {
+	return []Record{
+		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "user", Name: strPtr("alice")}, {Type: "client-id", Name: nil}}, Key: "producer_byte_rate", Value: 1024},
+		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "ip", Name: strPtr("10.0.0.1")}}, Key: "connection_creation_rate", Value: 5},
+		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "user", Name: strPtr("alice")}, {Type: "client-id", Name: nil}}, Key: "producer_byte_rate", Remove: true},
+	}
+}
+
+// TestClientQuotaRecordVersion0: the version 0 encoding is frozen in
+// testdata; a newer build must keep reading it.
+func TestClientQuotaRecordVersion0(t *testing.T) {
+	raw, err := os.ReadFile("testdata/quota-records-v0.hex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := EncodeRecords(sampleQuotaRecords()); !reflect.DeepEqual(got, data) {
+		t.Fatalf("encoding changed:\n%x\nwant\n%x", got, data)
+	}
+	got, err := DecodeRecords(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, sampleQuotaRecords()) {
+		t.Fatalf("decoded %#v", got)
+	}
+	img, err := applyBatch(emptyImage("c"), got, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[QuotaEntity]map[string]float64{{IP: QuotaNamed("10.0.0.1")}: {"connection_creation_rate": 5}}
+	if !reflect.DeepEqual(img.ClientQuotas, want) {
+		t.Fatalf("quotas %v", img.ClientQuotas)
+	}
+}
+
+func TestClientQuotaRecordRefusesBadEntity(t *testing.T) {
+	for _, ent := range [][]QuotaEntityData{
+		nil,
+		{{Type: "group", Name: strPtr("g")}},
+		{{Type: "user", Name: strPtr("a")}, {Type: "user", Name: strPtr("b")}},
+	} {
+		if _, err := applyBatch(emptyImage("c"), []Record{&ClientQuotaRecord{Entity: ent, Key: "k", Value: 1}}, 1, 1); err == nil {
+			t.Errorf("entity %v replayed", ent)
+		}
+	}
+}
