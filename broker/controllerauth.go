@@ -91,7 +91,7 @@ func clusterOperation(req kmsg.Request) (kmsg.ACLOperation, bool) {
 	switch req.(type) {
 	case *kmsg.ElectLeadersRequest, *kmsg.UpdateFeaturesRequest, *kmsg.AlterPartitionAssignmentsRequest,
 		*kmsg.UnregisterBrokerRequest, *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest,
-		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
 		return kmsg.ACLOperationAlter, true
 	case *kmsg.DescribeQuorumRequest, *kmsg.ListPartitionReassignmentsRequest:
 		return kmsg.ACLOperationDescribe, true

@@ -8,6 +8,8 @@ package broker
 // or none.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -166,6 +168,32 @@ func errorResponse(req kmsg.Request, e apiErr) kmsg.Response {
 				re.Entity = append(re.Entity, rent)
 			}
 			out.Entries = append(out.Entries, re)
+		}
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		// Results carry no user name, one per user asked about.
+		out := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		out.ErrorCode, out.ErrorMessage = e.code, e.msg
+		for range r.Users {
+			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			res.ErrorCode, res.ErrorMessage = e.code, e.msg
+			out.Results = append(out.Results, res)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		// One result per user named, deletions and upsertions together,
+		// sorted.
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		var users []string
+		for _, d := range r.Deletions {
+			users = append(users, d.Name)
+		}
+		for _, u := range r.Upsertions {
+			users = append(users, u.Name)
+		}
+		slices.Sort(users)
+		for _, name := range slices.Compact(users) {
+			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			res.User, res.ErrorCode, res.ErrorMessage = name, e.code, e.msg
+			out.Results = append(out.Results, res)
 		}
 	case *kmsg.JoinGroupRequest:
 		out := resp.(*kmsg.JoinGroupResponse)
