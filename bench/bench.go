@@ -128,14 +128,7 @@ func (r *runner) selected(name string) bool {
 func (r *runner) pinned(c integration.Cmd) integration.Cmd { return taskset(r.cfg.LoadCPU, c) }
 
 // taskset wraps c to run on cpus; with no cpus it runs as it is.
-func taskset(cpus string, c integration.Cmd) integration.Cmd {
-	if cpus == "" {
-		return c
-	}
-	c.Args = append([]string{"-c", cpus, c.Name}, c.Args...)
-	c.Name = "taskset"
-	return c
-}
+func taskset(cpus string, c integration.Cmd) integration.Cmd { return integration.Pinned(cpus, c) }
 
 // buildLoadgen builds bench/loadgen into the tools cache and returns the
 // binary's path.

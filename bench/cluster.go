@@ -158,6 +158,33 @@ func prepareClusterBench(ctx context.Context, root, name string, targets []strin
 	return tools, workDir, nil
 }
 
+// loadBench is what a benchmark that runs bench/loadgen prepares: the
+// tools, its work directory, the load generator built and the payload
+// file written (with its description for the report).
+type loadBench struct {
+	tools                    *integration.Tools
+	workDir                  string
+	loadgen                  string
+	payloadFile, payloadDesc string
+}
+
+// prepareLoadBench is prepareClusterBench, then the load generator and
+// its payloads.
+func prepareLoadBench(ctx context.Context, root, name string, targets []string) (loadBench, error) {
+	tools, workDir, err := prepareClusterBench(ctx, root, name, targets)
+	if err != nil {
+		return loadBench{}, err
+	}
+	lb := loadBench{tools: tools, workDir: workDir, payloadFile: filepath.Join(workDir, "payloads.txt")}
+	if lb.loadgen, err = buildLoadgen(ctx, tools); err != nil {
+		return loadBench{}, err
+	}
+	if lb.payloadDesc, err = writePayloads(ctx, lb.loadgen, lb.payloadFile); err != nil {
+		return loadBench{}, err
+	}
+	return lb, nil
+}
+
 // ExecuteCluster runs the cluster benchmark. It returns what it measured
 // even when ctx ends early.
 func ExecuteCluster(ctx context.Context, cfg ClusterConfig) (*ClusterRun, error) {

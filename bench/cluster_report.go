@@ -13,8 +13,9 @@ import (
 
 // RESULTS.md holds the single-node report (Render, rewritten by `make
 // bench`) and, after it, marked sections that other commands rewrite: the
-// cluster one (RenderCluster, `make bench-cluster`) and the replication one
-// (RenderReplication, `make bench-replication`). Each writer keeps what the
+// cluster one (RenderCluster, `make bench-cluster`), the replication one
+// (RenderReplication, `make bench-replication`) and the security one
+// (RenderSecurity, `make bench-security`). Each writer keeps what the
 // others wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
@@ -74,7 +75,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 func KeepSections(old, fresh []byte) []byte {
 	type span struct{ start, end int }
 	var kept []span
-	for _, s := range []Section{ClusterSection(), ReplicationSection()} {
+	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection()} {
 		if start, end, ok := s.cut(old); ok {
 			kept = append(kept, span{start, end})
 		}
@@ -198,6 +199,19 @@ func writePerTarget(b *bytes.Buffer, title string, targets []string, lines map[s
 			fmt.Fprintf(b, "- %s\n", strings.ReplaceAll(l, "|", "\\|"))
 		}
 	}
+}
+
+// writeCommands lists the load generator's command lines of the first
+// round ("workload\n    command line"), when there are any.
+func writeCommands(b *bytes.Buffer, commands []string) {
+	if len(commands) == 0 {
+		return
+	}
+	b.WriteString("\n### Load generator command lines (first round; ports and paths change every round)\n\n```\n")
+	for _, c := range commands {
+		b.WriteString(c + "\n")
+	}
+	b.WriteString("```\n")
 }
 
 // writeProperties closes a cluster-wide report with node 1's properties.

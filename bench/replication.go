@@ -103,30 +103,21 @@ type ReplicationRun struct {
 // ExecuteReplication runs the replication benchmark. It returns what it
 // measured even when ctx ends early.
 func ExecuteReplication(ctx context.Context, cfg ReplicationConfig) (*ReplicationRun, error) {
-	tools, workDir, err := prepareClusterBench(ctx, cfg.Root, "replication", cfg.Targets)
+	lb, err := prepareLoadBench(ctx, cfg.Root, "replication", cfg.Targets)
 	if err != nil {
 		return nil, err
 	}
-	loadgen, err := buildLoadgen(ctx, tools)
+	payloads, err := readPayloadLines(lb.payloadFile)
 	if err != nil {
 		return nil, err
 	}
-	payloadFile := filepath.Join(workDir, "payloads.txt")
-	desc, err := writePayloads(ctx, loadgen, payloadFile)
-	if err != nil {
-		return nil, err
-	}
-	payloads, err := readPayloadLines(payloadFile)
-	if err != nil {
-		return nil, err
-	}
-	run := &ReplicationRun{Config: cfg, runInfo: newRunInfo(), Payload: desc, Kills: map[string][]string{},
+	run := &ReplicationRun{Config: cfg, runInfo: newRunInfo(), Payload: lb.payloadDesc, Kills: map[string][]string{},
 		Restarts: map[string]int{}, NotRejoined: map[string]int{}}
 	var commands commandLog
 	err = run.alternate(ctx, cfg.Log, "replication bench", cfg.Targets, cfg.Rounds, func(round int, t string) Round {
-		rr := &replRound{cfg: cfg, run: run, commands: &commands, loadgen: loadgen, payloadFile: payloadFile, payloads: payloads,
+		rr := &replRound{cfg: cfg, run: run, commands: &commands, loadgen: lb.loadgen, payloadFile: lb.payloadFile, payloads: payloads,
 			rd: Round{Target: t, Round: round, Figures: map[string]float64{}}}
-		rr.execute(ctx, tools, filepath.Join(workDir, fmt.Sprintf("%s-round%d", t, round)))
+		rr.execute(ctx, lb.tools, filepath.Join(lb.workDir, fmt.Sprintf("%s-round%d", t, round)))
 		return rr.rd
 	})
 	run.Commands = commands.lines

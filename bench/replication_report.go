@@ -77,13 +77,7 @@ func RenderReplication(run *ReplicationRun, m Machine, commit, command string) [
 	b.WriteString("\nHigher is better for records/s and MB/s; lower is better for everything else.\n")
 	writePerTarget(&b, "Every leader kill", cfg.Targets, run.Kills)
 	writePerTarget(&b, "Replication failures", cfg.Targets, errs)
-	if len(run.Commands) > 0 {
-		b.WriteString("\n### Load generator command lines (first round; ports and paths change every round)\n\n```\n")
-		for _, c := range run.Commands {
-			b.WriteString(c + "\n")
-		}
-		b.WriteString("```\n")
-	}
+	writeCommands(&b, run.Commands)
 	writeProperties(&b, run.runInfo)
 	b.WriteString("\n" + replicationEnd + "\n")
 	return b.Bytes()

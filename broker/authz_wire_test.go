@@ -550,7 +550,17 @@ func TestAuthzAdminThroughTheController(t *testing.T) {
 	if r := call[*kmsg.CreateACLsResponse](t, n.addr, ca).Results[0]; r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || r.ErrorMessage == nil {
 		t.Fatalf("create ACLs without ALTER on the cluster: %+v", r)
 	}
+	as := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	as.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
+	if r := call[*kmsg.AlterUserSCRAMCredentialsResponse](t, n.addr, as).Results; len(r) != 1 || r[0].User != "alice" ||
+		r[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code || r[0].ErrorMessage == nil {
+		t.Fatalf("alter SCRAM credentials without ALTER on the cluster: %+v", r)
+	}
 	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationDescribe))
+	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	if r := call[*kmsg.DescribeUserSCRAMCredentialsResponse](t, n.addr, ds); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || r.ErrorMessage != nil {
+		t.Fatalf("describe SCRAM credentials without DESCRIBE on the cluster: %+v", r)
+	}
 	da := kmsg.NewPtrDescribeACLsRequest()
 	da.SetVersion(3)
 	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny

@@ -227,6 +227,9 @@ func New(opts Options) *Broker {
 	b.txnVerification.Store(opts.TransactionVerification)
 	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
+	if opts.Metadata != nil {
+		opts.Server.ScramCredentials = b.scramLookup
+	}
 	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
 	b.server.quotas = b.quotas
 	return b
@@ -423,7 +426,8 @@ func timedOutResponse(req kmsg.Request) kmsg.Response {
 		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest, *kmsg.ElectLeadersRequest,
 		*kmsg.UpdateFeaturesRequest, *kmsg.DescribeQuorumRequest, *kmsg.UnregisterBrokerRequest,
 		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
-		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest:
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest,
+		*kmsg.AlterUserSCRAMCredentialsRequest:
 	default:
 		return nil
 	}

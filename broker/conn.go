@@ -9,7 +9,10 @@ package broker
 // synchronous part inline keeps produce appends in the order the client
 // sent them, which idempotent sequences rely on. The writer goroutine
 // (writeLoop) sends finished slots strictly in request order: clients
-// pipeline requests and match responses by order.
+// pipeline requests and match responses by order. On a SASL listener the
+// reader also runs the authentication exchange inline, before it reads any
+// other request (saslauth.go); a failed one stops the reader while the
+// writer sends its answer (lingering), then closes.
 //
 // Memory: a connection's requests being handled and its responses waiting
 // to be written are counted in held (request frames by capacity, responses
@@ -94,10 +97,16 @@ type conn struct {
 	listener *listener
 	// session is who the peer is (session.go).
 	session session
-	log     *slog.Logger
-	ctx     context.Context
-	cancel  context.CancelFunc
-	queue   chan *slot
+	// auth is the SASL authentication state on a SASL listener, nil on
+	// others (saslauth.go); the reader's alone.
+	auth *saslSession
+	// lingering: the reader stopped after a failed authentication whose
+	// answer is still to be sent; the connection closes once it is.
+	lingering bool
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	queue     chan *slot
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
 	// watchHeartbeats starts, once, the watch of a connection a broker
@@ -284,6 +293,9 @@ type slot struct {
 	chunks     []respChunk // a response built from bytes and file ranges
 	noResponse bool        // acks=0 produce: nothing is sent
 	closeConn  bool        // close the connection instead of answering
+	// closeAfter closes the connection once the response is sent (a
+	// failed authentication's answer).
+	closeAfter bool
 
 	mu        sync.Mutex
 	finished  bool // the outcome is set
@@ -430,8 +442,9 @@ func (c *conn) serve() {
 		}
 		// On a graceful shutdown the requests already read are answered
 		// (bounded by drainTimeout); otherwise the peer is gone and
-		// in-flight work is cancelled.
-		if !c.srv.draining.Load() {
+		// in-flight work is cancelled, unless a failed authentication's
+		// answer is still to go out.
+		if !c.srv.draining.Load() && !c.lingering {
 			c.cancel()
 		}
 		close(c.queue)
@@ -452,7 +465,11 @@ func (c *conn) serve() {
 		if !c.waitRoom() {
 			return
 		}
-		reserved, err := c.reserveRequest(br, maxSize)
+		limit := maxSize
+		if c.auth != nil && c.auth.authenticating() {
+			limit = c.srv.opts.SASLMaxReceiveSize
+		}
+		reserved, err := c.reserveRequest(br, limit)
 		if err == nil && reserved < 0 {
 			return // the server stops or the connection closed
 		}
@@ -463,7 +480,7 @@ func (c *conn) serve() {
 			// hold it after the next frame is read, so a buffer goes
 			// back to the pool only when releaseFrame can prove it
 			// is dead.
-			frame, err = protocol.ReadPooledFrame(br, maxSize, &c.srv.frames)
+			frame, err = protocol.ReadPooledFrame(br, limit, &c.srv.frames)
 		}
 		if err != nil {
 			c.srv.requestPool.release(max(reserved, 0))
@@ -527,15 +544,13 @@ func (c *conn) expireIdle(maxIdle time.Duration) {
 // handleFrame decodes and dispatches one request. It returns false when the
 // connection must be closed.
 func (c *conn) handleFrame(frame []byte) bool {
-	key, version, ok := protocol.PeekAPI(frame)
-	if !ok {
-		return false
+	if c.auth != nil {
+		if handled, keep := c.handleAuthFrame(frame); handled || !keep {
+			return keep
+		}
 	}
-	s := &slot{done: make(chan struct{}), held: int64(cap(frame)), owner: &c.held}
-	c.held.add(s.held)
-	select {
-	case c.queue <- s:
-	case <-c.ctx.Done():
+	key, version, s := c.slotFor(frame)
+	if s == nil {
 		return false
 	}
 	kreq := protocol.NewRequest(key, version)
@@ -654,6 +669,12 @@ func (c *conn) writeLoop() {
 		var err error
 		if s.frame != nil {
 			_, err = bw.Write(s.frame)
+			if s.closeAfter {
+				bw.Flush()
+				c.close()
+				drain()
+				return
+			}
 		} else {
 			err = c.writeChunks(bw, s.chunks)
 			// Sent (sendfile and the copies are done with the

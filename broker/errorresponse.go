@@ -182,13 +182,7 @@ func errorResponse(req kmsg.Request, e apiErr) kmsg.Response {
 		// One result per user named, deletions and upsertions together,
 		// sorted.
 		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
-		var users []string
-		for _, d := range r.Deletions {
-			users = append(users, d.Name)
-		}
-		for _, u := range r.Upsertions {
-			users = append(users, u.Name)
-		}
+		users := scramAlterationUsers(r)
 		slices.Sort(users)
 		for _, name := range slices.Compact(users) {
 			res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()

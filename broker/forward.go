@@ -35,6 +35,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -346,7 +347,7 @@ func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, e
 		p.mu.Unlock()
 		return nil, errPoolClosed
 	}
-	if c := p.conns[key]; c != nil && c.addr == addr && !c.isDead() {
+	if c := p.conns[key]; c != nil && c.addr == addr && c.usable() {
 		p.mu.Unlock()
 		return c, nil
 	}
@@ -364,13 +365,19 @@ func (p *connPool[K]) get(ctx context.Context, key K, addr string) (*peerConn, e
 		c.close(errPoolClosed)
 		return nil, errPoolClosed
 	}
-	if old := p.conns[key]; old != nil && old.addr == addr && !old.isDead() {
+	if old := p.conns[key]; old != nil && old.addr == addr && old.usable() {
 		// Another caller dialled meanwhile: use its connection.
 		c.close(errors.New("not needed"))
 		return old, nil
 	}
 	if old := p.conns[key]; old != nil {
-		old.close(errors.New("the peer moved"))
+		if old.addr == addr && !old.isDead() {
+			// Its SASL session is to be renewed: the requests it
+			// carries are answered, then it closes.
+			old.retire()
+		} else {
+			old.close(errors.New("the peer moved"))
+		}
 	}
 	p.conns[key] = c
 	return c, nil
@@ -409,6 +416,9 @@ type peerConn struct {
 	corr    int32
 	waiting []*forwardWait // in request order
 	dead    error
+	// retired: a replacement carries new requests; this one closes once
+	// it has no request waiting.
+	retired bool
 }
 
 type forwardWait struct {
@@ -428,6 +438,27 @@ func (cc *peerConn) isDead() bool {
 	cc.writeMu.Lock()
 	defer cc.writeMu.Unlock()
 	return cc.dead != nil
+}
+
+// usable reports whether the pool may hand the connection out: it is
+// alive and, on a SASL listener, its session is not due for renewal.
+func (cc *peerConn) usable() bool {
+	return !cc.isDead() && !sasl.Expiring(cc.nc)
+}
+
+// errRetired closes a connection whose SASL session was renewed by a
+// fresh connection.
+var errRetired = errors.New("its SASL session was renewed on a new connection")
+
+// retire closes the connection once the requests it carries are answered.
+func (cc *peerConn) retire() {
+	cc.writeMu.Lock()
+	cc.retired = true
+	idle := len(cc.waiting) == 0
+	cc.writeMu.Unlock()
+	if idle {
+		cc.close(errRetired)
+	}
 }
 
 // roundTrip sends req and waits for its answer; sent reports whether any
@@ -479,12 +510,16 @@ func (cc *peerConn) readLoop() {
 		}
 		w := cc.waiting[0]
 		cc.waiting = cc.waiting[1:]
+		drained := cc.retired && len(cc.waiting) == 0
 		cc.writeMu.Unlock()
 		corr, err := protocol.ParseResponse(frame, w.resp)
 		if err == nil && corr != w.corr {
 			err = fmt.Errorf("response with correlation id %d to request %d", corr, w.corr)
 		}
 		w.done <- err
+		if err == nil && drained {
+			err = errRetired
+		}
 		if err != nil {
 			cc.close(err)
 			return

@@ -14,6 +14,11 @@ func (b *Broker) handlers() []*handler {
 	ctrl := func(h *handler) *handler { h.onController = true; return h }
 	hs := []*handler{
 		both(&handler{key: kmsg.ApiVersions, min: 0, max: 4, fn: b.handleApiVersions}),
+		// Authentication (saslauth.go): these answer only what reaches
+		// them after authentication; the exchange itself runs in the
+		// connection's state machine.
+		both(&handler{key: kmsg.SASLHandshake, min: 0, max: 1, fn: b.handleSaslHandshake}),
+		both(&handler{key: kmsg.SASLAuthenticate, min: 0, max: 2, fn: b.handleSaslAuthenticate}),
 		client(&handler{key: kmsg.Metadata, min: 0, max: 13, fn: b.handleMetadata}),
 		client(&handler{key: kmsg.Produce, min: 3, max: 13, fn: b.handleProduce,
 			advertisedMin: 0, unsupported: b.produceUnsupportedVersion}),
@@ -56,6 +61,9 @@ func (b *Broker) handlers() []*handler {
 		both(&handler{key: kmsg.DescribeACLs, min: 1, max: 3, fn: b.handleDescribeACLs}),
 		both(&handler{key: kmsg.CreateACLs, min: 1, max: 3, fn: b.handleCreateACLs}),
 		both(&handler{key: kmsg.DeleteACLs, min: 1, max: 3, fn: b.handleDeleteACLs}),
+		// SCRAM credentials (scramcredentials.go).
+		both(&handler{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, fn: b.handleDescribeUserScramCredentials}),
+		both(&handler{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, fn: b.handleAlterUserScramCredentials}),
 		// Groups (groups.go, findcoordinator.go, txnoffsetcommit.go).
 		client(&handler{key: kmsg.FindCoordinator, min: 0, max: 6, fn: b.handleFindCoordinator}),
 		client(&handler{key: kmsg.JoinGroup, min: 0, max: 9, fn: b.handleJoinGroup}),

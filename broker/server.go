@@ -20,6 +20,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -35,6 +36,9 @@ type ListenerSpec struct {
 	// TLS is the server side of an SSL or SASL_SSL listener; nil on the
 	// others (transport.go).
 	TLS *ssl.Server
+	// SASL is the authentication set-up of a SASL_PLAINTEXT or SASL_SSL
+	// listener (saslauth.go); nil for the others.
+	SASL *SASLConfig
 }
 
 // listener is a bound listener.
@@ -146,7 +150,18 @@ type ServerOptions struct {
 	// It is at most writeBufferSize/2, so that the bytes around a range
 	// fit beside it.
 	CopyRangeMax int64
-	Logger       *slog.Logger
+	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest
+	// frame a connection may send before it has authenticated; 0 means
+	// Kafka's default.
+	SASLMaxReceiveSize int32
+	// FailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms: how long a failed
+	// authentication's answer (and the close after it) waits.
+	FailedAuthenticationDelay time.Duration
+	// ScramCredentials looks SCRAM credentials up (in the metadata
+	// image); broker.New sets it.
+	ScramCredentials sasl.ScramLookup
+	Logger           *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners
@@ -195,6 +210,9 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 		s.opts.CopyRangeMax = DefaultCopyRangeMax
 	case s.opts.CopyRangeMax > writeBufferSize/2:
 		s.opts.CopyRangeMax = writeBufferSize / 2
+	}
+	if s.opts.SASLMaxReceiveSize <= 0 {
+		s.opts.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
 	}
 	if s.opts.QueuedMaxRequestBytes > 0 {
 		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
@@ -365,6 +383,9 @@ func (s *Server) acceptLoop(l *listener) {
 			idle:     idleClock{born: time.Now()},
 		}
 		c.held = heldBytes{budget: s.opts.ConnectionBudget, freed: c.signalRoom}
+		if l.SASL != nil {
+			c.auth = newSASLSession(l.SASL)
+		}
 		s.connsMu.Lock()
 		s.conns[c] = struct{}{}
 		s.connsMu.Unlock()

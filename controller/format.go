@@ -37,8 +37,10 @@ const (
 	// LatestKRaftVersion is the kraft.version Gregor runs (dynamic quorum).
 	LatestKRaftVersion int16 = 1
 
-	bootstrapMagic   = "GRBOOT01"
-	bootstrapVersion = int16(0)
+	bootstrapMagic = "GRBOOT01"
+	// bootstrapVersion 1 adds the SCRAM credentials of --add-scram; a
+	// file without them is written as version 0.
+	bootstrapVersion = int16(1)
 )
 
 // ErrAlreadyFormatted is returned by Format when the directory already holds
@@ -62,6 +64,10 @@ type FormatOptions struct {
 	// and kraft.version (e.g. group.version once it is implemented). A
 	// metadata.version or kraft.version entry here overrides the default.
 	Features map[string]int16
+	// ScramCredentials are written with the bootstrap records
+	// (kafka-storage format --add-scram), so that users exist before the
+	// first start.
+	ScramCredentials []*UserScramCredentialRecord
 }
 
 // FormatInfo is what a formatted metadata directory says (`gregor storage
@@ -74,6 +80,8 @@ type FormatInfo struct {
 	// Features are all bootstrap feature levels, including
 	// metadata.version and kraft.version.
 	Features map[string]int16
+	// ScramCredentials are the --add-scram credentials.
+	ScramCredentials []*UserScramCredentialRecord
 }
 
 // Format records opts in metadataDir. It refuses a directory that is
@@ -113,6 +121,8 @@ func Format(fsys vfs.FS, metadataDir string, opts FormatOptions) error {
 		DirectoryID: opts.DirectoryID,
 		Voters:      opts.Voters,
 		Features:    features,
+
+		ScramCredentials: opts.ScramCredentials,
 	}
 	if err := vfs.WriteFileAtomic(fsys, file, encodeFormat(info)); err != nil {
 		return fmt.Errorf("formatting %s: %w", metadataDir, err)
@@ -140,7 +150,11 @@ func ReadFormat(fsys vfs.FS, metadataDir string) (FormatInfo, error) {
 // encodeFormat: magic, crc32c of the rest, then version and fields.
 func encodeFormat(info FormatInfo) []byte {
 	var body []byte
-	body = kbin.AppendInt16(body, bootstrapVersion)
+	version := int16(0)
+	if len(info.ScramCredentials) > 0 {
+		version = 1
+	}
+	body = kbin.AppendInt16(body, version)
 	body = kbin.AppendString(body, info.ClusterID)
 	body = kbin.AppendInt32(body, info.NodeID)
 	body = kbin.AppendUuid(body, info.DirectoryID)
@@ -150,6 +164,12 @@ func encodeFormat(info FormatInfo) []byte {
 	for _, n := range names {
 		body = kbin.AppendString(body, n)
 		body = kbin.AppendInt16(body, info.Features[n])
+	}
+	if version >= 1 {
+		body = kbin.AppendArrayLen(body, len(info.ScramCredentials))
+		for _, rec := range info.ScramCredentials {
+			body = rec.appendBody(body)
+		}
 	}
 	out := append([]byte(bootstrapMagic), 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(out[len(bootstrapMagic):], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
@@ -166,8 +186,9 @@ func decodeFormat(raw []byte) (FormatInfo, error) {
 		return FormatInfo{}, errors.New("bootstrap file checksum mismatch")
 	}
 	r := kbin.Reader{Src: body}
-	if v := r.Int16(); v != bootstrapVersion {
-		return FormatInfo{}, fmt.Errorf("bootstrap file version %d is not supported by this build", v)
+	version := r.Int16()
+	if version < 0 || version > bootstrapVersion {
+		return FormatInfo{}, fmt.Errorf("bootstrap file version %d is not supported by this build", version)
 	}
 	var info FormatInfo
 	info.ClusterID = r.String()
@@ -181,6 +202,14 @@ func decodeFormat(raw []byte) (FormatInfo, error) {
 	for i := int32(0); i < n && r.Ok(); i++ {
 		name := r.String()
 		info.Features[name] = r.Int16()
+	}
+	if version >= 1 {
+		n := r.ArrayLen()
+		for i := int32(0); i < n && r.Ok(); i++ {
+			rec := &UserScramCredentialRecord{}
+			rec.readBody(&r, 0)
+			info.ScramCredentials = append(info.ScramCredentials, rec)
+		}
 	}
 	if err := r.Complete(); err != nil || len(r.Src) != 0 {
 		return FormatInfo{}, errors.New("bootstrap file is malformed")
@@ -196,5 +225,9 @@ func (info FormatInfo) bootstrapRecords() []Record {
 			recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: lvl})
 		}
 	}
-	return append(recs, &VotersRecord{Voters: info.Voters})
+	recs = append(recs, &VotersRecord{Voters: info.Voters})
+	for _, rec := range info.ScramCredentials {
+		recs = append(recs, rec)
+	}
+	return recs
 }

@@ -63,6 +63,8 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.CreateACLs(ctx, r))
 	case *kmsg.DeleteACLsRequest:
 		return answered(c.DeleteACLs(ctx, r))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return answered(c.AlterUserScramCredentials(ctx, r))
 	}
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 )
 
 // The metadata image: an immutable view of the committed metadata log.
@@ -118,6 +119,9 @@ type Image struct {
 
 	// NextProducerID is the first producer id not yet handed out in a block.
 	NextProducerID int64
+
+	// ScramCredentials are the users' SCRAM credentials (scram.go).
+	ScramCredentials map[ScramKey]sasl.ScramCredential
 
 	// LeaderID is the active controller's node id (-1 if none is known).
 	LeaderID int32

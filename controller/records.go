@@ -297,6 +297,10 @@ func newRecord(t RecordType) Record {
 		return &AccessControlEntryRecord{}
 	case RecordRemoveAccessControlEntry:
 		return &RemoveAccessControlEntryRecord{}
+	case RecordUserScramCredential:
+		return &UserScramCredentialRecord{}
+	case RecordRemoveUserScramCredential:
+		return &RemoveUserScramCredentialRecord{}
 	case RecordClientQuota:
 		return &ClientQuotaRecord{}
 	}

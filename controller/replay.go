@@ -42,6 +42,7 @@ type imageBuilder struct {
 	topicsCopied   bool
 	configsCopied  bool
 	aclsCopied     bool
+	scramCopied    bool
 	// Sub-objects already copied in this batch, safe to modify.
 	topicCopied  map[protocol.UUID]bool
 	brokerCopied map[int32]bool
@@ -355,6 +356,8 @@ func (b *imageBuilder) apply(rec Record) error {
 		delete(acls.byID, r.ID)
 		acls.drop(acl)
 		return nil
+	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
+		return b.applyScram(rec)
 	case *ClientQuotaRecord:
 		return b.applyClientQuota(r)
 	case *ProducerIdsRecord:
@@ -472,6 +475,7 @@ func imageRecords(img *Image) []Record {
 	for _, id := range img.ACLs.sortedIDs() {
 		out = append(out, &AccessControlEntryRecord{ID: id, ACL: img.ACLs.byID[id]})
 	}
+	out = append(out, scramRecords(img)...)
 	out = append(out, clientQuotaRecords(img)...)
 	if img.NextProducerID > 0 {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -231,6 +232,13 @@ func (p *peerSender) run(ctx context.Context) {
 			default:
 				break more
 			}
+		}
+		if conn != nil && sasl.Expiring(conn) {
+			// Its SASL session is due for renewal: the messages
+			// already written are delivered, new ones go on a
+			// freshly authenticated connection.
+			conn.Close()
+			conn, bw = nil, nil
 		}
 		if conn == nil {
 			c, err := p.dial(ctx)

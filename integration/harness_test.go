@@ -214,3 +214,17 @@ func TestCmdLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestPinned(t *testing.T) {
+	c := Cmd{Name: "java", Args: []string{"-cp", "x", "kafka.Kafka"}, Dir: "/d"}
+	if got := Pinned("", c); got.Name != "java" || len(got.Args) != 3 {
+		t.Fatalf("no cpus: %+v", got)
+	}
+	got := Pinned("0", c)
+	if got.String() != "taskset -c 0 java -cp x kafka.Kafka" || got.Dir != "/d" || got.Label() != "Kafka" {
+		t.Fatalf("pinned: %q (dir %q, label %q)", got.String(), got.Dir, got.Label())
+	}
+	if c.Name != "java" || len(c.Args) != 3 {
+		t.Fatalf("the original changed: %+v", c)
+	}
+}

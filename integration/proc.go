@@ -108,6 +108,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s: %v: %s", e.Label, e.Err, truncate(e.Output.Tail(), 600))
 }
 
+// Pinned is c run under `taskset -c cpus` (taskset execs it, so the
+// process id is c's own); with no cpus it is c as it is.
+func Pinned(cpus string, c Cmd) Cmd {
+	if cpus == "" {
+		return c
+	}
+	c.Args = append([]string{"-c", cpus, c.Name}, c.Args...)
+	c.Name = "taskset"
+	return c
+}
+
 // Label names what c runs in a few words: the program's base name, or for
 // java the main class (the first argument after the class path that is not
 // a flag), which is what a reader of a failure needs.

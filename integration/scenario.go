@@ -73,6 +73,7 @@ func Scenarios() []Scenario {
 	all = append(all, streamsScenarios()...)
 	all = append(all, tlsScenarios()...)
 	all = append(all, aclScenarios()...)
+	all = append(all, saslScenarios()...)
 	all = append(all, quotaScenarios()...)
 	return all
 }

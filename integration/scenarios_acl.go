@@ -36,6 +36,7 @@ func aclScenarios() []Scenario {
 		{Name: "acl/deny-per-api", Doc: "User:ANONYMOUS denied ALL on a topic, a group and a transactional id: one request of every API family that names them gets TOPIC_, GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED where Kafka puts it", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclDenyPerAPI},
 		{Name: "acl/deny-cluster", Doc: "User:ANONYMOUS allowed only CLUSTER_ACTION on the cluster (so no other cluster operation): the cluster-level APIs answer CLUSTER_AUTHORIZATION_FAILED where Kafka puts it, and those Kafka lets a topic-level grant cover (CreateTopics, DeleteTopics, InitProducerId) still pass", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclDenyCluster},
 		{Name: "acl/mtls-two-users", Doc: "two mTLS clients (principals User:CN=alice,... and User:CN=bob,... from their certificates), allow.everyone.if.no.acl.found off: alice, granted READ on the topic and group, consumes everything; bob gets TopicAuthorizationException", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclMTLSTwoUsers},
+		{Name: "acl/sasl-two-users", Doc: "two SCRAM-SHA-256 users on a SASL_PLAINTEXT listener (principals User:alice and User:bob), allow.everyone.if.no.acl.found off: alice, granted READ on the topic and group, consumes everything; bob, granted READ on the topic only, gets GroupAuthorizationException in that group and TopicAuthorizationException on another topic", Timeout: 5 * time.Minute, OwnNodes: true, Run: aclSASLTwoUsers},
 		{Name: "acl/api-errors", Doc: "CreateAcls, DescribeAcls and DeleteAcls on the wire: per-creation validation codes and messages, a whole request failing on ANY/MATCH codes, unknown filter codes, duplicates, and CLUSTER_AUTHORIZATION_FAILED without ALTER/DESCRIBE on the cluster", Timeout: 4 * time.Minute, OwnNodes: true, Run: aclAPIErrors},
 	}
 }
@@ -938,6 +939,14 @@ func aclDenyCluster(ctx context.Context, e *Env) error {
 	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("alice")}},
 		Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}}}
 	add("AlterClientQuotas", aq, denied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode })
+	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	// Named users: Kafka does not answer a refused describe-all (null
+	// users) at all, its getErrorResponse failing on the null list.
+	ds.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "alice"}}
+	add("DescribeUserScramCredentials", ds, denied, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode })
+	as := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	as.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}
+	add("AlterUserScramCredentials", as, denied, func(r kmsg.Response) int16 { return r.(*kmsg.AlterUserSCRAMCredentialsResponse).Results[0].ErrorCode })
 	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
 	// WRITE on some topic, which no ACL refuses.
 	ip := kmsg.NewPtrInitProducerIDRequest()
@@ -1007,4 +1016,58 @@ func aclMTLSTwoUsers(ctx context.Context, e *Env) error {
 	out, _ = e.KafkaOn(ctx, n.Addr("SSL"), "", mainConsumer, "--command-config", cfgs["bob"], "--topic", topic,
 		"--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(len(lines)), "--timeout-ms", "30000")
 	return deniedConsumer(out, "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: ["+topic+"]")
+}
+
+func aclSASLTwoUsers(ctx context.Context, e *Env) error {
+	// The stock tools on PLAINTEXT (User:ANONYMOUS) administer the node.
+	n, err := saslNode(ctx, e, []string{"SCRAM-SHA-256"}, map[string]string{
+		"authorizer.class.name": standardAuthorizer,
+		"super.users":           "User:ANONYMOUS",
+	})
+	if err != nil {
+		return err
+	}
+	cfgs := map[string]string{}
+	for _, user := range []string{"alice", "bob"} {
+		out, err := e.KafkaOn(ctx, n.Bootstrap(), "", mainConfigs, "--alter", "--entity-type", "users", "--entity-name", user,
+			"--add-config", "SCRAM-SHA-256=[password="+user+"-secret]")
+		if err != nil || !strings.Contains(out.Stdout, "Completed updating config for user "+user+".") {
+			return fmt.Errorf("kafka-configs --add-config SCRAM-SHA-256 for %s: %v: %s", user, err, out.Tail())
+		}
+		if cfgs[user], err = saslClientConfig(e, user+".properties", "SCRAM-SHA-256", user, user+"-secret"); err != nil {
+			return err
+		}
+	}
+	topic, other, group := e.Name("sasl-acl"), e.Name("sasl-acl-other"), e.Name("sasl-acl-group")
+	lines := []string{"one", "two", "three"}
+	for _, t := range []string{topic, other} {
+		if err := produceLinesOn(ctx, e, n, t, lines); err != nil {
+			return err
+		}
+	}
+	if _, err := acls(ctx, e, n, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", topic, "--group", group); err != nil {
+		return err
+	}
+	if _, err := acls(ctx, e, n, "--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", topic); err != nil {
+		return err
+	}
+	consumeAs := func(user, topic string, extra ...string) Output {
+		args := append([]string{"--command-config", cfgs[user], "--topic", topic, "--max-messages", fmt.Sprint(len(lines)), "--timeout-ms", "30000"}, extra...)
+		out, _ := e.KafkaOn(ctx, n.Addr("SASL"), "", mainConsumer, args...)
+		return out
+	}
+	out := consumeAs("alice", topic, "--group", group, "--from-beginning")
+	if got := strings.Fields(out.Stdout); strings.Join(got, ",") != strings.Join(lines, ",") {
+		return fmt.Errorf("alice read %q, want %q: %s", got, lines, out.Tail())
+	}
+	out = consumeAs("bob", topic, "--group", group, "--from-beginning")
+	if err := deniedConsumer(out, "org.apache.kafka.common.errors.GroupAuthorizationException: Not authorized to access group: "+group); err != nil {
+		return fmt.Errorf("bob in alice's group: %w", err)
+	}
+	// Without a group, so that the topic is what refuses him.
+	out = consumeAs("bob", other, "--partition", "0", "--offset", "earliest")
+	if err := deniedConsumer(out, "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: ["+other+"]"); err != nil {
+		return fmt.Errorf("bob on a topic he may not read: %w", err)
+	}
+	return nil
 }

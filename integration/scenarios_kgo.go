@@ -14,8 +14,11 @@ import (
 )
 
 // The franz-go kgo integration suite, unmodified, from the module cache.
-// It reads KGO_SEEDS, KGO_TEST_RF and KGO_TEST_RECORDS (and the SCRAM/OAuth
-// seeds, which the harness does not set until Gregor has security).
+// It reads KGO_SEEDS, KGO_TEST_RF and KGO_TEST_RECORDS, and for its SASL
+// tests KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM and KGO_TEST_OAUTH_SEEDS: the
+// scenario starts a single node of the target's flavor beside the target
+// with a SCRAM-SHA-256 listener (its user made with --add-scram) and an
+// OAUTHBEARER listener (Kafka's default, unsecured, validator) for them.
 const (
 	kgoPackage      = "github.com/twmb/franz-go/pkg/kgo"
 	kgoRecords      = "50000"
@@ -139,11 +142,15 @@ func runKgoSuite(ctx context.Context, e *Env) error {
 	if len(skip) > 0 {
 		args = append(args, "-skip", "^("+strings.Join(skip, "|")+")$")
 	}
+	saslEnv, err := kgoSASLNode(ctx, e)
+	if err != nil {
+		return fmt.Errorf("starting the node of the SASL tests: %w", err)
+	}
 	out, runErr := e.Exec(ctx, Cmd{
 		Name: "go",
 		Args: append(args, kgoPackage),
-		Env: []string{"KGO_SEEDS=" + e.Bootstrap(), "KGO_TEST_RF=" + kgoReplicationFactor(e.Target.Topology()), "KGO_TEST_RECORDS=" + kgoRecords,
-			"KGO_LOG_LEVEL=none", "GOFLAGS=-mod=mod"},
+		Env: append([]string{"KGO_SEEDS=" + e.Bootstrap(), "KGO_TEST_RF=" + kgoReplicationFactor(e.Target.Topology()), "KGO_TEST_RECORDS=" + kgoRecords,
+			"KGO_LOG_LEVEL=none", "GOFLAGS=-mod=mod"}, saslEnv...),
 		Dir:     dir,
 		Timeout: kgoTestTimeout + time.Minute,
 	})
@@ -174,4 +181,28 @@ func runKgoSuite(ctx context.Context, e *Env) error {
 	}
 	e.Notef("%d tests: %d pass, %d fail, %d skip, %d unfinished; allowlist %d", len(outcomes), counts["pass"], counts["fail"], counts["skip"], counts["run"], len(allow))
 	return checkAllowlist(outcomes, allow)
+}
+
+// kgoSASLNode starts the node the suite's SASL tests authenticate to and
+// returns their environment: TestSCRAMAuth and TestSCRAMAuthBadCredentials
+// use the SCRAM listener as user kgo, TestOAuthAuth the OAUTHBEARER one
+// with unsecured tokens. An external target runs them without (they skip).
+func kgoSASLNode(ctx context.Context, e *Env) ([]string, error) {
+	if FlavorOf(e.Target.Name()) == "" {
+		return nil, nil
+	}
+	n, err := e.StartNode(ctx, NodeSpec{
+		Listeners: []NodeListener{{Name: "SCRAM", Protocol: "SASL_PLAINTEXT"}, {Name: "OAUTH", Protocol: "SASL_PLAINTEXT"}},
+		Properties: map[string]string{
+			"listener.name.scram.sasl.enabled.mechanisms":        "SCRAM-SHA-256",
+			"listener.name.scram.scram-sha-256.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required;`,
+			"listener.name.oauth.sasl.enabled.mechanisms":        "OAUTHBEARER",
+			"listener.name.oauth.oauthbearer.sasl.jaas.config":   `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";`,
+		},
+		FormatFlags: []string{"--add-scram", "SCRAM-SHA-256=[name=kgo,password=kgo-secret]"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []string{"KGO_TEST_SCRAM_SEEDS=" + n.Addr("SCRAM"), "KGO_TEST_SCRAM=kgo:kgo-secret:256", "KGO_TEST_OAUTH_SEEDS=" + n.Addr("OAUTH")}, nil
 }

@@ -51,6 +51,9 @@ type NodeSpec struct {
 	FormatFlags []string
 	// ReadyWait bounds the wait for the node to serve (90 s when zero).
 	ReadyWait time.Duration
+	// CPUList, when set, runs the node under `taskset -c CPUList` (the
+	// benchmarks pin the broker to one core and their load to another).
+	CPUList string
 }
 
 // SingleNode is a node started by StartNode.
@@ -81,6 +84,18 @@ func (n *SingleNode) Bootstrap() string { return n.Addrs["PLAINTEXT"] }
 func (n *SingleNode) Log() string {
 	b, _ := os.ReadFile(n.LogFile)
 	return string(b)
+}
+
+// Pid is the node's process id (taskset execs the node, so it is the
+// node's own), or 0 when it is not running.
+func (n *SingleNode) Pid() int {
+	if n.proc == nil {
+		return 0
+	}
+	if exited, _ := n.proc.Exited(); exited {
+		return 0
+	}
+	return n.proc.Pid()
 }
 
 // Alive reports nil while the node runs.
@@ -195,6 +210,7 @@ func StartNode(ctx context.Context, t *Tools, flavor, dir string, spec NodeSpec)
 	if n.cmd, err = fl.command(ctx, dir, n.PropsFile); err != nil {
 		return nil, err
 	}
+	n.cmd = Pinned(spec.CPUList, n.cmd)
 	if err := n.launch(ctx); err != nil {
 		return nil, err
 	}

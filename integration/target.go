@@ -205,11 +205,7 @@ func (b *localBroker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("preparing %s: %w", b.name, err)
 	}
-	if b.opts.CPUList != "" {
-		l.cmd.Args = append([]string{"-c", b.opts.CPUList, l.cmd.Name}, l.cmd.Args...)
-		l.cmd.Name = "taskset"
-	}
-	proc, err := Start(l.cmd, filepath.Join(dir, "broker.log"))
+	proc, err := Start(Pinned(b.opts.CPUList, l.cmd), filepath.Join(dir, "broker.log"))
 	if err != nil {
 		return err
 	}

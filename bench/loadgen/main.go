@@ -6,6 +6,7 @@
 //	loadgen produce       -bootstrap B -topic T -partitions P -records N -acks 1|all -payloads FILE
 //	loadgen consume       -bootstrap B -topic T -records N
 //	loadgen e2e           -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
+//	loadgen produce-latency -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
 //	loadgen first-produce -bootstrap B -topic T [-timeout 3m]
 //	loadgen group-stable  -bootstrap B -topic T -group G -partitions P -members M -protocol classic|consumer
 //	loadgen commits       -bootstrap B -topic T -group G -committers C -partitions-each P -duration D
@@ -16,7 +17,10 @@
 // Every mode that connects takes -tls-ca FILE (a PEM truststore: connect
 // over TLS, checking the broker's certificate against it and the host
 // name) and, for mTLS, -tls-cert FILE and -tls-key FILE (PEM), so that a
-// benchmark can run over a broker's SSL listener.
+// benchmark can run over a broker's SSL listener. produce, e2e and
+// produce-latency create their topic first (TOPIC_ALREADY_EXISTS is fine)
+// unless given -create=false: a principal that the authorizer lets only
+// write must find its topic made beforehand.
 package main
 
 import (
@@ -75,7 +79,7 @@ func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|first-produce|group-stable|commits|compaction|txn-produce|txn-e2e [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|produce-latency|first-produce|group-stable|commits|compaction|txn-produce|txn-e2e [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -103,6 +107,7 @@ func main() {
 	tlsCA := fs.String("tls-ca", "", "PEM file of the CA certificates to trust: connect over TLS")
 	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain (mTLS; with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "PEM client private key (mTLS; with -tls-cert)")
+	create := fs.Bool("create", true, "create the topic first (produce, e2e, produce-latency)")
 	_ = fs.Parse(os.Args[2:])
 	if *tlsCA != "" {
 		cfg, err := tlsConfig(*tlsCA, *tlsCert, *tlsKey)
@@ -121,11 +126,13 @@ func main() {
 	case "payloads":
 		res, err = writePayloads(*out, *n, *size, *seed)
 	case "produce":
-		res, err = produce(ctx, *bootstrap, *topic, *partitions, *records, *acks, *payloadFile)
+		res, err = produce(ctx, *bootstrap, *topic, *partitions, *records, *acks, *payloadFile, *create)
 	case "consume":
 		res, err = consume(ctx, *bootstrap, *topic, *records)
 	case "e2e":
-		res, err = endToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *duration, *payloadFile)
+		res, err = endToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *duration, *payloadFile, *create)
+	case "produce-latency":
+		res, err = produceLatency(ctx, *bootstrap, *topic, *partitions, *rate, *duration, *payloadFile, *create)
 	case "first-produce":
 		res, err = firstProduce(ctx, *bootstrap, *topic)
 	case "group-stable":
@@ -265,7 +272,7 @@ func newThroughput(n int, bytes int64, d time.Duration) throughput {
 	return throughput{Records: n, Bytes: bytes, Seconds: s, RecordsPerSec: float64(n) / s, MBPerSec: float64(bytes) / s / (1 << 20)}
 }
 
-func produce(ctx context.Context, bootstrap, topic string, partitions, n int, acks, payloadFile string) (throughput, error) {
+func produce(ctx context.Context, bootstrap, topic string, partitions, n int, acks, payloadFile string, create bool) (throughput, error) {
 	payloads, err := readPayloads(payloadFile)
 	if err != nil {
 		return throughput{}, err
@@ -275,8 +282,10 @@ func produce(ctx context.Context, bootstrap, topic string, partitions, n int, ac
 		return throughput{}, err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, topic, partitions); err != nil {
-		return throughput{}, err
+	if create {
+		if err := createTopic(ctx, cl, topic, partitions); err != nil {
+			return throughput{}, err
+		}
 	}
 	// Warm up metadata and the producer id before the clock starts.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: payloads[0]}).FirstErr(); err != nil {
@@ -345,7 +354,7 @@ type latency struct {
 // endToEnd produces at a fixed rate with acks=all and measures, in the
 // same process (one clock), the time from Produce to the record arriving
 // at a consumer that tails the topic.
-func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int, dur time.Duration, payloadFile string) (latency, error) {
+func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int, dur time.Duration, payloadFile string, create bool) (latency, error) {
 	payloads, err := readPayloads(payloadFile)
 	if err != nil {
 		return latency{}, err
@@ -355,8 +364,10 @@ func endToEnd(ctx context.Context, bootstrap, topic string, partitions, rate int
 		return latency{}, err
 	}
 	defer prod.Close()
-	if err := createTopic(ctx, prod, topic, partitions); err != nil {
-		return latency{}, err
+	if create {
+		if err := createTopic(ctx, prod, topic, partitions); err != nil {
+			return latency{}, err
+		}
 	}
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: payloads[0]}).FirstErr(); err != nil {
 		return latency{}, fmt.Errorf("warm-up produce: %w", err)

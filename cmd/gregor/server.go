@@ -42,6 +42,13 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// OAUTHBEARER JWKS validators load their keys first: Kafka does not
+	// start without them. Their refreshers stop with ctx.
+	for _, v := range s.jwksValidators {
+		if err := v.Start(ctx); err != nil {
+			return fmt.Errorf("starting the OAUTHBEARER JWKS validator: %w", err)
+		}
+	}
 
 	opts := s.brokerOpts
 	opts.Configs = s.configs
@@ -414,6 +421,8 @@ func ensureFormatted(fsys vfs.FS, s *settings, log *slog.Logger) (string, map[st
 			DirectoryID: ids[s.metadataDir],
 			Voters:      s.voters,
 			Features:    s.bootstrapFeatures,
+
+			ScramCredentials: s.bootstrapScram,
 		}); err != nil {
 			return "", nil, err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -46,8 +47,9 @@ type settings struct {
 	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
 	// controllerDial and interBrokerDial connect to other nodes'
-	// controller and inter-broker listeners (nil: plain TCP); the TLS
-	// clients behind them, when those listeners are SSL, follow dynamic
+	// controller and inter-broker listeners (nil: plain TCP): over TLS
+	// when those listeners are SSL or SASL_SSL, SASL authenticated when
+	// they are SASL ones; the TLS clients behind them follow dynamic
 	// keystore updates.
 	controllerDial  broker.DialFunc
 	interBrokerDial broker.DialFunc
@@ -60,6 +62,11 @@ type settings struct {
 	// authorizer is the StandardAuthorizer's configuration, nil without
 	// authorizer.class.name.
 	authorizer *broker.AuthorizerOptions
+	// jwksValidators load their keys before the node serves.
+	jwksValidators []*sasl.JWKSValidator
+	// bootstrapScram are the --add-scram credentials of gregor storage
+	// format.
+	bootstrapScram []*controller.UserScramCredentialRecord
 }
 
 // supportedFeatures are the feature ranges this build implements. A
@@ -179,19 +186,34 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			}
 			s.listenerTLS[l.Name] = tlsServer
 		}
-		specs = append(specs, broker.ListenerSpec{
+		spec := broker.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
 			TLS:        tlsServer,
-		})
+		}
+		if l.SecurityProtocol == "SASL_PLAINTEXT" || l.SecurityProtocol == "SASL_SSL" {
+			var jwks []*sasl.JWKSValidator
+			if spec.SASL, jwks, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
+				return nil, err
+			}
+			s.jwksValidators = append(s.jwksValidators, jwks...)
+		}
+		specs = append(specs, spec)
 	}
 	if s.interBrokerDial, s.interBrokerTLS, err = peerDialer(cfg, cfg.InterBrokerListenerName, logger); err != nil {
+		return nil, err
+	}
+	if s.interBrokerDial, err = saslPeerDial(cfg, cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol", s.interBrokerDial, cfg.NodeID); err != nil {
 		return nil, err
 	}
 	if s.controllerListenerName != "" {
 		if s.controllerDial, s.controllerTLS, err = peerDialer(cfg, s.controllerListenerName, logger); err != nil {
 			return nil, err
 		}
+		if s.controllerDial, err = saslPeerDial(cfg, s.controllerListenerName, "sasl.mechanism.controller.protocol", s.controllerDial, cfg.NodeID); err != nil {
+			return nil, err
+		}
+		warnScramBetweenControllers(cfg, s.controllerListenerName, logger)
 	}
 	var advertised []controller.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
@@ -217,12 +239,14 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
 		Server: broker.ServerOptions{
-			Listeners:             specs,
-			MaxRequestSize:        cfg.SocketRequestMaxBytes,
-			MaxIdle:               maxIdle(cfg.ConnectionsMaxIdleMs),
-			QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-			SendBufferBytes:       cfg.SocketSendBufferBytes,
-			ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
+			Listeners:                 specs,
+			MaxRequestSize:            cfg.SocketRequestMaxBytes,
+			MaxIdle:                   maxIdle(cfg.ConnectionsMaxIdleMs),
+			QueuedMaxRequestBytes:     cfg.QueuedMaxRequestBytes,
+			SendBufferBytes:           cfg.SocketSendBufferBytes,
+			ReceiveBufferBytes:        cfg.SocketReceiveBufferBytes,
+			SASLMaxReceiveSize:        cfg.Int("sasl.server.max.receive.size"),
+			FailedAuthenticationDelay: time.Duration(cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond,
 			Limits: &broker.ConnectionLimits{
 				MaxConnections:         cfg.MaxConnections,
 				ListenerMaxConnections: cfg.ListenerMaxConnections,

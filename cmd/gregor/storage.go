@@ -46,7 +46,7 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	var configFile, clusterID, initialControllers, releaseVersion string
 	var standalone, noInitialControllers, ignoreFormatted bool
-	var features, overrides multiFlag
+	var features, overrides, scrams multiFlag
 	for _, n := range []string{"config", "c"} {
 		fset.StringVar(&configFile, n, "", "the server properties file")
 	}
@@ -70,6 +70,9 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, n := range []string{"feature", "f"} {
 		fset.Var(&features, n, "name=level of a feature to bootstrap")
+	}
+	for _, n := range []string{"add-scram", "S"} {
+		fset.Var(&scrams, n, "a SCRAM credential to add, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]'")
 	}
 	fset.Var(&overrides, "override", "key=value on top of the properties file")
 	if err := fset.Parse(args); err != nil {
@@ -118,6 +121,14 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 			s.bootstrapFeatures = map[string]int16{}
 		}
 		s.bootstrapFeatures[name] = int16(lv)
+	}
+	for _, arg := range scrams {
+		rec, err := parseAddScram(arg)
+		if err != nil {
+			fmt.Fprintf(stderr, "gregor storage format: %v\n", err)
+			return 1
+		}
+		s.bootstrapScram = append(s.bootstrapScram, rec)
 	}
 	switch {
 	case standalone:

@@ -5,10 +5,8 @@ package main
 // listeners, and Kafka's dynamic SSL updates of both.
 
 import (
-	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
@@ -20,12 +18,6 @@ import (
 // on PLAINTEXT and SASL_PLAINTEXT), from its ssl.* keys with Kafka's
 // listener.name.<l>. prefix first.
 func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*ssl.Server, error) {
-	if strings.HasPrefix(l.SecurityProtocol, "SASL_") {
-		// SASL_SSL is the TLS below with SASL authentication after
-		// the handshake (broker/transport.go); SASL_PLAINTEXT the same
-		// without TLS. Both wait for the authenticator.
-		return nil, fmt.Errorf("listener %s uses %s: Gregor serves PLAINTEXT and SSL listeners only until SASL authentication lands", l.Name, l.SecurityProtocol)
-	}
 	settings := ssl.Resolve(l.Name, config.Layers{Static: cfg}.EffectiveValue)
 	switch l.SecurityProtocol {
 	case "SSL", "SASL_SSL":
@@ -50,16 +42,13 @@ func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*s
 // inter-broker listener, the controller listener): plain TCP on
 // PLAINTEXT (nil), TLS with the listener's own ssl.* settings (this
 // node's, with the listener.name.<l>. prefix first, as Kafka's
-// inter-broker and controller clients read them) on SSL. On SASL_SSL and
-// SASL_PLAINTEXT the dialer's Authenticate runs the SASL client exchange
-// after TLS (or TCP), once SASL lands. Liveness probes
+// inter-broker and controller clients read them) on SSL and SASL_SSL;
+// saslPeerDial (sasl.go) adds the SASL client exchange after TLS (or TCP)
+// on SASL listeners. Liveness probes
 // (controller/liveness.go) stay plain TCP connects on any listener: they
 // only ask whether something accepts.
 func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broker.DialFunc, *ssl.Client, error) {
 	proto := cfg.ListenerSecurityProtocolMap[listener]
-	if strings.HasPrefix(proto, "SASL_") {
-		return nil, nil, fmt.Errorf("listener %s uses %s: Gregor connects to PLAINTEXT and SSL listeners only until SASL authentication lands", listener, proto)
-	}
 	if proto != "SSL" && proto != "SASL_SSL" {
 		return nil, nil, nil
 	}

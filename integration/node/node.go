@@ -84,14 +84,17 @@ type Node struct {
 	// ControllerTLS, when set, is how the readiness check speaks to a
 	// controller-only node's SSL controller listener.
 	ControllerTLS *tls.Config
-	Overrides     []string
-	Env           []string // added to the test process's environment
-	cmd           *exec.Cmd
-	out           *syncBuffer
-	exited        chan struct{}
-	exitErr       error
-	StartupDur    time.Duration
-	begin         time.Time
+	// FormatFlags are added to the node's `gregor storage format` (set by
+	// StartQuorumWith's or StartSplitWith's perNode): --add-scram, say.
+	FormatFlags []string
+	Overrides   []string
+	Env         []string // added to the test process's environment
+	cmd         *exec.Cmd
+	out         *syncBuffer
+	exited      chan struct{}
+	exitErr     error
+	StartupDur  time.Duration
+	begin       time.Time
 }
 
 // FreePort returns a port that was free a moment ago (integration.FreePort:
@@ -381,6 +384,7 @@ func format(t testing.TB, n *Node, clusterID string, flags ...string) {
 		t.Fatal(err)
 	}
 	args := append([]string{"storage", "format", "--config", file, "--cluster-id", clusterID}, flags...)
+	args = append(args, n.FormatFlags...)
 	if out, err := exec.Command(Binary(t), append(args, n.Args()...)...).CombinedOutput(); err != nil {
 		t.Fatalf("formatting node %d: %v\n%s", n.ID, err, out)
 	}

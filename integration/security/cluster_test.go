@@ -101,11 +101,18 @@ func TestSplitClusterOverSSL(t *testing.T) {
 
 func produceConsumeRF3(t *testing.T, addrs []string) {
 	t.Helper()
+	produceConsumeRF3Topic(t, addrs, "over-ssl")
+}
+
+// produceConsumeRF3Topic creates topic (3 partitions, 3 replicas,
+// min.insync.replicas 3) through the brokers at addrs, produces to it
+// with acks=all and consumes everything back.
+func produceConsumeRF3Topic(t *testing.T, addrs []string, topic string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cl := node.NewClient(t, addrs, kgo.RequiredAcks(kgo.AllISRAcks()))
 	adm := kadm.NewClient(cl)
-	const topic = "over-ssl"
 	var created bool
 	node.WaitFor(t, time.Minute, "topic creation through a broker", func() bool {
 		resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("3")}, topic)

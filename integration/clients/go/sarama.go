@@ -31,6 +31,9 @@ func saramaConfig() *sarama.Config {
 func checkSarama(ctx context.Context, bootstrap, topic, group string, count int) (report, error) {
 	rep := report{Version: sarama.MaxVersion.String()}
 	cfg := saramaConfig()
+	if err := saramaSASL(cfg); err != nil {
+		return rep, err
+	}
 	admin, err := sarama.NewClusterAdmin(seeds(bootstrap), cfg)
 	if err != nil {
 		return rep, fmt.Errorf("cluster admin: %w", err)

@@ -1,5 +1,5 @@
 // kafkajs produce/consume/group/admin check.
-// Usage: node kafkajs_check.js BOOTSTRAP TOPIC GROUP COUNT
+// Usage: [KAFKAJS_SASL=MECHANISM:USER:PASSWORD] node kafkajs_check.js BOOTSTRAP TOPIC GROUP COUNT
 // Prints one JSON line with what it saw; exits non-zero on any failure.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
@@ -7,7 +7,13 @@ const { Kafka, logLevel } = require('kafkajs');
 async function main() {
   const [bootstrap, topic, group, countStr] = process.argv.slice(2);
   const count = Number(countStr);
-  const kafka = new Kafka({ clientId: 'gregor-compat', brokers: bootstrap.split(','), logLevel: logLevel.ERROR });
+  // KAFKAJS_SASL=MECHANISM:USER:PASSWORD (plain, scram-sha-256, scram-sha-512) authenticates.
+  let sasl;
+  if (process.env.KAFKAJS_SASL) {
+    const [mechanism, username, ...rest] = process.env.KAFKAJS_SASL.split(':');
+    sasl = { mechanism: mechanism.toLowerCase(), username, password: rest.join(':') };
+  }
+  const kafka = new Kafka({ clientId: 'gregor-compat', brokers: bootstrap.split(','), logLevel: logLevel.ERROR, sasl });
   const admin = kafka.admin();
   await admin.connect();
   const created = await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true });

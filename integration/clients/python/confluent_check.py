@@ -2,9 +2,12 @@
 
 Usage: confluent_check.py BOOTSTRAP TOPIC GROUP COUNT [GROUP_PROTOCOL]
 GROUP_PROTOCOL is classic (the default) or consumer (KIP-848).
+CONFLUENT_EXTRA_CONFIG, a JSON object, is added to every client's
+configuration (security.protocol, sasl.*, ssl.* for a secured listener).
 Prints one JSON line with what it saw; exits non-zero on any failure.
 """
 import json
+import os
 import sys
 import time
 
@@ -15,7 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 def main():
     bootstrap, topic, group, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     protocol = sys.argv[5] if len(sys.argv) > 5 else "classic"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    extra = json.loads(os.environ.get("CONFLUENT_EXTRA_CONFIG", "{}"))
+    admin = AdminClient({"bootstrap.servers": bootstrap, **extra})
     for fut in admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)]).values():
         fut.result(timeout=30)
     md = admin.list_topics(topic=topic, timeout=30)
@@ -33,7 +37,7 @@ def main():
             acked.append(msg.value().decode())
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "compression.type": "lz4", "linger.ms": 5})
+                         "compression.type": "lz4", "linger.ms": 5, **extra})
     for i in range(count):
         producer.produce(topic, key=f"k{i % 10}".encode(), value=f"v-{i}".encode(), on_delivery=on_delivery)
     remaining = producer.flush(30)
@@ -41,7 +45,7 @@ def main():
         raise SystemExit(f"produce: {len(acked)} acked, {remaining} unflushed, errors {errors[:3]}")
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "group.protocol": protocol})
+                         "enable.auto.commit": False, "group.protocol": protocol, **extra})
     consumer.subscribe([topic])
     seen = []
     deadline = time.time() + 60

@@ -1,0 +1,111 @@
+package broker
+
+// DescribeUserScramCredentials (key 50) and AlterUserScramCredentials (key
+// 51), version 0 (KIP-554).
+//
+// Describe answers from this node's metadata image, as Kafka's brokers
+// answer from their metadata cache: every user when the list is null or
+// empty, else the users named, RESOURCE_NOT_FOUND for a user without
+// credentials and DUPLICATE_RESOURCE for a user named twice, with Kafka's
+// messages. Alter goes to the active controller (controller/scram.go) and
+// is answered once its records are committed. Credentials never leave the
+// controller's records except as the salt, keys and iterations a SCRAM
+// exchange needs: Describe tells only mechanisms and iterations.
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/sasl"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, r *request) {
+	b.forwardRequest(ctx, r, nil)
+}
+
+func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, r *request) {
+	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribe) {
+		// KafkaApis answers with the error's default message, so none.
+		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		return
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.Results = describeScramCredentials(b.meta.Image(), req)
+	r.respond(resp)
+}
+
+// describeScramCredentials is Kafka's ScramImage.describe.
+func describeScramCredentials(img *controller.Image, req *kmsg.DescribeUserSCRAMCredentialsRequest) []kmsg.DescribeUserSCRAMCredentialsResponseResult {
+	byUser := map[string][]controller.ScramKey{}
+	if img != nil {
+		for k := range img.ScramCredentials {
+			byUser[k.User] = append(byUser[k.User], k)
+		}
+	}
+	// named maps each user to whether it was named more than once.
+	named := map[string]bool{}
+	var order []string
+	if len(req.Users) == 0 {
+		order = slices.Sorted(maps.Keys(byUser))
+		for _, u := range order {
+			named[u] = false
+		}
+	} else {
+		for _, u := range req.Users {
+			if _, again := named[u.Name]; again {
+				named[u.Name] = true
+				continue
+			}
+			named[u.Name] = false
+			order = append(order, u.Name)
+		}
+	}
+	var out []kmsg.DescribeUserSCRAMCredentialsResponseResult
+	for _, user := range order {
+		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		res.User = user
+		keys := byUser[user]
+		switch {
+		case named[user]:
+			res.ErrorCode = kerr.DuplicateResource.Code
+			res.ErrorMessage = kmsg.StringPtr("Cannot describe SCRAM credentials for the same user twice in a single request: " + user)
+		case len(keys) == 0:
+			res.ErrorCode = kerr.ResourceNotFound.Code
+			res.ErrorMessage = kmsg.StringPtr("Attempt to describe a user credential that does not exist: " + user)
+		default:
+			slices.SortFunc(keys, func(a, b controller.ScramKey) int { return cmp.Compare(a.Mechanism, b.Mechanism) })
+			for _, k := range keys {
+				info := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+				info.Mechanism = k.Mechanism
+				info.Iterations = img.ScramCredentials[k].Iterations
+				res.CredentialInfos = append(res.CredentialInfos, info)
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// scramLookup finds SCRAM credentials in the current metadata image.
+func (b *Broker) scramLookup(mechanism, user string) (sasl.ScramCredential, bool) {
+	return b.meta.Image().ScramCredential(mechanism, user)
+}
+
+// scramAlterationUsers are the users an AlterUserScramCredentials names, in
+// order.
+func scramAlterationUsers(req *kmsg.AlterUserSCRAMCredentialsRequest) []string {
+	var users []string
+	for _, d := range req.Deletions {
+		users = append(users, d.Name)
+	}
+	for _, u := range req.Upsertions {
+		users = append(users, u.Name)
+	}
+	return users
+}

@@ -1,0 +1,306 @@
+package controller
+
+// SCRAM credentials (KIP-554): UserScramCredentialRecord and
+// RemoveUserScramCredentialRecord (Kafka's metadata record types 11 and
+// 22, same fields), their place in the image, and AlterUserScramCredentials
+// (key 51, version 0) as Kafka's ScramControlManager decides it.
+//
+// The client sends a salt and a salted password (Hi of RFC 5802); the
+// controller keeps the salt, StoredKey and ServerKey and the iterations,
+// never the salted password. Validation and error codes are Kafka's: a user
+// named twice in one request gets DUPLICATE_RESOURCE, an empty user name
+// or iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL, an unknown
+// mechanism UNSUPPORTED_SASL_MECHANISM, deleting a credential that does not
+// exist RESOURCE_NOT_FOUND. The accepted alterations of a request commit
+// together; the refused ones change nothing.
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/gregorbroker/gregor/sasl"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	RecordUserScramCredential       RecordType = 11
+	RecordRemoveUserScramCredential RecordType = 22
+)
+
+// scramSupportedMetadataVersion is metadata.version 3.5-IV2, the first
+// with SCRAM records (MetadataVersion.isScramSupported).
+const scramSupportedMetadataVersion int16 = 11
+
+// ScramKey names one credential: a user's, for one mechanism (Kafka's
+// mechanism type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+type ScramKey struct {
+	User      string
+	Mechanism int8
+}
+
+// UserScramCredentialRecord creates or replaces a user's credential for a
+// mechanism.
+type UserScramCredentialRecord struct {
+	Name       string
+	Mechanism  int8
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
+}
+
+// RemoveUserScramCredentialRecord deletes a user's credential for a
+// mechanism.
+type RemoveUserScramCredentialRecord struct {
+	Name      string
+	Mechanism int8
+}
+
+func (*UserScramCredentialRecord) Type() RecordType       { return RecordUserScramCredential }
+func (*RemoveUserScramCredentialRecord) Type() RecordType { return RecordRemoveUserScramCredential }
+func (*UserScramCredentialRecord) Version() int16         { return 0 }
+func (*RemoveUserScramCredentialRecord) Version() int16   { return 0 }
+
+func (x *UserScramCredentialRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendString(dst, x.Name)
+	dst = kbin.AppendInt8(dst, x.Mechanism)
+	dst = kbin.AppendBytes(dst, x.Salt)
+	dst = kbin.AppendBytes(dst, x.StoredKey)
+	dst = kbin.AppendBytes(dst, x.ServerKey)
+	return kbin.AppendInt32(dst, x.Iterations)
+}
+
+func (x *UserScramCredentialRecord) readBody(r *kbin.Reader, _ int16) {
+	x.Name = r.String()
+	x.Mechanism = r.Int8()
+	x.Salt = r.Bytes()
+	x.StoredKey = r.Bytes()
+	x.ServerKey = r.Bytes()
+	x.Iterations = r.Int32()
+}
+
+func (x *RemoveUserScramCredentialRecord) appendBody(dst []byte) []byte {
+	dst = kbin.AppendString(dst, x.Name)
+	return kbin.AppendInt8(dst, x.Mechanism)
+}
+
+func (x *RemoveUserScramCredentialRecord) readBody(r *kbin.Reader, _ int16) {
+	x.Name = r.String()
+	x.Mechanism = r.Int8()
+}
+
+// ScramCredential returns a user's credential for the SCRAM mechanism
+// called mechanism.
+func (img *Image) ScramCredential(mechanism, user string) (sasl.ScramCredential, bool) {
+	m, ok := sasl.ScramByName(mechanism)
+	if !ok || img == nil {
+		return sasl.ScramCredential{}, false
+	}
+	c, ok := img.ScramCredentials[ScramKey{User: user, Mechanism: m.Type}]
+	return c, ok
+}
+
+// applyScram applies a SCRAM record to the image being built.
+func (b *imageBuilder) applyScram(rec Record) error {
+	if !b.scramCopied {
+		b.next.ScramCredentials = maps.Clone(b.next.ScramCredentials)
+		if b.next.ScramCredentials == nil {
+			b.next.ScramCredentials = map[ScramKey]sasl.ScramCredential{}
+		}
+		b.scramCopied = true
+	}
+	switch r := rec.(type) {
+	case *UserScramCredentialRecord:
+		b.next.ScramCredentials[ScramKey{User: r.Name, Mechanism: r.Mechanism}] = sasl.ScramCredential{
+			Salt: r.Salt, StoredKey: r.StoredKey, ServerKey: r.ServerKey, Iterations: r.Iterations,
+		}
+	case *RemoveUserScramCredentialRecord:
+		key := ScramKey{User: r.Name, Mechanism: r.Mechanism}
+		if _, ok := b.next.ScramCredentials[key]; !ok {
+			return errUnknownScramCredential(key)
+		}
+		delete(b.next.ScramCredentials, key)
+	}
+	return nil
+}
+
+type errUnknownScramCredential ScramKey
+
+func (e errUnknownScramCredential) Error() string {
+	return "Unable to find credential to delete: user " + e.User + ", mechanism " + strconv.Itoa(int(e.Mechanism))
+}
+
+// scramRecords are the records that rebuild the image's credentials, in a
+// deterministic order.
+func scramRecords(img *Image) []Record {
+	keys := slices.SortedFunc(maps.Keys(img.ScramCredentials), func(a, b ScramKey) int {
+		if c := cmp.Compare(a.User, b.User); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Mechanism, b.Mechanism)
+	})
+	out := make([]Record, 0, len(keys))
+	for _, k := range keys {
+		c := img.ScramCredentials[k]
+		out = append(out, &UserScramCredentialRecord{Name: k.User, Mechanism: k.Mechanism,
+			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
+	}
+	return out
+}
+
+// NewUserScramCredentialRecord derives the record of a credential from a
+// salted password, as ScramControlManager.finishUpsertion does.
+func NewUserScramCredentialRecord(user string, m sasl.ScramMechanism, salt, saltedPassword []byte, iterations int32) *UserScramCredentialRecord {
+	c := m.Credential(salt, saltedPassword, iterations)
+	return &UserScramCredentialRecord{Name: user, Mechanism: m.Type, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: iterations}
+}
+
+// AlterUserScramCredentials upserts and deletes SCRAM credentials.
+func (c *Controller) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	d, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, scramDecision) {
+		return decideScramAlterations(img, req)
+	})
+	if !ok || err != nil {
+		e := commitFailure(ok, err)
+		users := map[string]bool{}
+		for _, del := range req.Deletions {
+			users[del.Name] = true
+		}
+		for _, up := range req.Upsertions {
+			users[up.Name] = true
+		}
+		for _, u := range slices.Sorted(maps.Keys(users)) {
+			resp.Results = append(resp.Results, scramResult(u, e))
+		}
+		return resp
+	}
+	for _, u := range d.accepted {
+		resp.Results = append(resp.Results, scramResult(u, nil))
+	}
+	for _, u := range slices.Sorted(maps.Keys(d.errors)) {
+		resp.Results = append(resp.Results, scramResult(u, d.errors[u]))
+	}
+	return resp
+}
+
+func scramResult(user string, e *apiError) kmsg.AlterUserSCRAMCredentialsResponseResult {
+	r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+	r.User = user
+	if e != nil {
+		r.ErrorCode = e.code()
+		r.ErrorMessage = e.message()
+	}
+	return r
+}
+
+// scramDecision is what a request's alterations came to.
+type scramDecision struct {
+	// accepted are the users whose alteration commits, deletions first.
+	accepted []string
+	errors   map[string]*apiError
+}
+
+// decideScramAlterations is ScramControlManager.alterCredentials: users are
+// the unit (one alteration per user per request), deletions are checked
+// against the image, and every accepted alteration becomes a record.
+func decideScramAlterations(img *Image, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]Record, scramDecision) {
+	out := scramDecision{errors: map[string]*apiError{}}
+	supported := img.Features[MetadataVersionFeature] >= scramSupportedMetadataVersion
+	duplicate := newAPIError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
+	unsupported := newAPIError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
+	deletions := map[string]kmsg.AlterUserSCRAMCredentialsRequestDeletion{}
+	upsertions := map[string]kmsg.AlterUserSCRAMCredentialsRequestUpsertion{}
+	var order []string
+	for _, del := range req.Deletions {
+		if out.errors[del.Name] != nil {
+			continue
+		}
+		if _, dup := deletions[del.Name]; dup {
+			delete(deletions, del.Name)
+			out.errors[del.Name] = duplicate
+			continue
+		}
+		if !supported {
+			out.errors[del.Name] = unsupported
+			continue
+		}
+		m, e := scramUserAndMechanism(del.Name, del.Mechanism)
+		if e == nil {
+			if _, exists := img.ScramCredentials[ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
+				e = newAPIError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+			}
+		}
+		if e != nil {
+			out.errors[del.Name] = e
+			continue
+		}
+		deletions[del.Name] = del
+		order = append(order, del.Name)
+	}
+	for _, up := range req.Upsertions {
+		if out.errors[up.Name] != nil {
+			continue
+		}
+		_, wasDeleted := deletions[up.Name]
+		_, wasUpserted := upsertions[up.Name]
+		if wasDeleted || wasUpserted {
+			delete(deletions, up.Name)
+			delete(upsertions, up.Name)
+			out.errors[up.Name] = duplicate
+			continue
+		}
+		if !supported {
+			out.errors[up.Name] = unsupported
+			continue
+		}
+		m, e := scramUserAndMechanism(up.Name, up.Mechanism)
+		if e == nil {
+			switch {
+			case up.Iterations < m.MinIterations:
+				e = newAPIError(kerr.UnacceptableCredential, "Too few iterations")
+			case up.Iterations > m.MaxIterations:
+				e = newAPIError(kerr.UnacceptableCredential, "Too many iterations")
+			case len(up.SaltedPassword) == 0:
+				// Java's HMAC refuses an empty key; Kafka answers
+				// with the exception's message.
+				e = newAPIError(kerr.UnknownServerError, "Empty key")
+			}
+		}
+		if e != nil {
+			out.errors[up.Name] = e
+			continue
+		}
+		upsertions[up.Name] = up
+		order = append(order, up.Name)
+	}
+	var recs []Record
+	for _, u := range order {
+		if del, ok := deletions[u]; ok {
+			recs = append(recs, &RemoveUserScramCredentialRecord{Name: u, Mechanism: del.Mechanism})
+			out.accepted = append(out.accepted, u)
+		} else if up, ok := upsertions[u]; ok {
+			m, _ := sasl.ScramByType(up.Mechanism)
+			recs = append(recs, NewUserScramCredentialRecord(u, m, up.Salt, up.SaltedPassword, up.Iterations))
+			out.accepted = append(out.accepted, u)
+		}
+	}
+	return recs, out
+}
+
+// scramUserAndMechanism is ScramControlManager.validateScramUsernameAndMechanism.
+func scramUserAndMechanism(user string, mechanism int8) (sasl.ScramMechanism, *apiError) {
+	if user == "" {
+		return sasl.ScramMechanism{}, newAPIError(kerr.UnacceptableCredential, "Username must not be empty")
+	}
+	m, ok := sasl.ScramByType(mechanism)
+	if !ok {
+		return sasl.ScramMechanism{}, newAPIError(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
+	}
+	return m, nil
+}
