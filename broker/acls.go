@@ -1,49 +1,98 @@
 package broker
 
 // DescribeAcls (key 29), CreateAcls (key 30) and DeleteAcls (key 31),
-// versions 1-3.
+// versions 1-3 (what Kafka 4.3 serves; v0 was removed in 4.0).
 //
-// No authorizer is configured yet (security is a later issue), so these
-// answer SECURITY_DISABLED with Kafka's message, exactly as a Kafka broker
-// without authorizer.class.name does.
+// DescribeAcls is answered from this node's metadata image: DESCRIBE on
+// the cluster is needed, the filter is Kafka's AclBindingFilter, and the
+// ACLs come back grouped by resource pattern. With no authorizer
+// configured it answers SECURITY_DISABLED ("No Authorizer is configured on
+// the broker"), as Kafka's AclApis does.
+//
+// CreateAcls and DeleteAcls change metadata: they go to the active
+// controller (forwarded in an Envelope with the client's principal when it
+// is remote), which authorizes them (ALTER on the cluster), answers
+// SECURITY_DISABLED without an authorizer, and validates them as Kafka's
+// controller does (controller/acls.go).
+//
+// A request with an UNKNOWN (0) resource type, pattern type, operation or
+// permission type fails to parse in Kafka, which closes the connection;
+// so does Gregor.
 
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-var noAuthorizer = "No Authorizer is configured."
+var noAuthorizerOnBroker = "No Authorizer is configured on the broker"
 
 func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeACLsRequest)
+	if req.ResourceType == 0 || req.ResourcePatternType == 0 || req.Operation == 0 || req.PermissionType == 0 {
+		r.closeConnection()
+		return
+	}
+	who := r.identity()
+	if !b.clusterAllowed(who, kmsg.ACLOperationDescribe) {
+		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationDescribe)))
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	resp.ErrorCode = kerr.SecurityDisabled.Code
-	resp.ErrorMessage = &noAuthorizer
+	if b.authz == nil {
+		resp.ErrorCode = kerr.SecurityDisabled.Code
+		resp.ErrorMessage = &noAuthorizerOnBroker
+		r.respond(resp)
+		return
+	}
+	// Kafka's answer keeps its default message, "".
+	resp.ErrorMessage = kmsg.StringPtr("")
+	filter := controller.DescribeFilter(req)
+	var matched []controller.ACL
+	for _, acl := range b.meta.Image().ACLs.All() {
+		if filter.Matches(acl) {
+			matched = append(matched, acl)
+		}
+	}
+	sortedACLs(matched)
+	for i, acl := range matched {
+		if i == 0 || !samePattern(matched[i-1], acl) {
+			res := kmsg.NewDescribeACLsResponseResource()
+			res.ResourceType, res.ResourceName, res.ResourcePatternType = acl.ResourceType, acl.ResourceName, acl.PatternType
+			resp.Resources = append(resp.Resources, res)
+		}
+		res := &resp.Resources[len(resp.Resources)-1]
+		d := kmsg.NewDescribeACLsResponseResourceACL()
+		d.Principal, d.Host, d.Operation, d.PermissionType = acl.Principal, acl.Host, acl.Operation, acl.PermissionType
+		res.ACLs = append(res.ACLs, d)
+	}
 	r.respond(resp)
+}
+
+func samePattern(a, b controller.ACL) bool {
+	return a.ResourceType == b.ResourceType && a.ResourceName == b.ResourceName && a.PatternType == b.PatternType
 }
 
 func (b *Broker) handleCreateACLs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreateACLsRequest)
-	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	for range req.Creations {
-		res := kmsg.NewCreateACLsResponseResult()
-		res.ErrorCode = kerr.SecurityDisabled.Code
-		res.ErrorMessage = &noAuthorizer
-		resp.Results = append(resp.Results, res)
+	for _, c := range req.Creations {
+		if c.ResourceType == 0 || c.ResourcePatternType == 0 || c.Operation == 0 || c.PermissionType == 0 {
+			r.closeConnection()
+			return
+		}
 	}
-	r.respond(resp)
+	b.forwardRequest(ctx, r, nil)
 }
 
 func (b *Broker) handleDeleteACLs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DeleteACLsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	for range req.Filters {
-		res := kmsg.NewDeleteACLsResponseResult()
-		res.ErrorCode = kerr.SecurityDisabled.Code
-		res.ErrorMessage = &noAuthorizer
-		resp.Results = append(resp.Results, res)
+	for _, f := range req.Filters {
+		if f.ResourceType == 0 || f.ResourcePatternType == 0 || f.Operation == 0 || f.PermissionType == 0 {
+			r.closeConnection()
+			return
+		}
 	}
-	r.respond(resp)
+	b.forwardRequest(ctx, r, nil)
 }

@@ -25,11 +25,17 @@ import (
 	"context"
 
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleAlterReplicaLogDirs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.AlterReplicaLogDirsRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationAlter) {
+		// ALTER on the cluster is needed to move replicas.
+		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
 	var order []replica.TopicPartition
 	dirOf := map[replica.TopicPartition]string{}

@@ -112,6 +112,10 @@ type Options struct {
 	// it with itself.
 	Replicas *replica.Manager
 	Configs  Configs
+	// Authorizer is the StandardAuthorizer's configuration; nil when
+	// authorizer.class.name is empty (no authorization, ACL APIs answer
+	// SECURITY_DISABLED).
+	Authorizer *AuthorizerOptions
 	// ValidateBrokerConfigs, when set, checks the dynamic configs this
 	// broker would have after an alter request, before it is forwarded
 	// (dynamicbroker.go): what only this node can vouch for, such as a
@@ -148,6 +152,14 @@ type Broker struct {
 	// txnVerification is transaction.partition.verification.enable (a
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
+	// authz is the authorizer, nil when none is configured.
+	authz *authorizer
+	// asController answers requests as this node's controller, after
+	// the checks Kafka's ControllerApis make (controllerauth.go); nil
+	// without a local controller.
+	asController ActiveController
+	// stopACLs ends the authorizer's subscription to the image.
+	stopACLs func()
 	// quotas are the client quotas (quota.go); stopQuotas ends their
 	// following of the metadata image.
 	quotas     *clientQuotas
@@ -197,6 +209,24 @@ func New(opts Options) *Broker {
 		now:          opts.Now,
 		autoCreating: map[string]bool{},
 	}
+	if opts.Authorizer != nil {
+		b.authz = newAuthorizer(*opts.Authorizer, opts.Logger.With("component", "authorizer"))
+	}
+	if opts.LocalController != nil {
+		b.asController = controllerFront{b: b, ctrl: opts.LocalController}
+		// The broker's own way to the active controller goes through the
+		// same checks when that controller is this process's.
+		switch c := opts.Controller.(type) {
+		case *controller.Controller:
+			if c == opts.LocalController {
+				b.ctrl = b.asController
+			}
+		case *ControllerClient:
+			if c.opts.Local == opts.LocalController {
+				c.setLocal(b.asController)
+			}
+		}
+	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	b.peers = newBrokerPeers(b)
 	if opts.Replicas != nil && opts.Controller != nil {
@@ -233,6 +263,14 @@ func (b *Broker) Addrs() map[string]string {
 func (b *Broker) Start(ctx context.Context) error {
 	ctx, b.cancel = context.WithCancel(ctx)
 	b.runCtx = ctx
+	if b.authz != nil {
+		// The ACLs of the image this node starts with are loaded before
+		// any listener serves: Kafka's early start listeners (the
+		// controller listeners) open at once, the others once the
+		// authorizer is ready, which here is from the start.
+		b.authz.load(b.meta.Image())
+		b.stopACLs = b.meta.Subscribe(func(_, next *controller.Image) { b.authz.load(next) })
+	}
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
 	}
@@ -294,6 +332,9 @@ func (b *Broker) Shutdown() {
 			b.cancel()
 		}
 		b.bg.Wait()
+		if b.stopACLs != nil {
+			b.stopACLs()
+		}
 		// The fetchers stop before the connections they use.
 		if b.replicas != nil {
 			b.replicas.Stop()
@@ -349,16 +390,17 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 	// for it: one that could not reach a controller in time is dropped,
 	// never applied long after the client was told it timed out.
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.kreq))
+	// The controller authorizes it for the client (an envelope carries
+	// the identity, client id included, to a remote one).
+	ctx = withIdentity(ctx, r.identity())
 	ctrl := b.ctrl
-	if r.conn.listener.Controller && b.opts.LocalController != nil {
+	if r.conn.listener.Controller && b.asController != nil {
 		// A controller answers on its own listener, NOT_CONTROLLER when
 		// it is not the active one, as Kafka's controllers do.
-		ctrl = b.opts.LocalController
+		ctrl = b.asController
 	}
-	// The client's identity goes with the request: the controller counts
-	// its mutations against its quota, in process or (over the
-	// envelope) on another node.
-	ctx = withForwardedFrom(ctx, r.hdr.ClientID, r.principal())
+	// The controller also counts the client's mutations against its
+	// quota, in process or (over the envelope) on another node.
 	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
@@ -389,105 +431,20 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 // timedOutResponse is req's answer with REQUEST_TIMED_OUT for everything
 // it asked, or nil for a request that is not forwarded.
 func timedOutResponse(req kmsg.Request) kmsg.Response {
-	code := kerr.RequestTimedOut.Code
-	msg := "no active controller answered in time"
-	resp := req.ResponseKind()
-	switch r := req.(type) {
-	case *kmsg.CreateDelegationTokenRequest, *kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
-		tokenErrorResponse(resp, code)
-	case *kmsg.CreateTopicsRequest:
-		out := resp.(*kmsg.CreateTopicsResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewCreateTopicsResponseTopic()
-			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, &msg
-			rt.NumPartitions, rt.ReplicationFactor = -1, -1
-			out.Topics = append(out.Topics, rt)
-		}
-	case *kmsg.DeleteTopicsRequest:
-		out := resp.(*kmsg.DeleteTopicsResponse)
-		for _, name := range r.TopicNames {
-			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.ErrorCode = &name, code
-			out.Topics = append(out.Topics, rt)
-		}
-		for _, t := range r.Topics {
-			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = t.Topic, t.TopicID, code, &msg
-			out.Topics = append(out.Topics, rt)
-		}
-	case *kmsg.CreatePartitionsRequest:
-		out := resp.(*kmsg.CreatePartitionsResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, &msg
-			out.Topics = append(out.Topics, rt)
-		}
-	case *kmsg.AlterConfigsRequest:
-		out := resp.(*kmsg.AlterConfigsResponse)
-		for _, res := range r.Resources {
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
-			out.Resources = append(out.Resources, rr)
-		}
-	case *kmsg.IncrementalAlterConfigsRequest:
-		out := resp.(*kmsg.IncrementalAlterConfigsResponse)
-		for _, res := range r.Resources {
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, code, &msg
-			out.Resources = append(out.Resources, rr)
-		}
-	case *kmsg.AlterClientQuotasRequest:
-		out := resp.(*kmsg.AlterClientQuotasResponse)
-		for _, e := range r.Entries {
-			re := kmsg.NewAlterClientQuotasResponseEntry()
-			re.ErrorCode, re.ErrorMessage = code, &msg
-			for _, ent := range e.Entity {
-				rent := kmsg.NewAlterClientQuotasResponseEntryEntity()
-				rent.Type, rent.Name = ent.Type, ent.Name
-				re.Entity = append(re.Entity, rent)
-			}
-			out.Entries = append(out.Entries, re)
-		}
-	case *kmsg.ElectLeadersRequest:
-		resp.(*kmsg.ElectLeadersResponse).ErrorCode = code
-	case *kmsg.UpdateFeaturesRequest:
-		out := resp.(*kmsg.UpdateFeaturesResponse)
-		out.ErrorCode, out.ErrorMessage = code, &msg
-	case *kmsg.DescribeQuorumRequest:
-		resp.(*kmsg.DescribeQuorumResponse).ErrorCode = code
-	case *kmsg.UnregisterBrokerRequest:
-		out := resp.(*kmsg.UnregisterBrokerResponse)
-		out.ErrorCode, out.ErrorMessage = code, &msg
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		out := resp.(*kmsg.AlterPartitionAssignmentsResponse)
-		out.ErrorCode, out.ErrorMessage = code, &msg
-		out.AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
-		for _, t := range r.Topics {
-			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
-				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p.Partition, code, &msg
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			out.Topics = append(out.Topics, rt)
-		}
-	case *kmsg.ListPartitionReassignmentsRequest:
-		out := resp.(*kmsg.ListPartitionReassignmentsResponse)
-		out.ErrorCode, out.ErrorMessage = code, &msg
-	case *kmsg.AlterUserSCRAMCredentialsRequest:
-		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
-		seen := map[string]bool{}
-		for _, name := range scramAlterationUsers(r) {
-			if !seen[name] {
-				seen[name] = true
-				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-				res.User, res.ErrorCode, res.ErrorMessage = name, code, &msg
-				out.Results = append(out.Results, res)
-			}
-		}
+	switch req.(type) {
+	case *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
+		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest, *kmsg.ElectLeadersRequest,
+		*kmsg.UpdateFeaturesRequest, *kmsg.DescribeQuorumRequest, *kmsg.UnregisterBrokerRequest,
+		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest,
+		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.CreateDelegationTokenRequest,
+		*kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
 	default:
 		return nil
+	}
+	resp := errorResponse(req, errMessage(kerr.RequestTimedOut, "no active controller answered in time"))
+	if r, ok := req.(*kmsg.AlterPartitionAssignmentsRequest); ok {
+		resp.(*kmsg.AlterPartitionAssignmentsResponse).AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
 	}
 	return resp
 }

@@ -15,6 +15,11 @@ package broker
 //
 // AlterClientQuotas changes metadata: it goes to the active controller
 // (controller/quotas.go), from any broker and on the controller listener.
+//
+// Authorization: DescribeClientQuotas needs DESCRIBE_CONFIGS on the
+// cluster (CLUSTER_AUTHORIZATION_FAILED for the whole request),
+// AlterClientQuotas ALTER_CONFIGS, checked by the controller
+// (controllerauth.go).
 
 import (
 	"context"
@@ -32,6 +37,10 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, r *request) {
 
 func (b *Broker) handleDescribeClientQuotas(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeClientQuotasRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribeConfigs) {
+		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	entries, err := describeClientQuotas(b.meta.Image(), req)
 	if err != nil {

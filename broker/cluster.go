@@ -13,6 +13,14 @@ package broker
 // topics (all topics when none are named) in topic-name order, at most
 // min(ResponsePartitionLimit, 2000) partitions per answer, with a cursor
 // for the next page.
+//
+// Authorization: DescribeCluster on a controller listener needs ALTER on
+// the cluster (as Kafka's controller requires); its cluster authorized
+// operations are 0 without DESCRIBE on the cluster. DescribeTopicPartitions
+// leaves out the topics the principal may not DESCRIBE, or, when they were
+// named, answers them TOPIC_AUTHORIZATION_FAILED (after the others, with no
+// id, whether they exist or not), and fills each answered topic's
+// authorized operations.
 
 import (
 	"context"
@@ -33,13 +41,15 @@ const (
 
 func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)
+	who := r.identity()
+	if r.conn.listener.Controller && !b.clusterAllowed(who, kmsg.ACLOperationAlter) {
+		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationAlter)))
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	img := b.meta.Image()
 	resp.ClusterID = img.ClusterID
 	resp.ClusterAuthorizedOperations = operationsOmitted
-	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperations
-	}
 	want := int8(endpointTypeBroker)
 	if r.version() >= 1 {
 		want = req.EndpointType
@@ -53,6 +63,9 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 		resp.ControllerID = -1
 		r.respond(resp)
 		return
+	}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOperations(who)
 	}
 	if onController {
 		resp.ControllerID = img.LeaderID
@@ -90,6 +103,15 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 	r.respond(resp)
 }
 
+// clusterAuthorizedOperations is what a response reports as the cluster's
+// authorized operations when asked: none without DESCRIBE on the cluster.
+func (b *Broker) clusterAuthorizedOperations(who identity) int32 {
+	if !b.clusterAllowed(who, kmsg.ACLOperationDescribe) {
+		return 0
+	}
+	return b.authorizedOperations(who, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+}
+
 func endpointKind(controller bool) string {
 	if controller {
 		return "CONTROLLER"
@@ -101,16 +123,24 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 	req := r.kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	img := b.meta.Image()
+	who := r.identity()
 
-	var names []string
+	var names, denied []string
 	if len(req.Topics) == 0 {
 		for name := range img.Topics {
-			names = append(names, name)
+			if b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+				names = append(names, name)
+			}
 		}
 	} else {
 		for _, t := range req.Topics {
-			if !slices.Contains(names, t.Topic) {
+			if slices.Contains(names, t.Topic) || slices.Contains(denied, t.Topic) {
+				continue
+			}
+			if b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
 				names = append(names, t.Topic)
+			} else {
+				denied = append(denied, t.Topic)
 			}
 		}
 	}
@@ -140,7 +170,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		n := name
 		rt.Topic = &n
-		rt.AuthorizedOperations = operationsOmitted
+		rt.AuthorizedOperations = b.authorizedOperations(who, kmsg.ACLResourceTypeTopic, name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			if controller.TopicNameError(name) != "" {
@@ -151,7 +181,6 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		}
 		rt.TopicID = t.ID
 		rt.IsInternal = isInternalTopic(name)
-		rt.AuthorizedOperations = topicOperations
 		for i := first; int(i) < len(t.Partitions); i++ {
 			if limit == 0 {
 				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: i}
@@ -164,6 +193,13 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		if resp.NextCursor != nil {
 			break
 		}
+	}
+	for _, name := range denied {
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		rt.AuthorizedOperations = operationsOmitted
+		resp.Topics = append(resp.Topics, rt)
 	}
 	r.respond(resp)
 }

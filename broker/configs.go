@@ -22,6 +22,13 @@ package broker
 // know is UNSUPPORTED_VERSION for the whole request, as in Kafka.
 // kafka-configs --describe relies on it to find groups that have configs
 // but no members.
+//
+// Authorization: DescribeConfigs needs DESCRIBE_CONFIGS on the cluster for
+// BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the topic or group
+// for theirs; a resource without it is answered CLUSTER_, TOPIC_ or
+// GROUP_AUTHORIZATION_FAILED with the code's message and no configs, after
+// the others. ListConfigResources needs DESCRIBE_CONFIGS on the cluster.
+// The alters are authorized by the controller (controllerauth.go).
 
 import (
 	"context"
@@ -43,12 +50,20 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.meta.Image()
+	who := r.identity()
+	var denied []kmsg.DescribeConfigsResponseResource
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		fail := func(err *kerr.Error, msg string) {
 			rr.ErrorCode = err.Code
 			rr.ErrorMessage = &msg
+		}
+		if e := b.describeConfigsDenied(who, res.ResourceType, res.ResourceName); e != nil {
+			fail(e, kafkaMessage(e.Code))
+			rr.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
+			denied = append(denied, rr)
+			continue
 		}
 		switch controller.ConfigResourceType(res.ResourceType) {
 		case controller.ConfigResourceTopic:
@@ -92,7 +107,28 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
+	resp.Resources = append(resp.Resources, denied...)
 	r.respond(resp)
+}
+
+// describeConfigsDenied is the error for a resource whose configs the
+// principal may not describe, nil when it may (ConfigHelper).
+func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, name string) *kerr.Error {
+	switch controller.ConfigResourceType(t) {
+	case controller.ConfigResourceBroker, controller.ConfigResourceBrokerLogger, configResourceClientMetrics:
+		if !b.clusterAllowed(who, kmsg.ACLOperationDescribeConfigs) {
+			return kerr.ClusterAuthorizationFailed
+		}
+	case controller.ConfigResourceTopic:
+		if !b.allowed(who, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+	case controller.ConfigResourceGroup:
+		if !b.allowed(who, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, name) {
+			return kerr.GroupAuthorizationFailed
+		}
+	}
+	return nil
 }
 
 // describeLoggers reports logger levels for BROKER_LOGGER resources: Gregor
@@ -134,6 +170,11 @@ const configResourceClientMetrics controller.ConfigResourceType = 16
 func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribeConfigs) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	// v0 (ListClientMetricsResources) knows only client metrics.
 	supported := listedConfigTypes()
 	if req.Version == 0 {

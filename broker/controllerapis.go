@@ -10,10 +10,15 @@ package broker
 //     client's behalf. The envelope is refused with NOT_CONTROLLER when
 //     this controller is not the active one, so the broker retries at the
 //     new one and the client never sees a false success; otherwise the
-//     inner request is answered by the local controller once committed.
-//     The principal and the inner header's client id count the
-//     client's CreateTopics, CreatePartitions and DeleteTopics against
-//     its controller mutation quota (quota.go).
+//     inner request is answered by the local controller once committed,
+//     authorized for the principal and client address the envelope
+//     carries (controllerauth.go). The envelope itself needs
+//     CLUSTER_ACTION on the cluster; a principal that cannot be read is
+//     PRINCIPAL_DESERIALIZATION_FAILURE, a client address that is not 4
+//     or 16 bytes INVALID_REQUEST, as in Kafka's EnvelopeUtils. The
+//     principal and the inner header's client id count the client's
+//     CreateTopics, CreatePartitions and DeleteTopics against its
+//     controller mutation quota (quota.go).
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
@@ -22,11 +27,16 @@ package broker
 //     brokers send the active controller directly, answered by it
 //     (NOT_CONTROLLER from the others). As in Kafka they are served on the
 //     controller listener only, so the client listener's ApiVersions does
-//     not list them.
+//     not list them. Each needs CLUSTER_ACTION on the cluster, and so do
+//     RaftMessages and MetadataFetch (Kafka's Vote, BeginQuorumEpoch,
+//     EndQuorumEpoch, Fetch and FetchSnapshot do): refused raft messages
+//     close the connection, a refused MetadataFetch is answered
+//     CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"errors"
+	"net/netip"
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/protocol"
@@ -36,6 +46,10 @@ import (
 
 func (b *Broker) handleRaftMessages(ctx context.Context, r *request) {
 	req := r.kreq.(*protocol.RaftMessagesRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
+		r.closeConnection()
+		return
+	}
 	if err := b.opts.LocalController.Receive(ctx, req); err != nil {
 		b.log.Warn("refusing raft messages; closing the connection", "from", req.From, "err", err)
 		r.closeConnection()
@@ -46,6 +60,10 @@ func (b *Broker) handleRaftMessages(ctx context.Context, r *request) {
 
 func (b *Broker) handleMetadataFetch(ctx context.Context, r *request) {
 	req := r.kreq.(*protocol.MetadataFetchRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
+		r.respond(&protocol.MetadataFetchResponse{Version: req.Version, ErrorCode: kerr.ClusterAuthorizationFailed.Code})
+		return
+	}
 	// Long-polls: off the connection's reader.
 	r.goAsync(func() { r.respond(b.opts.LocalController.FetchCommitted(ctx, req)) })
 }
@@ -54,8 +72,19 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.EnvelopeRequest)
 	resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
 	local := b.opts.LocalController
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	if !local.Active() {
 		resp.ErrorCode = kerr.NotController.Code
+		r.respond(resp)
+		return
+	}
+	who, code := envelopeIdentity(r, req)
+	if code != 0 {
+		resp.ErrorCode = code
 		r.respond(resp)
 		return
 	}
@@ -69,18 +98,14 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	// The controller drops an operation whose client timeout passed
 	// while it waited, as Kafka's controller does with its deadline.
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(inner))
+	who.clientID = hdr.ClientID
+	ctx = withIdentity(ctx, who)
 	// The client's mutations count against its quota here, on the
 	// active controller, whichever broker it sent them to.
-	principal, ok := deserializePrincipal(req.RequestPrincipal)
-	if !ok {
-		principal = AnonymousPrincipal
-	}
-	// The client's principal owns or renews the tokens it asks for.
-	ctx = controller.WithRequestPrincipal(ctx, principal.String())
-	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, principal.Name, hdr.ClientID)
+	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
-		answer, err := local.Handle(ctx, inner)
+		answer, err := b.asController.Handle(ctx, inner)
 		if err == nil && mq != nil {
 			applyMutationThrottle(answer, mq)
 		}
@@ -99,6 +124,20 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 		resp.ResponseData = frame[4:]
 		r.respond(resp)
 	})
+}
+
+// envelopeIdentity is the identity an envelope forwards, or the error
+// code refusing it.
+func envelopeIdentity(r *request, env *kmsg.EnvelopeRequest) (identity, int16) {
+	p, token, err := decodePrincipal(env.RequestPrincipal)
+	if err != nil {
+		return identity{}, kerr.PrincipalDeserializationFailure.Code
+	}
+	addr, ok := netip.AddrFromSlice(env.ClientHostAddress)
+	if !ok {
+		return identity{}, kerr.InvalidRequest.Code
+	}
+	return identity{principal: p, host: javaHostAddress(addr), addr: addr, tokenAuthenticated: token, via: r, forwarded: true}, 0
 }
 
 // decodeEnveloped reads an enveloped request: its header and body, without
@@ -125,8 +164,9 @@ func decodeEnveloped(data []byte) (kmsg.Request, protocol.RequestHeader, error) 
 // handleControllerDirect answers the requests brokers send the active
 // controller itself.
 func (b *Broker) handleControllerDirect(ctx context.Context, r *request) {
+	ctx = withIdentity(ctx, r.identity())
 	r.goAsync(func() {
-		answer, err := b.opts.LocalController.Handle(ctx, r.kreq)
+		answer, err := b.asController.Handle(ctx, r.kreq)
 		if err != nil {
 			r.closeConnection()
 			return

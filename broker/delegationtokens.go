@@ -13,7 +13,7 @@ package broker
 // owner may CREATE_TOKENS on that USER (DELEGATION_TOKEN_AUTHORIZATION_
 // FAILED) and that every renewer is a User (INVALID_PRINCIPAL_TYPE);
 // Renew and Expire go to the active controller as they are. The
-// requester's principal travels with the request (in process, or in the
+// requester's identity travels with the request (in process, or in the
 // Envelope to another node) and the controller decides
 // (controller/delegationtokens.go).
 //
@@ -36,8 +36,11 @@ package broker
 // its image as a broker does; Kafka's controllers advertise it and then
 // fail it as an unsupported API.
 //
-// Authorization: this build has no authorizer yet, and Kafka without one
-// allows every operation; tokenAllowed is where the checks go.
+// Authorization (with an authorizer; Kafka without one allows all):
+// CREATE_TOKENS on the USER of another owner, DESCRIBE on a
+// DELEGATION_TOKEN or DESCRIBE_TOKENS on its owner's USER to see a token
+// of someone else's. The controller checks the first again, and the
+// token-authenticated flag, for what it is forwarded (controllerauth.go).
 
 import (
 	"context"
@@ -64,14 +67,23 @@ func (r *request) allowTokenRequests() bool {
 	return true
 }
 
-// tokenAllowed reports whether r may do op on the resource. Without an
-// authorizer Kafka allows everything, and this build has none yet.
-func (b *Broker) tokenAllowed(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return true
+// tokenOwner is the owner a create request names, else requester; ok is
+// false for a name without a type, which Kafka's KafkaPrincipal refuses
+// with an exception the request dies of.
+func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester Principal) (Principal, bool) {
+	if req.OwnerPrincipalName == nil || *req.OwnerPrincipalName == "" {
+		return requester, true
+	}
+	if req.OwnerPrincipalType == nil {
+		return Principal{}, false
+	}
+	return Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}, true
 }
 
 // withRequester names r's principal as the one a forwarded token request
-// acts for.
+// acts for, for a controller reached without an identity check (the
+// controller's front names it again from the identity, an envelope's
+// included).
 func withRequester(ctx context.Context, r *request) context.Context {
 	return controller.WithRequestPrincipal(ctx, r.principal().String())
 }
@@ -79,21 +91,15 @@ func withRequester(ctx context.Context, r *request) context.Context {
 func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.CreateDelegationTokenRequest)
 	requester := r.principal()
-	owner := requester
-	if req.OwnerPrincipalName != nil && *req.OwnerPrincipalName != "" {
-		if req.OwnerPrincipalType == nil {
-			// Kafka's KafkaPrincipal refuses a null type with an
-			// exception the request dies of.
-			r.respond(createTokenError(req, kerr.UnknownServerError, requester, requester))
-			return
-		}
-		owner = Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}
-	}
+	owner, ok := tokenOwner(req, requester)
 	switch {
+	case !ok:
+		r.respond(createTokenError(req, kerr.UnknownServerError, requester, requester))
+		return
 	case !r.allowTokenRequests():
 		r.respond(createTokenError(req, kerr.DelegationTokenRequestNotAllowed, owner, requester))
 		return
-	case owner != requester && !b.tokenAllowed(r, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
+	case owner != requester && !b.can(r, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
 		r.respond(createTokenError(req, kerr.DelegationTokenAuthorizationFailed, owner, requester))
 		return
 	}
@@ -173,8 +179,8 @@ func (b *Broker) describeTokens(r *request, owners []kmsg.DescribeDelegationToke
 			continue
 		}
 		if !t.OwnerOrRenewer(requester) &&
-			!b.tokenAllowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeDelegationToken, t.ID) &&
-			!b.tokenAllowed(r, kmsg.ACLOperationDescribeTokens, kmsg.ACLResourceTypeUser, t.Owner) {
+			!b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeDelegationToken, t.ID) &&
+			!b.can(r, kmsg.ACLOperationDescribeTokens, kmsg.ACLResourceTypeUser, t.Owner) {
 			continue
 		}
 		d := kmsg.NewDescribeDelegationTokenResponseTokenDetail()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,12 @@ const testTokenSecret = "token-secret"
 // delegation tokens enabled unless secret is empty.
 func startTokenNode(t *testing.T, secret string, maxReauth time.Duration) (*testNode, string) {
 	t.Helper()
+	return startTokenNodeWith(t, secret, maxReauth, nil)
+}
+
+// startTokenNodeWith is startTokenNode with an authorizer (nil: none).
+func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, authz *AuthorizerOptions) (*testNode, string) {
+	t.Helper()
 	overrides := map[string]string{}
 	if secret != "" {
 		overrides[testTokenSecretKey] = secret
@@ -36,7 +43,12 @@ func startTokenNode(t *testing.T, secret string, maxReauth time.Duration) (*test
 				MaxReauth:  map[string]time.Duration{sasl.ScramSHA256: maxReauth},
 			},
 		})
-	}, nil, nil)
+	}, nil, func(o *Options) {
+		if authz != nil {
+			o.LocalController = o.Metadata.(*controller.Controller)
+			o.Authorizer = authz
+		}
+	})
 	scramUser(t, n, sasl.ScramSHA256, "alice", "alice-secret")
 	scramUser(t, n, sasl.ScramSHA256, "bob", "bob-secret")
 	return n, n.b.Addrs()["SASL_PLAINTEXT"]
@@ -279,7 +291,7 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	defer cc.Close()
 	cc.Follow(bootstrapView{n.ctrl})
 	as := func(name string) context.Context {
-		return withForwardedFrom(ctx, "app", Principal{Type: PrincipalUserType, Name: name})
+		return withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: name}})
 	}
 	create := kmsg.NewPtrCreateDelegationTokenRequest()
 	create.SetVersion(3)
@@ -299,6 +311,25 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 		answer, err := cc.Handle(as(who), renew)
 		if err != nil || answer.(*kmsg.RenewDelegationTokenResponse).ErrorCode != want {
 			t.Fatalf("renew as %s: %+v %v", who, answer, err)
+		}
+	}
+	// A principal that authenticated with a token (the envelope's flag)
+	// is refused by the controller, whatever the forwarding broker did.
+	tokenSession := withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: "alice"}, tokenAuthenticated: true})
+	for _, req := range []kmsg.Request{create, renew} {
+		answer, err := cc.Handle(tokenSession, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var code int16
+		switch a := answer.(type) {
+		case *kmsg.CreateDelegationTokenResponse:
+			code = a.ErrorCode
+		case *kmsg.RenewDelegationTokenResponse:
+			code = a.ErrorCode
+		}
+		if code != kerr.DelegationTokenRequestNotAllowed.Code {
+			t.Fatalf("%s from a token session: %+v", kmsg.NameForKey(req.Key()), answer)
 		}
 	}
 }
@@ -338,4 +369,68 @@ type staticView struct{ img *controller.Image }
 func (v *staticView) Image() *controller.Image { return v.img }
 func (v *staticView) Subscribe(func(prev, next *controller.Image)) func() {
 	return func() {}
+}
+
+// TestDelegationTokenAuthorization: with an authorizer, creating a token
+// for another owner needs CREATE_TOKENS on that USER, and a token of
+// someone else's is described only with DESCRIBE on the DELEGATION_TOKEN
+// or DESCRIBE_TOKENS on its owner's USER (KIP-48, KIP-373).
+func TestDelegationTokenAuthorization(t *testing.T) {
+	n, addr := startTokenNodeWith(t, testTokenSecret, 0, &AuthorizerOptions{SuperUsers: []string{"User:admin"}})
+	scramUser(t, n, sasl.ScramSHA256, "admin", "admin-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adminCl := scramClient(t, addr, scram.Auth{User: "admin", Pass: "admin-secret"})
+	lit := kmsg.ACLResourcePatternTypeLiteral
+	allow := kmsg.ACLPermissionTypeAllow
+	createACLsOn(t, adminCl,
+		aclCreation(kmsg.ACLResourceTypeUser, "User:carol", lit, "User:alice", kmsg.ACLOperationCreateTokens, allow),
+		aclCreation(kmsg.ACLResourceTypeUser, "User:alice", lit, "User:bob", kmsg.ACLOperationDescribeTokens, allow))
+	alice := scramAdmin(t, addr, scram.Auth{User: "alice", Pass: "alice-secret"})
+	bob := scramAdmin(t, addr, scram.Auth{User: "bob", Pass: "bob-secret"})
+	// Her own token needs no ACL; carol's needs CREATE_TOKENS on her.
+	own, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1})
+	if err != nil {
+		t.Fatalf("alice's own token: %v", err)
+	}
+	carols, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Owner: &kadm.Principal{Name: "carol"}, MaxLifetime: -1})
+	if err != nil || carols.Owner.Name != "carol" {
+		t.Fatalf("carol's token by alice: %+v %v", carols, err)
+	}
+	if _, err := alice.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Owner: &kadm.Principal{Name: "dave"}, MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenAuthorizationFailed) {
+		t.Fatalf("dave's token by alice: %v", err)
+	}
+	if _, err := bob.CreateDelegationToken(ctx, kadm.CreateDelegationToken{Owner: &kadm.Principal{Name: "carol"}, MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenAuthorizationFailed) {
+		t.Fatalf("carol's token by bob: %v", err)
+	}
+	ids := func(cl *kadm.Client) []string {
+		t.Helper()
+		got, err := cl.DescribeDelegationTokens(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tk := range got {
+			out = append(out, tk.TokenID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	sorted := func(s ...string) []string { slices.Sort(s); return s }
+	// alice owns one and requested the other.
+	if got := ids(alice); !slices.Equal(got, sorted(own.TokenID, carols.TokenID)) {
+		t.Fatalf("alice sees %v", got)
+	}
+	// bob may DESCRIBE_TOKENS of alice's (those she owns).
+	if got := ids(bob); !slices.Equal(got, []string{own.TokenID}) {
+		t.Fatalf("bob sees %v", got)
+	}
+	if got := ids(kadm.NewClient(adminCl)); !slices.Equal(got, sorted(own.TokenID, carols.TokenID)) {
+		t.Fatalf("the super user sees %v", got)
+	}
+	// DESCRIBE on carol's token lets bob see it too.
+	createACLsOn(t, adminCl, aclCreation(kmsg.ACLResourceTypeDelegationToken, carols.TokenID, lit, "User:bob", kmsg.ACLOperationDescribe, allow))
+	waitUntil(t, 5*time.Second, "bob seeing carol's token", func() bool {
+		return slices.Equal(ids(bob), sorted(own.TokenID, carols.TokenID))
+	})
 }

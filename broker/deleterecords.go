@@ -9,13 +9,16 @@ package broker
 // in Kafka. The answer carries the new low watermark: the smallest log
 // start over the replicas on live brokers, once each follower has moved
 // its own (the answer waits up to the request's timeout, then says
-// REQUEST_TIMED_OUT, as Kafka's DelayedDeleteRecords).
+// REQUEST_TIMED_OUT, as Kafka's DelayedDeleteRecords). A topic the
+// principal may not DELETE gets TOPIC_AUTHORIZATION_FAILED on each of its
+// partitions.
 
 import (
 	"context"
 	"time"
 
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,9 +28,15 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		allowed := b.can(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition = p.Partition
+			if !allowed {
+				rp.LowWatermark, rp.ErrorCode = -1, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			low, ke, msg := b.replicas.DeleteRecords(replica.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.Offset)
 			rp.LowWatermark = low
 			if ke != nil {

@@ -5,12 +5,17 @@ package broker
 // Lists the producers each partition's log tracks for idempotence (and,
 // once transactions exist, their open transaction's first offset), as
 // kafka-transactions describe-producers shows them. As in Kafka any
-// replica with the log answers (the tool asks the leader).
+// replica with the log answers (the tool asks the leader). An illegal
+// topic name is INVALID_TOPIC_EXCEPTION, a topic the principal may not
+// READ TOPIC_AUTHORIZATION_FAILED, both before the partitions are looked
+// at, as in Kafka.
 
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,9 +25,21 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, r *request) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		var topicErr *kerr.Error
+		var topicMsg *string
+		if msg := controller.TopicNameError(t.Topic); msg != "" {
+			topicErr, topicMsg = kerr.InvalidTopicException, &msg
+		} else if !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, idx := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = idx
+			if topicErr != nil {
+				rp.ErrorCode, rp.ErrorMessage = topicErr.Code, topicMsg
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			producers, ke := b.replicas.ActiveProducers(replica.TopicPartition{Topic: t.Topic, Partition: idx})
 			if ke != nil {
 				rp.ErrorCode = ke.Code

@@ -18,6 +18,11 @@ package broker
 // purgatory until an append or a leadership change completes it or
 // MaxWaitMillis passes; no goroutine waits for it.
 //
+// Authorization: a consumer needs READ on each topic it fetches
+// (TOPIC_AUTHORIZATION_FAILED for the partitions of the others, whether
+// they exist or not), a follower CLUSTER_ACTION on the cluster (all its
+// partitions fail without it).
+//
 // Followers fetch with their broker id (ReplicaID, or ReplicaState from
 // v15) and read up to the leader's log end; their last fetched epoch
 // (v12+) is checked against the leader's epochs, and a follower whose log
@@ -79,6 +84,11 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		}
 	}
 	c.img = b.meta.Image()
+	// A follower needs CLUSTER_ACTION for all it fetches; a consumer READ
+	// on each topic (asked once per run of the same topic).
+	followerDenied := b.authz != nil && plan.replicaID >= 0 && !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction)
+	var lastTopic string
+	lastAllowed := true
 	entries := make([]replica.FetchEntry, len(plan.items))
 	for i, it := range plan.items {
 		e := &entries[i]
@@ -86,6 +96,10 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		e.FetchOffset, e.MaxBytes, e.CurrentLeaderEpoch, e.LastFetchedEpoch = it.fetchOffset, it.maxBytes, it.currentEpoch, it.lastFetchedEpoch
 		e.LogStartOffset = it.logStartOffset
 		e.HasLastFetchedEpoch = plan.version >= 12 && it.lastFetchedEpoch >= 0
+		if followerDenied {
+			e.Result.Err = kerr.TopicAuthorizationFailed
+			continue
+		}
 		name := it.key.topic
 		if plan.version >= 13 {
 			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]
@@ -96,6 +110,14 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 			name = t.Name
 		}
 		e.TopicPartition.Topic = name
+		if b.authz != nil && plan.replicaID < 0 {
+			if i == 0 || name != lastTopic {
+				lastTopic, lastAllowed = name, b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name)
+			}
+			if !lastAllowed {
+				e.Result.Err = kerr.TopicAuthorizationFailed
+			}
+		}
 	}
 	isolation := replica.ReadUncommitted
 	if plan.readCommitted {

@@ -14,6 +14,9 @@ package broker
 // __transaction_state partition. Deliberate deviation until a later
 // issue: share keys (type 2) get INVALID_REQUEST, Kafka's answer when it
 // runs without a share coordinator.
+//
+// Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 
 import (
 	"context"
@@ -30,19 +33,10 @@ const (
 	coordinatorTransaction int8 = 1
 )
 
-// kafkaErrorMessages are Kafka's default messages (Errors.message()) for
-// the errors FindCoordinator answers with.
-var kafkaErrorMessages = map[int16]string{
-	0:                                 "NONE",
-	kerr.CoordinatorNotAvailable.Code: "The coordinator is not available.",
-	kerr.InvalidRequest.Code:          "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
-}
-
+// kafkaErrorMessage is Kafka's default message for the errors
+// FindCoordinator answers with.
 func kafkaErrorMessage(code int16) *string {
-	msg, ok := kafkaErrorMessages[code]
-	if !ok {
-		msg = errFromCode(code).Error()
-	}
+	msg := kafkaMessage(code)
 	return &msg
 }
 
@@ -54,7 +48,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
 
 	if v < 4 {
-		c := b.findCoordinator(img, r.conn.listener.Name, req.CoordinatorType, req.CoordinatorKey)
+		c := b.findCoordinator(r, img, req.CoordinatorType, req.CoordinatorKey)
 		if !validType {
 			c = noCoordinator(req.CoordinatorKey, kerr.InvalidRequest.Code)
 		}
@@ -72,7 +66,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 			c = noCoordinator(key, kerr.InvalidRequest.Code)
 			c.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
 		} else {
-			c = b.findCoordinator(img, r.conn.listener.Name, req.CoordinatorType, key)
+			c = b.findCoordinator(r, img, req.CoordinatorType, key)
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
@@ -87,9 +81,14 @@ func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinat
 	return c
 }
 
-// findCoordinator locates one key's coordinator.
-func (b *Broker) findCoordinator(img *controller.Image, listenerName string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+// findCoordinator locates one key's coordinator for r.
+func (b *Broker) findCoordinator(r *request, img *controller.Image, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	listenerName := r.conn.listener.Name
 	switch {
+	case keyType == coordinatorGroup && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
+		return noCoordinator(key, kerr.GroupAuthorizationFailed.Code)
+	case keyType == coordinatorTransaction && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
+		return noCoordinator(key, kerr.TransactionalIDAuthorizationFailed.Code)
 	case keyType == coordinatorGroup && b.groups != nil:
 		return coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
 	case keyType == coordinatorTransaction && b.txns != nil:

@@ -22,12 +22,12 @@ package broker
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,6 +70,10 @@ type ControllerClient struct {
 	meta atomic.Pointer[MetadataView]
 
 	pool *connPool[connKey]
+	// local answers requests while this process's controller is the
+	// active one: the broker's controllerFront, which authorizes them
+	// (setLocal), else the controller itself.
+	local atomic.Pointer[ActiveController]
 }
 
 // connKey names a connection: metadata fetches, which wait on the
@@ -85,8 +89,17 @@ func NewControllerClient(opts ControllerClientOptions) *ControllerClient {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID, opts.Dial)}
+	c := &ControllerClient{opts: opts, log: opts.Logger, pool: newConnPool[connKey](opts.NodeID, opts.Dial)}
+	if opts.Local != nil {
+		var local ActiveController = opts.Local
+		c.local.Store(&local)
+	}
+	return c
 }
+
+// setLocal names what answers requests in process while the local
+// controller is active.
+func (c *ControllerClient) setLocal(h ActiveController) { c.local.Store(&h) }
 
 // Follow names the metadata view that says which controller is active.
 func (c *ControllerClient) Follow(m MetadataView) { c.meta.Store(&m) }
@@ -107,7 +120,7 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 	var lastErr error
 	for {
 		if l := c.opts.Local; l != nil && l.Active() {
-			resp, err := l.Handle(ctx, req)
+			resp, err := (*c.local.Load()).Handle(ctx, req)
 			if err != nil || topLevelError(resp) != kerr.NotController.Code {
 				return resp, err
 			}
@@ -158,8 +171,12 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	if err != nil {
 		return nil, true, err
 	}
-	switch req.(type) {
-	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest, *kmsg.AlterPartitionRequest:
+	who, forwarded := identityFrom(ctx)
+	if !forwarded {
+		// This node's own request (its registration and heartbeats,
+		// producer id blocks, ISR changes, internal topics) goes as
+		// itself, authorized with this connection's principal as
+		// Kafka's broker-to-controller channel is.
 		resp, sent, err := conn.roundTrip(ctx, req)
 		if err != nil {
 			c.drop(key, conn)
@@ -172,12 +189,18 @@ func (c *ControllerClient) send(ctx context.Context, id int32, addr string, req 
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	// The inner request's correlation id is not used: the envelope's is.
-	// It carries the client's id and principal, as Kafka's forwarding
-	// does (the controller counts the client's mutations against its
-	// quota).
-	from := forwardedFromOf(ctx)
-	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID(from.clientID)).AppendRequest(nil, req, 0)[4:]
-	env.RequestPrincipal = serializePrincipal(from.principal)
+	// It carries the client's id, principal and address, as Kafka's
+	// forwarding does: the controller authorizes the request for the
+	// client and counts its mutations against the client's quota.
+	env.RequestData = kmsg.NewRequestFormatter(kmsg.FormatterClientID(who.clientID)).AppendRequest(nil, req, 0)[4:]
+	env.RequestPrincipal = encodePrincipal(who)
+	clientAddr := who.addr.Unmap()
+	if !clientAddr.IsValid() {
+		// A client whose address is unknown: the envelope still
+		// carries 4 bytes, as the controller requires.
+		clientAddr = netip.IPv4Unspecified()
+	}
+	env.ClientHostAddress = clientAddr.AsSlice()
 	answer, sent, err := conn.roundTrip(ctx, env)
 	if err != nil {
 		c.drop(key, conn)
@@ -234,6 +257,29 @@ func (c *ControllerClient) FetchMetadata(ctx context.Context, req *protocol.Meta
 		return resp.(*protocol.MetadataFetchResponse), nil
 	}
 	return nil, err
+}
+
+// encodePrincipal is Kafka's DefaultKafkaPrincipalBuilder.serialize: a
+// version-prefixed DefaultPrincipalData.
+func encodePrincipal(who identity) []byte {
+	pd := kmsg.NewDefaultPrincipalData()
+	pd.Type, pd.Name, pd.TokenAuthenticated = who.principal.Type, who.principal.Name, who.tokenAuthenticated
+	return pd.AppendTo(nil)
+}
+
+// decodePrincipal reads what encodePrincipal writes.
+func decodePrincipal(b []byte) (Principal, bool, error) {
+	pd := kmsg.NewDefaultPrincipalData()
+	if len(b) < 2 {
+		return Principal{}, false, errors.New("principal data shorter than its version")
+	}
+	if v := int16(b[0])<<8 | int16(b[1]); v != 0 {
+		return Principal{}, false, fmt.Errorf("principal data version %d", v)
+	}
+	if err := pd.ReadFrom(b); err != nil {
+		return Principal{}, false, err
+	}
+	return Principal{Type: pd.Type, Name: pd.Name}, pd.TokenAuthenticated, nil
 }
 
 func topLevelError(resp kmsg.Response) int16 {
@@ -494,53 +540,4 @@ func (cc *peerConn) close(err error) {
 	for _, w := range waiting {
 		w.done <- fmt.Errorf("%w: %w", errForwardLost, err)
 	}
-}
-
-// forwardedFrom is who a forwarded request came from.
-type forwardedFrom struct {
-	clientID  string
-	principal Principal
-}
-
-type forwardedFromKey struct{}
-
-// withForwardedFrom says on whose behalf requests sent under ctx are
-// forwarded.
-func withForwardedFrom(ctx context.Context, clientID string, p Principal) context.Context {
-	return context.WithValue(ctx, forwardedFromKey{}, forwardedFrom{clientID: clientID, principal: p})
-}
-
-// forwardedFromOf is the client a forwarded request is sent for: the
-// broker itself (client id gregor-forwarding, User:ANONYMOUS) when ctx
-// names none.
-func forwardedFromOf(ctx context.Context) forwardedFrom {
-	if f, ok := ctx.Value(forwardedFromKey{}).(forwardedFrom); ok {
-		return f
-	}
-	return forwardedFrom{clientID: "gregor-forwarding", principal: AnonymousPrincipal}
-}
-
-// serializePrincipal is Kafka's DefaultKafkaPrincipalBuilder.serialize: a
-// version-prefixed DefaultPrincipalData, as an Envelope carries it.
-func serializePrincipal(p Principal) []byte {
-	d := kmsg.NewDefaultPrincipalData()
-	d.Type, d.Name = p.Type, p.Name
-	return d.AppendTo(binary.BigEndian.AppendUint16(nil, uint16(d.Version)))
-}
-
-// deserializePrincipal reads what serializePrincipal writes; ok is false
-// for anything else (an empty principal from an older node among them).
-func deserializePrincipal(b []byte) (Principal, bool) {
-	if len(b) < 2 {
-		return Principal{}, false
-	}
-	d := kmsg.NewDefaultPrincipalData()
-	d.Version = int16(binary.BigEndian.Uint16(b))
-	if d.Version != 0 {
-		return Principal{}, false
-	}
-	if err := d.ReadFrom(b[2:]); err != nil {
-		return Principal{}, false
-	}
-	return Principal{Type: d.Type, Name: d.Name}, true
 }

@@ -28,28 +28,34 @@ func FuzzHandlers(f *testing.F) {
 			return
 		}
 		req.SetVersion(int16(version))
-		nc, err := net.Dial("tcp", n.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		var frame []byte
-		frame = binary.BigEndian.AppendUint16(frame, uint16(key))
-		frame = binary.BigEndian.AppendUint16(frame, uint16(version))
-		frame = binary.BigEndian.AppendUint32(frame, 1)
-		frame = binary.BigEndian.AppendUint16(frame, 0xffff)
-		if req.IsFlexible() {
-			frame = append(frame, 0)
-		}
-		frame = append(frame, body...)
-		nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...))
-		// Read an answer or the close; handlers that wait (long
-		// polls, joins) are left to finish on their own.
-		nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		var buf [4]byte
-		nc.Read(buf[:])
-		if p := n.b.server.panics.Load(); p != 0 {
-			t.Fatalf("%d handler panics (key %d v%d)", p, key, version)
-		}
+		sendFuzzed(t, n, n.addr, req, body)
 	})
+}
+
+// sendFuzzed sends req's header with body to addr and fails the test if
+// any handler of n has panicked.
+func sendFuzzed(t *testing.T, n *testNode, addr string, req kmsg.Request, body []byte) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var frame []byte
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.Key()))
+	frame = binary.BigEndian.AppendUint16(frame, uint16(req.GetVersion()))
+	frame = binary.BigEndian.AppendUint32(frame, 1)
+	frame = binary.BigEndian.AppendUint16(frame, 0xffff)
+	if req.IsFlexible() {
+		frame = append(frame, 0)
+	}
+	frame = append(frame, body...)
+	nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...))
+	// Read an answer or the close; handlers that wait (long polls,
+	// joins) are left to finish on their own.
+	nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	var buf [4]byte
+	nc.Read(buf[:])
+	if p := n.b.server.panics.Load(); p != 0 {
+		t.Fatalf("%d handler panics (key %d v%d)", p, req.Key(), req.GetVersion())
+	}
 }

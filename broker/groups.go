@@ -24,6 +24,18 @@ package broker
 // their __consumer_offsets partitions by the coordinator runtime
 // (coordinator/runtime); this file only wires it in.
 //
+// Authorization (Kafka's KafkaApis): READ on the group to join, sync,
+// heartbeat, leave, commit offsets and send consumer-protocol heartbeats;
+// DESCRIBE to fetch offsets, describe it and find it; DELETE to delete it
+// or its offsets; a refusal is GROUP_AUTHORIZATION_FAILED as each API
+// carries it. Offsets of topics the principal may not READ (commit,
+// delete) or DESCRIBE (fetch) are answered TOPIC_AUTHORIZATION_FAILED;
+// ListGroups lists only the groups it may DESCRIBE unless it may DESCRIBE
+// the cluster; a consumer-protocol member subscribing to a topic it may
+// not DESCRIBE is refused TOPIC_AUTHORIZATION_FAILED, its regex matches
+// only those it may; a described group whose assignments name such a
+// topic is answered TOPIC_AUTHORIZATION_FAILED (groupauth.go).
+//
 // Goroutines and locks: connMu guards connTails, the last group request
 // queued per connection; it is a leaf lock (LOCKS.md).
 
@@ -171,13 +183,31 @@ func (b *Broker) serveGroupRequest(ctx context.Context, r *request, fn func(ctx 
 }
 
 // clientOf is the member identity Kafka records: the client id and the
-// peer address as Java prints an InetAddress ("/127.0.0.1").
-func clientOf(r *request) group.Client {
+// peer address as Java prints an InetAddress ("/127.0.0.1"), and which
+// topics its principal may describe.
+func (b *Broker) clientOf(r *request) group.Client {
 	host := r.conn.nc.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return group.Client{ID: r.hdr.ClientID, Host: "/" + host}
+	c := group.Client{ID: r.hdr.ClientID, Host: "/" + host}
+	if b.authz != nil {
+		who := r.identity()
+		c.DescribeTopic = func(topic string) bool {
+			return b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+		}
+	}
+	return c
+}
+
+// groupDenied answers r GROUP_AUTHORIZATION_FAILED when its principal may
+// not do op on the group, and reports whether it did.
+func (b *Broker) groupDenied(r *request, op kmsg.ACLOperation, group string) bool {
+	if b.can(r, op, kmsg.ACLResourceTypeGroup, group) {
+		return false
+	}
+	r.respond(errorResponse(r.kreq, errCode(kerr.GroupAuthorizationFailed)))
+	return true
 }
 
 // consumerProtocolEnabled is Kafka's gate for the KIP-848 APIs.
@@ -197,7 +227,10 @@ func (b *Broker) consumerProtocolEnabled() bool {
 
 func (b *Broker) handleJoinGroup(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.JoinGroupRequest)
-	client := clientOf(r)
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
+	client := b.clientOf(r)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.JoinGroup(ctx, client, req)
 	})
@@ -205,6 +238,12 @@ func (b *Broker) handleJoinGroup(ctx context.Context, r *request) {
 
 func (b *Broker) handleSyncGroup(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.SyncGroupRequest)
+	// A v5+ request without its protocol type and name is refused
+	// INCONSISTENT_GROUP_PROTOCOL (by the coordinator) before it is
+	// authorized, as in Kafka.
+	if (r.version() < 5 || req.ProtocolType != nil && req.Protocol != nil) && b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.SyncGroup(ctx, req)
 	})
@@ -212,6 +251,9 @@ func (b *Broker) handleSyncGroup(ctx context.Context, r *request) {
 
 func (b *Broker) handleHeartbeat(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.HeartbeatRequest)
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.Heartbeat(ctx, req)
 	})
@@ -219,6 +261,9 @@ func (b *Broker) handleHeartbeat(ctx context.Context, r *request) {
 
 func (b *Broker) handleLeaveGroup(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.LeaveGroupRequest)
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.LeaveGroup(ctx, req)
 	})
@@ -226,43 +271,49 @@ func (b *Broker) handleLeaveGroup(ctx context.Context, r *request) {
 
 func (b *Broker) handleOffsetCommit(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetCommit(ctx, req)
+		return b.offsetCommitAuthorized(ctx, r, req)
 	})
 }
 
 func (b *Broker) handleOffsetFetch(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.OffsetFetchRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetFetch(ctx, req)
+		return b.offsetFetchAuthorized(ctx, r, req)
 	})
 }
 
 func (b *Broker) handleDescribeGroups(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.DescribeGroups(ctx, req)
+		return b.describeGroupsAuthorized(ctx, r, req)
 	})
 }
 
 func (b *Broker) handleListGroups(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.ListGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.ListGroups(ctx, req)
+		return b.listGroupsAuthorized(ctx, r, req)
 	})
 }
 
 func (b *Broker) handleDeleteGroups(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DeleteGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.DeleteGroups(ctx, req)
+		return b.deleteGroupsAuthorized(ctx, r, req)
 	})
 }
 
 func (b *Broker) handleOffsetDelete(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.OffsetDeleteRequest)
+	if b.groupDenied(r, kmsg.ACLOperationDelete, req.Group) {
+		return
+	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetDelete(ctx, req)
+		return b.offsetDeleteAuthorized(ctx, r, req)
 	})
 }
 
@@ -274,7 +325,16 @@ func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *request) {
 		r.respond(resp)
 		return
 	}
-	client := clientOf(r)
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t) {
+			r.respond(errorResponse(req, errCode(kerr.TopicAuthorizationFailed)))
+			return
+		}
+	}
+	client := b.clientOf(r)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.ConsumerGroupHeartbeat(ctx, client, req)
 	})
@@ -294,6 +354,6 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *request) {
 		return
 	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.ConsumerGroupDescribe(ctx, req)
+		return b.consumerGroupDescribeAuthorized(ctx, r, req)
 	})
 }

@@ -14,18 +14,36 @@ package broker
 // INVALID_TRANSACTION_TIMEOUT; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
 // before v4, as in Kafka. A producer id without an epoch (or the reverse)
 // is INVALID_REQUEST.
+//
+// Authorization: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 	"fmt"
 	"sync"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
+	if b.authz != nil {
+		who := r.identity()
+		if req.TransactionalID != nil && !b.allowed(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionalID) {
+			r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+			return
+		}
+		if req.TransactionalID == nil && !b.allowedQuiet(who, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName) &&
+			!b.allowedAnyOfType(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+			r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+			return
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {

@@ -11,7 +11,9 @@ package broker
 // (v9+) and -6 earliest pending upload (v11+), both -1 without tiered
 // storage. Any other timestamp finds the first record at or after it. A
 // partition named twice is INVALID_REQUEST. Leader epochs are checked
-// (v4+) and reported.
+// (v4+) and reported. A topic the principal may not DESCRIBE gets
+// TOPIC_AUTHORIZATION_FAILED on each of its partitions, listed after the
+// others as Kafka lists them.
 
 import (
 	"context"
@@ -34,15 +36,19 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *request) {
 	if req.IsolationLevel == 1 {
 		isolation = replica.ReadCommitted
 	}
+	var denied []kmsg.ListOffsetsResponseTopic
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		allowed := b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
 			tp := replica.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			if seen[tp] > 1 {
+			if !allowed {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if seen[tp] > 1 {
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			} else {
 				lo := b.replicas.ListOffset(tp, p.CurrentLeaderEpoch, p.Timestamp, isolation, req.ReplicaID)
@@ -54,7 +60,12 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *request) {
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
+		if !allowed {
+			denied = append(denied, rt)
+			continue
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	resp.Topics = append(resp.Topics, denied...)
 	r.respond(resp)
 }

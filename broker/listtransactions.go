@@ -12,6 +12,11 @@ package broker
 // COORDINATOR_LOAD_IN_PROGRESS while a partition loads. DescribeTransactions
 // answers each id from its coordinator: NOT_COORDINATOR when that is
 // another node, TRANSACTIONAL_ID_NOT_FOUND for an unknown id.
+//
+// Authorization: both show only the transactional ids the principal may
+// DESCRIBE (DescribeTransactions answers the others
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and a described transaction
+// lists only the topics it may DESCRIBE.
 
 import (
 	"context"
@@ -43,6 +48,9 @@ func (b *Broker) handleListTransactions(ctx context.Context, r *request) {
 		resp.UnknownStateFilters = []string{}
 	}
 	for _, l := range list {
+		if !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, l.TransactionalID) {
+			continue
+		}
 		s := kmsg.NewListTransactionsResponseTransactionState()
 		s.TransactionalID, s.ProducerID, s.TransactionState = l.TransactionalID, l.ProducerID, l.State
 		resp.TransactionStates = append(resp.TransactionStates, s)
@@ -56,6 +64,11 @@ func (b *Broker) handleDescribeTransactions(ctx context.Context, r *request) {
 	for _, id := range req.TransactionalIDs {
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
 		s.TransactionalID = id
+		if !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) {
+			s.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, s)
+			continue
+		}
 		if b.txns == nil {
 			s.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			resp.TransactionStates = append(resp.TransactionStates, s)
@@ -67,6 +80,9 @@ func (b *Broker) handleDescribeTransactions(ctx context.Context, r *request) {
 			s.State, s.TimeoutMillis, s.StartTimestamp = d.State, d.TimeoutMs, d.StartTimeMs
 			s.ProducerID, s.ProducerEpoch = d.ProducerID, d.Epoch
 			for _, tp := range d.Partitions {
+				if !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, tp.Topic) {
+					continue
+				}
 				if n := len(s.Topics); n == 0 || s.Topics[n-1].Topic != tp.Topic {
 					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 					t.Topic = tp.Topic

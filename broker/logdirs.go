@@ -20,6 +20,12 @@ import (
 func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribe) {
+		// DESCRIBE on the cluster is needed; without it no dir is listed.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	var want map[string]map[int32]bool
 	if req.Topics != nil {
 		want = map[string]map[int32]bool{}

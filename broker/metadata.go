@@ -20,9 +20,17 @@ package broker
 // error and find the topic once it is created. Unlike Kafka, a topic this
 // broker is auto-creating is answered that way until its partitions are
 // open here (for at most the creation's timeout), so that the client's
-// first produce does not meet NOT_LEADER_OR_FOLLOWER. Authorized
-// operations: there is no authorizer, so every operation the resource
-// supports is reported.
+// first produce does not meet NOT_LEADER_OR_FOLLOWER.
+//
+// Authorization, as Kafka's handleTopicMetadataRequest: topics the
+// principal may not DESCRIBE are left out of an all-topics answer and
+// answered TOPIC_AUTHORIZATION_FAILED (without an id, whether they exist or
+// not) when named; an unknown topic is auto-created only with CREATE on the
+// cluster or on the topic (else TOPIC_AUTHORIZATION_FAILED), and the
+// creation is authorized again by the controller for the client. The
+// authorized operations (v8+) are computed per topic answered, and for the
+// cluster (v8-10) only with DESCRIBE on it (else 0); with no authorizer
+// they are every operation the resource supports.
 
 import (
 	"context"
@@ -37,17 +45,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Operations bitfields reported when no authorizer is configured: every
-// operation Kafka's AclEntry.supportedOperations lists for the resource
-// type, one bit per AclOperation code (READ 3, WRITE 4, CREATE 5, DELETE 6,
-// ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
-// ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12). A cluster supports no WRITE.
-const (
-	topicOperations   int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	clusterOperations int32 = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
-	// operationsOmitted is Kafka's "not requested" value.
-	operationsOmitted int32 = -2147483648
-)
+// operationsOmitted is Kafka's "not requested" value of an authorized
+// operations field.
+const operationsOmitted int32 = -2147483648
 
 // internalTopics are the topics Kafka marks internal.
 func isInternalTopic(name string) bool {
@@ -59,31 +59,43 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	v := r.version()
 	img := b.meta.Image()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	who := r.identity()
 
 	resp.Brokers = b.metadataBrokers(img, r.conn.listener.Name)
 	resp.ClusterID = &img.ClusterID
 	resp.ControllerID = b.opts.NodeID
 	resp.AuthorizedOperations = operationsOmitted
-	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOperations
+	if req.IncludeClusterAuthorizedOperations && v >= 8 && v <= 10 {
+		resp.AuthorizedOperations = b.clusterAuthorizedOperations(who)
+	}
+	includeOps := req.IncludeTopicAuthorizedOperations && v >= 8
+	answer := func(mt kmsg.MetadataResponseTopic) {
+		if includeOps {
+			mt.AuthorizedOperations = b.authorizedOperations(who, kmsg.ACLResourceTypeTopic, *mt.Topic)
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
 
 	allTopics := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
 	if allTopics {
 		names := make([]string, 0, len(img.Topics))
 		for name := range img.Topics {
-			names = append(names, name)
+			if b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+				names = append(names, name)
+			}
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			resp.Topics = append(resp.Topics, metadataTopic(img, img.Topics[name], req.IncludeTopicAuthorizedOperations))
+			answer(metadataTopic(img, img.Topics[name]))
 		}
 		r.respond(resp)
 		return
 	}
 
 	autoCreate := b.opts.AutoCreateTopics && (v < 4 || req.AllowAutoTopicCreation)
+	clusterCreate := autoCreate && b.authz != nil && b.allowedQuiet(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
 	var toCreate []string
+	var unknownIDs, deniedCreate, deniedDescribe []kmsg.MetadataResponseTopic
 	seen := map[string]bool{}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
@@ -94,10 +106,19 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
 				mt.AuthorizedOperations = operationsOmitted
-				resp.Topics = append(resp.Topics, mt)
+				unknownIDs = append(unknownIDs, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
+			if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+				// Topic ids are not secret: the id is answered.
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = t.ID
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				mt.AuthorizedOperations = operationsOmitted
+				deniedDescribe = append(deniedDescribe, mt)
+				continue
+			}
+			answer(metadataTopic(img, t))
 			continue
 		}
 		name := *rt.Topic
@@ -105,8 +126,16 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 			continue // Kafka answers each name once
 		}
 		seen[name] = true
+		if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.AuthorizedOperations = operationsOmitted
+			deniedDescribe = append(deniedDescribe, mt)
+			continue
+		}
 		if t := img.Topics[name]; t != nil && !b.autoCreatePending(name) {
-			resp.Topics = append(resp.Topics, metadataTopic(img, t, req.IncludeTopicAuthorizedOperations))
+			answer(metadataTopic(img, t))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -114,17 +143,24 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 		mt.IsInternal = isInternalTopic(name)
 		mt.AuthorizedOperations = operationsOmitted
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if autoCreate && img.Topics[name] == nil && b.authz != nil && !clusterCreate &&
+			!b.allowed(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, name) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			deniedCreate = append(deniedCreate, mt)
+			continue
+		}
 		switch {
 		case controller.TopicNameError(name) != "":
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 		case autoCreate:
 			toCreate = append(toCreate, name)
 		}
-		resp.Topics = append(resp.Topics, mt)
+		answer(mt)
 	}
 	if len(toCreate) > 0 {
-		b.autoCreateTopics(toCreate)
+		b.autoCreateTopics(toCreate, &who)
 	}
+	resp.Topics = append(append(append(unknownIDs, resp.Topics...), deniedCreate...), deniedDescribe...)
 	r.respond(resp)
 }
 
@@ -136,8 +172,10 @@ const autoCreationTimeout = 30 * time.Second
 // defaults (a coordinator's internal topic with its spec), in the
 // background: Kafka 4.3's AutoTopicCreationManager does not wait for the
 // creation, and does not send a topic whose creation is already in flight.
-// A failure is logged; the client's next Metadata tries again.
-func (b *Broker) autoCreateTopics(names []string) {
+// A failure is logged; the client's next Metadata tries again. who, when
+// set, is the client the creation is for: the controller authorizes it for
+// them, as Kafka forwards the creation with the client's principal.
+func (b *Broker) autoCreateTopics(names []string, who *identity) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(autoCreationTimeout / time.Millisecond)
 	b.autoCreateMu.Lock()
@@ -174,6 +212,9 @@ func (b *Broker) autoCreateTopics(names []string) {
 		}()
 		ctx, cancel := context.WithTimeout(b.runCtx, autoCreationTimeout)
 		defer cancel()
+		if who != nil {
+			ctx = withIdentity(ctx, *who)
+		}
 		answer, err := b.forward(ctx, req)
 		if err != nil {
 			if b.runCtx.Err() == nil {
@@ -270,16 +311,13 @@ func endpointFor(br *controller.Broker, listenerName string) (controller.Endpoin
 	return controller.Endpoint{}, false
 }
 
-func metadataTopic(img *controller.Image, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+func metadataTopic(img *controller.Image, t *controller.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
 	mt.AuthorizedOperations = operationsOmitted
-	if includeOps {
-		mt.AuthorizedOperations = topicOperations
-	}
 	for i, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)

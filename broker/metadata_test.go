@@ -160,8 +160,8 @@ func TestAutoCreationInFlightAndFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b := &Broker{ctrl: fc, log: discardLogger(), runCtx: ctx, autoCreating: map[string]bool{}}
-	b.autoCreateTopics([]string{"a", "b"})
-	b.autoCreateTopics([]string{"a", "b", "c"})
+	b.autoCreateTopics([]string{"a", "b"}, nil)
+	b.autoCreateTopics([]string{"a", "b", "c"}, nil)
 	deadline := time.Now().Add(5 * time.Second)
 	for fc.callCount() < 2 {
 		if time.Now().After(deadline) {
@@ -178,7 +178,7 @@ func TestAutoCreationInFlightAndFailure(t *testing.T) {
 	}
 	close(fc.release)
 	b.bg.Wait()
-	b.autoCreateTopics([]string{"a"})
+	b.autoCreateTopics([]string{"a"}, nil)
 	b.bg.Wait()
 	if n := fc.callCount(); n != 3 {
 		t.Fatalf("%d creations; a failed one must be sent again", n)

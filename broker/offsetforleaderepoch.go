@@ -9,21 +9,38 @@ package broker
 // divergence from Fetch's DivergingEpoch instead, as Kafka's have since
 // 2.7 (replica/replication.go); a follower's request (ReplicaID set) is
 // answered as a consumer's. The current leader epoch is checked
-// (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) as in Kafka.
+// (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) as in Kafka. CLUSTER_ACTION
+// on the cluster (a follower) or DESCRIBE on each topic (a consumer) is
+// needed; the partitions of the other topics get
+// TOPIC_AUTHORIZATION_FAILED, listed after the others.
 
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	who := r.identity()
+	cluster := b.authz == nil || b.allowedQuiet(who, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		if !cluster && !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			denied = append(denied, rt)
+			continue
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -36,5 +53,6 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	resp.Topics = append(resp.Topics, denied...)
 	r.respond(resp)
 }

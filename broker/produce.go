@@ -64,6 +64,11 @@ func (b *Broker) produceUnsupportedVersion(r *request) {
 
 func (b *Broker) handleProduce(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.ProduceRequest)
+	if b.authz != nil && hasTransactionalRecords(req) &&
+		(req.TransactionID == nil || !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID)) {
+		b.refuseProduce(r, req, kerr.TransactionalIDAuthorizationFailed)
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	img := b.meta.Image()
 	// The entries live on the stack for the common request (one
@@ -74,8 +79,16 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		topic := b.produceTopic(img, r.version(), t)
+		denied := false
+		if b.authz != nil && (topic != nil || r.version() < 13) {
+			name := t.Topic
+			if topic != nil {
+				name = topic.Name
+			}
+			denied = !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, name)
+		}
 		for _, p := range t.Partitions {
-			rp, batch, ok := checkProducePartition(r, req, topic, p)
+			rp, batch, ok := checkProducePartition(r, req, topic, p, denied)
 			if ok {
 				tp := replica.TopicPartition{Topic: topic.Name, Partition: p.Partition}
 				var guard uint64
@@ -128,11 +141,13 @@ func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.Produ
 
 // checkProducePartition applies the request-level rules Kafka's handler
 // applies before the replica manager sees a partition (KafkaApis and
-// ReplicaManager.appendRecords): valid acks, a known topic and partition,
-// no client writes to internal topics, one v2 batch (whose header is parsed
-// here, once, for the log to use). ok means the partition goes to the
-// append, with rp a placeholder (error 0) that the append's result fills.
-func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
+// ReplicaManager.appendRecords), in its order: a known topic ID (v13),
+// WRITE on the topic (denied: TOPIC_AUTHORIZATION_FAILED, whether or not
+// it exists), a known topic and partition, one v2 batch (whose header is
+// parsed here, once, for the log to use), valid acks, no client writes to
+// internal topics. ok means the partition goes to the append, with rp a
+// placeholder (error 0) that the append's result fills.
+func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition, denied bool) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
 	rp = kmsg.NewProduceResponseTopicPartition()
 	rp.Partition = p.Partition
 	rp.BaseOffset = -1
@@ -143,16 +158,12 @@ func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controll
 		return rp, protocol.Batch{}, false
 	}
 	v := r.version()
-	switch acks := req.Acks; {
-	case acks != -1 && acks != 0 && acks != 1:
-		return fail(kerr.InvalidRequiredAcks, "")
+	switch {
 	case topic == nil && v >= 13:
 		return fail(kerr.UnknownTopicID, "")
-	case topic == nil:
-		return fail(kerr.UnknownTopicOrPartition, "")
-	case isInternalTopic(topic.Name) && r.hdr.ClientID != adminClientID:
-		return fail(kerr.InvalidTopicException, fmt.Sprintf("Cannot append to internal topic %s", topic.Name))
-	case p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+	case denied:
+		return fail(kerr.TopicAuthorizationFailed, "")
+	case topic == nil, p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
 		return fail(kerr.UnknownTopicOrPartition, "")
 	}
 	batch, err := protocol.ParseProduceBatch(p.Records, v)
@@ -163,7 +174,60 @@ func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controll
 		}
 		return fail(ve.Code, ve.Message)
 	}
+	switch acks := req.Acks; {
+	case acks != -1 && acks != 0 && acks != 1:
+		return fail(kerr.InvalidRequiredAcks, "")
+	case isInternalTopic(topic.Name) && r.hdr.ClientID != adminClientID:
+		return fail(kerr.InvalidTopicException, fmt.Sprintf("Cannot append to internal topic %s", topic.Name))
+	}
 	return rp, batch, true
+}
+
+// hasTransactionalRecords reports whether any batch of the request is
+// transactional (Kafka refuses such a request as a whole when the
+// principal may not WRITE its transactional id).
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			for rec := p.Records; ; {
+				h, err := protocol.ParseBatchHeader(rec)
+				if err != nil || h.Magic != 2 {
+					break
+				}
+				if h.IsTransactional() {
+					return true
+				}
+				n := h.TotalSize()
+				if h.Length <= 0 || n > int64(len(rec)) {
+					break
+				}
+				rec = rec[n:]
+			}
+		}
+	}
+	return false
+}
+
+// refuseProduce answers every partition of the request with err
+// (ProduceRequest.getErrorResponse); acks=0 gets the connection closed.
+func (b *Broker) refuseProduce(r *request, req *kmsg.ProduceRequest, err *kerr.Error) {
+	if req.Acks == 0 {
+		r.closeConnection()
+		return
+	}
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, err.Code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	r.respond(resp)
 }
 
 // setProduceError sets a partition's error, with the message from v8.

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -19,12 +21,14 @@ func BenchmarkProduceHandler(b *testing.B) {
 		if acks == -1 {
 			name = "acks=all"
 		}
-		b.Run(name, func(b *testing.B) { benchmarkProduce(b, acks) })
+		b.Run(name, func(b *testing.B) {
+			produce, errorCode := newProduceBench(b, acks)
+			benchmarkProduce(b, produce, errorCode)
+		})
 	}
 }
 
-func benchmarkProduce(b *testing.B, acks int16) {
-	produce, errorCode := newProduceBench(b, acks)
+func benchmarkProduce(b *testing.B, produce func() *request, errorCode func(*request) int16) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var last *request
@@ -34,6 +38,48 @@ func benchmarkProduce(b *testing.B, acks int16) {
 	b.StopTimer()
 	if code := errorCode(last); code != 0 {
 		b.Fatalf("the last produce failed with error %d", code)
+	}
+}
+
+// BenchmarkProduceAuthorizer compares the produce path with no authorizer,
+// with StandardAuthorizer and no ACLs (allow.everyone.if.no.acl.found),
+// and with 10,000 ACLs of which one allows the write (acks=1).
+func BenchmarkProduceAuthorizer(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		authz *AuthorizerOptions
+		acls  int
+	}{
+		{"off", nil, 0},
+		{"on-no-acls", &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0},
+		{"on-10000-acls", &AuthorizerOptions{}, 10000},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			produce, errorCode := newProduceBenchAuthz(b, 1, bc.authz, bc.acls)
+			benchmarkProduce(b, produce, errorCode)
+		})
+	}
+}
+
+// The authorizer adds no allocation to a produce: with it on (no ACLs, or
+// many) a produce allocates what it does with it off.
+func TestProduceAuthorizerAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	const slot, response = 3, 4
+	for _, tc := range []struct {
+		authz *AuthorizerOptions
+		acls  int
+	}{{&AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0}, {&AuthorizerOptions{}, 500}} {
+		produce, errorCode := newProduceBenchAuthz(t, 1, tc.authz, tc.acls)
+		var last *request
+		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
+			t.Fatalf("%d ACLs: %v allocations per produce, want at most %d", tc.acls, allocs, slot+response)
+		}
+		if code := errorCode(last); code != 0 {
+			t.Fatalf("%d ACLs: the last produce failed with error %d", tc.acls, code)
+		}
 	}
 }
 
@@ -74,9 +120,43 @@ func createBenchTopic(tb testing.TB, n *testNode, partitions int32) {
 // produce of a ten-record batch to it, run through the handler, and how to
 // read a response's error code.
 func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorCode func(*request) int16) {
-	n := startTestNode(tb, nil)
+	return newProduceBenchAuthz(tb, acks, nil, 0)
+}
+
+// newProduceBenchAuthz is newProduceBench on a node with the authorizer
+// (nil: none) and acls ACLs on other topics, users and hosts, plus one
+// that allows the producer (User:ANONYMOUS) to write "bench" when there
+// are any.
+func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, acls int) (produce func() *request, errorCode func(*request) int16) {
+	n := startAuthzNode(tb, authz, nil)
 	ctx := context.Background()
 	createBenchTopic(tb, n, 1)
+	if acls > 0 {
+		create := kmsg.NewPtrCreateACLsRequest()
+		ops := []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDescribe}
+		for i := range acls - 1 {
+			pt := kmsg.ACLResourcePatternTypeLiteral
+			if i%3 == 0 {
+				pt = kmsg.ACLResourcePatternTypePrefixed
+			}
+			c := aclCreation(kmsg.ACLResourceTypeTopic, fmt.Sprintf("topic-%d", i/4), pt, fmt.Sprintf("User:user-%d", i%50), ops[i%3], kmsg.ACLPermissionTypeAllow)
+			c.Host = fmt.Sprintf("10.0.%d.%d", i%7, i%200)
+			create.Creations = append(create.Creations, c)
+		}
+		create.Creations = append(create.Creations, aclCreation(kmsg.ACLResourceTypeTopic, "ben", kmsg.ACLResourcePatternTypePrefixed, "User:ANONYMOUS", kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow))
+		for _, r := range n.ctrl.CreateACLs(ctx, create).Results {
+			if r.ErrorCode != 0 {
+				tb.Fatalf("creating ACLs: %d", r.ErrorCode)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for idx := n.b.authz.index.Load(); idx == nil || idx.count != acls; idx = n.b.authz.index.Load() {
+			if time.Now().After(deadline) {
+				tb.Fatal("the authorizer never indexed the ACLs")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 
 	bb := protocol.NewBatchBuilder(protocol.CodecNone)
 	for i := range 10 {
@@ -96,6 +176,7 @@ func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorC
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
 	c := &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
+	c.session = newSession(c.listener, netip.MustParseAddr("127.0.0.1"))
 	produce = func() *request {
 		copy(records, pristine)
 		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}

@@ -30,6 +30,11 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, r *request
 
 func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribe) {
+		// KafkaApis answers with the error's default message, so none.
+		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		return
+	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	resp.Results = describeScramCredentials(b.meta.Image(), req)
 	r.respond(resp)

@@ -55,6 +55,10 @@ type session struct {
 	securityProtocol string
 	// clientAddr is the peer's address (ACL hosts, connection quotas).
 	clientAddr netip.Addr
+	// hostAddress is clientAddr as Java's getHostAddress writes it, what
+	// ACL hosts are compared with (authorizer.go); written once here so
+	// that no check formats it.
+	hostAddress string
 	// principal is AnonymousPrincipal until the connection authenticates.
 	principal Principal
 	// tokenAuthenticated: the principal authenticated with a delegation
@@ -68,6 +72,7 @@ func newSession(l *listener, addr netip.Addr) session {
 		listenerName:     l.Name,
 		securityProtocol: l.SecurityProtocol,
 		clientAddr:       addr,
+		hostAddress:      javaHostAddress(addr),
 		principal:        AnonymousPrincipal,
 	}
 }

@@ -45,7 +45,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 		}
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
-			if t.ErrorCode != 0 {
+			if t.ErrorCode != 0 || t.ConfigErrorCode != 0 {
+				// Not created, or created by a principal that may
+				// not see its configs (controllerauth.go).
 				continue
 			}
 			overrides := requestedConfigs(req, t.Topic)
@@ -115,7 +117,9 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
 // at offset (the logs of the partitions it created here are open), for at
 // most the request's timeout since it arrived (none: no wait).
 func (b *Broker) awaitPartitions(ctx context.Context, offset int64, arrived time.Time, timeoutMs int32) {
-	if timeoutMs <= 0 {
+	if timeoutMs <= 0 || b.replicas == nil {
+		// No wait, or no partitions here (a controller-only node,
+		// answering a broker's own request on its listener).
 		return
 	}
 	ctx, cancel := context.WithDeadline(ctx, arrived.Add(time.Duration(timeoutMs)*time.Millisecond))

@@ -20,6 +20,14 @@ package broker
 // AddPartitionsToTxn v2, AddOffsetsToTxn v2 and InitProducerId v4 as
 // INVALID_PRODUCER_EPOCH.
 //
+// Authorization: v0-3 need WRITE on the transactional id (every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic
+// (TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED); an
+// internal topic is never added this way (TOPIC_AUTHORIZATION_FAILED, as
+// in Kafka with or without an authorizer). v4+ need CLUSTER_ACTION.
+// AddOffsetsToTxn needs WRITE on the transactional id, then READ on the
+// group; EndTxn WRITE on the transactional id.
+//
 // Produce's half of KIP-890 part 1 is here too: the first transactional
 // batch of a transaction on a partition is verified with the coordinator
 // before it is appended, with the guard that a marker written meanwhile
@@ -102,6 +110,11 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	v := r.version()
+	who := r.identity()
+	if v >= 4 && !b.clusterAllowed(who, kmsg.ACLOperationClusterAction) {
+		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
+		return
+	}
 	r.goAsync(func() {
 		if v < 4 {
 			tps := make([]txn.TopicPartition, 0, len(req.Topics))
@@ -110,7 +123,16 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 					tps = append(tps, txn.TopicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
-			codes := b.addPartitionsToTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false, false)
+			var codes []int16
+			if !b.allowed(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+				codes = fillCodes(make([]int16, len(tps)), kerr.TransactionalIDAuthorizationFailed.Code)
+			} else {
+				denied := map[string]bool{}
+				for _, t := range req.Topics {
+					denied[t.Topic] = isInternalTopic(t.Topic) || !b.allowed(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic)
+				}
+				codes = b.addPartitionsToTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, false, false, denied)
+			}
 			for i, tp := range tps {
 				code := fencedForOldClients(codes[i], v, 2)
 				if n := len(resp.Topics); n == 0 || resp.Topics[n-1].Topic != tp.Topic {
@@ -136,7 +158,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 			// v4+ comes from partition leaders: an add waits out the
 			// previous transaction's completion here, as Kafka's leader
 			// retries CONCURRENT_TRANSACTIONS.
-			codes := b.addPartitionsToTxn(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tps, tr.VerifyOnly, true)
+			codes := b.addPartitionsToTxn(ctx, tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tps, tr.VerifyOnly, true, nil)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = tr.TransactionalID
 			for i, tp := range tps {
@@ -157,15 +179,19 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 }
 
 // addPartitionsToTxn adds (or, verifyOnly, checks) one transaction's
-// partitions and returns a code per partition. Partitions that do not
-// exist fail the whole transaction as in KafkaApis.
-func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly, wait bool) []int16 {
+// partitions and returns a code per partition. Partitions of denied topics
+// and partitions that do not exist fail the whole transaction as in
+// KafkaApis.
+func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly, wait bool, denied map[string]bool) []int16 {
 	codes := make([]int16, len(tps))
 	img := b.meta.Image()
 	missing := false
 	for i, tp := range tps {
 		t := img.Topics[tp.Topic]
-		if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		if denied[tp.Topic] {
+			codes[i] = kerr.TopicAuthorizationFailed.Code
+			missing = true
+		} else if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 			missing = true
 		}
@@ -258,6 +284,14 @@ func fillCodes(codes []int16, code int16) []int16 {
 func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+		r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+		return
+	}
+	if !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		r.respond(errorResponse(req, errCode(kerr.GroupAuthorizationFailed)))
+		return
+	}
 	if b.txns == nil || b.groups == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		r.respond(resp)
@@ -275,6 +309,11 @@ func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		r.respond(resp)
+		return
+	}
 	if b.txns == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		r.respond(resp)

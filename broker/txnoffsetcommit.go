@@ -24,9 +24,14 @@ package broker
 // transaction coordinator (KIP-890 part 1), or for v5 added to the
 // transaction (Transactions V2's implicit AddOffsetsToTxn).
 //
-// Deviations: no authorisation (TRANSACTIONAL_ID WRITE, GROUP
-// READ, TOPIC READ) is checked, as no group request checks any yet. v6
-// (topic ids) is not served.
+// Authorization: WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), then READ on
+// the group (GROUP_AUTHORIZATION_FAILED on every partition); the
+// partitions of topics the principal may not READ get
+// TOPIC_AUTHORIZATION_FAILED, and when no other partition is left the
+// coordinator is not asked.
+//
+// Deviation: v6 (topic ids) is not served.
 
 import (
 	"context"
@@ -41,11 +46,50 @@ import (
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
-	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		if code := b.verifyTxnOffsetCommit(ctx, r.version(), req); code != 0 {
-			return txnOffsetCommitError(req, code)
+	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+		r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+		return
+	}
+	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+		return
+	}
+	inner := req
+	var denied []kmsg.TxnOffsetCommitResponseTopic
+	if b.authz != nil {
+		who := r.identity()
+		cp := *req
+		cp.Topics = nil
+		for _, t := range req.Topics {
+			if b.allowed(who, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
+				cp.Topics = append(cp.Topics, t)
+				continue
+			}
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			denied = append(denied, rt)
 		}
-		return b.groups.coord.TxnOffsetCommit(ctx, req)
+		if len(cp.Topics) == 0 && len(denied) > 0 {
+			resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+			resp.Topics = denied
+			r.respond(resp)
+			return
+		}
+		inner = &cp
+	}
+	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
+		if code := b.verifyTxnOffsetCommit(ctx, r.version(), inner); code != 0 {
+			resp := txnOffsetCommitError(inner, code)
+			resp.Topics = append(resp.Topics, denied...)
+			return resp
+		}
+		resp := b.groups.coord.TxnOffsetCommit(ctx, inner)
+		resp.Topics = append(resp.Topics, denied...)
+		return resp
 	})
 }
 

@@ -19,12 +19,16 @@ package broker
 // request per leader, sent in parallel. An offline partition, or a leader
 // that does not answer, gets NOT_LEADER_OR_FOLLOWER, and the coordinator
 // tries again.
+//
+// Authorization: ALTER or CLUSTER_ACTION on the cluster; without either
+// every partition gets CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/protocol"
@@ -36,6 +40,11 @@ import (
 func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	if who := r.identity(); b.authz != nil && !b.allowedQuiet(who, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName) &&
+		!b.clusterAllowed(who, kmsg.ACLOperationClusterAction) {
+		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
+		return
+	}
 	r.goAsync(func() {
 		img := b.meta.Image()
 		for _, m := range req.Markers {

@@ -23,6 +23,9 @@
 //	elections.go   the active controller's periodic unclean elections and
 //	               preferred-leader rebalancing
 //	configs.go     IncrementalAlterConfigs, AlterConfigs
+//	acls.go        ACL records (AccessControlEntryRecord with its id,
+//	               RemoveAccessControlEntryRecord), CreateACLs, DeleteACLs
+//	               and Kafka's ACL filter
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
 //	elect.go       ElectLeaders
@@ -92,7 +95,7 @@
 //   - Elections and placement ignore log directories (Kafka also refuses a
 //     leader whose directory for the partition is offline).
 //   - No directory assignment (AssignReplicasToDirs; PartitionChangeRecords
-//     never set directories), ACLs yet.
+//     never set directories).
 //   - Reassignment throttles are the brokers' (replica/throttle.go): the
 //     controller stores leader/follower.replication.throttled.replicas
 //     and the rates as any config.

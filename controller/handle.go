@@ -59,6 +59,10 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return answered(c.RemoveRaftVoter(ctx, r))
 	case *kmsg.UpdateRaftVoterRequest:
 		return answered(c.UpdateRaftVoter(ctx, r))
+	case *kmsg.CreateACLsRequest:
+		return answered(c.CreateACLs(ctx, r))
+	case *kmsg.DeleteACLsRequest:
+		return answered(c.DeleteACLs(ctx, r))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return answered(c.AlterUserScramCredentials(ctx, r))
 	case *kmsg.CreateDelegationTokenRequest:

@@ -111,6 +111,9 @@ type Image struct {
 	Topics     map[string]*Topic
 	TopicsByID map[protocol.UUID]*Topic
 	Configs    map[ConfigResource]map[string]string
+	// ACLs are the access control entries (acls.go); a new pointer
+	// whenever they change.
+	ACLs *ACLSet
 	// ClientQuotas are the client quotas by entity (quotas.go).
 	ClientQuotas map[QuotaEntity]map[string]float64
 

@@ -293,6 +293,10 @@ func newRecord(t RecordType) Record {
 		return &VotersRecord{}
 	case RecordLearners:
 		return &LearnersRecord{}
+	case RecordAccessControlEntry:
+		return &AccessControlEntryRecord{}
+	case RecordRemoveAccessControlEntry:
+		return &RemoveAccessControlEntryRecord{}
 	case RecordUserScramCredential:
 		return &UserScramCredentialRecord{}
 	case RecordRemoveUserScramCredential:

@@ -170,6 +170,7 @@ func TestOlderNodeStopsAtUnreadableRecord(t *testing.T) {
 
 func FuzzDecodeRecords(f *testing.F) {
 	f.Add(EncodeRecords(sampleRecords()))
+	f.Add(EncodeRecords(sampleACLRecords()))
 	f.Add(EncodeRecords(sampleQuotaRecords()))
 	f.Add(EncodeRecords(sampleTokenRecords()))
 	f.Add([]byte{1, 0})

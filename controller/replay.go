@@ -26,6 +26,7 @@ func emptyImage(clusterID string) *Image {
 		Topics:     map[string]*Topic{},
 		TopicsByID: map[protocol.UUID]*Topic{},
 		Configs:    map[ConfigResource]map[string]string{},
+		ACLs:       &ACLSet{byID: map[protocol.UUID]ACL{}, count: map[ACL]int{}},
 		LeaderID:   -1,
 
 		ClientQuotas: map[QuotaEntity]map[string]float64{},
@@ -40,6 +41,7 @@ type imageBuilder struct {
 	brokersCopied  bool
 	topicsCopied   bool
 	configsCopied  bool
+	aclsCopied     bool
 	scramCopied    bool
 	tokensCopied   bool
 	// Sub-objects already copied in this batch, safe to modify.
@@ -178,6 +180,15 @@ func (b *imageBuilder) mutableConfig(res ConfigResource) map[string]string {
 	b.next.Configs[res] = m
 	b.configCopied[res] = true
 	return m
+}
+
+// mutableACLs returns a copy of the ACL set that this batch may modify.
+func (b *imageBuilder) mutableACLs() *ACLSet {
+	if !b.aclsCopied {
+		b.next.ACLs = b.next.ACLs.clone()
+		b.aclsCopied = true
+	}
+	return b.next.ACLs
 }
 
 func (b *imageBuilder) dropEmptyConfig(res ConfigResource) {
@@ -333,6 +344,19 @@ func (b *imageBuilder) apply(rec Record) error {
 			br.LogDirs = nilIfEmpty(r.LogDirs)
 		}
 		return nil
+	case *AccessControlEntryRecord:
+		// As Kafka's replay: an id already present is replaced.
+		b.mutableACLs().put(r.ID, r.ACL)
+		return nil
+	case *RemoveAccessControlEntryRecord:
+		acls := b.mutableACLs()
+		acl, ok := acls.byID[r.ID]
+		if !ok {
+			return fmt.Errorf("removing unknown ACL id %s", r.ID)
+		}
+		delete(acls.byID, r.ID)
+		acls.drop(acl)
+		return nil
 	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
 		return b.applyScram(rec)
 	case *ClientQuotaRecord:
@@ -451,6 +475,9 @@ func imageRecords(img *Image) []Record {
 			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: k, Value: &v})
 		}
 	}
+	for _, id := range img.ACLs.sortedIDs() {
+		out = append(out, &AccessControlEntryRecord{ID: id, ACL: img.ACLs.byID[id]})
+	}
 	out = append(out, scramRecords(img)...)
 	out = append(out, clientQuotaRecords(img)...)
 	out = append(out, delegationTokenRecords(img)...)
@@ -458,4 +485,10 @@ func imageRecords(img *Image) []Record {
 		out = append(out, &ProducerIdsRecord{BrokerID: -1, BrokerEpoch: -1, NextProducerID: img.NextProducerID})
 	}
 	return out
+}
+
+// ImageFromRecords is the image that records build from an empty one (a
+// snapshot's content; tests of the image's readers build theirs with it).
+func ImageFromRecords(clusterID string, records []Record) (*Image, error) {
+	return applyBatch(emptyImage(clusterID), records, 1, 1)
 }

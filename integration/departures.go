@@ -45,5 +45,11 @@ func departures() []departure {
 			gregor: "a waiting follower fetch is answered as soon as the high watermark moves past what that follower was last sent, so followers (and consumers reading from them, KIP-392) see committed records without the wait",
 			proof:  "replica TestFollowersLearnTheHighWatermarkWithoutWaitingForData (long polls of a minute)",
 		},
+		{
+			topic:  "a combined node's own requests under an authorizer",
+			kafka:  "its broker registers, heartbeats, asks for producer ids and creates internal topics over its own controller listener, authorized as that connection's principal: with allow.everyone.if.no.acl.found=false (or an ACL on the cluster) and that principal not a super user, the node cannot register and never serves",
+			gregor: "reaches its own controller in process: the node's own requests need no grant; other nodes' requests and everything clients send are authorized as in Kafka (forwarded ones with the client's principal)",
+			proof:  "broker TestAuthzControllerListener (CLUSTER_ACTION denied on the controller listener, the node keeps its registration), TestAuthzForwardingCarriesThePrincipal (another node's own CreateTopics is authorized as its connection)",
+		},
 	}
 }

@@ -19,6 +19,7 @@ const mainDelegationTokens = "org.apache.kafka.tools.DelegationTokenCommand"
 func delegationTokenScenarios() []Scenario {
 	return []Scenario{
 		{Name: "sasl/delegation-tokens", Doc: "delegation.token.secret.key on a SASL_PLAINTEXT SCRAM node: kafka-delegation-tokens --create (renewer alice), --describe (by owner; none for an empty owner list), --renew by the renewer, --expire; console producer and consumer authenticate with the token (tokenauth=true, SCRAM-SHA-256 and -512); token connections may not create tokens; a stranger may not renew; the expired token is refused; a token past its max lifetime is swept by the controller", OwnNodes: true, Timeout: 6 * time.Minute, Run: delegationTokensCLI},
+		{Name: "acl/delegation-tokens", Doc: "StandardAuthorizer with delegation tokens: kafka-delegation-tokens --create --owner-principal for another user needs CREATE_TOKENS on that user (Delegation Token authorization failed otherwise); --describe shows a token to its owner and requester, to DESCRIBE_TOKENS on the owner (kafka-acls --user-principal) and to DESCRIBE on the token (--delegation-token), to no one else", OwnNodes: true, Timeout: 6 * time.Minute, Run: delegationTokenACLs},
 	}
 }
 
@@ -242,4 +243,71 @@ func delegationTokensCLI(ctx context.Context, e *Env) error {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// delegationTokenACLs: with StandardAuthorizer, creating a token for
+// another owner needs CREATE_TOKENS on that user (KIP-373), and a token is
+// described to its owner and renewers, and to principals with
+// DESCRIBE_TOKENS on its owner or DESCRIBE on the token.
+func delegationTokenACLs(ctx context.Context, e *Env) error {
+	// The stock tools on PLAINTEXT (User:ANONYMOUS) administer the node.
+	n, err := saslNode(ctx, e, []string{"SCRAM-SHA-256"}, map[string]string{
+		"authorizer.class.name":       standardAuthorizer,
+		"super.users":                 "User:ANONYMOUS",
+		"delegation.token.secret.key": "compat-token-secret",
+	})
+	if err != nil {
+		return err
+	}
+	addr := n.Addr("SASL")
+	cfgs, err := scramUsersOn(ctx, e, n, "alice", "bob", "carol", "dave")
+	if err != nil {
+		return err
+	}
+	for _, add := range [][]string{
+		{"--allow-principal", "User:alice", "--operation", "CreateTokens", "--user-principal", "User:bob"},
+		{"--allow-principal", "User:carol", "--operation", "DescribeTokens", "--user-principal", "User:bob"},
+	} {
+		if _, err := acls(ctx, e, n, append([]string{"--add"}, add...)...); err != nil {
+			return err
+		}
+	}
+	tokens := func(user string, args ...string) (Output, error) {
+		return e.KafkaOn(ctx, addr, "", mainDelegationTokens, append([]string{"--command-config", cfgs[user]}, args...)...)
+	}
+	out, err := tokens("alice", "--create", "--max-life-time-period", "-1", "--owner-principal", "User:bob")
+	if err != nil {
+		return fmt.Errorf("--create for bob by alice: %w: %s", err, out.Tail())
+	}
+	rows, err := tokenRows(out.Stdout)
+	if err != nil || len(rows) != 1 || rows[0].owner != "User:bob" || rows[0].requester != "User:alice" {
+		return fmt.Errorf("--create for bob by alice printed %+v, %v", rows, err)
+	}
+	tok := rows[0]
+	if out, err := tokens("carol", "--create", "--max-life-time-period", "-1", "--owner-principal", "User:bob"); err == nil || !strings.Contains(out.Stderr+out.Stdout, "Delegation Token authorization failed.") {
+		return fmt.Errorf("--create for bob by carol: %v: %s", err, out.Tail())
+	}
+	describe := func(user string, want int) error {
+		out, err := tokens(user, "--describe", "--owner-principal", "User:bob")
+		if err != nil || !strings.Contains(out.Stdout, fmt.Sprintf("Total number of tokens : %d", want)) {
+			return fmt.Errorf("--describe bob's tokens as %s (want %d): %v: %s", user, want, err, truncate(out.Stdout+out.Stderr, 500))
+		}
+		if want == 1 {
+			if got, err := tokenRows(out.Stdout); err != nil || len(got) != 1 || got[0] != tok {
+				return fmt.Errorf("--describe bob's tokens as %s: %+v, %v", user, got, err)
+			}
+		}
+		return nil
+	}
+	// bob owns it, alice asked for it, carol may describe bob's tokens;
+	// dave may not, until he may describe the token itself.
+	for user, want := range map[string]int{"bob": 1, "alice": 1, "carol": 1, "dave": 0} {
+		if err := describe(user, want); err != nil {
+			return err
+		}
+	}
+	if _, err := acls(ctx, e, n, "--add", "--allow-principal", "User:dave", "--operation", "Describe", "--delegation-token", tok.id); err != nil {
+		return err
+	}
+	return describe("dave", 1)
 }

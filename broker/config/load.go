@@ -236,6 +236,13 @@ func Load(fileProps, overrides map[string]string) (*Broker, []string, error) {
 	return loadWithSchema(NewSchema(), fileProps, overrides)
 }
 
+// isAuthorizerKey reports whether StandardAuthorizer reads the key from the
+// broker's configuration itself (Kafka hands the authorizer every key);
+// such keys are used only when authorizer.class.name is set.
+func isAuthorizerKey(name string) bool {
+	return name == "super.users" || name == "allow.everyone.if.no.acl.found"
+}
+
 func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Broker, []string, error) {
 	raw := make(map[string]string, len(fileProps)+len(overrides)+1)
 	for k, v := range fileProps {
@@ -282,6 +289,9 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 		}
 		if name == DeprecatedTokenSecretKey {
 			continue
+		}
+		if isAuthorizerKey(name) && strings.TrimSpace(raw["authorizer.class.name"]) != "" {
+			continue // the authorizer's own keys
 		}
 		unknown = append(unknown, name)
 	}

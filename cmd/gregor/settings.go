@@ -59,6 +59,9 @@ type settings struct {
 	listenerTLS map[string]*ssl.Server
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
+	// authorizer is the StandardAuthorizer's configuration, nil without
+	// authorizer.class.name.
+	authorizer *broker.AuthorizerOptions
 	// jwksValidators load their keys before the node serves.
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
@@ -154,6 +157,21 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		s.rackAwareReads = true
 	default:
 		return nil, fmt.Errorf("replica.selector.class %s: Gregor runs no Java classes; it implements %s only", sel, rackAwareReplicaSelector)
+	}
+
+	switch class := strings.TrimSpace(cfg.String("authorizer.class.name")); class {
+	case "":
+	case broker.StandardAuthorizerClass:
+		superUsers, err := broker.ParseSuperUsers(cfg.Raw["super.users"])
+		if err != nil {
+			return nil, fmt.Errorf("super.users: %w", err)
+		}
+		s.authorizer = &broker.AuthorizerOptions{
+			SuperUsers:                superUsers,
+			AllowEveryoneIfNoACLFound: strings.EqualFold(strings.TrimSpace(cfg.Raw["allow.everyone.if.no.acl.found"]), "true"),
+		}
+	default:
+		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, broker.StandardAuthorizerClass)
 	}
 
 	var specs []broker.ListenerSpec
@@ -284,6 +302,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		}
 	}
 	s.brokerOpts.Transactions = &txns
+	s.brokerOpts.Authorizer = s.authorizer
 	s.brokerOpts.TransactionVerification = cfg.TransactionPartitionVerificationEnable
 	return s, nil
 }

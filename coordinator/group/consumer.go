@@ -564,7 +564,7 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	// A member speaking the consumer protocol has no classic metadata
 	// (a static member may take over from a classic incarnation).
 	newMeta.Classic = nil
-	m = s.updateConsumerMember(g, m, memberID, &newMeta, req.Topics, recs, now)
+	m = s.updateConsumerMember(g, m, memberID, &newMeta, req.Topics, recs, now, client.DescribeTopic)
 	m.sessionDeadline = now + int64(cfg.consumerSessionTimeoutMs(g.id))
 
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -589,7 +589,7 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 // re-resolved); 3. a new epoch gets a new target assignment; 4. the member
 // reconciles one step towards its target, given the partitions it reports
 // owning (nil: not reported).
-func (s *shard) updateConsumerMember(g *consumerGroup, m *consumerMember, memberID string, newMeta *memberMetadataValue, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, recs *[]record, now int64) *consumerMember {
+func (s *shard) updateConsumerMember(g *consumerGroup, m *consumerMember, memberID string, newMeta *memberMetadataValue, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, recs *[]record, now int64, describable func(string) bool) *consumerMember {
 	bump := m == nil
 	if m == nil || !sameMemberMetadata(&m.meta, newMeta) {
 		if m != nil && (!slices.Equal(m.meta.SubscribedTopicNames, newMeta.SubscribedTopicNames) ||
@@ -600,7 +600,7 @@ func (s *shard) updateConsumerMember(g *consumerGroup, m *consumerMember, member
 	}
 	m = g.members[memberID]
 
-	s.refreshRegexes(g, recs, now)
+	s.refreshRegexes(g, recs, now, describable)
 	hash := s.subscriptionHash(g)
 	if hash != g.metadataHash {
 		bump = true
@@ -762,8 +762,9 @@ func (s *shard) memberTopics(g *consumerGroup, m *consumerMember) map[[16]byte]i
 }
 
 // refreshRegexes resolves every regex in use against the current topics
-// and records changes; unused regexes are dropped.
-func (s *shard) refreshRegexes(g *consumerGroup, recs *[]record, now int64) {
+// (those describable allows, when set) and records changes; unused
+// regexes are dropped.
+func (s *shard) refreshRegexes(g *consumerGroup, recs *[]record, now int64, describable func(string) bool) {
 	inUse := map[string]bool{}
 	for _, m := range g.members {
 		if m.meta.SubscribedTopicRegex != nil {
@@ -786,7 +787,7 @@ func (s *shard) refreshRegexes(g *consumerGroup, recs *[]record, now int64) {
 		}
 		var matched []string
 		for _, n := range names {
-			if compiled.MatchString(n) {
+			if compiled.MatchString(n) && (describable == nil || describable(n)) {
 				matched = append(matched, n)
 			}
 		}

@@ -451,3 +451,33 @@ func TestConsumerGroupOffsetCommitEpochs(t *testing.T) {
 		t.Fatalf("describe: %+v", d)
 	}
 }
+
+// A regex subscription matches only the topics the heartbeating member's
+// principal may describe (Client.DescribeTopic), as Kafka's
+// TopicRegexResolver filters them with the authorizer.
+func TestConsumerGroupRegexSkipsTopicsTheMemberMayNotDescribe(t *testing.T) {
+	h := newHarness(t, nil)
+	hidden := h.topics.add("fox-hidden", 2)
+	m := newKip("regex-acl", "m")
+	m.regex = strPtr("fo.*")
+	req := m.request(true)
+	who := client
+	who.DescribeTopic = func(topic string) bool { return topic != "fox-hidden" }
+	resp := h.c.ConsumerGroupHeartbeat(context.Background(), who, req)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if resp.Assignment == nil {
+		t.Fatal("no assignment")
+	}
+	n := 0
+	for _, tp := range resp.Assignment.Topics {
+		if tp.TopicID == hidden.ID {
+			t.Fatal("a topic the member may not describe was assigned through its regex")
+		}
+		n += len(tp.Partitions)
+	}
+	if n != 6 {
+		t.Fatalf("assigned %d partitions of the describable matching topics, want 6", n)
+	}
+}

@@ -56,6 +56,11 @@ type TopicView interface {
 type Client struct {
 	ID   string
 	Host string
+	// DescribeTopic reports whether the request's principal may DESCRIBE
+	// a topic; nil allows every topic. A regex subscription resolved
+	// during the request's heartbeat matches only such topics, as
+	// Kafka's TopicRegexResolver filters them by the member's principal.
+	DescribeTopic func(topic string) bool
 }
 
 // OffsetsTopic is the internal topic holding group state.

@@ -388,7 +388,7 @@ func (s *shard) classicJoinToConsumer(ctx context.Context, g *consumerGroup, cli
 	for t, ps := range s.topicIDsOf(owned) {
 		ownedTopics = append(ownedTopics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t, Partitions: ps})
 	}
-	s.updateConsumerMember(g, m, memberID, &newMeta, ownedTopics, &recs, now)
+	s.updateConsumerMember(g, m, memberID, &newMeta, ownedTopics, &recs, now, client.DescribeTopic)
 
 	if err := s.write(ctx, recs); err != nil {
 		return classicJoinError(req.Version, req.MemberID, appendErrorCode(err))
