@@ -124,7 +124,9 @@ func checkKafkaGoTxn(ctx context.Context, bootstrap, topic, group string, count 
 func initProducer(ctx context.Context, client *kafka.Client, txnID string) (*kafka.ProducerSession, error) {
 	var session *kafka.ProducerSession
 	err := retryTxn(ctx, "InitProducerID", func() error {
-		res, err := client.InitProducerID(ctx, &kafka.InitProducerIDRequest{TransactionalID: txnID, TransactionTimeoutMs: 60000})
+		// kafka-go sends its zero values in InitProducerId v3+; -1 says
+		// "no producer yet", as every other client sends it.
+		res, err := client.InitProducerID(ctx, &kafka.InitProducerIDRequest{TransactionalID: txnID, TransactionTimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1})
 		if err != nil {
 			return err
 		}
