@@ -24,8 +24,9 @@ package broker
 // or may renew it, and then only to its owner, requester and renewers and
 // to principals that may DESCRIBE the DELEGATION_TOKEN or DESCRIBE_TOKENS
 // on the owner's USER (Kafka's TokenInformation.ownerOrRenewer counts the
-// requester, though only the owner and renewers may renew or expire). Tokens past their expiry show until the controller's
-// sweep removes them, as in Kafka.
+// requester, though only the owner and renewers may renew or expire).
+// Tokens past their expiry show until the controller's sweep removes
+// them, as in Kafka.
 //
 // SCRAM: a token id logs in with the base64 HMAC as its password; its
 // credential is derived once per node and mechanism (4096 iterations, a
