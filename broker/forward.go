@@ -116,6 +116,15 @@ const (
 // Handle sends req to the active controller and returns its answer,
 // waiting for there to be one until ctx ends.
 func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if _, forwarded := identityFrom(ctx); !forwarded {
+		// This node's own request: sent at the version the controllers
+		// serve (kmsg's zero value is version 0, which lacks fields a
+		// registration needs and which a controller refuses for
+		// CreateTopics). A client's forwarded request keeps its own.
+		if v, ok := ownRequestVersions[kmsg.Key(req.Key())]; ok {
+			req.SetVersion(v)
+		}
+	}
 	backoff := forwardBackoffMin
 	var lastErr error
 	for {
@@ -144,6 +153,17 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 		}
 		backoff = min(2*backoff, forwardBackoffMax)
 	}
+}
+
+// ownRequestVersions are the versions a node sends its own requests to
+// the active controller at: the highest each controller listener serves
+// (handlers.go; TestOwnRequestVersionsAreServed holds them to it).
+var ownRequestVersions = map[kmsg.Key]int16{
+	kmsg.BrokerRegistration:  4,
+	kmsg.BrokerHeartbeat:     1,
+	kmsg.AllocateProducerIDs: 0,
+	kmsg.AlterPartition:      3,
+	kmsg.CreateTopics:        7,
 }
 
 // activeController is the active controller's id and address as this

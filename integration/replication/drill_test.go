@@ -153,9 +153,14 @@ func TestBrokerDrill(t *testing.T) {
 		})
 		return n, example
 	}
+	var missingN int
+	var missingExample string
 	node.WaitFor(t, 60*time.Second, "every acknowledged record consumed", func() bool {
-		n, _ := missing()
-		return n == 0
+		missingN, missingExample = missing()
+		if missingN > 0 {
+			t.Logf("%d acknowledged records not consumed yet, for example %s", missingN, missingExample)
+		}
+		return missingN == 0
 	})
 	stopConsuming()
 	consWG.Wait()
