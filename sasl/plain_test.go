@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +63,33 @@ func TestClientMessage(t *testing.T) {
 	if got := ClientMessage(&AuthError{Msg: "told"}, Plain, false); got != "told" {
 		t.Fatal(got)
 	}
+}
+
+// FuzzPlainServer: a PLAIN message authenticates only with a user's own
+// password, as that user (an authorization id, if any, equal to it), and
+// nothing else panics or completes.
+func FuzzPlainServer(f *testing.F) {
+	f.Add([]byte("\x00alice\x00alice-secret"))
+	f.Add([]byte("alice\x00alice\x00alice-secret"))
+	f.Add([]byte("\x00alice\x00alice-secret\x00"))
+	f.Add([]byte("\xff\x00alice\x00\xfe"))
+	users := PlainUsers{"alice": "alice-secret", "bob": "b"}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		s := NewPlainServer(users)
+		reply, done, err := s.Step(msg)
+		if !done {
+			if err == nil {
+				t.Fatalf("%q: neither done nor refused", msg)
+			}
+			return
+		}
+		if err != nil || len(reply) != 0 {
+			t.Fatalf("%q: done with reply %q and error %v", msg, reply, err)
+		}
+		user := s.AuthorizationID()
+		authzid, rest, _ := strings.Cut(string(msg), "\x00")
+		if rest != user+"\x00"+users[user] || (authzid != "" && authzid != user) {
+			t.Fatalf("%q authenticated as %q", msg, user)
+		}
+	})
 }
