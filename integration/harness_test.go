@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,6 +163,81 @@ func TestRunnerTargetThatNeverStarts(t *testing.T) {
 	for _, r := range res {
 		if r.Status != Fail || !strings.Contains(r.Reason, "not built yet") {
 			t.Errorf("%s: %s %q", r.Scenario, r.Status, r.Reason)
+		}
+	}
+}
+
+// With a spare, the OwnNodes lane takes shared scenarios from the end on
+// the spare once its own are done: every scenario runs once, on a target
+// of its kind, results stay in the given order, and the spare is stopped.
+func TestRunnerSpareTakesSharedScenariosFromTheEnd(t *testing.T) {
+	main, spare := &fakeTarget{}, &fakeTarget{}
+	spares := 0
+	r := &Runner{Target: main, WorkDir: t.TempDir(), Log: quietLog(), Spare: func() (Target, error) {
+		spares++
+		return spare, nil
+	}}
+	var mu sync.Mutex
+	ranOn := map[string][]Target{}
+	ownDone := make(chan struct{})
+	record := func(name string) func(context.Context, *Env) error {
+		return func(_ context.Context, e *Env) error {
+			mu.Lock()
+			ranOn[name] = append(ranOn[name], e.Target)
+			mu.Unlock()
+			if name == "s0" {
+				<-ownDone // the first lane is busy until the own lane is free
+				time.Sleep(100 * time.Millisecond)
+			}
+			return nil
+		}
+	}
+	scenarios := []Scenario{{Name: "own", OwnNodes: true, Run: func(context.Context, *Env) error { close(ownDone); return nil }}}
+	for i := range 5 {
+		name := fmt.Sprintf("s%d", i)
+		scenarios = append(scenarios, Scenario{Name: name, Run: record(name)})
+	}
+	res := r.Run(context.Background(), scenarios)
+	for i, s := range scenarios {
+		if res[i].Scenario != s.Name || res[i].Status != Pass {
+			t.Errorf("result %d: %+v, want %s passed", i, res[i], s.Name)
+		}
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("s%d", i)
+		if len(ranOn[name]) != 1 {
+			t.Errorf("%s ran %d times", name, len(ranOn[name]))
+		}
+	}
+	if spares != 1 || spare.alive || spare.starts != 1 {
+		t.Errorf("spare made %d times, started %d times, alive at the end %v", spares, spare.starts, spare.alive)
+	}
+	if len(ranOn["s4"]) == 1 && ranOn["s4"][0] != spare {
+		t.Errorf("the last shared scenario ran on the shared target while it was busy with the first")
+	}
+	if len(ranOn["s0"]) == 1 && ranOn["s0"][0] != main {
+		t.Errorf("the first shared scenario ran on the spare")
+	}
+}
+
+// A spare that does not start leaves every shared scenario to the shared
+// target, none failed for it.
+func TestRunnerSpareThatDoesNotStart(t *testing.T) {
+	main, spare := &fakeTarget{}, &fakeTarget{startErr: errors.New("no ports")}
+	r := &Runner{Target: main, WorkDir: t.TempDir(), Log: quietLog(), Spare: func() (Target, error) { return spare, nil }}
+	scenarios := []Scenario{{Name: "own", OwnNodes: true, Run: func(context.Context, *Env) error { return nil }}}
+	for i := range 4 {
+		scenarios = append(scenarios, Scenario{Name: fmt.Sprintf("s%d", i), Run: func(_ context.Context, e *Env) error {
+			if e.Target != main {
+				return errors.New("ran on the spare")
+			}
+			time.Sleep(20 * time.Millisecond)
+			return nil
+		}})
+	}
+	for _, res := range r.Run(context.Background(), scenarios) {
+		if res.Status != Pass {
+			t.Errorf("%s: %s %q", res.Scenario, res.Status, res.Reason)
 		}
 	}
 }

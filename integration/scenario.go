@@ -280,6 +280,13 @@ type Runner struct {
 	Log     *slog.Logger
 	// Report, if set, is called after each scenario (progress output).
 	Report func(Result)
+	// Spare, if set, makes a second target of Target's kind (not started).
+	// Once the OwnNodes scenarios are done, their lane starts it and takes
+	// the shared target's scenarios from the end of the list while the
+	// first lane takes them from the front, so that both lanes end
+	// together. Each scenario still runs on a target of its own kind with
+	// nothing else running on it.
+	Spare func() (Target, error)
 }
 
 // maxRestarts bounds how often a target that keeps dying is restarted.
@@ -287,7 +294,11 @@ const maxRestarts = 3
 
 // Run runs every scenario and returns one result each, in the order
 // given: the shared target's scenarios in order on this goroutine, and the
-// OwnNodes ones in order on another, beside them.
+// OwnNodes ones in order on another, beside them; that one then helps with
+// the shared target's scenarios on a spare target (Runner.Spare).
+//
+// results[i] is written by whichever lane took scenario i, once; the
+// queue's mutex hands each index to one lane.
 func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 	results := make([]Result, len(scenarios))
 	var reportMu sync.Mutex
@@ -296,6 +307,12 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 			reportMu.Lock()
 			r.Report(res)
 			reportMu.Unlock()
+		}
+	}
+	var shared sharedQueue
+	for i, s := range scenarios {
+		if !s.OwnNodes {
+			shared.items = append(shared.items, i)
 		}
 	}
 	var own sync.WaitGroup
@@ -308,52 +325,142 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 			}
 			res := Result{Scenario: s.Name, Status: Fail, Reason: "not run: " + fmt.Sprint(ctx.Err())}
 			if ctx.Err() == nil {
-				res = r.runOne(ctx, s)
+				res = r.runOne(ctx, r.Target, s)
 			}
 			results[i] = res
 			report(res)
 		}
+		r.helpOnSpare(ctx, scenarios, &shared, results, report)
 	}()
-	var startErr error
-	restarts := 0
-	started := false
-	for i, s := range scenarios {
-		if s.OwnNodes {
-			continue
+	lane := &targetLane{runner: r, target: r.Target}
+	for {
+		i, ok := shared.front()
+		if !ok {
+			break
 		}
-		res := Result{Scenario: s.Name}
-		switch {
-		case ctx.Err() != nil:
-			res.Status, res.Reason = Fail, "not run: "+ctx.Err().Error()
-		case startErr != nil:
-			res.Status, res.Reason = Fail, "target did not start: "+startErr.Error()
-		default:
-			if err := r.Target.Alive(); err != nil {
-				if started {
-					restarts++
-					r.Log.Warn("target is down; restarting", "target", r.Target.Name(), "err", err)
-				}
-				if restarts > maxRestarts {
-					startErr = fmt.Errorf("gave up after %d restarts: %w", maxRestarts, err)
-				} else if err := r.Target.Start(ctx); err != nil {
-					startErr = err
-				}
-				started = startErr == nil
-			}
-			if startErr != nil {
-				res.Status, res.Reason = Fail, "target did not start: "+startErr.Error()
-			} else {
-				res = r.runOne(ctx, s)
-			}
-		}
-		results[i] = res
-		report(res)
+		results[i] = lane.run(ctx, scenarios[i])
+		report(results[i])
 	}
 	own.Wait()
 	return results
 }
 
-func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
+// helpOnSpare runs the shared target's scenarios from the end of the
+// queue on a spare target until the queue is empty. A spare that cannot
+// be made or started (or restarted) leaves the rest to the first lane.
+func (r *Runner) helpOnSpare(ctx context.Context, scenarios []Scenario, q *sharedQueue, results []Result, report func(Result)) {
+	if r.Spare == nil || q.empty() || ctx.Err() != nil {
+		return
+	}
+	spare, err := r.Spare()
+	if err != nil {
+		r.Log.Warn("no spare target; the shared target runs the rest alone", "err", err)
+		return
+	}
+	defer func() {
+		if err := spare.Stop(); err != nil {
+			r.Log.Warn("stopping the spare target", "err", err)
+		}
+	}()
+	lane := &targetLane{runner: r, target: spare}
+	for !q.empty() && ctx.Err() == nil {
+		if err := lane.ensureStarted(ctx); err != nil {
+			r.Log.Warn("the spare target is down; the shared target runs the rest alone", "err", err)
+			return
+		}
+		i, ok := q.back()
+		if !ok {
+			return
+		}
+		results[i] = lane.run(ctx, scenarios[i])
+		report(results[i])
+	}
+}
+
+// sharedQueue hands out the shared target's scenarios (indices into the
+// run's list) from either end.
+type sharedQueue struct {
+	mu    sync.Mutex
+	items []int
+}
+
+func (q *sharedQueue) front() (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return 0, false
+	}
+	i := q.items[0]
+	q.items = q.items[1:]
+	return i, true
+}
+
+func (q *sharedQueue) back() (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return 0, false
+	}
+	i := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
+	return i, true
+}
+
+func (q *sharedQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) == 0
+}
+
+// targetLane runs scenarios one at a time on one target, starting it
+// when it is down (at most maxRestarts times after the first start).
+// Owned by one goroutine.
+type targetLane struct {
+	runner   *Runner
+	target   Target
+	restarts int
+	started  bool
+	startErr error
+}
+
+// ensureStarted starts the target if it is not running, and reports why
+// it cannot be.
+func (l *targetLane) ensureStarted(ctx context.Context) error {
+	if l.startErr != nil {
+		return l.startErr
+	}
+	err := l.target.Alive()
+	if err == nil {
+		return nil
+	}
+	if l.started {
+		l.restarts++
+		l.runner.Log.Warn("target is down; restarting", "target", l.target.Name(), "err", err)
+	}
+	if l.restarts > maxRestarts {
+		l.startErr = fmt.Errorf("gave up after %d restarts: %w", maxRestarts, err)
+	} else if err := l.target.Start(ctx); err != nil {
+		l.startErr = err
+	}
+	l.started = l.startErr == nil
+	return l.startErr
+}
+
+// run runs s on the lane's target, or fails it when the target cannot run.
+func (l *targetLane) run(ctx context.Context, s Scenario) Result {
+	res := Result{Scenario: s.Name, Status: Fail}
+	if ctx.Err() != nil {
+		res.Reason = "not run: " + ctx.Err().Error()
+		return res
+	}
+	if err := l.ensureStarted(ctx); err != nil {
+		res.Reason = "target did not start: " + err.Error()
+		return res
+	}
+	return l.runner.runOne(ctx, l.target, s)
+}
+
+func (r *Runner) runOne(ctx context.Context, target Target, s Scenario) Result {
 	start := time.Now()
 	res := Result{Scenario: s.Name}
 	dir := filepath.Join(r.WorkDir, "scenarios", strings.ReplaceAll(s.Name, "/", "_"))
@@ -368,7 +475,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	env := &Env{Target: r.Target, Tools: r.Tools, Dir: dir, Log: r.Log.With("scenario", s.Name)}
+	env := &Env{Target: target, Tools: r.Tools, Dir: dir, Log: r.Log.With("scenario", s.Name)}
 	err := runProtected(sctx, s, env)
 	env.cleanup()
 	res.Elapsed = time.Since(start)
@@ -384,7 +491,7 @@ func (r *Runner) runOne(ctx context.Context, s Scenario) Result {
 		if sctx.Err() == context.DeadlineExceeded {
 			res.Reason = fmt.Sprintf("timed out after %s: %s", timeout, res.Reason)
 		}
-		if aerr := r.Target.Alive(); aerr != nil {
+		if aerr := target.Alive(); aerr != nil {
 			res.Reason += " [target died: " + oneLine(aerr.Error()) + "]"
 		}
 	}

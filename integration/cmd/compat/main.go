@@ -105,9 +105,23 @@ func run() int {
 		}
 	}()
 
+	// A spare of the same kind takes shared-target scenarios once the
+	// OwnNodes lane is done (Runner.Spare); an external target has none.
+	var spare func() (integration.Target, error)
+	if *target != "external" {
+		spareDir := workDir + "-spare"
+		spare = func() (integration.Target, error) {
+			_ = os.RemoveAll(spareDir)
+			if err := os.MkdirAll(spareDir, 0o755); err != nil {
+				return nil, err
+			}
+			return integration.NewTarget(*target, tools, integration.TargetOptions{WorkDir: spareDir})
+		}
+	}
+
 	started := time.Now()
 	commit := integration.GitCommit(ctx, root) // before the run: the tree may change while it runs
-	runner := &integration.Runner{Target: tgt, Tools: tools, WorkDir: workDir, Log: log,
+	runner := &integration.Runner{Target: tgt, Spare: spare, Tools: tools, WorkDir: workDir, Log: log,
 		Report: func(r integration.Result) {
 			line := fmt.Sprintf("%-4s %-40s %6.1fs", strings.ToUpper(string(r.Status)), r.Scenario, r.Elapsed.Seconds())
 			if r.Reason != "" {
