@@ -214,3 +214,14 @@ func figureAt(t *testing.T, s, f string) int {
 	}
 	return i
 }
+
+func TestParseBrokerTargets(t *testing.T) {
+	if got, err := ParseBrokerTargets("kafka,gregor"); err != nil || strings.Join(got, ",") != "kafka,gregor" {
+		t.Errorf("ParseBrokerTargets(kafka,gregor) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "null", "gregor,", "both"} {
+		if got, err := ParseBrokerTargets(bad); err == nil {
+			t.Errorf("ParseBrokerTargets(%q) = %v, want an error", bad, got)
+		}
+	}
+}

@@ -37,6 +37,20 @@ func ParseTargets(s string) ([]string, error) {
 	return out, nil
 }
 
+// ParseBrokerTargets reads -target of the benchmarks that compare the two
+// brokers only (cluster, replication, security): a comma-separated list
+// of gregor and kafka, run in that order every round.
+func ParseBrokerTargets(s string) ([]string, error) {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t != "gregor" && t != "kafka" {
+			return nil, fmt.Errorf("bad -target %q: want a list of gregor, kafka", t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // nullDescription is the report's word on the null broker.
 const nullDescription = "the null broker (`bench/cmd/nullbroker`, built from this commit) is a Kafka-protocol responder that stores nothing: " +
 	"Metadata names itself as the one broker and controller; Produce is acknowledged from the batch headers alone (per-partition offsets counted, records neither checked nor kept; acks=0 unanswered); " +

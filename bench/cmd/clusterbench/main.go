@@ -52,13 +52,10 @@ func run() int {
 		log.Error("finding repository", "err", err)
 		return 2
 	}
-	var targets []string
-	for _, t := range strings.Split(*target, ",") {
-		if t != "gregor" && t != "kafka" {
-			log.Error("bad -target: want a list of gregor, kafka", "target", t)
-			return 2
-		}
-		targets = append(targets, t)
+	targets, err := bench.ParseBrokerTargets(*target)
+	if err != nil {
+		log.Error(err.Error())
+		return 2
 	}
 	if *replication && (*records < 1 || *e2eRate < 1 || *writeRate < 1 || *leaderKills < 0) {
 		log.Error("-records, -e2e-rate and -write-rate must be positive, -leader-kills not negative")

@@ -42,13 +42,10 @@ func run() int {
 		log.Error("finding repository", "err", err)
 		return 2
 	}
-	var targets []string
-	for _, t := range strings.Split(*target, ",") {
-		if t != "gregor" && t != "kafka" {
-			log.Error("bad -target: want a list of gregor, kafka", "target", t)
-			return 2
-		}
-		targets = append(targets, t)
+	targets, err := bench.ParseBrokerTargets(*target)
+	if err != nil {
+		log.Error(err.Error())
+		return 2
 	}
 	if *records < 1 || *rate < 1 || *latencyTime <= 0 || *acls < 0 {
 		log.Error("-records, -rate and -latency-time must be positive, -acls not negative")
