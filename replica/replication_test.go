@@ -34,6 +34,11 @@ type cluster struct {
 	mu  sync.Mutex
 	img *controller.Image
 	cut map[int32]bool // nodes whose fetches fail
+	// inflight counts the fetches under way to or from each node; setCut
+	// waits for a cut node's to end, so that none that passed the cut
+	// check reaches a leader afterwards (and, say, re-expands an ISR the
+	// test just shrank).
+	inflight map[int32]int
 	// alters counts the AlterPartition requests the fake controller took.
 	alters int
 }
@@ -58,7 +63,7 @@ func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg conf
 // most fetchMax bytes of a partition at a time, waiting up to maxWait.
 func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32, maxWait time.Duration) *cluster {
 	t.Helper()
-	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, fs: map[int32]*vfs.MemFS{}, cut: map[int32]bool{}}
+	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, fs: map[int32]*vfs.MemFS{}, cut: map[int32]bool{}, inflight: map[int32]int{}}
 	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
 	for _, id := range ids {
 		c.img.Brokers[id] = &controller.Broker{ID: id, Epoch: int64(100 + id)}
@@ -147,6 +152,13 @@ func (c *cluster) setCut(id int32, cut bool) {
 	c.mu.Lock()
 	c.cut[id] = cut
 	c.mu.Unlock()
+	if cut {
+		waitUntil(c.t, fmt.Sprintf("node %d's fetches under way to end", id), func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.inflight[id] == 0
+		})
+	}
 }
 
 // clusterPeers is one node's Peers in a cluster.
@@ -160,15 +172,23 @@ var errCut = errors.New("link cut by the test")
 func (cp *clusterPeers) SendToBroker(ctx context.Context, id int32, _ int, req kmsg.Request) (kmsg.Response, error) {
 	c := cp.c
 	c.mu.Lock()
-	cut := c.cut[cp.from] || c.cut[id]
-	c.mu.Unlock()
-	if cut {
+	if c.cut[cp.from] || c.cut[id] {
+		c.mu.Unlock()
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Millisecond):
 		}
 		return nil, errCut
 	}
+	c.inflight[cp.from]++
+	c.inflight[id]++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inflight[cp.from]--
+		c.inflight[id]--
+		c.mu.Unlock()
+	}()
 	m := c.nodes[id]
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
