@@ -89,9 +89,9 @@ func run() int {
 
 	tools := integration.NewTools(root)
 	workDir := filepath.Join(root, "integration", ".work", *target)
-	_ = os.RemoveAll(workDir)
-	if err := os.MkdirAll(workDir, 0o755); err != nil {
-		log.Error("creating work dir", "err", err)
+	spareDir := workDir + "-spare"
+	if err := integration.PrepareWorkDir(workDir, spareDir); err != nil {
+		log.Error("preparing the work dir", "err", err)
 		return 2
 	}
 	tgt, err := integration.NewTarget(*target, tools, integration.TargetOptions{WorkDir: workDir, Bootstrap: *bootstrap})
@@ -109,7 +109,6 @@ func run() int {
 	// OwnNodes lane is done (Runner.Spare); an external target has none.
 	var spare func() (integration.Target, error)
 	if *target != "external" {
-		spareDir := workDir + "-spare"
 		spare = func() (integration.Target, error) {
 			_ = os.RemoveAll(spareDir)
 			if err := os.MkdirAll(spareDir, 0o755); err != nil {
@@ -153,6 +152,10 @@ func run() int {
 	fmt.Printf("compat %s: %d passed, %d failed, %d skipped in %s\n", *target, pass, fail, skip, elapsed.Round(time.Second))
 	fmt.Printf("%d passed, %d failed, %d skipped\n", pass, fail, skip)
 	if fail > 0 || ctx.Err() != nil {
+		if err := integration.MarkWorkDirFailed(workDir); err != nil {
+			log.Warn("marking the work dir failed", "err", err)
+		}
+		fmt.Printf("the logs of this run stay in %s (the next run moves them to %s-failed-<time>)\n", workDir, workDir)
 		return 1
 	}
 	return 0
