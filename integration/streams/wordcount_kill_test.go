@@ -113,6 +113,11 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 	// WordCountDemo's one repartition topic, named after its count store.
 	repartition := app.AppID + "-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
 	var stable int64
+	// abortedSeen is the most aborted records a read of the log found
+	// while the app ran: Streams purges its repartition topic (DeleteRecords
+	// once its records are processed), so aborted records seen there may
+	// be gone by the end.
+	abortedSeen := 0
 	// The open transaction seen before a kill may commit before the kill
 	// lands (or, with the app alive, go on and commit after it), so the
 	// planned outages can leave no aborted transaction; then up to
@@ -146,6 +151,7 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 		})
 		if extra {
 			_, aborted := committedByMarkers(readLog(ctx, t, n, integration.WordCountOutputTopic, repartition))
+			abortedSeen = max(abortedSeen, aborted)
 			if sent, err = feed.stop(); err != nil {
 				t.Fatalf("producing input: %v", err)
 			}
@@ -210,11 +216,11 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 		}
 		t.Fatalf("%v\n%s; %s", err, verdict, appEvents(app.LogPath()))
 	}
-	if aborted == 0 {
+	if aborted == 0 && abortedSeen == 0 {
 		t.Fatalf("no aborted transaction's records in the output and repartition topics: the run tested nothing of aborts; %s", appEvents(app.LogPath()))
 	}
-	t.Logf("%d lines, %d words: every count exact across the kills; %d records of aborted transactions in the output and repartition topics; %s",
-		lines, total, aborted, appEvents(app.LogPath()))
+	t.Logf("%d lines, %d words: every count exact across the kills; %d records of aborted transactions in the output and repartition topics at the end, %d seen while the app ran; %s",
+		lines, total, aborted, abortedSeen, appEvents(app.LogPath()))
 }
 
 // readLog reads every record of topics, read_uncommitted and with the
