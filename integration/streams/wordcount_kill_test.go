@@ -135,11 +135,9 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 		// the restarted app's producers have taken over (aborting what the
 		// killed ones left open).
 		trickleLines := lines / 12
-		if extra {
-			trickleLines = lines / 48 // twice: before and after the check
-		}
 		var feed *trickle
 		if extra {
+			trickleLines = lines / 48 // twice: before and after the check
 			feed = startTrickle(ctx, n, input, sent, sent+trickleLines)
 		}
 		var open []string

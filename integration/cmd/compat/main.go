@@ -110,7 +110,7 @@ func run() int {
 	var spare func() (integration.Target, error)
 	if *target != "external" {
 		spare = func() (integration.Target, error) {
-			_ = os.RemoveAll(spareDir)
+			// PrepareWorkDir emptied it.
 			if err := os.MkdirAll(spareDir, 0o755); err != nil {
 				return nil, err
 			}
