@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
+.PHONY: build run test unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -36,6 +36,13 @@ teeth:
 # exactly the scenarios in integration/REQUIRED, against Gregor
 required:
 	$(GO) run ./integration/cmd/compat -target gregor -required
+
+# make test N times (default 10), one after the other, each from a fresh
+# clone of HEAD; prints each run's result, time and failing tests, and
+# fails if any run failed (.ci/flake; logs in .flake/<commit>/)
+N ?= 10
+flake:
+	./.ci/flake $(N)
 
 # the cluster failure tests (integration/quorum: kill -9 of controllers and
 # brokers, lost majority, every node in turn) repeated COUNT times (default 10)

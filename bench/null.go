@@ -71,12 +71,13 @@ func (r *runner) nullRound(ctx context.Context, round int, rd *Round, fail func(
 		fail("%v", err)
 		return
 	}
-	port, err := integration.FreePort()
+	host, err := integration.ClaimLoopback()
 	if err != nil {
 		fail("%v", err)
 		return
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	defer host.Release() // after the broker's Stop, deferred below
+	addr := host.Addr(integration.ClientPort)
 	c := taskset(r.cfg.BrokerCPU, integration.Cmd{Name: r.nullBin, Args: []string{"-addr", addr, "-payloads", r.payloads,
 		"-records-per-batch", fmt.Sprint(nullRecordsPerBatch)}})
 	r.note("null broker (the ceiling), started fresh every round", c)

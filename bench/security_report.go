@@ -55,7 +55,7 @@ func RenderSecurity(run *SecurityRun, m Machine, commit, command string) []byte 
 	} else {
 		b.WriteString("- pinning: none (taskset not available)\n")
 	}
-	fmt.Fprintf(&b, "- listeners, the same on every node: PLAINTEXT and SSL for the load; INTERNAL (`inter.broker.listener.name`) and CONTROLLER over SSL with `ssl.client.auth=required`, so that the node's own principal is its certificate's subject, `%s`. One test CA (ECDSA P-256) issues one server certificate (ECDSA P-256, for 127.0.0.1 and localhost), served from PEM files (`ssl.keystore.type=PEM`, `ssl.truststore.type=PEM`, under each listener's `listener.name.<l>.` prefix); the SSL listener asks for no client certificate, and the load checks the server's against the CA and the address\n", brokerPrincipal)
+	fmt.Fprintf(&b, "- listeners, the same on every node: PLAINTEXT and SSL for the load; INTERNAL (`inter.broker.listener.name`) and CONTROLLER over SSL with `ssl.client.auth=required`, so that the node's own principal is its certificate's subject, `%s`. One test CA (ECDSA P-256) issues one server certificate (ECDSA P-256, for 127.0.0.1, localhost and every address of the harness's loopback pool, 127.100.0.0/22), served from PEM files (`ssl.keystore.type=PEM`, `ssl.truststore.type=PEM`, under each listener's `listener.name.<l>.` prefix); the SSL listener asks for no client certificate, and the load checks the server's against the CA and the address\n", brokerPrincipal)
 	for _, t := range cfg.Targets {
 		if v := run.TLS[t]; v != "" {
 			fmt.Fprintf(&b, "- %s's SSL listener negotiated %s with a Go client (crypto/tls, as the load generator)\n", t, v)

@@ -30,9 +30,9 @@ const (
 	Split3x3 ClusterLayout = "split3x3"
 )
 
-// ClusterNode is one process of a cluster. Its ports and directory are
-// fixed when the cluster is laid out, so a Restart comes back as the same
-// node.
+// ClusterNode is one process of a cluster. Its address, ports and
+// directory are fixed when the cluster is laid out, so a Restart comes
+// back as the same node.
 type ClusterNode struct {
 	ID             int
 	Roles          string // process.roles
@@ -42,20 +42,17 @@ type ClusterNode struct {
 	InternalPort   int    // INTERNAL on a split broker, else 0
 	ControllerPort int    // CONTROLLER; 0 on a split broker
 	DirID          string // the metadata directory id given at format, when the layout names it
-	// Host is the address the node listens on and advertises; "" is
-	// 127.0.0.1. The fault suite gives each node its own address in its
-	// own network namespace.
+	// Host is the address the node listens on and advertises: a loopback
+	// address claimed for the node until the cluster stops, or the one
+	// ClusterOptions.Hosts gives it (the fault suite's, in the node's own
+	// network namespace).
 	Host string
 
-	proc *Proc
+	claim *Loopback // nil when Host came from ClusterOptions.Hosts
+	proc  *Proc
 }
 
-func (n *ClusterNode) host() string {
-	if n.Host == "" {
-		return "127.0.0.1"
-	}
-	return n.Host
-}
+func (n *ClusterNode) host() string { return n.Host }
 
 // IsBroker reports whether the node serves clients.
 func (n *ClusterNode) IsBroker() bool { return strings.Contains(n.Roles, "broker") }
@@ -168,7 +165,8 @@ type Cluster struct {
 // loopback cluster; the zero value changes nothing.
 type ClusterOptions struct {
 	// Hosts, when set, gives node id's listen address (see
-	// ClusterNode.Host); ids it has no entry for stay on 127.0.0.1.
+	// ClusterNode.Host); ids it has no entry for get a claimed loopback
+	// address.
 	Hosts map[int]string
 	// Wrap, when set, is put in front of node id's command line, such as
 	// `ip netns exec NAME` to run it in a network namespace. The program
@@ -201,12 +199,20 @@ func StartClusterWith(ctx context.Context, t *Tools, flavor string, layout Clust
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range nodes {
-		n.Host = opts.Hosts[n.ID]
-	}
 	c := &Cluster{Layout: layout, Dir: dir, Nodes: nodes, flavor: fl, readyWait: readyWait, opts: opts,
 		Describe: fmt.Sprintf("%s, %s (%d brokers, %d controllers)", fl.describe, layout, len(brokersOf(nodes)), len(controllersOf(nodes)))}
+	for _, n := range nodes {
+		if n.Host = opts.Hosts[n.ID]; n.Host != "" {
+			continue
+		}
+		if n.claim, err = ClaimLoopback(); err != nil {
+			_ = c.Stop()
+			return nil, fmt.Errorf("node %d: %w", n.ID, err)
+		}
+		n.Host = n.claim.IP
+	}
 	if err := c.format(ctx); err != nil {
+		_ = c.Stop()
 		return nil, err
 	}
 	c.Launched = time.Now()
@@ -223,31 +229,21 @@ func StartClusterWith(ctx context.Context, t *Tools, flavor string, layout Clust
 	return c, nil
 }
 
-// layOut picks the ports and directories of every node. Ports are picked
-// at run time and checked to be distinct (FreePort closes its listener,
-// so two calls may hand out the same port).
+// layOut gives every node its ports (the fixed ones of its roles: each
+// node has an address of its own) and its directory.
 func layOut(layout ClusterLayout, dir string) ([]*ClusterNode, error) {
-	used := map[int]bool{}
-	port := func() (int, error) { return distinctFreePort(used) }
 	var nodes []*ClusterNode
 	add := func(id int, roles string, client, internal, ctrl bool) error {
 		n := &ClusterNode{ID: id, Roles: roles, Dir: filepath.Join(dir, fmt.Sprintf("node-%d", id))}
 		n.LogDir = filepath.Join(n.Dir, "data")
-		var err error
 		if client {
-			if n.ClientPort, err = port(); err != nil {
-				return err
-			}
+			n.ClientPort = ClientPort
 		}
 		if internal {
-			if n.InternalPort, err = port(); err != nil {
-				return err
-			}
+			n.InternalPort = InternalPort
 		}
 		if ctrl {
-			if n.ControllerPort, err = port(); err != nil {
-				return err
-			}
+			n.ControllerPort = ControllerPort
 		}
 		if err := os.MkdirAll(n.LogDir, 0o755); err != nil {
 			return err
@@ -607,7 +603,13 @@ func (c *Cluster) Stop() error {
 			rest = append(rest, n)
 		}
 	}
-	return errors.Join(stopNodes(brokersOnly), stopNodes(rest))
+	err := errors.Join(stopNodes(brokersOnly), stopNodes(rest))
+	for _, n := range c.Nodes {
+		if n.claim != nil {
+			n.claim.Release()
+		}
+	}
+	return err
 }
 
 // stopNodes stops nodes concurrently and waits for all of them.

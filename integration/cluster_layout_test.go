@@ -13,6 +13,7 @@ func TestClusterPropertiesSplit3x3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	giveHosts(nodes)
 	c := &Cluster{Layout: Split3x3, Nodes: nodes}
 	var ids []int
 	for _, n := range nodes {
@@ -32,7 +33,7 @@ func TestClusterPropertiesSplit3x3(t *testing.T) {
 	}
 	for _, want := range []string{"process.roles=broker", "node.id=2", bootstrap, "inter.broker.listener.name=INTERNAL",
 		"listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		fmt.Sprintf("listeners=INTERNAL://127.0.0.1:%d,EXTERNAL://%s", c.Node(2).InternalPort, c.Node(2).Addr())} {
+		fmt.Sprintf("listeners=INTERNAL://%s:%d,EXTERNAL://%s", c.Node(2).Host, c.Node(2).InternalPort, c.Node(2).Addr())} {
 		if !strings.Contains(brk, want+"\n") {
 			t.Errorf("broker properties lack %q:\n%s", want, brk)
 		}
@@ -50,14 +51,18 @@ func TestClusterPropertiesCombined3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	giveHosts(nodes)
 	c := &Cluster{Layout: Combined3, Nodes: nodes}
-	ports := map[int]bool{}
+	addrs := map[string]bool{}
 	for _, n := range nodes {
-		for _, p := range []int{n.ClientPort, n.ControllerPort} {
-			if p == 0 || ports[p] {
-				t.Fatalf("node %d: port %d missing or reused", n.ID, p)
+		if n.ClientPort == 0 || n.ControllerPort == 0 || n.ClientPort == n.ControllerPort {
+			t.Fatalf("node %d: ports %d and %d, want two distinct ones", n.ID, n.ClientPort, n.ControllerPort)
+		}
+		for _, a := range []string{n.Addr(), n.ControllerAddr()} {
+			if addrs[a] {
+				t.Fatalf("node %d: address %s reused", n.ID, a)
 			}
-			ports[p] = true
+			addrs[a] = true
 		}
 	}
 	p := c.properties(c.Node(3))
@@ -83,5 +88,13 @@ func TestNewTargetClusterNames(t *testing.T) {
 		if !ok || ct.flavor+" "+string(ct.layout) != want || tgt.Name() != name {
 			t.Errorf("%s: got %T %+v, want %s", name, tgt, tgt, want)
 		}
+	}
+}
+
+// giveHosts gives nodes the distinct addresses StartClusterWith would
+// claim for them (these are only written into properties, never bound).
+func giveHosts(nodes []*ClusterNode) {
+	for i, n := range nodes {
+		n.Host = fmt.Sprintf("127.100.200.%d", i+1)
 	}
 }

@@ -7,8 +7,12 @@
 //
 //   - Target (target.go) starts and stops one cluster: gregor (./cmd/gregor
 //     with overrides), kafka (kafka.Kafka from Maven jars, formatted with
-//     StorageTool --standalone) or external (BOOTSTRAP=host:port). Ports
-//     are picked at start; data dirs are fresh; ready = ApiVersions answers.
+//     StorageTool --standalone) or external (BOOTSTRAP=host:port). Every
+//     node the harness starts has a loopback address of its own
+//     (loopback.go: 127.100.X.Y, claimed through a lock file every process
+//     shares, kept across restarts) with fixed ports by role, so no two
+//     nodes of any tests can want the same address; data dirs are fresh;
+//     ready = ApiVersions answers.
 //     The cluster targets (kafka-cluster, gregor-cluster, and -split for
 //     the 3 controllers + 3 brokers layout) run a Cluster (cluster.go):
 //     one properties file, one data dir and one process per node, the

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,15 +77,16 @@ func TestProcStop(t *testing.T) {
 }
 
 func TestWaitReadyStopsWhenProcessExits(t *testing.T) {
-	port, err := FreePort()
+	host, err := ClaimLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer host.Release()
 	exited := make(chan struct{})
 	close(exited)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = WaitReady(ctx, "127.0.0.1:"+strconv.Itoa(port), exited)
+	err = WaitReady(ctx, host.Addr(ClientPort), exited)
 	if err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("got %v", err)
 	}

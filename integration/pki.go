@@ -129,14 +129,15 @@ func NewPKIWithServer(dir string) (*PKI, *KeyPair, error) {
 	return p, server, nil
 }
 
-// Server issues a server certificate named CN=<name> for 127.0.0.1 and
-// localhost (and ::1), so that clients verifying the host name
-// (ssl.endpoint.identification.algorithm=https) accept it on loopback.
+// Server issues a server certificate named CN=<name> for 127.0.0.1,
+// localhost, ::1 and every address of the harness's loopback pool (see
+// ClaimLoopback), so that clients verifying the host name
+// (ssl.endpoint.identification.algorithm=https) accept it from any node.
 func (p *PKI) Server(name string) (*KeyPair, error) {
 	return p.Issue(name, CertSpec{
 		Subject:  "CN=" + name + ",O=Gregor",
 		DNSNames: []string{"localhost"},
-		IPs:      []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		IPs:      append([]net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, LoopbackPool()...),
 		Server:   true, Client: true, // brokers are clients of each other too
 	})
 }

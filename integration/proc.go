@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -320,55 +317,4 @@ func (p *Proc) Kill() {
 		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		<-p.done
 	}
-}
-
-// FreePort returns a TCP port free on 127.0.0.1 a moment ago. It is picked
-// at random below the kernel's ephemeral range (net.ipv4.ip_local_port_range),
-// not from it: a port from that range can be taken, between the pick and
-// the server's bind, as the source port of any outbound connection on the
-// machine (a cluster's nodes open many), which made node start-ups fail
-// with "address already in use". Only other pickers like this one can
-// race for it, at random over some ten thousand ports. Without a usable
-// range it asks the kernel for one.
-func FreePort() (int, error) {
-	low := ephemeralLow()
-	for range 50 {
-		if low <= portFloor {
-			break
-		}
-		port := portFloor + rand.IntN(low-portFloor)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// portFloor is the lowest port FreePort picks: above the well-known and
-// most registered services' ports.
-const portFloor = 20000
-
-// ephemeralLow is the first port of the kernel's ephemeral range (32768,
-// Linux's default, when it cannot be read).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
-	}
-	return n
 }

@@ -240,11 +240,12 @@ func tlsBinaryStores(ctx context.Context, e *Env) error {
 }
 
 // tlsClient is a TLS configuration trusting the PKI, presenting kp when
-// it is not nil, verifying the host 127.0.0.1.
+// it is not nil. It has no ServerName: tls.Dial and kgo verify the host
+// dialed (the node's loopback address).
 func tlsClient(p *PKI, kp *KeyPair) (*tls.Config, error) {
 	roots := x509.NewCertPool()
 	roots.AddCert(p.CA)
-	cfg := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+	cfg := &tls.Config{RootCAs: roots}
 	if kp != nil {
 		pair, err := tls.X509KeyPair([]byte(kp.ChainPEM), []byte(kp.KeyPEM))
 		if err != nil {

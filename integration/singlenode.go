@@ -64,9 +64,11 @@ type SingleNode struct {
 	// PropsFile is the node's server.properties; LogFile what it prints.
 	PropsFile string
 	LogFile   string
-	// Addrs maps every listener name (upper case) to its 127.0.0.1:port.
+	// Addrs maps every listener name (upper case) to its address: all are
+	// on the node's own loopback address, claimed until Stop.
 	Addrs map[string]string
 
+	host      *Loopback
 	cmd       Cmd
 	proc      *Proc
 	readyWait time.Duration
@@ -109,9 +111,9 @@ func (n *SingleNode) Alive() error {
 	return nil
 }
 
-// Stop ends the node (SIGTERM, then SIGKILL after a grace period) and
-// removes its data; the properties and the log stay for whoever debugs a
-// failure. Safe to call more than once.
+// Stop ends the node (SIGTERM, then SIGKILL after a grace period), gives
+// its address back and removes its data; the properties and the log stay
+// for whoever debugs a failure. Safe to call more than once.
 func (n *SingleNode) Stop() error {
 	if n.stopped {
 		return nil
@@ -121,13 +123,17 @@ func (n *SingleNode) Stop() error {
 	if n.proc != nil {
 		err = n.proc.Stop(stopGrace)
 	}
+	n.host.Release()
 	return errors.Join(err, os.RemoveAll(n.LogDir))
 }
 
-// Restart starts a stopped or killed node again on its data and ports and
-// waits until it serves. Stop, unlike Kill, removes the data: restart
-// after Kill.
+// Restart starts a killed node again on its data and address and waits
+// until it serves. Stop, unlike Kill, removes the data and gives the
+// address back: restart after Kill.
 func (n *SingleNode) Restart(ctx context.Context) error {
+	if n.stopped {
+		return errors.New("the node was stopped (its data and address are gone): restart after Kill")
+	}
 	if n.proc != nil {
 		if exited, _ := n.proc.Exited(); !exited {
 			return errors.New("the node is still running")
@@ -189,32 +195,47 @@ func StartNode(ctx context.Context, t *Tools, flavor, dir string, spec NodeSpec)
 		names = append(names, name)
 		protocols[name] = l.Protocol
 	}
-	used := map[int]bool{}
-	for _, name := range names {
-		port, err := distinctFreePort(used)
-		if err != nil {
-			return nil, err
-		}
-		n.Addrs[name] = fmt.Sprintf("127.0.0.1:%d", port)
+	if len(names) > 2+ExtraPorts {
+		return nil, fmt.Errorf("%d listeners: a node has ports for PLAINTEXT, CONTROLLER and %d more", len(names), ExtraPorts)
 	}
-	if err := WriteProperties(n.PropsFile, n.serverProperties(names, protocols, spec.Properties)); err != nil {
-		return nil, fmt.Errorf("writing the node's properties: %w", err)
-	}
-	clusterID, err := fl.randomUUID(ctx)
-	if err != nil {
+	if n.host, err = ClaimLoopback(); err != nil {
 		return nil, err
 	}
-	if err := fl.format(ctx, n.PropsFile, append([]string{"--cluster-id", clusterID, "--standalone"}, spec.FormatFlags...)...); err != nil {
-		return nil, err
-	}
-	if n.cmd, err = fl.command(ctx, dir, n.PropsFile); err != nil {
-		return nil, err
-	}
-	n.cmd = Pinned(spec.CPUList, n.cmd)
-	if err := n.launch(ctx); err != nil {
+	if err := n.prepare(ctx, fl, names, protocols, spec); err != nil {
+		n.host.Release()
 		return nil, err
 	}
 	return n, nil
+}
+
+// prepare writes and formats the node on its claimed address, and starts
+// it.
+func (n *SingleNode) prepare(ctx context.Context, fl clusterFlavor, names []string, protocols map[string]string, spec NodeSpec) error {
+	for i, name := range names {
+		port := FirstExtraPort + i - 2
+		switch name {
+		case "PLAINTEXT":
+			port = ClientPort
+		case "CONTROLLER":
+			port = ControllerPort
+		}
+		n.Addrs[name] = n.host.Addr(port)
+	}
+	if err := WriteProperties(n.PropsFile, n.serverProperties(names, protocols, spec.Properties)); err != nil {
+		return fmt.Errorf("writing the node's properties: %w", err)
+	}
+	clusterID, err := fl.randomUUID(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fl.format(ctx, n.PropsFile, append([]string{"--cluster-id", clusterID, "--standalone"}, spec.FormatFlags...)...); err != nil {
+		return err
+	}
+	if n.cmd, err = fl.command(ctx, n.Dir, n.PropsFile); err != nil {
+		return err
+	}
+	n.cmd = Pinned(spec.CPUList, n.cmd)
+	return n.launch(ctx)
 }
 
 func (n *SingleNode) launch(ctx context.Context) error {
@@ -280,22 +301,6 @@ func (n *SingleNode) serverProperties(names []string, protocols map[string]strin
 		out = append(out, [2]string{k, extra[k]})
 	}
 	return out
-}
-
-// distinctFreePort is a FreePort not in used (FreePort closes its
-// listener, so two calls may hand out the same port), added to used.
-func distinctFreePort(used map[int]bool) (int, error) {
-	for range 20 {
-		p, err := FreePort()
-		if err != nil {
-			return 0, err
-		}
-		if !used[p] {
-			used[p] = true
-			return p, nil
-		}
-	}
-	return 0, errors.New("picking distinct free ports: the kernel keeps handing out used ones")
 }
 
 // WriteProperties writes key=value pairs in java.util.Properties format,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -131,11 +132,13 @@ type launch struct {
 	describe string
 }
 
-// prepareFunc builds (and formats, where needed) a broker for one start.
-type prepareFunc func(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error)
+// prepareFunc builds (and formats, where needed) a broker for one start,
+// listening on host (its ClientPort and ControllerPort).
+type prepareFunc func(ctx context.Context, t *Tools, dir, logDir, host string) (launch, error)
 
-// localBroker is a single combined-mode node started by the harness, on
-// ports picked at start time, with a fresh data directory per start.
+// localBroker is a single combined-mode node started by the harness, on a
+// loopback address claimed at start time (released when it stops), with a
+// fresh data directory per start.
 type localBroker struct {
 	name    string
 	tools   *Tools
@@ -143,16 +146,21 @@ type localBroker struct {
 	prepare prepareFunc
 
 	proc     *Proc
-	port     int
+	host     *Loopback
 	logDir   string
 	describe string
 	starts   int
 }
 
-func (b *localBroker) Name() string      { return b.name }
-func (b *localBroker) Bootstrap() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
-func (b *localBroker) LogDir() string    { return b.logDir }
-func (b *localBroker) Describe() string  { return b.describe }
+func (b *localBroker) Name() string { return b.name }
+func (b *localBroker) Bootstrap() string {
+	if b.host == nil {
+		return ""
+	}
+	return b.host.Addr(ClientPort)
+}
+func (b *localBroker) LogDir() string   { return b.logDir }
+func (b *localBroker) Describe() string { return b.describe }
 
 func (b *localBroker) Topology() Topology { return singleNode(b.Bootstrap(), b.logDir) }
 
@@ -178,7 +186,7 @@ func (b *localBroker) Start(ctx context.Context) error {
 		return nil
 	}
 	if b.proc != nil {
-		_ = b.proc.Stop(stopGrace)
+		_ = b.Stop()
 		b.proc = nil
 	}
 	b.starts++
@@ -188,28 +196,22 @@ func (b *localBroker) Start(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	port, err := FreePort()
+	host, err := ClaimLoopback()
 	if err != nil {
 		return err
 	}
-	ctrl, err := FreePort()
+	b.host = host
+	l, err := b.prepare(ctx, b.tools, dir, logDir, host.IP)
 	if err != nil {
-		return err
-	}
-	if ctrl == port {
-		if ctrl, err = FreePort(); err != nil {
-			return err
-		}
-	}
-	l, err := b.prepare(ctx, b.tools, dir, logDir, port, ctrl)
-	if err != nil {
+		host.Release()
 		return fmt.Errorf("preparing %s: %w", b.name, err)
 	}
 	proc, err := Start(Pinned(b.opts.CPUList, l.cmd), filepath.Join(dir, "broker.log"))
 	if err != nil {
+		host.Release()
 		return err
 	}
-	b.proc, b.port, b.logDir, b.describe = proc, port, logDir, l.describe
+	b.proc, b.logDir, b.describe = proc, logDir, l.describe
 	if b.opts.OnLaunch != nil {
 		b.opts.OnLaunch(b.Bootstrap())
 	}
@@ -223,21 +225,26 @@ func (b *localBroker) Start(ctx context.Context) error {
 	return nil
 }
 
+// Stop ends the broker, then gives its address back.
 func (b *localBroker) Stop() error {
-	if b.proc == nil {
-		return nil
+	var err error
+	if b.proc != nil {
+		err = b.proc.Stop(stopGrace)
 	}
-	return b.proc.Stop(stopGrace)
+	if b.host != nil {
+		b.host.Release()
+	}
+	return err
 }
 
 // prepareGregor builds ./cmd/gregor and returns the documented command
 // line: overrides only, no properties file, auto-format on first start.
-func prepareGregor(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
+func prepareGregor(ctx context.Context, t *Tools, dir, logDir, host string) (launch, error) {
 	bin, err := t.gregorBinary(ctx)
 	if err != nil {
 		return launch{}, err
 	}
-	return launch{cmd: Cmd{Name: bin, Args: GregorArgs(logDir, port, ctrlPort), Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
+	return launch{cmd: Cmd{Name: bin, Args: GregorArgs(logDir, host), Dir: dir}, describe: "gregor " + gitDescribe(ctx, t.Root)}, nil
 }
 
 // gregorBinary builds ./cmd/gregor into the cache and returns its path.
@@ -252,16 +259,19 @@ func (t *Tools) gregorBinary(ctx context.Context) (string, error) {
 }
 
 // GregorArgs is the command line (after the binary) of a single combined
-// node on 127.0.0.1 with its data in logDir.
-func GregorArgs(logDir string, port, ctrlPort int) []string {
+// node on host (a claimed loopback address: its ClientPort and
+// ControllerPort) with its data in logDir.
+func GregorArgs(logDir, host string) []string {
+	client := net.JoinHostPort(host, strconv.Itoa(ClientPort))
+	ctrl := net.JoinHostPort(host, strconv.Itoa(ControllerPort))
 	args := []string{}
 	for _, kv := range []string{
 		"node.id=1",
 		"process.roles=broker,controller",
-		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port, ctrlPort),
-		fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", port),
+		"listeners=PLAINTEXT://" + client + ",CONTROLLER://" + ctrl,
+		"advertised.listeners=PLAINTEXT://" + client,
 		"controller.listener.names=CONTROLLER",
-		fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", ctrlPort),
+		"controller.quorum.bootstrap.servers=" + ctrl,
 		"log.dirs=" + logDir,
 		"group.initial.rebalance.delay.ms=0",
 		// Both targets check retention every second (read-only in Kafka;
@@ -273,13 +283,15 @@ func GregorArgs(logDir string, port, ctrlPort int) []string {
 	return args
 }
 
-// kafkaServerProperties is 4.3.1's combined-mode sample with our ports.
-func kafkaServerProperties(logDir string, port, ctrlPort int) string {
+// kafkaServerProperties is 4.3.1's combined-mode sample on host's ports.
+func kafkaServerProperties(logDir, host string) string {
+	client := net.JoinHostPort(host, strconv.Itoa(ClientPort))
+	ctrl := net.JoinHostPort(host, strconv.Itoa(ControllerPort))
 	return fmt.Sprintf(`process.roles=broker,controller
 node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:%[3]d
-listeners=PLAINTEXT://127.0.0.1:%[2]d,CONTROLLER://127.0.0.1:%[3]d
-advertised.listeners=PLAINTEXT://127.0.0.1:%[2]d,CONTROLLER://127.0.0.1:%[3]d
+controller.quorum.bootstrap.servers=%[3]s
+listeners=PLAINTEXT://%[2]s,CONTROLLER://%[3]s
+advertised.listeners=PLAINTEXT://%[2]s,CONTROLLER://%[3]s
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -294,15 +306,15 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.retention.check.interval.ms=1000
-`, logDir, port, ctrlPort)
+`, logDir, client, ctrl)
 }
 
 // prepareKafka writes server.properties, formats the log dir with
 // StorageTool --standalone and returns the kafka.Kafka command line with
 // the JVM flags kafka-server-start.sh uses.
-func prepareKafka(ctx context.Context, t *Tools, dir, logDir string, port, ctrlPort int) (launch, error) {
+func prepareKafka(ctx context.Context, t *Tools, dir, logDir, host string) (launch, error) {
 	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, []byte(kafkaServerProperties(logDir, port, ctrlPort)), 0o644); err != nil {
+	if err := os.WriteFile(props, []byte(kafkaServerProperties(logDir, host)), 0o644); err != nil {
 		return launch{}, err
 	}
 	clusterID, err := t.kafkaRandomUUID(ctx)
@@ -371,16 +383,17 @@ func (t *Tools) kafkaServerCmd(ctx context.Context, dir, props string) (Cmd, err
 }
 
 // KafkaBrokerCmd formats dir/data for a single combined Apache Kafka node
-// on the given ports, as the kafka target does, and returns the command
-// that runs it. Unlike the target, which starts afresh each time, the
-// caller may run the command again on the same data (a restart after a
-// kill, in integration/streams).
-func (t *Tools) KafkaBrokerCmd(ctx context.Context, dir string, port, ctrlPort int) (Cmd, error) {
+// on host (a claimed loopback address: its ClientPort and ControllerPort),
+// as the kafka target does, and returns the command that runs it. Unlike
+// the target, which starts afresh each time, the caller may run the
+// command again on the same data (a restart after a kill, in
+// integration/streams).
+func (t *Tools) KafkaBrokerCmd(ctx context.Context, dir, host string) (Cmd, error) {
 	logDir := filepath.Join(dir, "data")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return Cmd{}, err
 	}
-	l, err := prepareKafka(ctx, t, dir, logDir, port, ctrlPort)
+	l, err := prepareKafka(ctx, t, dir, logDir, host)
 	return l.cmd, err
 }
 

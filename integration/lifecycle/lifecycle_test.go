@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -53,7 +54,7 @@ func TestStartsOnEmptyDirAndPrintsWhereItListens(t *testing.T) {
 	n := node.Start(t)
 	t.Logf("ready %v after exec", n.StartupDur)
 	out := n.Output()
-	if !strings.Contains(out, fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.Port)) || !strings.Contains(out, "started") {
+	if !strings.Contains(out, "PLAINTEXT://"+n.Addr()) || !strings.Contains(out, "started") {
 		t.Fatalf("start-up message does not say where it listens:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(n.Dir, "meta.properties")); err != nil {
@@ -208,13 +209,14 @@ func TestStorageFormatAndInfo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	props := filepath.Join(dir, "server.properties")
+	host := node.Host(t)
 	os.WriteFile(props, []byte(fmt.Sprintf(`process.roles=broker,controller
 node.id=1
-listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d
+listeners=PLAINTEXT://%s,CONTROLLER://%s
 controller.listener.names=CONTROLLER
-controller.quorum.bootstrap.servers=127.0.0.1:%d
+controller.quorum.bootstrap.servers=%s
 log.dirs=%s/data
-`, node.FreePort(t), node.FreePort(t), node.FreePort(t), dir)), 0o644)
+`, host.Addr(integration.ClientPort), host.Addr(integration.ControllerPort), host.Addr(integration.ControllerPort), dir)), 0o644)
 	if out, err := runGregor(t, "storage", "format", "--standalone", "-t", id, "-c", props); err != nil || !strings.Contains(out, "Formatting") {
 		t.Fatalf("format: %v\n%s", err, out)
 	}

@@ -14,7 +14,8 @@ import (
 // observer until `kafka-metadata-quorum add-controller` makes it a voter.
 func StartJoiningController(t testing.TB, peer *Node, id int32) *Node {
 	t.Helper()
-	n := &Node{t: t, ID: id, Roles: "controller", Dir: t.TempDir(), CtrlPort: FreePort(t), Quorum: peer.Quorum, Overrides: peer.Overrides}
+	n := newNode(t, id, "controller", peer.Overrides)
+	n.Quorum = peer.Quorum
 	format(t, n, ClusterID(t, peer), "--no-initial-controllers")
 	launchAll(t, []*Node{n})
 	return n

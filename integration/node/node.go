@@ -1,5 +1,6 @@
-// Package node starts the built gregor binary for black-box tests: on free
-// 127.0.0.1 ports, with a fresh data dir, stopped (or killed) by the test.
+// Package node starts the built gregor binary for black-box tests: each
+// node on a loopback address of its own (integration.ClaimLoopback, kept
+// across restarts), with a fresh data dir, stopped (or killed) by the test.
 package node
 
 import (
@@ -8,6 +9,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,10 +78,13 @@ type Node struct {
 	// StartSplit): /debug/metadata there gives its image's digest.
 	DebugAddr string
 	Dir       string // log.dirs
-	Port      int    // client listener
-	CtrlPort  int    // controller listener
-	// ExtraPort is a third port picked for StartQuorumWith's nodes, for a
-	// listener of the test's own (an INTERNAL one, say).
+	// IP is the node's own loopback address, claimed for the test's
+	// lifetime; its listeners are on the fixed ports below.
+	IP       string
+	Port     int // client listener (integration.ClientPort)
+	CtrlPort int // controller listener (integration.ControllerPort)
+	// ExtraPort is a third port, for a listener of the test's own (an
+	// INTERNAL one, say): integration.InternalPort.
 	ExtraPort int
 	// ControllerTLS, when set, is how the readiness check speaks to a
 	// controller-only node's SSL controller listener.
@@ -97,15 +102,27 @@ type Node struct {
 	begin       time.Time
 }
 
-// FreePort returns a port that was free a moment ago (integration.FreePort:
-// outside the kernel's ephemeral range).
-func FreePort(t testing.TB) int {
+// newNode is a node with a fresh data dir on a loopback address claimed
+// until the test ends (the release is registered first, so it runs after
+// the node's Stop).
+func newNode(t testing.TB, id int32, roles string, overrides []string) *Node {
 	t.Helper()
-	port, err := integration.FreePort()
+	host := Host(t)
+	return &Node{t: t, ID: id, Roles: roles, Dir: t.TempDir(), IP: host.IP,
+		Port: integration.ClientPort, CtrlPort: integration.ControllerPort, ExtraPort: integration.InternalPort,
+		Overrides: slices.Clone(overrides)}
+}
+
+// Host claims a loopback address of the test's own (for a process the
+// test starts itself), released when the test ends.
+func Host(t testing.TB) *integration.Loopback {
+	t.Helper()
+	host, err := integration.ClaimLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return port
+	t.Cleanup(host.Release)
+	return host
 }
 
 // Start starts a fresh node with extra key=value overrides and waits until
@@ -119,7 +136,8 @@ func Start(t testing.TB, overrides ...string) *Node {
 // as a test hook's, GREGOR_TEST_FAULTS_FILE).
 func StartEnv(t testing.TB, env []string, overrides ...string) *Node {
 	t.Helper()
-	n := &Node{t: t, Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), Overrides: overrides, Env: env}
+	n := newNode(t, 0, "", overrides)
+	n.Env = env
 	n.start()
 	t.Cleanup(func() { n.Stop() })
 	return n
@@ -135,11 +153,19 @@ func (n *Node) ExitErr() error {
 }
 
 // Addr is the client bootstrap address.
-func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+func (n *Node) Addr() string { return n.hostPort(n.Port) }
+
+// CtrlAddr is the controller listener's address.
+func (n *Node) CtrlAddr() string { return n.hostPort(n.CtrlPort) }
+
+// ExtraAddr is the address of the test's own listener on ExtraPort.
+func (n *Node) ExtraAddr() string { return n.hostPort(n.ExtraPort) }
+
+func (n *Node) hostPort(port int) string { return net.JoinHostPort(n.IP, strconv.Itoa(port)) }
 
 // Args are the command-line arguments the node runs with.
 func (n *Node) Args() []string {
-	id, quorum := n.ID, fmt.Sprintf("controller.quorum.bootstrap.servers=127.0.0.1:%d", n.CtrlPort)
+	id, quorum := n.ID, "controller.quorum.bootstrap.servers="+n.CtrlAddr()
 	if id == 0 {
 		id = 1
 	}
@@ -149,11 +175,11 @@ func (n *Node) Args() []string {
 	if n.Quorum != "" {
 		quorum = n.Quorum
 	}
-	listeners := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.CtrlPort)
-	advertised := fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.Port)
+	listeners := "PLAINTEXT://" + n.Addr() + ",CONTROLLER://" + n.CtrlAddr()
+	advertised := "PLAINTEXT://" + n.Addr()
 	switch n.Roles {
 	case "controller":
-		listeners = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.CtrlPort)
+		listeners = "CONTROLLER://" + n.CtrlAddr()
 		advertised = listeners
 	case "broker":
 		listeners = advertised
@@ -220,7 +246,7 @@ func (n *Node) waitReady(timeout time.Duration) error {
 		addr := n.Addr()
 		opts := []kgo.Opt{kgo.RequestRetries(0)}
 		if n.Roles == "controller" {
-			addr = "127.0.0.1:" + strconv.Itoa(n.CtrlPort)
+			addr = n.CtrlAddr()
 			if n.ControllerTLS != nil {
 				opts = append(opts, kgo.DialTLSConfig(n.ControllerTLS))
 			}
@@ -316,15 +342,15 @@ func StartSplitWith(t testing.TB, controllers, brokers int, perNode func(n *Node
 	clusterID := randomUUID(t)
 	var bootstrap, initial []string
 	for i := range controllers {
-		n := &Node{t: t, ID: int32(101 + i), Roles: "controller", Dir: t.TempDir(), CtrlPort: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)}
+		n := newNode(t, int32(101+i), "controller", overrides)
 		ctrls = append(ctrls, n)
-		addr := fmt.Sprintf("127.0.0.1:%d", n.CtrlPort)
+		addr := n.CtrlAddr()
 		bootstrap = append(bootstrap, addr)
 		initial = append(initial, fmt.Sprintf("%d@%s:%s", n.ID, addr, randomUUID(t)))
 	}
 	quorum := "controller.quorum.bootstrap.servers=" + strings.Join(bootstrap, ",")
 	for i := range brokers {
-		brks = append(brks, &Node{t: t, ID: int32(1 + i), Roles: "broker", Dir: t.TempDir(), Port: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)})
+		brks = append(brks, newNode(t, int32(1+i), "broker", overrides))
 	}
 	if perNode != nil {
 		for _, n := range append(append([]*Node(nil), ctrls...), brks...) {
@@ -349,7 +375,7 @@ func StartSplitWith(t testing.TB, controllers, brokers int, perNode func(n *Node
 func launchAll(t testing.TB, nodes []*Node) {
 	t.Helper()
 	for _, n := range nodes {
-		n.DebugAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		n.DebugAddr = n.hostPort(integration.DebugPort)
 		n.Env = append(n.Env, "GREGOR_PPROF_ADDR="+n.DebugAddr)
 	}
 	for _, n := range nodes {
@@ -435,14 +461,14 @@ func StartQuorumWith(t testing.TB, size int, perNode func(n *Node) []string, ove
 	nodes := make([]*Node, size)
 	voters := ""
 	for i := range nodes {
-		nodes[i] = &Node{t: t, ID: int32(i + 1), Dir: t.TempDir(), Port: FreePort(t), CtrlPort: FreePort(t), ExtraPort: FreePort(t), Overrides: slices.Clone(overrides)}
+		nodes[i] = newNode(t, int32(i+1), "", overrides)
 		if perNode != nil {
 			nodes[i].Overrides = append(nodes[i].Overrides, perNode(nodes[i])...)
 		}
 		if i > 0 {
 			voters += ","
 		}
-		voters += fmt.Sprintf("%d@127.0.0.1:%d", i+1, nodes[i].CtrlPort)
+		voters += fmt.Sprintf("%d@%s", i+1, nodes[i].CtrlAddr())
 	}
 	clusterID := randomUUID(t)
 	for _, n := range nodes {

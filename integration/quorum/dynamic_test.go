@@ -89,7 +89,7 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 
 	ctrls, brks := node.StartSplit(t, 3, 3, fmt.Sprintf("broker.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
 		"broker.heartbeat.interval.ms=500")
-	bootstrapController := fmt.Sprintf("127.0.0.1:%d", ctrls[0].CtrlPort)
+	bootstrapController := ctrls[0].CtrlAddr()
 	waitQuorum(ctx, t, brks[0], "three voters", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {
 		return slices.Equal(ids(p.CurrentVoters), []int32{101, 102, 103})
 	})
@@ -111,8 +111,8 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 		"node.id=104",
 		"process.roles=controller",
 		"controller.listener.names=CONTROLLER",
-		fmt.Sprintf("listeners=CONTROLLER://127.0.0.1:%d", joiner.CtrlPort),
-		fmt.Sprintf("advertised.listeners=CONTROLLER://127.0.0.1:%d", joiner.CtrlPort),
+		"listeners=CONTROLLER://" + joiner.CtrlAddr(),
+		"advertised.listeners=CONTROLLER://" + joiner.CtrlAddr(),
 		"log.dirs=" + joiner.Dir,
 		joiner.Quorum,
 	}, "\n") + "\n"
@@ -121,7 +121,7 @@ func TestAddAndRemoveControllerWithTheStockTool(t *testing.T) {
 	}
 	out := quorumTool("--bootstrap-controller", bootstrapController, "--command-config", props, "add-controller")
 	dir := node.MetaProperty(t, joiner, "directory.id")
-	if want := fmt.Sprintf("Added controller 104 with directory id %s and endpoints: CONTROLLER://127.0.0.1:%d", dir, joiner.CtrlPort); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("Added controller 104 with directory id %s and endpoints: CONTROLLER://%s", dir, joiner.CtrlAddr()); !strings.Contains(out, want) {
 		t.Fatalf("add-controller printed %q, want %q", out, want)
 	}
 	p := waitQuorum(ctx, t, brks[0], "four voters", func(p *kmsg.DescribeQuorumResponseTopicPartition) bool {

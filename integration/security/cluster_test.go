@@ -21,7 +21,7 @@ import (
 )
 
 // sslOverrides are every node's TLS settings: one server certificate (for
-// 127.0.0.1, where every node runs), the CA as truststore, client
+// every loopback address a node can run on), the CA as truststore, client
 // certificates required on every SSL listener (so each node dials with
 // its keystore as its client certificate).
 func sslOverrides(t *testing.T) ([]string, *integration.PKI, *integration.KeyPair) {
@@ -53,14 +53,14 @@ func TestCombinedClusterOverSSL(t *testing.T) {
 		"inter.broker.listener.name=INTERNAL")
 	nodes := node.StartQuorumWith(t, 3, func(n *node.Node) []string {
 		return []string{
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.ExtraPort, n.CtrlPort),
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
+			"listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr() + ",CONTROLLER://" + n.CtrlAddr(),
+			"advertised.listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
 		}
 	}, overrides...)
 	produceConsumeRF3(t, node.Addrs(nodes))
 	for _, n := range nodes {
-		requireTLS(t, pki, server, fmt.Sprintf("127.0.0.1:%d", n.ExtraPort), "INTERNAL")
-		requireTLS(t, pki, server, fmt.Sprintf("127.0.0.1:%d", n.CtrlPort), "CONTROLLER")
+		requireTLS(t, pki, server, n.ExtraAddr(), "INTERNAL")
+		requireTLS(t, pki, server, n.CtrlAddr(), "CONTROLLER")
 	}
 }
 
@@ -81,21 +81,21 @@ func TestSplitClusterOverSSL(t *testing.T) {
 	roots.AddCert(pki.CA)
 	ctrls, brokers := node.StartSplitWith(t, 3, 3, func(n *node.Node) []string {
 		if n.Roles != "broker" {
-			n.ControllerTLS = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", Certificates: []tls.Certificate{pair}}
+			n.ControllerTLS = &tls.Config{RootCAs: roots, ServerName: n.IP, Certificates: []tls.Certificate{pair}}
 			return nil
 		}
 		return []string{
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
+			"listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
+			"advertised.listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
 			"inter.broker.listener.name=INTERNAL",
 		}
 	}, overrides...)
 	produceConsumeRF3(t, node.Addrs(brokers))
 	for _, n := range ctrls {
-		requireTLS(t, pki, server, fmt.Sprintf("127.0.0.1:%d", n.CtrlPort), "CONTROLLER")
+		requireTLS(t, pki, server, n.CtrlAddr(), "CONTROLLER")
 	}
 	for _, n := range brokers {
-		requireTLS(t, pki, server, fmt.Sprintf("127.0.0.1:%d", n.ExtraPort), "INTERNAL")
+		requireTLS(t, pki, server, n.ExtraAddr(), "INTERNAL")
 	}
 }
 
@@ -180,8 +180,9 @@ func requireTLS(t *testing.T, pki *integration.PKI, kp *integration.KeyPair, add
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(pki.CA)
+	host, _, _ := net.SplitHostPort(addr)
 	exchange := func(certs []tls.Certificate) error {
-		tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", Certificates: certs})
+		tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: roots, ServerName: host, Certificates: certs})
 		if err != nil {
 			return err
 		}

@@ -34,14 +34,14 @@ func TestDelegationTokensAcrossSplitCluster(t *testing.T) {
 			return nil
 		}
 		return []string{
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
+			"listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
+			"advertised.listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
 			"inter.broker.listener.name=INTERNAL",
 		}
 	}, overrides...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	internal := func(n *node.Node) string { return fmt.Sprintf("127.0.0.1:%d", n.ExtraPort) }
+	internal := func(n *node.Node) string { return n.ExtraAddr() }
 	// Both brokers are broker-only: whichever serves a request forwards
 	// it to the controller.
 	adminAt := func(n *node.Node, auth scram.Auth) *kadm.Client {

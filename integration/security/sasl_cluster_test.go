@@ -70,8 +70,8 @@ func TestCombinedClusterOverSASL(t *testing.T) {
 	nodes := node.StartQuorumWith(t, 3, func(n *node.Node) []string {
 		n.FormatFlags = addScram()
 		return []string{
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.Port, n.ExtraPort, n.CtrlPort),
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
+			"listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr() + ",CONTROLLER://" + n.CtrlAddr(),
+			"advertised.listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
 		}
 	}, overrides...)
 	start := time.Now()
@@ -82,8 +82,8 @@ func TestCombinedClusterOverSASL(t *testing.T) {
 	}
 	produceConsumeRF3Topic(t, node.Addrs(nodes), "over-sasl-later")
 	for _, n := range nodes {
-		requireSASL(t, fmt.Sprintf("127.0.0.1:%d", n.ExtraPort), "INTERNAL", sasl.ScramClient{Name: sasl.ScramSHA512, User: interBrokerUser, Password: interBrokerPassword})
-		requireSASL(t, fmt.Sprintf("127.0.0.1:%d", n.CtrlPort), "CONTROLLER", sasl.PlainClient{User: controllerUser, Password: controllerPassword})
+		requireSASL(t, n.ExtraAddr(), "INTERNAL", sasl.ScramClient{Name: sasl.ScramSHA512, User: interBrokerUser, Password: interBrokerPassword})
+		requireSASL(t, n.CtrlAddr(), "CONTROLLER", sasl.PlainClient{User: controllerUser, Password: controllerPassword})
 	}
 }
 
@@ -156,12 +156,12 @@ func TestSplitClusterOverSASLSSL(t *testing.T) {
 	ctrls, brokers := node.StartSplitWith(t, 3, 3, func(n *node.Node) []string {
 		if n.Roles != "broker" {
 			n.FormatFlags = addScram()
-			n.ControllerTLS = controllerTLSConfig(t, pki)
+			n.ControllerTLS = controllerTLSConfig(t, pki, n.IP)
 			return nil
 		}
 		return []string{
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d", n.Port, n.ExtraPort),
+			"listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
+			"advertised.listeners=PLAINTEXT://" + n.Addr() + ",INTERNAL://" + n.ExtraAddr(),
 			"inter.broker.listener.name=INTERNAL",
 		}
 	}, overrides...)
@@ -172,11 +172,11 @@ func TestSplitClusterOverSASLSSL(t *testing.T) {
 }
 
 // controllerTLSConfig is how the readiness check reaches a controller's
-// SASL_SSL listener: TLS trusting the test CA (ApiVersions needs no
+// SASL_SSL listener on ip: TLS trusting the test CA (ApiVersions needs no
 // authentication).
-func controllerTLSConfig(t *testing.T, pki *integration.PKI) *tls.Config {
+func controllerTLSConfig(t *testing.T, pki *integration.PKI, ip string) *tls.Config {
 	t.Helper()
 	roots := x509.NewCertPool()
 	roots.AddCert(pki.CA)
-	return &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+	return &tls.Config{RootCAs: roots, ServerName: ip}
 }

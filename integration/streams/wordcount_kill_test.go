@@ -300,14 +300,14 @@ type kafkaNode struct {
 	ctx  context.Context
 	cmd  integration.Cmd
 	dir  string
-	port int
+	host *integration.Loopback
 	proc *integration.Proc
 }
 
 func startKafka(ctx context.Context, t *testing.T, tools *integration.Tools) *kafkaNode {
 	t.Helper()
-	k := &kafkaNode{t: t, ctx: ctx, dir: t.TempDir(), port: node.FreePort(t)}
-	cmd, err := tools.KafkaBrokerCmd(ctx, k.dir, k.port, node.FreePort(t))
+	k := &kafkaNode{t: t, ctx: ctx, dir: t.TempDir(), host: node.Host(t)}
+	cmd, err := tools.KafkaBrokerCmd(ctx, k.dir, k.host.IP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func startKafka(ctx context.Context, t *testing.T, tools *integration.Tools) *ka
 	return k
 }
 
-func (k *kafkaNode) Addr() string { return fmt.Sprintf("127.0.0.1:%d", k.port) }
+func (k *kafkaNode) Addr() string { return k.host.Addr(integration.ClientPort) }
 
 func (k *kafkaNode) Client(opts ...kgo.Opt) *kgo.Client {
 	k.t.Helper()

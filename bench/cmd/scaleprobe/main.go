@@ -265,31 +265,25 @@ func (b *broker) terminate(limit time.Duration) error {
 }
 
 // gregorLauncher returns a function that starts the built gregor on data
-// under dir (the same data at each call, on the same ports).
+// under dir (the same data at each call, on the same address: claimed
+// until the probe exits).
 func (p *probe) gregorLauncher(dir string) (func() (*broker, error), error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := integration.FreePort()
+	host, err := integration.ClaimLoopback()
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := integration.FreePort()
-	for err == nil && ctrl == port {
-		ctrl, err = integration.FreePort()
-	}
-	if err != nil {
-		return nil, err
-	}
-	args := integration.GregorArgs(data, port, ctrl)
+	args := integration.GregorArgs(data, host.IP)
 	return func() (*broker, error) {
 		proc, err := integration.Start(integration.Cmd{Name: p.gregor, Args: args, Dir: dir}, filepath.Join(dir, "broker.log"))
 		if err != nil {
 			return nil, err
 		}
 		return &broker{
-			bootstrap: fmt.Sprintf("127.0.0.1:%d", port),
+			bootstrap: host.Addr(integration.ClientPort),
 			pid:       proc.Pid,
 			done:      proc.Done(),
 			stop:      func() error { return proc.Stop(10 * time.Second) },
