@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // txnOutcome is what a producer knows of one of its transactions.
@@ -200,7 +202,26 @@ func TestKillMidTransactions(t *testing.T) {
 			runProducer(runCtx, cl, fmt.Sprintf("p%d", i), topic, partitions, l)
 		}(i)
 	}
-	time.Sleep(3 * time.Second)
+	// The kill comes once every producer has committed and aborted a
+	// transaction: they are all running, each in its next transaction.
+	await.Until(t, 30*time.Second, "a committed and an aborted transaction from every producer", func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		done := map[string]map[txnOutcome]bool{}
+		for id, r := range l.txns {
+			name, _, _ := strings.Cut(id, "/")
+			if done[name] == nil {
+				done[name] = map[txnOutcome]bool{}
+			}
+			done[name][r.outcome] = true
+		}
+		for i := 0; i < producers; i++ {
+			if d := done[fmt.Sprintf("p%d", i)]; !d[txnCommitted] || !d[txnAborted] {
+				return fmt.Errorf("producer p%d: committed %v, aborted %v (%d transactions in all)", i, d[txnCommitted], d[txnAborted], len(l.txns))
+			}
+		}
+		return nil
+	})
 	n.Kill()
 	stop()
 	for _, cl := range clients {
