@@ -206,6 +206,8 @@ func TestAutoCreateHonoursConfig(t *testing.T) {
 				t.Fatalf("want UNKNOWN_TOPIC_OR_PARTITION, got %d", got.ErrorCode)
 			}
 			if !enabled {
+				// That no creation follows within a while is the test:
+				// there is no state to wait for.
 				time.Sleep(100 * time.Millisecond)
 				if n.ctrl.Image().Topics["auto-me"] != nil {
 					t.Fatal("created with auto.create.topics.enable=false")
