@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -59,7 +61,14 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 		c.ProbeBroker(id, epoch)
 	}
 	waitFor(t, func() bool { return c.Image().Brokers[12].Fenced })
-	time.Sleep(600 * time.Millisecond) // every probe has finished its tries
+	await.Until(t, 5*time.Second, "every probe to finish its tries", func() error {
+		c.probeMu.Lock()
+		defer c.probeMu.Unlock()
+		if len(c.probing) > 0 {
+			return fmt.Errorf("probing %v", c.probing)
+		}
+		return nil
+	})
 	if c.Image().Brokers[11].Fenced || c.Image().Brokers[13].Fenced {
 		t.Fatalf("fenced: broker 11 %v, broker 13 %v", c.Image().Brokers[11].Fenced, c.Image().Brokers[13].Fenced)
 	}
