@@ -227,7 +227,7 @@ func TestExpiredTokensSwept(t *testing.T) {
 		t.Fatal("a token was removed before the check interval passed")
 	}
 	clock.Add(time.Minute)
-	waitFor(t, func() bool { return len(c.Image().DelegationTokens) == 1 })
+	waitFor(t, "the expired token swept, one left", func() bool { return len(c.Image().DelegationTokens) == 1 })
 	if _, ok := c.Image().DelegationTokens[long.TokenID]; !ok {
 		t.Fatal("the sweep removed a live token")
 	}
@@ -312,5 +312,5 @@ func TestDelegationTokensSurviveRestart(t *testing.T) {
 	}
 	c.Close()
 	c = startTest(t, fsys, tokenConfig(clock))
-	waitFor(t, func() bool { return reflect.DeepEqual(c.Image().DelegationTokens, want) })
+	waitFor(t, "the expected delegation tokens in the image", func() bool { return reflect.DeepEqual(c.Image().DelegationTokens, want) })
 }

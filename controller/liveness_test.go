@@ -51,7 +51,7 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 	liveEpoch := registerListening(t, c, 11, live.Addr().String())
 	dyingEpoch := registerListening(t, c, 12, dying.Addr().String())
 	neverEpoch := registerListening(t, c, 13, freeAddr(t))
-	waitFor(t, func() bool {
+	waitFor(t, "brokers 11 and 12 seen reachable at their epochs", func() bool {
 		c.probeMu.Lock()
 		defer c.probeMu.Unlock()
 		return c.reachable[11] == liveEpoch && c.reachable[12] == dyingEpoch
@@ -60,7 +60,7 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 	for id, epoch := range map[int32]int64{11: liveEpoch, 12: dyingEpoch, 13: neverEpoch} {
 		c.ProbeBroker(id, epoch)
 	}
-	waitFor(t, func() bool { return c.Image().Brokers[12].Fenced })
+	waitFor(t, "broker 12 fenced by a probe", func() bool { return c.Image().Brokers[12].Fenced })
 	await.Until(t, 5*time.Second, "every probe to finish its tries", func() error {
 		c.probeMu.Lock()
 		defer c.probeMu.Unlock()
