@@ -393,17 +393,17 @@ func createTopic(t *testing.T, n *testNode, name string, partitions int32, confi
 	// Wait until the broker hosts the partitions.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ok := true
+		var closed []int32
 		for p := int32(0); p < partitions; p++ {
 			if !n.b.replicas.Hosts(replica.TopicPartition{Topic: name, Partition: p}) {
-				ok = false
+				closed = append(closed, p)
 			}
 		}
-		if ok {
+		if len(closed) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("partitions of %s never opened", name)
+			t.Fatalf("partitions of %s never opened: %v of %d still not hosted", name, closed, partitions)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
