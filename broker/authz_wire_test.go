@@ -58,7 +58,11 @@ func waitACLsIndexed(t testing.TB, n *testNode) {
 	deadline := time.Now().Add(10 * time.Second)
 	for idx := n.b.authz.index.Load(); idx == nil || idx.set != n.ctrl.Image().ACLs; idx = n.b.authz.index.Load() {
 		if time.Now().After(deadline) {
-			t.Fatal("the authorizer never indexed the ACLs")
+			indexed := -1 // no index at all
+			if idx != nil {
+				indexed = idx.count
+			}
+			t.Fatalf("the authorizer never indexed the image's %d ACLs: its index is of another set, with %d (-1: no index yet)", n.ctrl.Image().ACLs.Len(), indexed)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -334,9 +338,13 @@ func TestAuthzGroups(t *testing.T) {
 	// Offsets: the group is allowed, the secret topic is not. The
 	// coordinator is ready once it finds the group.
 	fc.CoordinatorKeys = []string{"g"}
-	for deadline := time.Now().Add(15 * time.Second); call[*kmsg.FindCoordinatorResponse](t, n.addr, fc).Coordinators[0].ErrorCode != 0; {
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		code := call[*kmsg.FindCoordinatorResponse](t, n.addr, fc).Coordinators[0].ErrorCode
+		if code == 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("no group coordinator")
+			t.Fatalf("no group coordinator after 15 s: FindCoordinator answers %v", kerr.ErrorForCode(code))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -68,7 +68,7 @@ func TestAlterPartitionThroughControllerListener(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for b := ctrl.Image().Brokers[1]; b == nil || b.Fenced; b = ctrl.Image().Brokers[1] {
 		if time.Now().After(deadline) {
-			t.Fatal("the node's broker never unfenced")
+			t.Fatalf("the node's broker never unfenced: registration %+v", b)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

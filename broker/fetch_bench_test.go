@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -70,7 +71,7 @@ func newFetchBench(tb testing.TB, session bool) *fetchBench {
 				break
 			}
 			if time.Now().After(deadline) {
-				tb.Fatal("the partition never became writable")
+				tb.Fatalf("the partition never became writable: produce answers %v", kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

@@ -165,7 +165,8 @@ func TestAutoCreationInFlightAndFailure(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for fc.callCount() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("calls %v", fc.calls)
+			fc.mu.Lock()
+			t.Fatalf("waiting for two creations to reach the controller: calls %v", fc.calls)
 		}
 		time.Sleep(time.Millisecond)
 	}

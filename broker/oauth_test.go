@@ -112,6 +112,8 @@ func TestOAuthSessionEndsWithTheToken(t *testing.T) {
 	if r.ErrorCode != 0 || r.SessionLifetimeMillis < 3_500_000 {
 		t.Fatalf("re-authentication: %+v", r)
 	}
+	// Let the first token's lifetime pass (the broker's wall clock; no
+	// clock to inject): that the session outlives it is the subject.
 	time.Sleep(1600 * time.Millisecond)
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatalf("after the first token expired, re-authenticated: %v", err)

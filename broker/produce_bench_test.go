@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -195,9 +196,9 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, a
 	}
 	// Wait until the broker leads the new partition.
 	deadline := time.Now().Add(10 * time.Second)
-	for errorCode(produce()) != 0 {
+	for code := errorCode(produce()); code != 0; code = errorCode(produce()) {
 		if time.Now().After(deadline) {
-			tb.Fatal("the partition never became writable")
+			tb.Fatalf("the partition never became writable: produce answers %v", kerr.ErrorForCode(code))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -259,6 +259,8 @@ func TestSASLFailuresHarmNoOtherConnection(t *testing.T) {
 	}
 }
 
+// The sleeps here let a session's lifetime pass on the broker's wall clock
+// (it has none to inject): what happens at and past expiry is the subject.
 func TestSASLReauthentication(t *testing.T) {
 	const lifetime = 1500 * time.Millisecond
 	n, addr := startSASLNode(t, 0, lifetime, nil)
@@ -399,7 +401,8 @@ func TestPeerConnectionsAuthenticateAndRenew(t *testing.T) {
 		t.Fatal("a fresh session was replaced")
 	}
 	// Past 85% of the lifetime the pool hands out a new connection and
-	// retires the old one.
+	// retires the old one. The pool renews by the wall clock, so the test
+	// lets that much of the lifetime pass: a sleep, not a wait.
 	time.Sleep(lifetime*85/100 + 50*time.Millisecond)
 	second, err := pool.get(ctx, 1, addr)
 	if err != nil {

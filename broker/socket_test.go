@@ -3,11 +3,16 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // tcpPair is a connected pair of loopback TCP connections: the broker's
@@ -66,13 +71,34 @@ func TestRawReaderReadsEverything(t *testing.T) {
 	}
 }
 
-// waiting runs op on its own goroutine and gives it a moment to start
-// waiting in the poller (the test holds whatever op returns, early or
-// not, against what it must be).
-func waiting(op func() error) <-chan error {
+// waiting runs op, a rawReader.Read, on its own goroutine and returns
+// once a goroutine is parked in the poller inside rawReader.Read (or op
+// has returned: the test holds whatever op returns against what it must
+// be).
+func waiting(t *testing.T, op func() error) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- op() }()
-	time.Sleep(20 * time.Millisecond)
+	returned := make(chan struct{})
+	go func() {
+		err := op()
+		close(returned)
+		done <- err
+	}()
+	buf := make([]byte, 1<<20)
+	await.Until(t, 5*time.Second, "a Read parked in the poller", func() error {
+		select {
+		case <-returned:
+			return nil
+		default:
+		}
+		all := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(all, "\n\n") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, "broker.(*rawReader).Read") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no goroutine in IO wait inside rawReader.Read among %d", strings.Count(all, "\n\n")+1)
+	})
 	return done
 }
 
@@ -93,7 +119,7 @@ func TestRawReaderErrors(t *testing.T) {
 	})
 	t.Run("closed while reading", func(t *testing.T) {
 		broker, in, _ := tcpPair(t)
-		done := waiting(func() error { _, err := in.Read(make([]byte, 8)); return err })
+		done := waiting(t, func() error { _, err := in.Read(make([]byte, 8)); return err })
 		broker.Close()
 		if err := <-done; !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("Read on a closed connection: %v, want net.ErrClosed", err)
@@ -101,7 +127,7 @@ func TestRawReaderErrors(t *testing.T) {
 	})
 	t.Run("deadline while reading", func(t *testing.T) {
 		broker, in, _ := tcpPair(t)
-		done := waiting(func() error { _, err := in.Read(make([]byte, 8)); return err })
+		done := waiting(t, func() error { _, err := in.Read(make([]byte, 8)); return err })
 		broker.SetReadDeadline(time.Now()) // how Shutdown wakes readers
 		if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("Read past its deadline: %v, want os.ErrDeadlineExceeded", err)

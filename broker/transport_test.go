@@ -250,7 +250,9 @@ func TestTLSIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	// Busy for three idle periods.
+	// Busy for three idle periods: a request every 200 ms for 2.4 s. The
+	// time passing is the subject (a busy connection outlives the idle
+	// timeout), so the pauses are sleeps.
 	for range 12 {
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := nc.Write(apiVersionsFrame()); err != nil {

@@ -206,6 +206,8 @@ func TestAutoCreateHonoursConfig(t *testing.T) {
 				t.Fatalf("want UNKNOWN_TOPIC_OR_PARTITION, got %d", got.ErrorCode)
 			}
 			if !enabled {
+				// That no creation follows within a while is the test:
+				// there is no state to wait for.
 				time.Sleep(100 * time.Millisecond)
 				if n.ctrl.Image().Topics["auto-me"] != nil {
 					t.Fatal("created with auto.create.topics.enable=false")
@@ -391,17 +393,17 @@ func createTopic(t *testing.T, n *testNode, name string, partitions int32, confi
 	// Wait until the broker hosts the partitions.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ok := true
+		var closed []int32
 		for p := int32(0); p < partitions; p++ {
 			if !n.b.replicas.Hosts(replica.TopicPartition{Topic: name, Partition: p}) {
-				ok = false
+				closed = append(closed, p)
 			}
 		}
-		if ok {
+		if len(closed) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("partitions of %s never opened", name)
+			t.Fatalf("partitions of %s never opened: %v of %d still not hosted", name, closed, partitions)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -158,7 +158,7 @@ func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
 			t.Fatalf("heartbeat 2: %+v", r)
 		}
 	}
-	waitFor(t, func() bool { return c.Image().Brokers[1].Fenced })
+	waitFor(t, "broker 1 fenced", func() bool { return c.Image().Brokers[1].Fenced })
 	img := c.Image()
 	if img.Brokers[2].Fenced {
 		t.Fatal("live broker was fenced")
@@ -224,12 +224,14 @@ func TestSingleBrokerShutdownIsImmediateWithoutLeaders(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitFor polls cond until it holds, failing the test after 5 s with what
+// it waited for (cond saw it not hold).
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
+			t.Fatalf("waited 5s for %s; it never held", what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -221,7 +221,7 @@ func TestGroupConfigs(t *testing.T) {
 	// The committed records replay after a restart.
 	c.Close()
 	c = startTest(t, fsys)
-	waitFor(t, func() bool { return groupCfg(c)[session] == "55000" })
+	waitFor(t, "the group's session timeout at 55000", func() bool { return groupCfg(c)[session] == "55000" })
 	if r := c.IncrementalAlterConfigs(ctxT(t), alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", session, opDelete, nil)).Resources[0]; r.ErrorCode != 0 {
 		t.Fatalf("delete after restart: %+v", r)
 	}

@@ -1,16 +1,19 @@
 package controller
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3"
 )
 
 const testTokenSecret = "token-secret"
@@ -206,15 +209,25 @@ func TestExpiredTokensSwept(t *testing.T) {
 	if r := expireToken(t, c, "User:alice", short.HMAC, 1000); r.ErrorCode != 0 {
 		t.Fatal(r.ErrorCode)
 	}
-	// Let the controller schedule its first sweep, then pass expiry.
-	time.Sleep(300 * time.Millisecond)
+	// The controller schedules its first sweep (on its loop), then the
+	// clock passes the expiry.
+	await.Until(t, 5*time.Second, "the controller to schedule its first token sweep", func() error {
+		next := make(chan time.Time, 1)
+		c.report(func(*raft.RawNode) { next <- c.nextTokenSweep })
+		if at := <-next; at.IsZero() {
+			return errors.New("no sweep scheduled")
+		}
+		return nil
+	})
 	clock.Add(2 * time.Second)
+	// Ticks pass with the clock past the expiry but not the interval: that
+	// none sweeps is what is tested, so this is a sleep, not a wait.
 	time.Sleep(300 * time.Millisecond)
 	if len(c.Image().DelegationTokens) != 2 {
 		t.Fatal("a token was removed before the check interval passed")
 	}
 	clock.Add(time.Minute)
-	waitFor(t, func() bool { return len(c.Image().DelegationTokens) == 1 })
+	waitFor(t, "the expired token swept, one left", func() bool { return len(c.Image().DelegationTokens) == 1 })
 	if _, ok := c.Image().DelegationTokens[long.TokenID]; !ok {
 		t.Fatal("the sweep removed a live token")
 	}
@@ -299,5 +312,5 @@ func TestDelegationTokensSurviveRestart(t *testing.T) {
 	}
 	c.Close()
 	c = startTest(t, fsys, tokenConfig(clock))
-	waitFor(t, func() bool { return reflect.DeepEqual(c.Image().DelegationTokens, want) })
+	waitFor(t, "the expected delegation tokens in the image", func() bool { return reflect.DeepEqual(c.Image().DelegationTokens, want) })
 }

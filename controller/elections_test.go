@@ -156,7 +156,7 @@ func TestUncleanElectionRunsWhenEnabled(t *testing.T) {
 	if r := setConfig(t, c, kmsg.ConfigResourceTypeTopic, "t", uncleanLeaderElectionConfig, opSet, strPtr("true")); r.ErrorCode != 0 {
 		t.Fatalf("enable unclean: %d", r.ErrorCode)
 	}
-	waitFor(t, func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
+	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
 	if p := c.Image().Topics["t"].Partitions[0]; len(p.ISR) != 1 || p.ISR[0] != live {
 		t.Fatalf("after the unclean election: %+v", p)
 	}
@@ -174,7 +174,7 @@ func TestPeriodicUncleanElection(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
+	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
 }
 
 func TestAutoLeaderRebalance(t *testing.T) {
@@ -194,7 +194,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	waitFor(t, "every partition led by its preferred leader", func() bool {
 		for _, p := range c.Image().Topics["t"].Partitions {
 			if !hasPreferredLeader(p) {
 				return false

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -49,7 +51,7 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 	liveEpoch := registerListening(t, c, 11, live.Addr().String())
 	dyingEpoch := registerListening(t, c, 12, dying.Addr().String())
 	neverEpoch := registerListening(t, c, 13, freeAddr(t))
-	waitFor(t, func() bool {
+	waitFor(t, "brokers 11 and 12 seen reachable at their epochs", func() bool {
 		c.probeMu.Lock()
 		defer c.probeMu.Unlock()
 		return c.reachable[11] == liveEpoch && c.reachable[12] == dyingEpoch
@@ -58,8 +60,15 @@ func TestProbeFencesOnlyBrokersWhoseListenersWentAway(t *testing.T) {
 	for id, epoch := range map[int32]int64{11: liveEpoch, 12: dyingEpoch, 13: neverEpoch} {
 		c.ProbeBroker(id, epoch)
 	}
-	waitFor(t, func() bool { return c.Image().Brokers[12].Fenced })
-	time.Sleep(600 * time.Millisecond) // every probe has finished its tries
+	waitFor(t, "broker 12 fenced by a probe", func() bool { return c.Image().Brokers[12].Fenced })
+	await.Until(t, 5*time.Second, "every probe to finish its tries", func() error {
+		c.probeMu.Lock()
+		defer c.probeMu.Unlock()
+		if len(c.probing) > 0 {
+			return fmt.Errorf("probing %v", c.probing)
+		}
+		return nil
+	})
 	if c.Image().Brokers[11].Fenced || c.Image().Brokers[13].Fenced {
 		t.Fatalf("fenced: broker 11 %v, broker 13 %v", c.Image().Brokers[11].Fenced, c.Image().Brokers[13].Fenced)
 	}

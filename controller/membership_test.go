@@ -105,7 +105,7 @@ func (q *dynQuorum) announce(ctx context.Context, addr string, req *protocol.Met
 
 func (q *dynQuorum) leader() *Controller {
 	l := waitForLeader(q.t, q.net, q.nodes)
-	waitFor(q.t, l.Active)
+	waitFor(q.t, "the leader's controller active", l.Active)
 	return l
 }
 
@@ -172,9 +172,9 @@ func TestAddVoter(t *testing.T) {
 		t.Fatalf("create: %+v", r)
 	}
 	joiner := q.start(4, nil)
-	waitFor(t, func() bool { return joiner.Image().Topics["before"] != nil })
+	waitFor(t, "topic before on the joiner", func() bool { return joiner.Image().Topics["before"] != nil })
 	// An operator adds it once DescribeQuorum shows it caught up.
-	waitFor(t, func() bool {
+	waitFor(t, "node 4 a caught-up observer", func() bool {
 		p := q.describe(l)
 		return slices.Equal(replicaIDs(p.Observers), []int32{4}) && p.Observers[0].LastCaughtUpTimestamp > 0
 	})
@@ -204,7 +204,7 @@ func TestAddVoter(t *testing.T) {
 	if len(p.CurrentVoters) == 4 && p.CurrentVoters[3].ReplicaDirectoryID != q.dirs[4] {
 		t.Fatalf("new voter's directory: %+v", p.CurrentVoters[3])
 	}
-	waitFor(t, func() bool { return slices.Equal(voterIDs(joiner.Image()), []int32{1, 2, 3, 4}) })
+	waitFor(t, "voters 1-4 on the joiner", func() bool { return slices.Equal(voterIDs(joiner.Image()), []int32{1, 2, 3, 4}) })
 
 	// With four voters, two down is no majority, one down is.
 	var down *Controller
@@ -218,7 +218,7 @@ func TestAddVoter(t *testing.T) {
 	if r := createTopic(t, l, "three-of-four", 1, 1); r.ErrorCode != 0 {
 		t.Fatalf("create with one of four voters down: %+v", r)
 	}
-	waitFor(t, func() bool { return joiner.Image().Topics["three-of-four"] != nil })
+	waitFor(t, "topic three-of-four on the joiner", func() bool { return joiner.Image().Topics["three-of-four"] != nil })
 
 	// Remove the one that is down.
 	rr := l.RemoveRaftVoter(ctxT(t), removeVoterReq(down.cfg.NodeID, q.dirs[down.cfg.NodeID]))
@@ -238,7 +238,7 @@ func TestAddVoter(t *testing.T) {
 	}
 	// The removed node comes back as a learner: it follows, never leads.
 	q.net.setDown(down.raftID, false)
-	waitFor(t, func() bool { return down.Image().Topics["after-remove"] != nil })
+	waitFor(t, "topic after-remove on the removed node", func() bool { return down.Image().Topics["after-remove"] != nil })
 	if slices.Contains(voterIDs(down.Image()), down.cfg.NodeID) {
 		t.Fatal("the removed node still sees itself as a voter")
 	}
@@ -260,7 +260,7 @@ func TestRemoveLeader(t *testing.T) {
 	}
 	old := l
 	var next *Controller
-	waitFor(t, func() bool {
+	waitFor(t, "a new active controller", func() bool {
 		for _, c := range q.nodes {
 			if c != old && c.Active() {
 				next = c
@@ -275,7 +275,7 @@ func TestRemoveLeader(t *testing.T) {
 	if r := createTopic(t, next, "after", 1, 1); r.ErrorCode != 0 {
 		t.Fatalf("create at the new leader: %+v", r)
 	}
-	waitFor(t, func() bool { return old.Image().Topics["after"] != nil })
+	waitFor(t, "topic after on the removed leader", func() bool { return old.Image().Topics["after"] != nil })
 	p := q.describe(next)
 	if !slices.Equal(replicaIDs(p.CurrentVoters), want) || !slices.Equal(replicaIDs(p.Observers), []int32{old.cfg.NodeID}) {
 		t.Fatalf("describe quorum: voters %v observers %v", replicaIDs(p.CurrentVoters), replicaIDs(p.Observers))
@@ -283,6 +283,8 @@ func TestRemoveLeader(t *testing.T) {
 	// The two voters left keep the quorum; the removed node cannot win an
 	// election (it never campaigns).
 	q.net.setDown(next.raftID, true)
+	// That it does not become the leader within a while is the test:
+	// there is no state to wait for.
 	time.Sleep(300 * time.Millisecond)
 	if old.Active() {
 		t.Fatal("the removed node became the leader")
@@ -368,7 +370,7 @@ func TestOneVoterChangeAtATime(t *testing.T) {
 		defer cancel()
 		first <- l.RemoveRaftVoter(ctx, removeVoterReq(3, q.dirs[3]))
 	}()
-	waitFor(t, func() bool { return l.inflightCount.Load() > 0 })
+	waitFor(t, "a voter change in flight", func() bool { return l.inflightCount.Load() > 0 })
 	r := l.RemoveRaftVoter(ctxT(t), removeVoterReq(2, q.dirs[2]))
 	if r.ErrorCode != kerr.RequestTimedOut.Code || msgOf(r.ErrorMessage) != "Request timed out waiting for leader to handle previous voter change request" {
 		t.Fatalf("second change: %d %q", r.ErrorCode, msgOf(r.ErrorMessage))

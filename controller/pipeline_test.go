@@ -91,7 +91,7 @@ func checkAnsweredAfterApply(t *testing.T, images *imageLog, creates []createdAt
 	for _, cr := range creates {
 		last = max(last, cr.offset)
 	}
-	waitFor(t, func() bool { return images.at(last) != nil })
+	waitFor(t, "the image at the last creation's offset", func() bool { return images.at(last) != nil })
 	offsets := map[int64]bool{}
 	for _, cr := range creates {
 		name := cr.result.Topic
@@ -374,7 +374,7 @@ func TestProposalsPipelineBeforeCommit(t *testing.T) {
 	for i := range n {
 		go func() { answers <- createTopicAt(ctxT(t), l, fmt.Sprintf("piped-%d", i), 2, nil) }()
 	}
-	waitFor(t, func() bool { return l.inflightCount.Load() == n })
+	waitFor(t, "every creation in flight", func() bool { return l.inflightCount.Load() == n })
 	select {
 	case a := <-answers:
 		t.Fatalf("%s answered before anything committed: %v %d", a.result.Topic, a.err, a.result.ErrorCode)
@@ -399,7 +399,7 @@ func TestProposalsPipelineBeforeCommit(t *testing.T) {
 	checkAnsweredAfterApply(t, images, creates)
 	want := l.Image()
 	for _, c := range nodes {
-		waitFor(t, func() bool { return c.Image().Offset >= want.Offset })
+		waitFor(t, "the node's image at the leader's offset", func() bool { return c.Image().Offset >= want.Offset })
 		for _, cr := range creates {
 			if tp := c.Image().Topics[cr.result.Topic]; tp == nil || tp.ID != protocol.UUID(cr.result.TopicID) {
 				t.Fatalf("node %d: topic %s missing or different", c.cfg.NodeID, cr.result.Topic)
@@ -422,7 +422,7 @@ func TestLeaderLossFailsEveryPendingWrite(t *testing.T) {
 	for i := range n {
 		go func() { answers <- createTopicAt(ctxT(t), l, fmt.Sprintf("lost-%d", i), 1, nil) }()
 	}
-	waitFor(t, func() bool { return l.inflightCount.Load() == n })
+	waitFor(t, "every creation in flight", func() bool { return l.inflightCount.Load() == n })
 	// A second creation of a pending topic writes nothing: its
 	// TOPIC_ALREADY_EXISTS rests on the pending entry.
 	decided := make(chan struct{})
@@ -457,7 +457,7 @@ func TestLeaderLossFailsEveryPendingWrite(t *testing.T) {
 	}
 	net.setDown(l.raftID, false)
 	want := nl.Image()
-	waitFor(t, func() bool { return l.Image().Offset >= want.Offset })
+	waitFor(t, "the old leader's image at the new leader's offset", func() bool { return l.Image().Offset >= want.Offset })
 	if l.Image().Offset == want.Offset && imageBytes(l.Image()) != imageBytes(want) {
 		t.Fatal("old leader's image differs from the new leader's")
 	}

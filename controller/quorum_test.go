@@ -234,7 +234,7 @@ func startThreeNodes(t *testing.T, mutate ...func(*Config)) (*memNet, []*Control
 func waitForLeader(t *testing.T, net *memNet, nodes []*Controller) *Controller {
 	t.Helper()
 	var found *Controller
-	waitFor(t, func() bool {
+	waitFor(t, "a leader among the nodes that are up", func() bool {
 		for _, c := range nodes {
 			net.mu.Lock()
 			down := net.down[c.raftID]
@@ -261,7 +261,7 @@ func TestThreeNodeQuorum(t *testing.T) {
 	}
 	// Followers apply the same log and refuse admin requests.
 	for _, c := range nodes {
-		waitFor(t, func() bool { return c.Image().Topics["replicated"] != nil })
+		waitFor(t, "topic replicated on every node", func() bool { return c.Image().Topics["replicated"] != nil })
 		if c != l {
 			if r := createTopic(t, c, "x", 1, 1); r.ErrorCode != kerr.NotController.Code {
 				t.Fatalf("follower create: %+v", r)
@@ -289,9 +289,9 @@ func TestThreeNodeQuorum(t *testing.T) {
 		t.Fatalf("create after failover: %+v", r)
 	}
 	// The old leader, cut off, steps down (check quorum) and refuses writes.
-	waitFor(t, func() bool { qs := old.quorum.Load(); return qs != nil && !qs.isLeader })
+	waitFor(t, "the old leader to step down", func() bool { qs := old.quorum.Load(); return qs != nil && !qs.isLeader })
 	net.setDown(old.raftID, false)
-	waitFor(t, func() bool { return old.Image().Topics["after-failover"] != nil })
+	waitFor(t, "topic after-failover on the old leader", func() bool { return old.Image().Topics["after-failover"] != nil })
 }
 
 // TestLaggingFollowerCatchesUpFromSnapshot: a follower that misses more
@@ -319,7 +319,7 @@ func TestLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 	}
 	net.setDown(lagging.raftID, false)
 	want := l.Image()
-	waitFor(t, func() bool { return lagging.Image().Offset >= want.Offset })
+	waitFor(t, "the lagging follower at the leader's offset", func() bool { return lagging.Image().Offset >= want.Offset })
 	if imageBytes(lagging.Image()) != imageBytes(want) && lagging.Image().Offset == want.Offset {
 		t.Fatal("follower image differs from the leader's after catching up")
 	}

@@ -148,7 +148,7 @@ func TestFormatBootstrapsScramCredentials(t *testing.T) {
 		t.Fatalf("read back %+v, %v", info.ScramCredentials, err)
 	}
 	c := startTest(t, fsys)
-	waitFor(t, func() bool {
+	waitFor(t, "admin's SCRAM-SHA-512 credential in the image", func() bool {
 		_, ok := c.Image().ScramCredential(sasl.ScramSHA512, "admin")
 		return ok
 	})

@@ -299,6 +299,8 @@ func TestGroupStaticMemberRestartKeepsAssignment(t *testing.T) {
 			return nil
 		})
 		// Give a rebalance, if one was (wrongly) started, time to show.
+		// That none comes is what is tested, so this is a sleep: there is
+		// no condition to wait for.
 		time.Sleep(2 * time.Second)
 		nowA, nowEventsA := a.own.snapshot()
 		if !slices.Equal(nowA, ownedA) || nowEventsA != eventsA {

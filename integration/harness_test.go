@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 func TestRunTimeoutKillsProcessGroup(t *testing.T) {
@@ -59,7 +61,17 @@ func TestProcStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The shell prints "started" after setting its trap: from then on a
+	// SIGTERM is ignored and only the SIGKILL that follows stops it.
+	await.Until(t, 5*time.Second, "the shell to print \"started\"", func() error {
+		if exited, _ := p.Exited(); exited {
+			return fmt.Errorf("exited early; log %q", p.LogTail(5))
+		}
+		if !strings.Contains(p.LogTail(5), "started") {
+			return fmt.Errorf("log tail %q", p.LogTail(5))
+		}
+		return nil
+	})
 	if exited, _ := p.Exited(); exited {
 		t.Fatal("exited early")
 	}
@@ -97,11 +109,15 @@ type fakeTarget struct {
 	startErr error
 	starts   int
 	alive    bool
+	tried    chan struct{} // if set, closed by the first Start
 }
 
 func (f *fakeTarget) Name() string { return "fake" }
 func (f *fakeTarget) Start(context.Context) error {
 	f.starts++
+	if f.starts == 1 && f.tried != nil {
+		close(f.tried)
+	}
 	if f.startErr != nil {
 		return f.startErr
 	}
@@ -186,8 +202,21 @@ func TestRunnerSpareTakesSharedScenariosFromTheEnd(t *testing.T) {
 			ranOn[name] = append(ranOn[name], e.Target)
 			mu.Unlock()
 			if name == "s0" {
-				<-ownDone // the first lane is busy until the own lane is free
-				time.Sleep(100 * time.Millisecond)
+				// The first lane is busy until the own lane is free and
+				// the spare has taken a scenario from the end (s4 started
+				// there). If it never does, s0 gives up after a while and
+				// the checks below say where s4 ran.
+				<-ownDone
+				deadline := time.Now().Add(10 * time.Second)
+				for time.Now().Before(deadline) {
+					mu.Lock()
+					s4 := len(ranOn["s4"])
+					mu.Unlock()
+					if s4 > 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
 			}
 			return nil
 		}
@@ -223,7 +252,7 @@ func TestRunnerSpareTakesSharedScenariosFromTheEnd(t *testing.T) {
 // A spare that does not start leaves every shared scenario to the shared
 // target, none failed for it.
 func TestRunnerSpareThatDoesNotStart(t *testing.T) {
-	main, spare := &fakeTarget{}, &fakeTarget{startErr: errors.New("no ports")}
+	main, spare := &fakeTarget{}, &fakeTarget{startErr: errors.New("no ports"), tried: make(chan struct{})}
 	r := &Runner{Target: main, WorkDir: t.TempDir(), Log: quietLog(), Spare: func() (Target, error) { return spare, nil }}
 	scenarios := []Scenario{{Name: "own", OwnNodes: true, Run: func(context.Context, *Env) error { return nil }}}
 	for i := range 4 {
@@ -231,7 +260,16 @@ func TestRunnerSpareThatDoesNotStart(t *testing.T) {
 			if e.Target != main {
 				return errors.New("ran on the spare")
 			}
-			time.Sleep(20 * time.Millisecond)
+			if i == 0 {
+				// The shared target stays busy with the first scenario
+				// until the spare has failed to start, so that the rest
+				// are still queued when the spare lane would take them.
+				select {
+				case <-spare.tried:
+				case <-time.After(10 * time.Second):
+					return errors.New("the spare was never started")
+				}
+			}
 			return nil
 		}})
 	}

@@ -891,7 +891,9 @@ func cliGetOffsets(ctx context.Context, e *Env) error {
 		return err
 	}
 	// The JVM start-up of the next producer puts a clear gap between the
-	// first two records' timestamps and the third's.
+	// first two records' timestamps and the third's. The sleeps are the
+	// subject: they put the timestamp between into that gap, with room
+	// for the clocks' granularity, and no state says when that is.
 	time.Sleep(1500 * time.Millisecond)
 	between := time.Now().UnixMilli()
 	time.Sleep(100 * time.Millisecond)

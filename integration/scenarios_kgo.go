@@ -175,8 +175,12 @@ func runKgoSuite(ctx context.Context, e *Env) error {
 	// restarts it), which is what whoever debugs the hang needs.
 	if counts["run"] > 0 && e.Target.Name() == "gregor" && e.Target.Alive() == nil {
 		if pid := e.Target.Pid(); pid > 0 && syscall.Kill(pid, syscall.SIGQUIT) == nil {
-			time.Sleep(2 * time.Second)
-			e.Log.Warn("kgo tests hung; sent SIGQUIT to gregor for a goroutine dump in its broker.log", "pid", pid)
+			// The dump is whole once the process has exited.
+			deadline := time.Now().Add(10 * time.Second)
+			for e.Target.Alive() == nil && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			e.Log.Warn("kgo tests hung; sent SIGQUIT to gregor for a goroutine dump in its broker.log", "pid", pid, "exited", e.Target.Alive() != nil)
 		}
 	}
 	e.Notef("%d tests: %d pass, %d fail, %d skip, %d unfinished; allowlist %d", len(outcomes), counts["pass"], counts["fail"], counts["skip"], counts["run"], len(allow))

@@ -234,9 +234,49 @@ func setClientIDQuota(ctx context.Context, e *Env, clientID, key string, value f
 			return fmt.Errorf("AlterClientQuotas: error %d %v", r.ErrorCode, r.ErrorMessage)
 		}
 	}
-	// Brokers apply the quota once their metadata has it.
-	time.Sleep(2 * time.Second)
+	// Brokers apply the quota once their metadata has it: wait until
+	// every broker describes it so (DescribeClientQuotas answers from the
+	// broker's own metadata).
+	for _, b := range e.Target.Topology().Brokers {
+		if err := awaitClientIDQuota(ctx, cl.Broker(b.ID), clientID, key, value); err != nil {
+			return fmt.Errorf("broker %d (%s): %w", b.ID, b.Addr, err)
+		}
+	}
 	return nil
+}
+
+// awaitClientIDQuota asks b for the quotas of clientID until key is value
+// (absent for 0), for up to 30 s.
+func awaitClientIDQuota(ctx context.Context, b *kgo.Broker, clientID, key string, value float64) error {
+	req := kmsg.NewPtrDescribeClientQuotasRequest()
+	req.Strict = true
+	req.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "client-id", MatchType: kmsg.QuotasMatchTypeExact, Match: &clientID}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var seen string
+		resp, err := b.Request(ctx, req)
+		if err == nil {
+			r := resp.(*kmsg.DescribeClientQuotasResponse)
+			got := 0.0
+			for _, en := range r.Entries {
+				for _, v := range en.Values {
+					if v.Key == key {
+						got = v.Value
+					}
+				}
+			}
+			if r.ErrorCode == 0 && got == value {
+				return nil
+			}
+			seen = fmt.Sprintf("error %d, %s=%v", r.ErrorCode, key, got)
+		} else {
+			seen = err.Error()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s=%v for client-id %s not described within 30 s; last: %s", key, value, clientID, seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // rateMeter counts bytes over time.

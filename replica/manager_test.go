@@ -414,7 +414,7 @@ func TestAppendWait(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for f.m.produceWaits.Watched() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the append still waits after its deadline")
+			t.Fatalf("the append still waits after its deadline: %d watched", f.m.produceWaits.Watched())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -1,11 +1,14 @@
 package replica
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // testOp completes once ready says so, failing when failed says so; it
@@ -227,7 +230,13 @@ func TestPurgatoryLeavesNoGoroutines(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines while 100 operations wait, %d before", n, before)
 	}
-	time.Sleep(30 * time.Millisecond)
+	// The half with the 10 ms timeout expire before the rest complete.
+	await.Until(t, 5*time.Second, "the 50 operations with a 10 ms timeout to expire", func() error {
+		if n := p.Watched(); n != 50 {
+			return fmt.Errorf("%d operations watched", n)
+		}
+		return nil
+	})
 	ready.Store(true)
 	for k := range 5 {
 		p.CheckAndComplete(k)

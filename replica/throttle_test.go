@@ -94,6 +94,8 @@ func throttledCatchUp(t *testing.T, cfg config.Topic, throttled int32, throttle 
 	c.setCut(2, false)
 	waitUntil(t, "node 2's first fetch", func() bool { return c.log(2).LogEndOffset() > 0 })
 	first := c.log(2).LogEndOffset()
+	// That node 2 gets no further within a while is the test: a sleep (a
+	// window), not a wait.
 	time.Sleep(300 * time.Millisecond)
 	if got := c.log(2).LogEndOffset(); got != first || got == 40 {
 		t.Fatalf("node 2 at %d after its first fetch reached %d: the throttle let more through", got, first)

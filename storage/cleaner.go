@@ -78,7 +78,10 @@ type cleanerState struct {
 	wake chan struct{}
 	// rounds counts finished cleaning rounds (tests wait on it).
 	rounds int64
-	cond   *sync.Cond
+	// idle counts the times a thread found nothing to clean and went to
+	// sleep (tests wait on it).
+	idle int64
+	cond *sync.Cond
 }
 
 func newCleanerState(opts CleanerOptions) *cleanerState {
@@ -175,6 +178,9 @@ func (m *Manager) runCleaner(ctx context.Context, id int) {
 		}
 		wake := m.cleaner.wakeChan()
 		if !m.cleanFilthiest(cl, id) {
+			m.cleaner.mu.Lock()
+			m.cleaner.idle++
+			m.cleaner.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregorbroker/gregor/config"
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -725,7 +726,14 @@ func TestCleanerOptionsChangeAtRunTime(t *testing.T) {
 	go func() { m.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	// The one thread finds nothing and sleeps for an hour.
-	time.Sleep(50 * time.Millisecond)
+	await.Until(t, 5*time.Second, "the cleaner thread to find nothing and sleep", func() error {
+		m.cleaner.mu.Lock()
+		defer m.cleaner.mu.Unlock()
+		if m.cleaner.idle == 0 {
+			return fmt.Errorf("idle %d times, %d rounds", m.cleaner.idle, m.cleaner.rounds)
+		}
+		return nil
+	})
 	cfg := compactConfig()
 	l, err := m.GetOrCreate(TopicPartition{"c", 0}, [16]byte{1}, cfg)
 	if err != nil {

@@ -314,7 +314,7 @@ func TestMoveLogFailedCopyIsAbandoned(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the failed move did not end")
+			t.Fatalf("the failed move did not end: %d moves under way", moving)
 		}
 		time.Sleep(time.Millisecond)
 	}

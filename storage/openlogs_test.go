@@ -101,7 +101,9 @@ func TestDeleteWaitsForTheOpen(t *testing.T) {
 	<-entered
 	deleted := make(chan error)
 	go func() { deleted <- m.Delete(TopicPartition{"t", 0}) }()
-	time.Sleep(20 * time.Millisecond) // a Delete that did not wait has returned by now
+	// A Delete that did not wait has returned by now: that it has not is
+	// the test, so this is a sleep (a window), not a wait.
+	time.Sleep(20 * time.Millisecond)
 	select {
 	case err := <-deleted:
 		t.Fatalf("Delete returned (%v) while the log was being opened", err)

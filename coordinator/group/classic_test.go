@@ -433,14 +433,15 @@ func TestClassicGroupMaxSize(t *testing.T) {
 func (h *harness) waitMembers(group string, n int) {
 	h.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
+	var d *kmsg.DescribeGroupsResponse
 	for time.Now().Before(deadline) {
-		d := h.c.DescribeGroups(context.Background(), &kmsg.DescribeGroupsRequest{Groups: []string{group}})
+		d = h.c.DescribeGroups(context.Background(), &kmsg.DescribeGroupsRequest{Groups: []string{group}})
 		if len(d.Groups[0].Members) == n {
 			return
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h.t.Fatalf("group %s never reached %d members", group, n)
+	h.t.Fatalf("group %s never reached %d members: %s with %d", group, n, d.Groups[0].State, len(d.Groups[0].Members))
 }
 
 // With group.initial.rebalance.delay.ms=0 the members that join an empty

@@ -23,6 +23,7 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -529,7 +530,15 @@ func TestGroupCoordinatorFollowsLeadership(t *testing.T) {
 	j2 := c.JoinGroup(context.Background(), client, join(""))
 	parked := make(chan *kmsg.JoinGroupResponse, 1)
 	go func() { parked <- c.JoinGroup(context.Background(), client, join(j2.MemberID)) }()
-	time.Sleep(50 * time.Millisecond) // the rebalance waits for the first member
+	// The second member's join is parked: the rebalance it started waits
+	// for the first member.
+	await.Until(t, 5*time.Second, "the second member's join parked in a rebalance", func() error {
+		d := c.DescribeGroups(context.Background(), &kmsg.DescribeGroupsRequest{Groups: []string{"follow"}}).Groups[0]
+		if d.State != "PreparingRebalance" || len(d.Members) != 2 {
+			return fmt.Errorf("group %s with %d members (error %v)", d.State, len(d.Members), kerr.ErrorForCode(d.ErrorCode))
+		}
+		return nil
+	})
 
 	n.setOffsets(led(2, 4, []int32{1, 2}, []int32{2}))
 	select {

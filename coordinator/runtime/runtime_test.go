@@ -297,7 +297,7 @@ func TestEnsureTopicCreatesOnce(t *testing.T) {
 	deadline = time.Now().Add(5 * time.Second)
 	for calls.Load() != 2 {
 		if time.Now().After(deadline) {
-			t.Fatal("no retry")
+			t.Fatalf("no retry of the failed creation: %d creations, want 2", calls.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,16 +31,36 @@ func faultNode(t *testing.T, ndirs int, overrides ...string) (n *node.Node, dirs
 		dirs = append(dirs, filepath.Join(root, fmt.Sprintf("d%d", i)))
 	}
 	faults := filepath.Join(root, "faults")
+	// The node reads the file every 50 ms and logs each change it reads
+	// (cmd/gregor/testfaults.go); a missing file reads as no faults.
+	const faultsSet = "TEST HOOK: storage faults set"
+	written := ""
 	setFaults = func(lines ...string) {
 		t.Helper()
+		data := strings.Join(lines, "\n")
+		before := strings.Count(n.Output(), faultsSet)
 		tmp := faults + ".tmp"
-		if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, faults); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // the node polls every 50 ms
+		if data == written {
+			return // no change for the node to read
+		}
+		written = data
+		await.Until(t, 10*time.Second, fmt.Sprintf("the node to read the fault file %q", data), func() error {
+			select {
+			case <-n.Exited():
+				return nil // it reads the file when it starts again
+			default:
+			}
+			if c := strings.Count(n.Output(), faultsSet); c <= before {
+				return fmt.Errorf("%d %q lines in its output, as before the write", c, faultsSet)
+			}
+			return nil
+		})
 	}
 	n = node.StartEnv(t, []string{"GREGOR_TEST_FAULTS_FILE=" + faults},
 		append([]string{"log.dirs=" + strings.Join(dirs, ",")}, overrides...)...)

@@ -114,7 +114,7 @@ func TestKillDuringCleaningKeepsEveryLatestValue(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond) // the random kill point, not a wait
 		cl.Close()
 		n.Kill()
 		if debris(t, dir, ".cleaned", ".swap") > 0 {
@@ -208,6 +208,8 @@ func TestKillDuringRetentionKeepsWhatThePolicyKeeps(t *testing.T) {
 			value := fmt.Appendf(bytes.Repeat([]byte{'r'}, 100_000), "-%d", len(got))
 			produceAcked(ctx, t, cl, got, []*kgo.Record{{Value: value}})
 		}
+		// A kill at a random moment of the deletions (the point of the
+		// test), not a wait for anything.
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 		cl.Close()
 		n.Kill()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -96,6 +97,20 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 				}
 			}(w)
 		}
+		// The round's producers are through to the broker (an ack)
+		// before the kill; when in the stream it comes, 300 ms later in
+		// each round, is the test's point, so that part is a sleep.
+		mu.Lock()
+		before := len(acked)
+		mu.Unlock()
+		await.Until(t, 30*time.Second, fmt.Sprintf("an acknowledgement in round %d", round), func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(acked) == before {
+				return fmt.Errorf("%d records acknowledged, as before the round", before)
+			}
+			return nil
+		})
 		time.Sleep(time.Duration(300+round*200) * time.Millisecond)
 		n.Kill()
 		cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // sessionTimeout is broker.session.timeout.ms in these tests, shorter than
@@ -119,7 +120,18 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// The stream is running before the kill: a creation went through.
+	createdSince := func(n int) func() error {
+		return func() error {
+			createdMu.Lock()
+			defer createdMu.Unlock()
+			if len(created) <= n {
+				return fmt.Errorf("%d creations succeeded, want more than %d", len(created), n)
+			}
+			return nil
+		}
+	}
+	await.Until(t, 30*time.Second, "a topic creation through the survivors before the kill", createdSince(0))
 	victim.Kill()
 	killed := time.Now()
 	var now int32
@@ -151,7 +163,10 @@ func TestQuorumOfThreeServesAndFailsOver(t *testing.T) {
 		return len(l) == 6 && offline > 0 && offline == count(placed, old)
 	})
 	t.Logf("node %d's partitions offline %s after the kill", old, time.Since(killed).Round(time.Millisecond))
-	time.Sleep(time.Second)
+	createdMu.Lock()
+	sofar := len(created)
+	createdMu.Unlock()
+	await.Until(t, 30*time.Second, "a topic creation through the new active controller", createdSince(sofar))
 	close(stop)
 	wg.Wait()
 	createdMu.Lock()
@@ -427,7 +442,8 @@ func TestSplitRolesLabLayout(t *testing.T) {
 		t.Fatalf("creating a topic after the failover: %v %v", err, res.Err)
 	}
 	// Past a session timeout the brokers are still there: they heartbeat
-	// to the new active controller.
+	// to the new active controller. Letting the session timeout pass is
+	// the point (nothing may fence them within it), so this is a sleep.
 	time.Sleep(sessionTimeout + time.Second)
 	waitUnfenced(ctx, t, brokers)
 
@@ -592,14 +608,31 @@ func TestKillEveryNodeInTurn(t *testing.T) {
 			time.Sleep(30 * time.Millisecond)
 		}
 	}()
-	for _, n := range nodes {
-		time.Sleep(time.Second)
+	// Each kill, each outage and the end wait for a creation to go
+	// through in that state, so that the stream really runs across each.
+	creations := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(created)
+	}
+	createdAfter := func(what string) {
+		t.Helper()
+		n := creations()
+		await.Until(t, 60*time.Second, "a topic creation "+what, func() error {
+			if c := creations(); c <= n {
+				return fmt.Errorf("%d creations succeeded, as before", c)
+			}
+			return nil
+		})
+	}
+	for i, n := range nodes {
+		createdAfter("with every node up")
 		n.Kill()
-		time.Sleep(time.Second)
+		createdAfter(fmt.Sprintf("with node %d killed", i+1))
 		n.Restart()
 		waitUnfenced(ctx, t, nodes)
 	}
-	time.Sleep(time.Second)
+	createdAfter("after the last restart")
 	close(stop)
 	wg.Wait()
 

@@ -77,6 +77,8 @@ func TestCombinedClusterOverSASL(t *testing.T) {
 	start := time.Now()
 	produceConsumeRF3Topic(t, node.Addrs(nodes), "over-sasl")
 	// Replication carries on across the renewals of the nodes' sessions.
+	// The sessions are four seconds long: letting nine pass, so that each
+	// is renewed twice, is the test's subject, not a wait for a state.
 	if waited := 9*time.Second - time.Since(start); waited > 0 {
 		time.Sleep(waited)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // txnOutcome is what a producer knows of one of its transactions.
@@ -200,7 +202,30 @@ func TestKillMidTransactions(t *testing.T) {
 			runProducer(runCtx, cl, fmt.Sprintf("p%d", i), topic, partitions, l)
 		}(i)
 	}
-	time.Sleep(3 * time.Second)
+	// The kill comes once every producer has ended (committed or aborted)
+	// 100 transactions, about what three seconds of this workload ran
+	// here: a log of some length behind the open ones, and each producer
+	// running, in its next transaction. Every fourth one aborts.
+	const ended = 100
+	await.Until(t, time.Minute, fmt.Sprintf("%d committed or aborted transactions from every producer", ended), func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		counts := map[string]map[txnOutcome]int{}
+		for id, r := range l.txns {
+			name, _, _ := strings.Cut(id, "/")
+			if counts[name] == nil {
+				counts[name] = map[txnOutcome]int{}
+			}
+			counts[name][r.outcome]++
+		}
+		for i := 0; i < producers; i++ {
+			c := counts[fmt.Sprintf("p%d", i)]
+			if c[txnCommitted]+c[txnAborted] < ended {
+				return fmt.Errorf("producer p%d: %d committed, %d aborted", i, c[txnCommitted], c[txnAborted])
+			}
+		}
+		return nil
+	})
 	n.Kill()
 	stop()
 	for _, cl := range clients {

@@ -44,12 +44,14 @@ func TestLateEndTxnRetryAfterCoordinatorRestart(t *testing.T) {
 	txnID := id
 	do := func(req kmsg.Request) kmsg.Response {
 		t.Helper()
+		var last error // the retriable answer retried, if any
 		for {
 			resp, err := cl.Request(ctx, req)
 			if err != nil {
-				t.Fatalf("%T: %v", req, err)
+				t.Fatalf("%T: %v (retrying after %v)", req, err, last)
 			}
-			// Retry while the coordinator loads.
+			// Retry while the coordinator loads, until ctx ends.
+			last = kerr.ErrorForCode(responseCode(resp))
 			switch responseCode(resp) {
 			case kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.ConcurrentTransactions.Code:
 			default:
