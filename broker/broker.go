@@ -77,6 +77,11 @@ type Options struct {
 	MaxIncrementalFetchSessions   int
 	// HeartbeatInterval is broker.heartbeat.interval.ms.
 	HeartbeatInterval time.Duration
+	// FencedBrokerLinger is how long Metadata keeps listing a broker
+	// after this node saw it fenced (departedbrokers.go): cmd/gregor sets
+	// broker.session.timeout.ms, the time for which Kafka lists a dead
+	// broker. Zero means Kafka's default (9 s), negative turns it off.
+	FencedBrokerLinger time.Duration
 	// Groups configures the group coordinator; nil means Kafka's defaults
 	// with the offsets topic settings above.
 	Groups *group.Config
@@ -167,12 +172,20 @@ type Broker struct {
 	// tokens are the delegation tokens' SCRAM credentials
 	// (delegationtokens.go).
 	tokens *tokenCredentials
+	// departed are the brokers Metadata still lists for a while after
+	// they were fenced (departedbrokers.go); stopDeparted ends their
+	// following of the image.
+	departed     *departedBrokers
+	stopDeparted func()
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
 	// wantShutdown is set once Shutdown asks for a controlled shutdown:
 	// every heartbeat from then on says so.
 	wantShutdown atomic.Bool
+	// stopping is set when Shutdown begins: FindCoordinator then no longer
+	// names this broker.
+	stopping atomic.Bool
 	// autoCreating holds the topics whose auto-creation (Metadata) is in
 	// flight, so that a burst of requests asks the controller once.
 	autoCreateMu sync.Mutex
@@ -208,6 +221,7 @@ func New(opts Options) *Broker {
 		replicas:     opts.Replicas,
 		now:          opts.Now,
 		autoCreating: map[string]bool{},
+		departed:     newDepartedBrokers(opts.FencedBrokerLinger, opts.Now),
 	}
 	if opts.Authorizer != nil {
 		b.authz = newAuthorizer(*opts.Authorizer, opts.Logger.With("component", "authorizer"))
@@ -281,6 +295,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.register(ctx); err != nil {
 		return err
 	}
+	// Metadata lists a broker fenced from here on for a while
+	// (departedbrokers.go); clients are served after this.
+	b.stopDeparted = b.meta.Subscribe(func(_, next *controller.Image) { b.departed.observe(next) })
 	// Quotas apply from the registration on (clients are served after
 	// it; a combined node's controller listener meanwhile answers only
 	// the cluster's own start-up).
@@ -308,6 +325,7 @@ func (b *Broker) Start(ctx context.Context) error {
 // work. The caller closes the log manager and controller afterwards.
 func (b *Broker) Shutdown() {
 	b.stopOnce.Do(func() {
+		b.stopping.Store(true)
 		if b.opts.ControlledShutdown && b.brokerEpoch > 0 {
 			b.controlledShutdown()
 		}
@@ -334,6 +352,9 @@ func (b *Broker) Shutdown() {
 		b.bg.Wait()
 		if b.stopACLs != nil {
 			b.stopACLs()
+		}
+		if b.stopDeparted != nil {
+			b.stopDeparted()
 		}
 		// The fetchers stop before the connections they use.
 		if b.replicas != nil {

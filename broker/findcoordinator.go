@@ -15,11 +15,24 @@ package broker
 // issue: share keys (type 2) get INVALID_REQUEST, Kafka's answer when it
 // runs without a share coordinator.
 //
+// Deliberate deviation: Kafka names the partition's leader from its image
+// whatever that broker's state. Gregor fences a killed broker within a
+// second (controller/liveness.go), and brokers whose Metadata no longer
+// lists a fenced broker must not be contradicted by a FindCoordinator
+// answer that names it (kgo then fails a transactional producer with
+// "unknown broker"). So the answer is COORDINATOR_NOT_AVAILABLE, which
+// clients retry, until the partition has a leader that can serve: one in
+// the ISR, unfenced, not in controlled shutdown, and not this broker once
+// it is shutting down. A broker whose image lags can still name a broker
+// just fenced; Metadata keeps listing such a broker for a while
+// (metadata.go, departedbrokers.go) so that the client can resolve it.
+//
 // Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
 // the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
 
 import (
 	"context"
+	"slices"
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
@@ -90,34 +103,50 @@ func (b *Broker) findCoordinator(r *request, img *controller.Image, keyType int8
 	case keyType == coordinatorTransaction && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
 		return noCoordinator(key, kerr.TransactionalIDAuthorizationFailed.Code)
 	case keyType == coordinatorGroup && b.groups != nil:
-		return coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
+		return b.coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
 	case keyType == coordinatorTransaction && b.txns != nil:
 		if key == "" {
 			// Kafka: an empty transactional id has no coordinator.
 			return noCoordinator(key, kerr.InvalidRequest.Code)
 		}
-		return coordinatorOn(img, listenerName, b.txns.runtime, b.txns.coord.PartitionFor(key), key)
+		return b.coordinatorOn(img, listenerName, b.txns.runtime, b.txns.coord.PartitionFor(key), key)
 	}
 	return noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
 }
 
+// coordinatorTopic is the internal topic a coordinator lives in:
+// *runtime.Runtime, or a test's stand-in.
+type coordinatorTopic interface {
+	Topic() runtime.TopicSpec
+	EnsureTopic()
+}
+
 // coordinatorOn answers where key's coordinator is: the leader of its
-// partition of the runtime's topic, on the listener the request came in
-// on. The topic is created on first use; until it has a leader the answer
-// is COORDINATOR_NOT_AVAILABLE.
-func coordinatorOn(img *controller.Image, listenerName string, rt *runtime.Runtime, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
+// partition of the coordinator's topic, on the listener the request came
+// in on. The topic is created on first use. The answer is
+// COORDINATOR_NOT_AVAILABLE while the partition has no leader that can
+// serve: none yet, one that is not in the ISR, one fenced or in controlled
+// shutdown, or this very broker once it is shutting down (the client asks
+// again and finds the next leader).
+func (b *Broker) coordinatorOn(img *controller.Image, listenerName string, ct coordinatorTopic, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
 	none := noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
-	t := img.Topics[rt.Topic().Name]
+	t := img.Topics[ct.Topic().Name]
 	if t == nil {
-		rt.EnsureTopic()
+		ct.EnsureTopic()
 		return none
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return none
 	}
-	leader := t.Partitions[partition].Leader
+	p := t.Partitions[partition]
+	leader := p.Leader
 	br := img.Brokers[leader]
-	if leader < 0 || br == nil || br.Fenced {
+	switch {
+	case leader < 0 || br == nil || br.Fenced || br.InControlledShutdown:
+		return none
+	case !slices.Contains(p.ISR, leader):
+		return none
+	case leader == b.opts.NodeID && b.stopping.Load():
 		return none
 	}
 	ep, ok := endpointFor(br, listenerName)

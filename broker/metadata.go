@@ -4,7 +4,21 @@ package broker
 //
 // Answers from the metadata image, read once per request. Brokers are the
 // unfenced registered brokers with an endpoint on the listener the request
-// came in on. ControllerId is this broker's own id: in KRaft, admin
+// came in on, and, as a deliberate deviation, those this broker saw fenced
+// (or unregistered) less than broker.session.timeout.ms ago
+// (departedbrokers.go). Kafka fences a dead broker only once its session
+// lapses and lists it until then; Gregor fences it within a second
+// (controller/liveness.go), so a broker whose image lags can name it in
+// FindCoordinator after the caught-up brokers have dropped it, and a client
+// that resolves coordinators by node id through Metadata (kgo) would find
+// no such broker and fail the request for good ("unknown broker", fatal to
+// a transactional producer). Listed for the session timeout, the broker
+// stays resolvable as long as Kafka would have kept it listed; no partition
+// leader names it, so clients only fail to dial it and retry. A broker
+// that started after the fencing does not list the fenced broker (it did
+// not see the change happen). DescribeCluster is unchanged: it reports the
+// image's brokers as they are (fenced ones only when asked, flagged so).
+// ControllerId is this broker's own id: in KRaft, admin
 // requests sent to a broker are forwarded to the active controller, and
 // this broker is certainly alive (DESIGN.md §10: a dead or -1 controller id
 // hangs admin clients). Topic IDs are real from v10; an unknown ID (v12+)
@@ -35,6 +49,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -275,18 +290,21 @@ func (b *Broker) createInternalTopic(ctx context.Context, t kmsg.CreateTopicsReq
 	return nil
 }
 
-// metadataBrokers lists unfenced brokers with an endpoint on listenerName.
+// metadataBrokers lists the unfenced brokers with an endpoint on
+// listenerName, and those this broker saw leave within the linger window
+// (departedbrokers.go), in id order.
 func (b *Broker) metadataBrokers(img *controller.Image, listenerName string) []kmsg.MetadataResponseBroker {
-	ids := make([]int32, 0, len(img.Brokers))
+	b.departed.observe(img)
+	regs := b.departed.lingering(img)
 	for id, br := range img.Brokers {
-		if !br.Fenced {
-			ids = append(ids, id)
+		if listed(br) {
+			regs[id] = br
 		}
 	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(regs))
 	var out []kmsg.MetadataResponseBroker
 	for _, id := range ids {
-		br := img.Brokers[id]
+		br := regs[id]
 		ep, ok := endpointFor(br, listenerName)
 		if !ok {
 			continue

@@ -1,12 +1,16 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -31,35 +35,26 @@ func TestCoordinatorsMoveWithTheirPartitions(t *testing.T) {
 	const topic, group, txnID = "coordinated", "moving-group", "moving-txn"
 	createReplicated(ctx, t, adm, topic, 3)
 
-	// A group with committed offsets, and a transactional producer.
-	pcl := node.NewClient(t, addrs, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic))
+	// A group with committed offsets, and a transactional producer (whose
+	// log is kept with the nodes' output when the test fails).
+	var clientLog syncLog
+	keepLogsOnFailure(t, nodes, map[string]*syncLog{"producer": &clientLog})
+	pcl := node.NewClient(t, addrs, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
+		kgo.WithLogger(kgo.BasicLogger(&clientLog, kgo.LogLevelInfo, nil)))
+	// Any error fails the test: kgo surfaces each of these to the
+	// application, so a broker must not cause one (a coordinator named by
+	// a broker whose image lags must stay resolvable through every
+	// broker's Metadata; see FINDINGS.md).
 	commitTxn := func(i int) {
 		t.Helper()
-		// kgo fails a transaction's records with its own "unknown broker"
-		// when a coordinator it was just told of is missing from its next
-		// Metadata (a broker that has not yet seen the dead node fenced
-		// answered FindCoordinator; see FINDINGS.md): that one error is
-		// retried as an application would, by aborting and sending again,
-		// at most twice. Every committed value is still checked below.
-		for attempt := 0; ; attempt++ {
-			if err := pcl.BeginTransaction(); err != nil {
-				t.Fatal(err)
-			}
-			err := pcl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("txn-%d", i))}).FirstErr()
-			if err != nil && attempt < 2 && strings.Contains(err.Error(), "unknown broker") {
-				t.Logf("transaction %d: %v; aborting and sending again", i, err)
-				if err := pcl.EndTransaction(ctx, kgo.TryAbort); err != nil {
-					t.Fatalf("aborting transaction %d: %v", i, err)
-				}
-				continue
-			}
-			if err != nil {
-				t.Fatalf("transaction %d: %v", i, err)
-			}
-			if err := pcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				t.Fatalf("committing transaction %d: %v", i, err)
-			}
-			return
+		if err := pcl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pcl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("txn-%d", i))}).FirstErr(); err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		if err := pcl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("committing transaction %d: %v", i, err)
 		}
 	}
 	for i := range 5 {
@@ -143,4 +138,56 @@ func TestCoordinatorsMoveWithTheirPartitions(t *testing.T) {
 	if len(seen) != 15 {
 		t.Fatalf("read_committed saw %d of the 15 committed transactions: %v", len(seen), seen)
 	}
+}
+
+// syncLog collects a client's log lines.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// keepLogsOnFailure writes, when t fails, each node's output (since its
+// last start) and each client log into integration/.work/replication/, so
+// that an intermittent failure can be read afterwards. Registered after the
+// cluster starts, it runs before the nodes are stopped.
+func keepLogsOnFailure(t *testing.T, nodes []*node.Node, clients map[string]*syncLog) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		root, err := integration.FindRepoRoot()
+		if err != nil {
+			t.Logf("keeping the logs: %v", err)
+			return
+		}
+		dir := filepath.Join(root, "integration", ".work", "replication", fmt.Sprintf("%s-%s", t.Name(), time.Now().Format("150405.000")))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Logf("keeping the logs: %v", err)
+			return
+		}
+		write := func(name, text string) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Logf("keeping %s: %v", name, err)
+			}
+		}
+		for _, n := range nodes {
+			write(fmt.Sprintf("node-%d.log", n.ID), n.Output())
+		}
+		for name, l := range clients {
+			write(name+".log", l.String())
+		}
+		t.Logf("node and client logs kept in %s", dir)
+	})
 }
