@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -14,9 +14,16 @@ build:
 run: build
 	./bin/gregor
 
-# unit tests (with -race), the fsync teeth check, and the required
-# compatibility scenarios
-test: unit teeth required
+# unit tests (with -race) then the fsync teeth check on one side, the
+# required compatibility scenarios on the other, at the same time: the
+# scenarios mostly wait (on the JVM tools, on brokers' timers) and use
+# under one of the two cores, so side by side make test takes about as
+# long as its longer side instead of the sum. Their lines interleave.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=line checks required
+
+checks: unit
+	@$(MAKE) --no-print-directory teeth
 
 unit: allocs
 	$(GO) vet ./...
