@@ -63,15 +63,7 @@ type Summary struct {
 }
 
 // Count is the number of violations of kind k.
-func (s Summary) Count(k Kind) int {
-	n := 0
-	for _, v := range s.Violations {
-		if v.Kind == k {
-			n++
-		}
-	}
-	return n
-}
+func (s Summary) Count(k Kind) int { return countKind(s.Violations, k) }
 
 // String is the summary for a test log: one line of counts, one line of
 // violations by kind, then the first few violations of each kind.
@@ -80,25 +72,7 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "writes: %d sent, %d acked, %d failed, %d indeterminate (%d of them in the log); "+
 		"reads: %d polls, %d records (%d redelivered), final read %d records; commits: %d ok, %d failed or indeterminate; faults: %d\n",
 		s.Sends, s.Acked, s.Failed, s.Indeterminate, s.IndeterminateSeen, s.Polls, s.Polled, s.Redelivered, s.FinalRead, s.CommitsOK, s.CommitsFailed, s.Faults)
-	var counts []string
-	for _, k := range Kinds {
-		counts = append(counts, fmt.Sprintf("%s=%d", k, s.Count(k)))
-	}
-	fmt.Fprintf(&b, "violations: %d (%s)", len(s.Violations), strings.Join(counts, " "))
-	for _, k := range Kinds {
-		shown := 0
-		for _, v := range s.Violations {
-			if v.Kind != k {
-				continue
-			}
-			if shown == 5 {
-				fmt.Fprintf(&b, "\n  %s: … %d more", k, s.Count(k)-5)
-				break
-			}
-			fmt.Fprintf(&b, "\n  %s: %s", k, v.Detail)
-			shown++
-		}
-	}
+	writeViolations(&b, s.Violations, Kinds)
 	return b.String()
 }
 

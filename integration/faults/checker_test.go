@@ -50,6 +50,23 @@ func parts(ps []int32) map[int32]int64 {
 	return m
 }
 
+// wantOnly fails t unless vs has a violation of kind k, and only of k,
+// and the summary shows it.
+func wantOnly(t *testing.T, k Kind, vs []Violation, summary string) {
+	t.Helper()
+	if countKind(vs, k) == 0 {
+		t.Fatalf("no %s violation found:\n%s", k, summary)
+	}
+	for _, v := range vs {
+		if v.Kind != k {
+			t.Errorf("also found %s: %s", v.Kind, v.Detail)
+		}
+	}
+	if !strings.Contains(summary, string(k)+": ") {
+		t.Errorf("summary does not show the violation:\n%s", summary)
+	}
+}
+
 func rec(p int32, o int64, v string) Record { return Record{Partition: p, Offset: o, Value: v} }
 
 // healthy is a history that breaks nothing: two producers, one
@@ -174,17 +191,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := Check(c.build().ops)
-			if s.Count(c.kind) == 0 {
-				t.Fatalf("no %s violation found:\n%s", c.kind, s)
-			}
-			for _, v := range s.Violations {
-				if v.Kind != c.kind {
-					t.Errorf("also found %s: %s", v.Kind, v.Detail)
-				}
-			}
-			if !strings.Contains(s.String(), string(c.kind)+": ") {
-				t.Errorf("summary does not show the violation:\n%s", s)
-			}
+			wantOnly(t, c.kind, s.Violations, s.String())
 		})
 	}
 }

@@ -42,6 +42,17 @@ const (
 	FinalRead Func = "final-read"
 	// Committed is the group's committed offsets, fetched at the end.
 	Committed Func = "committed"
+	// Txn is one transaction of TxnWorkload: Value names it, Seq numbers
+	// it among its producer's, Key is "commit" or "abort" (what the
+	// producer meant to do), and the invocation's Records are its writes
+	// (Partition and Value). Its completion is OK (committed), Fail (not
+	// committed) or Info (commit outcome unknown).
+	Txn Func = "txn"
+	// TxnPoll is one poll of the read_committed reader.
+	TxnPoll Func = "txn-poll"
+	// TxnRead is the read_committed read of the transactions' topic, from
+	// its start to its end offsets, once no transaction was open.
+	TxnRead Func = "txn-read"
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
 	Fault Func = "fault"
