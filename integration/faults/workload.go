@@ -38,36 +38,43 @@ type Workload struct {
 // Run runs the clients until ctx ends, then waits for every send still
 // in flight to complete (or its delivery timeout) and closes them.
 func (w *Workload) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, w.Producers+w.Consumers)
+	var fns []func() error
+	var clients []*kgo.Client
 	for i := range w.Producers {
 		cl, err := w.producerClient()
 		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		clients = append(clients, cl)
+		fns = append(fns, func() error {
 			defer cl.Close()
 			w.produce(ctx, cl, fmt.Sprintf("producer-%d", i))
-		}()
+			return nil
+		})
 	}
 	for i := range w.Consumers {
+		fns = append(fns, func() error { return w.consume(ctx, fmt.Sprintf("consumer-%d", i)) })
+	}
+	return runAll(fns)
+}
+
+// runAll runs every fn in a goroutine of its own, waits for all of them
+// and joins their errors.
+func runAll(fns []func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.consume(ctx, fmt.Sprintf("consumer-%d", i)); err != nil {
-				errs <- err
-			}
+			errs[i] = fn()
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return errors.Join(all...)
+	return errors.Join(errs...)
 }
 
 func (w *Workload) producerClient() (*kgo.Client, error) {
