@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test unit allocs teeth required compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
+.PHONY: build run test unit allocs teeth required compat bench bench-cluster bench-replication bench-security fuzz lint soak faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -14,9 +14,9 @@ build:
 run: build
 	./bin/gregor
 
-# unit tests (with -race), the fsync teeth check, and the required
-# compatibility scenarios
-test: unit teeth required
+# unit tests (with -race), the fsync teeth check, the required
+# compatibility scenarios and a short fault campaign (needs root)
+test: unit teeth required faults-short
 
 unit: allocs
 	$(GO) vet ./...
@@ -46,13 +46,27 @@ soak:
 # the fault suite (integration/faults): a recorded workload under each
 # nemesis (kill -9 of a leader, a follower, a random node; SIGSTOP of a
 # leader; a leader cut off from the other nodes in network namespaces,
-# which needs root and installs nftables), and Apache's verifiable clients
-# under leader kills; each checks the history for lost, duplicated or
-# reordered records and offsets going back. TARGET=gregor-cluster (the
-# default) or kafka-cluster; FAULTS_DURATION=60s per test.
+# which needs root and installs nftables), Apache's verifiable clients
+# under leader kills, and the campaign: FAULTS_SCHEDULES (20) randomized
+# schedules drawn from FAULTS_SEED (random unless set; printed, so a run
+# replays), each a fresh cluster (FAULTS_LAYOUTS: combined3, combined5,
+# split3x3) under one nemesis or a process and a network one together
+# (kill -9, SIGSTOP past the session timeouts, an isolated node, a
+# majority/minority split, a bridge, one-way loss), running the queue and
+# the transactions workloads, then a table of operations, acknowledged,
+# lost, duplicated and violations per schedule and workload. The checkers
+# look for lost, duplicated or reordered records, offsets going back,
+# aborted or partial transactions read with read_committed, committed
+# ones lost. TARGET=gregor-cluster (the default) or kafka-cluster;
+# FAULTS_DURATION=60s per test or schedule. faults-short is one 20 s
+# schedule on three combined nodes, part of make test.
 faults:
 	FAULTS=1 FAULTS_TARGET=$(if $(filter gregor,$(TARGET)),gregor-cluster,$(TARGET)) \
-	  $(GO) test -race -count=1 -v -timeout 90m -run '^TestFault' ./integration/faults/
+	  $(GO) test -race -count=1 -v -timeout 150m -run '^TestFault' ./integration/faults/
+
+faults-short:
+	FAULTS=1 FAULTS_SCHEDULES=1 FAULTS_DURATION=20s FAULTS_LAYOUTS=combined3 \
+	  $(GO) test -race -count=1 -v -timeout 15m -run '^TestFaultCampaign$$' ./integration/faults/
 
 # every compatibility scenario against TARGET=gregor|kafka|external, or a
 # cluster: gregor-cluster|kafka-cluster (3 combined nodes),

@@ -211,6 +211,7 @@ var (
 // ids (which the network needs before the cluster is laid out).
 var Layouts = map[integration.ClusterLayout][]int{
 	integration.Combined3: {1, 2, 3},
+	integration.Combined5: {1, 2, 3, 4, 5},
 	integration.Split3x3:  {101, 102, 103, 1, 2, 3},
 }
 
