@@ -36,10 +36,14 @@ const (
 	// consumer given the partition after the commit started reading
 	// below it, or the final committed offsets are below it.
 	CommitRegressed Kind = "commit-regressed"
+	// GroupSkip: a consumer given a partition started reading above every
+	// offset a commit so far may have set (0 when none): the group as a
+	// whole skipped the records in between.
+	GroupSkip Kind = "group-skip"
 )
 
 // Kinds are all the kinds, in the order the summary prints them.
-var Kinds = []Kind{Lost, Duplicate, OffsetMismatch, Reorder, Unexpected, PollNonMonotonic, PollSkip, CommitRegressed}
+var Kinds = []Kind{Lost, Duplicate, OffsetMismatch, Reorder, Unexpected, PollNonMonotonic, PollSkip, CommitRegressed, GroupSkip}
 
 // Violation is one broken invariant, with what shows it.
 type Violation struct {
@@ -186,6 +190,7 @@ func Check(ops []Op) Summary {
 	checkOrder(add, order)
 	checkPolls(&s, add, ops)
 	checkCommits(add, ops)
+	checkGroupSkip(add, ops)
 	return s
 }
 
@@ -373,4 +378,44 @@ func committedString(o int64, ok bool) string {
 		return "missing"
 	}
 	return fmt.Sprint(o)
+}
+
+// checkGroupSkip holds a consumer's first read of a partition it was
+// given to start at or below the highest offset any commit invoked so far
+// may have set (an indeterminate one too), or 0 when there was none.
+func checkGroupSkip(add func(Kind, string, ...any), ops []Op) {
+	type hold struct {
+		process   string
+		partition int32
+	}
+	maybe := map[int32]int64{}
+	fresh := map[hold]bool{}
+	for _, op := range ops {
+		switch {
+		case op.F == Commit && op.Type == Invoke:
+			for p, o := range op.Offsets {
+				maybe[p] = max(maybe[p], o)
+			}
+		case op.F == Assign:
+			for p := range op.Offsets {
+				fresh[hold{op.Process, p}] = true
+			}
+		case op.F == Revoke:
+			for p := range op.Offsets {
+				delete(fresh, hold{op.Process, p})
+			}
+		case op.F == Poll && op.Type == OK:
+			for _, r := range op.Records {
+				h := hold{op.Process, r.Partition}
+				if !fresh[h] {
+					continue
+				}
+				delete(fresh, h)
+				if r.Offset > maybe[r.Partition] {
+					add(GroupSkip, "%s was given partition %d and started reading at %d, above every commit so far (%d): offsets %d-%d skipped (op %d)",
+						op.Process, r.Partition, r.Offset, maybe[r.Partition], maybe[r.Partition], r.Offset-1, op.Index)
+				}
+			}
+		}
+	}
 }

@@ -182,6 +182,29 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			b.poll("c0", rec(1, 0, "a2"))
 			return b
 		}},
+		{"a new member starts above every commit", GroupSkip, func() *builder {
+			b := &builder{}
+			b.sent("p0", 0, "a0", OK, 0, 0)
+			b.sent("p0", 1, "a1", OK, 0, 1)
+			b.sent("p0", 2, "a2", OK, 0, 2)
+			b.assign("c0", 0)
+			b.poll("c0", rec(0, 0, "a0"))
+			b.commit("c0", OK, map[int32]int64{0: 1})
+			b.revoke("c0", 0)
+			b.assign("c1", 0)
+			b.poll("c1", rec(0, 2, "a2"))
+			b.final(rec(0, 0, "a0"), rec(0, 1, "a1"), rec(0, 2, "a2"))
+			return b
+		}},
+		{"a first member starts above offset 0", GroupSkip, func() *builder {
+			b := &builder{}
+			b.sent("p0", 0, "a0", OK, 0, 0)
+			b.sent("p0", 1, "a1", OK, 0, 1)
+			b.assign("c0", 0)
+			b.poll("c0", rec(0, 1, "a1"))
+			b.final(rec(0, 0, "a0"), rec(0, 1, "a1"))
+			return b
+		}},
 		{"final committed offsets below an acknowledged commit", CommitRegressed, func() *builder {
 			b := healthy()
 			b.committed(map[int32]int64{0: 3, 1: 1})

@@ -23,6 +23,10 @@ type Workload struct {
 	Group     string
 	Producers int
 	Consumers int
+	// Churn, when set, makes each consumer leave the group after a random
+	// Churn/2 to 3*Churn/2 and join again as a new member (process
+	// "<consumer>.<session>").
+	Churn time.Duration
 	// Rate is sends a second per producer; Keys is how many keys they
 	// spread over (keys pick the partition, as in Java's partitioner).
 	Rate int
@@ -154,10 +158,27 @@ func commitOutcome(err error) Type {
 	return Info
 }
 
-// consume is one group member until ctx ends. Rebalances wait while a
+// consume is one consumer until ctx ends: one group member, or, with
+// Churn, one after another.
+func (w *Workload) consume(ctx context.Context, name string) error {
+	if w.Churn == 0 {
+		return w.member(ctx, name)
+	}
+	for session := 0; ctx.Err() == nil; session++ {
+		sctx, cancel := context.WithTimeout(ctx, w.Churn/2+rand.N(w.Churn))
+		err := w.member(sctx, fmt.Sprintf("%s.%d", name, session))
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// member is one group member until ctx ends. Rebalances wait while a
 // poll's records are being recorded and committed (BlockRebalanceOnPoll),
 // so a member commits only what it polled while it held the partitions.
-func (w *Workload) consume(ctx context.Context, process string) error {
+func (w *Workload) member(ctx context.Context, process string) error {
 	partitions := func(f Func, note string) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			if len(m[w.Topic]) == 0 {
