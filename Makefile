@@ -51,13 +51,17 @@ soak:
 # schedules drawn from FAULTS_SEED (random unless set; printed, so a run
 # replays), each a fresh cluster (FAULTS_LAYOUTS: combined3, combined5,
 # split3x3) under one nemesis or a process and a network one together
-# (kill -9, SIGSTOP past the session timeouts, an isolated node, a
-# majority/minority split, a bridge, one-way loss), running the queue and
-# the transactions workloads, then a table of operations, acknowledged,
-# lost, duplicated and violations per schedule and workload. The checkers
-# look for lost, duplicated or reordered records, offsets going back,
-# aborted or partial transactions read with read_committed, committed
-# ones lost. TARGET=gregor-cluster (the default) or kafka-cluster;
+# (kill -9, the active controller killed during a reassignment, SIGSTOP
+# past the session timeouts, an isolated node, a majority/minority split,
+# a bridge, one-way loss), running the queue (with group members
+# churning), transactions and metadata workloads, then a table of
+# operations, acknowledged, lost, duplicated and violations per schedule
+# and workload. The checkers look for lost, duplicated or reordered
+# records, offsets going back, records the group skipped, aborted or
+# partial transactions read with read_committed, committed ones lost,
+# acknowledged topics or config changes lost, brokers that disagree and
+# metadata images that do not converge to one digest.
+# TARGET=gregor-cluster (the default) or kafka-cluster;
 # FAULTS_DURATION=60s per test or schedule. faults-short is one 20 s
 # schedule on three combined nodes, part of make test.
 faults:

@@ -197,6 +197,7 @@ var (
 		{name: "kill-random", make: func(f *Faults) Nemesis { return Kill(f, "kill-random", AnyNode) }},
 		{name: "pause-leader", make: func(f *Faults) Nemesis { return Pause(f, "pause-leader", LeaderOf) }, pause: true},
 		{name: "pause-random", make: func(f *Faults) Nemesis { return Pause(f, "pause-random", AnyNode) }, pause: true},
+		{name: "kill-controller-reassigning", make: func(f *Faults) Nemesis { return KillControllerReassigning(f, "kill-controller-reassigning") }},
 	}
 	networkNemeses = []nemesisKind{
 		{name: "isolate-leader", make: func(f *Faults) Nemesis { return Isolate(f, "isolate-leader", LeaderOf) }},
@@ -257,6 +258,26 @@ func NewPlan(seed uint64, i int, layouts []integration.ClusterLayout) Plan {
 	}
 	p.RunSeed = rng.Uint64()
 	return p
+}
+
+// WithNemeses is p with its nemeses replaced by names ("a" or "a+b",
+// from the catalogue), for FAULTS_NEMESIS: the schedule's other draws
+// stay.
+func (p Plan) WithNemeses(names string) (Plan, error) {
+	p.Nemeses = nil
+	for _, name := range strings.Split(names, "+") {
+		all := append(slices.Clone(processNemeses), networkNemeses...)
+		i := slices.IndexFunc(all, func(k nemesisKind) bool { return k.name == name })
+		if i < 0 {
+			return p, fmt.Errorf("no nemesis %q in the catalogue", name)
+		}
+		k := all[i]
+		p.Nemeses = append(p.Nemeses, k)
+		if k.pause {
+			p.Hold = max(p.Hold, pauseHold)
+		}
+	}
+	return p, nil
 }
 
 // NemesisName is the plan's nemeses joined with "+".

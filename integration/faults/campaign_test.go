@@ -2,11 +2,12 @@ package faults
 
 // The campaign: FAULTS_SCHEDULES (20) randomized schedules, each a fresh
 // cluster (a layout of FAULTS_LAYOUTS, every node in its own network
-// namespace) running the queue and the transactions workloads together
+// namespace) running the queue, transactions and metadata workloads together
 // for FAULTS_DURATION under the nemesis its plan drew, then checked. The
 // plans come from FAULTS_SEED (random when unset, printed first and
 // last), so FAULTS_SEED=<seed> replays a campaign and
-// `-run 'TestFaultCampaign/s07-'` one schedule of it.
+// `-run 'TestFaultCampaign/s07-'` one schedule of it; FAULTS_NEMESIS=a
+// or a+b (catalogue names) puts one nemesis in every schedule.
 
 import (
 	"context"
@@ -87,6 +88,12 @@ func TestFaultCampaign(t *testing.T) {
 	var rows []campaignRow
 	for i := range n {
 		p := NewPlan(seed, i, layouts)
+		if names := os.Getenv("FAULTS_NEMESIS"); names != "" {
+			var err error
+			if p, err = p.WithNemeses(names); err != nil {
+				t.Fatalf("FAULTS_NEMESIS=%s: %v", names, err)
+			}
+		}
 		var got []campaignRow
 		ran := false
 		passed := t.Run(p.Name(), func(t *testing.T) {
@@ -143,23 +150,26 @@ func runSchedule(t *testing.T, p Plan) []campaignRow {
 	}
 	h := NewHistory()
 	queue := e.queueWorkload(h)
+	queue.Churn = 10 * time.Second // members leave and join all along
 	txns := &TxnWorkload{Seeds: e.seeds, Topic: txnTopic, TxnPrefix: "faults-txn", Producers: 2, Partitions: TopicPartitions,
 		Rate: 10, Abort: 0.2, History: h, Log: e.log}
+	meta := &MetaWorkload{Seeds: e.seeds, Prefix: "meta", Rate: 2, History: h, Log: e.log}
 	nem := p.Nemesis(f)
 	healOnCleanup(t, nem)
 	runCtx, stop := context.WithTimeout(ctx, duration(t))
 	defer stop()
 	var wg sync.WaitGroup
-	var queueErr, txnErr, nemErr error
-	wg.Add(3)
+	var queueErr, txnErr, metaErr, nemErr error
+	wg.Add(4)
 	go func() { defer wg.Done(); queueErr = queue.Run(runCtx) }()
 	go func() { defer wg.Done(); txnErr = txns.Run(runCtx) }()
+	go func() { defer wg.Done(); metaErr = meta.Run(runCtx) }()
 	go func() {
 		defer wg.Done()
 		nemErr = RunNemesis(runCtx, h, e.log, f, nem, Schedule{Hold: p.Hold, Settle: 40 * time.Second, Between: 3 * time.Second})
 	}()
 	wg.Wait()
-	for what, err := range map[string]error{"nemesis " + nem.Name(): nemErr, "queue workload": queueErr, "transactions workload": txnErr} {
+	for what, err := range map[string]error{"nemesis " + nem.Name(): nemErr, "queue workload": queueErr, "transactions workload": txnErr, "metadata workload": metaErr} {
 		if err != nil {
 			t.Errorf("%s: %v", what, err)
 		}
@@ -168,26 +178,36 @@ func runSchedule(t *testing.T, p Plan) []campaignRow {
 	if err := RecordTxnRead(ctx, h, e.log, e.seeds, f.Admin, txnTopic); err != nil {
 		t.Errorf("read_committed final read: %v", err)
 	}
+	if e.target == "gregor-cluster" {
+		RecordImages(ctx, h, f.Cluster, f.Net, time.Minute)
+	}
+	if err := RecordBrokerViews(ctx, h, e.seeds, f.Cluster, meta.Prefix, time.Minute); err != nil {
+		t.Errorf("brokers' metadata views: %v", err)
+	}
 	path := filepath.Join(e.dir, "history.jsonl")
 	if err := h.WriteFile(path); err != nil {
 		t.Error(err)
 	}
 	ops := h.Ops()
-	qs, ts := Check(ops), CheckTxn(ops)
+	qs, ts, ms := Check(ops), CheckTxn(ops), CheckMeta(ops)
 	t.Logf("queue workload:\n%s", qs)
 	t.Logf("transactions workload:\n%s", ts)
-	if n := len(qs.Violations) + len(ts.Violations); n > 0 {
+	t.Logf("metadata workload:\n%s", ms)
+	if n := len(qs.Violations) + len(ts.Violations) + len(ms.Violations); n > 0 {
 		t.Errorf("%d violations (history: %s)", n, path)
 	}
-	if qs.Acked == 0 || qs.Faults == 0 || ts.Committed == 0 {
-		t.Errorf("the run proves nothing: %d acknowledged writes, %d committed transactions, %d faults", qs.Acked, ts.Committed, qs.Faults)
+	if qs.Acked == 0 || qs.Faults == 0 || ts.Committed == 0 || ms.Acked == 0 {
+		t.Errorf("the run proves nothing: %d acknowledged writes, %d committed transactions, %d acknowledged metadata requests, %d faults",
+			qs.Acked, ts.Committed, ms.Acked, qs.Faults)
 	}
 	return []campaignRow{
-		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "queue", faults: qs.Faults,
+		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "queue+group", faults: qs.Faults,
 			ops: qs.Sends + qs.Polls + qs.CommitsOK + qs.CommitsFailed, acked: qs.Acked,
 			lost: qs.Count(Lost), duplicated: qs.Count(Duplicate), broken: len(qs.Violations)},
 		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "transactions", faults: qs.Faults,
 			ops: ts.Txns + ts.Polls, acked: ts.Committed,
 			lost: ts.Count(TxnLost), duplicated: ts.Count(Duplicate), broken: len(ts.Violations)},
+		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "metadata", faults: qs.Faults,
+			ops: ms.Requests, acked: ms.Acked, lost: ms.Count(MetaLost), broken: len(ms.Violations)},
 	}
 }

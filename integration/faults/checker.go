@@ -80,6 +80,18 @@ func (s Summary) String() string {
 	return b.String()
 }
 
+// tally counts an outcome: OK, Fail, or anything else (unknown).
+func tally(t Type, ok, failed, unknown *int) {
+	switch t {
+	case OK:
+		*ok++
+	case Fail:
+		*failed++
+	default:
+		*unknown++
+	}
+}
+
 type position struct {
 	partition int32
 	offset    int64
@@ -144,14 +156,7 @@ func Check(ops []Op) Summary {
 	}
 	for _, sd := range order {
 		s.Sends++
-		switch sd.outcome {
-		case OK:
-			s.Acked++
-		case Fail:
-			s.Failed++
-		default:
-			s.Indeterminate++
-		}
+		tally(sd.outcome, &s.Acked, &s.Failed, &s.Indeterminate)
 	}
 	add := func(k Kind, format string, args ...any) {
 		s.Violations = append(s.Violations, Violation{Kind: k, Detail: fmt.Sprintf(format, args...)})

@@ -9,9 +9,17 @@
 // TxnWorkload of transactional producers (each transaction a few records
 // to distinct partitions of a topic of its own, some aborted on purpose)
 // and a read_committed reader records its transactions and reads in the
-// same History. A Nemesis meanwhile injects and heals one kind of fault
-// again and again: kill -9 of a partition leader, a follower or any node,
-// then a restart on its data; SIGSTOP of a leader or any node; and, with
+// same History. A MetaWorkload creates topics and changes their
+// retention.ms one request at a time; at the end every broker's own view
+// of them (Metadata and DescribeConfigs) and, on Gregor, every node's
+// metadata image (offset and digest from /debug/metadata at
+// GREGOR_PPROF_ADDR, port DebugPort in its namespace) are recorded too.
+// In the campaign the group's members leave and join all along
+// (Workload.Churn). A Nemesis meanwhile injects and heals one kind of
+// fault again and again: kill -9 of a partition leader, a follower or any
+// node, then a restart on its data; kill -9 of the active controller
+// right after a partition reassignment was started; SIGSTOP of a leader
+// or any node; and, with
 // each node in a network namespace of the suite's own, nftables rules
 // that isolate a node (the leader or any), split a minority from the
 // majority, make one node a bridge between two halves that do not see
@@ -19,15 +27,16 @@
 // (Network.Drop); or a process fault and a network one together
 // (Combine). After the faults are healed a final read takes every
 // partition from offset 0 to its end (and, once no transaction is open,
-// the transactions' topic with read_committed), and Check and CheckTxn
-// hold the history to the queue's and the transactions' invariants (see
-// the Kind constants).
+// the transactions' topic with read_committed), and Check, CheckTxn and
+// CheckMeta hold the history to the queue's and group's, the
+// transactions' and the metadata's invariants (see the Kind constants).
 //
 // The campaign (TestFaultCampaign) is Jepsen's randomized method:
 // FAULTS_SCHEDULES schedules, each drawn by NewPlan from FAULTS_SEED and
 // its index alone (a layout: combined3, combined5 or split3x3; a nemesis
 // or a combination; how long a fault lasts), each on a fresh cluster
-// with every node in its own namespace, running both workloads. The seed
+// with every node in its own namespace, running the three workloads
+// (FAULTS_NEMESIS=a or a+b puts one nemesis in every schedule). The seed
 // is printed first and last, with a table of operations, acknowledged,
 // lost, duplicated and violations per schedule and workload;
 // FAULTS_SEED=<seed> replays the plans, and -run

@@ -133,7 +133,7 @@ func startLayout(t *testing.T, ctx context.Context, layout integration.ClusterLa
 		t.Fatal(err)
 	}
 	t.Cleanup(adminClient.Close)
-	e.faults = &Faults{Cluster: cl, Net: net, Admin: kadm.NewClient(adminClient), Topic: "faults"}
+	e.faults = &Faults{Cluster: cl, Net: net, Admin: kadm.NewClient(adminClient), Client: adminClient, Topic: "faults"}
 	if err := CreateTopic(ctx, target, e.faults.Admin, e.faults.Topic); err != nil {
 		t.Fatal(err)
 	}

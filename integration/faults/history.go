@@ -53,6 +53,17 @@ const (
 	// TxnRead is the read_committed read of the transactions' topic, from
 	// its start to its end offsets, once no transaction was open.
 	TxnRead Func = "txn-read"
+	// Create and Alter are MetaWorkload's requests: Value is the topic
+	// created; Key the topic altered and Value its new retention.ms.
+	Create Func = "create"
+	Alter  Func = "alter"
+	// BrokerView is one broker's final answer about the metadata
+	// workload's topics: Partition is the broker, Configs topic ->
+	// retention.ms ("" for the default).
+	BrokerView Func = "broker-view"
+	// Image is one node's final report of its metadata image: Partition
+	// is the node, Offset and Value the image's offset and digest.
+	Image Func = "image"
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
 	Fault Func = "fault"
@@ -87,9 +98,10 @@ type Op struct {
 	Partition int32  `json:"partition,omitempty"`
 	Offset    int64  `json:"offset,omitempty"`
 
-	Records []Record        `json:"records,omitempty"`
-	Offsets map[int32]int64 `json:"offsets,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	Records []Record          `json:"records,omitempty"`
+	Offsets map[int32]int64   `json:"offsets,omitempty"`
+	Configs map[string]string `json:"configs,omitempty"`
+	Error   string            `json:"error,omitempty"`
 }
 
 // Duration marshals as milliseconds, which is what a reader of a history

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration"
 )
@@ -33,6 +34,7 @@ type Faults struct {
 	Cluster *integration.Cluster
 	Net     *Network
 	Admin   *kadm.Client
+	Client  *kgo.Client // Admin's client, for requests kadm has no call for
 	Topic   string
 	// Rng makes the nemeses' random choices (nil: the global source), so
 	// that a seeded schedule chooses the same where the cluster is in the

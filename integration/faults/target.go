@@ -49,7 +49,9 @@ func StartCluster(ctx context.Context, tools *integration.Tools, target string, 
 		opts.Hosts, opts.Wrap = map[int]string{}, map[int][]string{}
 		for _, id := range net.IDs() {
 			opts.Hosts[id] = net.Host(id)
-			opts.Wrap[id] = net.Wrap(id)
+			// env execs the node too, so its pid stays the node's; Kafka
+			// ignores the variable.
+			opts.Wrap[id] = append(net.Wrap(id), "env", fmt.Sprintf("GREGOR_PPROF_ADDR=%s:%d", net.Host(id), DebugPort))
 		}
 	}
 	return integration.StartClusterWith(ctx, tools, flavor, layout, dir, 3*time.Minute, opts)

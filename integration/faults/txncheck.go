@@ -131,14 +131,7 @@ func CheckTxn(ops []Op) TxnSummary {
 	}
 	for _, t := range order {
 		s.Txns++
-		switch t.outcome {
-		case OK:
-			s.Committed++
-		case Fail:
-			s.Aborted++
-		default:
-			s.Indeterminate++
-		}
+		tally(t.outcome, &s.Committed, &s.Aborted, &s.Indeterminate)
 	}
 	add := func(k Kind, format string, args ...any) {
 		s.Violations = append(s.Violations, Violation{Kind: k, Detail: fmt.Sprintf(format, args...)})
