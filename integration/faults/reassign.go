@@ -35,14 +35,28 @@ func reassignAndFindController(ctx context.Context, f *Faults) (int, string, err
 		return 0, "", err
 	}
 	target := newReplicas(f, p)
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A broker cut off by a network nemesis injected just before may get
+	// the request and time out forwarding it: it is asked again (the
+	// client may pick another broker) until the deadline.
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := f.Admin.AlterPartitionAssignments(rctx, kadm.AlterPartitionAssignmentsReq{f.Topic: {p.ID: target}})
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		return 0, "", fmt.Errorf("reassigning partition %d from %v to %v: %w", p.ID, p.Replicas, target, err)
+	for {
+		actx, acancel := context.WithTimeout(rctx, 10*time.Second)
+		resp, err := f.Admin.AlterPartitionAssignments(actx, kadm.AlterPartitionAssignmentsReq{f.Topic: {p.ID: target}})
+		acancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil {
+			break
+		}
+		if rctx.Err() != nil {
+			return 0, "", fmt.Errorf("reassigning partition %d from %v to %v: %w", p.ID, p.Replicas, target, err)
+		}
+		select {
+		case <-rctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	id, err := activeController(rctx, f)
 	if err != nil {
