@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -14,8 +14,9 @@ build:
 run: build
 	./bin/gregor
 
-# unit tests (with -race) then the fsync teeth check on one side, the
-# required compatibility scenarios on the other, at the same time: the
+# unit tests (with -race), the fsync teeth check and a short fault
+# campaign (faults-short: needs root) on one side, the required
+# compatibility scenarios on the other, at the same time: the
 # scenarios mostly wait (on the JVM tools, on brokers' timers) and use
 # under one of the two cores, so side by side make test takes about as
 # long as its longer side instead of the sum. Their lines interleave.
@@ -24,6 +25,7 @@ test:
 
 checks: unit
 	@$(MAKE) --no-print-directory teeth
+	@$(MAKE) --no-print-directory faults-short
 
 unit: allocs
 	$(GO) vet ./...
@@ -60,13 +62,33 @@ soak:
 # the fault suite (integration/faults): a recorded workload under each
 # nemesis (kill -9 of a leader, a follower, a random node; SIGSTOP of a
 # leader; a leader cut off from the other nodes in network namespaces,
-# which needs root and installs nftables), and Apache's verifiable clients
-# under leader kills; each checks the history for lost, duplicated or
-# reordered records and offsets going back. TARGET=gregor-cluster (the
-# default) or kafka-cluster; FAULTS_DURATION=60s per test.
+# which needs root and installs nftables), Apache's verifiable clients
+# under leader kills, and the campaign: FAULTS_SCHEDULES (20) randomized
+# schedules drawn from FAULTS_SEED (random unless set; printed, so a run
+# replays), each a fresh cluster (FAULTS_LAYOUTS: combined3, combined5,
+# split3x3) under one nemesis or a process and a network one together
+# (kill -9, the active controller killed during a reassignment, SIGSTOP
+# past the session timeouts, an isolated node, a majority/minority split,
+# a bridge, one-way loss), running the queue (with group members
+# churning), transactions and metadata workloads, then a table of
+# operations, acknowledged, lost, duplicated and violations per schedule
+# and workload. The checkers look for lost, duplicated or reordered
+# records, offsets going back, records the group skipped, aborted or
+# partial transactions read with read_committed, committed ones lost,
+# acknowledged topics or config changes lost, brokers that disagree and
+# metadata images that do not converge to one digest.
+# TARGET=gregor-cluster (the default) or kafka-cluster;
+# FAULTS_DURATION=60s per test or schedule. faults-short is one 20 s
+# schedule on three combined nodes, part of make test, from a fixed seed
+# (a campaign's that passed; FAULTS_SEED=n draws another) so that make
+# test replays the same schedule every time.
 faults:
 	FAULTS=1 FAULTS_TARGET=$(if $(filter gregor,$(TARGET)),gregor-cluster,$(TARGET)) \
-	  $(GO) test -race -count=1 -v -timeout 90m -run '^TestFault' ./integration/faults/
+	  $(GO) test -race -count=1 -v -timeout 150m -run '^TestFault' ./integration/faults/
+
+faults-short:
+	FAULTS=1 FAULTS_SEED=$(or $(FAULTS_SEED),12698874545172988931) FAULTS_SCHEDULES=1 FAULTS_DURATION=20s FAULTS_LAYOUTS=combined3 \
+	  $(GO) test -race -count=1 -v -timeout 15m -run '^TestFaultCampaign$$' ./integration/faults/
 
 # every compatibility scenario against TARGET=gregor|kafka|external, or a
 # cluster: gregor-cluster|kafka-cluster (3 combined nodes),

@@ -23,6 +23,8 @@ const (
 	// Combined3 is three nodes (node.id 1-3), each broker and controller,
 	// with a static quorum (controller.quorum.voters).
 	Combined3 ClusterLayout = "combined3"
+	// Combined5 is Combined3 with five nodes (node.id 1-5).
+	Combined5 ClusterLayout = "combined5"
 	// Split3x3 is Kafka 4.3's lab layout: controllers 101-103 forming a
 	// dynamic quorum (formatted with --initial-controllers) and brokers 1-3
 	// (formatted with --no-initial-controllers) that talk to each other on
@@ -252,8 +254,12 @@ func layOut(layout ClusterLayout, dir string) ([]*ClusterNode, error) {
 		return nil
 	}
 	switch layout {
-	case Combined3:
-		for id := 1; id <= 3; id++ {
+	case Combined3, Combined5:
+		count := 3
+		if layout == Combined5 {
+			count = 5
+		}
+		for id := 1; id <= count; id++ {
 			if err := add(id, "broker,controller", true, false, true); err != nil {
 				return nil, err
 			}
@@ -270,7 +276,7 @@ func layOut(layout ClusterLayout, dir string) ([]*ClusterNode, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("unknown cluster layout %q (want %s or %s)", layout, Combined3, Split3x3)
+		return nil, fmt.Errorf("unknown cluster layout %q (want %s, %s or %s)", layout, Combined3, Combined5, Split3x3)
 	}
 	return nodes, nil
 }
@@ -344,7 +350,7 @@ func (c *Cluster) properties(n *ClusterNode) string {
 		"controller.listener.names=CONTROLLER",
 	}
 	switch c.Layout {
-	case Combined3:
+	case Combined3, Combined5:
 		lines = append(lines,
 			"controller.quorum.voters="+strings.Join(voters, ","),
 			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.Addr(), n.ControllerAddr()),
@@ -413,7 +419,7 @@ func (c *Cluster) format(ctx context.Context) error {
 	for _, n := range c.Nodes {
 		flags := []string{"--cluster-id", c.ClusterID}
 		switch {
-		case c.Layout == Combined3:
+		case c.Layout == Combined3 || c.Layout == Combined5:
 			// controller.quorum.voters names the quorum; no flag.
 		case n.IsController():
 			flags = append(flags, "--initial-controllers", strings.Join(initial, ","))

@@ -36,10 +36,14 @@ const (
 	// consumer given the partition after the commit started reading
 	// below it, or the final committed offsets are below it.
 	CommitRegressed Kind = "commit-regressed"
+	// GroupSkip: a consumer given a partition started reading above every
+	// offset a commit so far may have set (0 when none): the group as a
+	// whole skipped the records in between.
+	GroupSkip Kind = "group-skip"
 )
 
 // Kinds are all the kinds, in the order the summary prints them.
-var Kinds = []Kind{Lost, Duplicate, OffsetMismatch, Reorder, Unexpected, PollNonMonotonic, PollSkip, CommitRegressed}
+var Kinds = []Kind{Lost, Duplicate, OffsetMismatch, Reorder, Unexpected, PollNonMonotonic, PollSkip, CommitRegressed, GroupSkip}
 
 // Violation is one broken invariant, with what shows it.
 type Violation struct {
@@ -63,15 +67,7 @@ type Summary struct {
 }
 
 // Count is the number of violations of kind k.
-func (s Summary) Count(k Kind) int {
-	n := 0
-	for _, v := range s.Violations {
-		if v.Kind == k {
-			n++
-		}
-	}
-	return n
-}
+func (s Summary) Count(k Kind) int { return countKind(s.Violations, k) }
 
 // String is the summary for a test log: one line of counts, one line of
 // violations by kind, then the first few violations of each kind.
@@ -80,26 +76,20 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "writes: %d sent, %d acked, %d failed, %d indeterminate (%d of them in the log); "+
 		"reads: %d polls, %d records (%d redelivered), final read %d records; commits: %d ok, %d failed or indeterminate; faults: %d\n",
 		s.Sends, s.Acked, s.Failed, s.Indeterminate, s.IndeterminateSeen, s.Polls, s.Polled, s.Redelivered, s.FinalRead, s.CommitsOK, s.CommitsFailed, s.Faults)
-	var counts []string
-	for _, k := range Kinds {
-		counts = append(counts, fmt.Sprintf("%s=%d", k, s.Count(k)))
-	}
-	fmt.Fprintf(&b, "violations: %d (%s)", len(s.Violations), strings.Join(counts, " "))
-	for _, k := range Kinds {
-		shown := 0
-		for _, v := range s.Violations {
-			if v.Kind != k {
-				continue
-			}
-			if shown == 5 {
-				fmt.Fprintf(&b, "\n  %s: … %d more", k, s.Count(k)-5)
-				break
-			}
-			fmt.Fprintf(&b, "\n  %s: %s", k, v.Detail)
-			shown++
-		}
-	}
+	writeViolations(&b, s.Violations, Kinds)
 	return b.String()
+}
+
+// tally counts an outcome: OK, Fail, or anything else (unknown).
+func tally(t Type, ok, failed, unknown *int) {
+	switch t {
+	case OK:
+		*ok++
+	case Fail:
+		*failed++
+	default:
+		*unknown++
+	}
 }
 
 type position struct {
@@ -166,14 +156,7 @@ func Check(ops []Op) Summary {
 	}
 	for _, sd := range order {
 		s.Sends++
-		switch sd.outcome {
-		case OK:
-			s.Acked++
-		case Fail:
-			s.Failed++
-		default:
-			s.Indeterminate++
-		}
+		tally(sd.outcome, &s.Acked, &s.Failed, &s.Indeterminate)
 	}
 	add := func(k Kind, format string, args ...any) {
 		s.Violations = append(s.Violations, Violation{Kind: k, Detail: fmt.Sprintf(format, args...)})
@@ -212,6 +195,7 @@ func Check(ops []Op) Summary {
 	checkOrder(add, order)
 	checkPolls(&s, add, ops)
 	checkCommits(add, ops)
+	checkGroupSkip(add, ops)
 	return s
 }
 
@@ -399,4 +383,44 @@ func committedString(o int64, ok bool) string {
 		return "missing"
 	}
 	return fmt.Sprint(o)
+}
+
+// checkGroupSkip holds a consumer's first read of a partition it was
+// given to start at or below the highest offset any commit invoked so far
+// may have set (an indeterminate one too), or 0 when there was none.
+func checkGroupSkip(add func(Kind, string, ...any), ops []Op) {
+	type hold struct {
+		process   string
+		partition int32
+	}
+	maybe := map[int32]int64{}
+	fresh := map[hold]bool{}
+	for _, op := range ops {
+		switch {
+		case op.F == Commit && op.Type == Invoke:
+			for p, o := range op.Offsets {
+				maybe[p] = max(maybe[p], o)
+			}
+		case op.F == Assign:
+			for p := range op.Offsets {
+				fresh[hold{op.Process, p}] = true
+			}
+		case op.F == Revoke:
+			for p := range op.Offsets {
+				delete(fresh, hold{op.Process, p})
+			}
+		case op.F == Poll && op.Type == OK:
+			for _, r := range op.Records {
+				h := hold{op.Process, r.Partition}
+				if !fresh[h] {
+					continue
+				}
+				delete(fresh, h)
+				if r.Offset > maybe[r.Partition] {
+					add(GroupSkip, "%s was given partition %d and started reading at %d, above every commit so far (%d): offsets %d-%d skipped (op %d)",
+						op.Process, r.Partition, r.Offset, maybe[r.Partition], maybe[r.Partition], r.Offset-1, op.Index)
+				}
+			}
+		}
+	}
 }

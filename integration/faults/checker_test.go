@@ -50,6 +50,23 @@ func parts(ps []int32) map[int32]int64 {
 	return m
 }
 
+// wantOnly fails t unless vs has a violation of kind k, and only of k,
+// and the summary shows it.
+func wantOnly(t *testing.T, k Kind, vs []Violation, summary string) {
+	t.Helper()
+	if countKind(vs, k) == 0 {
+		t.Fatalf("no %s violation found:\n%s", k, summary)
+	}
+	for _, v := range vs {
+		if v.Kind != k {
+			t.Errorf("also found %s: %s", v.Kind, v.Detail)
+		}
+	}
+	if !strings.Contains(summary, string(k)+": ") {
+		t.Errorf("summary does not show the violation:\n%s", summary)
+	}
+}
+
 func rec(p int32, o int64, v string) Record { return Record{Partition: p, Offset: o, Value: v} }
 
 // healthy is a history that breaks nothing: two producers, one
@@ -165,6 +182,29 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			b.poll("c0", rec(1, 0, "a2"))
 			return b
 		}},
+		{"a new member starts above every commit", GroupSkip, func() *builder {
+			b := &builder{}
+			b.sent("p0", 0, "a0", OK, 0, 0)
+			b.sent("p0", 1, "a1", OK, 0, 1)
+			b.sent("p0", 2, "a2", OK, 0, 2)
+			b.assign("c0", 0)
+			b.poll("c0", rec(0, 0, "a0"))
+			b.commit("c0", OK, map[int32]int64{0: 1})
+			b.revoke("c0", 0)
+			b.assign("c1", 0)
+			b.poll("c1", rec(0, 2, "a2"))
+			b.final(rec(0, 0, "a0"), rec(0, 1, "a1"), rec(0, 2, "a2"))
+			return b
+		}},
+		{"a first member starts above offset 0", GroupSkip, func() *builder {
+			b := &builder{}
+			b.sent("p0", 0, "a0", OK, 0, 0)
+			b.sent("p0", 1, "a1", OK, 0, 1)
+			b.assign("c0", 0)
+			b.poll("c0", rec(0, 1, "a1"))
+			b.final(rec(0, 0, "a0"), rec(0, 1, "a1"))
+			return b
+		}},
 		{"final committed offsets below an acknowledged commit", CommitRegressed, func() *builder {
 			b := healthy()
 			b.committed(map[int32]int64{0: 3, 1: 1})
@@ -174,17 +214,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := Check(c.build().ops)
-			if s.Count(c.kind) == 0 {
-				t.Fatalf("no %s violation found:\n%s", c.kind, s)
-			}
-			for _, v := range s.Violations {
-				if v.Kind != c.kind {
-					t.Errorf("also found %s: %s", v.Kind, v.Detail)
-				}
-			}
-			if !strings.Contains(s.String(), string(c.kind)+": ") {
-				t.Errorf("summary does not show the violation:\n%s", s)
-			}
+			wantOnly(t, c.kind, s.Violations, s.String())
 		})
 	}
 }

@@ -54,18 +54,30 @@ func duration(t *testing.T) time.Duration {
 // clusterProperties), and the cluster gets time to heal in between.
 var schedule = Schedule{Hold: 8 * time.Second, Settle: 40 * time.Second, Between: 3 * time.Second}
 
-// start brings up the target's cluster (in network namespaces when
-// network is set) and the suite's topic, or skips the test when the
-// suite is not asked for.
+// faultTarget is FAULTS_TARGET, gregor-cluster when unset.
+func faultTarget() string {
+	if t := os.Getenv("FAULTS_TARGET"); t != "" {
+		return t
+	}
+	return "gregor-cluster"
+}
+
+// start brings up the target's three combined nodes (in network
+// namespaces when network is set) and the suite's topic, or skips the
+// test when the suite is not asked for.
 func start(t *testing.T, ctx context.Context, network bool) *env {
+	t.Helper()
+	return startLayout(t, ctx, integration.Combined3, network)
+}
+
+// startLayout is start with the cluster laid out as layout (one of
+// Layouts).
+func startLayout(t *testing.T, ctx context.Context, layout integration.ClusterLayout, network bool) *env {
 	t.Helper()
 	if os.Getenv("FAULTS") != "1" {
 		t.Skip("the fault suite runs with FAULTS=1 (make faults TARGET=gregor-cluster|kafka-cluster)")
 	}
-	target := os.Getenv("FAULTS_TARGET")
-	if target == "" {
-		target = "gregor-cluster"
-	}
+	target := faultTarget()
 	if !slices.Contains(Targets, target) {
 		t.Fatalf("FAULTS_TARGET=%s: want one of %s", target, strings.Join(Targets, ", "))
 	}
@@ -77,7 +89,7 @@ func start(t *testing.T, ctx context.Context, network bool) *env {
 		t.Fatal(err)
 	}
 	e := &env{target: target, tools: integration.NewTools(root), log: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
-	e.dir = filepath.Join(root, "integration", ".work", "faults", fmt.Sprintf("%s-%s-%s", t.Name(), target, time.Now().Format("150405")))
+	e.dir = filepath.Join(root, "integration", ".work", "faults", fmt.Sprintf("%s-%s-%s", strings.ReplaceAll(t.Name(), "/", "-"), target, time.Now().Format("150405")))
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +102,11 @@ func start(t *testing.T, ctx context.Context, network bool) *env {
 	})
 	var net *Network
 	if network {
-		if net, err = NewNetwork(ctx, e.tools, []int{1, 2, 3}); err != nil {
+		ids, ok := Layouts[layout]
+		if !ok {
+			t.Fatalf("no node ids known for layout %s", layout)
+		}
+		if net, err = NewNetwork(ctx, e.tools, ids); err != nil {
 			t.Fatalf("network namespaces for the partition nemesis: %v", err)
 		}
 		// Registered before the cluster's cleanup, so it runs after it:
@@ -101,7 +117,7 @@ func start(t *testing.T, ctx context.Context, network bool) *env {
 			}
 		})
 	}
-	cl, err := StartCluster(ctx, e.tools, target, filepath.Join(e.dir, "cluster"), net)
+	cl, err := StartCluster(ctx, e.tools, target, layout, filepath.Join(e.dir, "cluster"), net)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +133,7 @@ func start(t *testing.T, ctx context.Context, network bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(adminClient.Close)
-	e.faults = &Faults{Cluster: cl, Net: net, Admin: kadm.NewClient(adminClient), Topic: "faults"}
+	e.faults = &Faults{Cluster: cl, Net: net, Admin: kadm.NewClient(adminClient), Client: adminClient, Topic: "faults"}
 	if err := CreateTopic(ctx, target, e.faults.Admin, e.faults.Topic); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +167,37 @@ func (e *env) check(t *testing.T, h *History) Summary {
 	return s
 }
 
+// queueWorkload is the suite's queue workload on e's topic.
+func (e *env) queueWorkload(h *History) *Workload {
+	return &Workload{Seeds: e.seeds, Topic: e.faults.Topic, Group: "faults-group", Producers: 2, Consumers: 2,
+		Rate: 100, Keys: 60, DeliveryTimeout: 30 * time.Second, History: h, Log: e.log}
+}
+
+// healOnCleanup heals nem once more when the test ends: whatever
+// happened, a stopped or cut-off node must not stay so.
+func healOnCleanup(t *testing.T, nem Nemesis) {
+	t.Cleanup(func() {
+		if _, err := nem.Heal(context.Background()); err != nil {
+			t.Errorf("healing %s: %v", nem.Name(), err)
+		}
+	})
+}
+
+// finalReads waits for the topic to be in sync again, then records the
+// final read and the group's committed offsets.
+func (e *env) finalReads(t *testing.T, ctx context.Context, h *History, group string) {
+	t.Helper()
+	if err := WaitInSync(ctx, e.faults.Admin, e.faults.Topic, time.Minute); err != nil {
+		t.Logf("before the final read: %v", err)
+	}
+	if err := RecordFinalRead(ctx, h, e.log, e.seeds, e.faults.Admin, e.faults.Topic); err != nil {
+		t.Errorf("final read: %v", err)
+	}
+	if err := FetchCommitted(ctx, h, e.faults.Admin, group, e.faults.Topic); err != nil {
+		t.Errorf("committed offsets: %v", err)
+	}
+}
+
 // runWorkload runs the franz-go workload and the nemesis together for the
 // test's duration, heals, reads everything back and checks the history.
 func runWorkload(t *testing.T, network bool, nemesis func(*Faults) Nemesis) {
@@ -158,15 +205,9 @@ func runWorkload(t *testing.T, network bool, nemesis func(*Faults) Nemesis) {
 	defer cancel()
 	e := start(t, ctx, network)
 	h := NewHistory()
-	w := &Workload{Seeds: e.seeds, Topic: e.faults.Topic, Group: "faults-group", Producers: 2, Consumers: 2,
-		Rate: 100, Keys: 60, DeliveryTimeout: 30 * time.Second, History: h, Log: e.log}
+	w := e.queueWorkload(h)
 	nem := nemesis(e.faults)
-	t.Cleanup(func() {
-		// Whatever happened, a stopped or cut-off node must not stay so.
-		if _, err := nem.Heal(context.Background()); err != nil {
-			t.Errorf("healing %s: %v", nem.Name(), err)
-		}
-	})
+	healOnCleanup(t, nem)
 	runCtx, stop := context.WithTimeout(ctx, duration(t))
 	defer stop()
 	var wg sync.WaitGroup
@@ -181,15 +222,7 @@ func runWorkload(t *testing.T, network bool, nemesis func(*Faults) Nemesis) {
 	if workErr != nil {
 		t.Errorf("workload: %v", workErr)
 	}
-	if err := WaitInSync(ctx, e.faults.Admin, e.faults.Topic, time.Minute); err != nil {
-		t.Logf("before the final read: %v", err)
-	}
-	if err := RecordFinalRead(ctx, h, e.log, e.seeds, e.faults.Admin, e.faults.Topic); err != nil {
-		t.Errorf("final read: %v", err)
-	}
-	if err := FetchCommitted(ctx, h, e.faults.Admin, w.Group, e.faults.Topic); err != nil {
-		t.Errorf("committed offsets: %v", err)
-	}
+	e.finalReads(t, ctx, h, w.Group)
 	e.check(t, h)
 }
 

@@ -42,6 +42,28 @@ const (
 	FinalRead Func = "final-read"
 	// Committed is the group's committed offsets, fetched at the end.
 	Committed Func = "committed"
+	// Txn is one transaction of TxnWorkload: Value names it, Seq numbers
+	// it among its producer's, Key is "commit" or "abort" (what the
+	// producer meant to do), and the invocation's Records are its writes
+	// (Partition and Value). Its completion is OK (committed), Fail (not
+	// committed) or Info (commit outcome unknown).
+	Txn Func = "txn"
+	// TxnPoll is one poll of the read_committed reader.
+	TxnPoll Func = "txn-poll"
+	// TxnRead is the read_committed read of the transactions' topic, from
+	// its start to its end offsets, once no transaction was open.
+	TxnRead Func = "txn-read"
+	// Create and Alter are MetaWorkload's requests: Value is the topic
+	// created; Key the topic altered and Value its new retention.ms.
+	Create Func = "create"
+	Alter  Func = "alter"
+	// BrokerView is one broker's final answer about the metadata
+	// workload's topics: Partition is the broker, Configs topic ->
+	// retention.ms ("" for the default).
+	BrokerView Func = "broker-view"
+	// Image is one node's final report of its metadata image: Partition
+	// is the node, Offset and Value the image's offset and digest.
+	Image Func = "image"
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
 	Fault Func = "fault"
@@ -76,9 +98,10 @@ type Op struct {
 	Partition int32  `json:"partition,omitempty"`
 	Offset    int64  `json:"offset,omitempty"`
 
-	Records []Record        `json:"records,omitempty"`
-	Offsets map[int32]int64 `json:"offsets,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	Records []Record          `json:"records,omitempty"`
+	Offsets map[int32]int64   `json:"offsets,omitempty"`
+	Configs map[string]string `json:"configs,omitempty"`
+	Error   string            `json:"error,omitempty"`
 }
 
 // Duration marshals as milliseconds, which is what a reader of a history

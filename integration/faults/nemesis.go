@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregorbroker/gregor/integration"
 )
@@ -33,7 +34,19 @@ type Faults struct {
 	Cluster *integration.Cluster
 	Net     *Network
 	Admin   *kadm.Client
+	Client  *kgo.Client // Admin's client, for requests kadm has no call for
 	Topic   string
+	// Rng makes the nemeses' random choices (nil: the global source), so
+	// that a seeded schedule chooses the same where the cluster is in the
+	// same state. Only the nemesis goroutine uses it.
+	Rng *rand.Rand
+}
+
+func (f *Faults) intN(n int) int {
+	if f.Rng == nil {
+		return rand.IntN(n)
+	}
+	return f.Rng.IntN(n)
 }
 
 // picker chooses the node a nemesis acts on and says why.
@@ -55,12 +68,12 @@ func FollowerOf(ctx context.Context, f *Faults) (int, string, error) {
 		return 0, "", err
 	}
 	fs := p.followers()
-	return int(fs[rand.IntN(len(fs))]), fmt.Sprintf("in-sync follower of partition %d (leader %d)", p.ID, p.Leader), nil
+	return int(fs[f.intN(len(fs))]), fmt.Sprintf("in-sync follower of partition %d (leader %d)", p.ID, p.Leader), nil
 }
 
 // AnyNode picks a random node.
 func AnyNode(_ context.Context, f *Faults) (int, string, error) {
-	n := f.Cluster.Nodes[rand.IntN(len(f.Cluster.Nodes))]
+	n := f.Cluster.Nodes[f.intN(len(f.Cluster.Nodes))]
 	return n.ID, "a random node", nil
 }
 
@@ -83,7 +96,7 @@ func (f *Faults) randomPartition(ctx context.Context, ok func(Partition) bool) (
 		if err == nil {
 			ps = slices.DeleteFunc(ps, func(p Partition) bool { return !ok(p) })
 			if len(ps) > 0 {
-				return ps[rand.IntN(len(ps))], nil
+				return ps[f.intN(len(ps))], nil
 			}
 			err = errors.New("no partition has the node wanted")
 		}

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,23 +21,24 @@ import (
 
 // Network gives each node its own network namespace, joined by a veth
 // pair to one bridge in the root namespace, where the test process is the
-// client: node id has 10.A.B.(10+id)/24, the bridge 10.A.B.1, with A and
-// B picked at run time off every route this machine already has. Isolate
-// and Heal cut and restore traffic between the suite's own nodes with
-// nftables rules inside the namespaces, so nothing outside them is
-// touched.
+// client: node id (below 245) has 10.A.B.(10+id)/24, the bridge 10.A.B.1,
+// with A and B picked at run time off every route this machine already
+// has. Drop cuts links between the suite's own nodes in one direction,
+// Isolate and Heal a node both ways, with nftables rules inside the
+// namespaces, so nothing outside them is touched.
 //
 // Names are gf<pid>k<n> (namespaces gf<pid>k<n>n<id>, bridge
-// gf<pid>k<n>b, veths gf<pid>k<n>v<id>): a later run removes what a
-// killed earlier one left behind, by its dead pid.
+// gf<pid>k<n>b, veths gf<pid>k<n>v<i>, i the node's index in the ids, as
+// a link's name has at most 15 bytes): a later run removes what a killed
+// earlier one left behind, by its dead pid.
 type Network struct {
 	base   string
 	prefix string // "10.A.B"
 	ids    []int
 	nft    string
 
-	mu       sync.Mutex
-	isolated map[int]bool
+	mu      sync.Mutex
+	dropped map[Link]bool // the links whose packets are dropped now
 }
 
 var netCount struct {
@@ -61,7 +64,7 @@ func NewNetwork(ctx context.Context, tools *integration.Tools, ids []int) (*Netw
 	RemoveLeftovers(ctx)
 	netCount.Lock()
 	netCount.n++
-	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, isolated: map[int]bool{}}
+	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, dropped: map[Link]bool{}}
 	netCount.Unlock()
 	if n.prefix, err = freeSubnet(ctx); err != nil {
 		return nil, err
@@ -74,7 +77,7 @@ func NewNetwork(ctx context.Context, tools *integration.Tools, ids []int) (*Netw
 
 func (n *Network) bridge() string     { return n.base + "b" }
 func (n *Network) ns(id int) string   { return fmt.Sprintf("%sn%d", n.base, id) }
-func (n *Network) veth(id int) string { return fmt.Sprintf("%sv%d", n.base, id) }
+func (n *Network) veth(id int) string { return fmt.Sprintf("%sv%d", n.base, slices.Index(n.ids, id)) }
 
 // IDs are the node ids the network was made for.
 func (n *Network) IDs() []int { return append([]int(nil), n.ids...) }
@@ -119,46 +122,119 @@ func run(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// Link is one direction between two nodes: packets From sends To.
+type Link struct{ From, To int }
+
 // Isolate drops all traffic between node id and the other nodes, both
-// ways, inside id's namespace; the client (the bridge's address) still
-// reaches it. Isolating an isolated node is a no-op.
+// ways; the client (the bridge's address) still reaches it. Isolating an
+// isolated node is a no-op.
 func (n *Network) Isolate(ctx context.Context, id int) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.isolated[id] {
-		return nil
-	}
-	var others []string
+	var links []Link
 	for _, o := range n.ids {
 		if o != id {
-			others = append(others, n.Host(o))
+			links = append(links, Link{id, o}, Link{o, id})
 		}
 	}
-	set := "{ " + strings.Join(others, ", ") + " }"
-	rules := fmt.Sprintf(`table inet gregorfaults {
-	chain in { type filter hook input priority 0; ip saddr %[1]s drop; }
-	chain out { type filter hook output priority 0; ip daddr %[1]s drop; }
-}
-`, set)
-	_, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"netns", "exec", n.ns(id), n.nft, "-f", "-"}, Stdin: rules, Timeout: 30 * time.Second})
-	if err != nil {
-		return fmt.Errorf("isolating node %d: %w", id, err)
-	}
-	n.isolated[id] = true
-	return nil
+	return n.Drop(ctx, links)
 }
 
-// Heal removes node id's isolation, if any.
+// Heal restores every link to and from node id.
 func (n *Network) Heal(ctx context.Context, id int) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.isolated[id] {
-		return nil
+	var links []Link
+	for l := range n.dropped {
+		if l.From == id || l.To == id {
+			links = append(links, l)
+		}
 	}
-	if err := run(ctx, "ip", "netns", "exec", n.ns(id), n.nft, "delete", "table", "inet", "gregorfaults"); err != nil {
-		return fmt.Errorf("healing node %d: %w", id, err)
+	return n.change(ctx, links, false)
+}
+
+// Drop drops the packets of every link given, in that direction only
+// (one rule in the sender's output chain), on top of what is dropped
+// already. The client reaches every node whatever is dropped.
+func (n *Network) Drop(ctx context.Context, links []Link) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.change(ctx, links, true)
+}
+
+// Restore stops dropping the links given.
+func (n *Network) Restore(ctx context.Context, links []Link) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.change(ctx, links, false)
+}
+
+// HealAll restores every link.
+func (n *Network) HealAll(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var links []Link
+	for l := range n.dropped {
+		links = append(links, l)
 	}
-	delete(n.isolated, id)
+	return n.change(ctx, links, false)
+}
+
+// Dropped is the links dropped now, sorted.
+func (n *Network) Dropped() []Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]Link, 0, len(n.dropped))
+	for l := range n.dropped {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b Link) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	return out
+}
+
+// change adds (drop) or removes links from the dropped set and rewrites
+// the rules of every namespace whose outgoing links changed. n.mu is held.
+func (n *Network) change(ctx context.Context, links []Link, drop bool) error {
+	touched := map[int]bool{}
+	for _, l := range links {
+		if !slices.Contains(n.ids, l.From) || !slices.Contains(n.ids, l.To) || l.From == l.To {
+			return fmt.Errorf("link %d->%d: not between two nodes of %v", l.From, l.To, n.ids)
+		}
+		if n.dropped[l] != drop {
+			touched[l.From] = true
+		}
+		if drop {
+			n.dropped[l] = true
+		} else {
+			delete(n.dropped, l)
+		}
+	}
+	var errs []error
+	for _, id := range n.ids {
+		if touched[id] {
+			errs = append(errs, n.apply(ctx, id))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// apply makes node id's table drop exactly its dropped outgoing links:
+// the table is created (so that the delete cannot fail), deleted and, if
+// anything is dropped, created again with the rules, in one nft
+// transaction. n.mu is held.
+func (n *Network) apply(ctx context.Context, id int) error {
+	var to []string
+	for _, o := range n.ids {
+		if n.dropped[Link{id, o}] {
+			to = append(to, n.Host(o))
+		}
+	}
+	rules := "table inet gregorfaults\ndelete table inet gregorfaults\n"
+	if len(to) > 0 {
+		rules += fmt.Sprintf("table inet gregorfaults {\n\tchain out { type filter hook output priority 0; ip daddr { %s } drop; }\n}\n", strings.Join(to, ", "))
+	}
+	_, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"netns", "exec", n.ns(id), n.nft, "-f", "-"}, Stdin: rules, Timeout: 30 * time.Second})
+	if err != nil {
+		return fmt.Errorf("setting node %d's dropped links to %v: %w", id, to, err)
+	}
 	return nil
 }
 

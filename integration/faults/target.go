@@ -36,9 +36,10 @@ var clusterProperties = []string{
 	"offsets.topic.num.partitions=6",
 }
 
-// StartCluster starts target (one of Targets) in dir, on loopback or, when
-// net is not nil, with each node in its own namespace of net.
-func StartCluster(ctx context.Context, tools *integration.Tools, target, dir string, net *Network) (*integration.Cluster, error) {
+// StartCluster starts target (one of Targets) laid out as layout in dir,
+// on loopback or, when net is not nil, with each node in its own
+// namespace of net.
+func StartCluster(ctx context.Context, tools *integration.Tools, target string, layout integration.ClusterLayout, dir string, net *Network) (*integration.Cluster, error) {
 	flavor, ok := strings.CutSuffix(target, "-cluster")
 	if !ok || (flavor != "kafka" && flavor != "gregor") {
 		return nil, fmt.Errorf("unknown fault target %q (want one of %s)", target, strings.Join(Targets, ", "))
@@ -48,10 +49,12 @@ func StartCluster(ctx context.Context, tools *integration.Tools, target, dir str
 		opts.Hosts, opts.Wrap = map[int]string{}, map[int][]string{}
 		for _, id := range net.IDs() {
 			opts.Hosts[id] = net.Host(id)
-			opts.Wrap[id] = net.Wrap(id)
+			// env execs the node too, so its pid stays the node's; Kafka
+			// ignores the variable.
+			opts.Wrap[id] = append(net.Wrap(id), "env", fmt.Sprintf("GREGOR_PPROF_ADDR=%s:%d", net.Host(id), DebugPort))
 		}
 	}
-	return integration.StartClusterWith(ctx, tools, flavor, integration.Combined3, dir, 3*time.Minute, opts)
+	return integration.StartClusterWith(ctx, tools, flavor, layout, dir, 3*time.Minute, opts)
 }
 
 // CreateTopic creates the suite's topic and waits until every partition
@@ -133,8 +136,13 @@ func WaitInSync(ctx context.Context, adm *kadm.Client, topic string, wait time.D
 // offset (the high watermark) with read_uncommitted and records the read
 // as one FinalRead op.
 func RecordFinalRead(ctx context.Context, h *History, log *slog.Logger, seeds []string, adm *kadm.Client, topic string) error {
-	inv := h.Add(Op{Process: "final", Type: Invoke, F: FinalRead})
-	recs, err := readAll(ctx, log, seeds, adm, topic)
+	return recordRead(h, FinalRead, func() ([]Record, error) { return readAll(ctx, log, seeds, adm, topic) })
+}
+
+// recordRead records read as one op of f, of process "final".
+func recordRead(h *History, f Func, read func() ([]Record, error)) error {
+	inv := h.Add(Op{Process: "final", Type: Invoke, F: f})
+	recs, err := read()
 	done := inv
 	if err != nil {
 		done.Type, done.Error = Fail, err.Error()
@@ -161,20 +169,30 @@ func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Cl
 		time.Sleep(500 * time.Millisecond)
 	}
 	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	return readPartitions(ctx, log, "final read", seeds, topic, want, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+}
+
+// readPartitions reads topic's partitions from offset 0 to their end
+// offsets in want with a client made with opts, and returns the records
+// below those ends in partition and offset order, control records left
+// out. The client must hand over a record at each partition's last
+// offset (with read_committed, that takes KeepControlRecords: a
+// transaction's marker is often a partition's last record).
+func readPartitions(ctx context.Context, log *slog.Logger, what string, seeds []string, topic string, want map[int32]int64, opts ...kgo.Opt) ([]Record, error) {
 	from := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-			from[o.Partition] = kgo.NewOffset().At(0)
+	for p, end := range want {
+		if end > 0 {
+			from[p] = kgo.NewOffset().At(0)
 		}
-	})
-	if len(want) == 0 {
+	}
+	if len(from) == 0 {
 		return nil, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from})}, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("final read client: %w", err)
+		return nil, fmt.Errorf("%s client: %w", what, err)
 	}
 	defer cl.Close()
 	var out []Record
@@ -197,13 +215,13 @@ func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Cl
 		}
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("final read of %s: %d partitions short of their end offsets %v (read up to %v): %w", topic, remaining, want, next, ctx.Err())
+			return nil, fmt.Errorf("%s of %s: %d partitions short of their end offsets %v (read up to %v): %w", what, topic, remaining, want, next, ctx.Err())
 		}
 		fetches.EachError(func(t string, p int32, err error) {
-			log.Warn("final read fetch error", "topic", t, "partition", p, "err", err)
+			log.Warn(what+" fetch error", "topic", t, "partition", p, "err", err)
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
-			if r.Offset < want[r.Partition] {
+			if r.Offset < want[r.Partition] && !r.Attrs.IsControl() {
 				out = append(out, Record{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
 			}
 			next[r.Partition] = max(next[r.Partition], r.Offset+1)

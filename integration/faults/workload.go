@@ -23,6 +23,10 @@ type Workload struct {
 	Group     string
 	Producers int
 	Consumers int
+	// Churn, when set, makes each consumer leave the group after a random
+	// Churn/2 to 3*Churn/2 and join again as a new member (process
+	// "<consumer>.<session>").
+	Churn time.Duration
 	// Rate is sends a second per producer; Keys is how many keys they
 	// spread over (keys pick the partition, as in Java's partitioner).
 	Rate int
@@ -38,36 +42,43 @@ type Workload struct {
 // Run runs the clients until ctx ends, then waits for every send still
 // in flight to complete (or its delivery timeout) and closes them.
 func (w *Workload) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, w.Producers+w.Consumers)
+	var fns []func() error
+	var clients []*kgo.Client
 	for i := range w.Producers {
 		cl, err := w.producerClient()
 		if err != nil {
+			for _, c := range clients {
+				c.Close()
+			}
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		clients = append(clients, cl)
+		fns = append(fns, func() error {
 			defer cl.Close()
 			w.produce(ctx, cl, fmt.Sprintf("producer-%d", i))
-		}()
+			return nil
+		})
 	}
 	for i := range w.Consumers {
+		fns = append(fns, func() error { return w.consume(ctx, fmt.Sprintf("consumer-%d", i)) })
+	}
+	return runAll(fns)
+}
+
+// runAll runs every fn in a goroutine of its own, waits for all of them
+// and joins their errors.
+func runAll(fns []func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.consume(ctx, fmt.Sprintf("consumer-%d", i)); err != nil {
-				errs <- err
-			}
+			errs[i] = fn()
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
-	}
-	return errors.Join(all...)
+	return errors.Join(errs...)
 }
 
 func (w *Workload) producerClient() (*kgo.Client, error) {
@@ -147,10 +158,27 @@ func commitOutcome(err error) Type {
 	return Info
 }
 
-// consume is one group member until ctx ends. Rebalances wait while a
+// consume is one consumer until ctx ends: one group member, or, with
+// Churn, one after another.
+func (w *Workload) consume(ctx context.Context, name string) error {
+	if w.Churn == 0 {
+		return w.member(ctx, name)
+	}
+	for session := 0; ctx.Err() == nil; session++ {
+		sctx, cancel := context.WithTimeout(ctx, w.Churn/2+rand.N(w.Churn))
+		err := w.member(sctx, fmt.Sprintf("%s.%d", name, session))
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// member is one group member until ctx ends. Rebalances wait while a
 // poll's records are being recorded and committed (BlockRebalanceOnPoll),
 // so a member commits only what it polled while it held the partitions.
-func (w *Workload) consume(ctx context.Context, process string) error {
+func (w *Workload) member(ctx context.Context, process string) error {
 	partitions := func(f Func, note string) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			if len(m[w.Topic]) == 0 {
