@@ -1487,7 +1487,19 @@ func (l *Log) truncate(offset int64, fully bool) error {
 	if offset < 0 {
 		return fmt.Errorf("cannot truncate %s to negative offset %d: %w", l.tp, offset, kerr.OffsetOutOfRange)
 	}
-	if !fully && offset >= l.logEndOffset.Load() {
+	if leo := l.logEndOffset.Load(); !fully && offset >= leo {
+		// No record goes, but an epoch may start at the log end: a node
+		// made leader assigns its epoch there (AssignLeaderEpoch) and may
+		// lose the leadership before it appends anything. Its next leader
+		// never had that epoch, so it goes too, as in Kafka's truncateTo;
+		// kept, the follower would fetch with it again and be told again
+		// to truncate here. Written at once like any truncation: the
+		// batches that follow cannot drop it again in a recovery.
+		if l.epochs.truncateFromEnd(leo) {
+			if err := l.epochs.write(); err != nil {
+				return l.fail(err)
+			}
+		}
 		return nil
 	}
 	// No flush may run across the truncation (see the lock order).
