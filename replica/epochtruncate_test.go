@@ -2,9 +2,22 @@ package replica
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A node made leader assigns its epoch at its log end and loses the
@@ -35,5 +48,97 @@ func TestFollowerDropsAnEpochItLedWithoutAppending(t *testing.T) {
 	}
 	if e, end := c.log(2).EndOffsetForEpoch(2); e != 1 || end != 5 {
 		t.Fatalf("node 2's EndOffsetForEpoch(2) = (%d, %d), want (1, 5): it appended nothing in epoch 2", e, end)
+	}
+}
+
+// stuckLeader answers every fetch with the same DivergingEpoch, one that
+// the follower's truncation does not change: offset 0 of epoch 0 for an
+// empty follower log.
+type stuckLeader struct {
+	mu      sync.Mutex
+	fetches int
+}
+
+func (s *stuckLeader) SendToBroker(_ context.Context, _ int32, _ int, req kmsg.Request) (kmsg.Response, error) {
+	r, ok := req.(*kmsg.FetchRequest)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T", req)
+	}
+	s.mu.Lock()
+	s.fetches++
+	s.mu.Unlock()
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	for _, t := range r.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.HighWatermark, rp.LastStableOffset = p.Partition, 0, 0
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 0, 0
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (s *stuckLeader) SendToController(context.Context, kmsg.Request) (kmsg.Response, error) {
+	return nil, errors.New("no controller")
+}
+
+func (s *stuckLeader) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches
+}
+
+// A truncation for a DivergingEpoch that changes neither the fetch offset
+// nor the last fetched epoch would send the very fetch just answered: the
+// follower backs off replica.fetch.backoff.ms instead of spinning.
+func TestFollowerBacksOffWhenATruncationChangesNothing(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs, err := storage.OpenManager(storage.ManagerOptions{FS: vfs.NewMemFS(), Dirs: []string{"/data"}, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := &stuckLeader{}
+	m := NewManager(Options{
+		NodeID: 1, Logs: logs, Configs: topicConfigs{}, Logger: logger, Peers: leader,
+		Fetch: FetcherConfig{Fetchers: 1, MaxBytes: 1 << 20, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: time.Hour},
+	})
+	m.SetBrokerEpoch(101)
+	img := &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{
+		1: {ID: 1, Epoch: 101}, 2: {ID: 2, Epoch: 102},
+	}}
+	if err := m.Start(context.Background(), imageFunc(func() *controller.Image { return img })); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Stop()
+		logs.Close()
+	})
+	next := &controller.Image{Offset: 1, Topics: maps.Clone(img.Topics), TopicsByID: maps.Clone(img.TopicsByID), Brokers: img.Brokers}
+	tp := &controller.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []controller.Partition{led(2, 1, []int32{1, 2}, []int32{2})}}
+	next.Topics[clusterTopic], next.TopicsByID[clusterTopicID] = tp, tp
+	m.ApplyImage(img, next)
+
+	delayed := func() bool {
+		m.fetchers.mu.Lock()
+		defer m.fetchers.mu.Unlock()
+		st := m.fetchers.assigned[TopicPartition{Topic: clusterTopic}]
+		if st == nil {
+			return false
+		}
+		f := m.fetchers.running[st.key]
+		if f == nil {
+			return false
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return time.Until(st.delayedUntil) > 30*time.Minute
+	}
+	waitUntil(t, "backoff by the follower", delayed)
+	if n := leader.count(); n != 1 {
+		t.Fatalf("%d fetches sent before the follower backed off, want 1", n)
 	}
 }

@@ -445,8 +445,23 @@ func (f *fetcher) truncateDiverged(st *fetchState, epoch int32, leaderEnd int64)
 		f.delayOne(st)
 		return
 	}
-	f.log.Info("truncated a diverged log", "topic", p.tp.Topic, "partition", p.tp.Partition, "to", to, "leaderEpoch", epoch, "logEnd", l.LogEndOffset())
+	f.mu.Lock()
+	sentOffset, sentEpoch := st.fetchOffset, st.lastFetchedEpoch
+	f.mu.Unlock()
 	f.reset(st)
+	f.mu.Lock()
+	unchanged := st.fetchOffset == sentOffset && st.lastFetchedEpoch == sentEpoch
+	f.mu.Unlock()
+	if unchanged {
+		// The next fetch would be the one just answered, and asked at
+		// once the leader would answer the same (where an epoch it no
+		// longer writes in ends moves only with its log start or a new
+		// leadership): it waits replica.fetch.backoff.ms, not spinning.
+		f.log.Warn("truncating a diverged log changed nothing; backing off", "topic", p.tp.Topic, "partition", p.tp.Partition, "to", to, "leaderEpoch", epoch, "leaderEnd", leaderEnd, "logEnd", l.LogEndOffset(), "lastFetchedEpoch", sentEpoch)
+		f.delayOne(st)
+		return
+	}
+	f.log.Info("truncated a diverged log", "topic", p.tp.Topic, "partition", p.tp.Partition, "to", to, "leaderEpoch", epoch, "logEnd", l.LogEndOffset())
 }
 
 // outOfRange handles OFFSET_OUT_OF_RANGE as Kafka's
