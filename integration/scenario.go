@@ -315,6 +315,11 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 			shared.items = append(shared.items, i)
 		}
 	}
+	// The first lane claims its first scenario before the other lane
+	// exists, so that a spare which comes up quickly (the OwnNodes
+	// scenarios all done at once) cannot take the whole queue from the
+	// back before this lane has asked for the front.
+	first, haveFirst := shared.front()
 	var own sync.WaitGroup
 	own.Add(1)
 	go func() {
@@ -333,11 +338,7 @@ func (r *Runner) Run(ctx context.Context, scenarios []Scenario) []Result {
 		r.helpOnSpare(ctx, scenarios, &shared, results, report)
 	}()
 	lane := &targetLane{runner: r, target: r.Target}
-	for {
-		i, ok := shared.front()
-		if !ok {
-			break
-		}
+	for i, ok := first, haveFirst; ok; i, ok = shared.front() {
 		results[i] = lane.run(ctx, scenarios[i])
 		report(results[i])
 	}
