@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/internal/peerdial"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -332,12 +333,9 @@ type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
 
 // dialTCP is the DialFunc of a PLAINTEXT listener.
 func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: forwardDialTime}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dialling %s: %w", addr, err)
-	}
-	return nc, nil
+	ctx, cancel := context.WithTimeout(ctx, forwardDialTime)
+	defer cancel()
+	return peerdial.Dial(ctx, addr)
 }
 
 // connPool keeps one pipelined connection per key (a peer), dialled on

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/internal/peerdial"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -109,10 +110,7 @@ type NetTransport struct {
 // TCP).
 func NewNetTransport(clusterID string, self int32, resolve func(nodeID int32) (string, bool), dial func(ctx context.Context, addr string) (net.Conn, error), logger *slog.Logger) *NetTransport {
 	if dial == nil {
-		dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{}
-			return d.DialContext(ctx, "tcp", addr)
-		}
+		dial = peerdial.Dial
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &NetTransport{

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregorbroker/gregor/internal/peerdial"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -298,14 +299,7 @@ type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
 // authenticates every new connection with client.
 func AuthenticatingDialer(base DialFunc, client Client, clientID string) DialFunc {
 	if base == nil {
-		base = func(ctx context.Context, addr string) (net.Conn, error) {
-			var d net.Dialer
-			nc, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return nil, fmt.Errorf("dialling %s: %w", addr, err)
-			}
-			return nc, nil
-		}
+		base = peerdial.Dial
 	}
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		nc, err := base(ctx, addr)

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gregorbroker/gregor/internal/peerdial"
 )
 
 // AnonymousName is the principal name of a connection without a client
@@ -408,10 +410,9 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	var nd net.Dialer
-	nc, err := nd.DialContext(ctx, "tcp", addr)
+	nc, err := peerdial.Dial(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("dialling %s: %w", addr, err)
+		return nil, err
 	}
 	if d.TLS != nil {
 		host, _, err := net.SplitHostPort(addr)
