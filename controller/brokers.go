@@ -7,8 +7,13 @@ package controller
 //
 // A broker's epoch is the offset of its RegisterBrokerRecord, as in Kafka.
 // Brokers start fenced; a heartbeat from a broker that has caught up with
-// its registration unfences it; a broker whose heartbeats stop for
-// BrokerSessionTimeout is fenced by the leader. Fencing, controlled
+// the record that fenced it last (its registration, or the fencing of a
+// lapsed session) unfences it; a broker whose heartbeats stop for
+// BrokerSessionTimeout is fenced by the leader. Kafka asks only for the
+// registration: a broker cut off from the quorum, fenced, and back with
+// metadata from before the fencing would be unfenced at once, and would
+// take its heartbeat's answer as leave to lead the partitions its stale
+// image still gives it (replica/lease.go) until that image caught up. Fencing, controlled
 // shutdown and unregistration take the broker out of the ISRs (into the
 // ELR where the ISR falls below min.insync.replicas) and its leaderships;
 // unfencing elects leaders for the partitions that have none; a new
@@ -242,13 +247,15 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 			return nil, result{err: e}
 		}
 		b := img.Brokers[req.BrokerID]
-		cur := currentBrokerState(b)
-		next := c.nextBrokerState(img, b, cur, req)
 		s := c.sessions[req.BrokerID]
 		if s == nil {
-			s = &brokerSession{controlledShutdownOffset: -1}
+			// Not known to this leader's sessions: fenced, as far as it
+			// can tell, no later than the pending image.
+			s = &brokerSession{controlledShutdownOffset: -1, fencedOffset: img.Offset}
 			c.sessions[req.BrokerID] = s
 		}
+		cur := currentBrokerState(b)
+		next := c.nextBrokerState(img, b, s, cur, req)
 		s.lastSeen = c.now()
 		s.contacted = true
 		s.metadataOffset = req.CurrentMetadataOffset
@@ -275,13 +282,13 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	return resp
 }
 
-func (c *Controller) nextBrokerState(img *Image, b *Broker, cur brokerState, req *kmsg.BrokerHeartbeatRequest) brokerState {
+func (c *Controller) nextBrokerState(img *Image, b *Broker, s *brokerSession, cur brokerState, req *kmsg.BrokerHeartbeatRequest) brokerState {
 	switch cur {
 	case stateFenced:
 		if req.WantShutdown {
 			return stateShutdownNow
 		}
-		if !req.WantFence && req.CurrentMetadataOffset >= b.Epoch {
+		if !req.WantFence && req.CurrentMetadataOffset >= max(b.Epoch, s.fencedOffset) {
 			return stateUnfenced
 		}
 		return stateFenced
@@ -303,8 +310,7 @@ func (c *Controller) nextBrokerState(img *Image, b *Broker, cur brokerState, req
 		if hasLeaderships(img, b.ID) {
 			return stateControlledShutdown
 		}
-		s := c.sessions[b.ID]
-		if s == nil || s.controlledShutdownOffset < 0 || s.controlledShutdownOffset <= c.lowestActiveOffset(img) {
+		if s.controlledShutdownOffset < 0 || s.controlledShutdownOffset <= c.lowestActiveOffset(img) {
 			return stateShutdownNow
 		}
 		return stateControlledShutdown

@@ -183,6 +183,43 @@ func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
 	}
 }
 
+// A broker fenced for a lapsed session comes back with the metadata it had
+// when it was cut off: it stays fenced until its metadata has reached its
+// fencing (and so the leadership moves that came with it), so that the
+// answer to its heartbeat never lets it lead what its stale image still
+// gives it.
+func TestFencedBrokerIsUnfencedOnlyOnceCaughtUpWithItsFencing(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	c := startTest(t, fsys, func(cfg *Config) {
+		cfg.Now = clock.Now
+		cfg.BrokerSessionTimeout = 9 * time.Second
+	})
+	e1 := registerBroker(t, c, 1)
+	e2 := registerBroker(t, c, 2)
+	createTopic(t, c, "t", 2, 2)
+	cutOff := c.Image().Offset
+	for range 3 {
+		clock.Add(4 * time.Second)
+		if r := heartbeat(t, c, 2, e2); r.ErrorCode != 0 || r.IsFenced {
+			t.Fatalf("heartbeat 2: %+v", r)
+		}
+	}
+	waitFor(t, "broker 1 fenced", func() bool { return c.Image().Brokers[1].Fenced })
+	fencedAt := c.Image().Offset
+	r := heartbeat(t, c, 1, e1, func(h *kmsg.BrokerHeartbeatRequest) { h.CurrentMetadataOffset = cutOff })
+	if r.ErrorCode != 0 || !r.IsFenced {
+		t.Fatalf("heartbeat with the metadata of offset %d, from before the fencing at %d: %+v, want fenced", cutOff, fencedAt, r)
+	}
+	if !c.Image().Brokers[1].Fenced {
+		t.Fatal("broker 1 unfenced by a heartbeat from before its fencing")
+	}
+	r = heartbeat(t, c, 1, e1, func(h *kmsg.BrokerHeartbeatRequest) { h.CurrentMetadataOffset = fencedAt })
+	if r.ErrorCode != 0 || r.IsFenced {
+		t.Fatalf("heartbeat caught up with the fencing at %d: %+v, want unfenced", fencedAt, r)
+	}
+}
+
 func TestControlledShutdown(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)

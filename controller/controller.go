@@ -232,6 +232,12 @@ type brokerSession struct {
 	// controlledShutdownOffset is the offset at which the broker entered
 	// controlled shutdown (-1 if it is not shutting down).
 	controlledShutdownOffset int64
+	// fencedOffset is the offset of the record that last fenced the
+	// broker as far as this leader knows (its registration, which fences
+	// it, or a fencing change; the image's offset when this leader took
+	// over). A fenced broker is unfenced only once its metadata has
+	// reached it (brokers.go, nextBrokerState).
+	fencedOffset int64
 }
 
 func raftIDOf(nodeID int32) uint64 { return uint64(nodeID) + 1 }
@@ -662,7 +668,7 @@ func (c *Controller) onSoftState(ss *raft.SoftState) {
 		c.sessions = map[int32]*brokerSession{}
 		now := c.now()
 		for id := range c.committed.Brokers {
-			c.sessions[id] = &brokerSession{lastSeen: now, metadataOffset: -1, controlledShutdownOffset: -1}
+			c.sessions[id] = &brokerSession{lastSeen: now, metadataOffset: -1, controlledShutdownOffset: -1, fencedOffset: c.committed.Offset}
 		}
 		// Brokers that died with the previous leader are found at once
 		// rather than after a session timeout (liveness.go); the probes
@@ -740,6 +746,7 @@ func (c *Controller) trackSessions(recs []Record, offset int64) {
 			s.lastSeen = c.now()
 			s.contacted = true
 			s.controlledShutdownOffset = -1
+			s.fencedOffset = offset
 		case *UnregisterBrokerRecord:
 			delete(c.sessions, r.BrokerID)
 		case *BrokerRegistrationChangeRecord:
@@ -749,6 +756,7 @@ func (c *Controller) trackSessions(recs []Record, offset int64) {
 				}
 				if r.Fenced == fenceChangeFence {
 					s.controlledShutdownOffset = -1
+					s.fencedOffset = offset
 				}
 			}
 		}
