@@ -77,6 +77,11 @@ type Options struct {
 	MaxIncrementalFetchSessions   int
 	// HeartbeatInterval is broker.heartbeat.interval.ms.
 	HeartbeatInterval time.Duration
+	// SessionTimeout is broker.session.timeout.ms: the controller fences
+	// a broker whose heartbeats stop for that long, so the broker's
+	// leader lease (leaderLeaseFor) runs for less. Zero means Kafka's
+	// default, 9 s.
+	SessionTimeout time.Duration
 	// FencedBrokerLinger is how long Metadata keeps listing a broker
 	// after this node saw it fenced (departedbrokers.go): cmd/gregor sets
 	// broker.session.timeout.ms, the time for which Kafka lists a dead
@@ -210,6 +215,9 @@ func New(opts Options) *Broker {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 2 * time.Second
 	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 9 * time.Second
+	}
 	if opts.MaxIncrementalFetchSessions == 0 {
 		opts.MaxIncrementalFetchSessions = 1000
 	}
@@ -292,6 +300,9 @@ func (b *Broker) Start(ctx context.Context) error {
 		b.followQuotas()
 		return nil
 	}
+	// No partition is led before the controller has answered a
+	// heartbeat unfenced (the leader lease, replica/lease.go).
+	b.replicas.SetLeaderLease(time.Time{})
 	if err := b.register(ctx); err != nil {
 		return err
 	}
@@ -610,12 +621,30 @@ func (b *Broker) sendHeartbeat(ctx context.Context) (*kmsg.BrokerHeartbeatRespon
 	}
 	req.WantFence = false
 	req.WantShutdown = b.wantShutdown.Load()
+	sent := time.Now()
 	answer, err := b.forward(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	resp := answer.(*kmsg.BrokerHeartbeatResponse)
-	return resp, errFromCode(resp.ErrorCode)
+	if err := errFromCode(resp.ErrorCode); err != nil {
+		return resp, err
+	}
+	if resp.IsFenced {
+		b.replicas.SetLeaderLease(time.Time{})
+	} else {
+		b.replicas.SetLeaderLease(sent.Add(leaderLeaseFor(b.opts.SessionTimeout)))
+	}
+	return resp, nil
+}
+
+// leaderLeaseFor is how long after a heartbeat's send an unfenced answer
+// lets this broker lead (replica/lease.go): the session timeout, after
+// which the controller would fence it counting from the heartbeat's
+// arrival, less a tenth (at most a second) for clocks that do not run at
+// quite the same rate on two machines.
+func leaderLeaseFor(sessionTimeout time.Duration) time.Duration {
+	return sessionTimeout - min(sessionTimeout/10, time.Second)
 }
 
 // controlledShutdownWait bounds how long Shutdown waits for the active

@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/replica"
+	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,6 +44,30 @@ func coordinatorImage(offset int64, leader int32, isr []int32, change func(map[i
 	return &controller.Image{Offset: offset, Brokers: brokers, Topics: map[string]*controller.Topic{topic.Name: topic}}
 }
 
+// defaultLogConfigs gives every topic Kafka's default log configs.
+type defaultLogConfigs struct{}
+
+func (defaultLogConfigs) LogConfig(*controller.Image, string) config.Topic {
+	return config.DefaultTopic()
+}
+
+// replicasOf is node's replica manager following img (its logs in
+// memory).
+func replicasOf(t *testing.T, node int32, img *controller.Image) *replica.Manager {
+	t.Helper()
+	logs, err := storage.OpenManager(storage.ManagerOptions{FS: vfs.NewMemFS(), Dirs: []string{"/data"}, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := replica.NewManager(replica.Options{NodeID: node, Logs: logs, Configs: defaultLogConfigs{}, Logger: discardLogger()})
+	t.Cleanup(func() {
+		m.Stop()
+		logs.Close()
+	})
+	m.ApplyImage(nil, img)
+	return m
+}
+
 func brokerIDs(bs []kmsg.MetadataResponseBroker) []int32 {
 	var ids []int32
 	for _, b := range bs {
@@ -50,28 +78,35 @@ func brokerIDs(bs []kmsg.MetadataResponseBroker) []int32 {
 
 // FindCoordinator names the coordinator partition's leader only when it
 // can serve: a leader in controlled shutdown, fenced, outside the ISR, or
-// this very broker while it shuts down is COORDINATOR_NOT_AVAILABLE, which
-// clients retry, never a node that is about to go or gone.
+// this very broker while it shuts down or while its leader lease has
+// lapsed is COORDINATOR_NOT_AVAILABLE, which clients retry, never a node
+// that is about to go or gone, or that does not serve.
 func TestFindCoordinatorNamesOnlyALeaderThatCanServe(t *testing.T) {
 	all := []int32{1, 2, 3}
 	for _, tc := range []struct {
-		name     string
-		img      *controller.Image
-		stopping bool
-		want     int32 // -1: COORDINATOR_NOT_AVAILABLE
+		name        string
+		img         *controller.Image
+		stopping    bool
+		leaseLapsed bool
+		want        int32 // -1: COORDINATOR_NOT_AVAILABLE
 	}{
-		{"healthy leader", coordinatorImage(10, 2, all, nil), false, 2},
-		{"leader in controlled shutdown", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].InControlledShutdown = true }), false, -1},
-		{"fenced leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].Fenced = true }), false, -1},
-		{"unregistered leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { delete(m, 2) }), false, -1},
-		{"leader outside the ISR", coordinatorImage(10, 2, []int32{1, 3}, nil), false, -1},
-		{"no leader", coordinatorImage(10, -1, []int32{1, 3}, nil), false, -1},
-		{"this broker leads and is shutting down", coordinatorImage(10, 1, all, nil), true, -1},
-		{"this broker leads and serves", coordinatorImage(10, 1, all, nil), false, 1},
-		{"another broker leads while this one shuts down", coordinatorImage(10, 3, all, nil), true, 3},
+		{"healthy leader", coordinatorImage(10, 2, all, nil), false, false, 2},
+		{"leader in controlled shutdown", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].InControlledShutdown = true }), false, false, -1},
+		{"fenced leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].Fenced = true }), false, false, -1},
+		{"unregistered leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { delete(m, 2) }), false, false, -1},
+		{"leader outside the ISR", coordinatorImage(10, 2, []int32{1, 3}, nil), false, false, -1},
+		{"no leader", coordinatorImage(10, -1, []int32{1, 3}, nil), false, false, -1},
+		{"this broker leads and is shutting down", coordinatorImage(10, 1, all, nil), true, false, -1},
+		{"this broker leads and serves", coordinatorImage(10, 1, all, nil), false, false, 1},
+		{"this broker leads and its lease lapsed", coordinatorImage(10, 1, all, nil), false, true, -1},
+		{"another broker leads while this one shuts down", coordinatorImage(10, 3, all, nil), true, false, 3},
+		{"another broker leads while this one's lease lapsed", coordinatorImage(10, 3, all, nil), false, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &Broker{opts: Options{NodeID: 1}}
+			b := &Broker{opts: Options{NodeID: 1}, replicas: replicasOf(t, 1, tc.img)}
+			if tc.leaseLapsed {
+				b.replicas.SetLeaderLease(time.Time{})
+			}
 			b.stopping.Store(tc.stopping)
 			c := b.coordinatorOn(tc.img, "PLAINTEXT", &txnTopic{}, 0, "txn")
 			if tc.want < 0 {
@@ -174,7 +209,7 @@ func TestLaggingFindCoordinatorNamesABrokerTheOthersStillList(t *testing.T) {
 	live := coordinatorImage(10, 2, []int32{1, 2, 3}, nil)
 	fenced := coordinatorImage(11, 3, []int32{1, 3}, func(m map[int32]*controller.Broker) { m[2].Fenced = true })
 	a := &Broker{opts: Options{NodeID: 1}, departed: newDepartedBrokers(linger, clock.now)}
-	b := &Broker{opts: Options{NodeID: 3}, departed: newDepartedBrokers(linger, clock.now)}
+	b := &Broker{opts: Options{NodeID: 3}, departed: newDepartedBrokers(linger, clock.now), replicas: replicasOf(t, 3, fenced)}
 	a.departed.observe(live)
 	b.departed.observe(live)
 	b.departed.observe(fenced) // B applies the fencing; A lags

@@ -36,6 +36,7 @@ import (
 
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -126,8 +127,10 @@ type coordinatorTopic interface {
 // in on. The topic is created on first use. The answer is
 // COORDINATOR_NOT_AVAILABLE while the partition has no leader that can
 // serve: none yet, one that is not in the ISR, one fenced or in controlled
-// shutdown, or this very broker once it is shutting down (the client asks
-// again and finds the next leader).
+// shutdown, or this very broker once it is shutting down or while it does
+// not serve as the partition's leader (its log is not open yet, or its
+// leader lease lapsed: replica/lease.go) (the client asks again and finds
+// the next leader).
 func (b *Broker) coordinatorOn(img *controller.Image, listenerName string, ct coordinatorTopic, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
 	none := noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
 	t := img.Topics[ct.Topic().Name]
@@ -146,7 +149,7 @@ func (b *Broker) coordinatorOn(img *controller.Image, listenerName string, ct co
 		return none
 	case !slices.Contains(p.ISR, leader):
 		return none
-	case leader == b.opts.NodeID && b.stopping.Load():
+	case leader == b.opts.NodeID && (b.stopping.Load() || !b.replicas.Leads(replica.TopicPartition{Topic: t.Name, Partition: partition})):
 		return none
 	}
 	ep, ok := endpointFor(br, listenerName)

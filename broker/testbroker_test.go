@@ -170,6 +170,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		Replicas:                      replicas,
 		Configs:                       configs,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		SessionTimeout:                time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
 		Logger:                        log,
 	}

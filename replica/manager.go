@@ -123,6 +123,11 @@ type Manager struct {
 	stopWorkers   context.CancelFunc
 	workers       sync.WaitGroup
 
+	// lease gates this node's leaderships (lease.go); every partition
+	// shares it.
+	lease      *leaderLease
+	leaseState leaseState
+
 	// openHook, when set (tests), sees every batch of logs reconciliation
 	// opens, before it opens them.
 	openHook func([]storage.LogRequest)
@@ -165,6 +170,8 @@ func NewManager(opts Options) *Manager {
 		lagTimeMax:    opts.ReplicaLagTimeMax,
 	}
 	m.brokerEpoch.Store(-1)
+	m.lease = newLeaderLease()
+	m.leaseState.announcedHeld.Store(true)
 	m.fetchers = newFetchers(m, opts.Fetch)
 	if opts.Peers != nil {
 		m.isr = newISRSender(m)
@@ -216,6 +223,7 @@ func (m *Manager) Stop() {
 	if m.unsubscribe != nil {
 		m.unsubscribe()
 	}
+	m.stopLease()
 	if m.stopWorkers != nil {
 		m.stopWorkers()
 		m.fetchers.stop()
@@ -515,7 +523,7 @@ func (r *reconciliation) openNew() {
 			r.errs = append(r.errs, res.Err)
 			m.retry[n.tp.Topic] = true
 		}
-		p := newPartition(n.tp, n.id, m.self, res.Log)
+		p := newPartition(n.tp, n.id, m.self, res.Log, m.lease)
 		p.update(n.meta, &n.cfg, m.nowMs())
 		m.mu.Lock()
 		m.parts[n.tp] = p
@@ -565,10 +573,34 @@ func (m *Manager) hosted(tp TopicPartition) *Partition {
 	return m.parts[tp]
 }
 
+// partitions is every hosted partition, as the map holds them now.
+func (m *Manager) partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	parts := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		parts = append(parts, p)
+	}
+	return parts
+}
+
 // Hosts reports whether this node hosts tp with an open log.
 func (m *Manager) Hosts(tp TopicPartition) bool {
 	p := m.hosted(tp)
 	return p != nil && p.log != nil
+}
+
+// Leads reports whether this node serves as tp's leader now: it hosts it,
+// the image names it the leader and, for a replicated partition, the
+// leader lease runs (lease.go).
+func (m *Manager) Leads(tp TopicPartition) bool {
+	p := m.hosted(tp)
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.isLeaderLocked()
 }
 
 // LeaderHint is the leader a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH

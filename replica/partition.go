@@ -57,6 +57,9 @@ type Partition struct {
 	// holding it answer NOT_LEADER_OR_FOLLOWER from then on.
 	removed bool
 
+	// lease is the node's leader lease, shared by its partitions.
+	lease *leaderLease
+
 	// announcedEpoch is the leader epoch the leadership listeners were
 	// last told about (-1: they know this node does not lead). Only
 	// ApplyImage touches it, under Manager.applyMu.
@@ -104,8 +107,8 @@ func newRemoteReplica(caughtUpMs int64) *remoteReplica {
 	return r
 }
 
-func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *storage.Log) *Partition {
-	return &Partition{tp: tp, topicID: topicID, self: self, log: log, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
+func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *storage.Log, lease *leaderLease) *Partition {
+	return &Partition{tp: tp, topicID: topicID, self: self, log: log, lease: lease, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
 }
 
 // TopicPartition names the partition.
@@ -169,9 +172,11 @@ func (p *Partition) markRemoved() {
 	p.mu.Unlock()
 }
 
-// isLeaderLocked reports whether this node leads; the caller holds mu.
+// isLeaderLocked reports whether this node leads: the image says so and,
+// where another replica could have been made the leader meanwhile, the
+// leader lease runs (lease.go). The caller holds mu.
 func (p *Partition) isLeaderLocked() bool {
-	return !p.removed && p.leader == p.self && p.log != nil
+	return !p.removed && p.leader == p.self && p.log != nil && (len(p.replicas) <= 1 || p.lease.held())
 }
 
 // effectiveMinISRLocked is Kafka's effective minimum ISR size:

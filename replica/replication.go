@@ -228,13 +228,7 @@ func (m *Manager) brokerEligible(id int32) bool {
 func (m *Manager) shrinkISRs() {
 	nowMs := m.nowMs()
 	lagMs := m.lagTimeMax.Milliseconds()
-	m.mu.RLock()
-	parts := make([]*Partition, 0, len(m.parts))
-	for _, p := range m.parts {
-		parts = append(parts, p)
-	}
-	m.mu.RUnlock()
-	for _, p := range parts {
+	for _, p := range m.partitions() {
 		p.mu.RLock()
 		var out []int32
 		if p.isLeaderLocked() && p.pendingISR == nil {

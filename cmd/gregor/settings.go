@@ -265,6 +265,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		OffsetsTopicPartitions:        cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: cfg.OffsetsTopicReplicationFactor,
 		HeartbeatInterval:             time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		SessionTimeout:                time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		FencedBrokerLinger:            time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
 		Quotas: broker.QuotaOptions{
