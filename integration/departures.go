@@ -51,5 +51,11 @@ func departures() []departure {
 			gregor: "reaches its own controller in process: the node's own requests need no grant; other nodes' requests and everything clients send are authorized as in Kafka (forwarded ones with the client's principal)",
 			proof:  "broker TestAuthzControllerListener (CLUSTER_ACTION denied on the controller listener, the node keeps its registration), TestAuthzForwardingCarriesThePrincipal (another node's own CreateTopics is authorized as its connection)",
 		},
+		{
+			topic:  "a leader cut off from the controller quorum",
+			kafka:  "goes on answering as the leader of its partitions and as its groups' coordinator after the quorum fenced it and moved them (its image still names it): a consumer whose metadata came from it is told OFFSET_OUT_OF_RANGE for the new leader's committed offsets and resets (to the start with auto.offset.reset=earliest, skipping to the end with latest), ListOffsets gets its stale log end, FindCoordinator names it and OffsetFetch returns its stale commits, so a group resumes from behind; a fenced broker back with metadata from before its fencing is unfenced at once",
+			gregor: "keeps a leader lease: it leads a replicated partition (and hosts its coordinator shard) only while the controller's last unfenced answer to a heartbeat is younger than broker.session.timeout.ms, counted from the heartbeat's send, less a tenth (at most 1 s), which is no later than the controller could fence it; otherwise it answers NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR and, to FindCoordinator, COORDINATOR_NOT_AVAILABLE, which clients retry elsewhere; the controller unfences a broker only once its metadata has reached its fencing. A partition with one replica keeps serving (no other node could lead it)",
+			proof:  "integration/faults TestFaultIsolatedLeaderStopsServing (in make test; fails on Kafka 4.3.1 in all four ways), replica TestLeaderLeaseGatesReplicatedLeaderships, controller TestFencedBrokerIsUnfencedOnlyOnceCaughtUpWithItsFencing, broker TestFindCoordinatorNamesOnlyALeaderThatCanServe",
+		},
 	}
 }

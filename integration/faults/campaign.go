@@ -150,7 +150,11 @@ func (c *combined) Inject(ctx context.Context) (string, error) {
 	for _, p := range c.parts {
 		what, err := p.Inject(ctx)
 		if err != nil {
-			_, herr := c.Heal(ctx)
+			// The parts injected are healed even when ctx has ended
+			// (the run's end may be why this part failed).
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			_, herr := c.Heal(hctx)
+			cancel()
 			return "", errors.Join(fmt.Errorf("%s: %w", p.Name(), err), herr)
 		}
 		c.on++

@@ -161,7 +161,7 @@ func fetchImage(ctx context.Context, addr string) (imageState, error) {
 func RecordImages(ctx context.Context, h *History, cl *integration.Cluster, net *Network, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
+	ops := untilAgreed(ctx, 200*time.Millisecond, func() ([]Op, bool) {
 		var ops []Op
 		same := true
 		for _, n := range cl.Nodes {
@@ -177,15 +177,32 @@ func RecordImages(ctx context.Context, h *History, cl *integration.Cluster, net 
 			}
 			ops = append(ops, op)
 		}
-		if same || ctx.Err() != nil {
-			for _, op := range ops {
-				h.Add(op)
-			}
-			return
+		return ops, same
+	})
+	for _, op := range ops {
+		h.Add(op)
+	}
+}
+
+// untilAgreed asks round again, pause apart, until the answers it gathers
+// agree or ctx ends, and returns the answers to record: the round that
+// agreed or, at the deadline, the last round the deadline did not cut
+// short (it fails every request still out, whatever the nodes would have
+// said).
+func untilAgreed(ctx context.Context, pause time.Duration, round func() ([]Op, bool)) []Op {
+	var last []Op
+	for {
+		ops, agreed := round()
+		if ctx.Err() != nil && last != nil {
+			return last
 		}
+		if agreed || ctx.Err() != nil {
+			return ops
+		}
+		last = ops
 		select {
 		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -203,7 +220,7 @@ func RecordBrokerViews(ctx context.Context, h *History, seeds []string, cl *inte
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	for {
+	ops := untilAgreed(ctx, 500*time.Millisecond, func() ([]Op, bool) {
 		var ops []Op
 		agree := true
 		for _, b := range cl.Brokers() {
@@ -216,17 +233,12 @@ func RecordBrokerViews(ctx context.Context, h *History, seeds []string, cl *inte
 			}
 			ops = append(ops, op)
 		}
-		if agree || ctx.Err() != nil {
-			for _, op := range ops {
-				h.Add(op)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
+		return ops, agree
+	})
+	for _, op := range ops {
+		h.Add(op)
 	}
+	return nil
 }
 
 func sameView(a, b map[string]string) bool {

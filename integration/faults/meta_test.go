@@ -1,6 +1,10 @@
 package faults
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 func (b *builder) create(seq int64, topic string, outcome Type) {
 	b.add(Op{Process: "meta", Type: Invoke, F: Create, Seq: seq, Value: topic})
@@ -115,5 +119,30 @@ func TestCheckMetaFindsEachViolation(t *testing.T) {
 			s := CheckMeta(c.build().ops)
 			wantOnly(t, c.kind, s.Violations, s.String())
 		})
+	}
+}
+
+// At the deadline the answers recorded are the last round's the deadline
+// did not cut short: a round whose requests the deadline failed says
+// nothing of the nodes (#4 of TRACK-RECORD reported every node silent).
+func TestUntilAgreedKeepsTheLastRoundTheDeadlineDidNotCut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	rounds := 0
+	got := untilAgreed(ctx, time.Millisecond, func() ([]Op, bool) {
+		rounds++
+		if rounds == 3 {
+			cancel() // the deadline, in the middle of the round
+			return []Op{{Partition: 1, Type: Fail, Error: "context deadline exceeded"}}, false
+		}
+		return []Op{{Partition: 1, Type: OK, Offset: int64(rounds)}}, false
+	})
+	if len(got) != 1 || got[0].Type != OK || got[0].Offset != 2 {
+		t.Fatalf("recorded %+v, want round 2's answer", got)
+	}
+	agreed := untilAgreed(context.Background(), time.Millisecond, func() ([]Op, bool) {
+		return []Op{{Partition: 1, Type: OK, Offset: 7}}, true
+	})
+	if len(agreed) != 1 || agreed[0].Offset != 7 {
+		t.Fatalf("recorded %+v, want the agreeing round", agreed)
 	}
 }

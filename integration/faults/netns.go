@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -38,7 +39,15 @@ type Network struct {
 	nft    string
 
 	mu      sync.Mutex
-	dropped map[Link]bool // the links whose packets are dropped now
+	dropped map[Link]bool // the links whose packets are to be dropped
+	// stale names the namespaces whose rules may not be what dropped
+	// says: their last apply failed (a cancelled context, nft refusing).
+	// Every change applies them again, so a heal that failed once is
+	// not taken for done by the next one.
+	stale map[int]bool
+	// applyRules writes a namespace's rules: apply, or a stand-in in
+	// unit tests.
+	applyRules func(ctx context.Context, id int) error
 }
 
 var netCount struct {
@@ -64,7 +73,8 @@ func NewNetwork(ctx context.Context, tools *integration.Tools, ids []int) (*Netw
 	RemoveLeftovers(ctx)
 	netCount.Lock()
 	netCount.n++
-	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, dropped: map[Link]bool{}}
+	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, dropped: map[Link]bool{}, stale: map[int]bool{}}
+	n.applyRules = n.apply
 	netCount.Unlock()
 	if n.prefix, err = freeSubnet(ctx); err != nil {
 		return nil, err
@@ -191,9 +201,10 @@ func (n *Network) Dropped() []Link {
 }
 
 // change adds (drop) or removes links from the dropped set and rewrites
-// the rules of every namespace whose outgoing links changed. n.mu is held.
+// the rules of every namespace whose outgoing links changed, and of every
+// namespace whose rules an earlier change failed to write. n.mu is held.
 func (n *Network) change(ctx context.Context, links []Link, drop bool) error {
-	touched := map[int]bool{}
+	touched := maps.Clone(n.stale)
 	for _, l := range links {
 		if !slices.Contains(n.ids, l.From) || !slices.Contains(n.ids, l.To) || l.From == l.To {
 			return fmt.Errorf("link %d->%d: not between two nodes of %v", l.From, l.To, n.ids)
@@ -209,8 +220,14 @@ func (n *Network) change(ctx context.Context, links []Link, drop bool) error {
 	}
 	var errs []error
 	for _, id := range n.ids {
-		if touched[id] {
-			errs = append(errs, n.apply(ctx, id))
+		if !touched[id] {
+			continue
+		}
+		if err := n.applyRules(ctx, id); err != nil {
+			n.stale[id] = true
+			errs = append(errs, err)
+		} else {
+			delete(n.stale, id)
 		}
 	}
 	return errors.Join(errs...)
