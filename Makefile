@@ -69,7 +69,10 @@ soak:
 # split3x3) under one nemesis or a process and a network one together
 # (kill -9, the active controller killed during a reassignment, SIGSTOP
 # past the session timeouts, an isolated node, a majority/minority split,
-# a bridge, one-way loss), running the queue (with group members
+# a bridge, one-way loss; beside a network one, a slow network (a narrow,
+# lossy link: the kernel here has no netem), a full disk or a failing one
+# through Gregor's storage fault hook),
+# running the queue (with group members
 # churning), transactions and metadata workloads, then a table of
 # operations, acknowledged, lost, duplicated and violations per schedule
 # and workload. The checkers look for lost, duplicated or reordered
@@ -80,8 +83,9 @@ soak:
 # TARGET=gregor-cluster (the default) or kafka-cluster;
 # FAULTS_DURATION=60s per test or schedule. faults-short is one 20 s
 # schedule on three combined nodes, part of make test, from a fixed seed
-# (a campaign's that passed; FAULTS_SEED=n draws another) so that make
-# test replays the same schedule every time; beside it, the regression
+# (a campaign's that passed; FAULTS_SEED=n draws another) and its
+# nemesis pinned (the environment nemeses, added since, would join it)
+# so that make test replays the same schedule every time; beside it, the regression
 # test of what that seed found (TestFaultIsolatedLeaderStopsServing: a
 # leader cut off from the quorum stops answering for its partitions and
 # its groups once it may have been replaced).
@@ -90,7 +94,7 @@ faults:
 	  $(GO) test -race -count=1 -v -timeout 150m -run '^TestFault' ./integration/faults/
 
 faults-short:
-	FAULTS=1 FAULTS_SEED=$(or $(FAULTS_SEED),12698874545172988931) FAULTS_SCHEDULES=1 FAULTS_DURATION=20s FAULTS_LAYOUTS=combined3 \
+	FAULTS=1 FAULTS_SEED=$(or $(FAULTS_SEED),12698874545172988931) FAULTS_NEMESIS=$(or $(FAULTS_NEMESIS),split-majority) FAULTS_SCHEDULES=1 FAULTS_DURATION=20s FAULTS_LAYOUTS=combined3 \
 	  $(GO) test -race -count=1 -v -timeout 15m -run '^(TestFaultCampaign|TestFaultIsolatedLeaderStopsServing)$$' ./integration/faults/
 
 # every compatibility scenario against TARGET=gregor|kafka|external, or a

@@ -70,6 +70,9 @@ func (n *ClusterNode) ControllerAddr() string {
 	return fmt.Sprintf("%s:%d", n.host(), n.ControllerPort)
 }
 
+// Flavor is "gregor" or "kafka".
+func (c *Cluster) Flavor() string { return c.flavor.name }
+
 // Pid is the node's process id, or 0 when it is not running.
 func (n *ClusterNode) Pid() int {
 	if n.proc == nil {

@@ -210,7 +210,22 @@ var (
 		{name: "bridge", make: func(f *Faults) Nemesis { return Cut(f, "bridge", Bridge) }},
 		{name: "one-way", make: func(f *Faults) Nemesis { return Cut(f, "one-way", OneWay) }},
 	}
+	// environmentNemeses act on a node's machine (environment.go): they
+	// join schedules that have no process nemesis (a disk that fails
+	// restarts its node), drawn from a stream of their own so that the
+	// other draws of a seed stay what they were before these existed.
+	environmentNemeses = []nemesisKind{
+		{name: "slow-leader", make: func(f *Faults) Nemesis { return Slow(f, "slow-leader", LeaderOf) }},
+		{name: "slow-random", make: func(f *Faults) Nemesis { return Slow(f, "slow-random", AnyNode) }},
+		{name: "disk-full-leader", make: func(f *Faults) Nemesis { return DiskFull(f, "disk-full-leader", LeaderOf) }},
+		{name: "disk-full-random", make: func(f *Faults) Nemesis { return DiskFull(f, "disk-full-random", AnyNode) }},
+		{name: "disk-fail-random", make: func(f *Faults) Nemesis { return DiskFail(f, "disk-fail-random", AnyNode) }},
+	}
 )
+
+// environmentStream tells the environment's draws of a schedule apart
+// from its other draws (NewPlan).
+const environmentStream = 0x656e76 // "env"
 
 // Layouts are the cluster shapes a campaign can pick, with their node
 // ids (which the network needs before the cluster is laid out).
@@ -240,13 +255,16 @@ type Plan struct {
 // NewPlan draws schedule i of the campaign with the given seed: a layout
 // of layouts, then one process nemesis, one network nemesis or one of
 // each, and how long each fault lasts (5-15 s; a pause at least
-// pauseHold).
+// pauseHold). A schedule without a process nemesis then gets an
+// environment nemesis beside its network one five times in eight, from
+// draws of its own.
 func NewPlan(seed uint64, i int, layouts []integration.ClusterLayout) Plan {
 	rng := rand.New(rand.NewPCG(seed, uint64(i)))
 	p := Plan{Index: i, Layout: layouts[rng.IntN(len(layouts))]}
 	proc := processNemeses[rng.IntN(len(processNemeses))]
 	netw := networkNemeses[rng.IntN(len(networkNemeses))]
-	switch rng.IntN(3) {
+	choice := rng.IntN(3)
+	switch choice {
 	case 0:
 		p.Nemeses = []nemesisKind{proc}
 	case 1:
@@ -261,6 +279,12 @@ func NewPlan(seed uint64, i int, layouts []integration.ClusterLayout) Plan {
 		}
 	}
 	p.RunSeed = rng.Uint64()
+	if networkOnly := choice == 1; networkOnly {
+		env := rand.New(rand.NewPCG(seed^environmentStream, uint64(i)))
+		if k := env.IntN(len(environmentNemeses) + 3); k < len(environmentNemeses) {
+			p.Nemeses = append(p.Nemeses, environmentNemeses[k])
+		}
+	}
 	return p
 }
 
@@ -270,7 +294,7 @@ func NewPlan(seed uint64, i int, layouts []integration.ClusterLayout) Plan {
 func (p Plan) WithNemeses(names string) (Plan, error) {
 	p.Nemeses = nil
 	for _, name := range strings.Split(names, "+") {
-		all := append(slices.Clone(processNemeses), networkNemeses...)
+		all := slices.Concat(processNemeses, networkNemeses, environmentNemeses)
 		i := slices.IndexFunc(all, func(k nemesisKind) bool { return k.name == name })
 		if i < 0 {
 			return p, fmt.Errorf("no nemesis %q in the catalogue", name)

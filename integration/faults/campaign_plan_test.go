@@ -1,8 +1,11 @@
 package faults
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gregorbroker/gregor/integration"
@@ -20,17 +23,26 @@ func TestNewPlanReplaysFromTheSeed(t *testing.T) {
 			if a.Hold < 5e9 || a.Hold > 15e9 {
 				t.Errorf("%s: hold %s outside 5-15 s", a.Name(), a.Hold)
 			}
+			kinds := map[string]int{}
 			for _, n := range a.Nemeses {
 				seen[n.name] = true
+				for kind, list := range map[string][]nemesisKind{"process": processNemeses, "network": networkNemeses, "environment": environmentNemeses} {
+					if slices.ContainsFunc(list, func(k nemesisKind) bool { return k.name == n.name }) {
+						kinds[kind]++
+					}
+				}
 				if n.pause && a.Hold < pauseHold {
 					t.Errorf("%s: a pause held %s, less than %s", a.Name(), a.Hold, pauseHold)
 				}
+			}
+			if kinds["environment"] > 0 && kinds["process"] > 0 {
+				t.Errorf("%s: an environment nemesis beside a process one", a.Name())
 			}
 			seen[string(a.Layout)] = true
 			seen["combined:"+map[bool]string{true: "yes", false: "no"}[len(a.Nemeses) > 1]] = true
 		}
 	}
-	for _, n := range append(append([]nemesisKind(nil), processNemeses...), networkNemeses...) {
+	for _, n := range slices.Concat(processNemeses, networkNemeses, environmentNemeses) {
 		if !seen[n.name] {
 			t.Errorf("200 plans never drew %s", n.name)
 		}
@@ -38,6 +50,35 @@ func TestNewPlanReplaysFromTheSeed(t *testing.T) {
 	for _, want := range []string{string(integration.Combined3), string(integration.Split3x3), "combined:yes", "combined:no"} {
 		if !seen[want] {
 			t.Errorf("200 plans never drew %s", want)
+		}
+	}
+}
+
+// The environment nemeses came later, from draws of their own: the seeds
+// already recorded (make test's, TRACK-RECORD's) still draw the layout,
+// process and network nemeses, hold and run seed they drew before.
+func TestNewPlanKeepsTheDrawsOfRecordedSeeds(t *testing.T) {
+	all := []integration.ClusterLayout{integration.Combined3, integration.Combined5, integration.Split3x3}
+	for _, tc := range []struct {
+		seed    uint64
+		i       int
+		layouts []integration.ClusterLayout
+		name    string
+		runSeed uint64
+	}{
+		{12698874545172988931, 0, []integration.ClusterLayout{integration.Combined3}, "s00-combined3-split-majority", 3025409985485751062},
+		{7623529080245183986, 1, all, "s01-combined5-isolate-random+kill-controller-reassigning", 16463206979458761151},
+	} {
+		p := NewPlan(tc.seed, tc.i, tc.layouts)
+		var old []string
+		for _, n := range p.Nemeses {
+			if !slices.ContainsFunc(environmentNemeses, func(k nemesisKind) bool { return k.name == n.name }) {
+				old = append(old, n.name)
+			}
+		}
+		got := fmt.Sprintf("s%02d-%s-%s", p.Index, p.Layout, strings.Join(old, "+"))
+		if got != tc.name || p.RunSeed != tc.runSeed {
+			t.Errorf("seed %d schedule %d: %s (run seed %d), want %s (run seed %d)", tc.seed, tc.i, got, p.RunSeed, tc.name, tc.runSeed)
 		}
 	}
 }

@@ -24,8 +24,10 @@
 // that isolate a node (the leader or any), split a minority from the
 // majority, make one node a bridge between two halves that do not see
 // each other, or drop one node's packets in one direction only
-// (Network.Drop); or a process fault and a network one together
-// (Combine). After the faults are healed a final read takes every
+// (Network.Drop); a slow, lossy network for a node (Network.SetSlow); a
+// disk that fills up or fails with EIO under a node, through Gregor's
+// storage fault hook (environment.go); or a process fault and a network
+// one together, or a network one and one of the environment's (Combine). After the faults are healed a final read takes every
 // partition from offset 0 to its end (and, once no transaction is open,
 // the transactions' topic with read_committed), and Check, CheckTxn and
 // CheckMeta hold the history to the queue's and group's, the

@@ -246,6 +246,18 @@ func TestFaultPartitionLeader(t *testing.T) {
 	runWorkload(t, true, func(f *Faults) Nemesis { return Isolate(f, "partition-leader", LeaderOf) })
 }
 
+func TestFaultSlowLeader(t *testing.T) {
+	runWorkload(t, true, func(f *Faults) Nemesis { return Slow(f, "slow-leader", LeaderOf) })
+}
+
+func TestFaultDiskFullLeader(t *testing.T) {
+	runWorkload(t, false, func(f *Faults) Nemesis { return DiskFull(f, "disk-full-leader", LeaderOf) })
+}
+
+func TestFaultDiskFailRandomNode(t *testing.T) {
+	runWorkload(t, false, func(f *Faults) Nemesis { return DiskFail(f, "disk-fail-random", AnyNode) })
+}
+
 // TestFaultVerifiableKillLeader is Apache's own verifiable clients while
 // partition leaders are killed with kill -9 again and again: every
 // acknowledged record is consumed, none twice at two offsets (the

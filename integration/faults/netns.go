@@ -37,6 +37,7 @@ type Network struct {
 	prefix string // "10.A.B"
 	ids    []int
 	nft    string
+	tc     string
 
 	mu      sync.Mutex
 	dropped map[Link]bool // the links whose packets are to be dropped
@@ -45,6 +46,8 @@ type Network struct {
 	// Every change applies them again, so a heal that failed once is
 	// not taken for done by the next one.
 	stale map[int]bool
+	// slow names the nodes whose network SetSlow made slow.
+	slow map[int]bool
 	// applyRules writes a namespace's rules: apply, or a stand-in in
 	// unit tests.
 	applyRules func(ctx context.Context, id int) error
@@ -70,10 +73,14 @@ func NewNetwork(ctx context.Context, tools *integration.Tools, ids []int) (*Netw
 	if err != nil {
 		return nil, err
 	}
+	tc, err := tools.AptBinary(ctx, "iproute2", "tc")
+	if err != nil {
+		return nil, err
+	}
 	RemoveLeftovers(ctx)
 	netCount.Lock()
 	netCount.n++
-	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, dropped: map[Link]bool{}, stale: map[int]bool{}}
+	n := &Network{base: fmt.Sprintf("gf%dk%d", os.Getpid(), netCount.n), ids: append([]int(nil), ids...), nft: nft, tc: tc, dropped: map[Link]bool{}, stale: map[int]bool{}, slow: map[int]bool{}}
 	n.applyRules = n.apply
 	netCount.Unlock()
 	if n.prefix, err = freeSubnet(ctx); err != nil {
@@ -244,15 +251,61 @@ func (n *Network) apply(ctx context.Context, id int) error {
 			to = append(to, n.Host(o))
 		}
 	}
-	rules := "table inet gregorfaults\ndelete table inet gregorfaults\n"
+	var drops []string
 	if len(to) > 0 {
-		rules += fmt.Sprintf("table inet gregorfaults {\n\tchain out { type filter hook output priority 0; ip daddr { %s } drop; }\n}\n", strings.Join(to, ", "))
+		drops = append(drops, fmt.Sprintf("ip daddr { %s } drop;", strings.Join(to, ", ")))
+	}
+	if n.slow[id] {
+		drops = append(drops, fmt.Sprintf("numgen random mod 100 < %d drop;", slowLossPercent))
+	}
+	rules := "table inet gregorfaults\ndelete table inet gregorfaults\n"
+	if len(drops) > 0 {
+		rules += fmt.Sprintf("table inet gregorfaults {\n\tchain out { type filter hook output priority 0; %s }\n}\n", strings.Join(drops, " "))
 	}
 	_, err := integration.Run(ctx, integration.Cmd{Name: "ip", Args: []string{"netns", "exec", n.ns(id), n.nft, "-f", "-"}, Stdin: rules, Timeout: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("setting node %d's dropped links to %v: %w", id, to, err)
 	}
 	return nil
+}
+
+// The slow network's shape. This machine's kernel has no netem (tc
+// answers "Specified qdisc kind is unknown"), so the delay is a token
+// bucket's: a link of slowRate whose queue holds up to slowQueue of
+// packets (what is sent faster waits, then is dropped), and slowLossPercent
+// of the packets are lost at random (nftables' numgen).
+const (
+	slowRate        = "2mbit"
+	slowQueue       = "300ms"
+	slowLossPercent = 3
+)
+
+// slowShape describes the slow network for the log.
+var slowShape = fmt.Sprintf("a %s link queueing up to %s, %d%% of packets lost", slowRate, slowQueue, slowLossPercent)
+
+// SetSlow makes node id's network slow (every packet it sends, to the
+// other nodes and to clients, through a narrow queueing link, some lost)
+// or whole again.
+func (n *Network) SetSlow(ctx context.Context, id int, on bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	cmd := []string{"ip", "netns", "exec", n.ns(id), n.tc, "qdisc"}
+	if on {
+		if err := run(ctx, append(cmd, "replace", "dev", "eth0", "root", "tbf", "rate", slowRate, "burst", "32kbit", "latency", slowQueue)...); err != nil {
+			return fmt.Errorf("slowing node %d's link: %w", id, err)
+		}
+	} else if n.slow[id] {
+		if err := run(ctx, append(cmd, "del", "dev", "eth0", "root")...); err != nil {
+			return fmt.Errorf("restoring node %d's link: %w", id, err)
+		}
+	}
+	if on {
+		n.slow[id] = true
+	} else {
+		delete(n.slow, id)
+	}
+	n.stale[id] = true // the loss rule
+	return n.change(ctx, nil, false)
 }
 
 // Close deletes the namespaces (their veths go with them) and the

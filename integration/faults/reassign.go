@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,18 +34,15 @@ func reassignAndFindController(ctx context.Context, f *Faults) (int, string, err
 		return 0, "", err
 	}
 	target := newReplicas(f, p)
-	// A broker cut off by a network nemesis injected just before may get
-	// the request and time out forwarding it: it is asked again (the
-	// client may pick another broker) until the deadline.
+	// Asked of the active controller's own broker, or of a broker whose
+	// links to it are whole: a broker cut off by a network nemesis
+	// injected just before could take the request and time out
+	// forwarding it (kgo sends admin requests to the Metadata's
+	// ControllerId, which may be that broker, again and again).
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		actx, acancel := context.WithTimeout(rctx, 10*time.Second)
-		resp, err := f.Admin.AlterPartitionAssignments(actx, kadm.AlterPartitionAssignmentsReq{f.Topic: {p.ID: target}})
-		acancel()
-		if err == nil {
-			err = resp.Error()
-		}
+		err := reassign(rctx, f, p, target)
 		if err == nil {
 			break
 		}
@@ -63,6 +59,62 @@ func reassignAndFindController(ctx context.Context, f *Faults) (int, string, err
 		return 0, "", err
 	}
 	return id, fmt.Sprintf("the active controller, right after partition %d was reassigned from %v to %v", p.ID, p.Replicas, target), nil
+}
+
+// reassign asks for partition p of f.Topic to move to target, through a
+// broker that reaches the active controller.
+func reassign(ctx context.Context, f *Faults, p Partition, target []int32) error {
+	ctrl, err := activeController(ctx, f)
+	if err != nil {
+		return err
+	}
+	via, err := f.brokerReaching(ctrl)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = f.Topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = p.ID, target
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(actx, f.Client.Broker(via))
+	if err != nil {
+		return fmt.Errorf("asking broker %d: %w", via, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("broker %d answered %w", via, err)
+	}
+	for _, t := range resp.Topics {
+		for _, tp := range t.Partitions {
+			if err := kerr.ErrorForCode(tp.ErrorCode); err != nil {
+				return fmt.Errorf("broker %d answered %w for partition %d", via, err, tp.Partition)
+			}
+		}
+	}
+	return nil
+}
+
+// brokerReaching is a broker that reaches controller ctrl: its own
+// broker on a combined node, else one with no dropped link to or from it.
+func (f *Faults) brokerReaching(ctrl int) (int, error) {
+	if n := f.Cluster.Node(ctrl); n != nil && n.IsBroker() {
+		return ctrl, nil
+	}
+	var dropped []Link
+	if f.Net != nil {
+		dropped = f.Net.Dropped()
+	}
+	for _, b := range f.Cluster.Brokers() {
+		if !slices.Contains(dropped, Link{b.ID, ctrl}) && !slices.Contains(dropped, Link{ctrl, b.ID}) {
+			return b.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("no broker reaches the active controller %d (dropped links %v)", ctrl, dropped)
 }
 
 func newReplicas(f *Faults, p Partition) []int32 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -44,17 +45,33 @@ func StartCluster(ctx context.Context, tools *integration.Tools, target string, 
 	if !ok || (flavor != "kafka" && flavor != "gregor") {
 		return nil, fmt.Errorf("unknown fault target %q (want one of %s)", target, strings.Join(Targets, ", "))
 	}
-	opts := integration.ClusterOptions{Properties: clusterProperties}
-	if net != nil {
-		opts.Hosts, opts.Wrap = map[int]string{}, map[int][]string{}
-		for _, id := range net.IDs() {
+	opts := integration.ClusterOptions{Properties: clusterProperties, Hosts: map[int]string{}, Wrap: map[int][]string{}}
+	ids, ok := Layouts[layout]
+	if !ok {
+		return nil, fmt.Errorf("no node ids known for layout %s", layout)
+	}
+	for _, id := range ids {
+		// env execs the node, so its pid stays the node's; Kafka ignores
+		// the variables. Gregor reads its storage faults from the file
+		// (cmd/gregor/testfaults.go): the disk nemeses write it.
+		env := []string{"env", testFaultsEnv + "=" + FaultFile(dir, id)}
+		if net != nil {
 			opts.Hosts[id] = net.Host(id)
-			// env execs the node too, so its pid stays the node's; Kafka
-			// ignores the variable.
-			opts.Wrap[id] = append(net.Wrap(id), "env", fmt.Sprintf("GREGOR_PPROF_ADDR=%s:%d", net.Host(id), DebugPort))
+			env = append(net.Wrap(id), append(env, fmt.Sprintf("GREGOR_PPROF_ADDR=%s:%d", net.Host(id), DebugPort))...)
 		}
+		opts.Wrap[id] = env
 	}
 	return integration.StartClusterWith(ctx, tools, flavor, layout, dir, 3*time.Minute, opts)
+}
+
+// testFaultsEnv names Gregor's storage fault hook's file
+// (cmd/gregor/testfaults.go).
+const testFaultsEnv = "GREGOR_TEST_FAULTS_FILE"
+
+// FaultFile is where node id of the cluster in dir reads its storage
+// faults from.
+func FaultFile(clusterDir string, id int) string {
+	return filepath.Join(clusterDir, fmt.Sprintf("node-%d.faults", id))
 }
 
 // CreateTopic creates the suite's topic and waits until every partition
