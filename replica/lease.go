@@ -64,10 +64,13 @@ func (l *leaderLease) held() bool {
 }
 
 // leaseState is the manager's side of the lease: the timer that notices
-// its end, and what the listeners were last told. mu guards timer.
+// its end, and what the listeners were last told. mu guards timer and
+// stopped.
 type leaseState struct {
 	mu    sync.Mutex
 	timer *time.Timer
+	// stopped is set by Stop: nothing is told or woken after it.
+	stopped bool
 	// announcedHeld is whether the listeners were last told with the
 	// lease held (true before the first SetLeaderLease). It is written
 	// under applyMu, and read without it to skip taking applyMu when
@@ -86,6 +89,10 @@ func (m *Manager) SetLeaderLease(until time.Time) {
 		ns = max(int64(until.Sub(m.lease.base)), 0)
 	}
 	m.leaseState.mu.Lock()
+	if m.leaseState.stopped {
+		m.leaseState.mu.Unlock()
+		return
+	}
 	m.lease.until.Store(ns)
 	if m.leaseState.timer == nil {
 		m.leaseState.timer = time.AfterFunc(time.Until(until), m.leaseChanged)
@@ -98,10 +105,12 @@ func (m *Manager) SetLeaderLease(until time.Time) {
 	}
 }
 
-// stopLease stops the lapse timer (Stop).
+// stopLease stops the lapse timer (Stop); a leaseChanged already on its
+// way does nothing.
 func (m *Manager) stopLease() {
 	m.leaseState.mu.Lock()
 	defer m.leaseState.mu.Unlock()
+	m.leaseState.stopped = true
 	if m.leaseState.timer != nil {
 		m.leaseState.timer.Stop()
 	}
@@ -114,6 +123,12 @@ func (m *Manager) stopLease() {
 func (m *Manager) leaseChanged() {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
+	m.leaseState.mu.Lock()
+	stopped := m.leaseState.stopped
+	m.leaseState.mu.Unlock()
+	if stopped {
+		return
+	}
 	held := m.lease.held()
 	if held == m.leaseState.announcedHeld.Load() {
 		return
