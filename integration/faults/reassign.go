@@ -133,36 +133,55 @@ func newReplicas(f *Faults, p Partition) []int32 {
 }
 
 // activeController asks DescribeQuorum of the metadata partition for its
-// leader, until ctx ends.
+// leader, of each broker in turn (one cut off from the controllers by a
+// network nemesis cannot answer: it times out forwarding), until ctx
+// ends.
 func activeController(ctx context.Context, f *Faults) (int, error) {
 	var last error
 	for {
-		req := kmsg.NewPtrDescribeQuorumRequest()
-		rt := kmsg.NewDescribeQuorumRequestTopic()
-		rt.Topic = "__cluster_metadata"
-		rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, f.Client)
-		if err == nil {
-			err = kerr.ErrorForCode(resp.ErrorCode)
-		}
-		if err == nil && (len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1) {
-			err = errors.New("the answer does not have the metadata partition alone")
-		}
-		if err == nil {
-			qp := resp.Topics[0].Partitions[0]
-			if err = kerr.ErrorForCode(qp.ErrorCode); err == nil {
-				if qp.LeaderID >= 0 && f.Cluster.Node(int(qp.LeaderID)) != nil {
-					return int(qp.LeaderID), nil
-				}
-				err = fmt.Errorf("leader %d is no node of the cluster", qp.LeaderID)
+		for _, b := range f.Cluster.Brokers() {
+			id, err := describeQuorumLeader(ctx, f, b.ID)
+			if err == nil {
+				return id, nil
+			}
+			last = fmt.Errorf("broker %d: %w", b.ID, err)
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("finding the active controller (DescribeQuorum): %w", last)
 			}
 		}
-		last = err
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("finding the active controller (DescribeQuorum): %w", last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// describeQuorumLeader asks broker via for the metadata quorum's leader.
+func describeQuorumLeader(ctx context.Context, f *Faults, via int) (int, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, f.Client.Broker(via))
+	if err != nil {
+		return 0, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, errors.New("the answer does not have the metadata partition alone")
+	}
+	qp := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(qp.ErrorCode); err != nil {
+		return 0, err
+	}
+	if qp.LeaderID < 0 || f.Cluster.Node(int(qp.LeaderID)) == nil {
+		return 0, fmt.Errorf("leader %d is no node of the cluster", qp.LeaderID)
+	}
+	return int(qp.LeaderID), nil
 }
