@@ -26,16 +26,7 @@ func TestFaultIsolatedLeaderCannotAcknowledge(t *testing.T) {
 	defer cancel()
 	e := start(t, ctx, true)
 	f := e.faults
-	ps, err := Partitions(ctx, f.Admin, f.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := int(ps[0].Leader)
-	md, err := f.Admin.Metadata(ctx, f.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topicID := md.Topics[f.Topic].ID
+	old, topicID := partitionZero(ctx, t, f)
 	oldAddr := f.Cluster.Node(old).Addr()
 	// kgo sends a ProduceRequest with its own configured acks: one
 	// client each.
@@ -49,18 +40,7 @@ func TestFaultIsolatedLeaderCannotAcknowledge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer directOne.Close()
-	var others []string
-	for _, n := range f.Cluster.Brokers() {
-		if n.ID != old {
-			others = append(others, n.Addr())
-		}
-	}
-	majority, err := kgo.NewClient(kgo.SeedBrokers(others...), kgo.DefaultProduceTopic(f.Topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer majority.Close()
+	majority := majorityProducer(t, f, old, 20*time.Second)
 
 	if err := f.Net.Isolate(ctx, old); err != nil {
 		t.Fatal(err)
@@ -141,6 +121,41 @@ func TestFaultIsolatedLeaderCannotAcknowledge(t *testing.T) {
 		}
 	}
 	t.Logf("partition 0 holds %d records: all %d acknowledged, none of the %d-record tail", len(values), len(acked), len(tail))
+}
+
+// partitionZero is the leader of partition 0 of f.Topic and the topic's
+// id.
+func partitionZero(ctx context.Context, t *testing.T, f *Faults) (int, [16]byte) {
+	t.Helper()
+	ps, err := Partitions(ctx, f.Admin, f.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := f.Admin.Metadata(ctx, f.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(ps[0].Leader), md.Topics[f.Topic].ID
+}
+
+// majorityProducer is an acks=all producer to f.Topic, records to the
+// partition they name, that knows every broker but node old; it is closed
+// when the test ends.
+func majorityProducer(t *testing.T, f *Faults, old int, deliveryTimeout time.Duration) *kgo.Client {
+	t.Helper()
+	var others []string
+	for _, n := range f.Cluster.Brokers() {
+		if n.ID != old {
+			others = append(others, n.Addr())
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(others...), kgo.DefaultProduceTopic(f.Topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(deliveryTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // produceTo sends one record to partition 0 of topic on the client's seed

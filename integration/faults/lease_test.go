@@ -36,16 +36,8 @@ func TestFaultIsolatedLeaderStopsServing(t *testing.T) {
 	defer cancel()
 	e := start(t, ctx, true)
 	f := e.faults
-	ps, err := Partitions(ctx, f.Admin, f.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := ps[0].Leader
-	md, err := f.Admin.Metadata(ctx, f.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topicID := md.Topics[f.Topic].ID
+	oldNode, topicID := partitionZero(ctx, t, f)
+	old := int32(oldNode)
 
 	// A group whose coordinator is the same node, with a commit.
 	group := groupCoordinatedBy(ctx, t, f, old)
@@ -62,29 +54,18 @@ func TestFaultIsolatedLeaderStopsServing(t *testing.T) {
 		t.Fatalf("committing offset 1 for %s: %v", group, err)
 	}
 
-	direct, err := kgo.NewClient(kgo.SeedBrokers(f.Cluster.Node(int(old)).Addr()))
+	direct, err := kgo.NewClient(kgo.SeedBrokers(f.Cluster.Node(oldNode).Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	var others []string
-	for _, n := range f.Cluster.Brokers() {
-		if n.ID != int(old) {
-			others = append(others, n.Addr())
-		}
-	}
-	majority, err := kgo.NewClient(kgo.SeedBrokers(others...), kgo.DefaultProduceTopic(f.Topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer majority.Close()
+	majority := majorityProducer(t, f, oldNode, 30*time.Second)
 	majorityAdmin := kadm.NewClient(majority)
 
-	if err := f.Net.Isolate(ctx, int(old)); err != nil {
+	if err := f.Net.Isolate(ctx, oldNode); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Net.Heal(context.Background(), int(old)) })
+	t.Cleanup(func() { f.Net.Heal(context.Background(), oldNode) })
 	t.Logf("isolated node %d, the leader of partition 0 and of group %s's coordinator partition", old, group)
 
 	// The majority acknowledges writes to partition 0: it has elected a
@@ -190,7 +171,7 @@ func TestFaultIsolatedLeaderStopsServing(t *testing.T) {
 	t.Logf("the isolated node answers Fetch %v, ListOffsets %v, FindCoordinator %v (node %d), OffsetFetch %v",
 		kerr.ErrorForCode(fr.Topics[0].Partitions[0].ErrorCode), kerr.ErrorForCode(lr.Topics[0].Partitions[0].ErrorCode), kerr.ErrorForCode(code), node, kerr.ErrorForCode(gcode))
 
-	if err := f.Net.Heal(ctx, int(old)); err != nil {
+	if err := f.Net.Heal(ctx, oldNode); err != nil {
 		t.Fatal(err)
 	}
 	leader := waitAgreedInSync(ctx, t, f)
