@@ -57,5 +57,11 @@ func departures() []departure {
 			gregor: "keeps a leader lease: it leads a replicated partition (and hosts its coordinator shard) only while the controller's last unfenced answer to a heartbeat is younger than broker.session.timeout.ms, counted from the heartbeat's send, less a tenth (at most 1 s), which is no later than the controller could fence it; otherwise it answers NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR and, to FindCoordinator, COORDINATOR_NOT_AVAILABLE, which clients retry elsewhere; the controller unfences a broker only once its metadata has reached its fencing. A partition with one replica keeps serving (no other node could lead it)",
 			proof:  "integration/faults TestFaultIsolatedLeaderStopsServing (in make test; fails on Kafka 4.3.1 in all four ways), replica TestLeaderLeaseGatesReplicatedLeaderships, controller TestFencedBrokerIsUnfencedOnlyOnceCaughtUpWithItsFencing, broker TestFindCoordinatorNamesOnlyALeaderThatCanServe",
 		},
+		{
+			topic:  "a node's wall clock stepped forward",
+			kafka:  "decides retention.ms, producer.id.expiration.ms, the cleaner's delete horizon and committed offsets' expiry (offsets.retention.minutes) by the wall clock (UnifiedLog compares time.milliseconds() with a segment's largest timestamp; read in Kafka's source, not measured here): a step of eight days deletes every segment of every partition the node leads, and followers move their log start after the leader's, so acknowledged records are gone, producers' state is forgotten, so a retried batch is appended twice, and a group empty at that moment loses its committed offsets",
+			gregor: "decides what is old enough to delete by a clock that never runs ahead of the wall clock at start-up plus the monotonic time elapsed since (a backward step is followed; a forward one, or time spent suspended, only delays deletions until the next restart, and is logged once); LogAppendTime and segment.ms still follow the wall clock",
+			proof:  "integration/faults TestFaultClockStepLeader (a leader's clock stepped 8 days ahead four times in 40 s: 0 violations; with the guard taken out, segments were deleted past retention and the final read failed), storage TestRetentionDeletesByTheExpiryClock, coordinator/group TestOffsetsExpireByTheExpiryClock, cmd/gregor TestStepGuardHoldsForwardStepsBack",
+		},
 	}
 }

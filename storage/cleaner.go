@@ -164,7 +164,7 @@ func (m *Manager) runCleaner(ctx context.Context, id int) {
 		perThread := opts.DedupeBufferSize / int64(max(opts.Threads, 1))
 		if cl == nil || perThread != budget || opts.IOBufferLoadFactor != loadFactor {
 			budget, loadFactor = perThread, opts.IOBufferLoadFactor
-			cl = &cleaner{offsets: newOffsetMap(perThread, opts.IOBufferLoadFactor), throttle: m.cleaner.throttle, now: m.now}
+			cl = &cleaner{offsets: newOffsetMap(perThread, opts.IOBufferLoadFactor), throttle: m.cleaner.throttle, now: m.opts.ExpiryNow}
 			if !cl.offsets.usable() {
 				m.logger.Error("log cleaner thread cannot run: its offset map holds no key; raise log.cleaner.dedupe.buffer.size or lower log.cleaner.threads",
 					"thread", id, "dedupe_buffer_size", opts.DedupeBufferSize, "threads", opts.Threads)
@@ -244,7 +244,7 @@ func (m *Manager) cleanFilthiest(cl *cleaner, id int) bool {
 // grabFilthiest picks the compacted log with the largest dirty ratio that
 // needs cleaning and marks it in progress.
 func (m *Manager) grabFilthiest() (cleanable, bool) {
-	nowMs := m.now().UnixMilli()
+	nowMs := m.opts.ExpiryNow().UnixMilli()
 	m.cleaner.mu.Lock()
 	defer m.cleaner.mu.Unlock()
 	var best cleanable

@@ -53,6 +53,9 @@ type LogOptions struct {
 	HighWatermark  int64 // from replication-offset-checkpoint
 	Logger         *slog.Logger
 	Now            func() time.Time
+	// ExpiryNow decides what is old enough to delete (ManagerOptions);
+	// nil means Now.
+	ExpiryNow func() time.Time
 	// CleanShutdown says the log dir had Kafka's clean-shutdown marker:
 	// segments are then trusted (checked, not rescanned). After an unclean
 	// shutdown every segment from the recovery point on is rescanned.
@@ -122,14 +125,16 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 // bg, awaited by Close); segment deletion runs on timers (file.delete.delay.ms),
 // stopped and run at once by Close.
 type Log struct {
-	fsys     vfs.FS
-	dir      string
-	tp       TopicPartition
-	topicID  [16]byte
-	logger   *slog.Logger
-	now      func() time.Time
-	expiryMs int64
-	segCache *segmentCache
+	fsys    vfs.FS
+	dir     string
+	tp      TopicPartition
+	topicID [16]byte
+	logger  *slog.Logger
+	now     func() time.Time
+	// expiryNow decides what is old enough to delete (ManagerOptions).
+	expiryNow func() time.Time
+	expiryMs  int64
+	segCache  *segmentCache
 
 	cfg atomic.Pointer[config.Topic]
 
@@ -217,6 +222,9 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ExpiryNow == nil {
+		opts.ExpiryNow = opts.Now
+	}
 	if opts.ProducerIDExpirationMs <= 0 {
 		opts.ProducerIDExpirationMs = DefaultProducerIDExpirationMs
 	}
@@ -224,14 +232,15 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		opts.segments = newSegmentCache(0)
 	}
 	l := &Log{
-		fsys:     opts.FS,
-		dir:      opts.Dir,
-		tp:       opts.TopicPartition,
-		topicID:  opts.TopicID,
-		logger:   opts.Logger.With("partition", opts.TopicPartition.String()),
-		now:      opts.Now,
-		expiryMs: opts.ProducerIDExpirationMs,
-		segCache: opts.segments,
+		fsys:      opts.FS,
+		dir:       opts.Dir,
+		tp:        opts.TopicPartition,
+		topicID:   opts.TopicID,
+		logger:    opts.Logger.With("partition", opts.TopicPartition.String()),
+		now:       opts.Now,
+		expiryNow: opts.ExpiryNow,
+		expiryMs:  opts.ProducerIDExpirationMs,
+		segCache:  opts.segments,
 	}
 	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
@@ -1696,7 +1705,7 @@ func (l *Log) advanceLogStart(offset int64) error {
 func (l *Log) RemoveExpiredProducers() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.producers.removeExpired(l.now().UnixMilli(), l.expiryMs)
+	return l.producers.removeExpired(l.expiryNow().UnixMilli(), l.expiryMs)
 }
 
 // ProducerCount is the number of producers with state in this log.

@@ -26,6 +26,14 @@ type ManagerOptions struct {
 	Dirs   []string
 	Logger *slog.Logger
 	Now    func() time.Time
+	// ExpiryNow is the clock that decides when data is old enough to
+	// delete: retention.ms, producer.id.expiration.ms and the cleaner's
+	// delete.retention.ms and max.compaction.lag.ms. Nil means Now.
+	// cmd/gregor gives one that a forward step of the wall clock cannot
+	// push ahead (a wrong NTP answer, a mistyped date, a VM restored from
+	// an old snapshot), so such a step never deletes acknowledged records
+	// before their time; Now still stamps LogAppendTime and ages segments.
+	ExpiryNow func() time.Time
 	// FlushSchedulerInterval, CheckpointInterval: how often background work
 	// runs (log.flush.scheduler.interval.ms, log.flush.offset.checkpoint.interval.ms).
 	// A FlushSchedulerInterval of 0 disables flush.ms checks, as Kafka's
@@ -188,6 +196,9 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ExpiryNow == nil {
+		opts.ExpiryNow = opts.Now
 	}
 	if opts.CheckpointInterval <= 0 {
 		opts.CheckpointInterval = 60 * time.Second
@@ -532,6 +543,7 @@ func (m *Manager) openLog(j *openJob) (*Log, error) {
 		HighWatermark:          d.highWatermarks[tp],
 		Logger:                 m.logger,
 		Now:                    m.now,
+		ExpiryNow:              m.opts.ExpiryNow,
 		CleanShutdown:          j.existed && d.cleanShutdown,
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
 		segments:               m.segments,

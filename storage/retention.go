@@ -41,7 +41,7 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 	if !cfg.Delete {
 		return res, nil
 	}
-	nowMs := l.now().UnixMilli()
+	nowMs := l.expiryNow().UnixMilli()
 	hw := l.highWatermark.Load()
 	segs := l.segments
 	// upper is the offset after segment i's last batch.

@@ -280,3 +280,26 @@ func TestSegmentMsRollsWithJitter(t *testing.T) {
 		t.Fatalf("jitter took only %d values in 20 logs", len(seen))
 	}
 }
+
+// Retention deletes by ExpiryNow, not by Now: a wall clock stepped eight
+// days ahead (Now) stamps and ages with that step, but the expiry clock
+// that did not follow it (cmd/gregor's step guard) deletes nothing.
+func TestRetentionDeletesByTheExpiryClock(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 10 << 10
+	cfg.RetentionMs = 7 * day
+	wall, expiry := newMovingClock(), newMovingClock()
+	l := openTest(t, vfs.NewMemFS(), "/data/t-0", cfg, func(o *LogOptions) { o.Now, o.ExpiryNow = wall.now, expiry.now })
+	t.Cleanup(func() { l.Close() })
+	for range 8 {
+		appendAt(t, l, testNowMs, 10)
+	}
+	wall.set(testNowMs + 8*day)
+	if res, err := l.DeleteRetainedSegments(); err != nil || res.Segments != 0 {
+		t.Fatalf("with the wall clock stepped 8 days and the expiry clock not: deleted %d segments (%v), want none", res.Segments, err)
+	}
+	expiry.set(testNowMs + 8*day)
+	if res, err := l.DeleteRetainedSegments(); err != nil || res.Segments == 0 {
+		t.Fatalf("with the expiry clock 8 days on: deleted %d segments (%v), want all but the newest", res.Segments, err)
+	}
+}

@@ -127,8 +127,11 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// Kafka halts the broker when its last log dir goes offline; Gregor
 	// stops (exit status 1) with the reason in the log.
 	allDirsOffline := make(chan error, 1)
+	hooks := startTestHooks(ctx, fsys, log)
 	logs, err := storage.OpenManager(storage.ManagerOptions{
-		FS:                                testFaultFS(ctx, fsys, log),
+		FS:                                hooks.fs,
+		Now:                               hooks.now,
+		ExpiryNow:                         stepGuard(hooks.now, log.With("component", "storage")),
 		Dirs:                              s.logDirs,
 		Logger:                            log.With("component", "storage"),
 		FlushSchedulerInterval:            s.flushSchedulerInterval,

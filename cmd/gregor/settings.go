@@ -283,6 +283,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	if err := groups.Validate(); err != nil {
 		return nil, err
 	}
+	groups.ExpiryNow = stepGuard(time.Now, logger.With("component", "group-coordinator"))
 	s.brokerOpts.Groups = &groups
 	txns := cfg.TransactionCoordinatorConfig(logger.With("component", "transaction-coordinator"))
 	if err := txns.Validate(); err != nil {

@@ -61,6 +61,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests pass a fake clock.
 	Now func() time.Time
+	// ExpiryNow decides when committed offsets have expired
+	// (offsets.retention.minutes); nil means Now. cmd/gregor gives one
+	// that a forward step of the wall clock cannot push ahead (as the log
+	// manager's retention), so such a step never drops the offsets of a
+	// group that is empty for a moment.
+	ExpiryNow func() time.Time
 }
 
 // DynamicConfig is the part of a group's dynamic configuration that the

@@ -94,6 +94,9 @@ func New(cfg Config, topics TopicView) *Coordinator {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if c.cfg.ExpiryNow == nil {
+		c.cfg.ExpiryNow = c.now
+	}
 	if c.cfg.OffsetsTopicNumPartitions < 1 {
 		c.cfg.OffsetsTopicNumPartitions = 1
 	}
@@ -472,7 +475,7 @@ func (c *Coordinator) Tick(ctx context.Context) {
 		for _, s := range shards {
 			s.mu.Lock()
 			if s.status == shardActive {
-				s.expireOffsets(ctx, c.nowMs())
+				s.expireOffsets(ctx, c.cfg.ExpiryNow().UnixMilli())
 			}
 			s.mu.Unlock()
 		}

@@ -195,6 +195,30 @@ func TestOffsetsRetention(t *testing.T) {
 	}
 }
 
+// Offsets expire by ExpiryNow: a clock stepped eight days ahead (Now)
+// does not expire an empty group's offsets while the expiry clock (the
+// step guard's) has not moved.
+func TestOffsetsExpireByTheExpiryClock(t *testing.T) {
+	var expiry *fakeClock
+	h := newHarness(t, func(c *Config) {
+		c.OffsetsRetentionMinutes = 10
+		c.OffsetsRetentionCheckIntervalMs = 1000
+		expiry = &fakeClock{now: c.Now()}
+		c.ExpiryNow = expiry.Now
+	})
+	const g = "stepped-clock"
+	h.c.OffsetCommit(context.Background(), commitReq(g, -1, "", "foo", map[int32]int64{0: 7}, ""))
+	h.advance(8 * 24 * time.Hour)
+	if f := h.fetch(h.c, g, "foo", 0); f.Topics[0].Partitions[0].Offset != 7 {
+		t.Fatalf("with the wall clock stepped 8 days and the expiry clock not, the offset expired: %+v", f)
+	}
+	expiry.Advance(11 * time.Minute)
+	h.advance(time.Second)
+	if f := h.fetch(h.c, g, "foo", 0); f.Topics[0].Partitions[0].Offset != -1 {
+		t.Fatalf("with the expiry clock past retention, the offset stayed: %+v", f)
+	}
+}
+
 func TestOffsetDeleteAndDeleteGroups(t *testing.T) {
 	h := newHarness(t, nil)
 	const g = "deleting"
