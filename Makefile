@@ -70,8 +70,8 @@ soak:
 # (kill -9, the active controller killed during a reassignment, SIGSTOP
 # past the session timeouts, an isolated node, a majority/minority split,
 # a bridge, one-way loss; beside a network one, a slow network (a narrow,
-# lossy link: the kernel here has no netem), a full disk or a failing one
-# through Gregor's storage fault hook),
+# lossy link: the kernel here has no netem), a full disk, a failing one or
+# a wall clock stepped eight days ahead through Gregor's fault hook),
 # running the queue (with group members
 # churning), transactions and metadata workloads, then a table of
 # operations, acknowledged, lost, duplicated and violations per schedule

@@ -220,6 +220,7 @@ var (
 		{name: "disk-full-leader", make: func(f *Faults) Nemesis { return DiskFull(f, "disk-full-leader", LeaderOf) }},
 		{name: "disk-full-random", make: func(f *Faults) Nemesis { return DiskFull(f, "disk-full-random", AnyNode) }},
 		{name: "disk-fail-random", make: func(f *Faults) Nemesis { return DiskFail(f, "disk-fail-random", AnyNode) }},
+		{name: "clock-step-leader", make: func(f *Faults) Nemesis { return ClockStep(f, "clock-step-leader", LeaderOf) }},
 	}
 )
 

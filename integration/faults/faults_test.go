@@ -254,6 +254,10 @@ func TestFaultDiskFullLeader(t *testing.T) {
 	runWorkload(t, false, func(f *Faults) Nemesis { return DiskFull(f, "disk-full-leader", LeaderOf) })
 }
 
+func TestFaultClockStepLeader(t *testing.T) {
+	runWorkload(t, false, func(f *Faults) Nemesis { return ClockStep(f, "clock-step-leader", LeaderOf) })
+}
+
 func TestFaultDiskFailRandomNode(t *testing.T) {
 	runWorkload(t, false, func(f *Faults) Nemesis { return DiskFail(f, "disk-fail-random", AnyNode) })
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,11 @@ type Faults struct {
 	// that a seeded schedule chooses the same where the cluster is in the
 	// same state. Only the nemesis goroutine uses it.
 	Rng *rand.Rand
+
+	// hooks are the nodes' fault files' contents (environment.go);
+	// hookMu guards them.
+	hookMu sync.Mutex
+	hooks  map[int]nodeFaults
 }
 
 func (f *Faults) intN(n int) int {

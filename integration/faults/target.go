@@ -35,6 +35,10 @@ var clusterProperties = []string{
 	"replica.lag.time.max.ms=5000",
 	"unclean.leader.election.enable=false",
 	"offsets.topic.num.partitions=6",
+	// Retention and producer expiry run every second, so that a node
+	// whose clock steps (the clock nemesis) acts on it within the fault.
+	"log.retention.check.interval.ms=1000",
+	"producer.id.expiration.check.interval.ms=1000",
 }
 
 // StartCluster starts target (one of Targets) laid out as layout in dir,
