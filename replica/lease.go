@@ -76,6 +76,10 @@ type leaseState struct {
 	// under applyMu, and read without it to skip taking applyMu when
 	// nothing changed.
 	announcedHeld atomic.Bool
+	// everHeld is whether the lease kept by SetLeaderLease has ever been
+	// held: a lapse before the first heartbeat's answer (start-up) is not
+	// worth a warning. applyMu guards it.
+	everHeld bool
 }
 
 // SetLeaderLease sets when this node's leader lease ends: a zero time
@@ -134,9 +138,12 @@ func (m *Manager) leaseChanged() {
 		return
 	}
 	m.leaseState.announcedHeld.Store(held)
-	if held {
-		m.log.Info("leader lease held: leading the partitions the image gives this node")
-	} else {
+	switch {
+	case held && m.leaseState.everHeld:
+		m.log.Info("leader lease held again: leading the partitions the image gives this node")
+	case held:
+		m.leaseState.everHeld = true
+	case m.leaseState.everHeld:
 		m.log.Warn("leader lease lapsed: the controller did not answer a heartbeat in time, or fenced this broker; leaderships of replicated partitions are suspended until it answers unfenced")
 	}
 	for _, p := range m.partitions() {
