@@ -96,3 +96,47 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, r *request) {
 	}
 	b.forwardRequest(ctx, r, nil)
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeACLs, min: 1, max: 3,
+		listeners:    allListeners,
+		authorizedAs: "DESCRIBE on the cluster",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.DescribeACLsRequest, out *kmsg.DescribeACLsResponse, e apiErr) {
+			out.ErrorCode, out.ErrorMessage = e.code, e.msg
+		}),
+		handle: (*Broker).handleDescribeACLs,
+	})
+	register(api{
+		key: kmsg.CreateACLs, min: 1, max: 3,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER on the cluster",
+		clusterOperation: kmsg.ACLOperationAlter,
+		needsAuthorizer:  true,
+		errorAnswer: errorAnswerOf(func(r *kmsg.CreateACLsRequest, out *kmsg.CreateACLsResponse, e apiErr) {
+			for range r.Creations {
+				res := kmsg.NewCreateACLsResponseResult()
+				res.ErrorCode, res.ErrorMessage = e.code, e.msg
+				out.Results = append(out.Results, res)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleCreateACLs,
+	})
+	register(api{
+		key: kmsg.DeleteACLs, min: 1, max: 3,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER on the cluster",
+		clusterOperation: kmsg.ACLOperationAlter,
+		needsAuthorizer:  true,
+		errorAnswer: errorAnswerOf(func(r *kmsg.DeleteACLsRequest, out *kmsg.DeleteACLsResponse, e apiErr) {
+			for range r.Filters {
+				res := kmsg.NewDeleteACLsResponseResult()
+				res.ErrorCode, res.ErrorMessage = e.code, e.msg
+				out.Results = append(out.Results, res)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleDeleteACLs,
+	})
+}

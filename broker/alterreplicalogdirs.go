@@ -70,3 +70,26 @@ func (b *Broker) handleAlterReplicaLogDirs(ctx context.Context, r *request) {
 	}
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.AlterReplicaLogDirs, min: 1, max: 2,
+		listeners:    clientListeners,
+		authorizedAs: "ALTER on the cluster",
+		errorAnswer: errorAnswerOf(func(r *kmsg.AlterReplicaLogDirsRequest, out *kmsg.AlterReplicaLogDirsResponse, e apiErr) {
+			for _, d := range r.Dirs {
+				for _, t := range d.Topics {
+					rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+						rp.Partition, rp.ErrorCode = p, e.code
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					out.Topics = append(out.Topics, rt)
+				}
+			}
+		}),
+		handle: (*Broker).handleAlterReplicaLogDirs,
+	})
+}

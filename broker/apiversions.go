@@ -73,3 +73,12 @@ func (b *Broker) apiVersionsFor(l *listener, version int16) *kmsg.ApiVersionsRes
 	}
 	return resp
 }
+
+func init() {
+	register(api{
+		key: kmsg.ApiVersions, min: 0, max: 4,
+		listeners:    allListeners,
+		authorizedAs: "nothing",
+		handle:       (*Broker).handleApiVersions,
+	})
+}

@@ -460,58 +460,6 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 	})
 }
 
-// timedOutResponse is req's answer with REQUEST_TIMED_OUT for everything
-// it asked, or nil for a request that is not forwarded.
-func timedOutResponse(req kmsg.Request) kmsg.Response {
-	switch req.(type) {
-	case *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest, *kmsg.CreatePartitionsRequest,
-		*kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest, *kmsg.ElectLeadersRequest,
-		*kmsg.UpdateFeaturesRequest, *kmsg.DescribeQuorumRequest, *kmsg.UnregisterBrokerRequest,
-		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
-		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterClientQuotasRequest,
-		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.CreateDelegationTokenRequest,
-		*kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
-	default:
-		return nil
-	}
-	resp := errorResponse(req, errMessage(kerr.RequestTimedOut, "no active controller answered in time"))
-	if r, ok := req.(*kmsg.AlterPartitionAssignmentsRequest); ok {
-		resp.(*kmsg.AlterPartitionAssignmentsResponse).AllowReplicationFactorChange = r.Version < 1 || r.AllowReplicationFactorChange
-	}
-	return resp
-}
-
-// defaultForwardTimeout is request.timeout.ms's default, for requests
-// that carry no timeout of their own.
-const defaultForwardTimeout = 30 * time.Second
-
-// forwardTimeout is how long a client's admin request may take: the
-// timeout it carries (CreateTopics' timeout_ms, ...), else Kafka's
-// request.timeout.ms default.
-func forwardTimeout(req kmsg.Request) time.Duration {
-	var ms int32
-	switch r := req.(type) {
-	case *kmsg.CreateTopicsRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.DeleteTopicsRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.CreatePartitionsRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.ElectLeadersRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.UpdateFeaturesRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		ms = r.TimeoutMillis
-	case *kmsg.ListPartitionReassignmentsRequest:
-		ms = r.TimeoutMillis
-	}
-	if ms <= 0 {
-		return defaultForwardTimeout
-	}
-	return time.Duration(ms) * time.Millisecond
-}
-
 // register registers this broker with the controller (a BrokerRegistration
 // request in combined mode goes straight to the local controller).
 func (b *Broker) register(ctx context.Context) error {

@@ -161,3 +161,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeClientQuotas, min: 0, max: 1,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE_CONFIGS on the cluster",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.DescribeClientQuotasRequest, out *kmsg.DescribeClientQuotasResponse, e apiErr) {
+			out.ErrorCode, out.ErrorMessage = e.code, e.msg
+		}),
+		handle: (*Broker).handleDescribeClientQuotas,
+	})
+	register(api{
+		key: kmsg.AlterClientQuotas, min: 0, max: 1,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER_CONFIGS on the cluster",
+		clusterOperation: kmsg.ACLOperationAlterConfigs,
+		errorAnswer: errorAnswerOf(func(r *kmsg.AlterClientQuotasRequest, out *kmsg.AlterClientQuotasResponse, e apiErr) {
+			for _, en := range r.Entries {
+				re := kmsg.NewAlterClientQuotasResponseEntry()
+				re.ErrorCode, re.ErrorMessage = e.code, defaultMessage(e.code)
+				for _, ent := range en.Entity {
+					rent := kmsg.NewAlterClientQuotasResponseEntryEntity()
+					rent.Type, rent.Name = ent.Type, ent.Name
+					re.Entity = append(re.Entity, rent)
+				}
+				out.Entries = append(out.Entries, re)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleAlterClientQuotas,
+	})
+}

@@ -223,3 +223,21 @@ func nonNil(s []int32) []int32 {
 	}
 	return s
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeCluster, min: 0, max: 2,
+		listeners:    allListeners,
+		authorizedAs: "DESCRIBE on the cluster (authorized operations); ALTER on a controller listener",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.DescribeClusterRequest, out *kmsg.DescribeClusterResponse, e apiErr) {
+			out.ErrorCode, out.ErrorMessage = e.code, e.msg
+		}),
+		handle: (*Broker).handleDescribeCluster,
+	})
+	register(api{
+		key: kmsg.DescribeTopicPartitions, min: 0, max: 0,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each topic, authorized operations",
+		handle:       (*Broker).handleDescribeTopicPartitions,
+	})
+}

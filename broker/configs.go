@@ -1,8 +1,8 @@
 package broker
 
-// DescribeConfigs (key 32) v1-4, AlterConfigs (key 33) v0-2,
-// IncrementalAlterConfigs (key 44) v0-1 and ListConfigResources (key 74)
-// v0-1.
+// DescribeConfigs (key 32) v1-4, AlterConfigs (key 33) v0-2 and
+// IncrementalAlterConfigs (key 44) v0-1 (ListConfigResources, which lists
+// what these describe, is in listconfigresources.go).
 //
 // DescribeConfigs answers from the static configuration and the dynamic
 // configs in the metadata image: every key with its value, source, synonyms
@@ -14,27 +14,16 @@ package broker
 // levels. Alter requests change metadata and go to the controller, after
 // the broker's own checks of its BROKER resources (dynamicbroker.go).
 //
-// ListConfigResources (KIP-1142; v0 was ListClientMetricsResources) lists,
-// per requested type, the groups and client-metrics resources that have
-// dynamic configs, the registered brokers with an endpoint on the
-// request's listener (as BROKER and BROKER_LOGGER resources) and every
-// topic, in Kafka's type order, names sorted. A type the version does not
-// know is UNSUPPORTED_VERSION for the whole request, as in Kafka.
-// kafka-configs --describe relies on it to find groups that have configs
-// but no members.
-//
 // Authorization: DescribeConfigs needs DESCRIBE_CONFIGS on the cluster for
 // BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the topic or group
 // for theirs; a resource without it is answered CLUSTER_, TOPIC_ or
 // GROUP_AUTHORIZATION_FAILED with the code's message and no configs, after
-// the others. ListConfigResources needs DESCRIBE_CONFIGS on the cluster.
+// the others.
 // The alters are authorized by the controller (controllerauth.go).
 
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/gregorbroker/gregor/controller"
@@ -155,77 +144,14 @@ func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseR
 	return []kmsg.DescribeConfigsResponseResourceConfig{c}
 }
 
-// listedConfigTypes are the types ListConfigResources v1 lists, in the
-// order Kafka's handleListConfigResources adds them.
-func listedConfigTypes() []controller.ConfigResourceType {
-	return []controller.ConfigResourceType{
-		controller.ConfigResourceGroup, configResourceClientMetrics, controller.ConfigResourceBrokerLogger,
-		controller.ConfigResourceBroker, controller.ConfigResourceTopic,
-	}
-}
-
 // configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).
 const configResourceClientMetrics controller.ConfigResourceType = 16
 
-func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListConfigResourcesRequest)
-	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribeConfigs) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		r.respond(resp)
-		return
-	}
-	// v0 (ListClientMetricsResources) knows only client metrics.
-	supported := listedConfigTypes()
-	if req.Version == 0 {
-		supported = []controller.ConfigResourceType{configResourceClientMetrics}
-	}
-	wanted := map[controller.ConfigResourceType]bool{}
-	for _, t := range req.ResourceTypes {
-		if !slices.Contains(supported, controller.ConfigResourceType(t)) {
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			r.respond(resp)
-			return
-		}
-		wanted[controller.ConfigResourceType(t)] = true
-	}
-	img := b.meta.Image()
-	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
-	for _, t := range supported {
-		if len(wanted) > 0 && !wanted[t] {
-			continue
-		}
-		for _, name := range configResourceNames(img, t, r.conn.listener.Name) {
-			cr := kmsg.NewListConfigResourcesResponseConfigResource()
-			cr.Name, cr.Type = name, int8(t)
-			resp.ConfigResources = append(resp.ConfigResources, cr)
-		}
-	}
-	r.respond(resp)
-}
-
-// configResourceNames are the resources of one type that
-// ListConfigResources lists, sorted.
-func configResourceNames(img *controller.Image, t controller.ConfigResourceType, listener string) []string {
-	var names []string
-	switch t {
-	case controller.ConfigResourceGroup, configResourceClientMetrics:
-		for res := range img.Configs {
-			if res.Type == t {
-				names = append(names, res.Name)
-			}
-		}
-	case controller.ConfigResourceBroker, controller.ConfigResourceBrokerLogger:
-		for id, br := range img.Brokers {
-			if slices.ContainsFunc(br.Endpoints, func(ep controller.Endpoint) bool { return ep.Name == listener }) {
-				names = append(names, strconv.Itoa(int(id)))
-			}
-		}
-	case controller.ConfigResourceTopic:
-		for name := range img.Topics {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	return names
+func init() {
+	register(api{
+		key: kmsg.DescribeConfigs, min: 1, max: 4,
+		listeners:    allListeners,
+		authorizedAs: "DESCRIBE_CONFIGS on each resource",
+		handle:       (*Broker).handleDescribeConfigs,
+	})
 }

@@ -194,3 +194,83 @@ func (b *Broker) watchHeartbeatConn(c *conn, id int32, epoch int64) {
 		}()
 	})
 }
+
+func init() {
+	register(api{
+		key: kmsg.Key(protocol.RaftMessagesKey), min: 0, max: 0,
+		listeners:      controllerListeners,
+		controllerOnly: true,
+		internal:       true,
+		authorizedAs:   "CLUSTER_ACTION",
+		quota:          quotaTreatment{requestExempt: true},
+		handle:         (*Broker).handleRaftMessages,
+	})
+	register(api{
+		key: kmsg.Key(protocol.MetadataFetchKey), min: 0, max: 1,
+		listeners:      controllerListeners,
+		controllerOnly: true,
+		internal:       true,
+		authorizedAs:   "CLUSTER_ACTION",
+		quota:          quotaTreatment{requestExempt: true},
+		handle:         (*Broker).handleMetadataFetch,
+	})
+	register(api{
+		key: kmsg.Envelope, min: 0, max: 0,
+		listeners:      controllerListeners,
+		controllerOnly: true,
+		authorizedAs:   "CLUSTER_ACTION, then the forwarded principal",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.EnvelopeRequest, out *kmsg.EnvelopeResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleEnvelope,
+	})
+	register(api{
+		key: kmsg.BrokerRegistration, min: 0, max: 4,
+		listeners:        controllerListeners,
+		controllerOnly:   true,
+		authorizedAs:     "CLUSTER_ACTION",
+		clusterOperation: kmsg.ACLOperationClusterAction,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.BrokerRegistrationRequest, out *kmsg.BrokerRegistrationResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleControllerDirect,
+	})
+	register(api{
+		key: kmsg.BrokerHeartbeat, min: 0, max: 1,
+		listeners:        controllerListeners,
+		controllerOnly:   true,
+		authorizedAs:     "CLUSTER_ACTION",
+		clusterOperation: kmsg.ACLOperationClusterAction,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.BrokerHeartbeatRequest, out *kmsg.BrokerHeartbeatResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleControllerDirect,
+	})
+	register(api{
+		key: kmsg.AllocateProducerIDs, min: 0, max: 0,
+		listeners:        controllerListeners,
+		controllerOnly:   true,
+		authorizedAs:     "CLUSTER_ACTION",
+		clusterOperation: kmsg.ACLOperationClusterAction,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.AllocateProducerIDsRequest, out *kmsg.AllocateProducerIDsResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleControllerDirect,
+	})
+	register(api{
+		key: kmsg.AlterPartition, min: 2, max: 3,
+		listeners:        controllerListeners,
+		controllerOnly:   true,
+		authorizedAs:     "CLUSTER_ACTION",
+		clusterOperation: kmsg.ACLOperationClusterAction,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.AlterPartitionRequest, out *kmsg.AlterPartitionResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleControllerDirect,
+	})
+}

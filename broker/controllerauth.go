@@ -58,64 +58,55 @@ type controllerFront struct {
 var noAuthorizerConfigured = "No Authorizer is configured."
 
 // Handle authorizes req for the identity its context carries (none: this
-// node's own request) and hands what passes to the controller.
+// node's own request) and hands what passes to the controller. What is
+// checked is the API's descriptor's: needsAuthorizer, controllerRefuse,
+// clusterOperation, controllerAuthorize.
 func (f controllerFront) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	b := f.b
-	switch req.(type) {
-	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
-		if b.authz == nil {
-			return errorResponse(req, apiErr{code: kerr.SecurityDisabled.Code, msg: &noAuthorizerConfigured}), nil
-		}
+	a := apiFor(req.Key())
+	if a == nil {
+		return f.ctrl.Handle(ctx, req)
+	}
+	if a.needsAuthorizer && b.authz == nil {
+		return errorResponse(req, apiErr{code: kerr.SecurityDisabled.Code, msg: &noAuthorizerConfigured}), nil
 	}
 	who, ok := identityFrom(ctx)
 	if ok {
 		// The principal owns or renews the tokens it asks for.
 		ctx = controller.WithRequestPrincipal(ctx, who.principal.String())
-		if refusal := f.tokenRefusal(who, req); refusal != nil {
-			return refusal, nil
+		if a.controllerRefuse != nil {
+			if refusal := a.controllerRefuse(f, who, req); refusal != nil {
+				return refusal, nil
+			}
 		}
 	}
 	if !ok || b.authz == nil {
 		return f.ctrl.Handle(ctx, req)
 	}
-	if op, ok := clusterOperation(req); ok {
+	if op := a.clusterOperation; op != 0 {
 		if !b.clusterAllowed(who, op) {
 			return errorResponse(req, clusterDenied(who, op)), nil
 		}
 		return f.ctrl.Handle(ctx, req)
 	}
-	switch r := req.(type) {
-	case *kmsg.CreateTopicsRequest:
-		return f.createTopics(ctx, who, r)
-	case *kmsg.DeleteTopicsRequest:
-		return f.deleteTopics(ctx, who, r)
-	case *kmsg.CreatePartitionsRequest:
-		return f.createPartitions(ctx, who, r)
-	case *kmsg.AlterConfigsRequest:
-		return f.alterConfigs(ctx, who, r)
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return f.incrementalAlterConfigs(ctx, who, r)
+	if a.controllerAuthorize != nil {
+		return a.controllerAuthorize(f, ctx, who, req)
 	}
 	return f.ctrl.Handle(ctx, req)
 }
 
-// clusterOperation is the operation on the cluster a request needs as a
-// whole, for those that need one.
-func clusterOperation(req kmsg.Request) (kmsg.ACLOperation, bool) {
-	switch req.(type) {
-	case *kmsg.ElectLeadersRequest, *kmsg.UpdateFeaturesRequest, *kmsg.AlterPartitionAssignmentsRequest,
-		*kmsg.UnregisterBrokerRequest, *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest,
-		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
-		return kmsg.ACLOperationAlter, true
-	case *kmsg.DescribeQuorumRequest, *kmsg.ListPartitionReassignmentsRequest:
-		return kmsg.ACLOperationDescribe, true
-	case *kmsg.AlterClientQuotasRequest:
-		return kmsg.ACLOperationAlterConfigs, true
-	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AllocateProducerIDsRequest,
-		*kmsg.AlterPartitionRequest, *kmsg.UpdateRaftVoterRequest:
-		return kmsg.ACLOperationClusterAction, true
+// authorizedBy is a controllerAuthorize of one request type.
+func authorizedBy[Req kmsg.Request](check func(f controllerFront, ctx context.Context, who identity, req Req) (kmsg.Response, error)) func(controllerFront, context.Context, identity, kmsg.Request) (kmsg.Response, error) {
+	return func(f controllerFront, ctx context.Context, who identity, req kmsg.Request) (kmsg.Response, error) {
+		return check(f, ctx, who, req.(Req))
 	}
-	return 0, false
+}
+
+// refusedBy is a controllerRefuse of one request type.
+func refusedBy[Req kmsg.Request](refuse func(f controllerFront, who identity, req Req) kmsg.Response) func(controllerFront, identity, kmsg.Request) kmsg.Response {
+	return func(f controllerFront, who identity, req kmsg.Request) kmsg.Response {
+		return refuse(f, who, req.(Req))
+	}
 }
 
 func (f controllerFront) createTopics(ctx context.Context, who identity, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
@@ -390,26 +381,29 @@ func (f controllerFront) incrementalAlterConfigs(ctx context.Context, who identi
 	return resp, nil
 }
 
-// tokenRefusal is ControllerApis' answer refusing a delegation token
-// request of who, or nil when it goes to the controller.
-func (f controllerFront) tokenRefusal(who identity, req kmsg.Request) kmsg.Response {
-	switch r := req.(type) {
-	case *kmsg.CreateDelegationTokenRequest:
-		owner, ok := tokenOwner(r, who.principal)
-		switch {
-		case !ok:
-			return createTokenError(r, kerr.UnknownServerError, who.principal, who.principal)
-		case who.tokenAuthenticated:
-			return createTokenError(r, kerr.DelegationTokenRequestNotAllowed, owner, who.principal)
-		case owner != who.principal && !f.b.allowed(who, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
-			return createTokenError(r, kerr.DelegationTokenAuthorizationFailed, owner, who.principal)
-		}
-	case *kmsg.RenewDelegationTokenRequest, *kmsg.ExpireDelegationTokenRequest:
-		if who.tokenAuthenticated {
-			resp := req.ResponseKind()
-			tokenErrorResponse(resp, kerr.DelegationTokenRequestNotAllowed.Code)
-			return resp
-		}
+// createTokenRefusal is ControllerApis' answer refusing who's
+// CreateDelegationToken, or nil when it goes to the controller.
+func (f controllerFront) createTokenRefusal(who identity, r *kmsg.CreateDelegationTokenRequest) kmsg.Response {
+	owner, ok := tokenOwner(r, who.principal)
+	switch {
+	case !ok:
+		return createTokenError(r, kerr.UnknownServerError, who.principal, who.principal)
+	case who.tokenAuthenticated:
+		return createTokenError(r, kerr.DelegationTokenRequestNotAllowed, owner, who.principal)
+	case owner != who.principal && !f.b.allowed(who, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
+		return createTokenError(r, kerr.DelegationTokenAuthorizationFailed, owner, who.principal)
 	}
 	return nil
+}
+
+// tokenChangeRefusal is ControllerApis' answer refusing who's
+// RenewDelegationToken or ExpireDelegationToken, or nil when it goes to
+// the controller.
+func (f controllerFront) tokenChangeRefusal(who identity, req kmsg.Request) kmsg.Response {
+	if !who.tokenAuthenticated {
+		return nil
+	}
+	resp := req.ResponseKind()
+	tokenErrorResponse(resp, kerr.DelegationTokenRequestNotAllowed.Code)
+	return resp
 }

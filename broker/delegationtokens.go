@@ -257,3 +257,48 @@ func (tc *tokenCredentials) lookup(mechanism, tokenID string) (sasl.TokenCredent
 	_, owner := controller.SplitPrincipal(t.Owner)
 	return sasl.TokenCredential{Owner: owner, Credential: cred, Expiry: time.UnixMilli(t.ExpiryMs)}, true
 }
+
+func init() {
+	register(api{
+		key: kmsg.CreateDelegationToken, min: 1, max: 3,
+		listeners:        allListeners,
+		authorizedAs:     "CREATE_TOKENS on the owner's USER when it is not the requester",
+		controllerRefuse: refusedBy(controllerFront.createTokenRefusal),
+		errorAnswer: errorAnswerOf(func(_ *kmsg.CreateDelegationTokenRequest, out *kmsg.CreateDelegationTokenResponse, e apiErr) {
+			tokenErrorResponse(out, e.code)
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleCreateDelegationToken,
+	})
+	register(api{
+		key: kmsg.RenewDelegationToken, min: 1, max: 2,
+		listeners:        allListeners,
+		authorizedAs:     "nothing (the owner or a renewer, checked by the controller)",
+		controllerRefuse: controllerFront.tokenChangeRefusal,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.RenewDelegationTokenRequest, out *kmsg.RenewDelegationTokenResponse, e apiErr) {
+			tokenErrorResponse(out, e.code)
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleTokenChange,
+	})
+	register(api{
+		key: kmsg.ExpireDelegationToken, min: 1, max: 2,
+		listeners:        allListeners,
+		authorizedAs:     "nothing (the owner or a renewer, checked by the controller)",
+		controllerRefuse: controllerFront.tokenChangeRefusal,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.ExpireDelegationTokenRequest, out *kmsg.ExpireDelegationTokenResponse, e apiErr) {
+			tokenErrorResponse(out, e.code)
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleTokenChange,
+	})
+	register(api{
+		key: kmsg.DescribeDelegationToken, min: 1, max: 3,
+		listeners:    allListeners,
+		authorizedAs: "DESCRIBE on each token or DESCRIBE_TOKENS on its owner's USER, unless owned or renewable",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.DescribeDelegationTokenRequest, out *kmsg.DescribeDelegationTokenResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleDescribeDelegationToken,
+	})
+}

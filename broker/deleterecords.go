@@ -82,3 +82,12 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
 		r.respond(resp)
 	})
 }
+
+func init() {
+	register(api{
+		key: kmsg.DeleteRecords, min: 0, max: 2,
+		listeners:    clientListeners,
+		authorizedAs: "DELETE on each topic",
+		handle:       (*Broker).handleDeleteRecords,
+	})
+}

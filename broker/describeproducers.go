@@ -57,3 +57,12 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, r *request) {
 	}
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeProducers, min: 0, max: 0,
+		listeners:    clientListeners,
+		authorizedAs: "READ on each topic",
+		handle:       (*Broker).handleDescribeProducers,
+	})
+}

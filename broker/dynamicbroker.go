@@ -242,3 +242,36 @@ func applyIncremental(current map[string]string, ops []kmsg.IncrementalAlterConf
 	}
 	return next
 }
+
+func init() {
+	register(api{
+		key: kmsg.AlterConfigs, min: 0, max: 2,
+		listeners:           allListeners,
+		authorizedAs:        "ALTER_CONFIGS on each resource",
+		controllerAuthorize: authorizedBy(controllerFront.alterConfigs),
+		errorAnswer: errorAnswerOf(func(r *kmsg.AlterConfigsRequest, out *kmsg.AlterConfigsResponse, e apiErr) {
+			for _, res := range r.Resources {
+				rr := kmsg.NewAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code, e.msg
+				out.Resources = append(out.Resources, rr)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleAlterConfigs,
+	})
+	register(api{
+		key: kmsg.IncrementalAlterConfigs, min: 0, max: 1,
+		listeners:           allListeners,
+		authorizedAs:        "ALTER_CONFIGS on each resource",
+		controllerAuthorize: authorizedBy(controllerFront.incrementalAlterConfigs),
+		errorAnswer: errorAnswerOf(func(r *kmsg.IncrementalAlterConfigsRequest, out *kmsg.IncrementalAlterConfigsResponse, e apiErr) {
+			for _, res := range r.Resources {
+				rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+				rr.ResourceType, rr.ResourceName, rr.ErrorCode, rr.ErrorMessage = res.ResourceType, res.ResourceName, e.code, e.msg
+				out.Resources = append(out.Resources, rr)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleIncrementalAlterConfigs,
+	})
+}

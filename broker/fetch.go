@@ -348,3 +348,12 @@ func fetchResult(plan *fetchPlan, e *replica.FetchEntry) fetchPartitionResult {
 	}
 	return pr
 }
+
+func init() {
+	register(api{
+		key: kmsg.Fetch, min: 4, max: 18,
+		listeners:    clientListeners,
+		authorizedAs: "READ on each topic; CLUSTER_ACTION for a follower",
+		handle:       (*Broker).handleFetch,
+	})
+}

@@ -161,3 +161,12 @@ func (b *Broker) coordinatorOn(img *controller.Image, listenerName string, ct co
 	c.NodeID, c.Host, c.Port = leader, ep.Host, ep.Port
 	return c
 }
+
+func init() {
+	register(api{
+		key: kmsg.FindCoordinator, min: 0, max: 6,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on the group or transactional id",
+		handle:       (*Broker).handleFindCoordinator,
+	})
+}

@@ -122,8 +122,8 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 		// serve (kmsg's zero value is version 0, which lacks fields a
 		// registration needs and which a controller refuses for
 		// CreateTopics). A client's forwarded request keeps its own.
-		if v, ok := ownRequestVersions[kmsg.Key(req.Key())]; ok {
-			req.SetVersion(v)
+		if a := apiFor(req.Key()); a != nil && a.listeners&controllerListeners != 0 {
+			req.SetVersion(a.max)
 		}
 	}
 	backoff := forwardBackoffMin
@@ -154,17 +154,6 @@ func (c *ControllerClient) Handle(ctx context.Context, req kmsg.Request) (kmsg.R
 		}
 		backoff = min(2*backoff, forwardBackoffMax)
 	}
-}
-
-// ownRequestVersions are the versions a node sends its own requests to
-// the active controller at: the highest each controller listener serves
-// (handlers.go; TestOwnRequestVersionsAreServed holds them to it).
-var ownRequestVersions = map[kmsg.Key]int16{
-	kmsg.BrokerRegistration:  4,
-	kmsg.BrokerHeartbeat:     1,
-	kmsg.AllocateProducerIDs: 0,
-	kmsg.AlterPartition:      3,
-	kmsg.CreateTopics:        7,
 }
 
 // activeController is the active controller's id and address as this

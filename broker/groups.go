@@ -357,3 +357,113 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *request) {
 		return b.consumerGroupDescribeAuthorized(ctx, r, req)
 	})
 }
+
+func init() {
+	register(api{
+		key: kmsg.JoinGroup, min: 0, max: 9,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group",
+		errorAnswer: errorAnswerOf(func(r *kmsg.JoinGroupRequest, out *kmsg.JoinGroupResponse, e apiErr) {
+			out.ErrorCode, out.Generation, out.LeaderID, out.MemberID = e.code, -1, "", ""
+			if r.Version >= 7 {
+				out.Protocol = nil
+			} else {
+				out.Protocol = kmsg.StringPtr("")
+			}
+		}),
+		handle: (*Broker).handleJoinGroup,
+	})
+	register(api{
+		key: kmsg.SyncGroup, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.SyncGroupRequest, out *kmsg.SyncGroupResponse, e apiErr) {
+			out.ErrorCode, out.MemberAssignment = e.code, []byte{}
+		}),
+		handle: (*Broker).handleSyncGroup,
+	})
+	register(api{
+		key: kmsg.Heartbeat, min: 0, max: 4,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.HeartbeatRequest, out *kmsg.HeartbeatResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleHeartbeat,
+	})
+	register(api{
+		key: kmsg.LeaveGroup, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.LeaveGroupRequest, out *kmsg.LeaveGroupResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleLeaveGroup,
+	})
+	register(api{
+		key: kmsg.OffsetCommit, min: 2, max: 10,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group and each topic",
+		errorAnswer: errorAnswerOf(func(r *kmsg.OffsetCommitRequest, out *kmsg.OffsetCommitResponse, e apiErr) {
+			for _, t := range r.Topics {
+				rt := kmsg.NewOffsetCommitResponseTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, e.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		handle: (*Broker).handleOffsetCommit,
+	})
+	register(api{
+		key: kmsg.OffsetFetch, min: 0, max: 10,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on the group, DESCRIBE on each topic",
+		handle:       (*Broker).handleOffsetFetch,
+	})
+	register(api{
+		key: kmsg.DescribeGroups, min: 0, max: 6,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each group, authorized operations",
+		handle:       (*Broker).handleDescribeGroups,
+	})
+	register(api{
+		key: kmsg.ListGroups, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on the cluster, else DESCRIBE on each group listed",
+		handle:       (*Broker).handleListGroups,
+	})
+	register(api{
+		key: kmsg.DeleteGroups, min: 0, max: 2,
+		listeners:    clientListeners,
+		authorizedAs: "DELETE on each group",
+		handle:       (*Broker).handleDeleteGroups,
+	})
+	register(api{
+		key: kmsg.OffsetDelete, min: 0, max: 0,
+		listeners:    clientListeners,
+		authorizedAs: "DELETE on the group, READ on each topic",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.OffsetDeleteRequest, out *kmsg.OffsetDeleteResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleOffsetDelete,
+	})
+	register(api{
+		key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1,
+		listeners:    clientListeners,
+		authorizedAs: "READ on the group, DESCRIBE on each subscribed topic",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.ConsumerGroupHeartbeatRequest, out *kmsg.ConsumerGroupHeartbeatResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleConsumerGroupHeartbeat,
+	})
+	register(api{
+		key: kmsg.ConsumerGroupDescribe, min: 0, max: 1,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each group and its members' topics, authorized operations",
+		handle:       (*Broker).handleConsumerGroupDescribe,
+	})
+}

@@ -110,3 +110,15 @@ func (p *producerIDBlocks) next(ctx context.Context, b *Broker) (int64, error) {
 	p.nextID++
 	return id, nil
 }
+
+func init() {
+	register(api{
+		key: kmsg.InitProducerID, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on the transactional id, else IDEMPOTENT_WRITE on the cluster or WRITE on any topic",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.InitProducerIDRequest, out *kmsg.InitProducerIDResponse, e apiErr) {
+			out.ErrorCode, out.ProducerID, out.ProducerEpoch = e.code, -1, -1
+		}),
+		handle: (*Broker).handleInitProducerID,
+	})
+}

@@ -69,3 +69,12 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *request) {
 	resp.Topics = append(resp.Topics, denied...)
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.ListOffsets, min: 1, max: 11,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each topic",
+		handle:       (*Broker).handleListOffsets,
+	})
+}

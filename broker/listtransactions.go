@@ -96,3 +96,18 @@ func (b *Broker) handleDescribeTransactions(ctx context.Context, r *request) {
 	}
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.ListTransactions, min: 0, max: 2,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each transactional id listed",
+		handle:       (*Broker).handleListTransactions,
+	})
+	register(api{
+		key: kmsg.DescribeTransactions, min: 0, max: 0,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each transactional id and its topics",
+		handle:       (*Broker).handleDescribeTransactions,
+	})
+}

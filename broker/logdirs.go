@@ -70,3 +70,12 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
 	}
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeLogDirs, min: 1, max: 4,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on the cluster",
+		handle:       (*Broker).handleDescribeLogDirs,
+	})
+}

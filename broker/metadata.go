@@ -353,3 +353,12 @@ func metadataTopic(img *controller.Image, t *controller.Topic) kmsg.MetadataResp
 	}
 	return mt
 }
+
+func init() {
+	register(api{
+		key: kmsg.Metadata, min: 0, max: 13,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each topic (hidden when denied), CREATE to auto-create, authorized operations",
+		handle:       (*Broker).handleMetadata,
+	})
+}

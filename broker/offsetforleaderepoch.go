@@ -56,3 +56,12 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
 	resp.Topics = append(resp.Topics, denied...)
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.OffsetForLeaderEpoch, min: 2, max: 4,
+		listeners:    clientListeners,
+		authorizedAs: "DESCRIBE on each topic; CLUSTER_ACTION for a follower",
+		handle:       (*Broker).handleOffsetForLeaderEpoch,
+	})
+}

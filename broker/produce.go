@@ -320,3 +320,13 @@ func (b *Broker) nodeEndpoints(img *controller.Image, listenerName string, ids m
 	}
 	return out
 }
+
+func init() {
+	register(api{
+		key: kmsg.Produce, min: 3, max: 13,
+		advertisedMin: 0, unsupported: (*Broker).produceUnsupportedVersion,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on each topic, WRITE on the transactional id",
+		handle:       (*Broker).handleProduce,
+	})
+}

@@ -587,7 +587,11 @@ func nanosToPercentage(d time.Duration) float64 { return float64(d.Nanoseconds()
 // request alone: what brokers and controllers send each other (Kafka's
 // cluster actions and the controller listener's APIs).
 func (r *request) requestQuotaExempt() bool {
-	return r.conn.listener.Controller || r.hdr.APIKey == int16(kmsg.WriteTxnMarkers)
+	if r.conn.listener.Controller {
+		return true
+	}
+	a := apiFor(r.hdr.APIKey)
+	return a != nil && a.quota.requestExempt
 }
 
 // requestQuota is what the client quotas measure of one request.
@@ -701,20 +705,12 @@ func (m *mutationQuota) throttleTime() int32 {
 	return clampMillis(m.throttleMs - m.now().Sub(m.recordedAt).Milliseconds())
 }
 
-// mutationStrictSince are the first versions whose responses carry
-// THROTTLING_QUOTA_EXCEEDED (KIP-599); older ones are throttled only.
-var mutationStrictSince = map[int16]int16{
-	int16(kmsg.CreateTopics):     6,
-	int16(kmsg.CreatePartitions): 3,
-	int16(kmsg.DeleteTopics):     5,
-}
-
 // newMutationQuota is the mutation quota of a request from (user,
 // clientID) at version; nil when the request mutates nothing or no quota
 // applies (Kafka's UnboundedControllerMutationQuota).
 func (q *clientQuotas) newMutationQuota(key int16, version int16, user, clientID string) *mutationQuota {
-	since, ok := mutationStrictSince[key]
-	if !ok {
+	a := apiFor(key)
+	if a == nil || !a.quota.mutates {
 		return nil
 	}
 	now := q.now()
@@ -722,7 +718,7 @@ func (q *clientQuotas) newMutationQuota(key int16, version int16, user, clientID
 	if !ok || !limited {
 		return nil
 	}
-	return &mutationQuota{sensor: s, limit: limit, strict: version >= since, now: q.now}
+	return &mutationQuota{sensor: s, limit: limit, strict: version >= a.quota.strictSince, now: q.now}
 }
 
 // withMutationQuota attaches the mutation quota of a request to ctx for

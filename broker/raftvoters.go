@@ -16,6 +16,7 @@ import (
 	"math"
 
 	"github.com/gregorbroker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Broker) handleRaftVoterChange(ctx context.Context, r *request) {
@@ -41,4 +42,40 @@ func (c *ControllerClient) Announce(ctx context.Context, addr string, req *proto
 		return nil, fmt.Errorf("announcing to %s: %w", addr, err)
 	}
 	return resp.(*protocol.MetadataFetchResponse), nil
+}
+
+func init() {
+	register(api{
+		key: kmsg.AddRaftVoter, min: 0, max: 1,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER on the cluster",
+		clusterOperation: kmsg.ACLOperationAlter,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.AddRaftVoterRequest, out *kmsg.AddRaftVoterResponse, e apiErr) {
+			out.ErrorCode, out.ErrorMessage = e.code, defaultMessage(e.code)
+		}),
+		forward: &forwarding{timeoutMillis: func(req kmsg.Request) int32 { return req.(*kmsg.AddRaftVoterRequest).TimeoutMillis }},
+		handle:  (*Broker).handleRaftVoterChange,
+	})
+	register(api{
+		key: kmsg.RemoveRaftVoter, min: 0, max: 0,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER on the cluster",
+		clusterOperation: kmsg.ACLOperationAlter,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.RemoveRaftVoterRequest, out *kmsg.RemoveRaftVoterResponse, e apiErr) {
+			out.ErrorCode, out.ErrorMessage = e.code, defaultMessage(e.code)
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleRaftVoterChange,
+	})
+	register(api{
+		key: kmsg.UpdateRaftVoter, min: 0, max: 0,
+		listeners:        allListeners,
+		authorizedAs:     "CLUSTER_ACTION",
+		clusterOperation: kmsg.ACLOperationClusterAction,
+		errorAnswer: errorAnswerOf(func(_ *kmsg.UpdateRaftVoterRequest, out *kmsg.UpdateRaftVoterResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleRaftVoterChange,
+	})
 }

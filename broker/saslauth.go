@@ -442,3 +442,18 @@ func (b *Broker) handleSaslAuthenticate(ctx context.Context, r *request) {
 	resp.ErrorMessage = &msg
 	r.respond(resp)
 }
+
+func init() {
+	register(api{
+		key: kmsg.SASLHandshake, min: 0, max: 1,
+		listeners:    allListeners,
+		authorizedAs: "nothing (authentication)",
+		handle:       (*Broker).handleSaslHandshake,
+	})
+	register(api{
+		key: kmsg.SASLAuthenticate, min: 0, max: 2,
+		listeners:    allListeners,
+		authorizedAs: "nothing (authentication)",
+		handle:       (*Broker).handleSaslAuthenticate,
+	})
+}

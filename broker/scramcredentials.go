@@ -109,3 +109,40 @@ func scramAlterationUsers(req *kmsg.AlterUserSCRAMCredentialsRequest) []string {
 	}
 	return users
 }
+
+func init() {
+	register(api{
+		key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0,
+		listeners:    allListeners,
+		authorizedAs: "DESCRIBE on the cluster",
+		errorAnswer: errorAnswerOf(func(r *kmsg.DescribeUserSCRAMCredentialsRequest, out *kmsg.DescribeUserSCRAMCredentialsResponse, e apiErr) {
+			// Results carry no user name, one per user asked about.
+			out.ErrorCode, out.ErrorMessage = e.code, e.msg
+			for range r.Users {
+				res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+				res.ErrorCode, res.ErrorMessage = e.code, e.msg
+				out.Results = append(out.Results, res)
+			}
+		}),
+		handle: (*Broker).handleDescribeUserScramCredentials,
+	})
+	register(api{
+		key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0,
+		listeners:        allListeners,
+		authorizedAs:     "ALTER on the cluster",
+		clusterOperation: kmsg.ACLOperationAlter,
+		errorAnswer: errorAnswerOf(func(r *kmsg.AlterUserSCRAMCredentialsRequest, out *kmsg.AlterUserSCRAMCredentialsResponse, e apiErr) {
+			// One result per user named, deletions and upsertions together,
+			// sorted.
+			users := scramAlterationUsers(r)
+			slices.Sort(users)
+			for _, name := range slices.Compact(users) {
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode, res.ErrorMessage = name, e.code, e.msg
+				out.Results = append(out.Results, res)
+			}
+		}),
+		forward: &forwarding{},
+		handle:  (*Broker).handleAlterUserScramCredentials,
+	})
+}

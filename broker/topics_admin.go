@@ -128,3 +128,59 @@ func (b *Broker) awaitPartitions(ctx context.Context, offset int64, arrived time
 		b.log.Info("answering a committed creation before its partitions are open here", "offset", offset, "timeoutMs", timeoutMs)
 	}
 }
+
+func init() {
+	register(api{
+		key: kmsg.CreateTopics, min: 2, max: 7,
+		listeners:           allListeners,
+		authorizedAs:        "CREATE on the cluster or each topic, DESCRIBE_CONFIGS for its configs",
+		controllerAuthorize: authorizedBy(controllerFront.createTopics),
+		errorAnswer: errorAnswerOf(func(r *kmsg.CreateTopicsRequest, out *kmsg.CreateTopicsResponse, e apiErr) {
+			for _, t := range r.Topics {
+				rt := kmsg.NewCreateTopicsResponseTopic()
+				rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, e.code, e.msg
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		forward: &forwarding{timeoutMillis: func(req kmsg.Request) int32 { return req.(*kmsg.CreateTopicsRequest).TimeoutMillis }},
+		quota:   quotaTreatment{mutates: true, strictSince: 6},
+		handle:  (*Broker).handleCreateTopics,
+	})
+	register(api{
+		key: kmsg.DeleteTopics, min: 1, max: 6,
+		listeners:           allListeners,
+		authorizedAs:        "DESCRIBE and DELETE on each topic",
+		controllerAuthorize: authorizedBy(controllerFront.deleteTopics),
+		errorAnswer: errorAnswerOf(func(r *kmsg.DeleteTopicsRequest, out *kmsg.DeleteTopicsResponse, e apiErr) {
+			for _, name := range r.TopicNames {
+				rt := kmsg.NewDeleteTopicsResponseTopic()
+				rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), e.code
+				out.Topics = append(out.Topics, rt)
+			}
+			for _, t := range r.Topics {
+				rt := kmsg.NewDeleteTopicsResponseTopic()
+				rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, e.code
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		forward: &forwarding{timeoutMillis: func(req kmsg.Request) int32 { return req.(*kmsg.DeleteTopicsRequest).TimeoutMillis }},
+		quota:   quotaTreatment{mutates: true, strictSince: 5},
+		handle:  (*Broker).handleDeleteTopics,
+	})
+	register(api{
+		key: kmsg.CreatePartitions, min: 0, max: 3,
+		listeners:           allListeners,
+		authorizedAs:        "ALTER on each topic",
+		controllerAuthorize: authorizedBy(controllerFront.createPartitions),
+		errorAnswer: errorAnswerOf(func(r *kmsg.CreatePartitionsRequest, out *kmsg.CreatePartitionsResponse, e apiErr) {
+			for _, t := range r.Topics {
+				rt := kmsg.NewCreatePartitionsResponseTopic()
+				rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, e.code, e.msg
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		forward: &forwarding{timeoutMillis: func(req kmsg.Request) int32 { return req.(*kmsg.CreatePartitionsRequest).TimeoutMillis }},
+		quota:   quotaTreatment{mutates: true, strictSince: 3},
+		handle:  (*Broker).handleCreatePartitions,
+	})
+}

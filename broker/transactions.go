@@ -396,3 +396,46 @@ func (b *Broker) verifyTxnBatch(version int16, transactionalID *string, tp repli
 // Kafka): with it off, transactional batches open transactions without
 // asking the coordinator, as Kafka's log then allows.
 func (b *Broker) SetTransactionVerification(on bool) { b.txnVerification.Store(on) }
+
+func init() {
+	register(api{
+		key: kmsg.AddPartitionsToTxn, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on the transactional id and each topic; CLUSTER_ACTION from v4",
+		errorAnswer: errorAnswerOf(func(r *kmsg.AddPartitionsToTxnRequest, out *kmsg.AddPartitionsToTxnResponse, e apiErr) {
+			if r.Version >= 4 {
+				out.ErrorCode = e.code
+				return
+			}
+			for _, t := range r.Topics {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, e.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		handle: (*Broker).handleAddPartitionsToTxn,
+	})
+	register(api{
+		key: kmsg.AddOffsetsToTxn, min: 0, max: 4,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on the transactional id, READ on the group",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.AddOffsetsToTxnRequest, out *kmsg.AddOffsetsToTxnResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleAddOffsetsToTxn,
+	})
+	register(api{
+		key: kmsg.EndTxn, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on the transactional id",
+		errorAnswer: errorAnswerOf(func(_ *kmsg.EndTxnRequest, out *kmsg.EndTxnResponse, e apiErr) {
+			out.ErrorCode = e.code
+		}),
+		handle: (*Broker).handleEndTxn,
+	})
+}

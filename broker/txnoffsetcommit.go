@@ -164,3 +164,24 @@ func (b *Broker) completeGroupTransaction(ctx context.Context, partition int32, 
 	}
 	return err
 }
+
+func init() {
+	register(api{
+		key: kmsg.TxnOffsetCommit, min: 0, max: 5,
+		listeners:    clientListeners,
+		authorizedAs: "WRITE on the transactional id, READ on the group and each topic",
+		errorAnswer: errorAnswerOf(func(r *kmsg.TxnOffsetCommitRequest, out *kmsg.TxnOffsetCommitResponse, e apiErr) {
+			for _, t := range r.Topics {
+				rt := kmsg.NewTxnOffsetCommitResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, e.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}),
+		handle: (*Broker).handleTxnOffsetCommit,
+	})
+}

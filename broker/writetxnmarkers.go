@@ -233,3 +233,30 @@ func (b *Broker) sendMarkers(ctx context.Context, leader int32, m txn.Marker, id
 	}
 	return codes
 }
+
+func init() {
+	register(api{
+		key: kmsg.WriteTxnMarkers, min: 0, max: 2,
+		listeners:    clientListeners,
+		authorizedAs: "CLUSTER_ACTION",
+		errorAnswer: errorAnswerOf(func(r *kmsg.WriteTxnMarkersRequest, out *kmsg.WriteTxnMarkersResponse, e apiErr) {
+			for _, m := range r.Markers {
+				rm := kmsg.NewWriteTxnMarkersResponseMarker()
+				rm.ProducerID = m.ProducerID
+				for _, t := range m.Topics {
+					rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+						rp.Partition, rp.ErrorCode = p, e.code
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					rm.Topics = append(rm.Topics, rt)
+				}
+				out.Markers = append(out.Markers, rm)
+			}
+		}),
+		quota:  quotaTreatment{requestExempt: true},
+		handle: (*Broker).handleWriteTxnMarkers,
+	})
+}

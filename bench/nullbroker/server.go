@@ -138,8 +138,8 @@ func (s *Server) Addr() string { return net.JoinHostPort(s.host, strconv.Itoa(in
 
 // register fills the registry and the handler table together, so that
 // ApiVersions advertises exactly what is answered. The ranges are
-// Gregor's (broker/handlers.go): every field these handlers read or
-// write is defined across them.
+// Gregor's (the API descriptors in broker/): every field these handlers
+// read or write is defined across them.
 func (s *Server) register() {
 	s.registry = protocol.NewRegistry()
 	s.handlers = map[int16]handler{}
