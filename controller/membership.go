@@ -154,6 +154,12 @@ func (c *Controller) handOverIfRemoved(cc *pb.ConfChangeV2) {
 	if !removed {
 		return
 	}
+	// No longer active from here: the voter asked to campaign may win
+	// before this loop's turn ends, and two active controllers must never
+	// be seen at once (brokers, and a client's DescribeQuorum, would
+	// find both). The raft state follows when the change is applied
+	// (StepDownOnRemoval).
+	c.active.Store(false)
 	var best uint64
 	var bestMatch uint64
 	c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
