@@ -9,7 +9,7 @@ import (
 	"github.com/gregorbroker/gregor/integration"
 )
 
-// The group workloads (issue 4): how long a 30-member group takes to
+// The group workloads: how long a 30-member group takes to
 // become stable under each protocol, and acknowledged offset commits per
 // second. Both brokers run with the group settings of their usual bench
 // configuration (see groupSettings), which the report states.

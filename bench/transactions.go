@@ -9,7 +9,7 @@ import (
 	"github.com/gregorbroker/gregor/integration"
 )
 
-// The transaction workloads (issue 9), run by bench/loadgen against both
+// The transaction workloads, run by bench/loadgen against both
 // brokers with the same franz-go client and command line (Kafka's
 // ProducerPerformance commits on a timer, --transaction-duration-ms, which
 // is not the same workload): transactional produce throughput in

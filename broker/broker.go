@@ -44,11 +44,12 @@ type MetadataView interface {
 	Subscribe(fn func(prev, next *controller.Image)) (cancel func())
 }
 
-// ActiveController is the active controller as the broker reaches it: in a
-// combined node the local one (*controller.Controller); a client that
-// forwards to a remote one will plug in here. Handle returns the
-// controller's answer, once any change it makes is committed, or an error
-// when there is none.
+// ActiveController is the active controller as the broker reaches it: the
+// ControllerClient (forward.go), which answers from the local controller
+// while it is the active one and forwards to the remote active one
+// otherwise (unit tests may pass a local controller itself). Handle
+// returns the controller's answer, once any change it makes is committed,
+// or an error when there is none.
 type ActiveController interface {
 	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }

@@ -17,8 +17,9 @@ var ErrNoAnswer = errors.New("the controller gave no answer")
 // registration, heartbeats, producer-id allocations and partition
 // leaders' ISR changes). Each is answered
 // only after its change is committed. In a combined node the broker calls
-// it directly; a remote controller will serve the same requests on its
-// listener.
+// it directly while this controller is the active one; a broker elsewhere
+// reaches it through this node's controller listener (directly, or in an
+// Envelope carrying a client's request).
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:

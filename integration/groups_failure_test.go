@@ -1,6 +1,6 @@
 package integration_test
 
-// Consumer-group failure cases (issue 4), black box: the built gregor
+// Consumer-group failure cases, black box: the built gregor
 // binary, real franz-go members, and the coordinator's own view of the
 // group (DescribeGroups / ConsumerGroupDescribe) checked against what the
 // members believe they own.

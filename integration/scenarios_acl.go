@@ -1,6 +1,6 @@
 package integration
 
-// Scenarios of ACLs and StandardAuthorizer (issue 12). Each starts its own
+// Scenarios of ACLs and StandardAuthorizer. Each starts its own
 // single node (Env.StartNode) of the target's flavor with the authorizer
 // configured, so that the same scenario runs against Apache Kafka 4.3.1
 // and Gregor. The clients connect on PLAINTEXT, as User:ANONYMOUS.

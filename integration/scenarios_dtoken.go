@@ -1,6 +1,6 @@
 package integration
 
-// Delegation token scenarios (issue 12, KIP-48): kafka-delegation-tokens
+// Delegation token scenarios (KIP-48): kafka-delegation-tokens
 // creates, describes, renews and expires tokens over a SCRAM listener, and
 // the Java console clients authenticate with a token (ScramLoginModule
 // with tokenauth=true). Each starts its own node with a token secret, so

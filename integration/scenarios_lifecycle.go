@@ -1,6 +1,6 @@
 package integration
 
-// Scenarios of a log's lifecycle (issue 8): retention deleting old
+// Scenarios of a log's lifecycle: retention deleting old
 // segments, compaction keeping the latest value of each key, and
 // LogCompactionTester run so that its result depends on the cleaner. The
 // targets start with log.retention.check.interval.ms=1000 (it is read-only

@@ -1,6 +1,6 @@
 package integration
 
-// Client quotas (issue 12): kafka-configs on users, clients, their
+// Client quotas: kafka-configs on users, clients, their
 // combination, their defaults and ips, and clients throttled to the
 // quotas they are given.
 //

@@ -1,6 +1,6 @@
 package integration
 
-// Scenarios of SASL authentication (issue 12). Each starts its own single
+// Scenarios of SASL authentication. Each starts its own single
 // node (Env.StartNode) of the target's flavor with a SASL_PLAINTEXT
 // listener, SCRAM users created with `storage format --add-scram` (as
 // kafka-storage does), and the stock tools and clients authenticating to

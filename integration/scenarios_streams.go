@@ -1,6 +1,6 @@
 package integration
 
-// Kafka Streams against the target (issue 9): WordCountDemo from
+// Kafka Streams against the target: WordCountDemo from
 // kafka-streams-examples with processing.guarantee=exactly_once_v2. Input
 // goes in before the app starts and while it runs; a read_committed console
 // consumer must then read every word's counts as exactly 1..n, and the

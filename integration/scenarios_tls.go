@@ -1,6 +1,6 @@
 package integration
 
-// Scenarios of TLS listeners (issue 12). Each starts its own single node
+// Scenarios of TLS listeners. Each starts its own single node
 // (Env.StartNode) of the target's flavor with the listeners it needs, so
 // that the same scenario runs against Apache Kafka 4.3.1 and Gregor. The
 // stock tools connect with PEM stores from a fresh test PKI; where the

@@ -1,9 +1,9 @@
 // Package runtime is what every coordinator whose state lives in the
 // partitions of an internal topic needs: the group coordinator
-// (__consumer_offsets) today, the transaction coordinator
-// (__transaction_state) and the share coordinator (__share_group_state)
-// next, as siblings on the same runtime (Kafka's coordinator-common
-// CoordinatorRuntime).
+// (__consumer_offsets) and the transaction coordinator
+// (__transaction_state) today, the share coordinator
+// (__share_group_state) next, as siblings on the same runtime (Kafka's
+// coordinator-common CoordinatorRuntime).
 //
 // # What it owns
 //

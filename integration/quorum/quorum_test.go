@@ -1,6 +1,6 @@
 // Package quorum tests a multi-node Gregor cluster black-box: separate
 // gregor processes on loopback, formatted into one static quorum of
-// combined broker,controller nodes (issue 10), driven with franz-go.
+// combined broker,controller nodes, driven with franz-go.
 package quorum
 
 import (
