@@ -34,7 +34,7 @@ type ListenerSpec struct {
 	// the controller APIs instead of the client ones.
 	Controller bool
 	// TLS is the server side of an SSL or SASL_SSL listener; nil on the
-	// others (transport.go).
+	// others (connsecurity.go).
 	TLS *ssl.Server
 	// SASL is the authentication set-up of a SASL_PLAINTEXT or SASL_SSL
 	// listener (saslauth.go); nil for the others.

@@ -3,7 +3,7 @@ package storage
 // The log cleaner: log.cleaner.threads goroutines that each pick the
 // filthiest compacted log (the largest share of dirty bytes, above its
 // min.cleanable.dirty.ratio, or any dirty log past max.compaction.lag.ms)
-// and clean it (clean.go), sleeping log.cleaner.backoff.ms when no log
+// and clean it (compact.go), sleeping log.cleaner.backoff.ms when no log
 // needs it. Where each log's dirty section starts is kept in every log
 // dir's cleaner-offset-checkpoint, as Kafka keeps it.
 //

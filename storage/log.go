@@ -94,7 +94,7 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 // for concurrent use.
 //
 // Locking (always taken in this order):
-//   - cleanMu is held by the log cleaner for one cleaning round (clean.go);
+//   - cleanMu is held by the log cleaner for one cleaning round (compact.go);
 //     Close sets stopCleaning and then waits for it, so that no cleaning
 //     outlives the log. The cleaner takes mu under it only to swap.
 //   - mu serialises every change: Append, roll, TruncateTo,

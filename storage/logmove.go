@@ -387,7 +387,7 @@ func (m *Manager) copySegment(mv *logMove, s *segment, c *segmentCopy, locked bo
 func (m *Manager) swap(mv *logMove) (string, error) {
 	l := mv.log
 	// A cleaning round writes its output into the log's dir across its
-	// I/O (clean.go): none may run across the swap.
+	// I/O (compact.go): none may run across the swap.
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	l.mu.Lock()

@@ -12,7 +12,7 @@ package storage
 // not indexed, nor aborts of transactions without data here. A read_committed fetch reports the aborted transactions
 // that overlap the data it returns (Log.ReadWithAborted), and the
 // consumer drops their records; the cleaner finds the transactions whose
-// data it may discard here (clean.go).
+// data it may discard here (compact.go).
 //
 // As in Kafka the file exists only once a segment has an entry: most
 // segments have none, and a segment without one costs neither a file nor
