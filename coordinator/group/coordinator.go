@@ -1,12 +1,13 @@
 package group
 
-// Concurrency: the Coordinator's mu guards only the shards map. Each shard
+// Concurrency: the shards map (runtime.Shards) has its own lock. Each shard
 // (one __consumer_offsets partition) has its own mu, which guards all of
 // that shard's groups and offsets and is held across PartitionLog.Append,
 // so that the order of records in the log is the order in which they were
-// applied in memory: replaying the partition rebuilds the same state. Lock
-// order: Coordinator.mu, then shard.mu; never two shard locks at once (the
-// append path under shard.mu: LOCKS.md at the repository root).
+// applied in memory: replaying the partition rebuilds the same state. The
+// shards map's lock is released before a shard.mu is taken; never two
+// shard locks at once (the append path under shard.mu: LOCKS.md at the
+// repository root).
 // Requests run on the caller's goroutine; a request that must wait (a
 // JoinGroup parked until the rebalance completes, a SyncGroup waiting for
 // the leader's assignment) registers a buffered channel under shard.mu,
@@ -77,8 +78,7 @@ type Coordinator struct {
 	// so that a loaded machine cannot split their joins).
 	zeroDelayJoinWindow time.Duration
 
-	mu     sync.RWMutex
-	shards map[int32]*shard
+	shards runtime.Shards[*shard]
 
 	expiryMu   sync.Mutex
 	lastExpiry time.Time // guarded by expiryMu; only Run's goroutine and tests touch it
@@ -87,7 +87,7 @@ type Coordinator struct {
 // New returns a coordinator with no partitions loaded. cfg is used as
 // given; call cfg.Validate first to refuse bad settings at start-up.
 func New(cfg Config, topics TopicView) *Coordinator {
-	c := &Coordinator{cfg: cfg, topics: topics, log: cfg.Logger, now: cfg.Now, shards: map[int32]*shard{}, zeroDelayJoinWindow: defaultZeroDelayJoinWindow}
+	c := &Coordinator{cfg: cfg, topics: topics, log: cfg.Logger, now: cfg.Now, zeroDelayJoinWindow: defaultZeroDelayJoinWindow}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -124,10 +124,8 @@ func (c *Coordinator) CoordinatorFor(key string) (partition int32, errCode int16
 	if key == "" {
 		return partition, kerr.InvalidRequest.Code
 	}
-	c.mu.RLock()
-	s := c.shards[partition]
-	c.mu.RUnlock()
-	if s == nil {
+	s, ok := c.shards.Get(partition)
+	if !ok {
 		return partition, kerr.NotCoordinator.Code
 	}
 	s.mu.Lock()
@@ -191,22 +189,14 @@ func (s *shard) reset() {
 // silently lacks the partition's groups. A shard already present (a
 // re-election) keeps serving until Load replaces it.
 func (c *Coordinator) Prepare(partition int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.shards[partition] == nil {
-		c.shards[partition] = newShard(c, partition, nil)
-	}
+	c.shards.AddIfAbsent(partition, func() *shard { return newShard(c, partition, nil) })
 }
 
 // Load replays partition's log and then serves its groups. Requests for
 // its groups get COORDINATOR_LOAD_IN_PROGRESS until the replay ends.
 func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLog) error {
 	s := newShard(c, partition, log)
-	c.mu.Lock()
-	old := c.shards[partition]
-	c.shards[partition] = s
-	c.mu.Unlock()
-	if old != nil {
+	if old, ok := c.shards.Replace(partition, s); ok {
 		old.unload()
 	}
 	// The replay builds its state in a private shard, without locks, and
@@ -234,11 +224,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 // Unload stops serving partition (leadership moved away). Parked requests
 // are answered with NOT_COORDINATOR.
 func (c *Coordinator) Unload(partition int32) {
-	c.mu.Lock()
-	s := c.shards[partition]
-	delete(c.shards, partition)
-	c.mu.Unlock()
-	if s != nil {
+	if s, ok := c.shards.Remove(partition); ok {
 		s.unload()
 	}
 }
@@ -289,10 +275,8 @@ func (c *Coordinator) lockGroup(groupID string) (*shard, int16) {
 // lockPartition returns the shard of a __consumer_offsets partition
 // locked, or the error code to answer with.
 func (c *Coordinator) lockPartition(partition int32) (*shard, int16) {
-	c.mu.RLock()
-	s := c.shards[partition]
-	c.mu.RUnlock()
-	if s == nil {
+	s, ok := c.shards.Get(partition)
+	if !ok {
 		return nil, kerr.NotCoordinator.Code
 	}
 	s.mu.Lock()
@@ -308,15 +292,7 @@ func (c *Coordinator) lockPartition(partition int32) (*shard, int16) {
 }
 
 // activeShards returns the shards in partition order.
-func (c *Coordinator) activeShards() (shards []*shard) {
-	c.mu.RLock()
-	for _, s := range c.shards {
-		shards = append(shards, s)
-	}
-	c.mu.RUnlock()
-	sort.Slice(shards, func(i, j int) bool { return shards[i].partition < shards[j].partition })
-	return shards
-}
+func (c *Coordinator) activeShards() []*shard { return c.shards.All() }
 
 // write appends recs as one batch and returns once it is committed. The
 // caller holds s.mu. On failure the in-memory state may be ahead of the

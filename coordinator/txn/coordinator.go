@@ -53,11 +53,12 @@ type Options struct {
 // Coordinator is the transaction coordinator of one broker: it serves the
 // transactional ids whose __transaction_state partitions are loaded here.
 //
-// Concurrency: mu guards the shards map only. Each shard has its own mu,
-// guarding its transactions; it is released while a state record is
-// appended (the transaction is marked pending meanwhile, so no other
-// request transitions it) and while markers are written. Lock order:
-// Coordinator.mu, then shard.mu; never two shard locks at once (LOCKS.md).
+// Concurrency: the shards map (runtime.Shards) has its own lock, released
+// before a shard's is taken. Each shard has its own mu, guarding its
+// transactions; it is released while a state record is appended (the
+// transaction is marked pending meanwhile, so no other request transitions
+// it) and while markers are written. Never two shard locks at once
+// (LOCKS.md).
 // Marker rounds and completions run on goroutines of their shard, which
 // Unload cancels and waits for; Run's goroutine fires the timers.
 type Coordinator struct {
@@ -66,13 +67,12 @@ type Coordinator struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	mu     sync.RWMutex
-	shards map[int32]*shard
+	shards runtime.Shards[*shard]
 }
 
 // New returns a coordinator with no partitions loaded.
 func New(opts Options) *Coordinator {
-	c := &Coordinator{cfg: opts.Config, opts: opts, log: opts.Config.Logger, now: opts.Config.Now, shards: map[int32]*shard{}}
+	c := &Coordinator{cfg: opts.Config, opts: opts, log: opts.Config.Logger, now: opts.Config.Now}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -146,11 +146,7 @@ func (c *Coordinator) newShard(partition int32, plog PartitionLog) *shard {
 // Prepare marks partition as loading from the moment this node becomes
 // its leader, so requests get COORDINATOR_LOAD_IN_PROGRESS until Load ends.
 func (c *Coordinator) Prepare(partition int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.shards[partition]; !ok {
-		c.shards[partition] = c.newShard(partition, nil)
-	}
+	c.shards.AddIfAbsent(partition, func() *shard { return c.newShard(partition, nil) })
 }
 
 // Load replays partition and then serves its transactional ids. Prepared
@@ -159,11 +155,7 @@ func (c *Coordinator) Prepare(partition int32) {
 // over: a coordinator that died mid-commit has its commit finished.
 func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionLog) error {
 	s := c.newShard(partition, plog)
-	c.mu.Lock()
-	old := c.shards[partition]
-	c.shards[partition] = s
-	c.mu.Unlock()
-	if old != nil {
+	if old, ok := c.shards.Replace(partition, s); ok {
 		old.unload()
 	}
 	started := c.now()
@@ -179,11 +171,7 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionL
 		s.mu.Lock()
 		s.status = shardUnloaded
 		s.mu.Unlock()
-		c.mu.Lock()
-		if c.shards[partition] == s {
-			delete(c.shards, partition)
-		}
-		c.mu.Unlock()
+		c.shards.RemoveIf(partition, s)
 		s.cancel()
 		return err
 	}
@@ -225,11 +213,7 @@ func (s *shard) replay(key, value []byte) error {
 // Unload stops serving partition's transactional ids and waits for the
 // shard's marker rounds to stop. The next leader finishes what they left.
 func (c *Coordinator) Unload(partition int32) {
-	c.mu.Lock()
-	s := c.shards[partition]
-	delete(c.shards, partition)
-	c.mu.Unlock()
-	if s != nil {
+	if s, ok := c.shards.Remove(partition); ok {
 		s.unload()
 	}
 }
@@ -247,10 +231,8 @@ func (s *shard) unload() {
 // the partition is not led here, COORDINATOR_LOAD_IN_PROGRESS while it
 // loads.
 func (c *Coordinator) shardFor(id string) (*shard, int16) {
-	c.mu.RLock()
-	s := c.shards[c.PartitionFor(id)]
-	c.mu.RUnlock()
-	if s == nil {
+	s, ok := c.shards.Get(c.PartitionFor(id))
+	if !ok {
 		return nil, kerr.NotCoordinator.Code
 	}
 	s.mu.Lock()
@@ -360,12 +342,4 @@ func (c *Coordinator) Run(ctx context.Context) {
 	}
 }
 
-func (c *Coordinator) activeShards() []*shard {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*shard, 0, len(c.shards))
-	for _, s := range c.shards {
-		out = append(out, s)
-	}
-	return out
-}
+func (c *Coordinator) activeShards() []*shard { return c.shards.All() }
