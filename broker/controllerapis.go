@@ -225,52 +225,32 @@ func init() {
 		quota:  quotaTreatment{requestExempt: true},
 		handle: (*Broker).handleEnvelope,
 	})
-	register(api{
-		key: kmsg.BrokerRegistration, min: 0, max: 4,
+	register(clusterActionAPI(kmsg.BrokerRegistration, 0, 4, errorAnswerOf(func(_ *kmsg.BrokerRegistrationRequest, out *kmsg.BrokerRegistrationResponse, e apiErr) {
+		out.ErrorCode = e.code
+	})))
+	register(clusterActionAPI(kmsg.BrokerHeartbeat, 0, 1, errorAnswerOf(func(_ *kmsg.BrokerHeartbeatRequest, out *kmsg.BrokerHeartbeatResponse, e apiErr) {
+		out.ErrorCode = e.code
+	})))
+	register(clusterActionAPI(kmsg.AllocateProducerIDs, 0, 0, errorAnswerOf(func(_ *kmsg.AllocateProducerIDsRequest, out *kmsg.AllocateProducerIDsResponse, e apiErr) {
+		out.ErrorCode = e.code
+	})))
+	register(clusterActionAPI(kmsg.AlterPartition, 2, 3, errorAnswerOf(func(_ *kmsg.AlterPartitionRequest, out *kmsg.AlterPartitionResponse, e apiErr) {
+		out.ErrorCode = e.code
+	})))
+}
+
+// clusterActionAPI describes one of the requests brokers send a
+// controller's listener for the controller itself to answer
+// (CLUSTER_ACTION; left alone by the request quota).
+func clusterActionAPI(key kmsg.Key, min, max int16, errorAnswer func(kmsg.Request, apiErr) kmsg.Response) api {
+	return api{
+		key: key, min: min, max: max,
 		listeners:        controllerListeners,
 		controllerOnly:   true,
 		authorizedAs:     "CLUSTER_ACTION",
 		clusterOperation: kmsg.ACLOperationClusterAction,
-		errorAnswer: errorAnswerOf(func(_ *kmsg.BrokerRegistrationRequest, out *kmsg.BrokerRegistrationResponse, e apiErr) {
-			out.ErrorCode = e.code
-		}),
-		quota:  quotaTreatment{requestExempt: true},
-		handle: (*Broker).handleControllerDirect,
-	})
-	register(api{
-		key: kmsg.BrokerHeartbeat, min: 0, max: 1,
-		listeners:        controllerListeners,
-		controllerOnly:   true,
-		authorizedAs:     "CLUSTER_ACTION",
-		clusterOperation: kmsg.ACLOperationClusterAction,
-		errorAnswer: errorAnswerOf(func(_ *kmsg.BrokerHeartbeatRequest, out *kmsg.BrokerHeartbeatResponse, e apiErr) {
-			out.ErrorCode = e.code
-		}),
-		quota:  quotaTreatment{requestExempt: true},
-		handle: (*Broker).handleControllerDirect,
-	})
-	register(api{
-		key: kmsg.AllocateProducerIDs, min: 0, max: 0,
-		listeners:        controllerListeners,
-		controllerOnly:   true,
-		authorizedAs:     "CLUSTER_ACTION",
-		clusterOperation: kmsg.ACLOperationClusterAction,
-		errorAnswer: errorAnswerOf(func(_ *kmsg.AllocateProducerIDsRequest, out *kmsg.AllocateProducerIDsResponse, e apiErr) {
-			out.ErrorCode = e.code
-		}),
-		quota:  quotaTreatment{requestExempt: true},
-		handle: (*Broker).handleControllerDirect,
-	})
-	register(api{
-		key: kmsg.AlterPartition, min: 2, max: 3,
-		listeners:        controllerListeners,
-		controllerOnly:   true,
-		authorizedAs:     "CLUSTER_ACTION",
-		clusterOperation: kmsg.ACLOperationClusterAction,
-		errorAnswer: errorAnswerOf(func(_ *kmsg.AlterPartitionRequest, out *kmsg.AlterPartitionResponse, e apiErr) {
-			out.ErrorCode = e.code
-		}),
-		quota:  quotaTreatment{requestExempt: true},
-		handle: (*Broker).handleControllerDirect,
-	})
+		errorAnswer:      errorAnswer,
+		quota:            quotaTreatment{requestExempt: true},
+		handle:           (*Broker).handleControllerDirect,
+	}
 }

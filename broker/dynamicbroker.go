@@ -104,48 +104,25 @@ func mergeAnswers[A any](order []resourceKey, refused []refusal, forwarded []A, 
 // handleIncrementalAlterConfigs forwards after the broker's own checks.
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
-	if r.conn.listener.Controller {
-		b.forwardRequest(ctx, r, nil)
-		return
-	}
-	order := make([]resourceKey, len(req.Resources))
-	for i, res := range req.Resources {
-		order[i] = resourceKey{res.ResourceType, res.ResourceName}
-	}
-	refused, keep := b.refuseBrokerResources(order, func(i int, cur map[string]string) map[string]string {
-		return applyIncremental(cur, req.Resources[i].Configs)
-	})
-	if len(refused) == 0 {
-		b.forwardRequest(ctx, r, nil)
-		return
-	}
-	var kept []kmsg.IncrementalAlterConfigsRequestResource
-	for i, res := range req.Resources {
-		if keep[i] {
-			kept = append(kept, res)
-		}
-	}
-	merge := func(forwarded []kmsg.IncrementalAlterConfigsResponseResource) []kmsg.IncrementalAlterConfigsResponseResource {
-		return mergeAnswers(order, refused, forwarded,
-			func(a kmsg.IncrementalAlterConfigsResponseResource) resourceKey {
-				return resourceKey{a.ResourceType, a.ResourceName}
-			},
-			func(f refusal) kmsg.IncrementalAlterConfigsResponseResource {
-				a := kmsg.NewIncrementalAlterConfigsResponseResource()
-				a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
-				return a
-			})
-	}
-	if len(kept) == 0 {
-		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		resp.Resources = merge(nil)
-		r.respond(resp)
-		return
-	}
-	req.Resources = kept
-	b.forwardRequest(ctx, r, func(resp kmsg.Response) {
-		f := resp.(*kmsg.IncrementalAlterConfigsResponse)
-		f.Resources = merge(f.Resources)
+	alterConfigsAfterBrokerChecks(b, ctx, r, configAlteration[kmsg.IncrementalAlterConfigsRequestResource, kmsg.IncrementalAlterConfigsResponseResource]{
+		resources: &req.Resources,
+		key: func(res kmsg.IncrementalAlterConfigsRequestResource) resourceKey {
+			return resourceKey{res.ResourceType, res.ResourceName}
+		},
+		next: func(res kmsg.IncrementalAlterConfigsRequestResource, current map[string]string) map[string]string {
+			return applyIncremental(current, res.Configs)
+		},
+		answerKey: func(a kmsg.IncrementalAlterConfigsResponseResource) resourceKey {
+			return resourceKey{a.ResourceType, a.ResourceName}
+		},
+		refused: func(f refusal) kmsg.IncrementalAlterConfigsResponseResource {
+			a := kmsg.NewIncrementalAlterConfigsResponseResource()
+			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+			return a
+		},
+		answers: func(resp kmsg.Response) *[]kmsg.IncrementalAlterConfigsResponseResource {
+			return &resp.(*kmsg.IncrementalAlterConfigsResponse).Resources
+		},
 	})
 }
 
@@ -153,54 +130,87 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 // AlterConfigs replaces the resource's whole set.
 func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.AlterConfigsRequest)
+	alterConfigsAfterBrokerChecks(b, ctx, r, configAlteration[kmsg.AlterConfigsRequestResource, kmsg.AlterConfigsResponseResource]{
+		resources: &req.Resources,
+		key: func(res kmsg.AlterConfigsRequestResource) resourceKey {
+			return resourceKey{res.ResourceType, res.ResourceName}
+		},
+		next: func(res kmsg.AlterConfigsRequestResource, _ map[string]string) map[string]string {
+			next := map[string]string{}
+			for _, c := range res.Configs {
+				if c.Value != nil {
+					next[c.Name] = *c.Value
+				}
+			}
+			return next
+		},
+		answerKey: func(a kmsg.AlterConfigsResponseResource) resourceKey {
+			return resourceKey{a.ResourceType, a.ResourceName}
+		},
+		refused: func(f refusal) kmsg.AlterConfigsResponseResource {
+			a := kmsg.NewAlterConfigsResponseResource()
+			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+			return a
+		},
+		answers: func(resp kmsg.Response) *[]kmsg.AlterConfigsResponseResource {
+			return &resp.(*kmsg.AlterConfigsResponse).Resources
+		},
+	})
+}
+
+// configAlteration is what differs between AlterConfigs and
+// IncrementalAlterConfigs on their way through the broker: the request's
+// resources, the configs each would leave, and the answers' type.
+type configAlteration[Res, Answer any] struct {
+	resources *[]Res
+	key       func(Res) resourceKey
+	// next is a resource's dynamic configs once altered, from current.
+	next      func(res Res, current map[string]string) map[string]string
+	answerKey func(Answer) resourceKey
+	refused   func(refusal) Answer
+	answers   func(resp kmsg.Response) *[]Answer
+}
+
+// alterConfigsAfterBrokerChecks forwards an alter request after this
+// broker's own checks of its BROKER resources: the refused ones are taken
+// out and answered INVALID_REQUEST beside the controller's answers, in
+// the request's order. A controller listener forwards as it is.
+func alterConfigsAfterBrokerChecks[Res, Answer any](b *Broker, ctx context.Context, r *request, a configAlteration[Res, Answer]) {
 	if r.conn.listener.Controller {
 		b.forwardRequest(ctx, r, nil)
 		return
 	}
-	order := make([]resourceKey, len(req.Resources))
-	for i, res := range req.Resources {
-		order[i] = resourceKey{res.ResourceType, res.ResourceName}
+	resources := *a.resources
+	order := make([]resourceKey, len(resources))
+	for i, res := range resources {
+		order[i] = a.key(res)
 	}
-	refused, keep := b.refuseBrokerResources(order, func(i int, _ map[string]string) map[string]string {
-		next := map[string]string{}
-		for _, c := range req.Resources[i].Configs {
-			if c.Value != nil {
-				next[c.Name] = *c.Value
-			}
-		}
-		return next
+	refused, keep := b.refuseBrokerResources(order, func(i int, current map[string]string) map[string]string {
+		return a.next(resources[i], current)
 	})
 	if len(refused) == 0 {
 		b.forwardRequest(ctx, r, nil)
 		return
 	}
-	var kept []kmsg.AlterConfigsRequestResource
-	for i, res := range req.Resources {
+	var kept []Res
+	for i, res := range resources {
 		if keep[i] {
 			kept = append(kept, res)
 		}
 	}
-	merge := func(forwarded []kmsg.AlterConfigsResponseResource) []kmsg.AlterConfigsResponseResource {
-		return mergeAnswers(order, refused, forwarded,
-			func(a kmsg.AlterConfigsResponseResource) resourceKey {
-				return resourceKey{a.ResourceType, a.ResourceName}
-			},
-			func(f refusal) kmsg.AlterConfigsResponseResource {
-				a := kmsg.NewAlterConfigsResponseResource()
-				a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
-				return a
-			})
+	merge := func(forwarded []Answer) []Answer {
+		return mergeAnswers(order, refused, forwarded, a.answerKey, a.refused)
 	}
 	if len(kept) == 0 {
-		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-		resp.Resources = merge(nil)
+		resp := r.kreq.ResponseKind()
+		*a.answers(resp) = merge(nil)
 		r.respond(resp)
 		return
 	}
-	req.Resources = kept
+	*a.resources = kept
 	b.forwardRequest(ctx, r, func(resp kmsg.Response) {
-		f := resp.(*kmsg.AlterConfigsResponse)
-		f.Resources = merge(f.Resources)
+		answers := a.answers(resp)
+		*answers = merge(*answers)
 	})
 }
 
