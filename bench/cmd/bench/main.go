@@ -9,18 +9,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/bench"
-	"github.com/gregorbroker/gregor/integration"
 )
 
 func main() { os.Exit(run()) }
@@ -35,50 +29,28 @@ func run() int {
 	out := flag.String("out", "", "report path (default bench/RESULTS.md)")
 	only := flag.String("only", "", "run only the workloads whose name contains this (e.g. transaction); start-up, CPU and RSS are always taken. For trials: write them elsewhere with -out")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	root, err := integration.FindRepoRoot()
+	cmd, err := bench.StartCommand("bench", *rounds)
 	if err != nil {
-		log.Error("finding repository", "err", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer cmd.Close()
 	targets, err := bench.ParseTargets(*target)
 	if err != nil {
-		log.Error("parsing -target", "err", err)
+		cmd.Log.Error("parsing -target", "err", err)
 		return 2
 	}
-	if *rounds < 3 {
-		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
-	}
-	cfg := bench.Config{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, CommitTime: *commitTime, Only: *only, Log: log}
-	if _, err := exec.LookPath("taskset"); err == nil {
-		cfg.BrokerCPU, cfg.LoadCPU = "0", "1"
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
-	defer cancel()
-	res, err := bench.Execute(ctx, cfg)
+	cfg := bench.Config{Root: cmd.Root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *rate, E2ETime: *e2eTime, CommitTime: *commitTime, Only: *only, Log: cmd.Log}
+	cfg.BrokerCPU, cfg.LoadCPU = bench.PinnedCPUs()
+	res, err := bench.Execute(cmd.Ctx, cfg)
 	if err != nil && res == nil {
-		log.Error("bench", "err", err)
+		cmd.Log.Error("bench", "err", err)
 		return 1
 	}
-	// The cluster benchmark's section (make bench-cluster) stays.
-	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return bench.KeepSections(old, bench.Render(res, bench.DescribeMachine(), integration.GitCommit(ctx, root)))
+	// The other benchmarks' sections (make bench-cluster, ...) stay.
+	return cmd.Finish(*out, err, res.Rounds, func(old []byte, commit string) []byte {
+		return bench.KeepSections(old, bench.Render(res, bench.DescribeMachine(), commit))
 	})
-	if err2 != nil {
-		log.Error("bench", "err", err2)
-		return 1
-	}
-	fmt.Println("wrote", path)
-	failed := bench.FailedRounds(res.Rounds)
-	fmt.Printf("bench: %d target-rounds, %d with failures\n", len(res.Rounds), failed)
-	if err != nil || failed > 0 {
-		return 1
-	}
-	return 0
 }
 
 func envOr(k, def string) string {

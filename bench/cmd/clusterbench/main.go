@@ -11,18 +11,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/bench"
-	"github.com/gregorbroker/gregor/integration"
 )
 
 func main() { os.Exit(run()) }
@@ -45,30 +39,21 @@ func run() int {
 	down := flag.Duration("down", 15*time.Second, "replication: time from a failover (first acknowledged write after the kill) to the killed broker's restart, writes going on")
 	rejoinLimit := flag.Duration("rejoin-limit", time.Minute, "replication: wait, from the restart, for the broker to be back in every ISR")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	root, err := integration.FindRepoRoot()
+	cmd, err := bench.StartCommand("clusterbench", *rounds)
 	if err != nil {
-		log.Error("finding repository", "err", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer cmd.Close()
 	targets, err := bench.ParseBrokerTargets(*target)
 	if err != nil {
-		log.Error(err.Error())
+		cmd.Log.Error(err.Error())
 		return 2
 	}
 	if *replication && (*records < 1 || *e2eRate < 1 || *writeRate < 1 || *leaderKills < 0) {
-		log.Error("-records, -e2e-rate and -write-rate must be positive, -leader-kills not negative")
+		cmd.Log.Error("-records, -e2e-rate and -write-rate must be positive, -leader-kills not negative")
 		return 2
 	}
-	if *rounds < 3 {
-		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
-	defer cancel()
-	command := strings.TrimSpace("go run ./bench/cmd/clusterbench " + strings.Join(os.Args[1:], " "))
 
 	// Each benchmark gives its rounds, or nil if it could not start, and
 	// the section of RESULTS.md it rewrites.
@@ -76,40 +61,29 @@ func run() int {
 	var section bench.Section
 	var render func(commit string) []byte
 	if *replication {
-		cfg := bench.ReplicationConfig{Root: root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *e2eRate, E2ETime: *e2eTime,
-			LeaderKills: *leaderKills, WriteRate: *writeRate, Down: *down, RejoinLimit: *rejoinLimit, Log: log}
+		cfg := bench.ReplicationConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Records: *records, E2ERate: *e2eRate, E2ETime: *e2eTime,
+			LeaderKills: *leaderKills, WriteRate: *writeRate, Down: *down, RejoinLimit: *rejoinLimit, Log: cmd.Log}
 		var res *bench.ReplicationRun
-		if res, err = bench.ExecuteReplication(ctx, cfg); res != nil {
+		if res, err = bench.ExecuteReplication(cmd.Ctx, cfg); res != nil {
 			targetRounds, section = res.Rounds, bench.ReplicationSection()
 			render = func(commit string) []byte {
-				return bench.RenderReplication(res, bench.DescribeMachine(), commit, command)
+				return bench.RenderReplication(res, bench.DescribeMachine(), commit, cmd.Line)
 			}
 		}
 	} else {
-		cfg := bench.ClusterConfig{Root: root, Targets: targets, Rounds: *rounds, Creations: *creations, Clients: *clients,
-			CommitTime: *commitTime, SeqCommitTime: *seqTime, Failovers: *failovers, Log: log}
+		cfg := bench.ClusterConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Creations: *creations, Clients: *clients,
+			CommitTime: *commitTime, SeqCommitTime: *seqTime, Failovers: *failovers, Log: cmd.Log}
 		var res *bench.ClusterRun
-		if res, err = bench.ExecuteCluster(ctx, cfg); res != nil {
+		if res, err = bench.ExecuteCluster(cmd.Ctx, cfg); res != nil {
 			targetRounds, section = res.Rounds, bench.ClusterSection()
-			render = func(commit string) []byte { return bench.RenderCluster(res, bench.DescribeMachine(), commit, command) }
+			render = func(commit string) []byte { return bench.RenderCluster(res, bench.DescribeMachine(), commit, cmd.Line) }
 		}
 	}
 	if render == nil {
-		log.Error("cluster bench", "err", err)
+		cmd.Log.Error("cluster bench", "err", err)
 		return 1
 	}
-	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return section.Put(old, render(integration.GitCommit(ctx, root)))
+	return cmd.Finish(*out, err, targetRounds, func(old []byte, commit string) []byte {
+		return section.Put(old, render(commit))
 	})
-	if err2 != nil {
-		log.Error("cluster bench", "err", err2)
-		return 1
-	}
-	fmt.Println("wrote", path)
-	failed := bench.FailedRounds(targetRounds)
-	fmt.Printf("clusterbench: %d target-rounds, %d with failures\n", len(targetRounds), failed)
-	if err != nil || failed > 0 {
-		return 1
-	}
-	return 0
 }

@@ -9,19 +9,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/bench"
-	"github.com/gregorbroker/gregor/integration"
 )
 
 func main() { os.Exit(run()) }
@@ -35,56 +28,34 @@ func run() int {
 	acls := flag.Int("acls", 1000, "ACLs besides the producer's on the authorizer node")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its security section is replaced, the rest kept")
 	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-
-	root, err := integration.FindRepoRoot()
+	cmd, err := bench.StartCommand("securitybench", *rounds)
 	if err != nil {
-		log.Error("finding repository", "err", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	defer cmd.Close()
 	targets, err := bench.ParseBrokerTargets(*target)
 	if err != nil {
-		log.Error(err.Error())
+		cmd.Log.Error(err.Error())
 		return 2
 	}
 	if *records < 1 || *rate < 1 || *latencyTime <= 0 || *acls < 0 {
-		log.Error("-records, -rate and -latency-time must be positive, -acls not negative")
+		cmd.Log.Error("-records, -rate and -latency-time must be positive, -acls not negative")
 		return 2
 	}
-	if *rounds < 3 {
-		log.Warn("fewer than 3 rounds: medians will be weak", "rounds", *rounds)
-	}
-	cfg := bench.SecurityConfig{Root: root, Targets: targets, Rounds: *rounds, Records: *records, Rate: *rate,
-		LatencyTime: *latencyTime, ACLs: *acls, Log: log}
-	if _, err := exec.LookPath("taskset"); err == nil {
-		cfg.BrokerCPU, cfg.LoadCPU = "0", "1"
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
-	defer cancel()
-	command := strings.TrimSpace("go run ./bench/cmd/securitybench " + strings.Join(os.Args[1:], " "))
-
-	res, err := bench.ExecuteSecurity(ctx, cfg)
+	cfg := bench.SecurityConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Records: *records, Rate: *rate,
+		LatencyTime: *latencyTime, ACLs: *acls, Log: cmd.Log}
+	cfg.BrokerCPU, cfg.LoadCPU = bench.PinnedCPUs()
+	res, err := bench.ExecuteSecurity(cmd.Ctx, cfg)
 	if res == nil {
-		log.Error("security bench", "err", err)
+		cmd.Log.Error("security bench", "err", err)
 		return 1
 	}
-	path, err2 := bench.UpdateResults(root, *out, func(old []byte) []byte {
-		return bench.SecuritySection().Put(old, bench.RenderSecurity(res, bench.DescribeMachine(), integration.GitCommit(ctx, root), command))
+	code := cmd.Finish(*out, err, res.Rounds, func(old []byte, commit string) []byte {
+		return bench.SecuritySection().Put(old, bench.RenderSecurity(res, bench.DescribeMachine(), commit, cmd.Line))
 	})
-	if err2 != nil {
-		log.Error("security bench", "err", err2)
-		return 1
-	}
-	fmt.Println("wrote", path)
-	failed := bench.FailedRounds(res.Rounds)
-	fmt.Printf("securitybench: %d target-rounds, %d with failures\n", len(res.Rounds), failed)
 	for t, why := range res.NoAuthorizer {
 		fmt.Printf("securitybench: %s: authorization not measured: %s\n", t, why)
 	}
-	if err != nil || failed > 0 {
-		return 1
-	}
-	return 0
+	return code
 }
