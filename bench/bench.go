@@ -7,6 +7,9 @@
 // N…), so that slow drift of the machine (page cache, thermal, neighbours)
 // touches all alike. The broker runs pinned to one core and every load
 // generator to the other, with taskset.
+//
+// Of Gregor's packages it imports only integration (to build and start the
+// targets); nothing imports it but its commands.
 package bench
 
 import (

@@ -48,4 +48,7 @@
 // Scenarios run one at a time on the caller's goroutine, so Runner and Env
 // need no locks; Tools is the one shared object and guards its memo with a
 // single mutex (the only lock in the package).
+//
+// It may import any of Gregor's packages; nothing but its own tests and bench
+// import it.
 package integration

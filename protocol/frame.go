@@ -1,6 +1,9 @@
 // Package protocol holds Kafka's wire framing, request and response
 // headers, the API version registry and the record-batch codec. It knows no
 // sockets and keeps no global state (a FramePool belongs to its caller).
+//
+// It imports nothing of Gregor's (the README's import table): every other
+// package may use it.
 package protocol
 
 import (

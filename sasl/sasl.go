@@ -8,6 +8,9 @@
 // and looks SCRAM credentials up in the image through a ScramLookup; the
 // controller derives stored credentials with the SCRAM functions here; the
 // wiring dials inter-broker and controller connections with a Client.
+//
+// It imports, of Gregor's packages, only protocol and internal/peerdial (the
+// README's import table).
 package sasl
 
 import (

@@ -3,6 +3,8 @@
 // filesystem (MemFS) whose crash forgets what was not made durable, with
 // fault injection for I/O errors, torn writes and a full disk. Nothing here
 // knows what the files mean.
+//
+// It imports nothing of Gregor's (the README's import table).
 package vfs
 
 import (

@@ -28,6 +28,9 @@
 // The read side and the write side are independent: produced records are
 // not what a fetch returns. Requests on a connection are handled one at a
 // time in the connection's goroutine, so responses leave in request order.
+//
+// Of Gregor's packages it imports only protocol: it shares no code with the broker,
+// so that it measures the load generators and not Gregor.
 package nullbroker
 
 import (

@@ -15,6 +15,8 @@
 // Settings.Ignored names them); ssl.engine.factory.class and a
 // principal.builder.class other than Kafka's default are refused, since
 // Gregor runs no Java classes.
+//
+// It imports, of Gregor's packages, only internal/peerdial.
 package ssl
 
 import (

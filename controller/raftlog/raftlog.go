@@ -22,6 +22,8 @@
 // write) is cut off; damage anywhere else is an error. Snapshots are written
 // to a temporary file, synced and renamed, so a snapshot file is whole or
 // absent.
+//
+// It imports, of Gregor's packages, only vfs.
 package raftlog
 
 import (

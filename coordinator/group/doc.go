@@ -77,4 +77,7 @@
 //     consumer.assignment.interval.ms is not, as the broker-wide
 //     group.consumer.assignment.interval.ms is not either. The share.*
 //     and streams.* keys wait for share and streams groups.
+//
+// It imports, of Gregor's packages, coordinator/runtime and protocol; the
+// README's import table allows replica, metadata and config besides.
 package group

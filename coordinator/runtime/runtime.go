@@ -40,6 +40,9 @@
 // and the topic creation end with the runtime's context, and Stop waits
 // for them. The whole broker's lock order is in LOCKS.md at the
 // repository root.
+//
+// It imports, of Gregor's packages, replica and protocol; the README's
+// import table allows metadata and config besides.
 package runtime
 
 import (

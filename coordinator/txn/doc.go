@@ -35,4 +35,7 @@
 //
 // Concurrency is described on Coordinator; the broker-wide lock order is
 // in LOCKS.md.
+//
+// It imports, of Gregor's packages, coordinator/runtime and protocol; the
+// README's import table allows replica, metadata and config besides.
 package txn

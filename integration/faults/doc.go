@@ -56,4 +56,7 @@
 // `make faults TARGET=gregor-cluster|kafka-cluster`, and one short
 // schedule with `make faults-short` (part of make test). TRACK-RECORD.md
 // lists what the suite has found.
+//
+// It may import any of Gregor's packages; it starts the built binary and never
+// links the broker in.
 package faults

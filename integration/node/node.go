@@ -1,6 +1,8 @@
 // Package node starts the built gregor binary for black-box tests: each
 // node on a loopback address of its own (integration.ClaimLoopback, kept
 // across restarts), with a fresh data dir, stopped (or killed) by the test.
+//
+// It may import any of Gregor's packages.
 package node
 
 import (

@@ -1,6 +1,6 @@
 // Package streams runs Kafka Streams against the built gregor binary where
-// the compatibility harness cannot: across a kill -9 of the broker (issue
-// 9). The harness's streams/wordcount-eos-v2 scenario covers the same app
+// the compatibility harness cannot: across a kill -9 of the broker. The
+// harness's streams/wordcount-eos-v2 scenario covers the same app
 // on a broker that stays up, on both targets.
 package streams
 

@@ -1,6 +1,8 @@
 // Package await lets a test wait for a condition instead of sleeping: it
 // polls until the condition holds or a deadline passes, and a failure says
 // what was waited for and what was seen last.
+//
+// It imports nothing of Gregor's.
 package await
 
 import (

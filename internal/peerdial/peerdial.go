@@ -13,6 +13,8 @@
 // and dials again. Kafka reaches the same end with a request timeout on
 // every inter-node request; a raft transport that never waits for an
 // answer needs it from the kernel.
+//
+// It imports nothing of Gregor's.
 package peerdial
 
 import (
