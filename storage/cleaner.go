@@ -331,12 +331,18 @@ func (m *Manager) setCleanerCheckpoint(l *Log, offset int64) {
 	}
 }
 
-// WaitCleaned waits until the cleaner has finished n more rounds than
-// before the call, or ctx ends (tests).
-func (m *Manager) WaitCleaned(ctx context.Context, n int64) error {
+// CleanerRounds is how many cleaning rounds the cleaner has finished.
+func (m *Manager) CleanerRounds() int64 {
 	m.cleaner.mu.Lock()
-	target := m.cleaner.rounds + n
-	m.cleaner.mu.Unlock()
+	defer m.cleaner.mu.Unlock()
+	return m.cleaner.rounds
+}
+
+// WaitCleaned waits until the cleaner has finished target rounds in all,
+// or ctx ends (tests). A caller takes CleanerRounds before it causes the
+// cleaning it waits for: counting from the wait's own start would miss a
+// round that finished in between.
+func (m *Manager) WaitCleaned(ctx context.Context, target int64) error {
 	stop := context.AfterFunc(ctx, func() {
 		m.cleaner.mu.Lock()
 		m.cleaner.cond.Broadcast()

@@ -668,12 +668,13 @@ func TestManagerCleanerRunsAndCheckpoints(t *testing.T) {
 	writeVersions(t, plain, clock, 30, 10)
 	want := latestPerKey(readAll(t, l))
 	plainBefore := len(readAll(t, plain))
+	rounds := m.CleanerRounds()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	if err := m.WaitCleaned(wctx, 1); err != nil {
+	if err := m.WaitCleaned(wctx, rounds+1); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -743,10 +744,11 @@ func TestCleanerOptionsChangeAtRunTime(t *testing.T) {
 	// New options wake it, and two threads with a smaller map clean.
 	next := opts.Cleaner
 	next.Threads, next.Backoff, next.DedupeBufferSize = 2, 10*time.Millisecond, 200*offsetMapSlotBytes
+	rounds := m.CleanerRounds()
 	m.SetCleanerOptions(next)
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	if err := m.WaitCleaned(wctx, 1); err != nil {
+	if err := m.WaitCleaned(wctx, rounds+1); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(readAll(t, l)); got != 20 {
