@@ -18,6 +18,7 @@ package controller
 import (
 	"cmp"
 	"fmt"
+	"github.com/gregorbroker/gregor/metadata"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -52,7 +53,7 @@ type stripedPlacer struct {
 	rng         *rand.Rand
 }
 
-func newStripedPlacer(img *Image, rng *rand.Rand) *stripedPlacer {
+func newStripedPlacer(img *metadata.Image, rng *rand.Rand) *stripedPlacer {
 	p := &stripedPlacer{rng: rng}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
