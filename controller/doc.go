@@ -36,6 +36,7 @@
 //	               ExpireDelegationToken, the sweep of expired tokens
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
+//	liveness.go    probing a broker whose heartbeat connection closed
 //	elect.go       ElectLeaders
 //	alterpartition.go  AlterPartition: partition leaders' ISR changes
 //	reassign.go    AlterPartitionReassignments, ListPartitionReassignments

@@ -23,8 +23,9 @@ package controller
 // the active controller.
 
 import (
-	"github.com/gregorbroker/gregor/metadata"
 	"time"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // periodicCheck schedules one periodic election (loop).

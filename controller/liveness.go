@@ -24,10 +24,11 @@ package controller
 import (
 	"context"
 	"errors"
-	"github.com/gregorbroker/gregor/metadata"
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // newLeaderProbeDelay is how long after winning the election a new active

@@ -18,10 +18,11 @@ package controller
 import (
 	"cmp"
 	"fmt"
-	"github.com/gregorbroker/gregor/metadata"
 	"maps"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // usableBroker is a broker placement may use.

@@ -1,9 +1,10 @@
 package controller
 
 import (
-	"github.com/gregorbroker/gregor/metadata"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 func placementImage(racks map[int32]string, fenced ...int32) *metadata.Image {
