@@ -22,7 +22,7 @@ package broker
 import (
 	"context"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -49,8 +49,8 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 	}
 	// Kafka's answer keeps its default message, "".
 	resp.ErrorMessage = kmsg.StringPtr("")
-	filter := controller.DescribeFilter(req)
-	var matched []controller.ACL
+	filter := metadata.DescribeFilter(req)
+	var matched []metadata.ACL
 	for _, acl := range b.meta.Image().ACLs.All() {
 		if filter.Matches(acl) {
 			matched = append(matched, acl)
@@ -71,7 +71,7 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 	r.respond(resp)
 }
 
-func samePattern(a, b controller.ACL) bool {
+func samePattern(a, b metadata.ACL) bool {
 	return a.ResourceType == b.ResourceType && a.ResourceName == b.ResourceName && a.PatternType == b.PatternType
 }
 

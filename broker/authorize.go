@@ -18,7 +18,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -96,8 +96,8 @@ func (b *Broker) allowed(who identity, op kmsg.ACLOperation, rt kmsg.ACLResource
 	}
 	ok, err := b.authz.authorize(who.principal, who.host, op, rt, name)
 	if !ok {
-		b.log.Info("authorization denied", "principal", who.principal.String(), "operation", controller.OperationName(op),
-			"host", who.host, "resource", controller.ResourceTypeName(rt)+":LITERAL:"+name, "err", err)
+		b.log.Info("authorization denied", "principal", who.principal.String(), "operation", metadata.OperationName(op),
+			"host", who.host, "resource", metadata.ResourceTypeName(rt)+":LITERAL:"+name, "err", err)
 	}
 	return ok
 }
@@ -123,7 +123,7 @@ func (b *Broker) can(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, 
 
 // clusterAllowed reports whether who may do op on the cluster.
 func (b *Broker) clusterAllowed(who identity, op kmsg.ACLOperation) bool {
-	return b.allowed(who, op, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	return b.allowed(who, op, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 }
 
 // allowedAnyOfType reports whether who may do op on some resource of the
@@ -166,5 +166,5 @@ func errMessage(e *kerr.Error, format string, args ...any) apiErr {
 // clusterDenied is the ClusterAuthorizationException Kafka's
 // authorizeClusterOperation throws.
 func clusterDenied(who identity, op kmsg.ACLOperation) apiErr {
-	return errMessage(kerr.ClusterAuthorizationFailed, "Request %s needs %s permission.", who.describe(), controller.OperationName(op))
+	return errMessage(kerr.ClusterAuthorizationFailed, "Request %s needs %s permission.", who.describe(), metadata.OperationName(op))
 }

@@ -52,7 +52,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -111,7 +111,7 @@ func newAuthorizer(opts AuthorizerOptions, log *slog.Logger) *authorizer {
 }
 
 // load indexes the image's ACLs when they are not those already indexed.
-func (a *authorizer) load(img *controller.Image) {
+func (a *authorizer) load(img *metadata.Image) {
 	if img == nil {
 		return
 	}
@@ -170,12 +170,12 @@ type typeIndex struct {
 
 // aclIndex is an immutable index of one ACL set.
 type aclIndex struct {
-	set    *controller.ACLSet
+	set    *metadata.ACLSet
 	byType [8]*typeIndex // by resource type code
 	count  int
 }
 
-func buildACLIndex(set *controller.ACLSet) *aclIndex {
+func buildACLIndex(set *metadata.ACLSet) *aclIndex {
 	idx := &aclIndex{set: set}
 	for _, acl := range set.All() {
 		rt := int(acl.ResourceType)
@@ -427,8 +427,8 @@ func javaHostAddress(a netip.Addr) string {
 }
 
 // sortedACLs is the ACLs in a stable order (DescribeAcls answers).
-func sortedACLs(acls []controller.ACL) {
-	slices.SortFunc(acls, func(x, y controller.ACL) int {
+func sortedACLs(acls []metadata.ACL) {
+	slices.SortFunc(acls, func(x, y metadata.ACL) int {
 		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ResourceName, y.ResourceName),
 			cmp.Compare(x.PatternType, y.PatternType), cmp.Compare(x.Principal, y.Principal), cmp.Compare(x.Host, y.Host),
 			cmp.Compare(x.Operation, y.Operation), cmp.Compare(x.PermissionType, y.PermissionType))

@@ -7,19 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // aclImage is an image holding acls.
-func aclImage(t testing.TB, acls []controller.ACL) *controller.Image {
+func aclImage(t testing.TB, acls []metadata.ACL) *metadata.Image {
 	t.Helper()
-	recs := make([]controller.Record, len(acls))
+	recs := make([]metadata.Record, len(acls))
 	for i, a := range acls {
-		recs[i] = &controller.AccessControlEntryRecord{ID: protocol.RandomUUID(), ACL: a}
+		recs[i] = &metadata.AccessControlEntryRecord{ID: protocol.RandomUUID(), ACL: a}
 	}
-	img, err := controller.ImageFromRecords("test", recs)
+	img, err := metadata.ImageFromRecords("test", recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func aclImage(t testing.TB, acls []controller.ACL) *controller.Image {
 
 // modelAuthorize is StandardAuthorizer's decision written the slow and
 // obvious way, from Kafka's documentation of it: every ACL is looked at.
-func modelAuthorize(acls []controller.ACL, superUsers map[string]bool, allowIfNoACL bool, p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+func modelAuthorize(acls []metadata.ACL, superUsers map[string]bool, allowIfNoACL bool, p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if superUsers[p.String()] {
 		return true
 	}
@@ -87,8 +87,8 @@ var (
 	modelTypes      = []kmsg.ACLResourceType{kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId}
 )
 
-func randomACL(rng *rand.Rand) controller.ACL {
-	a := controller.ACL{
+func randomACL(rng *rand.Rand) metadata.ACL {
+	a := metadata.ACL{
 		ResourceType:   modelTypes[rng.IntN(len(modelTypes))],
 		ResourceName:   modelNames[rng.IntN(len(modelNames))],
 		PatternType:    kmsg.ACLResourcePatternTypeLiteral,
@@ -115,7 +115,7 @@ func TestAuthorizerMatchesModel(t *testing.T) {
 	queryHosts := []string{"10.0.0.1", "10.0.0.2", "0:0:0:0:0:0:0:1"}
 	checked := map[bool]int{}
 	for round := range 300 {
-		acls := make([]controller.ACL, rng.IntN(25))
+		acls := make([]metadata.ACL, rng.IntN(25))
 		for i := range acls {
 			acls[i] = randomACL(rng)
 		}
@@ -141,8 +141,8 @@ func TestAuthorizerMatchesModel(t *testing.T) {
 			}
 			want := modelAuthorize(acls, supers, opts.AllowEveryoneIfNoACLFound, p, host, op, rt, name)
 			if got != want {
-				t.Fatalf("round %d: %s %s %s on %s %q: got %v, model %v\nACLs:\n%s", round, p, host, controller.OperationName(op),
-					controller.ResourceTypeName(rt), name, got, want, dumpACLs(acls))
+				t.Fatalf("round %d: %s %s %s on %s %q: got %v, model %v\nACLs:\n%s", round, p, host, metadata.OperationName(op),
+					metadata.ResourceTypeName(rt), name, got, want, dumpACLs(acls))
 			}
 			checked[got]++
 		}
@@ -152,7 +152,7 @@ func TestAuthorizerMatchesModel(t *testing.T) {
 	}
 }
 
-func dumpACLs(acls []controller.ACL) string {
+func dumpACLs(acls []metadata.ACL) string {
 	var sb strings.Builder
 	for _, a := range acls {
 		fmt.Fprintln(&sb, a)
@@ -162,12 +162,12 @@ func dumpACLs(acls []controller.ACL) string {
 
 // modelByResourceType is Kafka's Authorizer.authorizeByResourceType,
 // written over the model.
-func modelByResourceType(acls []controller.ACL, supers map[string]bool, allowIfNoACL bool, p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+func modelByResourceType(acls []metadata.ACL, supers map[string]bool, allowIfNoACL bool, p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
 	if modelAuthorize(acls, supers, allowIfNoACL, p, host, op, rt, "hardcode") {
 		return true
 	}
-	var allows []controller.ACL
-	var denies []controller.ACL
+	var allows []metadata.ACL
+	var denies []metadata.ACL
 	for _, a := range acls {
 		if a.ResourceType != rt || (a.Host != host && a.Host != "*") || (a.Principal != p.String() && a.Principal != "User:*") ||
 			(a.Operation != op && a.Operation != kmsg.ACLOperationAll) {
@@ -207,7 +207,7 @@ func modelByResourceType(acls []controller.ACL, supers map[string]bool, allowIfN
 func TestAuthorizeByResourceTypeMatchesModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := range 500 {
-		acls := make([]controller.ACL, rng.IntN(12))
+		acls := make([]metadata.ACL, rng.IntN(12))
 		for i := range acls {
 			acls[i] = randomACL(rng)
 		}
@@ -219,8 +219,8 @@ func TestAuthorizeByResourceTypeMatchesModel(t *testing.T) {
 				for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationWrite, kmsg.ACLOperationRead, kmsg.ACLOperationDescribe} {
 					got, _ := a.authorizeByResourceType(p, "10.0.0.1", op, rt)
 					if want := modelByResourceType(acls, nil, allow, p, "10.0.0.1", op, rt); got != want {
-						t.Fatalf("round %d: %s %s on any %s: got %v, model %v\n%s", round, p, controller.OperationName(op),
-							controller.ResourceTypeName(rt), got, want, dumpACLs(acls))
+						t.Fatalf("round %d: %s %s on any %s: got %v, model %v\n%s", round, p, metadata.OperationName(op),
+							metadata.ResourceTypeName(rt), got, want, dumpACLs(acls))
 					}
 				}
 			}
@@ -230,8 +230,8 @@ func TestAuthorizeByResourceTypeMatchesModel(t *testing.T) {
 
 func TestAuthorizerSemantics(t *testing.T) {
 	alice := Principal{Type: "User", Name: "alice"}
-	acl := func(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) controller.ACL {
-		return controller.ACL{ResourceType: rt, ResourceName: name, PatternType: pt, Principal: principal, Host: host, Operation: op, PermissionType: perm}
+	acl := func(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, principal, host string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
+		return metadata.ACL{ResourceType: rt, ResourceName: name, PatternType: pt, Principal: principal, Host: host, Operation: op, PermissionType: perm}
 	}
 	const (
 		topic = kmsg.ACLResourceTypeTopic
@@ -242,7 +242,7 @@ func TestAuthorizerSemantics(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name     string
-		acls     []controller.ACL
+		acls     []metadata.ACL
 		opts     AuthorizerOptions
 		op       kmsg.ACLOperation
 		resource string
@@ -251,19 +251,19 @@ func TestAuthorizerSemantics(t *testing.T) {
 		{"no ACLs, default deny", nil, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
 		{"no ACLs, allow everyone", nil, AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, kmsg.ACLOperationRead, "t", true},
 		{"ACLs on the resource for others deny even with allow everyone",
-			[]controller.ACL{acl(topic, "t", lit, "User:bob", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, kmsg.ACLOperationRead, "t", false},
+			[]metadata.ACL{acl(topic, "t", lit, "User:bob", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, kmsg.ACLOperationRead, "t", false},
 		{"ACLs on another resource leave the default",
-			[]controller.ACL{acl(topic, "u", lit, "User:bob", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, kmsg.ACLOperationRead, "t", true},
+			[]metadata.ACL{acl(topic, "u", lit, "User:bob", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, kmsg.ACLOperationRead, "t", true},
 		{"deny wins over allow",
-			[]controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, allow), acl(topic, "t", pre, "User:*", "*", kmsg.ACLOperationRead, deny)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
-		{"read implies describe", []controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribe, "t", true},
+			[]metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, allow), acl(topic, "t", pre, "User:*", "*", kmsg.ACLOperationRead, deny)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
+		{"read implies describe", []metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribe, "t", true},
 		{"deny read does not deny describe",
-			[]controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, deny), acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationDescribe, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribe, "t", true},
-		{"alter configs implies describe configs", []controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationAlterConfigs, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribeConfigs, "t", true},
-		{"describe does not imply read", []controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationDescribe, allow)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
-		{"all", []controller.ACL{acl(topic, "*", lit, "User:alice", "*", kmsg.ACLOperationAll, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDelete, "anything", true},
-		{"host", []controller.ACL{acl(topic, "t", lit, "User:alice", "10.9.9.9", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
-		{"super user", []controller.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, deny)}, AuthorizerOptions{SuperUsers: []string{"User:alice"}}, kmsg.ACLOperationRead, "t", true},
+			[]metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, deny), acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationDescribe, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribe, "t", true},
+		{"alter configs implies describe configs", []metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationAlterConfigs, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDescribeConfigs, "t", true},
+		{"describe does not imply read", []metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationDescribe, allow)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
+		{"all", []metadata.ACL{acl(topic, "*", lit, "User:alice", "*", kmsg.ACLOperationAll, allow)}, AuthorizerOptions{}, kmsg.ACLOperationDelete, "anything", true},
+		{"host", []metadata.ACL{acl(topic, "t", lit, "User:alice", "10.9.9.9", kmsg.ACLOperationRead, allow)}, AuthorizerOptions{}, kmsg.ACLOperationRead, "t", false},
+		{"super user", []metadata.ACL{acl(topic, "t", lit, "User:alice", "*", kmsg.ACLOperationRead, deny)}, AuthorizerOptions{SuperUsers: []string{"User:alice"}}, kmsg.ACLOperationRead, "t", true},
 	} {
 		a := newAuthorizer(tc.opts, nil)
 		a.load(aclImage(t, tc.acls))
@@ -320,7 +320,7 @@ func TestAuthorizeDoesNotAllocate(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under -race")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	acls := make([]controller.ACL, 2000)
+	acls := make([]metadata.ACL, 2000)
 	for i := range acls {
 		acls[i] = randomACL(rng)
 		acls[i].ResourceName = fmt.Sprintf("%s-%d", acls[i].ResourceName, i%200)

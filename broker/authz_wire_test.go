@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,22 +21,22 @@ import (
 
 const anonymous = "User:ANONYMOUS"
 
-func aclFor(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) controller.ACL {
-	return controller.ACL{ResourceType: rt, ResourceName: name, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+func aclFor(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) metadata.ACL {
+	return metadata.ACL{ResourceType: rt, ResourceName: name, PatternType: kmsg.ACLResourcePatternTypeLiteral,
 		Principal: anonymous, Host: "*", Operation: op, PermissionType: perm}
 }
 
-func deny(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) controller.ACL {
+func deny(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) metadata.ACL {
 	return aclFor(rt, name, op, kmsg.ACLPermissionTypeDeny)
 }
 
-func allow(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) controller.ACL {
+func allow(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) metadata.ACL {
 	return aclFor(rt, name, op, kmsg.ACLPermissionTypeAllow)
 }
 
 // setACLs creates acls through n's controller and waits until n's
 // authorizer has indexed them.
-func setACLs(t testing.TB, n *testNode, acls ...controller.ACL) {
+func setACLs(t testing.TB, n *testNode, acls ...metadata.ACL) {
 	t.Helper()
 	req := kmsg.NewPtrCreateACLsRequest()
 	for _, a := range acls {
@@ -170,7 +170,7 @@ func TestAuthzProduceAndFetch(t *testing.T) {
 		t.Fatalf("fetch codes %v", codes)
 	}
 	// A follower's fetch needs CLUSTER_ACTION on the cluster.
-	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction))
+	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationClusterAction))
 	fetch.ReplicaID = 2
 	fr = call[*kmsg.FetchResponse](t, n.addr, fetch)
 	for _, rt := range fr.Topics {
@@ -210,7 +210,7 @@ func TestAuthzMetadata(t *testing.T) {
 		t.Fatalf("cluster authorized operations %b", resp.AuthorizedOperations)
 	}
 	// Auto-creation needs CREATE on the cluster or on the topic.
-	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationCreate))
+	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationCreate))
 	named := kmsg.NewPtrMetadataRequest()
 	named.SetVersion(12)
 	named.AllowAutoTopicCreation = true
@@ -242,7 +242,7 @@ func TestAuthzTopicReads(t *testing.T) {
 		deny(kmsg.ACLResourceTypeTopic, "closed", kmsg.ACLOperationDescribe),
 		// A follower (CLUSTER_ACTION) may ask OffsetForLeaderEpoch of
 		// any topic: deny that too.
-		deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction))
+		deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationClusterAction))
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.SetVersion(7)
 	lt := kmsg.NewListOffsetsRequestTopic()
@@ -400,7 +400,7 @@ func TestAuthzGroups(t *testing.T) {
 	}
 	lg := kmsg.NewPtrListGroupsRequest()
 	lg.SetVersion(4)
-	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationDescribe))
+	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationDescribe))
 	for _, g := range call[*kmsg.ListGroupsResponse](t, n.addr, lg).Groups {
 		if g.Group == "nogroup" {
 			t.Fatal("listed a group the principal may not describe")
@@ -499,8 +499,8 @@ func TestAuthzAdminThroughTheController(t *testing.T) {
 		deny(kmsg.ACLResourceTypeTopic, "keep", kmsg.ACLOperationAlter),
 		deny(kmsg.ACLResourceTypeTopic, "keep", kmsg.ACLOperationAlterConfigs),
 		deny(kmsg.ACLResourceTypeTopic, "keep", kmsg.ACLOperationDescribeConfigs),
-		deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationAlter),
-		allow(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationAlterConfigs))
+		deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationAlter),
+		allow(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationAlterConfigs))
 	ct := call[*kmsg.CreateTopicsResponse](t, n.addr, createTopicsRequest("forbidden", 1, 5000))
 	if r := ct.Topics[0]; r.ErrorCode != kerr.TopicAuthorizationFailed.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Authorization failed." {
 		t.Fatalf("create topics: %+v", r)
@@ -564,7 +564,7 @@ func TestAuthzAdminThroughTheController(t *testing.T) {
 		r[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code || r[0].ErrorMessage == nil {
 		t.Fatalf("alter SCRAM credentials without ALTER on the cluster: %+v", r)
 	}
-	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationDescribe))
+	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationDescribe))
 	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 	if r := call[*kmsg.DescribeUserSCRAMCredentialsResponse](t, n.addr, ds); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || r.ErrorMessage != nil {
 		t.Fatalf("describe SCRAM credentials without DESCRIBE on the cluster: %+v", r)
@@ -600,7 +600,7 @@ func TestAuthzAdminThroughTheController(t *testing.T) {
 func TestAuthzControllerListener(t *testing.T) {
 	n := openNode(t)
 	ctrlAddr := n.b.Addrs()["CONTROLLER"]
-	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction))
+	setACLs(t, n, deny(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationClusterAction))
 	hb := kmsg.NewPtrBrokerHeartbeatRequest()
 	hb.SetVersion(1)
 	hb.BrokerID, hb.BrokerEpoch = 1, n.b.brokerEpoch
@@ -638,10 +638,10 @@ func TestAuthzEnvelopeUsesTheForwardedPrincipal(t *testing.T) {
 	// Alice may create anything; mallory may not create mallory-*; the
 	// forwarding connection may forward.
 	setACLs(t, n,
-		allow(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction),
-		controller.ACL{ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: controller.ClusterResourceName, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+		allow(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationClusterAction),
+		metadata.ACL{ResourceType: kmsg.ACLResourceTypeCluster, ResourceName: metadata.ClusterResourceName, PatternType: kmsg.ACLResourcePatternTypeLiteral,
 			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeAllow},
-		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "mallory-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+		metadata.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "mallory-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
 			Principal: "User:mallory", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
 	send := func(user, topic string) *kmsg.CreateTopicsResponse {
 		env := kmsg.NewPtrEnvelopeRequest()
@@ -721,12 +721,12 @@ func TestAuthzFollowsACLChanges(t *testing.T) {
 func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 	n := openNode(t)
 	setACLs(t, n,
-		allow(kmsg.ACLResourceTypeCluster, controller.ClusterResourceName, kmsg.ACLOperationClusterAction),
-		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+		allow(kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName, kmsg.ACLOperationClusterAction),
+		metadata.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
 			Principal: "User:mallory", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny},
-		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+		metadata.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
 			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeAllow},
-		controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+		metadata.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
 			Principal: anonymous, Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
 	// An ACL on the cluster (CLUSTER_ACTION, for the forwarding
 	// connection) means nobody has CREATE on it: the topic ACLs decide.
@@ -756,7 +756,7 @@ func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 		t.Fatalf("the broker's own creation as User:ANONYMOUS: %v", kerr.ErrorForCode(c))
 	}
 	// The address travels too: a DENY for alice from her host applies.
-	setACLs(t, n, controller.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-4", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+	setACLs(t, n, metadata.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "x-4", PatternType: kmsg.ACLResourcePatternTypeLiteral,
 		Principal: "User:alice", Host: "10.1.1.1", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
 	if c := create(as("alice"), "x-4"); c != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("alice's forwarded creation from a denied host: %v", kerr.ErrorForCode(c))

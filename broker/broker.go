@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/sasl"
@@ -26,22 +27,22 @@ import (
 type Configs interface {
 	// DescribeTopic and DescribeBroker answer DescribeConfigs for one
 	// resource; keys nil means every key.
-	DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
-	DescribeBroker(img *controller.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
-	DescribeGroup(img *controller.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	DescribeTopic(img *metadata.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	DescribeBroker(img *metadata.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	DescribeGroup(img *metadata.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
 	// GroupConfig is a group's effective configuration; false when the
 	// group has no dynamic configs.
-	GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool)
+	GroupConfig(img *metadata.Image, group string) (cfgdef.Group, bool)
 	// CreateTopicConfigs is the Configs list of a CreateTopics v5+ answer.
-	CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
+	CreateTopicConfigs(img *metadata.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
 }
 
 // MetadataView is the committed metadata as this node has applied it: the
 // current image (immutable; read it once per request) and its changes, in
 // order, first with the current image (prev nil).
 type MetadataView interface {
-	Image() *controller.Image
-	Subscribe(fn func(prev, next *controller.Image)) (cancel func())
+	Image() *metadata.Image
+	Subscribe(fn func(prev, next *metadata.Image)) (cancel func())
 }
 
 // ActiveController is the active controller as the broker reaches it: the
@@ -60,7 +61,7 @@ type Options struct {
 	Rack   *string
 	Server ServerOptions
 	// Advertised are the client endpoints published in Metadata.
-	Advertised []controller.Endpoint
+	Advertised []metadata.Endpoint
 	// ClientListener names the listener whose endpoints clients get
 	// (the listener a request arrived on decides in Kafka; all client
 	// listeners are advertised in the registration).
@@ -292,7 +293,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		// controller listeners) open at once, the others once the
 		// authorizer is ready, which here is from the start.
 		b.authz.load(b.meta.Image())
-		b.stopACLs = b.meta.Subscribe(func(_, next *controller.Image) { b.authz.load(next) })
+		b.stopACLs = b.meta.Subscribe(func(_, next *metadata.Image) { b.authz.load(next) })
 	}
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
@@ -309,7 +310,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	// Metadata lists a broker fenced from here on for a while
 	// (departedbrokers.go); clients are served after this.
-	b.stopDeparted = b.meta.Subscribe(func(_, next *controller.Image) { b.departed.observe(next) })
+	b.stopDeparted = b.meta.Subscribe(func(_, next *metadata.Image) { b.departed.observe(next) })
 	// Quotas apply from the registration on (clients are served after
 	// it; a combined node's controller listener meanwhile answers only
 	// the cluster's own start-up).
@@ -378,9 +379,9 @@ func (b *Broker) Shutdown() {
 
 // endpoints returns this broker's advertised endpoints as the controller
 // records them.
-func (b *Broker) endpoints() []controller.Endpoint {
+func (b *Broker) endpoints() []metadata.Endpoint {
 	bound := b.server.Addrs()
-	out := make([]controller.Endpoint, 0, len(b.opts.Advertised))
+	out := make([]metadata.Endpoint, 0, len(b.opts.Advertised))
 	for _, ep := range b.opts.Advertised {
 		// A listener configured with port 0 is advertised with the port
 		// it was given.

@@ -26,7 +26,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,7 +62,7 @@ type quotaFilterError struct {
 
 // describeClientQuotas matches the image's quota entities against the
 // request's filter.
-func describeClientQuotas(img *controller.Image, req *kmsg.DescribeClientQuotasRequest) ([]kmsg.DescribeClientQuotasResponseEntry, *quotaFilterError) {
+func describeClientQuotas(img *metadata.Image, req *kmsg.DescribeClientQuotasRequest) ([]kmsg.DescribeClientQuotasResponseEntry, *quotaFilterError) {
 	invalid := func(format string, args ...any) *quotaFilterError {
 		return &quotaFilterError{Code: kerr.InvalidRequest.Code, Message: fmt.Sprintf(format, args...)}
 	}
@@ -76,7 +76,7 @@ func describeClientQuotas(img *controller.Image, req *kmsg.DescribeClientQuotasR
 			return nil, invalid("Invalid empty entity type.")
 		case inExact || specified[typ]:
 			return nil, invalid("Entity type %s cannot appear more than once in the filter.", typ)
-		case typ != controller.QuotaEntityIP && typ != controller.QuotaEntityUser && typ != controller.QuotaEntityClientID:
+		case typ != metadata.QuotaEntityIP && typ != metadata.QuotaEntityUser && typ != metadata.QuotaEntityClientID:
 			return nil, &quotaFilterError{Code: kerr.UnsupportedVersion.Code, Message: "Unsupported entity type " + typ}
 		}
 		switch c.MatchType {
@@ -100,7 +100,7 @@ func describeClientQuotas(img *controller.Image, req *kmsg.DescribeClientQuotasR
 		}
 	}
 	has := func(typ string) bool { _, ok := exact[typ]; return ok || specified[typ] }
-	if has(controller.QuotaEntityIP) && (has(controller.QuotaEntityUser) || has(controller.QuotaEntityClientID)) {
+	if has(metadata.QuotaEntityIP) && (has(metadata.QuotaEntityUser) || has(metadata.QuotaEntityClientID)) {
 		return nil, invalid("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")
 	}
 	entries := []kmsg.DescribeClientQuotasResponseEntry{}
@@ -125,14 +125,14 @@ func describeClientQuotas(img *controller.Image, req *kmsg.DescribeClientQuotasR
 	return entries, nil
 }
 
-func quotaEntityMatches(data []controller.QuotaEntityData, exact map[string]*string, specified map[string]bool, strict bool) bool {
+func quotaEntityMatches(data []metadata.QuotaEntityData, exact map[string]*string, specified map[string]bool, strict bool) bool {
 	if strict && len(data) != len(exact)+len(specified) {
 		return false
 	}
-	find := func(typ string) (controller.QuotaEntityData, bool) {
-		i := slices.IndexFunc(data, func(d controller.QuotaEntityData) bool { return d.Type == typ })
+	find := func(typ string) (metadata.QuotaEntityData, bool) {
+		i := slices.IndexFunc(data, func(d metadata.QuotaEntityData) bool { return d.Type == typ })
 		if i < 0 {
-			return controller.QuotaEntityData{}, false
+			return metadata.QuotaEntityData{}, false
 		}
 		return data[i], true
 	}

@@ -27,7 +27,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -109,7 +109,7 @@ func (b *Broker) clusterAuthorizedOperations(who identity) int32 {
 	if !b.clusterAllowed(who, kmsg.ACLOperationDescribe) {
 		return 0
 	}
-	return b.authorizedOperations(who, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	return b.authorizedOperations(who, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 }
 
 func endpointKind(controller bool) string {
@@ -173,7 +173,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		rt.AuthorizedOperations = b.authorizedOperations(who, kmsg.ACLResourceTypeTopic, name)
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if controller.TopicNameError(name) != "" {
+			if metadata.TopicNameError(name) != "" {
 				rt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -204,7 +204,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 	r.respond(resp)
 }
 
-func describePartition(index int32, p controller.Partition) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+func describePartition(index int32, p metadata.Partition) kmsg.DescribeTopicPartitionsResponseTopicPartition {
 	dp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 	dp.Partition = index
 	dp.LeaderID, dp.LeaderEpoch = p.Leader, p.LeaderEpoch

@@ -26,13 +26,13 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func topicResource(name string) controller.ConfigResource {
-	return controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: name}
+func topicResource(name string) metadata.ConfigResource {
+	return metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: name}
 }
 
 func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
@@ -54,16 +54,16 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 			denied = append(denied, rr)
 			continue
 		}
-		switch controller.ConfigResourceType(res.ResourceType) {
-		case controller.ConfigResourceTopic:
-			if msg := controller.TopicNameError(res.ResourceName); msg != "" {
+		switch metadata.ConfigResourceType(res.ResourceType) {
+		case metadata.ConfigResourceTopic:
+			if msg := metadata.TopicNameError(res.ResourceName); msg != "" {
 				fail(kerr.InvalidTopicException, msg)
 			} else if img.Topics[res.ResourceName] == nil {
 				fail(kerr.UnknownTopicOrPartition, "The topic '"+res.ResourceName+"' does not exist.")
 			} else {
 				rr.Configs = b.opts.Configs.DescribeTopic(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 			}
-		case controller.ConfigResourceBroker:
+		case metadata.ConfigResourceBroker:
 			id := int32(-1)
 			if res.ResourceName != "" {
 				n, err := strconv.ParseInt(res.ResourceName, 10, 32)
@@ -74,7 +74,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 				id = int32(n)
 			}
 			rr.Configs = b.opts.Configs.DescribeBroker(img, id, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
-		case controller.ConfigResourceGroup:
+		case metadata.ConfigResourceGroup:
 			// Any group id may be described, whether or not the group
 			// exists; only the empty one is refused.
 			if res.ResourceName == "" {
@@ -82,7 +82,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 				break
 			}
 			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
-		case controller.ConfigResourceBrokerLogger:
+		case metadata.ConfigResourceBrokerLogger:
 			if res.ResourceName != strconv.Itoa(int(b.opts.NodeID)) {
 				fail(kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d but received %s", b.opts.NodeID, res.ResourceName))
 				break
@@ -103,16 +103,16 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 // describeConfigsDenied is the error for a resource whose configs the
 // principal may not describe, nil when it may (ConfigHelper).
 func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, name string) *kerr.Error {
-	switch controller.ConfigResourceType(t) {
-	case controller.ConfigResourceBroker, controller.ConfigResourceBrokerLogger, configResourceClientMetrics:
+	switch metadata.ConfigResourceType(t) {
+	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger, configResourceClientMetrics:
 		if !b.clusterAllowed(who, kmsg.ACLOperationDescribeConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		if !b.allowed(who, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, name) {
 			return kerr.TopicAuthorizationFailed
 		}
-	case controller.ConfigResourceGroup:
+	case metadata.ConfigResourceGroup:
 		if !b.allowed(who, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeGroup, name) {
 			return kerr.GroupAuthorizationFailed
 		}
@@ -145,7 +145,7 @@ func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseR
 }
 
 // configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).
-const configResourceClientMetrics controller.ConfigResourceType = 16
+const configResourceClientMetrics metadata.ConfigResourceType = 16
 
 func init() {
 	register(api{

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/ssl"
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/integration"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -47,7 +47,7 @@ func startTLSNode(t *testing.T, overrides map[string]string, props map[string]st
 	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *ServerOptions) {
 		o.Listeners = append(o.Listeners, ListenerSpec{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: "SSL", TLS: srv})
 	}, nil, func(o *Options) {
-		o.Advertised = append(o.Advertised, controller.Endpoint{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: 1})
+		o.Advertised = append(o.Advertised, metadata.Endpoint{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: 1})
 	})
 	return &tlsNode{testNode: n, pki: pki, sslAddr: n.b.Addrs()["SSL"]}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,7 +18,7 @@ import (
 // bootstrap address (the test listener's, not the format's).
 type bootstrapView struct{ MetadataView }
 
-func (v bootstrapView) Image() *controller.Image {
+func (v bootstrapView) Image() *metadata.Image {
 	img := *v.MetadataView.Image()
 	img.Voters = nil
 	return &img

@@ -45,6 +45,7 @@ import (
 	"context"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -73,7 +74,7 @@ func (f controllerFront) Handle(ctx context.Context, req kmsg.Request) (kmsg.Res
 	who, ok := identityFrom(ctx)
 	if ok {
 		// The principal owns or renews the tokens it asks for.
-		ctx = controller.WithRequestPrincipal(ctx, who.principal.String())
+		ctx = metadata.WithRequestPrincipal(ctx, who.principal.String())
 		if a.controllerRefuse != nil {
 			if refusal := a.controllerRefuse(f, who, req); refusal != nil {
 				return refusal, nil
@@ -115,7 +116,7 @@ func (f controllerFront) createTopics(ctx context.Context, who identity, req *km
 	for _, t := range req.Topics {
 		count[t.Topic]++
 	}
-	clusterCreate := b.allowedQuiet(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	clusterCreate := b.allowedQuiet(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 	denied := map[string]bool{}
 	describable := map[string]bool{}
 	inner := *req
@@ -164,7 +165,7 @@ func (f controllerFront) createTopics(ctx context.Context, who identity, req *km
 func (f controllerFront) deleteTopics(ctx context.Context, who identity, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	b := f.b
 	img := f.ctrl.Image()
-	clusterDelete := b.allowedQuiet(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	clusterDelete := b.allowedQuiet(who, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 	describable := func(name string) bool {
 		return clusterDelete || b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name)
 	}
@@ -278,22 +279,22 @@ func (f controllerFront) createPartitions(ctx context.Context, who identity, req
 // for a resource the principal may not alter, nil when it may (or when
 // the resource is one the controller refuses for its type).
 func (f controllerFront) alterConfigsDenied(who identity, t kmsg.ConfigResourceType, name string, incremental bool) *kerr.Error {
-	switch controller.ConfigResourceType(t) {
-	case controller.ConfigResourceBrokerLogger:
+	switch metadata.ConfigResourceType(t) {
+	case metadata.ConfigResourceBrokerLogger:
 		// The broker's own loggers: IncrementalAlterConfigs alone may
 		// change them, with ALTER_CONFIGS on the cluster.
 		if incremental && !f.b.clusterAllowed(who, kmsg.ACLOperationAlterConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
-	case controller.ConfigResourceBroker, configResourceClientMetrics:
+	case metadata.ConfigResourceBroker, configResourceClientMetrics:
 		if !f.b.clusterAllowed(who, kmsg.ACLOperationAlterConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		if !f.b.allowed(who, kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeTopic, name) {
 			return kerr.TopicAuthorizationFailed
 		}
-	case controller.ConfigResourceGroup:
+	case metadata.ConfigResourceGroup:
 		if !f.b.allowed(who, kmsg.ACLOperationAlterConfigs, kmsg.ACLResourceTypeGroup, name) {
 			return kerr.GroupAuthorizationFailed
 		}

@@ -48,7 +48,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -86,7 +86,7 @@ func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester Principal) (Pr
 // controller's front names it again from the identity, an envelope's
 // included).
 func withRequester(ctx context.Context, r *request) context.Context {
-	return controller.WithRequestPrincipal(ctx, r.principal().String())
+	return metadata.WithRequestPrincipal(ctx, r.principal().String())
 }
 
 func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
@@ -185,14 +185,14 @@ func (b *Broker) describeTokens(r *request, owners []kmsg.DescribeDelegationToke
 			continue
 		}
 		d := kmsg.NewDescribeDelegationTokenResponseTokenDetail()
-		d.PrincipalType, d.PrincipalName = controller.SplitPrincipal(t.Owner)
-		d.TokenRequesterPrincipalType, d.TokenRequesterPrincipalName = controller.SplitPrincipal(t.Requester)
+		d.PrincipalType, d.PrincipalName = metadata.SplitPrincipal(t.Owner)
+		d.TokenRequesterPrincipalType, d.TokenRequesterPrincipalName = metadata.SplitPrincipal(t.Requester)
 		d.IssueTimestamp, d.ExpiryTimestamp, d.MaxTimestamp = t.IssueMs, t.ExpiryMs, t.MaxMs
 		d.TokenID = t.ID
 		d.HMAC = sasl.TokenHMAC(b.tokens.secret, t.ID)
 		for _, rn := range t.Renewers {
 			dr := kmsg.NewDescribeDelegationTokenResponseTokenDetailRenewer()
-			dr.PrincipalType, dr.PrincipalName = controller.SplitPrincipal(rn)
+			dr.PrincipalType, dr.PrincipalName = metadata.SplitPrincipal(rn)
 			d.Renewers = append(d.Renewers, dr)
 		}
 		out = append(out, d)
@@ -200,7 +200,7 @@ func (b *Broker) describeTokens(r *request, owners []kmsg.DescribeDelegationToke
 	return out
 }
 
-func ownedByAny(t *controller.DelegationToken, owners []kmsg.DescribeDelegationTokenRequestOwner) bool {
+func ownedByAny(t *metadata.DelegationToken, owners []kmsg.DescribeDelegationTokenRequestOwner) bool {
 	for _, o := range owners {
 		if t.OwnerOrRenewer(o.PrincipalType + ":" + o.PrincipalName) {
 			return true
@@ -254,7 +254,7 @@ func (tc *tokenCredentials) lookup(mechanism, tokenID string) (sasl.TokenCredent
 		tc.derived[key] = cred
 		tc.mu.Unlock()
 	}
-	_, owner := controller.SplitPrincipal(t.Owner)
+	_, owner := metadata.SplitPrincipal(t.Owner)
 	return sasl.TokenCredential{Owner: owner, Credential: cred, Expiry: time.UnixMilli(t.ExpiryMs)}, true
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -340,12 +341,12 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 // tokens gone from the image are dropped, and a removed token finds no
 // credential.
 func TestTokenCredentialsForgetRemovedTokens(t *testing.T) {
-	img := &controller.Image{DelegationTokens: map[string]*controller.DelegationToken{}}
+	img := &metadata.Image{DelegationTokens: map[string]*metadata.DelegationToken{}}
 	view := &staticView{img: img}
 	tc := &tokenCredentials{secret: "s", meta: view, derived: map[tokenCredentialKey]sasl.ScramCredential{}}
 	for i := range 40 {
 		id := string(rune('A' + i))
-		next := &controller.Image{DelegationTokens: map[string]*controller.DelegationToken{id: {ID: id, Owner: "User:o", ExpiryMs: 1}}}
+		next := &metadata.Image{DelegationTokens: map[string]*metadata.DelegationToken{id: {ID: id, Owner: "User:o", ExpiryMs: 1}}}
 		view.img = next
 		got, ok := tc.lookup(sasl.ScramSHA256, id)
 		if !ok || got.Owner != "o" || got.Credential.Iterations != 4096 {
@@ -366,10 +367,10 @@ func TestTokenCredentialsForgetRemovedTokens(t *testing.T) {
 	}
 }
 
-type staticView struct{ img *controller.Image }
+type staticView struct{ img *metadata.Image }
 
-func (v *staticView) Image() *controller.Image { return v.img }
-func (v *staticView) Subscribe(func(prev, next *controller.Image)) func() {
+func (v *staticView) Image() *metadata.Image { return v.img }
+func (v *staticView) Subscribe(func(prev, next *metadata.Image)) func() {
 	return func() {}
 }
 

@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // defaultFencedBrokerLinger is Kafka's default broker.session.timeout.ms,
@@ -42,14 +42,14 @@ type departedBrokers struct {
 	// offset of the last one, brokers its (immutable) broker map.
 	observed bool
 	offset   int64
-	brokers  map[int32]*controller.Broker
+	brokers  map[int32]*metadata.Broker
 	// gone holds, by id, the last live registration of each broker seen
 	// leaving within the window, and when it was seen leaving.
 	gone map[int32]departure
 }
 
 type departure struct {
-	reg *controller.Broker
+	reg *metadata.Broker
 	at  time.Time
 }
 
@@ -64,13 +64,13 @@ func newDepartedBrokers(linger time.Duration, now func() time.Time) *departedBro
 }
 
 // listed reports whether Metadata lists br as a live broker.
-func listed(br *controller.Broker) bool { return br != nil && !br.Fenced }
+func listed(br *metadata.Broker) bool { return br != nil && !br.Fenced }
 
 // observe records the brokers that stopped being live between the last
 // image observed and img. An image no newer than the last one is ignored,
 // as is the first image (this node cannot tell when what it shows
 // happened).
-func (d *departedBrokers) observe(img *controller.Image) {
+func (d *departedBrokers) observe(img *metadata.Image) {
 	if d == nil || img == nil || d.linger < 0 {
 		return
 	}
@@ -108,8 +108,8 @@ func (d *departedBrokers) observe(img *controller.Image) {
 // lingering returns, by id, the registrations of the brokers that img
 // does not list but that this node saw leave less than the window ago. The
 // map is the caller's.
-func (d *departedBrokers) lingering(img *controller.Image) map[int32]*controller.Broker {
-	out := map[int32]*controller.Broker{}
+func (d *departedBrokers) lingering(img *metadata.Image) map[int32]*metadata.Broker {
+	out := map[int32]*metadata.Broker{}
 	if d == nil || d.linger < 0 {
 		return out
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -27,33 +27,33 @@ func (f *txnTopic) EnsureTopic()             { f.ensured++ }
 
 // testBroker is a registration of node id with a PLAINTEXT endpoint on
 // port 9000+id.
-func testBroker(id int32) *controller.Broker {
-	return &controller.Broker{ID: id, Epoch: 100 + int64(id), Endpoints: []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}}
+func testBroker(id int32) *metadata.Broker {
+	return &metadata.Broker{ID: id, Epoch: 100 + int64(id), Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}}
 }
 
 // coordinatorImage is a cluster of brokers 1-3 at offset with a one-partition
 // __transaction_state led by leader with isr; change adjusts the brokers.
-func coordinatorImage(offset int64, leader int32, isr []int32, change func(map[int32]*controller.Broker)) *controller.Image {
-	brokers := map[int32]*controller.Broker{1: testBroker(1), 2: testBroker(2), 3: testBroker(3)}
+func coordinatorImage(offset int64, leader int32, isr []int32, change func(map[int32]*metadata.Broker)) *metadata.Image {
+	brokers := map[int32]*metadata.Broker{1: testBroker(1), 2: testBroker(2), 3: testBroker(3)}
 	if change != nil {
 		change(brokers)
 	}
-	topic := &controller.Topic{Name: "__transaction_state", ID: protocol.UUID{1}, Partitions: []controller.Partition{{
+	topic := &metadata.Topic{Name: "__transaction_state", ID: protocol.UUID{1}, Partitions: []metadata.Partition{{
 		Replicas: []int32{1, 2, 3}, ISR: isr, Leader: leader, LeaderEpoch: 1,
 	}}}
-	return &controller.Image{Offset: offset, Brokers: brokers, Topics: map[string]*controller.Topic{topic.Name: topic}}
+	return &metadata.Image{Offset: offset, Brokers: brokers, Topics: map[string]*metadata.Topic{topic.Name: topic}}
 }
 
 // defaultLogConfigs gives every topic Kafka's default log configs.
 type defaultLogConfigs struct{}
 
-func (defaultLogConfigs) LogConfig(*controller.Image, string) config.Topic {
+func (defaultLogConfigs) LogConfig(*metadata.Image, string) config.Topic {
 	return config.DefaultTopic()
 }
 
 // replicasOf is node's replica manager following img (its logs in
 // memory).
-func replicasOf(t *testing.T, node int32, img *controller.Image) *replica.Manager {
+func replicasOf(t *testing.T, node int32, img *metadata.Image) *replica.Manager {
 	t.Helper()
 	logs, err := storage.OpenManager(storage.ManagerOptions{FS: vfs.NewMemFS(), Dirs: []string{"/data"}, Logger: discardLogger()})
 	if err != nil {
@@ -85,15 +85,15 @@ func TestFindCoordinatorNamesOnlyALeaderThatCanServe(t *testing.T) {
 	all := []int32{1, 2, 3}
 	for _, tc := range []struct {
 		name        string
-		img         *controller.Image
+		img         *metadata.Image
 		stopping    bool
 		leaseLapsed bool
 		want        int32 // -1: COORDINATOR_NOT_AVAILABLE
 	}{
 		{"healthy leader", coordinatorImage(10, 2, all, nil), false, false, 2},
-		{"leader in controlled shutdown", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].InControlledShutdown = true }), false, false, -1},
-		{"fenced leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { m[2].Fenced = true }), false, false, -1},
-		{"unregistered leader", coordinatorImage(10, 2, all, func(m map[int32]*controller.Broker) { delete(m, 2) }), false, false, -1},
+		{"leader in controlled shutdown", coordinatorImage(10, 2, all, func(m map[int32]*metadata.Broker) { m[2].InControlledShutdown = true }), false, false, -1},
+		{"fenced leader", coordinatorImage(10, 2, all, func(m map[int32]*metadata.Broker) { m[2].Fenced = true }), false, false, -1},
+		{"unregistered leader", coordinatorImage(10, 2, all, func(m map[int32]*metadata.Broker) { delete(m, 2) }), false, false, -1},
 		{"leader outside the ISR", coordinatorImage(10, 2, []int32{1, 3}, nil), false, false, -1},
 		{"no leader", coordinatorImage(10, -1, []int32{1, 3}, nil), false, false, -1},
 		{"this broker leads and is shutting down", coordinatorImage(10, 1, all, nil), true, false, -1},
@@ -129,7 +129,7 @@ func TestFindCoordinatorNamesOnlyALeaderThatCanServe(t *testing.T) {
 // unfenced is listed from the image.
 func TestMetadataListsAJustFencedBrokerForTheWindow(t *testing.T) {
 	const linger = 3 * time.Second
-	fence2 := func(m map[int32]*controller.Broker) { m[2].Fenced = true }
+	fence2 := func(m map[int32]*metadata.Broker) { m[2].Fenced = true }
 	for _, seenBy := range []string{"subscription", "request"} {
 		t.Run(seenBy, func(t *testing.T) {
 			clock := &fakeClock{t: time.Unix(1000, 0)}
@@ -178,8 +178,8 @@ func TestMetadataListsAJustFencedBrokerForTheWindow(t *testing.T) {
 		clock := &fakeClock{t: time.Unix(1000, 0)}
 		b := &Broker{departed: newDepartedBrokers(linger, clock.now)}
 		b.departed.observe(coordinatorImage(10, 2, []int32{1, 2, 3}, nil))
-		b.departed.observe(coordinatorImage(11, 3, []int32{1, 3}, func(m map[int32]*controller.Broker) { delete(m, 2) }))
-		back := coordinatorImage(12, 3, []int32{1, 3}, func(m map[int32]*controller.Broker) {
+		b.departed.observe(coordinatorImage(11, 3, []int32{1, 3}, func(m map[int32]*metadata.Broker) { delete(m, 2) }))
+		back := coordinatorImage(12, 3, []int32{1, 3}, func(m map[int32]*metadata.Broker) {
 			m[2].Epoch, m[2].Endpoints[0].Port = 500, 9100
 		})
 		b.departed.observe(back)
@@ -188,7 +188,7 @@ func TestMetadataListsAJustFencedBrokerForTheWindow(t *testing.T) {
 			t.Fatalf("brokers %+v, want 1-3 with broker 2 at its new port 9100", got)
 		}
 		// Fenced again at once: its newest registration lingers.
-		again := coordinatorImage(13, 3, []int32{1, 3}, func(m map[int32]*controller.Broker) {
+		again := coordinatorImage(13, 3, []int32{1, 3}, func(m map[int32]*metadata.Broker) {
 			m[2].Epoch, m[2].Endpoints[0].Port, m[2].Fenced = 500, 9100, true
 		})
 		b.departed.observe(again)
@@ -207,7 +207,7 @@ func TestLaggingFindCoordinatorNamesABrokerTheOthersStillList(t *testing.T) {
 	const linger = 3 * time.Second
 	clock := &fakeClock{t: time.Unix(1000, 0)}
 	live := coordinatorImage(10, 2, []int32{1, 2, 3}, nil)
-	fenced := coordinatorImage(11, 3, []int32{1, 3}, func(m map[int32]*controller.Broker) { m[2].Fenced = true })
+	fenced := coordinatorImage(11, 3, []int32{1, 3}, func(m map[int32]*metadata.Broker) { m[2].Fenced = true })
 	a := &Broker{opts: Options{NodeID: 1}, departed: newDepartedBrokers(linger, clock.now)}
 	b := &Broker{opts: Options{NodeID: 3}, departed: newDepartedBrokers(linger, clock.now), replicas: replicasOf(t, 3, fenced)}
 	a.departed.observe(live)

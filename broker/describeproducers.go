@@ -13,7 +13,7 @@ package broker
 import (
 	"context"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,7 +27,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, r *request) {
 		rt.Topic = t.Topic
 		var topicErr *kerr.Error
 		var topicMsg *string
-		if msg := controller.TopicNameError(t.Topic); msg != "" {
+		if msg := metadata.TopicNameError(t.Topic); msg != "" {
 			topicErr, topicMsg = kerr.InvalidTopicException, &msg
 		} else if !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic) {
 			topicErr = kerr.TopicAuthorizationFailed

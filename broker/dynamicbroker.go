@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -57,7 +57,7 @@ func (b *Broker) checkBrokerResource(name string, next func(current map[string]s
 	}
 	var current map[string]string
 	if img := b.meta.Image(); img != nil {
-		current = img.Configs[controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: name}]
+		current = img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: name}]
 	}
 	if err := b.opts.ValidateBrokerConfigs(next(current)); err != nil {
 		// Kafka's DynamicBrokerConfig wraps every such failure so.
@@ -73,7 +73,7 @@ func (b *Broker) refuseBrokerResources(keys []resourceKey, next func(i int, curr
 	keep := make([]bool, len(keys))
 	for i, k := range keys {
 		keep[i] = true
-		if controller.ConfigResourceType(k.typ) != controller.ConfigResourceBroker {
+		if metadata.ConfigResourceType(k.typ) != metadata.ConfigResourceBroker {
 			continue
 		}
 		if msg := b.checkBrokerResource(k.name, func(cur map[string]string) map[string]string { return next(i, cur) }); msg != "" {

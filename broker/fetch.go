@@ -39,7 +39,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -140,7 +140,7 @@ type fetchCall struct {
 	b    *Broker
 	r    *request
 	plan fetchPlan
-	img  *controller.Image
+	img  *metadata.Image
 }
 
 func (c *fetchCall) FetchCompleted(entries []replica.FetchEntry) {
@@ -198,7 +198,7 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 
 // respondFetch builds the response: every item for a full fetch, only the
 // partitions with news for an incremental one, and updates the session.
-func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image, entries []replica.FetchEntry) {
+func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *metadata.Image, entries []replica.FetchEntry) {
 	results := make([]fetchPartitionResult, len(entries))
 	for i := range entries {
 		results[i] = fetchResult(plan, &entries[i])
@@ -227,7 +227,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *controller.Image
 // request_percentage; when either throttles, the answer is empty (no
 // partitions, the session left as it was, the bytes not counted) and
 // carries the throttle time, and the connection is muted for it.
-func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *controller.Image, results []fetchPartitionResult) {
+func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *metadata.Image, results []fetchPartitionResult) {
 	var include []bool
 	if plan.session != nil {
 		// What the session would send, without changing it yet.
@@ -272,7 +272,7 @@ func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *controller.
 // fillFetchBody gathers the results to send (all, or those include
 // marks) into the response body; the ranges of the others are let go.
 // body.topics may start on the caller's stack.
-func (b *Broker) fillFetchBody(body *fetchResponseBody, plan *fetchPlan, img *controller.Image, results []fetchPartitionResult, include []bool) {
+func (b *Broker) fillFetchBody(body *fetchResponseBody, plan *fetchPlan, img *metadata.Image, results []fetchPartitionResult, include []bool) {
 	if plan.session != nil {
 		body.sessionID = plan.session.id
 	}
@@ -283,7 +283,7 @@ func (b *Broker) fillFetchBody(body *fetchResponseBody, plan *fetchPlan, img *co
 
 // fetchNodeEndpoints are the endpoints of the leaders a response points
 // to (v16+).
-func (b *Broker) fetchNodeEndpoints(plan *fetchPlan, img *controller.Image, leaders map[int32]bool) []nodeEndpoint {
+func (b *Broker) fetchNodeEndpoints(plan *fetchPlan, img *metadata.Image, leaders map[int32]bool) []nodeEndpoint {
 	if plan.version < 16 || len(leaders) == 0 {
 		return nil
 	}

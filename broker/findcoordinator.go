@@ -34,8 +34,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -96,7 +96,7 @@ func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinat
 }
 
 // findCoordinator locates one key's coordinator for r.
-func (b *Broker) findCoordinator(r *request, img *controller.Image, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(r *request, img *metadata.Image, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	listenerName := r.conn.listener.Name
 	switch {
 	case keyType == coordinatorGroup && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
@@ -131,7 +131,7 @@ type coordinatorTopic interface {
 // not serve as the partition's leader (its log is not open yet, or its
 // leader lease lapsed: replica/lease.go) (the client asks again and finds
 // the next leader).
-func (b *Broker) coordinatorOn(img *controller.Image, listenerName string, ct coordinatorTopic, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) coordinatorOn(img *metadata.Image, listenerName string, ct coordinatorTopic, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
 	none := noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
 	t := img.Topics[ct.Topic().Name]
 	if t == nil {

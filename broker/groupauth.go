@@ -9,7 +9,7 @@ package broker
 import (
 	"context"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,7 +17,7 @@ import (
 
 // topicName is the name a request's topic goes by: its name, or from
 // v-with-ids its id's name in the image ("", false for an unknown id).
-func topicName(img *controller.Image, byID bool, name string, id [16]byte) (string, bool) {
+func topicName(img *metadata.Image, byID bool, name string, id [16]byte) (string, bool) {
 	if !byID {
 		return name, true
 	}
@@ -251,7 +251,7 @@ func (b *Broker) listGroupsAuthorized(ctx context.Context, r *request, req *kmsg
 		return resp
 	}
 	who := r.identity()
-	if b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName) {
+	if b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) {
 		return resp
 	}
 	kept := resp.Groups[:0]

@@ -45,9 +45,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -116,7 +116,7 @@ func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
 // metadata image (an atomic load; no locks).
 type imageTopics struct{ meta MetadataView }
 
-func topicInfo(t *controller.Topic) group.TopicInfo {
+func topicInfo(t *metadata.Topic) group.TopicInfo {
 	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
 }
 

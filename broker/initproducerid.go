@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,7 +38,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 			r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
 			return
 		}
-		if req.TransactionalID == nil && !b.allowedQuiet(who, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName) &&
+		if req.TransactionalID == nil && !b.allowedQuiet(who, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) &&
 			!b.allowedAnyOfType(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
 			r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 			return

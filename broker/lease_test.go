@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // slowFirstImage delays the first image it hands a subscriber, as a broker
@@ -20,9 +20,9 @@ type slowFirstImage struct {
 	fencedAfter bool
 }
 
-func (s *slowFirstImage) Subscribe(fn func(prev, next *controller.Image)) (cancel func()) {
+func (s *slowFirstImage) Subscribe(fn func(prev, next *metadata.Image)) (cancel func()) {
 	first := true
-	return s.MetadataView.Subscribe(func(prev, next *controller.Image) {
+	return s.MetadataView.Subscribe(func(prev, next *metadata.Image) {
 		if first {
 			first = false
 			time.Sleep(s.delay)

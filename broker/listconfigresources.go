@@ -23,7 +23,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,10 +42,10 @@ func init() {
 
 // listedConfigTypes are the types ListConfigResources v1 lists, in the
 // order Kafka's handleListConfigResources adds them.
-func listedConfigTypes() []controller.ConfigResourceType {
-	return []controller.ConfigResourceType{
-		controller.ConfigResourceGroup, configResourceClientMetrics, controller.ConfigResourceBrokerLogger,
-		controller.ConfigResourceBroker, controller.ConfigResourceTopic,
+func listedConfigTypes() []metadata.ConfigResourceType {
+	return []metadata.ConfigResourceType{
+		metadata.ConfigResourceGroup, configResourceClientMetrics, metadata.ConfigResourceBrokerLogger,
+		metadata.ConfigResourceBroker, metadata.ConfigResourceTopic,
 	}
 }
 
@@ -59,16 +59,16 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 	// v0 (ListClientMetricsResources) knows only client metrics.
 	supported := listedConfigTypes()
 	if req.Version == 0 {
-		supported = []controller.ConfigResourceType{configResourceClientMetrics}
+		supported = []metadata.ConfigResourceType{configResourceClientMetrics}
 	}
-	wanted := map[controller.ConfigResourceType]bool{}
+	wanted := map[metadata.ConfigResourceType]bool{}
 	for _, t := range req.ResourceTypes {
-		if !slices.Contains(supported, controller.ConfigResourceType(t)) {
+		if !slices.Contains(supported, metadata.ConfigResourceType(t)) {
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			r.respond(resp)
 			return
 		}
-		wanted[controller.ConfigResourceType(t)] = true
+		wanted[metadata.ConfigResourceType(t)] = true
 	}
 	img := b.meta.Image()
 	resp.ConfigResources = []kmsg.ListConfigResourcesResponseConfigResource{}
@@ -87,22 +87,22 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 
 // configResourceNames are the resources of one type that
 // ListConfigResources lists, sorted.
-func configResourceNames(img *controller.Image, t controller.ConfigResourceType, listener string) []string {
+func configResourceNames(img *metadata.Image, t metadata.ConfigResourceType, listener string) []string {
 	var names []string
 	switch t {
-	case controller.ConfigResourceGroup, configResourceClientMetrics:
+	case metadata.ConfigResourceGroup, configResourceClientMetrics:
 		for res := range img.Configs {
 			if res.Type == t {
 				names = append(names, res.Name)
 			}
 		}
-	case controller.ConfigResourceBroker, controller.ConfigResourceBrokerLogger:
+	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger:
 		for id, br := range img.Brokers {
-			if slices.ContainsFunc(br.Endpoints, func(ep controller.Endpoint) bool { return ep.Name == listener }) {
+			if slices.ContainsFunc(br.Endpoints, func(ep metadata.Endpoint) bool { return ep.Name == listener }) {
 				names = append(names, strconv.Itoa(int(id)))
 			}
 		}
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		for name := range img.Topics {
 			names = append(names, name)
 		}

@@ -54,7 +54,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -108,7 +108,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 	}
 
 	autoCreate := b.opts.AutoCreateTopics && (v < 4 || req.AllowAutoTopicCreation)
-	clusterCreate := autoCreate && b.authz != nil && b.allowedQuiet(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	clusterCreate := autoCreate && b.authz != nil && b.allowedQuiet(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 	var toCreate []string
 	var unknownIDs, deniedCreate, deniedDescribe []kmsg.MetadataResponseTopic
 	seen := map[string]bool{}
@@ -165,7 +165,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 			continue
 		}
 		switch {
-		case controller.TopicNameError(name) != "":
+		case metadata.TopicNameError(name) != "":
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 		case autoCreate:
 			toCreate = append(toCreate, name)
@@ -293,7 +293,7 @@ func (b *Broker) createInternalTopic(ctx context.Context, t kmsg.CreateTopicsReq
 // metadataBrokers lists the unfenced brokers with an endpoint on
 // listenerName, and those this broker saw leave within the linger window
 // (departedbrokers.go), in id order.
-func (b *Broker) metadataBrokers(img *controller.Image, listenerName string) []kmsg.MetadataResponseBroker {
+func (b *Broker) metadataBrokers(img *metadata.Image, listenerName string) []kmsg.MetadataResponseBroker {
 	b.departed.observe(img)
 	regs := b.departed.lingering(img)
 	for id, br := range img.Brokers {
@@ -320,16 +320,16 @@ func (b *Broker) metadataBrokers(img *controller.Image, listenerName string) []k
 // the broker registered none there (a request on the controller listener,
 // or a listener only some brokers have): callers leave that broker out, as
 // Kafka leaves out brokers without the listener.
-func endpointFor(br *controller.Broker, listenerName string) (controller.Endpoint, bool) {
+func endpointFor(br *metadata.Broker, listenerName string) (metadata.Endpoint, bool) {
 	for _, ep := range br.Endpoints {
 		if ep.Name == listenerName {
 			return ep, true
 		}
 	}
-	return controller.Endpoint{}, false
+	return metadata.Endpoint{}, false
 }
 
-func metadataTopic(img *controller.Image, t *controller.Topic) kmsg.MetadataResponseTopic {
+func metadataTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name

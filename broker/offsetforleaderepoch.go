@@ -17,7 +17,7 @@ package broker
 import (
 	"context"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,7 +27,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	who := r.identity()
-	cluster := b.authz == nil || b.allowedQuiet(who, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName)
+	cluster := b.authz == nil || b.allowedQuiet(who, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()

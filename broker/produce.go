@@ -30,7 +30,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -124,7 +124,7 @@ type producePending struct {
 	r    *request
 	req  *kmsg.ProduceRequest
 	resp *kmsg.ProduceResponse
-	img  *controller.Image
+	img  *metadata.Image
 }
 
 func (p *producePending) AppendCompleted(entries []replica.AppendEntry) {
@@ -132,7 +132,7 @@ func (p *producePending) AppendCompleted(entries []replica.AppendEntry) {
 }
 
 // produceTopic resolves a request topic by name (v3-12) or ID (v13).
-func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.ProduceRequestTopic) *controller.Topic {
+func (b *Broker) produceTopic(img *metadata.Image, version int16, t kmsg.ProduceRequestTopic) *metadata.Topic {
 	if version >= 13 {
 		return img.TopicsByID[protocol.UUID(t.TopicID)]
 	}
@@ -147,7 +147,7 @@ func (b *Broker) produceTopic(img *controller.Image, version int16, t kmsg.Produ
 // parsed here, once, for the log to use), valid acks, no client writes to
 // internal topics. ok means the partition goes to the append, with rp a
 // placeholder (error 0) that the append's result fills.
-func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *controller.Topic, p kmsg.ProduceRequestTopicPartition, denied bool) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
+func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *metadata.Topic, p kmsg.ProduceRequestTopicPartition, denied bool) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
 	rp = kmsg.NewProduceResponseTopicPartition()
 	rp.Partition = p.Partition
 	rp.BaseOffset = -1
@@ -241,7 +241,7 @@ func setProduceError(r *request, rp *kmsg.ProduceResponseTopicPartition, err *ke
 // respondProduce answers the request: the placeholders take the append
 // results in order. acks=0 gets no response, and a failure closes the
 // connection so that the client notices, as in Kafka.
-func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, img *controller.Image, entries []replica.AppendEntry) {
+func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, img *metadata.Image, entries []replica.AppendEntry) {
 	v := r.version()
 	failed := false
 	var leaders map[int32]bool
@@ -303,7 +303,7 @@ func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg
 
 // nodeEndpoints lists the endpoints of the given brokers on a listener,
 // for the NodeEndpoints fields of Produce v10+ and Fetch v16+.
-func (b *Broker) nodeEndpoints(img *controller.Image, listenerName string, ids map[int32]bool) []kmsg.ProduceResponseBroker {
+func (b *Broker) nodeEndpoints(img *metadata.Image, listenerName string, ids map[int32]bool) []kmsg.ProduceResponseBroker {
 	var out []kmsg.ProduceResponseBroker
 	for id := range ids {
 		br := img.Brokers[id]

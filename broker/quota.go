@@ -4,7 +4,7 @@ package broker
 // (ClientRequestQuotaManager, ControllerMutationQuotaManager) with the
 // default quota callback.
 //
-// The quotas come from the metadata image (controller/quotas.go). For each
+// The quotas come from the metadata image (metadata/quotas.go). For each
 // quota type the broker keeps the entities that set its key; a request's
 // user (the session principal's name) and client id (the request header's)
 // are resolved in Kafka's precedence order:
@@ -79,7 +79,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -99,10 +99,10 @@ const (
 
 // quotaKeys are the quota keys of the types.
 var quotaKeys = [numQuotaTypes]string{
-	quotaProduce:  controller.QuotaProducerByteRate,
-	quotaFetch:    controller.QuotaConsumerByteRate,
-	quotaRequest:  controller.QuotaRequestPercentage,
-	quotaMutation: controller.QuotaControllerMutationRate,
+	quotaProduce:  metadata.QuotaProducerByteRate,
+	quotaFetch:    metadata.QuotaConsumerByteRate,
+	quotaRequest:  metadata.QuotaRequestPercentage,
+	quotaMutation: metadata.QuotaControllerMutationRate,
 }
 
 // QuotaWindow is the measuring window of a quota type: Samples samples of
@@ -131,7 +131,7 @@ func DefaultQuotaOptions() QuotaOptions {
 // quotaLevels are the configured quotas of each type, by entity; a type
 // without entities is not measured.
 type quotaLevels struct {
-	byType [numQuotaTypes]map[controller.QuotaEntity]float64
+	byType [numQuotaTypes]map[metadata.QuotaEntity]float64
 }
 
 // inactiveSensorExpiry is how long an unused pair is remembered
@@ -180,14 +180,14 @@ type ipQuotas struct {
 }
 
 // update takes the quotas of a new image.
-func (q *clientQuotas) update(quotas map[controller.QuotaEntity]map[string]float64) {
+func (q *clientQuotas) update(quotas map[metadata.QuotaEntity]map[string]float64) {
 	var l quotaLevels
 	var ips ipQuotas
 	anyIP := false
 	any := false
 	for entity, values := range quotas {
 		if entity.IP.Set {
-			v, ok := values[controller.QuotaConnectionCreationRate]
+			v, ok := values[metadata.QuotaConnectionCreationRate]
 			if !ok {
 				continue
 			}
@@ -210,7 +210,7 @@ func (q *clientQuotas) update(quotas map[controller.QuotaEntity]map[string]float
 				continue
 			}
 			if l.byType[t] == nil {
-				l.byType[t] = map[controller.QuotaEntity]float64{}
+				l.byType[t] = map[metadata.QuotaEntity]float64{}
 			}
 			l.byType[t][entity] = v
 			any = true
@@ -289,18 +289,18 @@ func (q *clientQuotas) active() bool { return q.levels.Load() != nil }
 // t, and the quota that applies to it (ok false: none).
 func (l *quotaLevels) resolve(t quotaType, user, clientID string) (key sensorKey, limit float64, ok bool) {
 	m := l.byType[t]
-	has := func(e controller.QuotaEntity) bool { _, ok := m[e]; return ok }
-	u, c := controller.QuotaNamed(user), controller.QuotaNamed(clientID)
-	du, dc := controller.QuotaDefault(), controller.QuotaDefault()
+	has := func(e metadata.QuotaEntity) bool { _, ok := m[e]; return ok }
+	u, c := metadata.QuotaNamed(user), metadata.QuotaNamed(clientID)
+	du, dc := metadata.QuotaDefault(), metadata.QuotaDefault()
 	key.typ = t
 	switch {
-	case has(controller.QuotaEntity{User: u, ClientID: c}), has(controller.QuotaEntity{User: u, ClientID: dc}):
+	case has(metadata.QuotaEntity{User: u, ClientID: c}), has(metadata.QuotaEntity{User: u, ClientID: dc}):
 		key.user, key.client = user, clientID
-	case has(controller.QuotaEntity{User: u}):
+	case has(metadata.QuotaEntity{User: u}):
 		key.user = user
-	case has(controller.QuotaEntity{User: du, ClientID: c}), has(controller.QuotaEntity{User: du, ClientID: dc}):
+	case has(metadata.QuotaEntity{User: du, ClientID: c}), has(metadata.QuotaEntity{User: du, ClientID: dc}):
 		key.user, key.client = user, clientID
-	case has(controller.QuotaEntity{User: du}):
+	case has(metadata.QuotaEntity{User: du}):
 		key.user = user
 	default:
 		key.client = clientID
@@ -312,16 +312,16 @@ func (l *quotaLevels) resolve(t quotaType, user, clientID string) (key sensorKey
 // limit is DefaultQuotaCallback.quotaLimit: the quota of a pair.
 func (l *quotaLevels) limit(t quotaType, user, clientID string) (float64, bool) {
 	m := l.byType[t]
-	var candidates []controller.QuotaEntity
-	u, c := controller.QuotaNamed(user), controller.QuotaNamed(clientID)
-	du, dc := controller.QuotaDefault(), controller.QuotaDefault()
+	var candidates []metadata.QuotaEntity
+	u, c := metadata.QuotaNamed(user), metadata.QuotaNamed(clientID)
+	du, dc := metadata.QuotaDefault(), metadata.QuotaDefault()
 	switch {
 	case user != "" && clientID != "":
-		candidates = []controller.QuotaEntity{{User: u, ClientID: c}, {User: u, ClientID: dc}, {User: du, ClientID: c}, {User: du, ClientID: dc}}
+		candidates = []metadata.QuotaEntity{{User: u, ClientID: c}, {User: u, ClientID: dc}, {User: du, ClientID: c}, {User: du, ClientID: dc}}
 	case user != "":
-		candidates = []controller.QuotaEntity{{User: u}, {User: du}}
+		candidates = []metadata.QuotaEntity{{User: u}, {User: du}}
 	case clientID != "":
-		candidates = []controller.QuotaEntity{{ClientID: c}, {ClientID: dc}}
+		candidates = []metadata.QuotaEntity{{ClientID: c}, {ClientID: dc}}
 	}
 	for _, e := range candidates {
 		if v, ok := m[e]; ok {
@@ -570,7 +570,7 @@ func (b *Broker) followQuotas() {
 	if img := b.meta.Image(); img != nil {
 		b.quotas.update(img.ClientQuotas)
 	}
-	b.stopQuotas = b.meta.Subscribe(func(prev, next *controller.Image) {
+	b.stopQuotas = b.meta.Subscribe(func(prev, next *metadata.Image) {
 		// An image shares its quota map with the previous one unless a
 		// quota record changed it.
 		if prev == nil || reflect.ValueOf(prev.ClientQuotas).UnsafePointer() != reflect.ValueOf(next.ClientQuotas).UnsafePointer() {
@@ -679,7 +679,7 @@ type mutationQuota struct {
 	recordedAt time.Time
 }
 
-// Record implements controller.MutationQuota.
+// Record implements metadata.MutationQuota.
 func (m *mutationQuota) Record(permits int) bool {
 	now := m.now()
 	ms, refused := m.sensor.recordMutations(float64(permits), m.limit, m.strict, now)
@@ -728,7 +728,7 @@ func (q *clientQuotas) withMutationQuota(ctx context.Context, key, version int16
 	if mq == nil {
 		return ctx, nil
 	}
-	return controller.WithMutationQuota(ctx, mq), mq
+	return metadata.WithMutationQuota(ctx, mq), mq
 }
 
 // applyMutationThrottle puts a mutation quota's throttle into the

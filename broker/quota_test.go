@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // fakeClock is a settable clock for the quota arithmetic.
@@ -13,7 +13,7 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
-func newTestQuotas(clock *fakeClock, quotas map[controller.QuotaEntity]map[string]float64) *clientQuotas {
+func newTestQuotas(clock *fakeClock, quotas map[metadata.QuotaEntity]map[string]float64) *clientQuotas {
 	q := newClientQuotas(DefaultQuotaOptions(), clock.now)
 	q.update(quotas)
 	return q
@@ -22,9 +22,9 @@ func newTestQuotas(clock *fakeClock, quotas map[controller.QuotaEntity]map[strin
 // TestQuotaPrecedence: the eight levels, most specific first, and the pair
 // usage is counted under.
 func TestQuotaPrecedence(t *testing.T) {
-	u, c := controller.QuotaNamed("alice"), controller.QuotaNamed("app")
-	du, dc := controller.QuotaDefault(), controller.QuotaDefault()
-	levels := []controller.QuotaEntity{
+	u, c := metadata.QuotaNamed("alice"), metadata.QuotaNamed("app")
+	du, dc := metadata.QuotaDefault(), metadata.QuotaDefault()
+	levels := []metadata.QuotaEntity{
 		{User: u, ClientID: c},
 		{User: u, ClientID: dc},
 		{User: u},
@@ -46,9 +46,9 @@ func TestQuotaPrecedence(t *testing.T) {
 	}
 	// With levels i.. configured, level i decides.
 	for i := range levels {
-		quotas := map[controller.QuotaEntity]map[string]float64{}
+		quotas := map[metadata.QuotaEntity]map[string]float64{}
 		for j := i; j < len(levels); j++ {
-			quotas[levels[j]] = map[string]float64{controller.QuotaProducerByteRate: float64(100 * (j + 1))}
+			quotas[levels[j]] = map[string]float64{metadata.QuotaProducerByteRate: float64(100 * (j + 1))}
 		}
 		q := newTestQuotas(&fakeClock{t: time.Unix(1000, 0)}, quotas)
 		key, limit, ok := q.levels.Load().resolve(quotaProduce, "alice", "app")
@@ -74,7 +74,7 @@ func TestQuotaPrecedence(t *testing.T) {
 	}
 	// A quota of another type does not apply; none at all measures
 	// nothing.
-	q := newTestQuotas(&fakeClock{}, map[controller.QuotaEntity]map[string]float64{{ClientID: c}: {controller.QuotaConsumerByteRate: 5}})
+	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{{ClientID: c}: {metadata.QuotaConsumerByteRate: 5}})
 	if q.enabled(quotaProduce) || !q.enabled(quotaFetch) {
 		t.Fatal("enabled types")
 	}
@@ -91,8 +91,8 @@ func TestQuotaPrecedence(t *testing.T) {
 // <user, default client> quota, a client without a client id is counted
 // under (user, "") and no quota applies to that pair.
 func TestQuotaEmptyClientID(t *testing.T) {
-	q := newTestQuotas(&fakeClock{}, map[controller.QuotaEntity]map[string]float64{
-		{User: controller.QuotaNamed("alice"), ClientID: controller.QuotaDefault()}: {controller.QuotaProducerByteRate: 10},
+	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{
+		{User: metadata.QuotaNamed("alice"), ClientID: metadata.QuotaDefault()}: {metadata.QuotaProducerByteRate: 10},
 	})
 	if _, _, ok := q.levels.Load().resolve(quotaProduce, "alice", ""); ok {
 		t.Fatal("quota applied to an empty client id")
@@ -103,8 +103,8 @@ func TestQuotaEmptyClientID(t *testing.T) {
 // values: 11 samples of 1 s, a quota of 1000 B/s.
 func TestRateThrottle(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[controller.QuotaEntity]map[string]float64{
-		{ClientID: controller.QuotaNamed("c")}: {controller.QuotaProducerByteRate: 1000},
+	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaProducerByteRate: 1000},
 	})
 	// 10000 bytes over a window of at least 10 s: 1000 B/s, at the
 	// quota, not above it.
@@ -137,12 +137,12 @@ func TestRateThrottle(t *testing.T) {
 		t.Fatalf("after unrecord: throttle %d", ms)
 	}
 	// The request quota's throttle is at most one window.
-	q.update(map[controller.QuotaEntity]map[string]float64{{ClientID: controller.QuotaNamed("c")}: {controller.QuotaRequestPercentage: 1}})
+	q.update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaRequestPercentage: 1}})
 	if ms := q.record(quotaRequest, "u", "c", 1000); ms != 1000 {
 		t.Fatalf("request throttle %d, want the 1000 ms cap", ms)
 	}
 	// The fetch cap: quota * (samples-1) * window.
-	q.update(map[controller.QuotaEntity]map[string]float64{{ClientID: controller.QuotaNamed("c")}: {controller.QuotaConsumerByteRate: 2000}})
+	q.update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaConsumerByteRate: 2000}})
 	if most, ok := q.maxValueInWindow(quotaFetch, "u", "c"); !ok || most != 20000 {
 		t.Fatalf("max in window %v %v", most, ok)
 	}
@@ -153,8 +153,8 @@ func TestRateThrottle(t *testing.T) {
 // throttles.
 func TestMutationTokenBucket(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[controller.QuotaEntity]map[string]float64{
-		{ClientID: controller.QuotaNamed("c")}: {controller.QuotaControllerMutationRate: 2},
+	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaControllerMutationRate: 2},
 	})
 	strict := q.newMutationQuota(19, 6, "u", "c") // CreateTopics v6
 	if strict == nil || !strict.strict {

@@ -40,7 +40,7 @@ func scramUser(t *testing.T, n *testNode, mech, user, password string) {
 		t.Fatalf("creating %s: %v %+v", user, err, resp)
 	}
 	waitUntil(t, 5*time.Second, "the credential in the broker's image", func() bool {
-		_, ok := n.b.meta.Image().ScramCredential(mech, user)
+		_, ok := scramCredential(n.b.meta.Image(), mech, user)
 		return ok
 	})
 }

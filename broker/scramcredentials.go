@@ -18,7 +18,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,8 +41,8 @@ func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, r *requ
 }
 
 // describeScramCredentials is Kafka's ScramImage.describe.
-func describeScramCredentials(img *controller.Image, req *kmsg.DescribeUserSCRAMCredentialsRequest) []kmsg.DescribeUserSCRAMCredentialsResponseResult {
-	byUser := map[string][]controller.ScramKey{}
+func describeScramCredentials(img *metadata.Image, req *kmsg.DescribeUserSCRAMCredentialsRequest) []kmsg.DescribeUserSCRAMCredentialsResponseResult {
+	byUser := map[string][]metadata.ScramKey{}
 	if img != nil {
 		for k := range img.ScramCredentials {
 			byUser[k.User] = append(byUser[k.User], k)
@@ -79,7 +79,7 @@ func describeScramCredentials(img *controller.Image, req *kmsg.DescribeUserSCRAM
 			res.ErrorCode = kerr.ResourceNotFound.Code
 			res.ErrorMessage = kmsg.StringPtr("Attempt to describe a user credential that does not exist: " + user)
 		default:
-			slices.SortFunc(keys, func(a, b controller.ScramKey) int { return cmp.Compare(a.Mechanism, b.Mechanism) })
+			slices.SortFunc(keys, func(a, b metadata.ScramKey) int { return cmp.Compare(a.Mechanism, b.Mechanism) })
 			for _, k := range keys {
 				info := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
 				info.Mechanism = k.Mechanism
@@ -94,7 +94,22 @@ func describeScramCredentials(img *controller.Image, req *kmsg.DescribeUserSCRAM
 
 // scramLookup finds SCRAM credentials in the current metadata image.
 func (b *Broker) scramLookup(mechanism, user string) (sasl.ScramCredential, bool) {
-	return b.meta.Image().ScramCredential(mechanism, user)
+	return scramCredential(b.meta.Image(), mechanism, user)
+}
+
+// scramCredential is a user's credential in img for the SCRAM mechanism
+// called mechanism, copied into sasl's type (the image keeps its own, so
+// that the metadata model does not depend on sasl).
+func scramCredential(img *metadata.Image, mechanism, user string) (sasl.ScramCredential, bool) {
+	m, ok := sasl.ScramByName(mechanism)
+	if !ok || img == nil {
+		return sasl.ScramCredential{}, false
+	}
+	c, ok := img.ScramCredentials[metadata.ScramKey{User: user, Mechanism: m.Type}]
+	if !ok {
+		return sasl.ScramCredential{}, false
+	}
+	return sasl.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, true
 }
 
 // scramAlterationUsers are the users an AlterUserScramCredentials names, in

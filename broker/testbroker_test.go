@@ -12,6 +12,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -82,15 +83,15 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	}
 	fsys := vfs.OSFS{}
 	clusterID := protocol.RandomUUID().String()
-	voters := []controller.Voter{{ID: 1, DirectoryID: protocol.RandomUUID(), Endpoints: []controller.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
+	voters := []metadata.Voter{{ID: 1, DirectoryID: protocol.RandomUUID(), Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}}
 	if err := storage.WriteMetaProperties(fsys, dir, storage.MetaProperties{Version: 1, ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID.String()}); err != nil {
 		t.Fatal(err)
 	}
 	features := map[string][2]int16{
-		controller.MetadataVersionFeature: {7, controller.LatestMetadataVersion},
-		controller.KRaftVersionFeature:    {0, controller.LatestKRaftVersion},
-		"group.version":                   {0, 1},
-		"transaction.version":             {0, 2},
+		metadata.MetadataVersionFeature: {7, metadata.LatestMetadataVersion},
+		metadata.KRaftVersionFeature:    {0, metadata.LatestKRaftVersion},
+		"group.version":                 {0, 1},
+		"transaction.version":           {0, 2},
 	}
 	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters,
 		Features: finalized}); err != nil {
@@ -104,7 +105,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		Logger:               log,
 		TickInterval:         10 * time.Millisecond,
 		BrokerSessionTimeout: time.Duration(cfg.Int("broker.session.timeout.ms")) * time.Millisecond,
-		DelegationTokens: controller.DelegationTokenConfig{
+		DelegationTokens: metadata.DelegationTokenConfig{
 			SecretKey:           cfg.String(config.TokenSecretKey),
 			MaxLifetime:         time.Duration(cfg.Long("delegation.token.max.lifetime.ms")) * time.Millisecond,
 			ExpiryTime:          time.Duration(cfg.Long("delegation.token.expiry.time.ms")) * time.Millisecond,
@@ -153,7 +154,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	opts := Options{
 		NodeID:                        1,
 		Server:                        server,
-		Advertised:                    []controller.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
+		Advertised:                    []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1"}},
 		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
 		NumPartitions:                 cfg.NumPartitions,
 		DefaultReplicationFactor:      1,

@@ -28,9 +28,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,7 +40,7 @@ import (
 func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) {
 	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	if who := r.identity(); b.authz != nil && !b.allowedQuiet(who, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, controller.ClusterResourceName) &&
+	if who := r.identity(); b.authz != nil && !b.allowedQuiet(who, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) &&
 		!b.clusterAllowed(who, kmsg.ACLOperationClusterAction) {
 		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
 		return

@@ -40,6 +40,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,11 +57,11 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 		err    *apiError
 		topics []kmsg.AlterPartitionResponseTopic
 	}
-	res, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, result) {
+	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, result) {
 		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
 			return nil, result{err: e}
 		}
-		var recs []Record
+		var recs []metadata.Record
 		var out []kmsg.AlterPartitionResponseTopic
 		for _, rt := range req.Topics {
 			topic := kmsg.NewAlterPartitionResponseTopic()
@@ -83,8 +84,8 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 				after := t.Partitions[rp.Partition]
 				if rec != nil {
 					recs = append(recs, rec)
-					after = applyPartitionChange(after, rec)
-					if rec.Leader != noLeaderChange && rec.Leader != req.BrokerID {
+					after = metadata.ApplyPartitionChange(after, rec)
+					if rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
 						p.ErrorCode = kerr.NewLeaderElected.Code
 						topic.Partitions = append(topic.Partitions, p)
 						continue
@@ -112,7 +113,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 
 // alterPartition checks one partition's requested change and returns its
 // record (nil when nothing changes), or the error Kafka answers.
-func (c *Controller) alterPartition(img *Image, req *kmsg.AlterPartitionRequest, t *Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*PartitionChangeRecord, *kerr.Error) {
+func (c *Controller) alterPartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
 	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
@@ -131,13 +132,13 @@ func (c *Controller) alterPartition(img *Image, req *kmsg.AlterPartitionRequest,
 	if !validISR(cur.Replicas, isr) || !containsInt32(isr, cur.Leader) {
 		return nil, kerr.InvalidRequest
 	}
-	state := LeaderRecoveryState(rp.LeaderRecoveryState)
+	state := metadata.LeaderRecoveryState(rp.LeaderRecoveryState)
 	switch {
-	case state != LeaderRecovered && state != LeaderRecovering:
+	case state != metadata.LeaderRecovered && state != metadata.LeaderRecovering:
 		return nil, kerr.InvalidRequest
-	case state == LeaderRecovering && len(isr) > 1:
+	case state == metadata.LeaderRecovering && len(isr) > 1:
 		return nil, kerr.InvalidRequest
-	case cur.LeaderRecoveryState == LeaderRecovered && state == LeaderRecovering:
+	case cur.LeaderRecoveryState == metadata.LeaderRecovered && state == metadata.LeaderRecovering:
 		return nil, kerr.InvalidRequest
 	}
 	for i, id := range isr {

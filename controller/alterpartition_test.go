@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,7 +30,7 @@ func startISRCluster(t *testing.T, n int32) *isrCluster {
 	return q
 }
 
-func (q *isrCluster) partition() Partition { return q.c.Image().Topics["t"].Partitions[0] }
+func (q *isrCluster) partition() metadata.Partition { return q.c.Image().Topics["t"].Partitions[0] }
 
 // alterISR is the leader's v3 request for isr, from the current state.
 func (q *isrCluster) alterISR(isr ...int32) *kmsg.AlterPartitionRequest {
@@ -215,13 +216,13 @@ func TestAlterPartitionIneligibleFencedReplica(t *testing.T) {
 func TestAlterPartitionLeaderRecovery(t *testing.T) {
 	q := startISRCluster(t, 3)
 	p := q.partition()
-	recovering := LeaderRecovering
-	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: noLeaderChange, ISR: []int32{p.Leader}, LeaderRecoveryState: &recovering}}, nil
+	recovering := metadata.LeaderRecovering
+	if _, err := q.c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: metadata.NoLeaderChange, ISR: []int32{p.Leader}, LeaderRecoveryState: &recovering}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := q.partition(); got.LeaderRecoveryState != LeaderRecovering {
+	if got := q.partition(); got.LeaderRecoveryState != metadata.LeaderRecovering {
 		t.Fatalf("not recovering: %+v", got)
 	}
 	req := q.alterISR(p.ISR...)
@@ -239,7 +240,7 @@ func TestAlterPartitionLeaderRecovery(t *testing.T) {
 	if rp.ErrorCode != 0 || rp.LeaderRecoveryState != 0 {
 		t.Fatalf("recovered: %+v", rp)
 	}
-	if got := q.partition(); got.LeaderRecoveryState != LeaderRecovered {
+	if got := q.partition(); got.LeaderRecoveryState != metadata.LeaderRecovered {
 		t.Fatalf("image after recovery: %+v", got)
 	}
 }
@@ -248,31 +249,31 @@ func TestAlterPartitionLeaderRecovery(t *testing.T) {
 // leader epoch; an ISR shrink bumps it only below metadata.version
 // 3.6-IV0, as Kafka's PartitionChangeBuilder does.
 func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
-	img := emptyImage("c")
+	img := metadata.EmptyImage("c")
 	for id := int32(1); id <= 3; id++ {
-		img.Brokers[id] = &Broker{ID: id}
+		img.Brokers[id] = &metadata.Broker{ID: id}
 	}
-	topic := &Topic{Name: "t", Partitions: []Partition{{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}}
-	shrink := func(mv int16) *PartitionChangeRecord {
-		img.Features = map[string]int16{MetadataVersionFeature: mv}
+	topic := &metadata.Topic{Name: "t", Partitions: []metadata.Partition{{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}}
+	shrink := func(mv int16) *metadata.PartitionChangeRecord {
+		img.Features = map[string]int16{metadata.MetadataVersionFeature: mv}
 		pc := (&Controller{}).newPartitionChange(img, topic, 0)
 		pc.isr = []int32{1, 2}
 		return pc.build()
 	}
-	if rec := shrink(mvNoLeaderEpochBumpOnShrink); rec.Leader != noLeaderChange || !slices.Equal(rec.ISR, []int32{1, 2}) {
+	if rec := shrink(mvNoLeaderEpochBumpOnShrink); rec.Leader != metadata.NoLeaderChange || !slices.Equal(rec.ISR, []int32{1, 2}) {
 		t.Fatalf("shrink at 3.6-IV0: %+v", rec)
 	}
 	if rec := shrink(mvNoLeaderEpochBumpOnShrink - 1); rec.Leader != 1 {
 		t.Fatalf("shrink at 3.5-IV2 keeps the leader epoch: %+v", rec)
 	}
-	img.Features = map[string]int16{MetadataVersionFeature: mvNoLeaderEpochBumpOnShrink}
+	img.Features = map[string]int16{metadata.MetadataVersionFeature: mvNoLeaderEpochBumpOnShrink}
 	pc := (&Controller{}).newPartitionChange(img, topic, 0)
 	pc.replicas, pc.isr = []int32{1, 2}, []int32{1, 2}
 	rec := pc.build()
 	if rec.Leader != 1 || !slices.Equal(rec.Replicas, []int32{1, 2}) {
 		t.Fatalf("removing a replica: %+v", rec)
 	}
-	if got := applyPartitionChange(topic.Partitions[0], rec); got.LeaderEpoch != 1 || got.Leader != 1 {
+	if got := metadata.ApplyPartitionChange(topic.Partitions[0], rec); got.LeaderEpoch != 1 || got.Leader != 1 {
 		t.Fatalf("replayed: %+v", got)
 	}
 }

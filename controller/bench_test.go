@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,7 +82,7 @@ func startBenchOS(b *testing.B) *Controller {
 	cfg.MetadataDir = dir
 	if err := Format(vfs.OSFS{}, dir, FormatOptions{
 		ClusterID: "test-cluster", NodeID: 1, DirectoryID: protocol.RandomUUID(),
-		Voters: []Voter{{ID: 1}},
+		Voters: []metadata.Voter{{ID: 1}},
 	}); err != nil {
 		b.Fatalf("format: %v", err)
 	}

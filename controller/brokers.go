@@ -22,11 +22,11 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,8 +43,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistr
 		err   *apiError
 		epoch int64
 	}
-	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
-		var recs []Record
+	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, result) {
+		var recs []metadata.Record
 		if old := img.Brokers[req.BrokerID]; old != nil && old.IncarnationID != req.IncarnationID {
 			// A new incarnation means the old one went away: take it out
 			// of ISRs and leadership first. The records come first, so
@@ -69,7 +69,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistr
 	return resp
 }
 
-func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequest, offset int64) (*RegisterBrokerRecord, *apiError) {
+func (c *Controller) registerBroker(img *metadata.Image, req *kmsg.BrokerRegistrationRequest, offset int64) (*metadata.RegisterBrokerRecord, *apiError) {
 	if req.ClusterID != img.ClusterID {
 		return nil, newAPIError(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s", img.ClusterID, req.ClusterID)
 	}
@@ -113,31 +113,31 @@ func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequ
 	}
 	// Every feature the broker names must include the finalized level, and
 	// every finalized feature must be supported by the broker.
-	var features []BrokerFeature
+	var features []metadata.BrokerFeature
 	named := map[string]bool{}
 	for _, f := range req.Features {
 		if e := checkBrokerFeature(img, f.Name, f.MinSupportedVersion, f.MaxSupportedVersion); e != nil {
 			return nil, e
 		}
 		named[f.Name] = true
-		features = append(features, BrokerFeature{Name: f.Name, MinLevel: f.MinSupportedVersion, MaxLevel: f.MaxSupportedVersion})
+		features = append(features, metadata.BrokerFeature{Name: f.Name, MinLevel: f.MinSupportedVersion, MaxLevel: f.MaxSupportedVersion})
 	}
-	if !named[MetadataVersionFeature] {
+	if !named[metadata.MetadataVersionFeature] {
 		// Kafka assumes a broker that names no metadata.version supports
 		// only the first KRaft one.
-		if e := checkBrokerFeature(img, MetadataVersionFeature, 1, 1); e != nil {
+		if e := checkBrokerFeature(img, metadata.MetadataVersionFeature, 1, 1); e != nil {
 			return nil, e
 		}
-		features = append(features, BrokerFeature{Name: MetadataVersionFeature, MinLevel: 1, MaxLevel: 1})
+		features = append(features, metadata.BrokerFeature{Name: metadata.MetadataVersionFeature, MinLevel: 1, MaxLevel: 1})
 	}
 	for _, name := range slices.Sorted(maps.Keys(img.Features)) {
-		if !named[name] && name != MetadataVersionFeature && img.Features[name] != 0 {
+		if !named[name] && name != metadata.MetadataVersionFeature && img.Features[name] != 0 {
 			if e := checkBrokerFeature(img, name, 0, 0); e != nil {
 				return nil, e
 			}
 		}
 	}
-	rec := &RegisterBrokerRecord{
+	rec := &metadata.RegisterBrokerRecord{
 		BrokerID:      req.BrokerID,
 		IncarnationID: req.IncarnationID,
 		Rack:          req.Rack,
@@ -147,7 +147,7 @@ func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequ
 		BrokerEpoch:   offset,
 	}
 	for _, l := range req.Listeners {
-		rec.Endpoints = append(rec.Endpoints, Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+		rec.Endpoints = append(rec.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
 	}
 	if existing != nil && existing.IncarnationID == req.IncarnationID {
 		// The same incarnation amends its registration and keeps its
@@ -159,11 +159,11 @@ func (c *Controller) registerBroker(img *Image, req *kmsg.BrokerRegistrationRequ
 	return rec, nil
 }
 
-func checkBrokerFeature(img *Image, name string, minLevel, maxLevel int16) *apiError {
+func checkBrokerFeature(img *metadata.Image, name string, minLevel, maxLevel int16) *apiError {
 	finalized, ok := img.Features[name]
 	if !ok {
 		finalized = 0
-		if name == MetadataVersionFeature {
+		if name == metadata.MetadataVersionFeature {
 			finalized = 1
 		}
 	}
@@ -202,7 +202,7 @@ func (c *Controller) hasLiveContact(id int32) bool {
 }
 
 // checkBrokerEpoch refuses a stale or unknown broker epoch (invariant 3).
-func checkBrokerEpoch(img *Image, id int32, epoch int64) *apiError {
+func checkBrokerEpoch(img *metadata.Image, id int32, epoch int64) *apiError {
 	b := img.Brokers[id]
 	if b == nil {
 		return newAPIError(kerr.StaleBrokerEpoch, "No broker registration found for broker id %d", id)
@@ -222,7 +222,7 @@ const (
 	stateShutdownNow
 )
 
-func currentBrokerState(b *Broker) brokerState {
+func currentBrokerState(b *metadata.Broker) brokerState {
 	switch {
 	case b.Fenced:
 		return stateFenced
@@ -242,7 +242,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 		next   brokerState
 		caught bool
 	}
-	res, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, result) {
+	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, result) {
 		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
 			return nil, result{err: e}
 		}
@@ -259,7 +259,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 		s.lastSeen = c.now()
 		s.contacted = true
 		s.metadataOffset = req.CurrentMetadataOffset
-		var recs []Record
+		var recs []metadata.Record
 		if cur != next {
 			switch next {
 			case stateFenced, stateShutdownNow:
@@ -282,7 +282,7 @@ func (c *Controller) BrokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 	return resp
 }
 
-func (c *Controller) nextBrokerState(img *Image, b *Broker, s *brokerSession, cur brokerState, req *kmsg.BrokerHeartbeatRequest) brokerState {
+func (c *Controller) nextBrokerState(img *metadata.Image, b *metadata.Broker, s *brokerSession, cur brokerState, req *kmsg.BrokerHeartbeatRequest) brokerState {
 	switch cur {
 	case stateFenced:
 		if req.WantShutdown {
@@ -320,7 +320,7 @@ func (c *Controller) nextBrokerState(img *Image, b *Broker, s *brokerSession, cu
 
 // lowestActiveOffset is the lowest metadata offset reported by an active
 // (unfenced, not shutting down) broker.
-func (c *Controller) lowestActiveOffset(img *Image) int64 {
+func (c *Controller) lowestActiveOffset(img *metadata.Image) int64 {
 	lowest := int64(math.MaxInt64)
 	for id, b := range img.Brokers {
 		if b.Fenced || b.InControlledShutdown {
@@ -333,7 +333,7 @@ func (c *Controller) lowestActiveOffset(img *Image) int64 {
 	return lowest
 }
 
-func hasLeaderships(img *Image, id int32) bool {
+func hasLeaderships(img *metadata.Image, id int32) bool {
 	for _, t := range img.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == id {
@@ -376,24 +376,24 @@ func (c *Controller) maybeFenceStaleBroker() {
 // when the ISR falls below min.insync.replicas; without ELR a partition
 // whose ISR would become empty keeps it and loses its leader) and leaders
 // move to other ISR members.
-func (c *Controller) fenceBrokerRecords(img *Image, b *Broker) []Record {
+func (c *Controller) fenceBrokerRecords(img *metadata.Image, b *metadata.Broker) []metadata.Record {
 	recs := c.removeBrokerFromPartitions(img, b.ID)
-	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeFence})
+	return append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: metadata.FenceChangeFence})
 }
 
 // controlledShutdownRecords moves leadership and ISR membership away from
 // a broker that asked to shut down.
-func (c *Controller) controlledShutdownRecords(img *Image, b *Broker) []Record {
+func (c *Controller) controlledShutdownRecords(img *metadata.Image, b *metadata.Broker) []metadata.Record {
 	recs := c.removeBrokerFromPartitions(img, b.ID)
-	return append(recs, &BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: controlledShutdownChangeShutdown})
+	return append(recs, &metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: metadata.ControlledShutdownChangeShutdown})
 }
 
 // unfenceBrokerRecords unfences b and elects leaders for the leaderless
 // partitions that can have one now (b from the ISR or the ELR, or as the
 // last known leader, or by an unclean election where the topic allows it).
-func (c *Controller) unfenceBrokerRecords(img *Image, b *Broker) []Record {
-	recs := []Record{&BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: fenceChangeUnfence}}
-	return append(recs, c.leaderAndISRUpdates(img, -1, b.ID, -1, func(p Partition) bool { return p.Leader == -1 })...)
+func (c *Controller) unfenceBrokerRecords(img *metadata.Image, b *metadata.Broker) []metadata.Record {
+	recs := []metadata.Record{&metadata.BrokerRegistrationChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: metadata.FenceChangeUnfence}}
+	return append(recs, c.leaderAndISRUpdates(img, -1, b.ID, -1, func(p metadata.Partition) bool { return p.Leader == -1 })...)
 }
 
 // brokerRestartRecords handles a new incarnation of old registering (Kafka's
@@ -401,18 +401,18 @@ func (c *Controller) unfenceBrokerRecords(img *Image, b *Broker) []Record {
 // registration shut down cleanly and leaves the ISRs as if fenced. One
 // that does not may have lost an unflushed tail of its logs: with ELR it
 // leaves the ELRs too; without ELR it is treated as fenced.
-func (c *Controller) brokerRestartRecords(img *Image, old *Broker, previousEpoch int64) []Record {
+func (c *Controller) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
 	if !elrEnabled(img) || previousEpoch == old.Epoch {
 		return c.removeBrokerFromPartitions(img, old.ID)
 	}
-	return c.leaderAndISRUpdates(img, -1, -1, old.ID, func(p Partition) bool {
+	return c.leaderAndISRUpdates(img, -1, -1, old.ID, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, old.ID) || containsInt32(p.ELR, old.ID) || p.Leader == old.ID
 	})
 }
 
 // removeBrokerFromPartitions takes id out of every ISR and leadership.
-func (c *Controller) removeBrokerFromPartitions(img *Image, id int32) []Record {
-	return c.leaderAndISRUpdates(img, id, -1, -1, func(p Partition) bool {
+func (c *Controller) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
+	return c.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, id) || p.Leader == id
 	})
 }
@@ -422,12 +422,12 @@ func (c *Controller) removeBrokerFromPartitions(img *Image, id int32) []Record {
 // ISR and the ELR, neither may lead, add may lead although the image still
 // shows it fenced (-1 for none of each), and the partition gets a new
 // leader if its current one can no longer lead (partitionchange.go).
-func (c *Controller) leaderAndISRUpdates(img *Image, remove, add, uncleanShutdown int32, selected func(Partition) bool) []Record {
+func (c *Controller) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
 	canLead := func(r int32) bool {
 		return r != remove && r != uncleanShutdown && (r == add || isActiveBroker(img, r))
 	}
-	var recs []Record
-	forEachPartition(img, func(t *Topic, i int, p Partition) {
+	var recs []metadata.Record
+	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
 		if !selected(p) {
 			return
 		}
@@ -441,13 +441,13 @@ func (c *Controller) leaderAndISRUpdates(img *Image, remove, add, uncleanShutdow
 	return recs
 }
 
-func isActiveBroker(img *Image, id int32) bool {
+func isActiveBroker(img *metadata.Image, id int32) bool {
 	b := img.Brokers[id]
 	return b != nil && !b.Fenced && !b.InControlledShutdown
 }
 
 // forEachPartition visits partitions in topic-name order.
-func forEachPartition(img *Image, fn func(t *Topic, i int, p Partition)) {
+func forEachPartition(img *metadata.Image, fn func(t *metadata.Topic, i int, p metadata.Partition)) {
 	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
 		t := img.Topics[name]
 		for i, p := range t.Partitions {
@@ -460,15 +460,15 @@ func forEachPartition(img *Image, fn func(t *Topic, i int, p Partition)) {
 // unregister), after moving it out of every ISR and leadership.
 func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) *kmsg.UnregisterBrokerResponse {
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
-	e, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *apiError) {
+	e, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *apiError) {
 		b := img.Brokers[req.BrokerID]
 		if b == nil {
 			return nil, newAPIError(kerr.BrokerIDNotRegistered, "Broker ID %d is not currently registered", req.BrokerID)
 		}
-		recs := c.leaderAndISRUpdates(img, b.ID, -1, -1, func(p Partition) bool {
+		recs := c.leaderAndISRUpdates(img, b.ID, -1, -1, func(p metadata.Partition) bool {
 			return containsInt32(p.ISR, b.ID) || containsInt32(p.ELR, b.ID) || p.Leader == b.ID
 		})
-		return append(recs, &UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch}), nil
+		return append(recs, &metadata.UnregisterBrokerRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch}), nil
 	})
 	if !ok || err != nil {
 		e = commitError(err)
@@ -487,7 +487,7 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.Allocate
 		err   *apiError
 		start int64
 	}
-	res, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, result) {
+	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, result) {
 		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
 			return nil, result{err: e}
 		}
@@ -495,7 +495,7 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.Allocate
 		if start > math.MaxInt64-producerIDBlockSize {
 			return nil, result{err: newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit")}
 		}
-		return []Record{&ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
+		return []metadata.Record{&metadata.ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
 	})
 	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
 		resp.ProducerIDStart = res.start
@@ -503,5 +503,3 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.Allocate
 	}
 	return resp
 }
-
-func (b *Broker) String() string { return fmt.Sprintf("broker %d epoch %d", b.ID, b.Epoch) }

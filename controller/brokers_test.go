@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,7 +37,7 @@ func registration(id int32, incarnation protocol.UUID) *kmsg.BrokerRegistrationR
 	req.ClusterID = "test-cluster"
 	req.IncarnationID = incarnation
 	req.LogDirs = [][16]byte{protocol.RandomUUID()}
-	req.Features = []kmsg.BrokerRegistrationRequestFeature{{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30}, {Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1}}
+	req.Features = []kmsg.BrokerRegistrationRequestFeature{{Name: metadata.MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30}, {Name: metadata.KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1}}
 	return req
 }
 
@@ -350,8 +351,8 @@ func TestElectLeadersPreferredAfterReturn(t *testing.T) {
 	preferred, other := p.Replicas[0], p.Replicas[1]
 	// Hand leadership to the other replica directly (as an ISR change
 	// would), then elect the preferred one back.
-	_, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionChangeRecord{TopicID: img.Topics["t"].ID, PartitionID: 0, Leader: other}}, nil
+	_, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, PartitionID: 0, Leader: other}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)

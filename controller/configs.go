@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,7 +26,7 @@ const (
 	opAppend   int8 = 2
 	opSubtract int8 = 3
 
-	configResourceClientMetrics ConfigResourceType = 16
+	configResourceClientMetrics metadata.ConfigResourceType = 16
 )
 
 func opName(op int8) string {
@@ -48,7 +49,7 @@ type configOp struct {
 }
 
 type configChange struct {
-	res ConfigResource
+	res metadata.ConfigResource
 	// incremental: key -> operation; legacy: the full new set.
 	ops    map[string]configOp
 	keys   []string // request order
@@ -58,10 +59,10 @@ type configChange struct {
 // checkResource applies the request-level checks Kafka makes before the
 // controller sees a resource. It returns nil if the resource may proceed.
 func checkResourceType(t int8) *apiError {
-	switch ConfigResourceType(t) {
-	case ConfigResourceTopic, ConfigResourceBroker, ConfigResourceGroup, configResourceClientMetrics:
+	switch metadata.ConfigResourceType(t) {
+	case metadata.ConfigResourceTopic, metadata.ConfigResourceBroker, metadata.ConfigResourceGroup, configResourceClientMetrics:
 		return nil
-	case ConfigResourceBrokerLogger:
+	case metadata.ConfigResourceBrokerLogger:
 		return newAPIError(kerr.InvalidRequest, "BROKER_LOGGER resources are altered by the broker that owns the loggers, not by the controller.")
 	}
 	return newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", t)
@@ -70,12 +71,12 @@ func checkResourceType(t int8) *apiError {
 // admitResources reports which resources of an alter request may be
 // processed: a resource named more than once is answered once with
 // INVALID_REQUEST, an unsupported type with its error, through reject.
-func admitResources(resources []ConfigResource, reject func(ConfigResource, *apiError)) []bool {
-	seen := map[ConfigResource]int{}
+func admitResources(resources []metadata.ConfigResource, reject func(metadata.ConfigResource, *apiError)) []bool {
+	seen := map[metadata.ConfigResource]int{}
 	for _, r := range resources {
 		seen[r]++
 	}
-	reported := map[ConfigResource]bool{}
+	reported := map[metadata.ConfigResource]bool{}
 	admitted := make([]bool, len(resources))
 	for i, r := range resources {
 		if seen[r] > 1 {
@@ -105,11 +106,11 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		r.ErrorMessage = e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	resources := make([]ConfigResource, len(req.Resources))
+	resources := make([]metadata.ConfigResource, len(req.Resources))
 	for i, r := range req.Resources {
-		resources[i] = ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+		resources[i] = metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
-	admitted := admitResources(resources, func(res ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
+	admitted := admitResources(resources, func(res metadata.ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
 	var changes []configChange
 	for i, r := range req.Resources {
 		if !admitted[i] {
@@ -141,7 +142,7 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 		}
 		changes = append(changes, ch)
 	}
-	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res ConfigResource, e *apiError) {
+	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res metadata.ConfigResource, e *apiError) {
 		add(int8(res.Type), res.Name, e)
 	})
 	return resp
@@ -158,11 +159,11 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		r.ErrorMessage = e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	resources := make([]ConfigResource, len(req.Resources))
+	resources := make([]metadata.ConfigResource, len(req.Resources))
 	for i, r := range req.Resources {
-		resources[i] = ConfigResource{Type: ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+		resources[i] = metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
-	admitted := admitResources(resources, func(res ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
+	admitted := admitResources(resources, func(res metadata.ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
 	var changes []configChange
 	for i, r := range req.Resources {
 		if !admitted[i] {
@@ -189,26 +190,26 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 		}
 		changes = append(changes, ch)
 	}
-	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res ConfigResource, e *apiError) {
+	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res metadata.ConfigResource, e *apiError) {
 		add(int8(res.Type), res.Name, e)
 	})
 	return resp
 }
 
 type configResult struct {
-	res ConfigResource
+	res metadata.ConfigResource
 	err *apiError
 }
 
-func (c *Controller) runConfigChanges(ctx context.Context, changes []configChange, validateOnly bool, add func(ConfigResource, *apiError)) {
+func (c *Controller) runConfigChanges(ctx context.Context, changes []configChange, validateOnly bool, add func(metadata.ConfigResource, *apiError)) {
 	if len(changes) == 0 {
 		return
 	}
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []configResult) {
-		var recs []Record
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []configResult) {
+		var recs []metadata.Record
 		var out []configResult
 		for _, ch := range changes {
-			var more []Record
+			var more []metadata.Record
 			var e *apiError
 			if ch.legacy != nil {
 				more, e = c.legacyAlterConfig(img, ch)
@@ -248,9 +249,9 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 	}
 }
 
-func (c *Controller) incrementalAlterConfig(img *Image, ch configChange) ([]Record, *apiError) {
+func (c *Controller) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
-	var recs []Record
+	var recs []metadata.Record
 	for _, key := range ch.keys {
 		op := ch.ops[key]
 		cur, had := current[key]
@@ -281,8 +282,8 @@ func (c *Controller) incrementalAlterConfig(img *Image, ch configChange) ([]Reco
 			joined := strings.Join(parts, ",")
 			newValue = &joined
 		}
-		if !equalStringPtr(curPtr, newValue) || ch.res.Type == ConfigResourceBroker {
-			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: newValue})
+		if !equalStringPtr(curPtr, newValue) || ch.res.Type == metadata.ConfigResourceBroker {
+			recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: newValue})
 		}
 	}
 	if e := c.validateConfigs(img, ch.res, recs); e != nil {
@@ -293,7 +294,7 @@ func (c *Controller) incrementalAlterConfig(img *Image, ch configChange) ([]Reco
 
 // listParts is the current list value of key: its override, or else its
 // default, split on commas without empty elements.
-func (c *Controller) listParts(t ConfigResourceType, key string, current *string) []string {
+func (c *Controller) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
 	var v string
 	if current != nil {
 		v = *current
@@ -311,19 +312,19 @@ func (c *Controller) listParts(t ConfigResourceType, key string, current *string
 	return parts
 }
 
-func (c *Controller) legacyAlterConfig(img *Image, ch configChange) ([]Record, *apiError) {
+func (c *Controller) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
-	var recs []Record
+	var recs []metadata.Record
 	for _, key := range ch.keys {
 		v := ch.legacy[key]
 		cur, had := current[key]
-		if !had || cur != v || ch.res.Type == ConfigResourceBroker {
-			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: strPtr(v)})
+		if !had || cur != v || ch.res.Type == metadata.ConfigResourceBroker {
+			recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: strPtr(v)})
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(current)) {
 		if _, keep := ch.legacy[key]; !keep {
-			recs = append(recs, &ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: nil})
+			recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: nil})
 		}
 	}
 	if e := c.validateConfigs(img, ch.res, recs); e != nil {
@@ -334,7 +335,7 @@ func (c *Controller) legacyAlterConfig(img *Image, ch configChange) ([]Record, *
 
 // validateConfigs checks the resource's overrides after recs, then that the
 // resource exists (Kafka's order).
-func (c *Controller) validateConfigs(img *Image, res ConfigResource, recs []Record) *apiError {
+func (c *Controller) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
 	if e := checkMinISRChange(img, recs); e != nil {
 		return e
 	}
@@ -343,7 +344,7 @@ func (c *Controller) validateConfigs(img *Image, res ConfigResource, recs []Reco
 		after = map[string]string{}
 	}
 	for _, r := range recs {
-		cr := r.(*ConfigRecord)
+		cr := r.(*metadata.ConfigRecord)
 		if cr.Value == nil {
 			delete(after, cr.Name)
 		} else {
@@ -362,9 +363,9 @@ func (c *Controller) validateConfigs(img *Image, res ConfigResource, recs []Reco
 	return c.checkConfigResourceExists(img, res)
 }
 
-func (c *Controller) checkConfigResourceExists(img *Image, res ConfigResource) *apiError {
+func (c *Controller) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
 	switch res.Type {
-	case ConfigResourceBroker:
+	case metadata.ConfigResourceBroker:
 		if res.Name == "" {
 			return nil
 		}
@@ -381,7 +382,7 @@ func (c *Controller) checkConfigResourceExists(img *Image, res ConfigResource) *
 			}
 		}
 		return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
-	case ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		if img.Topics[res.Name] == nil {
 			return newAPIError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
 		}

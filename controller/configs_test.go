@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +25,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	registerBroker(t, c, 1)
 	createTopic(t, c, "t", 1, 1)
 	topicCfg := func() map[string]string {
-		return c.Image().Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}]
+		return c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}]
 	}
 	steps := []configStep{
 		{"set", alterReq(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", opSet, strPtr("100")), 0, "",
@@ -53,11 +54,11 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			func() bool { _, ok := topicCfg()["retention.ms"]; return !ok }},
 		{"cluster default broker config", alterReq(kmsg.ConfigResourceTypeBroker, "", "log.retention.ms", opSet, strPtr("10")), 0, "",
 			func() bool {
-				return c.Image().Configs[ConfigResource{Type: ConfigResourceBroker, Name: ""}]["log.retention.ms"] == "10"
+				return c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: ""}]["log.retention.ms"] == "10"
 			}},
 		{"per-broker config", alterReq(kmsg.ConfigResourceTypeBroker, "1", "num.io.threads", opSet, strPtr("4")), 0, "",
 			func() bool {
-				return c.Image().Configs[ConfigResource{Type: ConfigResourceBroker, Name: "1"}]["num.io.threads"] == "4"
+				return c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: "1"}]["num.io.threads"] == "4"
 			}},
 		{"schema picks the code", alterReq(kmsg.ConfigResourceTypeBroker, "1", "num.io.threads", opSet, strPtr("0")), kerr.InvalidRequest.Code,
 			"", nil},
@@ -114,7 +115,7 @@ func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
 	if r := c.IncrementalAlterConfigs(ctxT(t), req); r.Resources[0].ErrorCode != 0 {
 		t.Fatalf("validate only: %+v", r.Resources[0])
 	}
-	if _, ok := c.Image().Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}]; ok {
+	if _, ok := c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}]; ok {
 		t.Fatal("validate-only changed the config")
 	}
 	req = alterReq(kmsg.ConfigResourceTypeTopic, "t", "retention.ms", opSet, strPtr("5"))
@@ -137,7 +138,7 @@ func TestIncrementalAlterConfigsValidateOnlyAndDuplicates(t *testing.T) {
 	if resp.Resources[0].ErrorCode != 0 || resp.Resources[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("mixed: %+v", resp.Resources)
 	}
-	if c.Image().Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}]["retention.ms"] != "7" {
+	if c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}]["retention.ms"] != "7" {
 		t.Fatal("good resource not applied")
 	}
 }
@@ -160,7 +161,7 @@ func TestAlterConfigsReplacesWholeSet(t *testing.T) {
 	if resp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("alter configs: %+v", resp.Resources[0])
 	}
-	got := c.Image().Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}]
+	got := c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}]
 	if len(got) != 1 || got["segment.bytes"] != "1000" {
 		t.Fatalf("configs after replace: %v", got)
 	}
@@ -178,7 +179,7 @@ func TestGroupConfigs(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	groupCfg := func(c *Controller) map[string]string {
-		return c.Image().Configs[ConfigResource{Type: ConfigResourceGroup, Name: "g"}]
+		return c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: "g"}]
 	}
 	const (
 		hb      = "consumer.heartbeat.interval.ms"
@@ -225,7 +226,7 @@ func TestGroupConfigs(t *testing.T) {
 	if r := c.IncrementalAlterConfigs(ctxT(t), alterReq(kmsg.ConfigResourceTypeGroupConfig, "g", session, opDelete, nil)).Resources[0]; r.ErrorCode != 0 {
 		t.Fatalf("delete after restart: %+v", r)
 	}
-	if _, ok := c.Image().Configs[ConfigResource{Type: ConfigResourceGroup, Name: "g"}]; ok {
+	if _, ok := c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: "g"}]; ok {
 		t.Fatal("a group without configs stays in the image")
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/controller/raftlog"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"go.etcd.io/raft/v3"
@@ -53,13 +54,13 @@ type Config struct {
 	// single-node mode). The voter set recorded by Format is authoritative
 	// for the quorum; endpoints given here fill in DescribeQuorum's Nodes
 	// for voters whose endpoints the log does not know.
-	Voters []Voter
+	Voters []metadata.Voter
 	// DefaultPartitions and DefaultReplicationFactor apply when CreateTopics
 	// asks for -1 (num.partitions, default.replication.factor).
 	DefaultPartitions        int32
 	DefaultReplicationFactor int16
 	// Schema knows the config keys: validation, list types and defaults.
-	Schema ConfigSchema
+	Schema metadata.ConfigSchema
 	// SupportedFeatures is the [min, max] level this node supports for
 	// each feature (UpdateFeatures is validated against it).
 	SupportedFeatures map[string][2]int16
@@ -105,7 +106,7 @@ type Config struct {
 
 	// DelegationTokens configures delegation tokens
 	// (delegationtokens.go).
-	DelegationTokens DelegationTokenConfig
+	DelegationTokens metadata.DelegationTokenConfig
 
 	// ControllerListener is the listener raft and voter changes use (the
 	// first of controller.listener.names; default CONTROLLER).
@@ -114,22 +115,6 @@ type Config struct {
 	// its announcement to addr (the active controller when known, else ""
 	// for any bootstrap controller) (membership.go).
 	Announce func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error)
-}
-
-// ConfigSchema is what the controller needs to know about config keys to
-// validate AlterConfigs, IncrementalAlterConfigs and CreateTopics configs.
-// The broker's config package implements it.
-type ConfigSchema interface {
-	// Validate checks the complete set of overrides a resource would have
-	// after a change; the error message is returned to the client with
-	// INVALID_CONFIG, or with the code of a *kerr.Error the error wraps
-	// (e.g. kerr.InvalidRequest for broker configs Kafka refuses that way).
-	Validate(t ConfigResourceType, name string, overrides map[string]string) error
-	// IsList reports whether key is a list type (APPEND and SUBTRACT work
-	// only on lists).
-	IsList(t ConfigResourceType, key string) bool
-	// Default is the value a key has when it is not overridden.
-	Default(t ConfigResourceType, key string) (string, bool)
 }
 
 // Transport sends raft messages to peers. Send must not block on the
@@ -188,7 +173,7 @@ type Controller struct {
 
 	// loop-owned
 	rn              *raft.RawNode
-	committed       *Image
+	committed       *metadata.Image
 	appliedIndex    uint64
 	appliedTerm     uint64
 	confState       *pb.ConfState
@@ -214,7 +199,7 @@ type Controller struct {
 	// the write pipeline (loop-owned, see pipeline.go)
 	inflight      []*proposal
 	inflightBytes int
-	pending       *Image // nil when inflight is empty
+	pending       *metadata.Image // nil when inflight is empty
 	// inflightCount is len(inflight), readable outside the loop.
 	inflightCount atomic.Int64
 }
@@ -350,7 +335,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.lastSnapshot = c.now()
 	snap, _ := rlog.Snapshot()
-	img := emptyImage(info.ClusterID)
+	img := metadata.EmptyImage(info.ClusterID)
 	c.confState = snap.GetMetadata().GetConfState()
 	if idx := snap.GetMetadata().GetIndex(); idx > 0 {
 		img, err = imageFromSnapshot(info.ClusterID, snap)
@@ -424,12 +409,12 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-func imageFromSnapshot(clusterID string, snap *pb.Snapshot) (*Image, error) {
-	recs, err := DecodeRecords(snap.GetData())
+func imageFromSnapshot(clusterID string, snap *pb.Snapshot) (*metadata.Image, error) {
+	recs, err := metadata.DecodeRecords(snap.GetData())
 	if err != nil {
 		return nil, fmt.Errorf("decoding snapshot at offset %d: %w", snap.GetMetadata().GetIndex(), err)
 	}
-	img, err := applyBatch(emptyImage(clusterID), recs, int64(snap.GetMetadata().GetIndex()), int64(snap.GetMetadata().GetTerm()))
+	img, err := metadata.ApplyBatch(metadata.EmptyImage(clusterID), recs, int64(snap.GetMetadata().GetIndex()), int64(snap.GetMetadata().GetTerm()))
 	if err != nil {
 		return nil, fmt.Errorf("loading snapshot: %w", err)
 	}
@@ -582,7 +567,7 @@ func (c *Controller) drain() {
 // serving reports whether this node is the leader, has applied everything
 // committed before its term, and the log is bootstrapped.
 func (c *Controller) serving() bool {
-	return c.isLeader && c.appliedTerm == c.term && c.committed.Features[MetadataVersionFeature] != 0
+	return c.isLeader && c.appliedTerm == c.term && c.committed.Features[metadata.MetadataVersionFeature] != 0
 }
 
 // canTakeEvents: the leader serves them while the pipeline has room; a
@@ -716,11 +701,11 @@ func (c *Controller) applyEntry(e *pb.Entry) error {
 // change's context) to the committed image at e's offset and publishes it
 // (loop).
 func (c *Controller) applyRecords(e *pb.Entry, data []byte, what string) error {
-	recs, err := DecodeRecords(data)
+	recs, err := metadata.DecodeRecords(data)
 	if err != nil {
 		return fmt.Errorf("%s at offset %d: %w", what, e.GetIndex(), err)
 	}
-	img, err := applyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
+	img, err := metadata.ApplyBatch(c.committed, recs, int64(e.GetIndex()), int64(e.GetTerm()))
 	if err != nil {
 		return err
 	}
@@ -734,10 +719,10 @@ func (c *Controller) applyRecords(e *pb.Entry, data []byte, what string) error {
 // proposes, so that decisions on the pending image see the sessions that
 // go with it (a second registration in a burst sees the first one's live
 // contact). Sessions are the leader's own; a new leader rebuilds them.
-func (c *Controller) trackSessions(recs []Record, offset int64) {
+func (c *Controller) trackSessions(recs []metadata.Record, offset int64) {
 	for _, rec := range recs {
 		switch r := rec.(type) {
-		case *RegisterBrokerRecord:
+		case *metadata.RegisterBrokerRecord:
 			s := c.sessions[r.BrokerID]
 			if s == nil {
 				s = &brokerSession{metadataOffset: -1}
@@ -747,14 +732,14 @@ func (c *Controller) trackSessions(recs []Record, offset int64) {
 			s.contacted = true
 			s.controlledShutdownOffset = -1
 			s.fencedOffset = offset
-		case *UnregisterBrokerRecord:
+		case *metadata.UnregisterBrokerRecord:
 			delete(c.sessions, r.BrokerID)
-		case *BrokerRegistrationChangeRecord:
+		case *metadata.BrokerRegistrationChangeRecord:
 			if s := c.sessions[r.BrokerID]; s != nil {
-				if r.InControlledShutdown == controlledShutdownChangeShutdown {
+				if r.InControlledShutdown == metadata.ControlledShutdownChangeShutdown {
 					s.controlledShutdownOffset = offset
 				}
-				if r.Fenced == fenceChangeFence {
+				if r.Fenced == metadata.FenceChangeFence {
 					s.controlledShutdownOffset = -1
 					s.fencedOffset = offset
 				}
@@ -770,12 +755,12 @@ func (c *Controller) maybeBootstrap() {
 	if !c.isLeader || c.appliedTerm != c.term || len(c.inflight) > 0 || c.fatalErr() != nil {
 		return
 	}
-	if c.committed.Features[MetadataVersionFeature] != 0 {
+	if c.committed.Features[metadata.MetadataVersionFeature] != 0 {
 		return
 	}
 	c.logger.Info("writing bootstrap metadata records", "features", c.info.Features)
 	recs := c.info.bootstrapRecords()
-	if c.info.Features[EligibleLeaderReplicasFeature] > 0 {
+	if c.info.Features[metadata.EligibleLeaderReplicasFeature] > 0 {
 		recs = append(recs, c.elrSafetyRecords(c.latest())...)
 	}
 	c.propose(recs, c.nextIndex(), func(err error) {
@@ -820,7 +805,7 @@ func (c *Controller) maybeSnapshot() {
 // writeSnapshot writes a snapshot of the applied image and compacts the
 // log up to it (loop).
 func (c *Controller) writeSnapshot() {
-	data := EncodeRecords(imageRecords(c.committed))
+	data := metadata.EncodeRecords(metadata.ImageRecords(c.committed))
 	if err := c.rlog.CreateSnapshot(c.appliedIndex, c.confState, data); err != nil {
 		if errors.Is(err, raft.ErrSnapOutOfDate) {
 			return
@@ -837,14 +822,14 @@ func (c *Controller) writeSnapshot() {
 // publisher holds the current image and delivers each new one to the
 // subscribers, for the Controller and the Follower alike.
 type publisher struct {
-	image   atomic.Pointer[Image]
+	image   atomic.Pointer[metadata.Image]
 	subsMu  sync.Mutex
 	subs    map[*subscription]struct{}
 	stopped bool // subsMu
 }
 
 // Image returns the current committed image.
-func (c *publisher) Image() *Image { return c.image.Load() }
+func (c *publisher) Image() *metadata.Image { return c.image.Load() }
 
 func (c *publisher) closeSubscriptions() {
 	c.subsMu.Lock()
@@ -857,7 +842,7 @@ func (c *publisher) closeSubscriptions() {
 }
 
 // publish makes img the current image and queues it for subscribers.
-func (c *publisher) publish(img *Image) {
+func (c *publisher) publish(img *metadata.Image) {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
 	prev := c.image.Swap(img)
@@ -872,7 +857,7 @@ func (c *publisher) publish(img *Image) {
 // Subscribe calls fn for every new image, in order, on one goroutine, first
 // with the current image (prev is nil then). It returns a function that
 // cancels the subscription.
-func (c *publisher) Subscribe(fn func(prev, next *Image)) (cancel func()) {
+func (c *publisher) Subscribe(fn func(prev, next *metadata.Image)) (cancel func()) {
 	s := &subscription{fn: fn, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	c.subsMu.Lock()
 	if c.stopped {
@@ -900,10 +885,10 @@ func (c *publisher) Subscribe(fn func(prev, next *Image)) (cancel func()) {
 	}
 }
 
-type imagePair struct{ prev, next *Image }
+type imagePair struct{ prev, next *metadata.Image }
 
 type subscription struct {
-	fn        func(prev, next *Image)
+	fn        func(prev, next *metadata.Image)
 	mu        sync.Mutex
 	queue     []imagePair
 	wake      chan struct{}
@@ -912,7 +897,7 @@ type subscription struct {
 	closeOnce sync.Once
 }
 
-func (s *subscription) push(prev, next *Image) {
+func (s *subscription) push(prev, next *metadata.Image) {
 	s.mu.Lock()
 	s.queue = append(s.queue, imagePair{prev, next})
 	s.mu.Unlock()

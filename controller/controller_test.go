@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,7 @@ func TestSingleNodeBecomesLeaderQuickly(t *testing.T) {
 	}
 	defer c.Close()
 	deadline := time.Now().Add(2 * time.Second)
-	for c.Image().Features[MetadataVersionFeature] == 0 && time.Now().Before(deadline) {
+	for c.Image().Features[metadata.MetadataVersionFeature] == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	elapsed := time.Since(start)
@@ -31,10 +32,10 @@ func TestSingleNodeBecomesLeaderQuickly(t *testing.T) {
 	if img.LeaderID != 1 {
 		t.Fatalf("leader = %d, want 1", img.LeaderID)
 	}
-	if got := img.Features[MetadataVersionFeature]; got != LatestMetadataVersion {
-		t.Fatalf("metadata.version = %d, want %d", got, LatestMetadataVersion)
+	if got := img.Features[metadata.MetadataVersionFeature]; got != metadata.LatestMetadataVersion {
+		t.Fatalf("metadata.version = %d, want %d", got, metadata.LatestMetadataVersion)
 	}
-	if got := img.Features[KRaftVersionFeature]; got != 1 {
+	if got := img.Features[metadata.KRaftVersionFeature]; got != 1 {
 		t.Fatalf("kraft.version = %d, want 1", got)
 	}
 	if _, ok := img.Features["group.version"]; ok {
@@ -64,7 +65,7 @@ func TestStartRefusesUnformattedAndMismatchedIdentity(t *testing.T) {
 	if _, err := Start(context.Background(), cfg); err == nil {
 		t.Fatal("start with another node id succeeded")
 	}
-	if err := Format(fsys, testDir, FormatOptions{ClusterID: "x", NodeID: 1, Voters: []Voter{{ID: 1}}}); !errors.Is(err, ErrAlreadyFormatted) {
+	if err := Format(fsys, testDir, FormatOptions{ClusterID: "x", NodeID: 1, Voters: []metadata.Voter{{ID: 1}}}); !errors.Is(err, ErrAlreadyFormatted) {
 		t.Fatalf("second format: %v", err)
 	}
 }
@@ -74,7 +75,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	dir := protocol.RandomUUID()
 	opts := FormatOptions{
 		ClusterID: "abc", NodeID: 3, DirectoryID: dir,
-		Voters:   []Voter{{ID: 3, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 1, SecurityProtocol: 0}}}},
+		Voters:   []metadata.Voter{{ID: 3, DirectoryID: dir, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "h", Port: 1, SecurityProtocol: 0}}}},
 		Features: map[string]int16{"group.version": 1},
 	}
 	if err := Format(fsys, "/d", opts); err != nil {
@@ -87,7 +88,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	if info.ClusterID != "abc" || info.NodeID != 3 || info.DirectoryID != dir || len(info.Voters) != 1 || info.Voters[0].Endpoints[0].Host != "h" {
 		t.Fatalf("info = %+v", info)
 	}
-	want := map[string]int16{"group.version": 1, MetadataVersionFeature: 30, KRaftVersionFeature: 1}
+	want := map[string]int16{"group.version": 1, metadata.MetadataVersionFeature: 30, metadata.KRaftVersionFeature: 1}
 	for k, v := range want {
 		if info.Features[k] != v {
 			t.Fatalf("features = %v, want %v", info.Features, want)
@@ -108,8 +109,8 @@ func TestSubscribeDeliversEveryImageInOrder(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	c := startTest(t, fsys)
 	var mu sync.Mutex
-	var got []*Image
-	cancel := c.Subscribe(func(prev, next *Image) {
+	var got []*metadata.Image
+	cancel := c.Subscribe(func(prev, next *metadata.Image) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) == 0 && prev != nil {
@@ -130,7 +131,7 @@ func TestSubscribeDeliversEveryImageInOrder(t *testing.T) {
 	for {
 		mu.Lock()
 		n := len(got)
-		last := (*Image)(nil)
+		last := (*metadata.Image)(nil)
 		if n > 0 {
 			last = got[n-1]
 		}
@@ -158,7 +159,7 @@ func TestImageIsNotMutatedByLaterChanges(t *testing.T) {
 	registerBroker(t, c, 1)
 	createTopic(t, c, "a", 2, 1)
 	before := c.Image()
-	snapshot := EncodeRecords(imageRecords(before))
+	snapshot := metadata.EncodeRecords(metadata.ImageRecords(before))
 	createTopic(t, c, "b", 1, 1)
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -169,7 +170,7 @@ func TestImageIsNotMutatedByLaterChanges(t *testing.T) {
 	if resp := c.IncrementalAlterConfigs(ctxT(t), req); resp.Resources[0].ErrorCode != 0 {
 		t.Fatalf("alter: %+v", resp.Resources[0])
 	}
-	if string(EncodeRecords(imageRecords(before))) != string(snapshot) {
+	if string(metadata.EncodeRecords(metadata.ImageRecords(before))) != string(snapshot) {
 		t.Fatal("an older image changed after later records were applied")
 	}
 	if _, ok := before.Topics["b"]; ok {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,8 +18,8 @@ import (
 
 // imageBytes is a canonical encoding of an image's replicated content
 // (everything but LeaderID, which is not in the log).
-func imageBytes(img *Image) string {
-	return fmt.Sprintf("%d/%d/%s/%x", img.Offset, img.Epoch, img.ClusterID, EncodeRecords(imageRecords(img)))
+func imageBytes(img *metadata.Image) string {
+	return fmt.Sprintf("%d/%d/%s/%x", img.Offset, img.Epoch, img.ClusterID, metadata.EncodeRecords(metadata.ImageRecords(img)))
 }
 
 // workload applies random admin operations; it stops at the first failure
@@ -179,7 +180,7 @@ func crashOnce(t *testing.T, seed int64) {
 	// acknowledged config (or deleted its topic).
 	changed := 0
 	for name, v := range ackedConfigs {
-		if got := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: name}]["retention.ms"]; got != v {
+		if got := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: name}]["retention.ms"]; got != v {
 			changed++
 		}
 	}
@@ -359,7 +360,7 @@ func crashBurstOnce(t *testing.T, seed int64) {
 				t.Fatalf("acknowledged producer id block %d is not below the next producer id %d", start, img.NextProducerID)
 			}
 		}
-		got := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: fmt.Sprintf("cfg-%d", id)}]["retention.ms"]
+		got := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: fmt.Sprintf("cfg-%d", id)}]["retention.ms"]
 		if got != w.config && got != w.failedConfig {
 			t.Fatalf("cfg-%d retention.ms = %q, acknowledged %q, in flight %q", id, got, w.config, w.failedConfig)
 		}

@@ -1,19 +1,17 @@
 package controller
 
-// Delegation tokens (KIP-48, KIP-373): DelegationTokenRecord and
-// RemoveDelegationTokenRecord (Kafka's metadata record types 10 and 26,
-// same fields), their place in the image, and CreateDelegationToken (key
-// 38), RenewDelegationToken (39) and ExpireDelegationToken (40) as Kafka's
+// Delegation tokens (KIP-48, KIP-373): CreateDelegationToken (key 38),
+// RenewDelegationToken (39) and ExpireDelegationToken (40) as Kafka's
 // DelegationTokenControlManager decides them, with the sweep of expired
 // tokens the active controller runs every
-// delegation.token.expiry.check.interval.ms.
+// delegation.token.expiry.check.interval.ms. The records and the tokens
+// in the image are metadata's (metadata/delegationtokens.go).
 //
-// A token's record holds its id, owner, requester, renewers (principals in
-// Kafka's "Type:Name" form) and its issue, maximum and expiry timestamps,
-// never its HMAC: the HMAC is HmacSHA512 of the id keyed with
-// delegation.token.secret.key (sasl.TokenHMAC), which every node that
-// knows the secret computes again. Renew and Expire name a token by its
-// HMAC, so the controller finds it by computing the HMAC of each token.
+// A token's record never holds its HMAC: the HMAC is HmacSHA512 of the id
+// keyed with delegation.token.secret.key (sasl.TokenHMAC), which every
+// node that knows the secret computes again. Renew and Expire name a token
+// by its HMAC, so the controller finds it by computing the HMAC of each
+// token.
 //
 // Decisions and codes are Kafka's: DELEGATION_TOKEN_AUTH_DISABLED without
 // a secret, UNSUPPORTED_VERSION below metadata.version 3.6-IV2,
@@ -24,7 +22,8 @@ package controller
 // negative period removes the token at once; otherwise its expiry moves to
 // the sooner of now plus the period and its maximum. The requester is the
 // principal the broker names in the request's context
-// (WithRequestPrincipal); a request without one acts as User:ANONYMOUS.
+// (metadata.WithRequestPrincipal); a request without one acts as
+// User:ANONYMOUS.
 // The broker makes the checks Kafka's KafkaApis and ControllerApis make
 // first (tokens never requested over a token-authenticated, PLAINTEXT or
 // anonymous SSL connection, CREATE_TOKENS for another owner).
@@ -34,25 +33,16 @@ package controller
 // own limit.
 
 import (
-	"cmp"
 	"context"
 	"crypto/hmac"
-	"maps"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-const (
-	RecordDelegationToken       RecordType = 10
-	RecordRemoveDelegationToken RecordType = 26
 )
 
 // delegationTokenSupportedMetadataVersion is metadata.version 3.6-IV2,
@@ -64,177 +54,8 @@ const delegationTokenSupportedMetadataVersion int16 = 14
 // MAX_RECORDS_PER_EXPIRATION).
 const sweepLimit = 1000
 
-// UserPrincipalType is the principal type of users, the only type a
-// token's renewers may have.
-const UserPrincipalType = "User"
-
-// DelegationTokenConfig is the delegation token set-up of a controller.
-type DelegationTokenConfig struct {
-	// SecretKey is delegation.token.secret.key; empty disables tokens.
-	SecretKey string
-	// MaxLifetime is delegation.token.max.lifetime.ms: no token lives
-	// longer, renewed or not.
-	MaxLifetime time.Duration
-	// ExpiryTime is delegation.token.expiry.time.ms: how long a token
-	// lives before it must be renewed, and the longest renewal.
-	ExpiryTime time.Duration
-	// ExpiryCheckInterval is delegation.token.expiry.check.interval.ms:
-	// how often the active controller removes expired tokens.
-	ExpiryCheckInterval time.Duration
-}
-
-// DelegationToken is a token as the image holds it (Kafka's
-// TokenInformation). Principals are in Kafka's "Type:Name" form.
-type DelegationToken struct {
-	ID        string
-	Owner     string
-	Requester string
-	Renewers  []string
-	// IssueMs, MaxMs and ExpiryMs are Unix milliseconds.
-	IssueMs  int64
-	MaxMs    int64
-	ExpiryMs int64
-}
-
-// Expired reports whether the token is past its expiry or maximum at
-// nowMs, as Kafka tests it (strictly after).
-func (t *DelegationToken) Expired(nowMs int64) bool {
-	return t.MaxMs < nowMs || t.ExpiryMs < nowMs
-}
-
-// OwnerOrRenewer reports whether principal owns, requested or may renew
-// the token (TokenInformation.ownerOrRenewer): whom Describe shows it to,
-// and whose tokens an owner filter matches.
-func (t *DelegationToken) OwnerOrRenewer(principal string) bool {
-	return t.Owner == principal || t.Requester == principal || slices.Contains(t.Renewers, principal)
-}
-
-// MayRenew reports whether principal may renew or expire the token: its
-// owner or a renewer, not its requester
-// (DelegationTokenControlManager.allowedToRenew).
-func (t *DelegationToken) MayRenew(principal string) bool {
-	return t.Owner == principal || slices.Contains(t.Renewers, principal)
-}
-
-// SplitPrincipal splits Kafka's "Type:Name" form at its first colon.
-func SplitPrincipal(p string) (typ, name string) {
-	typ, name, _ = strings.Cut(p, ":")
-	return typ, name
-}
-
-// DelegationTokenRecord creates a token or replaces it (a renewal or an
-// expiry changes ExpirationTimestamp).
-type DelegationTokenRecord struct {
-	Owner               string
-	Requester           string
-	Renewers            []string
-	IssueTimestamp      int64
-	MaxTimestamp        int64
-	ExpirationTimestamp int64
-	TokenID             string
-}
-
-// RemoveDelegationTokenRecord deletes a token.
-type RemoveDelegationTokenRecord struct {
-	TokenID string
-}
-
-func (*DelegationTokenRecord) Type() RecordType       { return RecordDelegationToken }
-func (*RemoveDelegationTokenRecord) Type() RecordType { return RecordRemoveDelegationToken }
-func (*DelegationTokenRecord) Version() int16         { return 0 }
-func (*RemoveDelegationTokenRecord) Version() int16   { return 0 }
-
-func (x *DelegationTokenRecord) appendBody(dst []byte) []byte {
-	dst = kbin.AppendString(dst, x.Owner)
-	dst = kbin.AppendString(dst, x.Requester)
-	dst = kbin.AppendArrayLen(dst, len(x.Renewers))
-	for _, r := range x.Renewers {
-		dst = kbin.AppendString(dst, r)
-	}
-	dst = kbin.AppendInt64(dst, x.IssueTimestamp)
-	dst = kbin.AppendInt64(dst, x.MaxTimestamp)
-	dst = kbin.AppendInt64(dst, x.ExpirationTimestamp)
-	return kbin.AppendString(dst, x.TokenID)
-}
-
-func (x *DelegationTokenRecord) readBody(r *kbin.Reader, _ int16) {
-	x.Owner = r.String()
-	x.Requester = r.String()
-	// ArrayLen refuses a count beyond the bytes left, so a hostile
-	// count allocates no more than the record's size.
-	if n := r.ArrayLen(); n > 0 {
-		x.Renewers = make([]string, n)
-		for i := range x.Renewers {
-			x.Renewers[i] = r.String()
-		}
-	}
-	x.IssueTimestamp = r.Int64()
-	x.MaxTimestamp = r.Int64()
-	x.ExpirationTimestamp = r.Int64()
-	x.TokenID = r.String()
-}
-
-func (x *RemoveDelegationTokenRecord) appendBody(dst []byte) []byte {
-	return kbin.AppendString(dst, x.TokenID)
-}
-
-func (x *RemoveDelegationTokenRecord) readBody(r *kbin.Reader, _ int16) {
-	x.TokenID = r.String()
-}
-
-// applyDelegationToken applies a delegation token record to the image
-// being built.
-func (b *imageBuilder) applyDelegationToken(rec Record) error {
-	if !b.tokensCopied {
-		b.next.DelegationTokens = maps.Clone(b.next.DelegationTokens)
-		if b.next.DelegationTokens == nil {
-			b.next.DelegationTokens = map[string]*DelegationToken{}
-		}
-		b.tokensCopied = true
-	}
-	switch r := rec.(type) {
-	case *DelegationTokenRecord:
-		b.next.DelegationTokens[r.TokenID] = &DelegationToken{
-			ID:        r.TokenID,
-			Owner:     r.Owner,
-			Requester: r.Requester,
-			Renewers:  nilIfEmpty(r.Renewers),
-			IssueMs:   r.IssueTimestamp,
-			MaxMs:     r.MaxTimestamp,
-			ExpiryMs:  r.ExpirationTimestamp,
-		}
-	case *RemoveDelegationTokenRecord:
-		// Kafka's DelegationTokenDelta removes what may already be
-		// gone (an expiry and the sweep can both remove a token).
-		delete(b.next.DelegationTokens, r.TokenID)
-	}
-	return nil
-}
-
-// delegationTokenRecords are the records that rebuild the image's tokens,
-// in a deterministic order.
-func delegationTokenRecords(img *Image) []Record {
-	out := make([]Record, 0, len(img.DelegationTokens))
-	for _, id := range slices.Sorted(maps.Keys(img.DelegationTokens)) {
-		out = append(out, img.DelegationTokens[id].record())
-	}
-	return out
-}
-
-func (t *DelegationToken) record() *DelegationTokenRecord {
-	return &DelegationTokenRecord{
-		Owner:               t.Owner,
-		Requester:           t.Requester,
-		Renewers:            t.Renewers,
-		IssueTimestamp:      t.IssueMs,
-		MaxTimestamp:        t.MaxMs,
-		ExpirationTimestamp: t.ExpiryMs,
-		TokenID:             t.ID,
-	}
-}
-
-// TokenForHMAC finds the token whose HMAC under secret is mac.
-func (img *Image) TokenForHMAC(secret string, mac []byte) (*DelegationToken, bool) {
+// tokenForHMAC finds the token of img whose HMAC under secret is mac.
+func tokenForHMAC(img *metadata.Image, secret string, mac []byte) (*metadata.DelegationToken, bool) {
 	if img == nil || secret == "" {
 		return nil, false
 	}
@@ -246,47 +67,15 @@ func (img *Image) TokenForHMAC(secret string, mac []byte) (*DelegationToken, boo
 	return nil, false
 }
 
-// DelegationTokensSorted are the image's tokens by issue time, then id.
-func (img *Image) DelegationTokensSorted() []*DelegationToken {
-	if img == nil {
-		return nil
-	}
-	out := slices.Collect(maps.Values(img.DelegationTokens))
-	slices.SortFunc(out, func(a, b *DelegationToken) int {
-		if c := cmp.Compare(a.IssueMs, b.IssueMs); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return out
-}
-
-type requestPrincipalKey struct{}
-
-// WithRequestPrincipal says which principal ("Type:Name") the requests
-// made with ctx act for: a token's requester, owner by default, and the
-// one allowed to renew or expire it.
-func WithRequestPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, requestPrincipalKey{}, principal)
-}
-
-// requestPrincipal is the principal ctx names, User:ANONYMOUS if none.
-func requestPrincipal(ctx context.Context) string {
-	if p, ok := ctx.Value(requestPrincipalKey{}).(string); ok {
-		return p
-	}
-	return "User:ANONYMOUS"
-}
-
 // tokensEnabled reports whether this controller has a token secret.
 func (c *Controller) tokensEnabled() bool { return c.cfg.DelegationTokens.SecretKey != "" }
 
 // tokenCheck is the refusal every token request shares, or 0.
-func (c *Controller) tokenCheck(img *Image) int16 {
+func (c *Controller) tokenCheck(img *metadata.Image) int16 {
 	switch {
 	case !c.tokensEnabled():
 		return kerr.DelegationTokenAuthDisabled.Code
-	case img.Features[MetadataVersionFeature] < delegationTokenSupportedMetadataVersion:
+	case img.Features[metadata.MetadataVersionFeature] < delegationTokenSupportedMetadataVersion:
 		return kerr.UnsupportedVersion.Code
 	}
 	return 0
@@ -294,11 +83,11 @@ func (c *Controller) tokenCheck(img *Image) int16 {
 
 // tokenToChange is the token a Renew or Expire names by its HMAC, or the
 // code refusing the request before the token's state is looked at.
-func (c *Controller) tokenToChange(img *Image, mac []byte) (*DelegationToken, int16) {
+func (c *Controller) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
 	if code := c.tokenCheck(img); code != 0 {
 		return nil, code
 	}
-	t, ok := img.TokenForHMAC(c.cfg.DelegationTokens.SecretKey, mac)
+	t, ok := tokenForHMAC(img, c.cfg.DelegationTokens.SecretKey, mac)
 	if !ok {
 		return nil, kerr.DelegationTokenNotFound.Code
 	}
@@ -316,15 +105,15 @@ func addMs(now, d int64) int64 {
 // CreateDelegationToken creates a token for the request's owner (or the
 // requester).
 func (c *Controller) CreateDelegationToken(ctx context.Context, req *kmsg.CreateDelegationTokenRequest) *kmsg.CreateDelegationTokenResponse {
-	requester := requestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *kmsg.CreateDelegationTokenResponse) {
+	requester := metadata.RequestPrincipal(ctx)
+	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
 		return c.decideCreateToken(img, requester, req, c.now().UnixMilli(), protocol.RandomUUID().String())
 	})
 	if !ok || err != nil {
 		resp = req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
 		owner := tokenOwner(req, requester)
-		resp.PrincipalType, resp.PrincipalName = SplitPrincipal(owner)
-		resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = SplitPrincipal(requester)
+		resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(owner)
+		resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = metadata.SplitPrincipal(requester)
 		resp.ErrorCode = commitFailure(ok, err).code()
 	}
 	return resp
@@ -343,11 +132,11 @@ func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester string) string
 }
 
 // decideCreateToken is DelegationTokenControlManager.createDelegationToken.
-func (c *Controller) decideCreateToken(img *Image, requester string, req *kmsg.CreateDelegationTokenRequest, nowMs int64, tokenID string) ([]Record, *kmsg.CreateDelegationTokenResponse) {
+func (c *Controller) decideCreateToken(img *metadata.Image, requester string, req *kmsg.CreateDelegationTokenRequest, nowMs int64, tokenID string) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
 	owner := tokenOwner(req, requester)
-	resp.PrincipalType, resp.PrincipalName = SplitPrincipal(owner)
-	resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = SplitPrincipal(requester)
+	resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(owner)
+	resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = metadata.SplitPrincipal(requester)
 	if code := c.tokenCheck(img); code != 0 {
 		resp.ErrorCode = code
 		return nil, resp
@@ -360,13 +149,13 @@ func (c *Controller) decideCreateToken(img *Image, requester string, req *kmsg.C
 	expiryMs := min(maxMs, addMs(nowMs, c.cfg.DelegationTokens.ExpiryTime.Milliseconds()))
 	var renewers []string
 	for _, r := range req.Renewers {
-		if r.PrincipalType != UserPrincipalType {
+		if r.PrincipalType != metadata.UserPrincipalType {
 			resp.ErrorCode = kerr.InvalidPrincipalType.Code
 			return nil, resp
 		}
 		renewers = append(renewers, r.PrincipalType+":"+r.PrincipalName)
 	}
-	rec := &DelegationTokenRecord{
+	rec := &metadata.DelegationTokenRecord{
 		Owner:               owner,
 		Requester:           requester,
 		Renewers:            renewers,
@@ -378,13 +167,13 @@ func (c *Controller) decideCreateToken(img *Image, requester string, req *kmsg.C
 	resp.IssueTimestamp, resp.ExpiryTimestamp, resp.MaxTimestamp = nowMs, expiryMs, maxMs
 	resp.TokenID = tokenID
 	resp.HMAC = sasl.TokenHMAC(c.cfg.DelegationTokens.SecretKey, tokenID)
-	return []Record{rec}, resp
+	return []metadata.Record{rec}, resp
 }
 
 // RenewDelegationToken moves a token's expiry on.
 func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDelegationTokenRequest) *kmsg.RenewDelegationTokenResponse {
-	requester := requestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *kmsg.RenewDelegationTokenResponse) {
+	requester := metadata.RequestPrincipal(ctx)
+	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
 		return c.decideRenewToken(img, requester, req, c.now().UnixMilli())
 	})
 	if !ok || err != nil {
@@ -395,7 +184,7 @@ func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDe
 }
 
 // decideRenewToken is DelegationTokenControlManager.renewDelegationToken.
-func (c *Controller) decideRenewToken(img *Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]Record, *kmsg.RenewDelegationTokenResponse) {
+func (c *Controller) decideRenewToken(img *metadata.Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
 	t, code := c.tokenToChange(img, req.HMAC)
 	switch {
@@ -413,16 +202,16 @@ func (c *Controller) decideRenewToken(img *Image, requester string, req *kmsg.Re
 	if req.RenewTimeMillis > 0 {
 		renew = min(renew, req.RenewTimeMillis)
 	}
-	rec := t.record()
+	rec := t.Record()
 	rec.ExpirationTimestamp = min(t.MaxMs, nowMs+renew)
 	resp.ExpiryTimestamp = rec.ExpirationTimestamp
-	return []Record{rec}, resp
+	return []metadata.Record{rec}, resp
 }
 
 // ExpireDelegationToken expires a token now or moves its expiry.
 func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.ExpireDelegationTokenRequest) *kmsg.ExpireDelegationTokenResponse {
-	requester := requestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *kmsg.ExpireDelegationTokenResponse) {
+	requester := metadata.RequestPrincipal(ctx)
+	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
 		return c.decideExpireToken(img, requester, req, c.now().UnixMilli())
 	})
 	if !ok || err != nil {
@@ -433,7 +222,7 @@ func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.Expire
 }
 
 // decideExpireToken is DelegationTokenControlManager.expireDelegationToken.
-func (c *Controller) decideExpireToken(img *Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]Record, *kmsg.ExpireDelegationTokenResponse) {
+func (c *Controller) decideExpireToken(img *metadata.Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
 	t, code := c.tokenToChange(img, req.HMAC)
 	switch {
@@ -445,27 +234,27 @@ func (c *Controller) decideExpireToken(img *Image, requester string, req *kmsg.E
 		return nil, resp
 	case req.ExpiryPeriodMillis < 0:
 		resp.ExpiryTimestamp = nowMs
-		return []Record{&RemoveDelegationTokenRecord{TokenID: t.ID}}, resp
+		return []metadata.Record{&metadata.RemoveDelegationTokenRecord{TokenID: t.ID}}, resp
 	case t.Expired(nowMs):
 		resp.ErrorCode = kerr.DelegationTokenExpired.Code
 		return nil, resp
 	}
-	rec := t.record()
+	rec := t.Record()
 	rec.ExpirationTimestamp = min(t.MaxMs, addMs(nowMs, req.ExpiryPeriodMillis))
 	resp.ExpiryTimestamp = rec.ExpirationTimestamp
-	return []Record{rec}, resp
+	return []metadata.Record{rec}, resp
 }
 
 // expiredTokenRecords remove the tokens expired at nowMs, at most limit
 // of them (DelegationTokenControlManager.sweepExpiredDelegationTokens).
-func expiredTokenRecords(img *Image, nowMs int64, limit int) []Record {
-	var out []Record
+func expiredTokenRecords(img *metadata.Image, nowMs int64, limit int) []metadata.Record {
+	var out []metadata.Record
 	for _, t := range img.DelegationTokensSorted() {
 		if len(out) >= limit {
 			break
 		}
 		if t.Expired(nowMs) {
-			out = append(out, &RemoveDelegationTokenRecord{TokenID: t.ID})
+			out = append(out, &metadata.RemoveDelegationTokenRecord{TokenID: t.ID})
 		}
 	}
 	return out
@@ -492,7 +281,7 @@ func (c *Controller) sweepExpiredTokens() {
 		return
 	}
 	for _, r := range recs {
-		id := r.(*RemoveDelegationTokenRecord).TokenID
+		id := r.(*metadata.RemoveDelegationTokenRecord).TokenID
 		t := c.latest().DelegationTokens[id]
 		c.logger.Info("Delegation token expired", "token", id, "owner", t.Owner)
 	}

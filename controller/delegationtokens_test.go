@@ -3,11 +3,11 @@ package controller
 import (
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gregorbroker/gregor/internal/await"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/vfs"
@@ -21,7 +21,7 @@ const testTokenSecret = "token-secret"
 func tokenConfig(clock *fakeClock) func(*Config) {
 	return func(cfg *Config) {
 		cfg.Now = clock.Now
-		cfg.DelegationTokens = DelegationTokenConfig{
+		cfg.DelegationTokens = metadata.DelegationTokenConfig{
 			SecretKey:           testTokenSecret,
 			MaxLifetime:         7 * 24 * time.Hour,
 			ExpiryTime:          24 * time.Hour,
@@ -37,24 +37,24 @@ func createToken(t *testing.T, c *Controller, as string, renewers ...string) *km
 	req.MaxLifetimeMillis = -1
 	for _, r := range renewers {
 		rr := kmsg.NewCreateDelegationTokenRequestRenewer()
-		rr.PrincipalType, rr.PrincipalName = SplitPrincipal(r)
+		rr.PrincipalType, rr.PrincipalName = metadata.SplitPrincipal(r)
 		req.Renewers = append(req.Renewers, rr)
 	}
-	return c.CreateDelegationToken(WithRequestPrincipal(ctxT(t), as), req)
+	return c.CreateDelegationToken(metadata.WithRequestPrincipal(ctxT(t), as), req)
 }
 
 func renewToken(t *testing.T, c *Controller, as string, mac []byte, period int64) *kmsg.RenewDelegationTokenResponse {
 	t.Helper()
 	req := kmsg.NewPtrRenewDelegationTokenRequest()
 	req.HMAC, req.RenewTimeMillis = mac, period
-	return c.RenewDelegationToken(WithRequestPrincipal(ctxT(t), as), req)
+	return c.RenewDelegationToken(metadata.WithRequestPrincipal(ctxT(t), as), req)
 }
 
 func expireToken(t *testing.T, c *Controller, as string, mac []byte, period int64) *kmsg.ExpireDelegationTokenResponse {
 	t.Helper()
 	req := kmsg.NewPtrExpireDelegationTokenRequest()
 	req.HMAC, req.ExpiryPeriodMillis = mac, period
-	return c.ExpireDelegationToken(WithRequestPrincipal(ctxT(t), as), req)
+	return c.ExpireDelegationToken(metadata.WithRequestPrincipal(ctxT(t), as), req)
 }
 
 func TestDelegationTokenLifecycle(t *testing.T) {
@@ -78,7 +78,7 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 		t.Fatal("the HMAC is not HmacSHA512 of the id with the secret")
 	}
 	tok := c.Image().DelegationTokens[created.TokenID]
-	want := &DelegationToken{ID: created.TokenID, Owner: "User:alice", Requester: "User:alice", Renewers: []string{"User:bob"},
+	want := &metadata.DelegationToken{ID: created.TokenID, Owner: "User:alice", Requester: "User:alice", Renewers: []string{"User:bob"},
 		IssueMs: now, MaxMs: now + week, ExpiryMs: now + day}
 	if !reflect.DeepEqual(tok, want) {
 		t.Fatalf("image holds %+v, want %+v", tok, want)
@@ -146,7 +146,7 @@ func TestCreateDelegationTokenChecks(t *testing.T) {
 	req.Version = 3
 	req.OwnerPrincipalType, req.OwnerPrincipalName = kmsg.StringPtr("User"), kmsg.StringPtr("bob")
 	req.MaxLifetimeMillis = 60_000
-	r := c.CreateDelegationToken(WithRequestPrincipal(ctxT(t), "User:admin"), req)
+	r := c.CreateDelegationToken(metadata.WithRequestPrincipal(ctxT(t), "User:admin"), req)
 	now := clock.Now().UnixMilli()
 	if r.ErrorCode != 0 || r.PrincipalName != "bob" || r.TokenRequesterPrincipalName != "admin" || r.MaxTimestamp != now+60_000 || r.ExpiryTimestamp != now+60_000 {
 		t.Fatalf("create for another owner: %+v", r)
@@ -189,8 +189,8 @@ func TestDelegationTokensDisabledWithoutSecret(t *testing.T) {
 func TestDelegationTokensRefusedBelowMetadataVersion36IV2(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: 1, DirectoryID: protocol.RandomUUID(),
-		Voters:   []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
-		Features: map[string]int16{MetadataVersionFeature: 13}}); err != nil {
+		Voters:   []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+		Features: map[string]int16{metadata.MetadataVersionFeature: 13}}); err != nil {
 		t.Fatal(err)
 	}
 	c := startTest(t, fsys, tokenConfig(&fakeClock{now: time.Now()}))
@@ -234,19 +234,19 @@ func TestExpiredTokensSwept(t *testing.T) {
 }
 
 func TestExpiredTokenRecordsLimit(t *testing.T) {
-	img := emptyImage("c")
-	var recs []Record
+	img := metadata.EmptyImage("c")
+	var recs []metadata.Record
 	for i := range 5 {
-		recs = append(recs, &DelegationTokenRecord{Owner: "User:a", Requester: "User:a", TokenID: string(rune('a' + i)),
+		recs = append(recs, &metadata.DelegationTokenRecord{Owner: "User:a", Requester: "User:a", TokenID: string(rune('a' + i)),
 			IssueTimestamp: int64(i), MaxTimestamp: 100, ExpirationTimestamp: int64(10 * i)})
 	}
-	img, err := applyBatch(img, recs, 1, 1)
+	img, err := metadata.ApplyBatch(img, recs, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// At 25 the tokens expiring at 0, 10 and 20 are gone; 2 at most.
 	got := expiredTokenRecords(img, 25, 2)
-	if len(got) != 2 || got[0].(*RemoveDelegationTokenRecord).TokenID != "a" || got[1].(*RemoveDelegationTokenRecord).TokenID != "b" {
+	if len(got) != 2 || got[0].(*metadata.RemoveDelegationTokenRecord).TokenID != "a" || got[1].(*metadata.RemoveDelegationTokenRecord).TokenID != "b" {
 		t.Fatalf("%+v", got)
 	}
 	if got := expiredTokenRecords(img, 25, 10); len(got) != 3 {
@@ -255,44 +255,6 @@ func TestExpiredTokenRecordsLimit(t *testing.T) {
 	// A token is expired only strictly after its expiry, as in Kafka.
 	if got := expiredTokenRecords(img, 20, 10); len(got) != 2 {
 		t.Fatalf("at the expiry instant: %+v", got)
-	}
-}
-
-func sampleTokenRecords() []Record {
-	return []Record{
-		&DelegationTokenRecord{Owner: "User:alice", Requester: "User:admin", Renewers: []string{"User:bob", "User:carol"},
-			IssueTimestamp: 1_700_000_000_000, MaxTimestamp: 1_700_604_800_000, ExpirationTimestamp: 1_700_086_400_000, TokenID: "hUjq_K7rRTmG3uxuX9GmsA"},
-		&DelegationTokenRecord{Owner: "User:dave", Requester: "User:dave", TokenID: "t2"},
-		&RemoveDelegationTokenRecord{TokenID: "hUjq_K7rRTmG3uxuX9GmsA"},
-	}
-}
-
-// TestDelegationTokenRecordsVersion0Frozen: the version 0 encoding of the
-// token records (Kafka's field order) stays readable.
-func TestDelegationTokenRecordsVersion0Frozen(t *testing.T) {
-	data := checkFrozenRecords(t, "testdata/delegation-token-records-v0.hex", sampleTokenRecords())
-	// The HMAC is no part of what is stored.
-	if mac := sasl.TokenHMAC(testTokenSecret, "hUjq_K7rRTmG3uxuX9GmsA"); strings.Contains(string(data), string(mac)) {
-		t.Fatal("the record holds the HMAC")
-	}
-}
-
-// TestDelegationTokensSnapshotted: the image's tokens survive a snapshot
-// (imageRecords) and a removal of an unknown token applies, as Kafka's
-// delta takes it.
-func TestDelegationTokensSnapshotted(t *testing.T) {
-	img, err := applyBatch(emptyImage("c"), sampleTokenRecords()[:2], 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := applyBatch(emptyImage("c"), imageRecords(img), 2, 1)
-	if err != nil || !reflect.DeepEqual(again.DelegationTokens, img.DelegationTokens) {
-		t.Fatalf("rebuilt %+v, %v", again.DelegationTokens, err)
-	}
-	base := img
-	img, err = applyBatch(img, []Record{&RemoveDelegationTokenRecord{TokenID: "t2"}, &RemoveDelegationTokenRecord{TokenID: "none"}}, 3, 1)
-	if err != nil || len(img.DelegationTokens) != 1 || len(base.DelegationTokens) != 2 {
-		t.Fatalf("after removal %+v (base %d), %v", img.DelegationTokens, len(base.DelegationTokens), err)
 	}
 }
 

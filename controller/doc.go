@@ -1,9 +1,17 @@
-// Package controller is Gregor's cluster metadata quorum: an etcd-raft log
-// of metadata records (controller/raftlog keeps it durable on a
-// vfs.FS), the immutable Image built from the committed records, and
-// the decisions Kafka's QuorumController makes (topic creation and
-// placement, configs, leader elections, broker registration, heartbeats and
-// fencing, producer-id blocks, feature levels).
+// Package controller is Gregor's cluster metadata quorum: the etcd-raft
+// node and the Ready loop that owns it, the log of metadata records
+// (controller/raftlog keeps it durable on a vfs.FS), the transport between
+// the voters, the committed log served to the nodes that follow it without
+// voting (and the Follower a broker-only node runs), and, for now, the
+// decisions Kafka's QuorumController makes (topic creation and placement,
+// configs, ACLs, client quotas, SCRAM credentials, delegation tokens,
+// leader elections, broker registration, heartbeats and fencing,
+// producer-id blocks, feature levels).
+//
+// The model is package metadata's: the immutable Image, the records and
+// their encoding, and replay. The controller decides records against an
+// image, proposes them, applies the committed ones with
+// metadata.ApplyBatch and publishes each new image.
 //
 // Files:
 //
@@ -14,20 +22,21 @@
 //	               without waiting for earlier commits, each answered
 //	               once its own entry is applied, all pending ones failed
 //	               with NOT_CONTROLLER when leadership is lost; submit
-//	records.go     the versioned metadata record encoding
-//	replay.go      copy-on-write application of records to an Image,
-//	               and the records that rebuild an Image (snapshots)
 //	format.go      Format/ReadFormat (bootstrap.checkpoint)
+//	handle.go      Handle: a request to the decision that answers it
 //	topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	placement.go   striped, rack-aware replica placement
 //	elections.go   the active controller's periodic unclean elections and
 //	               preferred-leader rebalancing
 //	configs.go     IncrementalAlterConfigs, AlterConfigs
-//	acls.go        ACL records (AccessControlEntryRecord with its id,
-//	               RemoveAccessControlEntryRecord), CreateACLs, DeleteACLs
-//	               and Kafka's ACL filter
+//	acls.go        CreateACLs, DeleteACLs
+//	quotas.go      AlterClientQuotas
+//	scram.go       AlterUserScramCredentials
+//	delegationtokens.go  CreateDelegationToken, RenewDelegationToken,
+//	               ExpireDelegationToken, the sweep of expired tokens
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
+//	liveness.go    probing a broker whose heartbeat connection closed
 //	elect.go       ElectLeaders
 //	alterpartition.go  AlterPartition: partition leaders' ISR changes
 //	reassign.go    AlterPartitionReassignments, ListPartitionReassignments

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,8 +47,8 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	}
 	all := req.Topics == nil
 	topics := req.Topics
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.ElectLeadersResponseTopic) {
-		var recs []Record
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.ElectLeadersResponseTopic) {
+		var recs []metadata.Record
 		var out []kmsg.ElectLeadersResponseTopic
 		elect := func(rt *kmsg.ElectLeadersResponseTopic, partition int32, skipNotNeeded bool) {
 			rec, e := c.electLeader(img, rt.Topic, partition, electionType)
@@ -112,7 +113,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 // preferred election makes the first replica the leader if it is in the
 // ISR and active (with no leader, it may elect another ISR member); an
 // unclean one elects from the ISR, then the ELR, then any active replica.
-func (c *Controller) electLeader(img *Image, topic string, partition int32, electionType int8) (Record, *apiError) {
+func (c *Controller) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
@@ -143,4 +144,4 @@ func (c *Controller) electLeader(img *Image, topic string, partition int32, elec
 	return rec, nil
 }
 
-func sortedBrokerIDs(img *Image) []int32 { return slices.Sorted(maps.Keys(img.Brokers)) }
+func sortedBrokerIDs(img *metadata.Image) []int32 { return slices.Sorted(maps.Keys(img.Brokers)) }

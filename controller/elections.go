@@ -24,6 +24,8 @@ package controller
 
 import (
 	"time"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // periodicCheck schedules one periodic election (loop).
@@ -40,7 +42,7 @@ type periodicCheck struct {
 
 // poll reports whether the check should run now; needed says whether the
 // image has anything for it (asked only when the image changed).
-func (p *periodicCheck) poll(now time.Time, img *Image, interval time.Duration, needed func(*Image) bool) bool {
+func (p *periodicCheck) poll(now time.Time, img *metadata.Image, interval time.Duration, needed func(*metadata.Image) bool) bool {
 	if !p.scheduled {
 		if !p.looked || p.neededAt != img.Offset || p.again {
 			p.needed, p.neededAt, p.looked = needed(img), img.Offset, true
@@ -82,7 +84,7 @@ func (c *Controller) runPeriodicElections() {
 	}
 }
 
-func (c *Controller) proposeElections(kind string, check *periodicCheck, recs []Record) {
+func (c *Controller) proposeElections(kind string, check *periodicCheck, recs []metadata.Record) {
 	check.again = len(recs) >= maxElectionsPerPeriodicChange
 	if len(recs) == 0 {
 		return
@@ -101,25 +103,27 @@ func (c *Controller) resetPeriodicElections() {
 	c.rebalanceCheck = periodicCheck{}
 }
 
-func hasLeaderlessPartition(img *Image) bool {
+func hasLeaderlessPartition(img *metadata.Image) bool {
 	found := false
-	forEachPartition(img, func(_ *Topic, _ int, p Partition) { found = found || p.Leader == -1 })
+	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || p.Leader == -1 })
 	return found
 }
 
-func hasImbalancedPartition(img *Image) bool {
+func hasImbalancedPartition(img *metadata.Image) bool {
 	found := false
-	forEachPartition(img, func(_ *Topic, _ int, p Partition) { found = found || !hasPreferredLeader(p) })
+	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || !hasPreferredLeader(p) })
 	return found
 }
 
-func hasPreferredLeader(p Partition) bool { return len(p.Replicas) > 0 && p.Leader == p.Replicas[0] }
+func hasPreferredLeader(p metadata.Partition) bool {
+	return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
+}
 
 // uncleanElectionRecords elects leaders for the leaderless partitions of
 // topics that allow unclean elections.
-func (c *Controller) uncleanElectionRecords(img *Image) []Record {
-	var recs []Record
-	forEachPartition(img, func(t *Topic, i int, p Partition) {
+func (c *Controller) uncleanElectionRecords(img *metadata.Image) []metadata.Record {
+	var recs []metadata.Record
+	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
 		if p.Leader != -1 || len(recs) >= maxElectionsPerPeriodicChange || !c.uncleanElectionEnabled(img, t.Name) {
 			return
 		}
@@ -136,9 +140,9 @@ func (c *Controller) uncleanElectionRecords(img *Image) []Record {
 
 // preferredElectionRecords moves leadership to the first replica where it
 // can lead.
-func (c *Controller) preferredElectionRecords(img *Image) []Record {
-	var recs []Record
-	forEachPartition(img, func(t *Topic, i int, p Partition) {
+func (c *Controller) preferredElectionRecords(img *metadata.Image) []metadata.Record {
+	var recs []metadata.Record
+	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
 		if hasPreferredLeader(p) || len(recs) >= maxElectionsPerPeriodicChange {
 			return
 		}
@@ -151,9 +155,9 @@ func (c *Controller) preferredElectionRecords(img *Image) []Record {
 
 // isUncleanElectionEnabling reports whether recs turn
 // unclean.leader.election.enable on anywhere.
-func isUncleanElectionEnabling(recs []Record) bool {
+func isUncleanElectionEnabling(recs []metadata.Record) bool {
 	for _, r := range recs {
-		if cr, ok := r.(*ConfigRecord); ok && cr.Name == uncleanLeaderElectionConfig && cr.Value != nil && isTrue(*cr.Value) {
+		if cr, ok := r.(*metadata.ConfigRecord); ok && cr.Name == uncleanLeaderElectionConfig && cr.Value != nil && isTrue(*cr.Value) {
 			return true
 		}
 	}

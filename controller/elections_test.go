@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,8 +27,8 @@ func formatELRTest(t *testing.T, fsys vfs.FS) {
 		ClusterID:   "test-cluster",
 		NodeID:      1,
 		DirectoryID: protocol.RandomUUID(),
-		Voters:      []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
-		Features:    map[string]int16{EligibleLeaderReplicasFeature: 1},
+		Voters:      []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+		Features:    map[string]int16{metadata.EligibleLeaderReplicasFeature: 1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func formatELRTest(t *testing.T, fsys vfs.FS) {
 func registerELRBroker(t *testing.T, c *Controller, id int32) int64 {
 	t.Helper()
 	req := registration(id, protocol.RandomUUID())
-	req.Features = append(req.Features, kmsg.BrokerRegistrationRequestFeature{Name: EligibleLeaderReplicasFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1})
+	req.Features = append(req.Features, kmsg.BrokerRegistrationRequestFeature{Name: metadata.EligibleLeaderReplicasFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1})
 	resp := c.RegisterBroker(ctxT(t), req)
 	if resp.ErrorCode != 0 {
 		t.Fatalf("register broker %d: error %d", id, resp.ErrorCode)
@@ -50,7 +51,7 @@ func registerELRBroker(t *testing.T, c *Controller, id int32) int64 {
 }
 
 func withELRSupport(cfg *Config) {
-	cfg.SupportedFeatures[EligibleLeaderReplicasFeature] = [2]int16{0, 1}
+	cfg.SupportedFeatures[metadata.EligibleLeaderReplicasFeature] = [2]int16{0, 1}
 }
 
 func setConfig(t *testing.T, c *Controller, typ kmsg.ConfigResourceType, name, key string, op int8, value *string) *kmsg.IncrementalAlterConfigsResponseResource {
@@ -60,7 +61,7 @@ func setConfig(t *testing.T, c *Controller, typ kmsg.ConfigResourceType, name, k
 }
 
 func clusterConfig(c *Controller) map[string]string {
-	return c.Image().Configs[ConfigResource{Type: ConfigResourceBroker}]
+	return c.Image().Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}]
 }
 
 func TestELRConfigRules(t *testing.T) {
@@ -109,7 +110,7 @@ func TestEnablingELRMakesMinISRClusterWide(t *testing.T) {
 	req := kmsg.NewPtrUpdateFeaturesRequest()
 	req.Version = 1
 	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
-	u.Feature = EligibleLeaderReplicasFeature
+	u.Feature = metadata.EligibleLeaderReplicasFeature
 	u.MaxVersionLevel = 1
 	u.UpgradeType = upgradeTypeUpgrade
 	req.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}
@@ -117,10 +118,10 @@ func TestEnablingELRMakesMinISRClusterWide(t *testing.T) {
 		t.Fatalf("enable ELR: %d %v", resp.ErrorCode, resp.ErrorMessage)
 	}
 	img := c.Image()
-	if img.Features[EligibleLeaderReplicasFeature] != 1 || img.Configs[ConfigResource{Type: ConfigResourceBroker}][minInSyncReplicasConfig] != "1" {
-		t.Fatalf("features %v, cluster configs %v", img.Features, img.Configs[ConfigResource{Type: ConfigResourceBroker}])
+	if img.Features[metadata.EligibleLeaderReplicasFeature] != 1 || img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][minInSyncReplicasConfig] != "1" {
+		t.Fatalf("features %v, cluster configs %v", img.Features, img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}])
 	}
-	if _, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: "1"}][minInSyncReplicasConfig]; ok {
+	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: "1"}][minInSyncReplicasConfig]; ok {
 		t.Fatal("broker-level min.insync.replicas kept")
 	}
 }
@@ -132,8 +133,8 @@ func offlineWithLiveReplica(t *testing.T, c *Controller, epochs map[int32]int64)
 	createTopic(t, c, "t", 1, 2)
 	p := c.Image().Topics["t"].Partitions[0]
 	offline, live = p.Replicas[0], p.Replicas[1]
-	if _, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: noLeaderChange, ISR: []int32{offline}}}, nil
+	if _, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: metadata.NoLeaderChange, ISR: []int32{offline}}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +170,8 @@ func TestPeriodicUncleanElection(t *testing.T) {
 	_, live := offlineWithLiveReplica(t, c, epochs)
 	// A cluster-wide value written as a bare record (as an earlier active
 	// controller may have left it) is found by the periodic check.
-	if _, err := c.submit(ctxT(t), func(*Image, int64) ([]Record, any) {
-		return []Record{&ConfigRecord{ResourceType: ConfigResourceBroker, Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
+	if _, err := c.submit(ctxT(t), func(*metadata.Image, int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +185,11 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	registerBroker(t, c, 2)
 	createTopic(t, c, "t", 2, 2)
 	// Hand leadership of both partitions to their second replicas.
-	if _, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
+	if _, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
 		tp := img.Topics["t"]
-		var recs []Record
+		var recs []metadata.Record
 		for i, p := range tp.Partitions {
-			recs = append(recs, &PartitionChangeRecord{TopicID: tp.ID, PartitionID: int32(i), Leader: p.Replicas[1]})
+			recs = append(recs, &metadata.PartitionChangeRecord{TopicID: tp.ID, PartitionID: int32(i), Leader: p.Replicas[1]})
 		}
 		return recs, nil
 	}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -45,8 +46,8 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 		updates = append(updates, update{name: u.Feature, level: u.MaxVersionLevel, upgradeType: t})
 	}
 	validateOnly := req.ValidateOnly
-	e, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, *apiError) {
-		var recs []Record
+	e, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *apiError) {
+		var recs []metadata.Record
 		for _, u := range updates {
 			rec, e := c.updateFeature(img, u.name, u.level, u.upgradeType)
 			if e != nil {
@@ -58,7 +59,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 			return nil, nil
 		}
 		for _, u := range updates {
-			if u.name == EligibleLeaderReplicasFeature && u.level > 0 {
+			if u.name == metadata.EligibleLeaderReplicasFeature && u.level > 0 {
 				recs = append(c.elrSafetyRecords(img), recs...)
 				break
 			}
@@ -86,7 +87,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 	return resp
 }
 
-func (c *Controller) updateFeature(img *Image, name string, level int16, upgradeType int8) (Record, *apiError) {
+func (c *Controller) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
 	invalid := func(format string, args ...any) *apiError {
 		return newAPIError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
 	}
@@ -107,7 +108,7 @@ func (c *Controller) updateFeature(img *Image, name string, level int16, upgrade
 	} else if level > current && upgradeType != upgradeTypeUpgrade {
 		return nil, invalid("Can't downgrade to a newer version.")
 	}
-	if name == MetadataVersionFeature {
+	if name == metadata.MetadataVersionFeature {
 		invalidMV := func(msg string) *apiError {
 			return newAPIError(kerr.InvalidUpdateVersion, "Invalid metadata.version %d. %s", level, msg)
 		}
@@ -123,12 +124,12 @@ func (c *Controller) updateFeature(img *Image, name string, level int16, upgrade
 			return nil, invalidMV("Refusing to perform the requested downgrade because it might delete metadata information.")
 		}
 	}
-	return &FeatureLevelRecord{Name: name, FeatureLevel: level}, nil
+	return &metadata.FeatureLevelRecord{Name: name, FeatureLevel: level}, nil
 }
 
 // reasonNotSupported says why level of feature is not supported by this
 // controller or a registered broker ("" if it is).
-func (c *Controller) reasonNotSupported(img *Image, name string, level int16) string {
+func (c *Controller) reasonNotSupported(img *metadata.Image, name string, level int16) string {
 	r, ok := c.cfg.SupportedFeatures[name]
 	if !ok {
 		r = [2]int16{0, 0}

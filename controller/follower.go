@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -42,7 +43,7 @@ type Follower struct {
 	done   chan struct{}
 
 	// run-owned
-	img      *Image
+	img      *metadata.Image
 	next     uint64 // the next raft index to fetch
 	leaderID int32
 }
@@ -58,12 +59,12 @@ func StartFollower(ctx context.Context, cfg FollowerConfig) (*Follower, error) {
 		cfg.MaxWait = 500 * time.Millisecond
 	}
 	f := &Follower{cfg: cfg, log: cfg.Logger.With("component", "metadata-follower", "node", cfg.NodeID),
-		done: make(chan struct{}), img: emptyImage(cfg.ClusterID), next: 1, leaderID: -1}
+		done: make(chan struct{}), img: metadata.EmptyImage(cfg.ClusterID), next: 1, leaderID: -1}
 	f.publish(f.img)
 	backoff := 100 * time.Millisecond
 	for {
 		caughtUp, err := f.fetchOnce(ctx, 0)
-		if err == nil && caughtUp && f.img.Features[MetadataVersionFeature] != 0 {
+		if err == nil && caughtUp && f.img.Features[metadata.MetadataVersionFeature] != 0 {
 			break
 		}
 		if err != nil {
@@ -120,11 +121,11 @@ func (f *Follower) fetchOnce(ctx context.Context, wait time.Duration) (bool, err
 	}
 	img := f.img
 	if resp.HasSnapshot && uint64(resp.SnapshotIndex) >= f.next {
-		recs, err := DecodeRecords(resp.SnapshotData)
+		recs, err := metadata.DecodeRecords(resp.SnapshotData)
 		if err != nil {
 			return false, fmt.Errorf("decoding the metadata snapshot at %d: %w", resp.SnapshotIndex, err)
 		}
-		if img, err = applyBatch(emptyImage(f.cfg.ClusterID), recs, resp.SnapshotIndex, resp.SnapshotTerm); err != nil {
+		if img, err = metadata.ApplyBatch(metadata.EmptyImage(f.cfg.ClusterID), recs, resp.SnapshotIndex, resp.SnapshotTerm); err != nil {
 			return false, fmt.Errorf("loading the metadata snapshot at %d: %w", resp.SnapshotIndex, err)
 		}
 		f.next = uint64(resp.SnapshotIndex) + 1
@@ -138,13 +139,13 @@ func (f *Follower) fetchOnce(ctx context.Context, wait time.Duration) (bool, err
 			return false, fmt.Errorf("metadata fetch: entry %d where %d was next", e.Index, f.next)
 		}
 		if pb.EntryType(e.Type) == pb.EntryNormal && len(e.Data) > 0 {
-			recs, err := DecodeRecords(e.Data)
+			recs, err := metadata.DecodeRecords(e.Data)
 			if err != nil {
 				// A record this node cannot read stops it, as on a
 				// controller: skipping it would serve a wrong image.
 				return false, fmt.Errorf("metadata log entry at offset %d: %w", e.Index, err)
 			}
-			if img, err = applyBatch(img, recs, e.Index, e.Term); err != nil {
+			if img, err = metadata.ApplyBatch(img, recs, e.Index, e.Term); err != nil {
 				return false, err
 			}
 		}

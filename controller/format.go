@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -27,15 +28,6 @@ const (
 	MetadataPartitionDir = "__cluster_metadata-0"
 	// BootstrapFile holds the format information.
 	BootstrapFile = "bootstrap.checkpoint"
-
-	// MetadataVersionFeature is the metadata.version feature name.
-	MetadataVersionFeature = "metadata.version"
-	// KRaftVersionFeature is the kraft.version feature name.
-	KRaftVersionFeature = "kraft.version"
-	// LatestMetadataVersion is metadata.version 4.3-IV0.
-	LatestMetadataVersion int16 = 30
-	// LatestKRaftVersion is the kraft.version Gregor runs (dynamic quorum).
-	LatestKRaftVersion int16 = 1
 
 	bootstrapMagic = "GRBOOT01"
 	// bootstrapVersion 1 adds the SCRAM credentials of --add-scram; a
@@ -59,7 +51,7 @@ type FormatOptions struct {
 	// Voters is the initial voter set (this node alone for a single
 	// combined node); none for a controller that joins a running dynamic
 	// quorum (membership.go).
-	Voters []Voter
+	Voters []metadata.Voter
 	// Features are the bootstrap feature levels besides metadata.version
 	// and kraft.version (e.g. group.version once it is implemented). A
 	// metadata.version or kraft.version entry here overrides the default.
@@ -67,7 +59,7 @@ type FormatOptions struct {
 	// ScramCredentials are written with the bootstrap records
 	// (kafka-storage format --add-scram), so that users exist before the
 	// first start.
-	ScramCredentials []*UserScramCredentialRecord
+	ScramCredentials []*metadata.UserScramCredentialRecord
 }
 
 // FormatInfo is what a formatted metadata directory says (`gregor storage
@@ -76,12 +68,12 @@ type FormatInfo struct {
 	ClusterID   string
 	NodeID      int32
 	DirectoryID protocol.UUID
-	Voters      []Voter
+	Voters      []metadata.Voter
 	// Features are all bootstrap feature levels, including
 	// metadata.version and kraft.version.
 	Features map[string]int16
 	// ScramCredentials are the --add-scram credentials.
-	ScramCredentials []*UserScramCredentialRecord
+	ScramCredentials []*metadata.UserScramCredentialRecord
 }
 
 // Format records opts in metadataDir. It refuses a directory that is
@@ -111,8 +103,8 @@ func Format(fsys vfs.FS, metadataDir string, opts FormatOptions) error {
 		return fmt.Errorf("formatting %s: %w", metadataDir, err)
 	}
 	features := map[string]int16{
-		MetadataVersionFeature: LatestMetadataVersion,
-		KRaftVersionFeature:    LatestKRaftVersion,
+		metadata.MetadataVersionFeature: metadata.LatestMetadataVersion,
+		metadata.KRaftVersionFeature:    metadata.LatestKRaftVersion,
 	}
 	maps.Copy(features, opts.Features)
 	info := FormatInfo{
@@ -158,7 +150,7 @@ func encodeFormat(info FormatInfo) []byte {
 	body = kbin.AppendString(body, info.ClusterID)
 	body = kbin.AppendInt32(body, info.NodeID)
 	body = kbin.AppendUuid(body, info.DirectoryID)
-	body = (&VotersRecord{Voters: info.Voters}).appendBody(body)
+	body = metadata.AppendRecordBody(body, &metadata.VotersRecord{Voters: info.Voters})
 	names := slices.Sorted(maps.Keys(info.Features))
 	body = kbin.AppendArrayLen(body, len(names))
 	for _, n := range names {
@@ -168,7 +160,7 @@ func encodeFormat(info FormatInfo) []byte {
 	if version >= 1 {
 		body = kbin.AppendArrayLen(body, len(info.ScramCredentials))
 		for _, rec := range info.ScramCredentials {
-			body = rec.appendBody(body)
+			body = metadata.AppendRecordBody(body, rec)
 		}
 	}
 	out := append([]byte(bootstrapMagic), 0, 0, 0, 0)
@@ -194,8 +186,8 @@ func decodeFormat(raw []byte) (FormatInfo, error) {
 	info.ClusterID = r.String()
 	info.NodeID = r.Int32()
 	info.DirectoryID = r.Uuid()
-	var vr VotersRecord
-	vr.readBody(&r, 0)
+	var vr metadata.VotersRecord
+	metadata.ReadRecordBody(&r, &vr, 0)
 	info.Voters = vr.Voters
 	info.Features = map[string]int16{}
 	n := r.ArrayLen()
@@ -206,8 +198,8 @@ func decodeFormat(raw []byte) (FormatInfo, error) {
 	if version >= 1 {
 		n := r.ArrayLen()
 		for i := int32(0); i < n && r.Ok(); i++ {
-			rec := &UserScramCredentialRecord{}
-			rec.readBody(&r, 0)
+			rec := &metadata.UserScramCredentialRecord{}
+			metadata.ReadRecordBody(&r, rec, 0)
 			info.ScramCredentials = append(info.ScramCredentials, rec)
 		}
 	}
@@ -218,14 +210,14 @@ func decodeFormat(raw []byte) (FormatInfo, error) {
 }
 
 // bootstrapRecords are the first records the first leader writes.
-func (info FormatInfo) bootstrapRecords() []Record {
-	var recs []Record
+func (info FormatInfo) bootstrapRecords() []metadata.Record {
+	var recs []metadata.Record
 	for _, name := range slices.Sorted(maps.Keys(info.Features)) {
 		if lvl := info.Features[name]; lvl != 0 {
-			recs = append(recs, &FeatureLevelRecord{Name: name, FeatureLevel: lvl})
+			recs = append(recs, &metadata.FeatureLevelRecord{Name: name, FeatureLevel: lvl})
 		}
 	}
-	recs = append(recs, &VotersRecord{Voters: info.Voters})
+	recs = append(recs, &metadata.VotersRecord{Voters: info.Voters})
 	for _, rec := range info.ScramCredentials {
 		recs = append(recs, rec)
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 )
 
@@ -11,8 +12,8 @@ import (
 func FuzzDecodeFormat(f *testing.F) {
 	f.Add(encodeFormat(FormatInfo{
 		ClusterID: "c", NodeID: 1, DirectoryID: protocol.RandomUUID(),
-		Voters:   []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "h", Port: 9093}}}},
-		Features: map[string]int16{MetadataVersionFeature: LatestMetadataVersion},
+		Voters:   []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "h", Port: 9093}}}},
+		Features: map[string]int16{metadata.MetadataVersionFeature: metadata.LatestMetadataVersion},
 	}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,8 +48,8 @@ var testKnownKeys = map[string]bool{
 	"min.insync.replicas": true, "unclean.leader.election.enable": true,
 }
 
-func (testSchema) Validate(t ConfigResourceType, name string, overrides map[string]string) error {
-	if t == ConfigResourceGroup {
+func (testSchema) Validate(t metadata.ConfigResourceType, name string, overrides map[string]string) error {
+	if t == metadata.ConfigResourceGroup {
 		return validateTestGroup(name, overrides)
 	}
 	for k, v := range overrides {
@@ -68,9 +69,11 @@ func (testSchema) Validate(t ConfigResourceType, name string, overrides map[stri
 	return nil
 }
 
-func (testSchema) IsList(t ConfigResourceType, key string) bool { return key == "cleanup.policy" }
+func (testSchema) IsList(t metadata.ConfigResourceType, key string) bool {
+	return key == "cleanup.policy"
+}
 
-func (testSchema) Default(t ConfigResourceType, key string) (string, bool) {
+func (testSchema) Default(t metadata.ConfigResourceType, key string) (string, bool) {
 	if key == "cleanup.policy" {
 		return "delete", true
 	}
@@ -85,7 +88,7 @@ func formatTest(t testing.TB, fsys vfs.FS) {
 		ClusterID:   "test-cluster",
 		NodeID:      1,
 		DirectoryID: protocol.RandomUUID(),
-		Voters:      []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+		Voters:      []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
 	})
 	if err != nil {
 		t.Fatalf("format: %v", err)
@@ -101,9 +104,9 @@ func testConfig(fsys vfs.FS) Config {
 		DefaultPartitions: 1,
 		Schema:            testSchema{},
 		SupportedFeatures: map[string][2]int16{
-			MetadataVersionFeature: {7, 30},
-			KRaftVersionFeature:    {0, 1},
-			"group.version":        {0, 1},
+			metadata.MetadataVersionFeature: {7, 30},
+			metadata.KRaftVersionFeature:    {0, 1},
+			"group.version":                 {0, 1},
 		},
 		Logger:       testLogger(),
 		TickInterval: 10 * time.Millisecond,
@@ -152,8 +155,8 @@ func registerBrokerAt(t testing.TB, c *Controller, id int32, host string, port u
 	req.LogDirs = [][16]byte{protocol.RandomUUID()}
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: host, Port: port}}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{
-		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
-		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
+		{Name: metadata.MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
+		{Name: metadata.KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
 	}
 	resp := c.RegisterBroker(ctxT(t), req)
 	if resp.ErrorCode != 0 {

@@ -27,6 +27,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // newLeaderProbeDelay is how long after winning the election a new active
@@ -96,7 +98,7 @@ func (c *Controller) probe(id int32, epoch int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := c.submit(ctx, func(img *Image, _ int64) ([]Record, any) {
+	_, err := c.submit(ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
 		b := img.Brokers[id]
 		if b == nil || b.Epoch != epoch || b.Fenced {
 			return nil, nil
@@ -113,7 +115,7 @@ func (c *Controller) probe(id int32, epoch int64) {
 }
 
 // refusesAll reports whether every endpoint refuses a connection.
-func refusesAll(eps []Endpoint) bool {
+func refusesAll(eps []metadata.Endpoint) bool {
 	for _, ep := range eps {
 		conn, err := net.DialTimeout("tcp", ep.Addr(), probeDialTimeout)
 		if err == nil {
@@ -130,7 +132,7 @@ func refusesAll(eps []Endpoint) bool {
 // noteReachable dials the listeners of each broker registered anew in
 // next (in the background, once per broker epoch) and remembers the epoch
 // whose listeners accepted. It is an image subscription.
-func (c *Controller) noteReachable(prev, next *Image) {
+func (c *Controller) noteReachable(prev, next *metadata.Image) {
 	for id, b := range next.Brokers {
 		if id == c.cfg.NodeID {
 			// The broker of this very process is never probed.

@@ -56,6 +56,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -98,7 +99,7 @@ func isMember(cs *pb.ConfState, raftID uint64) bool {
 // change the raft configuration: a non-nil conf change is proposed with
 // recs in its context; otherwise recs (if any) are proposed as an ordinary
 // entry.
-func (c *Controller) submitMembership(ctx context.Context, fn func(img *Image) (*pb.ConfChangeV2, []Record, any)) (any, error) {
+func (c *Controller) submitMembership(ctx context.Context, fn func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any)) (any, error) {
 	return c.submitEvent(ctx, &event{conf: fn, reply: make(chan eventResult, 1)})
 }
 
@@ -108,7 +109,7 @@ func (c *Controller) handleConfEvent(ev *event, index uint64) {
 	reply := func(err error) { ev.reply <- eventResult{val: val, err: err} }
 	switch {
 	case cc != nil:
-		cc.Context = EncodeRecords(recs)
+		cc.Context = metadata.EncodeRecords(recs)
 		_, data, err := pb.MarshalConfChange(cc)
 		if err != nil {
 			reply(fmt.Errorf("encoding conf change: %w", err))
@@ -195,8 +196,8 @@ func (c *Controller) announcement(ctx context.Context, req *protocol.MetadataFet
 		return
 	}
 	c.noteObserver(req.NodeID, req.DirectoryID, -1, false)
-	learner := Voter{ID: req.NodeID, DirectoryID: req.DirectoryID, Endpoints: fromMetadataEndpoints(req.Endpoints)}
-	_, err := c.submitMembership(ctx, func(img *Image) (*pb.ConfChangeV2, []Record, any) {
+	learner := metadata.Voter{ID: req.NodeID, DirectoryID: req.DirectoryID, Endpoints: fromMetadataEndpoints(req.Endpoints)}
+	_, err := c.submitMembership(ctx, func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any) {
 		return c.decideLearner(img, learner)
 	})
 	if err != nil {
@@ -206,19 +207,19 @@ func (c *Controller) announcement(ctx context.Context, req *protocol.MetadataFet
 
 // decideLearner adds a joining controller as a learner, or updates its
 // endpoints (loop).
-func (c *Controller) decideLearner(img *Image, learner Voter) (*pb.ConfChangeV2, []Record, any) {
+func (c *Controller) decideLearner(img *metadata.Image, learner metadata.Voter) (*pb.ConfChangeV2, []metadata.Record, any) {
 	rid := raftIDOf(learner.ID)
 	if slices.Contains(c.confState.GetVoters(), rid) || c.membershipPending() {
 		return nil, nil, nil
 	}
-	i := slices.IndexFunc(img.Learners, func(v Voter) bool { return v.ID == learner.ID })
+	i := slices.IndexFunc(img.Learners, func(v metadata.Voter) bool { return v.ID == learner.ID })
 	learners := slices.Clone(img.Learners)
 	if i >= 0 {
 		learners[i] = learner
 	} else {
 		learners = append(learners, learner)
 	}
-	recs := []Record{&LearnersRecord{Learners: learners}}
+	recs := []metadata.Record{&metadata.LearnersRecord{Learners: learners}}
 	if slices.Contains(c.confState.GetLearners(), rid) {
 		if i >= 0 && voterEqual(img.Learners[i], learner) {
 			return nil, nil, nil
@@ -229,15 +230,15 @@ func (c *Controller) decideLearner(img *Image, learner Voter) (*pb.ConfChangeV2,
 	return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: &rid}}}, recs, nil
 }
 
-func voterEqual(a, b Voter) bool {
+func voterEqual(a, b metadata.Voter) bool {
 	return a.ID == b.ID && a.DirectoryID == b.DirectoryID && slices.Equal(a.Endpoints, b.Endpoints)
 }
 
 // voterEndpoints are the endpoints of voter or learner id as this node
 // knows them.
-func (c *Controller) voterEndpoints(id int32) []Endpoint {
+func (c *Controller) voterEndpoints(id int32) []metadata.Endpoint {
 	img := c.Image()
-	for _, voters := range [][]Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
+	for _, voters := range [][]metadata.Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
 		for _, v := range voters {
 			if v.ID == id && len(v.Endpoints) > 0 {
 				return v.Endpoints
@@ -247,7 +248,7 @@ func (c *Controller) voterEndpoints(id int32) []Endpoint {
 	return nil
 }
 
-func toMetadataEndpoints(eps []Endpoint) []protocol.MetadataEndpoint {
+func toMetadataEndpoints(eps []metadata.Endpoint) []protocol.MetadataEndpoint {
 	var out []protocol.MetadataEndpoint
 	for _, ep := range eps {
 		out = append(out, protocol.MetadataEndpoint{Name: ep.Name, Host: ep.Host, Port: ep.Port, SecurityProtocol: ep.SecurityProtocol})
@@ -255,15 +256,15 @@ func toMetadataEndpoints(eps []Endpoint) []protocol.MetadataEndpoint {
 	return out
 }
 
-func fromMetadataEndpoints(eps []protocol.MetadataEndpoint) []Endpoint {
-	var out []Endpoint
+func fromMetadataEndpoints(eps []protocol.MetadataEndpoint) []metadata.Endpoint {
+	var out []metadata.Endpoint
 	for _, ep := range eps {
-		out = append(out, Endpoint{Name: ep.Name, Host: ep.Host, Port: ep.Port, SecurityProtocol: ep.SecurityProtocol})
+		out = append(out, metadata.Endpoint{Name: ep.Name, Host: ep.Host, Port: ep.Port, SecurityProtocol: ep.SecurityProtocol})
 	}
 	return out
 }
 
-func endpointAddress(eps []Endpoint, listener string) (string, bool) {
+func endpointAddress(eps []metadata.Endpoint, listener string) (string, bool) {
 	for _, ep := range eps {
 		if ep.Name == listener && ep.Host != "" {
 			return ep.Addr(), true
@@ -274,7 +275,7 @@ func endpointAddress(eps []Endpoint, listener string) (string, bool) {
 
 // VoterEndpoint is host:port of voter id's endpoint on listener among
 // voters.
-func VoterEndpoint(voters []Voter, id int32, listener string) (string, bool) {
+func VoterEndpoint(voters []metadata.Voter, id int32, listener string) (string, bool) {
 	for _, v := range voters {
 		if v.ID == id {
 			if addr, ok := endpointAddress(v.Endpoints, listener); ok {
@@ -336,7 +337,7 @@ func replicaKey(id int32, dir protocol.UUID) string {
 	return fmt.Sprintf("ReplicaKey(id=%d, directoryId=Optional[%s])", id, dir)
 }
 
-func replicaKeys(vs []Voter) string {
+func replicaKeys(vs []metadata.Voter) string {
 	keys := make([]string, len(vs))
 	for i, v := range vs {
 		keys[i] = replicaKey(v.ID, v.DirectoryID)
@@ -347,12 +348,12 @@ func replicaKeys(vs []Voter) string {
 // voterChangeCheck is what AddRaftVoter, RemoveRaftVoter and
 // UpdateRaftVoter refuse before anything else (loop): a change in flight,
 // kraft.version 0.
-func (c *Controller) voterChangeCheck(img *Image, what string) (int16, string) {
+func (c *Controller) voterChangeCheck(img *metadata.Image, what string) (int16, string) {
 	if c.membershipPending() {
 		return kerr.RequestTimedOut.Code, "Request timed out waiting for leader to handle previous voter change request"
 	}
-	if lvl := img.Features[KRaftVersionFeature]; lvl < 1 {
-		return kerr.UnsupportedVersion.Code, fmt.Sprintf("Cluster doesn't support %s voter because the %s feature is %d", what, KRaftVersionFeature, lvl)
+	if lvl := img.Features[metadata.KRaftVersionFeature]; lvl < 1 {
+		return kerr.UnsupportedVersion.Code, fmt.Sprintf("Cluster doesn't support %s voter because the %s feature is %d", what, metadata.KRaftVersionFeature, lvl)
 	}
 	return 0, ""
 }
@@ -386,7 +387,7 @@ func voterChangeContext(ctx context.Context, timeoutMs int32) (context.Context, 
 }
 
 // runVoterChange submits fn and turns its outcome into a code and message.
-func (c *Controller) runVoterChange(ctx context.Context, timeoutMs int32, fn func(img *Image) (*pb.ConfChangeV2, []Record, any)) (int16, string) {
+func (c *Controller) runVoterChange(ctx context.Context, timeoutMs int32, fn func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any)) (int16, string) {
 	ctx, cancel := voterChangeContext(ctx, timeoutMs)
 	defer cancel()
 	val, err := c.submitMembership(ctx, fn)
@@ -419,30 +420,30 @@ func (c *Controller) AddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterReq
 	if req.VoterID < 0 || dir == (protocol.UUID{}) {
 		return fail(kerr.InvalidRequest.Code, "Add voter request didn't include a valid voter")
 	}
-	voter := Voter{ID: req.VoterID, DirectoryID: dir}
+	voter := metadata.Voter{ID: req.VoterID, DirectoryID: dir}
 	for _, l := range req.Listeners {
-		voter.Endpoints = append(voter.Endpoints, Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
+		voter.Endpoints = append(voter.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
 	}
 	if _, ok := endpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
 		return fail(kerr.InvalidRequest.Code, fmt.Sprintf("Add voter request didn't include the endpoint (%s) for the default listener %s", endpointsString(voter.Endpoints), c.cfg.ControllerListener))
 	}
-	return fail(c.runVoterChange(ctx, req.TimeoutMillis, func(img *Image) (*pb.ConfChangeV2, []Record, any) {
+	return fail(c.runVoterChange(ctx, req.TimeoutMillis, func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any) {
 		return c.decideAddVoter(img, voter)
 	}))
 }
 
-func (c *Controller) decideAddVoter(img *Image, voter Voter) (*pb.ConfChangeV2, []Record, any) {
-	refuse := func(code int16, msg string) (*pb.ConfChangeV2, []Record, any) {
+func (c *Controller) decideAddVoter(img *metadata.Image, voter metadata.Voter) (*pb.ConfChangeV2, []metadata.Record, any) {
+	refuse := func(code int16, msg string) (*pb.ConfChangeV2, []metadata.Record, any) {
 		return nil, nil, voterChangeResult{code, msg}
 	}
 	if code, msg := c.voterChangeCheck(img, "adding"); code != 0 {
 		return refuse(code, msg)
 	}
-	if slices.ContainsFunc(img.Voters, func(v Voter) bool { return v.ID == voter.ID }) {
+	if slices.ContainsFunc(img.Voters, func(v metadata.Voter) bool { return v.ID == voter.ID }) {
 		return refuse(kerr.DuplicateVoter.Code, fmt.Sprintf("The voter id for %s is already part of the set of voters %s.", replicaKey(voter.ID, voter.DirectoryID), replicaKeys(img.Voters)))
 	}
 	rid := raftIDOf(voter.ID)
-	i := slices.IndexFunc(img.Learners, func(v Voter) bool { return v.ID == voter.ID && v.DirectoryID == voter.DirectoryID })
+	i := slices.IndexFunc(img.Learners, func(v metadata.Voter) bool { return v.ID == voter.ID && v.DirectoryID == voter.DirectoryID })
 	caughtUp := c.peerCaughtUp[rid]
 	if i < 0 || !slices.Contains(c.confState.GetLearners(), rid) || caughtUp.IsZero() || c.now().Sub(c.peerLastContact[rid]) > caughtUpWithin {
 		return refuse(kerr.RequestTimedOut.Code, fmt.Sprintf("Aborted add voter operation for %s since it is lagging behind", replicaKey(voter.ID, voter.DirectoryID)))
@@ -451,7 +452,7 @@ func (c *Controller) decideAddVoter(img *Image, voter Voter) (*pb.ConfChangeV2, 
 	learners := slices.Delete(slices.Clone(img.Learners), i, i+1)
 	c.logger.Info("adding a voter", "node", voter.ID, "directory", voter.DirectoryID)
 	cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddNode.Enum(), NodeId: &rid}}}
-	return cc, []Record{&VotersRecord{Voters: voters}, &LearnersRecord{Learners: learners}}, voterChangeResult{}
+	return cc, []metadata.Record{&metadata.VotersRecord{Voters: voters}, &metadata.LearnersRecord{Learners: learners}}, voterChangeResult{}
 }
 
 // RemoveRaftVoter demotes a voter to a learner; it answers once the new
@@ -472,29 +473,29 @@ func (c *Controller) RemoveRaftVoter(ctx context.Context, req *kmsg.RemoveRaftVo
 	if req.VoterID < 0 || dir == (protocol.UUID{}) {
 		return fail(kerr.InvalidRequest.Code, "Remove voter request didn't include a valid voter")
 	}
-	return fail(c.runVoterChange(ctx, 0, func(img *Image) (*pb.ConfChangeV2, []Record, any) {
+	return fail(c.runVoterChange(ctx, 0, func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any) {
 		return c.decideRemoveVoter(img, req.VoterID, dir)
 	}))
 }
 
-func (c *Controller) decideRemoveVoter(img *Image, id int32, dir protocol.UUID) (*pb.ConfChangeV2, []Record, any) {
-	refuse := func(code int16, msg string) (*pb.ConfChangeV2, []Record, any) {
+func (c *Controller) decideRemoveVoter(img *metadata.Image, id int32, dir protocol.UUID) (*pb.ConfChangeV2, []metadata.Record, any) {
+	refuse := func(code int16, msg string) (*pb.ConfChangeV2, []metadata.Record, any) {
 		return nil, nil, voterChangeResult{code, msg}
 	}
 	if code, msg := c.voterChangeCheck(img, "removing"); code != 0 {
 		return refuse(code, msg)
 	}
-	i := slices.IndexFunc(img.Voters, func(v Voter) bool { return v.ID == id && v.DirectoryID == dir })
+	i := slices.IndexFunc(img.Voters, func(v metadata.Voter) bool { return v.ID == id && v.DirectoryID == dir })
 	if i < 0 || len(img.Voters) <= 1 {
 		return refuse(kerr.VoterNotFound.Code, fmt.Sprintf("Cannot remove voter %s from the set of voters %s", replicaKey(id, dir), replicaKeys(img.Voters)))
 	}
 	removed := img.Voters[i]
 	voters := slices.Delete(slices.Clone(img.Voters), i, i+1)
-	learners := append(slices.DeleteFunc(slices.Clone(img.Learners), func(v Voter) bool { return v.ID == id }), removed)
+	learners := append(slices.DeleteFunc(slices.Clone(img.Learners), func(v metadata.Voter) bool { return v.ID == id }), removed)
 	rid := raftIDOf(id)
 	c.logger.Info("removing a voter", "node", id, "directory", dir)
 	cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: &rid}}}
-	return cc, []Record{&VotersRecord{Voters: voters}, &LearnersRecord{Learners: learners}}, voterChangeResult{}
+	return cc, []metadata.Record{&metadata.VotersRecord{Voters: voters}, &metadata.LearnersRecord{Learners: learners}}, voterChangeResult{}
 }
 
 // UpdateRaftVoter changes a voter's endpoints; unlike Kafka (which answers
@@ -527,9 +528,9 @@ func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVo
 	if req.VoterID < 0 || dir == (protocol.UUID{}) {
 		return fail(kerr.InvalidRequest.Code, "")
 	}
-	voter := Voter{ID: req.VoterID, DirectoryID: dir}
+	voter := metadata.Voter{ID: req.VoterID, DirectoryID: dir}
 	for _, l := range req.Listeners {
-		voter.Endpoints = append(voter.Endpoints, Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
+		voter.Endpoints = append(voter.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
 	}
 	if _, ok := endpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
 		return fail(kerr.InvalidRequest.Code, "")
@@ -538,26 +539,28 @@ func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVo
 	if kv.MinSupportedVersion < 0 || kv.MaxSupportedVersion < 0 || kv.MaxSupportedVersion < kv.MinSupportedVersion {
 		return fail(kerr.InvalidRequest.Code, "")
 	}
-	return fail(c.runVoterChange(ctx, 0, func(img *Image) (*pb.ConfChangeV2, []Record, any) {
-		refuse := func(code int16) (*pb.ConfChangeV2, []Record, any) { return nil, nil, voterChangeResult{code: code} }
+	return fail(c.runVoterChange(ctx, 0, func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any) {
+		refuse := func(code int16) (*pb.ConfChangeV2, []metadata.Record, any) {
+			return nil, nil, voterChangeResult{code: code}
+		}
 		if code, _ := c.voterChangeCheck(img, "updating"); code != 0 {
 			return refuse(code)
 		}
-		lvl := img.Features[KRaftVersionFeature]
+		lvl := img.Features[metadata.KRaftVersionFeature]
 		if kv.MinSupportedVersion > lvl || kv.MaxSupportedVersion < lvl {
 			return refuse(kerr.InvalidRequest.Code)
 		}
-		i := slices.IndexFunc(img.Voters, func(v Voter) bool { return v.ID == voter.ID && v.DirectoryID == voter.DirectoryID })
+		i := slices.IndexFunc(img.Voters, func(v metadata.Voter) bool { return v.ID == voter.ID && v.DirectoryID == voter.DirectoryID })
 		if i < 0 {
 			return refuse(kerr.VoterNotFound.Code)
 		}
 		voters := slices.Clone(img.Voters)
 		voters[i] = voter
-		return nil, []Record{&VotersRecord{Voters: voters}}, voterChangeResult{}
+		return nil, []metadata.Record{&metadata.VotersRecord{Voters: voters}}, voterChangeResult{}
 	}))
 }
 
-func endpointsString(eps []Endpoint) string {
+func endpointsString(eps []metadata.Endpoint) string {
 	parts := make([]string, len(eps))
 	for i, ep := range eps {
 		parts[i] = ep.Name + "://" + ep.Addr()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,17 +28,17 @@ type dynQuorum struct {
 	dirs  map[int32]protocol.UUID
 }
 
-func controllerEndpoint(id int32) []Endpoint {
-	return []Endpoint{{Name: "CONTROLLER", Host: fmt.Sprintf("node%d", id), Port: 1}}
+func controllerEndpoint(id int32) []metadata.Endpoint {
+	return []metadata.Endpoint{{Name: "CONTROLLER", Host: fmt.Sprintf("node%d", id), Port: 1}}
 }
 
 func startDynQuorum(t *testing.T, voters int, mutate ...func(*FormatOptions)) *dynQuorum {
 	t.Helper()
 	q := &dynQuorum{t: t, net: &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}, dirs: map[int32]protocol.UUID{}}
-	var vs []Voter
+	var vs []metadata.Voter
 	for id := int32(1); id <= int32(voters); id++ {
 		q.dirs[id] = protocol.RandomUUID()
-		vs = append(vs, Voter{ID: id, DirectoryID: q.dirs[id], Endpoints: controllerEndpoint(id)})
+		vs = append(vs, metadata.Voter{ID: id, DirectoryID: q.dirs[id], Endpoints: controllerEndpoint(id)})
 	}
 	for _, v := range vs {
 		q.start(v.ID, vs, mutate...)
@@ -47,7 +48,7 @@ func startDynQuorum(t *testing.T, voters int, mutate ...func(*FormatOptions)) *d
 
 // start formats and starts node id with the given initial voters (none:
 // a joining controller).
-func (q *dynQuorum) start(id int32, voters []Voter, mutate ...func(*FormatOptions)) *Controller {
+func (q *dynQuorum) start(id int32, voters []metadata.Voter, mutate ...func(*FormatOptions)) *Controller {
 	q.t.Helper()
 	if _, ok := q.dirs[id]; !ok {
 		q.dirs[id] = protocol.RandomUUID()
@@ -62,7 +63,7 @@ func (q *dynQuorum) start(id int32, voters []Voter, mutate ...func(*FormatOption
 	}
 	cfg := testConfig(fsys)
 	cfg.NodeID = id
-	cfg.Voters = []Voter{{ID: id, Endpoints: controllerEndpoint(id)}}
+	cfg.Voters = []metadata.Voter{{ID: id, Endpoints: controllerEndpoint(id)}}
 	cfg.Transport = memTransport{net: q.net, self: raftIDOf(id)}
 	cfg.Announce = q.announce
 	c, err := Start(context.Background(), cfg)
@@ -144,7 +145,7 @@ func removeVoterReq(id int32, dir protocol.UUID) *kmsg.RemoveRaftVoterRequest {
 	return req
 }
 
-func voterIDs(img *Image) []int32 {
+func voterIDs(img *metadata.Image) []int32 {
 	var out []int32
 	for _, v := range img.Voters {
 		out = append(out, v.ID)
@@ -349,7 +350,7 @@ func TestVoterChangeRefusals(t *testing.T) {
 // TestVoterChangeNeedsKRaftVersion1: kraft.version 0 refuses changes with
 // UNSUPPORTED_VERSION.
 func TestVoterChangeNeedsKRaftVersion1(t *testing.T) {
-	q := startDynQuorum(t, 3, func(o *FormatOptions) { o.Features = map[string]int16{KRaftVersionFeature: 0} })
+	q := startDynQuorum(t, 3, func(o *FormatOptions) { o.Features = map[string]int16{metadata.KRaftVersionFeature: 0} })
 	l := q.leader()
 	r := l.RemoveRaftVoter(ctxT(t), removeVoterReq(2, q.dirs[2]))
 	if r.ErrorCode != kerr.UnsupportedVersion.Code || msgOf(r.ErrorMessage) != "Cluster doesn't support removing voter because the kraft.version feature is 0" {
@@ -416,11 +417,11 @@ func TestUpdateVoter(t *testing.T) {
 // frozen here (as testdata/records-v0.hex freezes the others).
 func TestLearnersRecordVersion0(t *testing.T) {
 	dir := protocol.UUID{16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}
-	rec := &LearnersRecord{Learners: []Voter{{ID: 4, DirectoryID: dir, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "l", Port: 9094}}}}}
-	got := fmt.Sprintf("%x", EncodeRecords([]Record{rec}))
+	rec := &metadata.LearnersRecord{Learners: []metadata.Voter{{ID: 4, DirectoryID: dir, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "l", Port: 9094}}}}}
+	got := fmt.Sprintf("%x", metadata.EncodeRecords([]metadata.Record{rec}))
 	const frozen = "010134c901000000000100000004100f0e0d0c0b0a09080706050403020100000001000a434f4e54524f4c4c455200016c000023860000"
-	recs, err := DecodeRecords(EncodeRecords([]Record{rec}))
-	if err != nil || len(recs) != 1 || !voterEqual(recs[0].(*LearnersRecord).Learners[0], rec.Learners[0]) {
+	recs, err := metadata.DecodeRecords(metadata.EncodeRecords([]metadata.Record{rec}))
+	if err != nil || len(recs) != 1 || !voterEqual(recs[0].(*metadata.LearnersRecord).Learners[0], rec.Learners[0]) {
 		t.Fatalf("round trip: %v %+v", err, recs)
 	}
 	if got != frozen {

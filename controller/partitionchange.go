@@ -54,6 +54,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -71,10 +72,6 @@ const (
 )
 
 const (
-	// EligibleLeaderReplicasFeature is the KIP-966 feature; level 1 turns
-	// eligible leader replicas on.
-	EligibleLeaderReplicasFeature = "eligible.leader.replicas.version"
-
 	minInSyncReplicasConfig       = "min.insync.replicas"
 	uncleanLeaderElectionConfig   = "unclean.leader.election.enable"
 	defaultMinInSyncReplicas      = "1"
@@ -88,15 +85,17 @@ const (
 const mvNoLeaderEpochBumpOnShrink int16 = 12
 
 // elrEnabled reports whether eligible leader replicas are on.
-func elrEnabled(img *Image) bool { return img.Features[EligibleLeaderReplicasFeature] >= 1 }
+func elrEnabled(img *metadata.Image) bool {
+	return img.Features[metadata.EligibleLeaderReplicasFeature] >= 1
+}
 
 // partitionChange is the decision for one partition: the current state and
 // the targets a caller sets before build.
 type partitionChange struct {
-	img       *Image
-	topic     *Topic
+	img       *metadata.Image
+	topic     *metadata.Topic
 	partition int32
-	cur       Partition
+	cur       metadata.Partition
 
 	// canLead reports whether a replica may become (or stay) leader.
 	canLead  func(id int32) bool
@@ -116,14 +115,14 @@ type partitionChange struct {
 	replicas []int32
 	adding   []int32
 	removing []int32
-	recovery LeaderRecoveryState
+	recovery metadata.LeaderRecoveryState
 }
 
 // newPartitionChange starts a change of t's partition that keeps every
 // target as it is, with the topic's min.insync.replicas and
 // unclean.leader.election.enable, the cluster's ELR level, and active
 // brokers as the ones that may lead.
-func (c *Controller) newPartitionChange(img *Image, t *Topic, partition int32) *partitionChange {
+func (c *Controller) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
 	p := t.Partitions[partition]
 	pc := &partitionChange{
 		img:             img,
@@ -153,7 +152,7 @@ func (c *Controller) newPartitionChange(img *Image, t *Topic, partition int32) *
 // and the broker that shut down uncleanly (-1 for none), in ascending
 // order. It does not elect: a leader taken from the ELR leaves it when it
 // joins the ISR (partitionChange.build).
-func elrAfterISRChange(p Partition, newISR []int32, minISR int, uncleanShutdown int32) []int32 {
+func elrAfterISRChange(p metadata.Partition, newISR []int32, minISR int, uncleanShutdown int32) []int32 {
 	if len(newISR) >= minISR {
 		return nil
 	}
@@ -168,7 +167,7 @@ func elrAfterISRChange(p Partition, newISR []int32, minISR int, uncleanShutdown 
 }
 
 // build returns the record for the change, or nil if nothing changes.
-func (pc *partitionChange) build() *PartitionChangeRecord {
+func (pc *partitionChange) build() *metadata.PartitionChangeRecord {
 	cur := pc.cur
 	// known is what the decision may rely on; the record is what differs
 	// from cur.
@@ -176,7 +175,7 @@ func (pc *partitionChange) build() *PartitionChangeRecord {
 	if pc.forgetELR {
 		known.ELR, known.LastKnownELR = nil, nil
 	}
-	rec := &PartitionChangeRecord{TopicID: pc.topic.ID, PartitionID: pc.partition, Leader: noLeaderChange}
+	rec := &metadata.PartitionChangeRecord{TopicID: pc.topic.ID, PartitionID: pc.partition, Leader: metadata.NoLeaderChange}
 	pc.completeReassignment()
 
 	elr := known.ELR
@@ -196,11 +195,11 @@ func (pc *partitionChange) build() *PartitionChangeRecord {
 		if unclean {
 			// Whatever the others had beyond the new leader's log is lost.
 			rec.ISR = []int32{leader}
-			pc.recovery = LeaderRecovering
+			pc.recovery = metadata.LeaderRecovering
 		}
 	}
 	// A replica that leaves must not keep acting on the old leader epoch.
-	if rec.Leader == noLeaderChange && !containsAll(pc.replicas, cur.Replicas) {
+	if rec.Leader == metadata.NoLeaderChange && !containsAll(pc.replicas, cur.Replicas) {
 		rec.Leader = cur.Leader
 	}
 	if rec.ISR != nil || !pc.elr {
@@ -215,8 +214,8 @@ func (pc *partitionChange) build() *PartitionChangeRecord {
 	if rec.ISR == nil && (len(pc.isr) > 0 || pc.elr) && !slices.Equal(pc.isr, cur.ISR) {
 		rec.ISR = nonNilInt32s(pc.isr)
 	}
-	if rec.Leader == noLeaderChange && rec.ISR != nil && !containsAll(rec.ISR, cur.ISR) &&
-		pc.img.Features[MetadataVersionFeature] < mvNoLeaderEpochBumpOnShrink {
+	if rec.Leader == metadata.NoLeaderChange && rec.ISR != nil && !containsAll(rec.ISR, cur.ISR) &&
+		pc.img.Features[metadata.MetadataVersionFeature] < mvNoLeaderEpochBumpOnShrink {
 		rec.Leader = cur.Leader
 	}
 	if pc.elr {
@@ -238,7 +237,7 @@ func (pc *partitionChange) build() *PartitionChangeRecord {
 		state := pc.recovery
 		rec.LeaderRecoveryState = &state
 	}
-	if rec.Leader == noLeaderChange && rec.ISR == nil && rec.ELR == nil && rec.LastKnownELR == nil &&
+	if rec.Leader == metadata.NoLeaderChange && rec.ISR == nil && rec.ELR == nil && rec.LastKnownELR == nil &&
 		rec.Replicas == nil && rec.RemovingReplicas == nil && rec.AddingReplicas == nil &&
 		rec.LeaderRecoveryState == nil && rec.Directories == nil {
 		return nil
@@ -304,7 +303,7 @@ func (pc *partitionChange) electLeader(elr, lastKnown []int32) (int32, bool) {
 
 // updateLastKnownLeader records p's leader when the ISR first becomes
 // empty, and forgets it once the partition has a leader again.
-func updateLastKnownLeader(rec *PartitionChangeRecord, p Partition) {
+func updateLastKnownLeader(rec *metadata.PartitionChangeRecord, p metadata.Partition) {
 	switch {
 	case rec.ISR != nil && len(rec.ISR) == 0:
 		if p.Leader >= 0 && !(len(p.LastKnownELR) == 1 && p.LastKnownELR[0] == p.Leader) {
@@ -351,18 +350,18 @@ func withoutAll(s, drop []int32) []int32 {
 // the cluster-wide dynamic default, then the static configuration
 // (Schema.Default), then fallback. The keys it is used for have broker
 // synonyms of the same name.
-func (c *Controller) topicConfig(img *Image, topic, key, fallback string) string {
-	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: topic}][key]; ok {
+func (c *Controller) topicConfig(img *metadata.Image, topic, key, fallback string) string {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}][key]; ok {
 		return v
 	}
-	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker, Name: strconv.Itoa(int(c.cfg.NodeID))}][key]; ok {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(c.cfg.NodeID))}][key]; ok {
 		return v
 	}
-	if v, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][key]; ok {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][key]; ok {
 		return v
 	}
 	if c.cfg.Schema != nil {
-		if v, ok := c.cfg.Schema.Default(ConfigResourceTopic, key); ok {
+		if v, ok := c.cfg.Schema.Default(metadata.ConfigResourceTopic, key); ok {
 			return v
 		}
 	}
@@ -371,7 +370,7 @@ func (c *Controller) topicConfig(img *Image, topic, key, fallback string) string
 
 // effectiveMinISR is the topic's min.insync.replicas, capped at its
 // replication factor (that of partition 0, as Kafka takes it).
-func (c *Controller) effectiveMinISR(img *Image, t *Topic) int {
+func (c *Controller) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 	n, err := strconv.Atoi(strings.TrimSpace(c.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
 	if err != nil || n < 1 {
 		n = 1
@@ -383,7 +382,7 @@ func (c *Controller) effectiveMinISR(img *Image, t *Topic) int {
 }
 
 // uncleanElectionEnabled is the topic's unclean.leader.election.enable.
-func (c *Controller) uncleanElectionEnabled(img *Image, topic string) bool {
+func (c *Controller) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
 	return isTrue(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
 }
 
@@ -403,13 +402,13 @@ var (
 )
 
 // checkMinISRChange refuses the min.insync.replicas changes ELR forbids.
-func checkMinISRChange(img *Image, recs []Record) *apiError {
+func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *apiError {
 	if !elrEnabled(img) {
 		return nil
 	}
 	for _, r := range recs {
-		cr, ok := r.(*ConfigRecord)
-		if !ok || cr.Name != minInSyncReplicasConfig || cr.ResourceType != ConfigResourceBroker {
+		cr, ok := r.(*metadata.ConfigRecord)
+		if !ok || cr.Name != minInSyncReplicasConfig || cr.ResourceType != metadata.ConfigResourceBroker {
 			continue
 		}
 		if cr.ResourceName != "" {
@@ -428,26 +427,26 @@ func checkMinISRChange(img *Image, recs []Record) *apiError {
 // writes, through the partition-change builder, a PartitionChangeRecord per
 // partition that has anything to clear. It elects only as an online
 // election would have already (never uncleanly).
-func (c *Controller) clearELRRecords(img *Image, recs []Record) []Record {
+func (c *Controller) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
 	if !elrEnabled(img) {
 		return nil
 	}
 	all := false
 	topics := map[string]bool{}
 	for _, r := range recs {
-		cr, ok := r.(*ConfigRecord)
+		cr, ok := r.(*metadata.ConfigRecord)
 		if !ok || cr.Name != minInSyncReplicasConfig {
 			continue
 		}
 		switch cr.ResourceType {
-		case ConfigResourceTopic:
+		case metadata.ConfigResourceTopic:
 			topics[cr.ResourceName] = true
-		case ConfigResourceBroker:
+		case metadata.ConfigResourceBroker:
 			all = true
 		}
 	}
-	var out []Record
-	forEachPartition(img, func(t *Topic, i int, p Partition) {
+	var out []metadata.Record
+	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
 		if !(all || topics[t.Name]) || len(p.ELR) == 0 && len(p.LastKnownELR) == 0 {
 			return
 		}
@@ -464,18 +463,18 @@ func (c *Controller) clearELRRecords(img *Image, recs []Record) []Record {
 // (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
 // cluster-level min.insync.replicas with this node's static value when
 // there is none, and the removal of every broker-level one.
-func (c *Controller) elrSafetyRecords(img *Image) []Record {
-	var recs []Record
-	if _, ok := img.Configs[ConfigResource{Type: ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
+func (c *Controller) elrSafetyRecords(img *metadata.Image) []metadata.Record {
+	var recs []metadata.Record
+	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
 		v := c.staticMinISR()
-		recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: &v})
+		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: &v})
 	}
-	for _, res := range slices.SortedFunc(maps.Keys(img.Configs), func(a, b ConfigResource) int { return cmp.Compare(a.Name, b.Name) }) {
-		if res.Type != ConfigResourceBroker || res.Name == "" {
+	for _, res := range slices.SortedFunc(maps.Keys(img.Configs), func(a, b metadata.ConfigResource) int { return cmp.Compare(a.Name, b.Name) }) {
+		if res.Type != metadata.ConfigResourceBroker || res.Name == "" {
 			continue
 		}
 		if _, ok := img.Configs[res][minInSyncReplicasConfig]; ok {
-			recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceBroker, ResourceName: res.Name, Name: minInSyncReplicasConfig})
+			recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, ResourceName: res.Name, Name: minInSyncReplicasConfig})
 		}
 	}
 	return recs
@@ -484,7 +483,7 @@ func (c *Controller) elrSafetyRecords(img *Image) []Record {
 // staticMinISR is min.insync.replicas in this node's static configuration.
 func (c *Controller) staticMinISR() string {
 	if c.cfg.Schema != nil {
-		if v, ok := c.cfg.Schema.Default(ConfigResourceBroker, minInSyncReplicasConfig); ok {
+		if v, ok := c.cfg.Schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
 			return v
 		}
 	}

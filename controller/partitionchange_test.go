@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,28 +13,28 @@ import (
 
 // elrCluster is an image with brokers 1..n (all unfenced), topic "t" with
 // one partition, and ELR on or off; min.insync.replicas is set on the topic.
-func elrCluster(t *testing.T, n int32, elr bool, minISR string, p Partition) *Image {
+func elrCluster(t *testing.T, n int32, elr bool, minISR string, p metadata.Partition) *metadata.Image {
 	t.Helper()
-	img := emptyImage("c")
-	img.Brokers = map[int32]*Broker{}
+	img := metadata.EmptyImage("c")
+	img.Brokers = map[int32]*metadata.Broker{}
 	for id := int32(1); id <= n; id++ {
-		img.Brokers[id] = &Broker{ID: id, Epoch: int64(id)}
+		img.Brokers[id] = &metadata.Broker{ID: id, Epoch: int64(id)}
 	}
 	if elr {
-		img.Features = map[string]int16{EligibleLeaderReplicasFeature: 1}
+		img.Features = map[string]int16{metadata.EligibleLeaderReplicasFeature: 1}
 	}
-	topic := &Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: []Partition{p}}
-	img.Topics = map[string]*Topic{"t": topic}
-	img.TopicsByID = map[protocol.UUID]*Topic{topic.ID: topic}
-	img.Configs = map[ConfigResource]map[string]string{{Type: ConfigResourceTopic, Name: "t"}: {minInSyncReplicasConfig: minISR}}
+	topic := &metadata.Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: []metadata.Partition{p}}
+	img.Topics = map[string]*metadata.Topic{"t": topic}
+	img.TopicsByID = map[protocol.UUID]*metadata.Topic{topic.ID: topic}
+	img.Configs = map[metadata.ConfigResource]map[string]string{{Type: metadata.ConfigResourceTopic, Name: "t"}: {minInSyncReplicasConfig: minISR}}
 	return img
 }
 
 // setBroker returns img with broker id fenced or not (a copy: images are
 // immutable).
-func setBroker(img *Image, id int32, fenced bool) *Image {
+func setBroker(img *metadata.Image, id int32, fenced bool) *metadata.Image {
 	next := *img
-	next.Brokers = map[int32]*Broker{}
+	next.Brokers = map[int32]*metadata.Broker{}
 	for k, v := range img.Brokers {
 		next.Brokers[k] = v
 	}
@@ -43,18 +44,18 @@ func setBroker(img *Image, id int32, fenced bool) *Image {
 	return &next
 }
 
-func apply(t *testing.T, img *Image, recs []Record) *Image {
+func apply(t *testing.T, img *metadata.Image, recs []metadata.Record) *metadata.Image {
 	t.Helper()
-	next, err := applyBatch(img, recs, img.Offset+1, 1)
+	next, err := metadata.ApplyBatch(img, recs, img.Offset+1, 1)
 	if err != nil {
 		t.Fatalf("apply %v: %v", recs, err)
 	}
 	return next
 }
 
-func part(img *Image) Partition { return img.Topics["t"].Partitions[0] }
+func part(img *metadata.Image) metadata.Partition { return img.Topics["t"].Partitions[0] }
 
-func wantPartition(t *testing.T, step string, got Partition, leader int32, isr, elr, lastKnown []int32) {
+func wantPartition(t *testing.T, step string, got metadata.Partition, leader int32, isr, elr, lastKnown []int32) {
 	t.Helper()
 	if got.Leader != leader || !slices.Equal(got.ISR, isr) || !slices.Equal(got.ELR, elr) || !slices.Equal(got.LastKnownELR, lastKnown) {
 		t.Fatalf("%s: leader %d ISR %v ELR %v LastKnownELR %v; want leader %d ISR %v ELR %v LastKnownELR %v",
@@ -64,21 +65,21 @@ func wantPartition(t *testing.T, step string, got Partition, leader int32, isr, 
 
 // fence is what fencing a broker does: the partition changes, then the
 // broker is fenced.
-func fence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+func fence(t *testing.T, c *Controller, img *metadata.Image, id int32) *metadata.Image {
 	t.Helper()
 	img = apply(t, img, c.removeBrokerFromPartitions(img, id))
 	return setBroker(img, id, true)
 }
 
-func unfence(t *testing.T, c *Controller, img *Image, id int32) *Image {
+func unfence(t *testing.T, c *Controller, img *metadata.Image, id int32) *metadata.Image {
 	t.Helper()
-	recs := c.leaderAndISRUpdates(img, -1, id, -1, func(p Partition) bool { return p.Leader == -1 })
+	recs := c.leaderAndISRUpdates(img, -1, id, -1, func(p metadata.Partition) bool { return p.Leader == -1 })
 	return apply(t, setBroker(img, id, false), recs)
 }
 
 // isrChange is the record for an ISR change the leader of t-0 asks for, as
 // AlterPartition builds it once the request is valid.
-func isrChange(c *Controller, img *Image, isr []int32) *PartitionChangeRecord {
+func isrChange(c *Controller, img *metadata.Image, isr []int32) *metadata.PartitionChangeRecord {
 	pc := c.newPartitionChange(img, img.Topics["t"], 0)
 	pc.isr = isr
 	return pc.build()
@@ -86,7 +87,7 @@ func isrChange(c *Controller, img *Image, isr []int32) *PartitionChangeRecord {
 
 func TestELRThroughFencingAndUnfencing(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
 
 	img = fence(t, c, img, 3)
 	wantPartition(t, "fence 3", part(img), 1, []int32{1, 2}, []int32{3}, nil)
@@ -102,9 +103,9 @@ func TestELRThroughFencingAndUnfencing(t *testing.T) {
 	// Followers catch up: the ISR grows; at min.insync.replicas the ELR
 	// is cleared.
 	img = setBroker(setBroker(img, 1, false), 2, false)
-	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1})})
+	img = apply(t, img, []metadata.Record{isrChange(c, img, []int32{3, 1})})
 	wantPartition(t, "ISR 3,1", part(img), 3, []int32{3, 1}, []int32{2}, nil)
-	img = apply(t, img, []Record{isrChange(c, img, []int32{3, 1, 2})})
+	img = apply(t, img, []metadata.Record{isrChange(c, img, []int32{3, 1, 2})})
 	wantPartition(t, "ISR 3,1,2", part(img), 3, []int32{3, 1, 2}, nil, nil)
 	if rec := isrChange(c, img, []int32{3, 1, 2}); rec != nil {
 		t.Fatalf("an unchanged ISR wrote %+v", rec)
@@ -114,13 +115,13 @@ func TestELRThroughFencingAndUnfencing(t *testing.T) {
 func TestELRAtMinISRIsEmpty(t *testing.T) {
 	c := &Controller{}
 	// min.insync.replicas 2: losing one of three keeps the ISR at 2.
-	img := elrCluster(t, 3, true, "2", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+	img := elrCluster(t, 3, true, "2", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
 	img = fence(t, c, img, 1)
 	wantPartition(t, "fence 1", part(img), 2, []int32{2, 3}, nil, nil)
 	img = fence(t, c, img, 2)
 	wantPartition(t, "fence 2", part(img), 3, []int32{3}, []int32{2}, nil)
 	// min.insync.replicas is capped at the replication factor.
-	img = elrCluster(t, 2, true, "5", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	img = elrCluster(t, 2, true, "5", metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	if got := c.effectiveMinISR(img, img.Topics["t"]); got != 2 {
 		t.Fatalf("effective min ISR %d, want 2", got)
 	}
@@ -128,7 +129,7 @@ func TestELRAtMinISRIsEmpty(t *testing.T) {
 
 func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	img := elrCluster(t, 2, false, "2", metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	img = fence(t, c, img, 1)
 	wantPartition(t, "fence 1", part(img), 2, []int32{2}, nil, nil)
 	img = fence(t, c, img, 2)
@@ -140,14 +141,14 @@ func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
 	wantPartition(t, "unfence 2", part(img), 2, []int32{2}, nil, nil)
 	// ELR left over from when the feature was on still elects (as in
 	// Kafka), and is cleared.
-	img = elrCluster(t, 2, false, "2", Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1})
+	img = elrCluster(t, 2, false, "2", metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, ELR: []int32{2}, Leader: 1})
 	img = fence(t, c, img, 1)
 	wantPartition(t, "ELR off", part(img), 2, []int32{2}, nil, nil)
 }
 
 func TestUncleanRestartLeavesTheELR(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
 	for _, id := range []int32{1, 2, 3} {
 		img = setBroker(img, id, true)
 	}
@@ -170,8 +171,8 @@ func TestUncleanRestartLeavesTheELR(t *testing.T) {
 
 func TestUncleanElectionClearsTheELR(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{1}, Leader: -1})
-	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{1}, Leader: -1})
+	img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
 	img = setBroker(img, 1, true)
 	// Broker 1, the only replica known complete, is fenced: an unclean
 	// election takes the first live replica.
@@ -179,7 +180,7 @@ func TestUncleanElectionClearsTheELR(t *testing.T) {
 	if e != nil {
 		t.Fatalf("unclean election: %v", e.err)
 	}
-	img = apply(t, img, []Record{rec})
+	img = apply(t, img, []metadata.Record{rec})
 	wantPartition(t, "unclean", part(img), 2, []int32{2}, nil, nil)
 	if part(img).LeaderEpoch != 1 {
 		t.Fatalf("leader epoch %d", part(img).LeaderEpoch)
@@ -188,7 +189,7 @@ func TestUncleanElectionClearsTheELR(t *testing.T) {
 
 func TestElectionOrder(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 3, true, "1", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3})
+	img := elrCluster(t, 3, true, "1", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3})
 	// Preferred: replica 1 is not in the ISR.
 	if _, e := c.electLeader(img, "t", 0, electionPreferred); e == nil || e.err.Code != 80 {
 		t.Fatalf("preferred out of ISR: %+v", e)
@@ -208,12 +209,12 @@ func TestElectionOrder(t *testing.T) {
 	if e != nil {
 		t.Fatalf("unclean: %v", e.err)
 	}
-	img = apply(t, img, []Record{rec})
+	img = apply(t, img, []metadata.Record{rec})
 	wantPartition(t, "unclean", part(img), 1, []int32{1}, nil, nil)
 }
 
 func TestElrAfterISRChange(t *testing.T) {
-	p := Partition{ISR: []int32{3, 1, 2}, ELR: []int32{5}}
+	p := metadata.Partition{ISR: []int32{3, 1, 2}, ELR: []int32{5}}
 	for _, tc := range []struct {
 		isr     []int32
 		minISR  int
@@ -311,7 +312,7 @@ func TestAlterPartitionShrinkBelowMinISRFillsTheELR(t *testing.T) {
 	q.unfence(t, others[1])
 	p := q.partition()
 	wantPartition(t, "ELR member back", p, others[1], []int32{others[1]}, []int32{min(leader, others[0]), max(leader, others[0])}, nil)
-	if p.LeaderRecoveryState != LeaderRecovered {
+	if p.LeaderRecoveryState != metadata.LeaderRecovered {
 		t.Fatalf("an ELR election is clean: %+v", p)
 	}
 }
@@ -333,7 +334,7 @@ func TestSingleBrokerUncleanRestartLeadsAgain(t *testing.T) {
 	c.Close()
 	c = startTest(t, fsys, withELRSupport)
 	req := registration(1, protocol.RandomUUID())
-	req.Features = append(req.Features, kmsg.BrokerRegistrationRequestFeature{Name: EligibleLeaderReplicasFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1})
+	req.Features = append(req.Features, kmsg.BrokerRegistrationRequestFeature{Name: metadata.EligibleLeaderReplicasFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1})
 	resp := c.RegisterBroker(ctxT(t), req)
 	if resp.ErrorCode != 0 {
 		t.Fatalf("re-register: %d", resp.ErrorCode)
@@ -346,7 +347,7 @@ func TestSingleBrokerUncleanRestartLeadsAgain(t *testing.T) {
 	}
 	for i, p := range c.Image().Topics["t"].Partitions {
 		wantPartition(t, fmt.Sprintf("partition %d after unfencing", i), p, 1, []int32{1}, nil, nil)
-		if p.LeaderRecoveryState != LeaderRecovering || p.LeaderEpoch != 2 {
+		if p.LeaderRecoveryState != metadata.LeaderRecovering || p.LeaderEpoch != 2 {
 			t.Fatalf("partition %d: %+v", i, p)
 		}
 	}
@@ -388,7 +389,7 @@ func TestFencingDuringAReassignment(t *testing.T) {
 // removing replica, moves to the target set, as in Kafka.
 func TestFencingARemovingReplicaCompletesAReassignment(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 4, false, "1", Partition{
+	img := elrCluster(t, 4, false, "1", metadata.Partition{
 		Replicas: []int32{2, 3, 4, 1}, ISR: []int32{1, 2, 3, 4}, Leader: 1,
 		AddingReplicas: []int32{4}, RemovingReplicas: []int32{1},
 	})
@@ -405,11 +406,11 @@ func TestFencingARemovingReplicaCompletesAReassignment(t *testing.T) {
 // longer lead.
 func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 4, true, "3", Partition{
+	img := elrCluster(t, 4, true, "3", metadata.Partition{
 		Replicas: []int32{1, 4, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1,
 		AddingReplicas: []int32{4}, RemovingReplicas: []int32{2, 3},
 	})
-	img = apply(t, img, []Record{isrChange(c, img, []int32{1, 2, 3, 4})})
+	img = apply(t, img, []metadata.Record{isrChange(c, img, []int32{1, 2, 3, 4})})
 	p := part(img)
 	wantPartition(t, "completed", p, 1, []int32{1, 4}, nil, nil)
 	if !slices.Equal(p.Replicas, []int32{1, 4}) || p.Reassigning() || p.LeaderEpoch != 1 {
@@ -423,10 +424,10 @@ func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
 // is the periodic check's to do.
 func TestMinISRChangeClearsTheELRThroughTheBuilder(t *testing.T) {
 	c := &Controller{}
-	img := elrCluster(t, 3, true, "3", Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
-	img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
+	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
+	img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
 	img = setBroker(setBroker(img, 1, true), 2, true)
-	change := []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: minInSyncReplicasConfig, Value: strPtr("2")}}
+	change := []metadata.Record{&metadata.ConfigRecord{ResourceType: metadata.ConfigResourceTopic, ResourceName: "t", Name: minInSyncReplicasConfig, Value: strPtr("2")}}
 	recs := c.clearELRRecords(img, change)
 	if len(recs) != 1 {
 		t.Fatalf("records %v", recs)

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -55,10 +56,10 @@ const (
 // is sent once they are applied (or fail); otherwise reply is sent once
 // everything proposed before it is applied.
 type event struct {
-	fn func(img *Image, offset int64) ([]Record, any)
+	fn func(img *metadata.Image, offset int64) ([]metadata.Record, any)
 	// conf, set instead of fn, decides a membership change
 	// (membership.go).
-	conf  func(img *Image) (*pb.ConfChangeV2, []Record, any)
+	conf  func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any)
 	reply chan eventResult
 }
 
@@ -80,7 +81,7 @@ type proposal struct {
 }
 
 // latest is the image operations are decided against (loop).
-func (c *Controller) latest() *Image {
+func (c *Controller) latest() *metadata.Image {
 	if c.pending != nil {
 		return c.pending
 	}
@@ -159,15 +160,15 @@ func (c *Controller) afterPending(done func(error)) {
 // nextIndex, with nothing proposed in between) and adds them to the
 // pending image. done is called once the entry is applied, or fails
 // (loop).
-func (c *Controller) propose(records []Record, index uint64, done func(error)) {
-	data := EncodeRecords(records)
+func (c *Controller) propose(records []metadata.Record, index uint64, done func(error)) {
+	data := metadata.EncodeRecords(records)
 	c.proposeEntry(records, index, data, func() error { return c.rn.Propose(data) }, done)
 }
 
 // proposeEntry is propose for an entry whose data is given and that send
 // hands to raft (a conf change carries the records in its context).
-func (c *Controller) proposeEntry(records []Record, index uint64, data []byte, send func() error, done func(error)) {
-	next, err := applyBatch(c.latest(), records, int64(index), int64(c.term))
+func (c *Controller) proposeEntry(records []metadata.Record, index uint64, data []byte, send func() error, done func(error)) {
+	next, err := metadata.ApplyBatch(c.latest(), records, int64(index), int64(c.term))
 	if err != nil {
 		// A decision whose records do not apply to the image it was made
 		// against is a bug; refusing it keeps it out of the log.
@@ -231,7 +232,7 @@ func (c *Controller) failInflight(err error) {
 // entries that never committed (a TOPIC_ALREADY_EXISTS for a topic whose
 // creation failed), so none of it is an answer; as in Kafka, the whole
 // operation fails.
-func (c *Controller) submit(ctx context.Context, fn func(img *Image, offset int64) ([]Record, any)) (any, error) {
+func (c *Controller) submit(ctx context.Context, fn func(img *metadata.Image, offset int64) ([]metadata.Record, any)) (any, error) {
 	return c.submitEvent(ctx, &event{fn: fn, reply: make(chan eventResult, 1)})
 }
 
@@ -273,8 +274,8 @@ func (r eventResult) answer() (any, error) {
 }
 
 // submitTyped is submit with a typed result.
-func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *Image, offset int64) ([]Record, T)) (T, bool, error) {
-	val, err := c.submit(ctx, func(img *Image, offset int64) ([]Record, any) {
+func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *metadata.Image, offset int64) ([]metadata.Record, T)) (T, bool, error) {
+	val, err := c.submit(ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, any) {
 		return fn(img, offset)
 	})
 	t, ok := val.(T)

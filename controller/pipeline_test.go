@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,12 +18,12 @@ import (
 // imageLog records every image a controller publishes, by offset.
 type imageLog struct {
 	mu     sync.Mutex
-	images map[int64]*Image
+	images map[int64]*metadata.Image
 }
 
 func recordImages(t *testing.T, c *Controller) *imageLog {
-	l := &imageLog{images: map[int64]*Image{}}
-	cancel := c.Subscribe(func(_, next *Image) {
+	l := &imageLog{images: map[int64]*metadata.Image{}}
+	cancel := c.Subscribe(func(_, next *metadata.Image) {
 		l.mu.Lock()
 		l.images[next.Offset] = next
 		l.mu.Unlock()
@@ -32,10 +33,10 @@ func recordImages(t *testing.T, c *Controller) *imageLog {
 }
 
 // before returns the last image published before offset.
-func (l *imageLog) before(offset int64) *Image {
+func (l *imageLog) before(offset int64) *metadata.Image {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var best *Image
+	var best *metadata.Image
 	for o, img := range l.images {
 		if o < offset && (best == nil || o > best.Offset) {
 			best = img
@@ -44,7 +45,7 @@ func (l *imageLog) before(offset int64) *Image {
 	return best
 }
 
-func (l *imageLog) at(offset int64) *Image {
+func (l *imageLog) at(offset int64) *metadata.Image {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.images[offset]
@@ -56,7 +57,7 @@ type createdAt struct {
 	offset   int64
 	result   kmsg.CreateTopicsResponseTopic
 	err      error
-	answered *Image
+	answered *metadata.Image
 }
 
 // createTopicAt creates one topic through the loop (as CreateTopics does)
@@ -66,7 +67,7 @@ func createTopicAt(ctx context.Context, c *Controller, name string, partitions i
 		offset int64
 		topics []kmsg.CreateTopicsResponseTopic
 	}
-	r, _, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, res) {
+	r, _, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, res) {
 		recs, topics := c.createTopics(img, []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}, false, nil)
 		if decided != nil {
 			close(decided)
@@ -338,8 +339,8 @@ func TestLeaderRefusesRecordsThatDoNotApply(t *testing.T) {
 	c := startTest(t, vfs.NewMemFS())
 	registerBroker(t, c, 1)
 	before := c.Image()
-	_, err := c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionRecord{TopicID: protocol.RandomUUID(), PartitionID: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}, nil
+	_, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.PartitionRecord{TopicID: protocol.RandomUUID(), PartitionID: 0, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}}, nil
 	})
 	if err == nil || errorCode(err) != kerr.UnknownServerError.Code {
 		t.Fatalf("records for an unknown topic: err %v", err)

@@ -21,6 +21,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // usableBroker is a broker placement may use.
@@ -52,7 +54,7 @@ type stripedPlacer struct {
 	rng         *rand.Rand
 }
 
-func newStripedPlacer(img *Image, rng *rand.Rand) *stripedPlacer {
+func newStripedPlacer(img *metadata.Image, rng *rand.Rand) *stripedPlacer {
 	p := &stripedPlacer{rng: rng}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]

@@ -3,13 +3,15 @@ package controller
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
-func placementImage(racks map[int32]string, fenced ...int32) *Image {
-	img := emptyImage("c")
-	img.Brokers = map[int32]*Broker{}
+func placementImage(racks map[int32]string, fenced ...int32) *metadata.Image {
+	img := metadata.EmptyImage("c")
+	img.Brokers = map[int32]*metadata.Broker{}
 	for id, r := range racks {
-		b := &Broker{ID: id}
+		b := &metadata.Broker{ID: id}
 		if r != "" {
 			rack := r
 			b.Rack = &rack
@@ -103,7 +105,7 @@ func TestPlacementFencedAndShuttingDown(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		rf   int
-		img  *Image
+		img  *metadata.Image
 		want string
 	}{
 		{0, img, "Invalid replication factor 0: the replication factor must be positive."},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -224,8 +225,8 @@ func (c *Controller) DescribeQuorum(ctx context.Context, req *kmsg.DescribeQuoru
 
 // quorumNodes lists the voters' listeners: from the log's voter set, else
 // the configured voters.
-func (c *Controller) quorumNodes(img *Image) []kmsg.DescribeQuorumResponseNode {
-	eps := map[int32][]Endpoint{}
+func (c *Controller) quorumNodes(img *metadata.Image) []kmsg.DescribeQuorumResponseNode {
+	eps := map[int32][]metadata.Endpoint{}
 	if len(img.Voters) > 0 {
 		// The committed voter set is the whole truth once there is one:
 		// a removed voter's formatted entry is not listed.
@@ -250,7 +251,7 @@ func (c *Controller) quorumNodes(img *Image) []kmsg.DescribeQuorumResponseNode {
 	return describeQuorumNodes(eps)
 }
 
-func describeQuorumNodes(eps map[int32][]Endpoint) []kmsg.DescribeQuorumResponseNode {
+func describeQuorumNodes(eps map[int32][]metadata.Endpoint) []kmsg.DescribeQuorumResponseNode {
 	var out []kmsg.DescribeQuorumResponseNode
 	for _, id := range slices.Sorted(maps.Keys(eps)) {
 		n := kmsg.NewDescribeQuorumResponseNode()

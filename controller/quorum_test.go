@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -93,7 +94,7 @@ func TestUpdateFeatures(t *testing.T) {
 		{"downgrade without type", func() *kmsg.UpdateFeaturesResponse { return upd(1, "group.version", 0, upgradeTypeUpgrade, false) }, kerr.InvalidUpdateVersion.Code,
 			"The update failed for all features since the following feature had an error: Invalid update version 0 for feature group.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.", 1},
 		{"metadata.version downgrade", func() *kmsg.UpdateFeaturesResponse {
-			return upd(1, MetadataVersionFeature, 20, upgradeTypeSafeDowngrade, false)
+			return upd(1, metadata.MetadataVersionFeature, 20, upgradeTypeSafeDowngrade, false)
 		}, kerr.InvalidUpdateVersion.Code,
 			"The update failed for all features since the following feature had an error: Invalid metadata.version 20. Refusing to perform the requested downgrade because it might delete metadata information.", 1},
 		{"safe downgrade", func() *kmsg.UpdateFeaturesResponse {
@@ -203,7 +204,7 @@ func (n *memNet) release(deliver bool) {
 func startThreeNodes(t *testing.T, mutate ...func(*Config)) (*memNet, []*Controller) {
 	t.Helper()
 	net := &memNet{nodes: map[uint64]*Controller{}, down: map[uint64]bool{}}
-	voters := []Voter{{ID: 1}, {ID: 2}, {ID: 3}}
+	voters := []metadata.Voter{{ID: 1}, {ID: 2}, {ID: 3}}
 	var nodes []*Controller
 	for _, id := range []int32{1, 2, 3} {
 		fsys := vfs.NewMemFS()
@@ -242,7 +243,7 @@ func waitForLeader(t *testing.T, net *memNet, nodes []*Controller) *Controller {
 			if down {
 				continue
 			}
-			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[MetadataVersionFeature] != 0 {
+			if qs := c.quorum.Load(); qs != nil && qs.isLeader && c.Image().Features[metadata.MetadataVersionFeature] != 0 {
 				found = c
 				return true
 			}

@@ -1,13 +1,11 @@
 package controller
 
 import (
-	"encoding/hex"
-	"os"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -67,12 +65,12 @@ func alterRequest(entries ...kmsg.AlterClientQuotasRequestEntry) *kmsg.AlterClie
 }
 
 // runAlter decides a request against img without committing it.
-func runAlter(img *Image, req *kmsg.AlterClientQuotasRequest) ([]Record, []quotaResult) {
+func runAlter(img *metadata.Image, req *kmsg.AlterClientQuotasRequest) ([]metadata.Record, []quotaResult) {
 	return alterClientQuotas(img, readQuotaAlterations(req))
 }
 
 func TestAlterClientQuotasValidation(t *testing.T) {
-	img := emptyImage("c")
+	img := metadata.EmptyImage("c")
 	for _, tc := range []struct {
 		name  string
 		entry kmsg.AlterClientQuotasRequestEntry
@@ -125,8 +123,8 @@ func TestAlterClientQuotasValidation(t *testing.T) {
 }
 
 func TestAlterClientQuotasApply(t *testing.T) {
-	img := emptyImage("c")
-	apply := func(req *kmsg.AlterClientQuotasRequest) []Record {
+	img := metadata.EmptyImage("c")
+	apply := func(req *kmsg.AlterClientQuotasRequest) []metadata.Record {
 		t.Helper()
 		recs, res := runAlter(img, req)
 		for _, r := range res {
@@ -134,20 +132,20 @@ func TestAlterClientQuotasApply(t *testing.T) {
 				t.Fatalf("refused: %s", *r.err.message())
 			}
 		}
-		next, err := applyBatch(img, recs, img.Offset+1, 1)
+		next, err := metadata.ApplyBatch(img, recs, img.Offset+1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		img = next
 		return recs
 	}
-	userClient := QuotaEntity{User: QuotaNamed("u"), ClientID: QuotaNamed("c")}
-	defaultUser := QuotaEntity{User: QuotaDefault()}
+	userClient := metadata.QuotaEntity{User: metadata.QuotaNamed("u"), ClientID: metadata.QuotaNamed("c")}
+	defaultUser := metadata.QuotaEntity{User: metadata.QuotaDefault()}
 	apply(alterRequest(
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 100), setOp("consumer_byte_rate", 200)}, "user", "u", "client-id", "c"),
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 30)}, "user", "<default>"),
 	))
-	want := map[QuotaEntity]map[string]float64{
+	want := map[metadata.QuotaEntity]map[string]float64{
 		userClient:  {"producer_byte_rate": 100, "consumer_byte_rate": 200},
 		defaultUser: {"request_percentage": 30},
 	}
@@ -165,7 +163,7 @@ func TestAlterClientQuotasApply(t *testing.T) {
 		t.Fatalf("quotas after removal %v", img.ClientQuotas)
 	}
 	// A snapshot rebuilds the same quotas.
-	rebuilt, err := applyBatch(emptyImage("c"), imageRecords(img), 1, 1)
+	rebuilt, err := metadata.ApplyBatch(metadata.EmptyImage("c"), metadata.ImageRecords(img), 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,65 +176,14 @@ func TestAlterClientQuotasApply(t *testing.T) {
 // with Kafka's message; the first entry's records still commit (Kafka's
 // result is atomic over what was decided).
 func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
-	recs, res := runAlter(emptyImage("c"), alterRequest(
+	recs, res := runAlter(metadata.EmptyImage("c"), alterRequest(
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", "c"),
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 2)}, "client-id", "c"),
 	))
 	if len(res) != 1 || res[0].err == nil || *res[0].err.message() != "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c})" {
 		t.Fatalf("results %+v", res)
 	}
-	if len(recs) != 1 || recs[0].(*ClientQuotaRecord).Value != 1 {
+	if len(recs) != 1 || recs[0].(*metadata.ClientQuotaRecord).Value != 1 {
 		t.Fatalf("records %v", recs)
-	}
-}
-
-func sampleQuotaRecords() []Record {
-	return []Record{
-		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "user", Name: strPtr("alice")}, {Type: "client-id", Name: nil}}, Key: "producer_byte_rate", Value: 1024},
-		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "ip", Name: strPtr("10.0.0.1")}}, Key: "connection_creation_rate", Value: 5},
-		&ClientQuotaRecord{Entity: []QuotaEntityData{{Type: "user", Name: strPtr("alice")}, {Type: "client-id", Name: nil}}, Key: "producer_byte_rate", Remove: true},
-	}
-}
-
-// TestClientQuotaRecordVersion0: the version 0 encoding is frozen in
-// testdata; a newer build must keep reading it.
-func TestClientQuotaRecordVersion0(t *testing.T) {
-	raw, err := os.ReadFile("testdata/quota-records-v0.hex")
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := EncodeRecords(sampleQuotaRecords()); !reflect.DeepEqual(got, data) {
-		t.Fatalf("encoding changed:\n%x\nwant\n%x", got, data)
-	}
-	got, err := DecodeRecords(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, sampleQuotaRecords()) {
-		t.Fatalf("decoded %#v", got)
-	}
-	img, err := applyBatch(emptyImage("c"), got, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[QuotaEntity]map[string]float64{{IP: QuotaNamed("10.0.0.1")}: {"connection_creation_rate": 5}}
-	if !reflect.DeepEqual(img.ClientQuotas, want) {
-		t.Fatalf("quotas %v", img.ClientQuotas)
-	}
-}
-
-func TestClientQuotaRecordRefusesBadEntity(t *testing.T) {
-	for _, ent := range [][]QuotaEntityData{
-		nil,
-		{{Type: "group", Name: strPtr("g")}},
-		{{Type: "user", Name: strPtr("a")}, {Type: "user", Name: strPtr("b")}},
-	} {
-		if _, err := applyBatch(emptyImage("c"), []Record{&ClientQuotaRecord{Entity: ent, Key: "k", Value: 1}}, 1, 1); err == nil {
-			t.Errorf("entity %v replayed", ent)
-		}
 	}
 }

@@ -47,6 +47,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -57,8 +58,8 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 	allowRFChange := req.Version < 1 || req.AllowReplicationFactorChange
 	resp.AllowReplicationFactorChange = allowRFChange
 	topics := req.Topics
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.AlterPartitionAssignmentsResponseTopic) {
-		var recs []Record
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.AlterPartitionAssignmentsResponseTopic) {
+		var recs []metadata.Record
 		var out []kmsg.AlterPartitionAssignmentsResponseTopic
 		for _, t := range topics {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
@@ -99,7 +100,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 
 // reassignPartition decides one partition's reassignment: its record (nil
 // when nothing changes) or why it is refused.
-func (c *Controller) reassignPartition(img *Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*PartitionChangeRecord, *apiError) {
+func (c *Controller) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
@@ -141,7 +142,7 @@ func (c *Controller) reassignPartition(img *Image, topic string, p kmsg.AlterPar
 }
 
 // cancelReassignment reverts the reassignment in progress.
-func (c *Controller) cancelReassignment(img *Image, t *Topic, id int32) (*PartitionChangeRecord, *apiError) {
+func (c *Controller) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
 	cur := t.Partitions[id]
 	if !cur.Reassigning() {
 		return nil, &apiError{err: kerr.NoReassignmentInProgress}
@@ -169,9 +170,9 @@ func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.L
 	topics := req.Topics
 	// Nothing is written; the answer waits for what is pending, as every
 	// read on the controller does.
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.ListPartitionReassignmentsResponseTopic) {
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.ListPartitionReassignmentsResponseTopic) {
 		out := []kmsg.ListPartitionReassignmentsResponseTopic{}
-		list := func(t *Topic, partitions []int32) {
+		list := func(t *metadata.Topic, partitions []int32) {
 			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 			rt.Topic = t.Name
 			for _, id := range partitions {

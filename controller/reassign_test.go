@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,7 +47,7 @@ func (q *isrCluster) spareBroker() int32 {
 // startMoveOffTheLeader starts, on four brokers, a reassignment of t-0
 // that replaces its leader with the spare broker (the last target
 // replica); it returns the partition as it was before and the target.
-func startMoveOffTheLeader(t *testing.T) (*isrCluster, Partition, []int32) {
+func startMoveOffTheLeader(t *testing.T) (*isrCluster, metadata.Partition, []int32) {
 	t.Helper()
 	q := startISRCluster(t, 4)
 	before := q.partition()
@@ -159,16 +160,16 @@ func TestReassignmentCancelNeedsUncleanElection(t *testing.T) {
 	q := startISRCluster(t, 4)
 	id := q.c.Image().Topics["t"].ID
 	// Replicas 1 (original) and 4 (adding); only 4 is in the ISR.
-	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&PartitionChangeRecord{TopicID: id, Leader: 4, Replicas: []int32{4, 1}, ISR: []int32{4}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{}}}, nil
+	if _, err := q.c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: id, Leader: 4, Replicas: []int32{4, 1}, ISR: []int32{4}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{}}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if rp := q.reassign(t, 0, true, nil); rp.ErrorCode != kerr.InvalidReplicaAssignment.Code {
 		t.Fatalf("unclean cancel without permission: %d", rp.ErrorCode)
 	}
-	if _, err := q.c.submit(ctxT(t), func(img *Image, _ int64) ([]Record, any) {
-		return []Record{&ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
+	if _, err := q.c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
+		return []metadata.Record{&metadata.ConfigRecord{ResourceType: metadata.ConfigResourceTopic, ResourceName: "t", Name: uncleanLeaderElectionConfig, Value: strPtr("true")}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,8 +20,8 @@ func reRegistration(id int32, previousEpoch int64) *kmsg.BrokerRegistrationReque
 	req.PreviousBrokerEpoch = previousEpoch
 	req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}
 	req.Features = []kmsg.BrokerRegistrationRequestFeature{
-		{Name: MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
-		{Name: KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
+		{Name: metadata.MetadataVersionFeature, MinSupportedVersion: 7, MaxSupportedVersion: 30},
+		{Name: metadata.KRaftVersionFeature, MinSupportedVersion: 0, MaxSupportedVersion: 1},
 	}
 	return req
 }

@@ -1,9 +1,8 @@
 package controller
 
-// SCRAM credentials (KIP-554): UserScramCredentialRecord and
-// RemoveUserScramCredentialRecord (Kafka's metadata record types 11 and
-// 22, same fields), their place in the image, and AlterUserScramCredentials
-// (key 51, version 0) as Kafka's ScramControlManager decides it.
+// SCRAM credentials (KIP-554): AlterUserScramCredentials (key 51, version
+// 0) as Kafka's ScramControlManager decides it. The records and the
+// credentials in the image are metadata's (metadata/scram.go).
 //
 // The client sends a salt and a salted password (Hi of RFC 5802); the
 // controller keeps the salt, StoredKey and ServerKey and the iterations,
@@ -15,155 +14,31 @@ package controller
 // together; the refused ones change nothing.
 
 import (
-	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"strconv"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-const (
-	RecordUserScramCredential       RecordType = 11
-	RecordRemoveUserScramCredential RecordType = 22
 )
 
 // scramSupportedMetadataVersion is metadata.version 3.5-IV2, the first
 // with SCRAM records (MetadataVersion.isScramSupported).
 const scramSupportedMetadataVersion int16 = 11
 
-// ScramKey names one credential: a user's, for one mechanism (Kafka's
-// mechanism type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
-type ScramKey struct {
-	User      string
-	Mechanism int8
-}
-
-// UserScramCredentialRecord creates or replaces a user's credential for a
-// mechanism.
-type UserScramCredentialRecord struct {
-	Name       string
-	Mechanism  int8
-	Salt       []byte
-	StoredKey  []byte
-	ServerKey  []byte
-	Iterations int32
-}
-
-// RemoveUserScramCredentialRecord deletes a user's credential for a
-// mechanism.
-type RemoveUserScramCredentialRecord struct {
-	Name      string
-	Mechanism int8
-}
-
-func (*UserScramCredentialRecord) Type() RecordType       { return RecordUserScramCredential }
-func (*RemoveUserScramCredentialRecord) Type() RecordType { return RecordRemoveUserScramCredential }
-func (*UserScramCredentialRecord) Version() int16         { return 0 }
-func (*RemoveUserScramCredentialRecord) Version() int16   { return 0 }
-
-func (x *UserScramCredentialRecord) appendBody(dst []byte) []byte {
-	dst = kbin.AppendString(dst, x.Name)
-	dst = kbin.AppendInt8(dst, x.Mechanism)
-	dst = kbin.AppendBytes(dst, x.Salt)
-	dst = kbin.AppendBytes(dst, x.StoredKey)
-	dst = kbin.AppendBytes(dst, x.ServerKey)
-	return kbin.AppendInt32(dst, x.Iterations)
-}
-
-func (x *UserScramCredentialRecord) readBody(r *kbin.Reader, _ int16) {
-	x.Name = r.String()
-	x.Mechanism = r.Int8()
-	x.Salt = r.Bytes()
-	x.StoredKey = r.Bytes()
-	x.ServerKey = r.Bytes()
-	x.Iterations = r.Int32()
-}
-
-func (x *RemoveUserScramCredentialRecord) appendBody(dst []byte) []byte {
-	dst = kbin.AppendString(dst, x.Name)
-	return kbin.AppendInt8(dst, x.Mechanism)
-}
-
-func (x *RemoveUserScramCredentialRecord) readBody(r *kbin.Reader, _ int16) {
-	x.Name = r.String()
-	x.Mechanism = r.Int8()
-}
-
-// ScramCredential returns a user's credential for the SCRAM mechanism
-// called mechanism.
-func (img *Image) ScramCredential(mechanism, user string) (sasl.ScramCredential, bool) {
-	m, ok := sasl.ScramByName(mechanism)
-	if !ok || img == nil {
-		return sasl.ScramCredential{}, false
-	}
-	c, ok := img.ScramCredentials[ScramKey{User: user, Mechanism: m.Type}]
-	return c, ok
-}
-
-// applyScram applies a SCRAM record to the image being built.
-func (b *imageBuilder) applyScram(rec Record) error {
-	if !b.scramCopied {
-		b.next.ScramCredentials = maps.Clone(b.next.ScramCredentials)
-		if b.next.ScramCredentials == nil {
-			b.next.ScramCredentials = map[ScramKey]sasl.ScramCredential{}
-		}
-		b.scramCopied = true
-	}
-	switch r := rec.(type) {
-	case *UserScramCredentialRecord:
-		b.next.ScramCredentials[ScramKey{User: r.Name, Mechanism: r.Mechanism}] = sasl.ScramCredential{
-			Salt: r.Salt, StoredKey: r.StoredKey, ServerKey: r.ServerKey, Iterations: r.Iterations,
-		}
-	case *RemoveUserScramCredentialRecord:
-		key := ScramKey{User: r.Name, Mechanism: r.Mechanism}
-		if _, ok := b.next.ScramCredentials[key]; !ok {
-			return errUnknownScramCredential(key)
-		}
-		delete(b.next.ScramCredentials, key)
-	}
-	return nil
-}
-
-type errUnknownScramCredential ScramKey
-
-func (e errUnknownScramCredential) Error() string {
-	return "Unable to find credential to delete: user " + e.User + ", mechanism " + strconv.Itoa(int(e.Mechanism))
-}
-
-// scramRecords are the records that rebuild the image's credentials, in a
-// deterministic order.
-func scramRecords(img *Image) []Record {
-	keys := slices.SortedFunc(maps.Keys(img.ScramCredentials), func(a, b ScramKey) int {
-		if c := cmp.Compare(a.User, b.User); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Mechanism, b.Mechanism)
-	})
-	out := make([]Record, 0, len(keys))
-	for _, k := range keys {
-		c := img.ScramCredentials[k]
-		out = append(out, &UserScramCredentialRecord{Name: k.User, Mechanism: k.Mechanism,
-			Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations})
-	}
-	return out
-}
-
 // NewUserScramCredentialRecord derives the record of a credential from a
 // salted password, as ScramControlManager.finishUpsertion does.
-func NewUserScramCredentialRecord(user string, m sasl.ScramMechanism, salt, saltedPassword []byte, iterations int32) *UserScramCredentialRecord {
+func NewUserScramCredentialRecord(user string, m sasl.ScramMechanism, salt, saltedPassword []byte, iterations int32) *metadata.UserScramCredentialRecord {
 	c := m.Credential(salt, saltedPassword, iterations)
-	return &UserScramCredentialRecord{Name: user, Mechanism: m.Type, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: iterations}
+	return &metadata.UserScramCredentialRecord{Name: user, Mechanism: m.Type, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: iterations}
 }
 
 // AlterUserScramCredentials upserts and deletes SCRAM credentials.
 func (c *Controller) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	d, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, scramDecision) {
+	d, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, scramDecision) {
 		return decideScramAlterations(img, req)
 	})
 	if !ok || err != nil {
@@ -209,9 +84,9 @@ type scramDecision struct {
 // decideScramAlterations is ScramControlManager.alterCredentials: users are
 // the unit (one alteration per user per request), deletions are checked
 // against the image, and every accepted alteration becomes a record.
-func decideScramAlterations(img *Image, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]Record, scramDecision) {
+func decideScramAlterations(img *metadata.Image, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]metadata.Record, scramDecision) {
 	out := scramDecision{errors: map[string]*apiError{}}
-	supported := img.Features[MetadataVersionFeature] >= scramSupportedMetadataVersion
+	supported := img.Features[metadata.MetadataVersionFeature] >= scramSupportedMetadataVersion
 	duplicate := newAPIError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
 	unsupported := newAPIError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
 	deletions := map[string]kmsg.AlterUserSCRAMCredentialsRequestDeletion{}
@@ -232,7 +107,7 @@ func decideScramAlterations(img *Image, req *kmsg.AlterUserSCRAMCredentialsReque
 		}
 		m, e := scramUserAndMechanism(del.Name, del.Mechanism)
 		if e == nil {
-			if _, exists := img.ScramCredentials[ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
+			if _, exists := img.ScramCredentials[metadata.ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
 				e = newAPIError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
 			}
 		}
@@ -279,10 +154,10 @@ func decideScramAlterations(img *Image, req *kmsg.AlterUserSCRAMCredentialsReque
 		upsertions[up.Name] = up
 		order = append(order, up.Name)
 	}
-	var recs []Record
+	var recs []metadata.Record
 	for _, u := range order {
 		if del, ok := deletions[u]; ok {
-			recs = append(recs, &RemoveUserScramCredentialRecord{Name: u, Mechanism: del.Mechanism})
+			recs = append(recs, &metadata.RemoveUserScramCredentialRecord{Name: u, Mechanism: del.Mechanism})
 			out.accepted = append(out.accepted, u)
 		} else if up, ok := upsertions[u]; ok {
 			m, _ := sasl.ScramByType(up.Mechanism)

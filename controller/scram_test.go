@@ -1,13 +1,10 @@
 package controller
 
 import (
-	"bytes"
-	"encoding/hex"
-	"os"
 	"reflect"
-	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/vfs"
@@ -58,16 +55,16 @@ func TestAlterUserScramCredentials(t *testing.T) {
 		t.Fatalf("upsert: %v", got)
 	}
 	img := c.Image()
-	cred, ok := img.ScramCredential(sasl.ScramSHA256, "alice")
+	cred, ok := scramCredential(img, sasl.ScramSHA256, "alice")
 	sha256, _ := sasl.ScramByName(sasl.ScramSHA256)
 	want := sha256.Credential([]byte("salt-of-alice"), sha256.SaltedPassword("alice-secret", []byte("salt-of-alice"), 8192), 8192)
 	if !ok || !reflect.DeepEqual(cred, want) {
 		t.Fatalf("alice's credential %+v, want %+v", cred, want)
 	}
-	if _, ok := img.ScramCredential(sasl.ScramSHA512, "alice"); ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA512, "alice"); ok {
 		t.Fatal("alice has a SCRAM-SHA-512 credential")
 	}
-	if _, ok := img.ScramCredential(sasl.ScramSHA512, "bob"); !ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA512, "bob"); !ok {
 		t.Fatal("bob has no SCRAM-SHA-512 credential")
 	}
 
@@ -97,21 +94,21 @@ func TestAlterUserScramCredentials(t *testing.T) {
 		}
 	}
 	img = c.Image()
-	if _, ok := img.ScramCredential(sasl.ScramSHA256, "alice"); ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA256, "alice"); ok {
 		t.Fatal("alice's deleted credential remains")
 	}
-	if _, ok := img.ScramCredential(sasl.ScramSHA256, "ivy"); !ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA256, "ivy"); !ok {
 		t.Fatal("ivy's credential was not added")
 	}
-	if _, ok := img.ScramCredential(sasl.ScramSHA512, "bob"); !ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA512, "bob"); !ok {
 		t.Fatal("bob's refused (duplicate) deletion changed the image")
 	}
-	if _, ok := img.ScramCredential(sasl.ScramSHA256, "zed"); ok {
+	if _, ok := scramCredential(img, sasl.ScramSHA256, "zed"); ok {
 		t.Fatal("zed's refused (duplicate) upsertion changed the image")
 	}
 
 	// A snapshot rebuilds the credentials.
-	rebuilt, err := applyBatch(emptyImage("c"), imageRecords(img), 1, 1)
+	rebuilt, err := metadata.ApplyBatch(metadata.EmptyImage("c"), metadata.ImageRecords(img), 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +120,8 @@ func TestAlterUserScramCredentials(t *testing.T) {
 func TestScramRefusedBelowMetadataVersion35IV2(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: 1, DirectoryID: protocol.RandomUUID(),
-		Voters:   []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
-		Features: map[string]int16{MetadataVersionFeature: 10}}); err != nil {
+		Voters:   []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+		Features: map[string]int16{metadata.MetadataVersionFeature: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	c := startTest(t, fsys)
@@ -139,8 +136,8 @@ func TestFormatBootstrapsScramCredentials(t *testing.T) {
 	m, _ := sasl.ScramByName(sasl.ScramSHA512)
 	rec := NewUserScramCredentialRecord("admin", m, []byte("s"), m.SaltedPassword("admin-secret", []byte("s"), 4096), 4096)
 	if err := Format(fsys, testDir, FormatOptions{ClusterID: "test-cluster", NodeID: 1, DirectoryID: protocol.RandomUUID(),
-		Voters:           []Voter{{ID: 1, Endpoints: []Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
-		ScramCredentials: []*UserScramCredentialRecord{rec}}); err != nil {
+		Voters:           []metadata.Voter{{ID: 1, Endpoints: []metadata.Endpoint{{Name: "CONTROLLER", Host: "localhost", Port: 9093}}}},
+		ScramCredentials: []*metadata.UserScramCredentialRecord{rec}}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := ReadFormat(fsys, testDir)
@@ -149,45 +146,18 @@ func TestFormatBootstrapsScramCredentials(t *testing.T) {
 	}
 	c := startTest(t, fsys)
 	waitFor(t, "admin's SCRAM-SHA-512 credential in the image", func() bool {
-		_, ok := c.Image().ScramCredential(sasl.ScramSHA512, "admin")
+		_, ok := scramCredential(c.Image(), sasl.ScramSHA512, "admin")
 		return ok
 	})
 }
 
-// TestScramRecordsVersion0Frozen: the version 0 encoding of the SCRAM
-// records is Kafka's field order and stays readable.
-func TestScramRecordsVersion0Frozen(t *testing.T) {
-	recs := []Record{
-		&UserScramCredentialRecord{Name: "alice", Mechanism: 1, Salt: []byte("salt"), StoredKey: bytes.Repeat([]byte{1}, 32), ServerKey: bytes.Repeat([]byte{2}, 32), Iterations: 8192},
-		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: 1},
+// scramCredential is user's credential in img for the SCRAM mechanism
+// called mechanism, in sasl's type (as the broker's lookup copies it).
+func scramCredential(img *metadata.Image, mechanism, user string) (sasl.ScramCredential, bool) {
+	m, ok := sasl.ScramByName(mechanism)
+	if !ok {
+		return sasl.ScramCredential{}, false
 	}
-	checkFrozenRecords(t, "testdata/scram-records-v0.hex", recs)
-	// Removing a credential that does not exist is refused, as Kafka's
-	// replay refuses it.
-	if _, err := applyBatch(emptyImage("c"), recs[1:], 1, 1); err == nil {
-		t.Fatal("removing an unknown credential applied")
-	}
-}
-
-// checkFrozenRecords decodes the hex golden file at path and requires
-// exactly recs; it returns the file's bytes. With GREGOR_WRITE_TESTDATA
-// set, a missing file is written from recs and the test skipped.
-func checkFrozenRecords(t *testing.T, path string, recs []Record) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if os.IsNotExist(err) && os.Getenv("GREGOR_WRITE_TESTDATA") != "" {
-		if err := os.WriteFile(path, []byte(hex.EncodeToString(EncodeRecords(recs))+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Skip("wrote testdata")
-	}
-	data, derr := hex.DecodeString(strings.TrimSpace(string(raw)))
-	if err != nil || derr != nil {
-		t.Fatal(err, derr)
-	}
-	got, err := DecodeRecords(data)
-	if err != nil || !reflect.DeepEqual(got, recs) {
-		t.Fatalf("decoded %#v, %v", got, err)
-	}
-	return data
+	c, ok := img.ScramCredentials[metadata.ScramKey{User: user, Mechanism: m.Type}]
+	return sasl.ScramCredential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: c.Iterations}, ok
 }

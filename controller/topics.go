@@ -12,13 +12,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
-	maxTopicNameLength = 249
 	// maxRecordsPerOp is Kafka's MAX_RECORDS_PER_USER_OP: a larger
 	// operation is refused as a whole.
 	maxRecordsPerOp           = 10000
@@ -55,44 +55,12 @@ func newAPIError(err *kerr.Error, format string, args ...any) *apiError {
 	return &apiError{err: err, msg: fmt.Sprintf(format, args...)}
 }
 
-// TopicNameError returns Kafka's message for an illegal topic name
-// (Topic.validate), or "" when the name is legal. Every layer that checks
-// topic names uses it.
-func TopicNameError(name string) string {
-	if e := validateTopicName(name); e != nil {
-		return e.msg
-	}
-	return ""
-}
-
 // validateTopicName applies Kafka's Topic.validate.
 func validateTopicName(name string) *apiError {
-	var reason string
-	switch {
-	case name == "":
-		reason = "the empty string is not allowed"
-	case name == ".":
-		reason = "'.' is not allowed"
-	case name == "..":
-		reason = "'..' is not allowed"
-	case len(name) > maxTopicNameLength:
-		reason = fmt.Sprintf("the length of '%s' is longer than the max allowed length %d", name, maxTopicNameLength)
-	case !legalTopicChars(name):
-		reason = fmt.Sprintf("'%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
-	default:
-		return nil
+	if msg := metadata.TopicNameError(name); msg != "" {
+		return &apiError{err: kerr.InvalidTopicException, msg: msg}
 	}
-	return newAPIError(kerr.InvalidTopicException, "Topic name is invalid: %s", reason)
-}
-
-func legalTopicChars(name string) bool {
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 func hasCollisionChars(name string) bool { return strings.ContainsAny(name, "._") }
@@ -102,7 +70,7 @@ func unifyCollisionChars(name string) string {
 
 // collidingTopic returns an existing topic whose name differs from name
 // only by '.' versus '_'.
-func collidingTopic(img *Image, name string) (string, bool) {
+func collidingTopic(img *metadata.Image, name string) (string, bool) {
 	if !hasCollisionChars(name) {
 		return "", false
 	}
@@ -135,8 +103,8 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		}
 	}
 	validateOnly := req.ValidateOnly
-	quota := mutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *Image, offset int64) ([]Record, []kmsg.CreateTopicsResponseTopic) {
+	quota := metadata.MutationQuotaOf(ctx)
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
 		return c.createTopics(img, toCreate, validateOnly, quota)
 	})
 	if !ok {
@@ -189,7 +157,7 @@ func failCreatedTopic(r *kmsg.CreateTopicsResponseTopic, err error) {
 
 // createTopics runs on the loop: validate every topic, build the records
 // of those that pass.
-func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota MutationQuota) ([]Record, []kmsg.CreateTopicsResponseTopic) {
+func (c *Controller) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
 	errs := map[string]*apiError{}
 	for _, t := range topics {
 		if e := validateTopicName(t.Topic); e != nil {
@@ -205,7 +173,7 @@ func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestT
 		}
 	}
 	placer := newStripedPlacer(img, c.rng)
-	var records []Record
+	var records []metadata.Record
 	successes := map[string]kmsg.CreateTopicsResponseTopic{}
 	for _, t := range topics {
 		if errs[t.Topic] != nil {
@@ -265,7 +233,7 @@ func (c *Controller) createTopics(img *Image, topics []kmsg.CreateTopicsRequestT
 
 // creationConfigs checks a new topic's configs and returns its config
 // records.
-func (c *Controller) creationConfigs(img *Image, t kmsg.CreateTopicsRequestTopic) ([]Record, *apiError) {
+func (c *Controller) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
 	if len(t.Configs) == 0 {
 		return nil, nil
 	}
@@ -282,18 +250,18 @@ func (c *Controller) creationConfigs(img *Image, t kmsg.CreateTopicsRequestTopic
 		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
 	if c.cfg.Schema != nil {
-		if err := c.cfg.Schema.Validate(ConfigResourceTopic, t.Topic, values); err != nil {
+		if err := c.cfg.Schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
 			return nil, newAPIError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
-	var recs []Record
+	var recs []metadata.Record
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		recs = append(recs, &ConfigRecord{ResourceType: ConfigResourceTopic, ResourceName: t.Topic, Name: k, Value: strPtr(values[k])})
+		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceTopic, ResourceName: t.Topic, Name: k, Value: strPtr(values[k])})
 	}
 	return recs, nil
 }
 
-func (c *Controller) createTopic(img *Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []Record) ([]Record, kmsg.CreateTopicsResponseTopic, *apiError) {
+func (c *Controller) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
 	var result kmsg.CreateTopicsResponseTopic
 	var assignments [][]int32
 	if len(t.ReplicaAssignment) > 0 {
@@ -356,11 +324,11 @@ func (c *Controller) createTopic(img *Image, placer *stripedPlacer, t kmsg.Creat
 	for img.TopicsByID[id] != nil {
 		id = protocol.RandomUUID()
 	}
-	recs := []Record{&TopicRecord{Name: t.Topic, TopicID: id}}
+	recs := []metadata.Record{&metadata.TopicRecord{Name: t.Topic, TopicID: id}}
 	recs = append(recs, configRecs...)
 	for i, replicas := range assignments {
 		isr := activeReplicas(img, replicas)
-		recs = append(recs, &PartitionRecord{
+		recs = append(recs, &metadata.PartitionRecord{
 			PartitionID:    int32(i),
 			TopicID:        id,
 			Replicas:       replicas,
@@ -381,7 +349,7 @@ func (c *Controller) createTopic(img *Image, placer *stripedPlacer, t kmsg.Creat
 
 // activeReplicas are the replicas that may be in the ISR of a new
 // partition: registered, unfenced and not shutting down.
-func activeReplicas(img *Image, replicas []int32) []int32 {
+func activeReplicas(img *metadata.Image, replicas []int32) []int32 {
 	var out []int32
 	for _, r := range replicas {
 		if b := img.Brokers[r]; b != nil && !b.Fenced && !b.InControlledShutdown {
@@ -393,7 +361,7 @@ func activeReplicas(img *Image, replicas []int32) []int32 {
 
 // validateManualAssignment is Kafka's validateManualPartitionAssignment;
 // rf < 0 means no replication factor to match.
-func validateManualAssignment(img *Image, replicas []int32, rf int) *apiError {
+func validateManualAssignment(img *metadata.Image, replicas []int32, rf int) *apiError {
 	if len(replicas) == 0 {
 		return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
@@ -485,8 +453,8 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		id   protocol.UUID
 		err  *apiError
 	}
-	quota := mutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []deleteResult) {
+	quota := metadata.MutationQuotaOf(ctx)
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []deleteResult) {
 		var out []deleteResult
 		toDelete := map[protocol.UUID]string{}
 		var order []protocol.UUID
@@ -519,13 +487,13 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 			toDelete[t.ID] = n
 			order = append(order, t.ID)
 		}
-		var recs []Record
+		var recs []metadata.Record
 		for _, id := range order {
 			if e := quotaRefuses(quota, len(img.TopicsByID[id].Partitions)); e != nil {
 				out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id, err: e})
 				continue
 			}
-			recs = append(recs, &RemoveTopicRecord{TopicID: id})
+			recs = append(recs, &metadata.RemoveTopicRecord{TopicID: id})
 			out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id})
 		}
 		return recs, out
@@ -575,10 +543,10 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		topics = append(topics, t)
 	}
 	validateOnly := req.ValidateOnly
-	quota := mutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *Image, _ int64) ([]Record, []kmsg.CreatePartitionsResponseTopic) {
+	quota := metadata.MutationQuotaOf(ctx)
+	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.CreatePartitionsResponseTopic) {
 		placer := newStripedPlacer(img, c.rng)
-		var recs []Record
+		var recs []metadata.Record
 		var out []kmsg.CreatePartitionsResponseTopic
 		for _, t := range topics {
 			r := kmsg.NewCreatePartitionsResponseTopic()
@@ -627,7 +595,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 	return resp
 }
 
-func (c *Controller) createPartitions(img *Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]Record, *apiError) {
+func (c *Controller) createPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
 	topic := img.Topics[t.Topic]
 	if topic == nil {
 		return nil, &apiError{err: kerr.UnknownTopicOrPartition}
@@ -668,13 +636,13 @@ func (c *Controller) createPartitions(img *Image, placer *stripedPlacer, t kmsg.
 			return nil, newAPIError(kerr.InvalidReplicationFactor, "%s", err.Error())
 		}
 	}
-	var recs []Record
+	var recs []metadata.Record
 	for i, replicas := range assignments {
 		isr := activeReplicas(img, replicas)
 		if len(isr) == 0 {
 			return nil, newAPIError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", rf)
 		}
-		recs = append(recs, &PartitionRecord{
+		recs = append(recs, &metadata.PartitionRecord{
 			PartitionID: have + int32(i),
 			TopicID:     topic.ID,
 			Replicas:    replicas,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,7 +124,7 @@ func TestCreateTopicsSuccessAndDefaults(t *testing.T) {
 	if resp.Topics[0].NumPartitions != 3 || resp.Topics[0].ReplicationFactor != 1 {
 		t.Fatalf("defaults: %d partitions rf %d", resp.Topics[0].NumPartitions, resp.Topics[0].ReplicationFactor)
 	}
-	if got := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "cfg"}]["retention.ms"]; got != "5000" {
+	if got := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "cfg"}]["retention.ms"]; got != "5000" {
 		t.Fatalf("creation config = %q", got)
 	}
 	// Striped placement: 12 partitions of RF 3 on 3 brokers: every broker
@@ -252,7 +253,7 @@ func TestDeleteTopics(t *testing.T) {
 	if img.Topics["a"] != nil || img.Topics["b"] != nil || img.Topics["c"] == nil {
 		t.Fatalf("topics after delete: %v", img.Topics)
 	}
-	if _, ok := img.Configs[ConfigResource{Type: ConfigResourceTopic, Name: "b"}]; ok {
+	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "b"}]; ok {
 		t.Fatal("deleted topic kept its configs")
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/internal/peerdial"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -77,7 +78,7 @@ func (c *Controller) VoterAddress(id int32, listener string) (string, bool) {
 		return h.addr, true
 	}
 	img := c.Image()
-	for _, voters := range [][]Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
+	for _, voters := range [][]metadata.Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
 		if addr, ok := VoterEndpoint(voters, id, listener); ok {
 			return addr, true
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -107,18 +107,18 @@ func TestFollowerBacksOffWhenATruncationChangesNothing(t *testing.T) {
 		Fetch: FetcherConfig{Fetchers: 1, MaxBytes: 1 << 20, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: time.Hour},
 	})
 	m.SetBrokerEpoch(101)
-	img := &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{
+	img := &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}, Brokers: map[int32]*metadata.Broker{
 		1: {ID: 1, Epoch: 101}, 2: {ID: 2, Epoch: 102},
 	}}
-	if err := m.Start(context.Background(), imageFunc(func() *controller.Image { return img })); err != nil {
+	if err := m.Start(context.Background(), imageFunc(func() *metadata.Image { return img })); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		m.Stop()
 		logs.Close()
 	})
-	next := &controller.Image{Offset: 1, Topics: maps.Clone(img.Topics), TopicsByID: maps.Clone(img.TopicsByID), Brokers: img.Brokers}
-	tp := &controller.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []controller.Partition{led(2, 1, []int32{1, 2}, []int32{2})}}
+	next := &metadata.Image{Offset: 1, Topics: maps.Clone(img.Topics), TopicsByID: maps.Clone(img.TopicsByID), Brokers: img.Brokers}
+	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []metadata.Partition{led(2, 1, []int32{1, 2}, []int32{2})}}
 	next.Topics[clusterTopic], next.TopicsByID[clusterTopicID] = tp, tp
 	m.ApplyImage(img, next)
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -19,7 +19,7 @@ const self = 1
 // topicConfigs is a LogConfigs with per-topic overrides of one default.
 type topicConfigs map[string]config.Topic
 
-func (c topicConfigs) LogConfig(_ *controller.Image, topic string) config.Topic {
+func (c topicConfigs) LogConfig(_ *metadata.Image, topic string) config.Topic {
 	if cfg, ok := c[topic]; ok {
 		return cfg
 	}
@@ -33,7 +33,7 @@ type fixture struct {
 	logs    *storage.Manager
 	configs topicConfigs
 	m       *Manager
-	img     *controller.Image
+	img     *metadata.Image
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -60,22 +60,22 @@ func newFixtureDirs(t *testing.T, fs *vfs.MemFS, dirs ...string) *fixture {
 		f.m.Stop()
 		logs.Close()
 	})
-	f.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
+	f.img = &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
 	f.m.ApplyImage(nil, f.img)
 	return f
 }
 
 // setTopic applies an image in which topic has these partitions (none:
 // the topic is deleted).
-func (f *fixture) setTopic(name string, id byte, parts ...controller.Partition) {
+func (f *fixture) setTopic(name string, id byte, parts ...metadata.Partition) {
 	f.t.Helper()
-	next := &controller.Image{Offset: f.img.Offset + 1, Topics: maps.Clone(f.img.Topics), TopicsByID: maps.Clone(f.img.TopicsByID)}
+	next := &metadata.Image{Offset: f.img.Offset + 1, Topics: maps.Clone(f.img.Topics), TopicsByID: maps.Clone(f.img.TopicsByID)}
 	if old := next.Topics[name]; old != nil {
 		delete(next.TopicsByID, old.ID)
 		delete(next.Topics, name)
 	}
 	if len(parts) > 0 {
-		t := &controller.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
+		t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
 		next.Topics[name] = t
 		next.TopicsByID[t.ID] = t
 	}
@@ -84,12 +84,12 @@ func (f *fixture) setTopic(name string, id byte, parts ...controller.Partition) 
 	f.m.ApplyImage(prev, next)
 }
 
-func led(leader, epoch int32, replicas, isr []int32) controller.Partition {
-	return controller.Partition{Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}
+func led(leader, epoch int32, replicas, isr []int32) metadata.Partition {
+	return metadata.Partition{Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}
 }
 
 // solo is a partition led by this node, its only replica.
-func solo(epoch int32) controller.Partition { return led(self, epoch, []int32{self}, []int32{self}) }
+func solo(epoch int32) metadata.Partition { return led(self, epoch, []int32{self}, []int32{self}) }
 
 func batch(t testing.TB, n int, ts int64) []byte {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,13 +24,13 @@ import (
 // cluster-wide default): reconciliation computes it again only when one of
 // those changed.
 type LogConfigs interface {
-	LogConfig(img *controller.Image, topic string) config.Topic
+	LogConfig(img *metadata.Image, topic string) config.Topic
 }
 
 // ImageSource is the metadata the manager follows: fn is called with every
 // new image in order, first with the current one (prev nil).
 type ImageSource interface {
-	Subscribe(fn func(prev, next *controller.Image)) (cancel func())
+	Subscribe(fn func(prev, next *metadata.Image)) (cancel func())
 }
 
 // Options configure a Manager.
@@ -73,7 +73,7 @@ type Manager struct {
 	listeners map[string][]*listenerEntry
 	// reconciled is the last image applied (nil before the first): the
 	// next one is compared with it, and only what changed is applied.
-	reconciled *controller.Image
+	reconciled *metadata.Image
 	// retry names the topics with a partition whose log failed to open:
 	// they are reconciled again with every image, changed or not.
 	retry map[string]bool
@@ -84,7 +84,7 @@ type Manager struct {
 	// here exists at all (NOT_LEADER_OR_FOLLOWER rather than
 	// UNKNOWN_TOPIC_OR_PARTITION), and the leader hints of partitions
 	// hosted elsewhere.
-	image atomic.Pointer[controller.Image]
+	image atomic.Pointer[metadata.Image]
 
 	// produceWaits holds acks=all produces until the high watermark passes
 	// their batches; fetchWaits holds fetches until MinBytes arrive.
@@ -247,7 +247,7 @@ func (m *Manager) SetBrokerEpoch(epoch int64) {
 
 // ApplyImage reconciles the hosted partitions with a new image. It runs on
 // the subscription's goroutine.
-func (m *Manager) ApplyImage(prev, next *controller.Image) {
+func (m *Manager) ApplyImage(prev, next *metadata.Image) {
 	m.applyMu.Lock()
 	m.image.Store(next)
 	err := m.reconcile(m.reconciled, next)
@@ -294,7 +294,7 @@ func (m *Manager) WaitApplied(ctx context.Context, offset int64) bool {
 // applyMu.
 //
 // Only what changed since prev, the image reconciled last, is applied.
-// Images are copy-on-write (controller/replay.go): a topic no record
+// Images are copy-on-write (metadata/replay.go): a topic no record
 // touched keeps its *Topic, so it is skipped unless its configs changed or
 // it has a partition whose log failed to open. Everything is compared when
 // there is no prev (the first image) or when what every topic depends on
@@ -305,13 +305,13 @@ func (m *Manager) WaitApplied(ctx context.Context, offset int64) bool {
 // New partitions' logs are opened together, after the changes to hosted
 // partitions are applied (storage opens them in parallel); each new
 // partition is announced and serves only once its log is open.
-func (m *Manager) reconcile(prev, img *controller.Image) error {
+func (m *Manager) reconcile(prev, img *metadata.Image) error {
 	r := &reconciliation{m: m, img: img, all: prev == nil || brokerInputsChanged(m.self, prev, img)}
 	if r.all {
 		r.wanted = map[TopicPartition]bool{}
 	}
 	for name, t := range img.Topics {
-		var old *controller.Topic
+		var old *metadata.Topic
 		if prev != nil {
 			old = prev.Topics[name]
 		}
@@ -359,12 +359,12 @@ func (m *Manager) reconcile(prev, img *controller.Image) error {
 // brokerInputsChanged reports whether something every topic's partitions
 // depend on differs between the images: the broker configs (log defaults,
 // this broker's and the cluster's) or this broker's registration.
-func brokerInputsChanged(self int32, prev, img *controller.Image) bool {
+func brokerInputsChanged(self int32, prev, img *metadata.Image) bool {
 	if prev.Brokers[self] != img.Brokers[self] {
 		return true
 	}
 	for _, name := range []string{strconv.Itoa(int(self)), ""} {
-		res := controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: name}
+		res := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: name}
 		if !maps.Equal(prev.Configs[res], img.Configs[res]) {
 			return true
 		}
@@ -374,18 +374,18 @@ func brokerInputsChanged(self int32, prev, img *controller.Image) bool {
 
 // topicConfigChanged reports whether the topic's configs differ between
 // the images (prev nil: they do).
-func topicConfigChanged(prev, img *controller.Image, topic string) bool {
+func topicConfigChanged(prev, img *metadata.Image, topic string) bool {
 	if prev == nil {
 		return true
 	}
-	res := controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: topic}
+	res := metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}
 	return !maps.Equal(prev.Configs[res], img.Configs[res])
 }
 
 // reconciliation is one image's reconcile in progress.
 type reconciliation struct {
 	m   *Manager
-	img *controller.Image
+	img *metadata.Image
 	// all: every topic is compared; wanted then collects the partitions
 	// with a replica here, so that the others can be dropped.
 	all    bool
@@ -398,13 +398,13 @@ type reconciliation struct {
 type toOpen struct {
 	tp   TopicPartition
 	id   protocol.UUID
-	meta controller.Partition
+	meta metadata.Partition
 	cfg  config.Topic
 }
 
 // topic applies a topic that is new or changed (or compared anyway); old
 // is the topic under that name in the previous image, if any.
-func (r *reconciliation) topic(old, t *controller.Topic, cfgChanged bool) {
+func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 	m := r.m
 	var cfg config.Topic
 	cfgKnown := false
@@ -464,13 +464,13 @@ func (r *reconciliation) topic(old, t *controller.Topic, cfgChanged bool) {
 // samePartition reports whether the image's view of a partition is
 // unchanged (every change bumps the partition epoch; the rest is compared
 // too, as it is cheap).
-func samePartition(a, b controller.Partition) bool {
+func samePartition(a, b metadata.Partition) bool {
 	return a.PartitionEpoch == b.PartitionEpoch && a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch &&
 		slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR)
 }
 
 // dropTopic drops the hosted partitions of old from index from on.
-func (r *reconciliation) dropTopic(old *controller.Topic, from int) {
+func (r *reconciliation) dropTopic(old *metadata.Topic, from int) {
 	for i := from; i < len(old.Partitions); i++ {
 		if p := r.m.hosted(TopicPartition{Topic: old.Name, Partition: int32(i)}); p != nil && p.topicID == old.ID {
 			r.drop(p)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -320,15 +320,15 @@ func TestLeadershipListeners(t *testing.T) {
 		t.Fatalf("on registration: %v", got)
 	}
 	steps := []struct {
-		parts []controller.Partition
+		parts []metadata.Partition
 		want  []string
 	}{
 		// Nothing changed for this node: nothing to say.
-		{[]controller.Partition{solo(0), led(2, 0, []int32{self, 2}, []int32{self, 2})}, nil},
-		{[]controller.Partition{solo(1), led(self, 1, []int32{self, 2}, []int32{self, 2})}, []string{"lead __internal-0@1", "lead __internal-1@1"}},
-		{[]controller.Partition{led(2, 2, []int32{self, 2}, []int32{self, 2}), led(self, 1, []int32{self, 2}, []int32{self, 2})}, []string{"resign __internal-0"}},
-		{[]controller.Partition{led(2, 2, []int32{self, 2}, []int32{self, 2}), led(-1, 2, []int32{self, 2}, nil)}, []string{"resign __internal-1"}},
-		{[]controller.Partition{solo(3), solo(3)}, []string{"lead __internal-0@3", "lead __internal-1@3"}},
+		{[]metadata.Partition{solo(0), led(2, 0, []int32{self, 2}, []int32{self, 2})}, nil},
+		{[]metadata.Partition{solo(1), led(self, 1, []int32{self, 2}, []int32{self, 2})}, []string{"lead __internal-0@1", "lead __internal-1@1"}},
+		{[]metadata.Partition{led(2, 2, []int32{self, 2}, []int32{self, 2}), led(self, 1, []int32{self, 2}, []int32{self, 2})}, []string{"resign __internal-0"}},
+		{[]metadata.Partition{led(2, 2, []int32{self, 2}, []int32{self, 2}), led(-1, 2, []int32{self, 2}, nil)}, []string{"resign __internal-1"}},
+		{[]metadata.Partition{solo(3), solo(3)}, []string{"lead __internal-0@3", "lead __internal-1@3"}},
 		{nil, []string{"resign __internal-0", "resign __internal-1"}},
 	}
 	for i, s := range steps {
@@ -366,10 +366,10 @@ func TestReconcileDeletesLogs(t *testing.T) {
 		t.Fatal("a deleted topic's log is still open")
 	}
 	// Same name, new ID within one image change.
-	next := &controller.Image{Offset: f.img.Offset + 1, Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
+	next := &metadata.Image{Offset: f.img.Offset + 1, Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
 	for name, tp := range f.img.Topics {
 		if name == "recreated" {
-			tp = &controller.Topic{Name: name, ID: protocol.UUID{9}, Partitions: []controller.Partition{solo(0)}}
+			tp = &metadata.Topic{Name: name, ID: protocol.UUID{9}, Partitions: []metadata.Partition{solo(0)}}
 		}
 		next.Topics[name], next.TopicsByID[tp.ID] = tp, tp
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,7 +116,7 @@ func (p *Partition) TopicPartition() TopicPartition { return p.tp }
 
 // update applies the image's view of the partition, and its topic's
 // configuration when cfg is not nil.
-func (p *Partition) update(meta controller.Partition, cfg *config.Topic, nowMs int64) {
+func (p *Partition) update(meta metadata.Partition, cfg *config.Topic, nowMs int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	newTerm := meta.Leader != p.leader || meta.LeaderEpoch != p.leaderEpoch
@@ -133,7 +133,7 @@ func (p *Partition) update(meta controller.Partition, cfg *config.Topic, nowMs i
 	}
 	p.leader, p.leaderEpoch, p.partitionEpoch = meta.Leader, meta.LeaderEpoch, meta.PartitionEpoch
 	p.replicas, p.isr = meta.Replicas, meta.ISR
-	p.recovering = meta.LeaderRecoveryState == controller.LeaderRecovering
+	p.recovering = meta.LeaderRecoveryState == metadata.LeaderRecovering
 	if cfg != nil {
 		p.config = *cfg
 	}

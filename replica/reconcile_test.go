@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -25,16 +25,16 @@ type imageConfigs struct {
 	calls map[string]int
 }
 
-func (c *imageConfigs) LogConfig(img *controller.Image, topic string) config.Topic {
+func (c *imageConfigs) LogConfig(img *metadata.Image, topic string) config.Topic {
 	c.mu.Lock()
 	c.calls[topic]++
 	c.mu.Unlock()
 	cfg := config.DefaultTopic()
 	cfg.SegmentIndexBytes = 4096 // small files for MemFS
-	for _, res := range []controller.ConfigResource{
-		{Type: controller.ConfigResourceTopic, Name: topic},
-		{Type: controller.ConfigResourceBroker, Name: strconv.Itoa(self)},
-		{Type: controller.ConfigResourceBroker, Name: ""},
+	for _, res := range []metadata.ConfigResource{
+		{Type: metadata.ConfigResourceTopic, Name: topic},
+		{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(self)},
+		{Type: metadata.ConfigResourceBroker, Name: ""},
 	} {
 		if v, ok := img.Configs[res]["segment.bytes"]; ok {
 			n, _ := strconv.Atoi(v)
@@ -60,7 +60,7 @@ type diffFixture struct {
 	logs    *storage.Manager
 	configs *imageConfigs
 	m       *Manager
-	img     *controller.Image
+	img     *metadata.Image
 	opened  []TopicPartition
 	events  listener
 }
@@ -82,11 +82,11 @@ func newDiffFixture(t *testing.T, fs *vfs.MemFS) *diffFixture {
 		f.m.Stop()
 		logs.Close()
 	})
-	f.img = &controller.Image{
-		Topics:     map[string]*controller.Topic{},
-		TopicsByID: map[protocol.UUID]*controller.Topic{},
-		Brokers:    map[int32]*controller.Broker{self: {ID: self, Epoch: 1}, 2: {ID: 2, Epoch: 1}},
-		Configs:    map[controller.ConfigResource]map[string]string{},
+	f.img = &metadata.Image{
+		Topics:     map[string]*metadata.Topic{},
+		TopicsByID: map[protocol.UUID]*metadata.Topic{},
+		Brokers:    map[int32]*metadata.Broker{self: {ID: self, Epoch: 1}, 2: {ID: 2, Epoch: 1}},
+		Configs:    map[metadata.ConfigResource]map[string]string{},
 	}
 	f.m.ApplyImage(nil, f.img)
 	f.m.AddLeadershipListener("a", &f.events)
@@ -97,7 +97,7 @@ func newDiffFixture(t *testing.T, fs *vfs.MemFS) *diffFixture {
 // apply applies the image change makes to a shallow copy of the current
 // one (the top-level maps copied, every topic, broker and config shared)
 // and returns the partitions it opened.
-func (f *diffFixture) apply(change func(next *controller.Image)) []TopicPartition {
+func (f *diffFixture) apply(change func(next *metadata.Image)) []TopicPartition {
 	f.t.Helper()
 	next := *f.img
 	next.Offset++
@@ -116,17 +116,17 @@ func (f *diffFixture) apply(change func(next *controller.Image)) []TopicPartitio
 }
 
 // setTopic puts a new *Topic under name (a new ID when id differs).
-func setTopic(img *controller.Image, name string, id byte, parts ...controller.Partition) {
+func setTopic(img *metadata.Image, name string, id byte, parts ...metadata.Partition) {
 	if old := img.Topics[name]; old != nil {
 		delete(img.TopicsByID, old.ID)
 	}
-	t := &controller.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
+	t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
 	img.Topics[name], img.TopicsByID[t.ID] = t, t
 }
 
 // changePartition copies topic name with partition i replaced, as a
 // PartitionChangeRecord does.
-func changePartition(img *controller.Image, name string, i int, p controller.Partition) {
+func changePartition(img *metadata.Image, name string, i int, p metadata.Partition) {
 	old := img.Topics[name]
 	cp := *old
 	cp.Partitions = slices.Clone(old.Partitions)
@@ -135,7 +135,7 @@ func changePartition(img *controller.Image, name string, i int, p controller.Par
 	img.Topics[name], img.TopicsByID[cp.ID] = &cp, &cp
 }
 
-func setConfig(img *controller.Image, res controller.ConfigResource, key, value string) {
+func setConfig(img *metadata.Image, res metadata.ConfigResource, key, value string) {
 	m := maps.Clone(img.Configs[res])
 	if m == nil {
 		m = map[string]string{}
@@ -152,7 +152,7 @@ func tps(topic string, parts ...int32) []TopicPartition {
 	return out
 }
 
-func away() controller.Partition { return led(2, 0, []int32{2}, []int32{2}) }
+func away() metadata.Partition { return led(2, 0, []int32{2}, []int32{2}) }
 
 // Each kind of image change is applied exactly once: only new partitions
 // are opened, unchanged topics are neither reopened nor given a config
@@ -160,10 +160,10 @@ func away() controller.Partition { return led(2, 0, []int32{2}, []int32{2}) }
 // deletions, recreations, leadership and config changes all take effect.
 func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 	f := newDiffFixture(t, vfs.NewMemFS())
-	topicA := controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: "a"}
+	topicA := metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "a"}
 	steps := []struct {
 		name    string
-		change  func(*controller.Image)
+		change  func(*metadata.Image)
 		opened  []TopicPartition
 		configs map[string]int // LogConfig calls per topic
 		events  []string       // leadership listener calls, sorted
@@ -171,29 +171,29 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 	}{
 		{
 			name:    "create a (two of three partitions here)",
-			change:  func(img *controller.Image) { setTopic(img, "a", 1, solo(0), away(), solo(0)) },
+			change:  func(img *metadata.Image) { setTopic(img, "a", 1, solo(0), away(), solo(0)) },
 			opened:  tps("a", 0, 2),
 			configs: map[string]int{"a": 1},
 			events:  []string{"lead a-0@0", "lead a-2@0"},
 		},
 		{
 			name:    "create b",
-			change:  func(img *controller.Image) { setTopic(img, "b", 2, solo(0), solo(0), solo(0), solo(0)) },
+			change:  func(img *metadata.Image) { setTopic(img, "b", 2, solo(0), solo(0), solo(0), solo(0)) },
 			opened:  tps("b", 0, 1, 2, 3),
 			configs: map[string]int{"b": 1},
 			events:  []string{"lead b-0@0", "lead b-1@0", "lead b-2@0", "lead b-3@0"},
 		},
 		{
 			name:   "an unrelated change (another broker fenced)",
-			change: func(img *controller.Image) { img.Brokers[2] = &controller.Broker{ID: 2, Epoch: 1, Fenced: true} },
+			change: func(img *metadata.Image) { img.Brokers[2] = &metadata.Broker{ID: 2, Epoch: 1, Fenced: true} },
 		},
 		{
 			name:   "a topic with no replica here",
-			change: func(img *controller.Image) { setTopic(img, "elsewhere", 3, away(), away()) },
+			change: func(img *metadata.Image) { setTopic(img, "elsewhere", 3, away(), away()) },
 		},
 		{
 			name: "leadership of a-0 moves away",
-			change: func(img *controller.Image) {
+			change: func(img *metadata.Image) {
 				changePartition(img, "a", 0, led(2, 1, []int32{self, 2}, []int32{self, 2}))
 			},
 			events: []string{"resign a-0"},
@@ -205,7 +205,7 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name:    "a's config changes",
-			change:  func(img *controller.Image) { setConfig(img, topicA, "segment.bytes", "2048") },
+			change:  func(img *metadata.Image) { setConfig(img, topicA, "segment.bytes", "2048") },
 			configs: map[string]int{"a": 1},
 			check: func(t *testing.T) {
 				for _, tp := range tps("a", 0, 2) {
@@ -220,8 +220,8 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name: "the broker's log default changes",
-			change: func(img *controller.Image) {
-				setConfig(img, controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: ""}, "segment.bytes", "4096")
+			change: func(img *metadata.Image) {
+				setConfig(img, metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: ""}, "segment.bytes", "4096")
 			},
 			configs: map[string]int{"a": 1, "b": 1}, // none for a topic with no replica here
 			check: func(t *testing.T) {
@@ -235,14 +235,14 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name:    "a gains a partition",
-			change:  func(img *controller.Image) { changeAppend(img, "a", solo(0)) },
+			change:  func(img *metadata.Image) { changeAppend(img, "a", solo(0)) },
 			opened:  tps("a", 3),
 			configs: map[string]int{"a": 1},
 			events:  []string{"lead a-3@0"},
 		},
 		{
 			name:   "a-2 is reassigned away",
-			change: func(img *controller.Image) { changePartition(img, "a", 2, away()) },
+			change: func(img *metadata.Image) { changePartition(img, "a", 2, away()) },
 			events: []string{"resign a-2"},
 			check: func(t *testing.T) {
 				if _, ok := f.logs.Get(TopicPartition{Topic: "a", Partition: 2}); ok || f.m.Hosts(TopicPartition{Topic: "a", Partition: 2}) {
@@ -252,7 +252,7 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name:   "b is deleted",
-			change: func(img *controller.Image) { deleteTopic(img, "b") },
+			change: func(img *metadata.Image) { deleteTopic(img, "b") },
 			events: []string{"resign b-0", "resign b-1", "resign b-2", "resign b-3"},
 			check: func(t *testing.T) {
 				for _, tp := range tps("b", 0, 1, 2, 3) {
@@ -264,14 +264,14 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name:    "b is created again (new ID), then a record is produced",
-			change:  func(img *controller.Image) { setTopic(img, "b", 4, solo(0)) },
+			change:  func(img *metadata.Image) { setTopic(img, "b", 4, solo(0)) },
 			opened:  tps("b", 0),
 			configs: map[string]int{"b": 1},
 			events:  []string{"lead b-0@0"},
 		},
 		{
 			name:    "b is recreated within one image (same name, new ID)",
-			change:  func(img *controller.Image) { setTopic(img, "b", 5, solo(0)) },
+			change:  func(img *metadata.Image) { setTopic(img, "b", 5, solo(0)) },
 			opened:  tps("b", 0),
 			configs: map[string]int{"b": 1},
 			events:  []string{"lead b-0@0", "resign b-0"},
@@ -284,8 +284,8 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 		},
 		{
 			name: "this broker's registration changes",
-			change: func(img *controller.Image) {
-				img.Brokers[self] = &controller.Broker{ID: self, Epoch: 2}
+			change: func(img *metadata.Image) {
+				img.Brokers[self] = &metadata.Broker{ID: self, Epoch: 2}
 			},
 			configs: map[string]int{"a": 1, "b": 1}, // none for a topic with no replica here
 		},
@@ -316,17 +316,17 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 	}
 }
 
-func changeAppend(img *controller.Image, name string, p controller.Partition) {
+func changeAppend(img *metadata.Image, name string, p metadata.Partition) {
 	old := img.Topics[name]
 	cp := *old
 	cp.Partitions = append(slices.Clone(old.Partitions), p)
 	img.Topics[name], img.TopicsByID[cp.ID] = &cp, &cp
 }
 
-func deleteTopic(img *controller.Image, name string) {
+func deleteTopic(img *metadata.Image, name string) {
 	delete(img.TopicsByID, img.Topics[name].ID)
 	delete(img.Topics, name)
-	delete(img.Configs, controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: name})
+	delete(img.Configs, metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: name})
 }
 
 // produceTo appends one record to tp (acks=1) and returns the outcome.
@@ -349,7 +349,7 @@ func TestReconcileRetriesAPartitionThatFailedToOpen(t *testing.T) {
 		}
 		return nil
 	})
-	f.apply(func(img *controller.Image) { setTopic(img, "a", 1, solo(0), solo(0)) })
+	f.apply(func(img *metadata.Image) { setTopic(img, "a", 1, solo(0), solo(0)) })
 	if _, ke := f.m.partitionOrError(TopicPartition{Topic: "a", Partition: 1}); ke != kerr.KafkaStorageError {
 		t.Fatalf("a-1: %v, want KAFKA_STORAGE_ERROR", ke)
 	}
@@ -357,7 +357,7 @@ func TestReconcileRetriesAPartitionThatFailedToOpen(t *testing.T) {
 		t.Fatalf("listeners heard %v", got)
 	}
 	fs.Inject(nil)
-	opened := f.apply(func(img *controller.Image) { setTopic(img, "unrelated", 9, away()) })
+	opened := f.apply(func(img *metadata.Image) { setTopic(img, "unrelated", 9, away()) })
 	if !slices.Equal(opened, tps("a", 1)) {
 		t.Fatalf("opened %v, want a-1 again", opened)
 	}
@@ -367,7 +367,7 @@ func TestReconcileRetriesAPartitionThatFailedToOpen(t *testing.T) {
 	if got := f.events.take(); !slices.Equal(got, []string{"lead a-1@0"}) {
 		t.Fatalf("listeners heard %v", got)
 	}
-	if opened := f.apply(func(img *controller.Image) { setTopic(img, "unrelated2", 10, away()) }); len(opened) != 0 {
+	if opened := f.apply(func(img *metadata.Image) { setTopic(img, "unrelated2", 10, away()) }); len(opened) != 0 {
 		t.Fatalf("opened %v once nothing is offline", opened)
 	}
 }
@@ -377,11 +377,11 @@ func TestReconcileRetriesAPartitionThatFailedToOpen(t *testing.T) {
 func TestFirstImageOpensEveryPartitionTogether(t *testing.T) {
 	fs := vfs.NewMemFS()
 	f := newDiffFixture(t, fs)
-	parts := make([]controller.Partition, 20)
+	parts := make([]metadata.Partition, 20)
 	for i := range parts {
 		parts[i] = solo(0)
 	}
-	f.apply(func(img *controller.Image) { setTopic(img, "a", 1, parts...) })
+	f.apply(func(img *metadata.Image) { setTopic(img, "a", 1, parts...) })
 	img := f.img
 	f.m.Stop()
 	f.logs.Close()

@@ -28,7 +28,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -410,7 +410,7 @@ func (s *isrSender) send(ctx context.Context, batch []*isrChange) (retry []*isrC
 		rp.PartitionEpoch = c.partitionEpoch
 		// Every change this leader sends says it has recovered: its log
 		// is open and its state rebuilt (KIP-704).
-		rp.LeaderRecoveryState = int8(controller.LeaderRecovered)
+		rp.LeaderRecoveryState = int8(metadata.LeaderRecovered)
 		for i, id := range c.isr {
 			be := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
 			be.BrokerID, be.BrokerEpoch = id, c.brokerEpochs[i]
@@ -492,7 +492,7 @@ func (c *isrChange) settle(m *Manager, rp *kmsg.AlterPartitionResponseTopicParti
 		p.pendingISR = nil
 		if rp != nil && rp.LeaderID == p.self && rp.LeaderEpoch == p.leaderEpoch && rp.PartitionEpoch > p.partitionEpoch {
 			p.isr, p.partitionEpoch = slices.Clone(rp.ISR), rp.PartitionEpoch
-			p.recovering = rp.LeaderRecoveryState == int8(controller.LeaderRecovering)
+			p.recovering = rp.LeaderRecoveryState == int8(metadata.LeaderRecovering)
 		}
 	}
 	p.mu.Unlock()

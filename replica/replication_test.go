@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -32,7 +32,7 @@ type cluster struct {
 	fs    map[int32]*vfs.MemFS
 
 	mu  sync.Mutex
-	img *controller.Image
+	img *metadata.Image
 	cut map[int32]bool // nodes whose fetches fail
 	// inflight counts the fetches under way to or from each node; setCut
 	// waits for a cut node's to end, so that none that passed the cut
@@ -64,9 +64,9 @@ func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg conf
 func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32, maxWait time.Duration) *cluster {
 	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, fs: map[int32]*vfs.MemFS{}, cut: map[int32]bool{}, inflight: map[int32]int{}}
-	c.img = &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}, Brokers: map[int32]*controller.Broker{}}
+	c.img = &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}, Brokers: map[int32]*metadata.Broker{}}
 	for _, id := range ids {
-		c.img.Brokers[id] = &controller.Broker{ID: id, Epoch: int64(100 + id)}
+		c.img.Brokers[id] = &metadata.Broker{ID: id, Epoch: int64(100 + id)}
 		if r, ok := racks[id]; ok {
 			c.img.Brokers[id].Rack = &r
 		}
@@ -90,7 +90,7 @@ func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg c
 	}
 	for _, id := range ids {
 		m := c.nodes[id]
-		if err := m.Start(context.Background(), imageFunc(func() *controller.Image { return c.image() })); err != nil {
+		if err := m.Start(context.Background(), imageFunc(func() *metadata.Image { return c.image() })); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -102,14 +102,14 @@ func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg c
 }
 
 // imageFunc is an ImageSource giving one image and nothing after.
-type imageFunc func() *controller.Image
+type imageFunc func() *metadata.Image
 
-func (f imageFunc) Subscribe(fn func(prev, next *controller.Image)) func() {
+func (f imageFunc) Subscribe(fn func(prev, next *metadata.Image)) func() {
 	fn(nil, f())
 	return func() {}
 }
 
-func (c *cluster) image() *controller.Image {
+func (c *cluster) image() *metadata.Image {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.img
@@ -117,14 +117,14 @@ func (c *cluster) image() *controller.Image {
 
 // setPartition publishes a new image in which partition 0 of the topic is
 // p (with its partition epoch bumped) and applies it to every node.
-func (c *cluster) setPartition(p controller.Partition) {
+func (c *cluster) setPartition(p metadata.Partition) {
 	c.mu.Lock()
 	prev := c.img
-	next := &controller.Image{Offset: prev.Offset + 1, Topics: maps.Clone(prev.Topics), TopicsByID: maps.Clone(prev.TopicsByID), Brokers: prev.Brokers}
+	next := &metadata.Image{Offset: prev.Offset + 1, Topics: maps.Clone(prev.Topics), TopicsByID: maps.Clone(prev.TopicsByID), Brokers: prev.Brokers}
 	if old := prev.Topics[clusterTopic]; old != nil {
 		p.PartitionEpoch = old.Partitions[0].PartitionEpoch + 1
 	}
-	tp := &controller.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []controller.Partition{p}}
+	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []metadata.Partition{p}}
 	next.Topics[clusterTopic], next.TopicsByID[clusterTopicID] = tp, tp
 	c.img = next
 	c.mu.Unlock()
@@ -133,7 +133,7 @@ func (c *cluster) setPartition(p controller.Partition) {
 	}
 }
 
-func (c *cluster) partition() controller.Partition {
+func (c *cluster) partition() metadata.Partition {
 	return c.image().Topics[clusterTopic].Partitions[0]
 }
 
@@ -287,7 +287,7 @@ func (cp *clusterPeers) SendToController(_ context.Context, req kmsg.Request) (k
 				rp.ErrorCode = kerr.InvalidUpdateVersion.Code
 			default:
 				next := cur
-				next.LeaderRecoveryState = controller.LeaderRecoveryState(p.LeaderRecoveryState)
+				next.LeaderRecoveryState = metadata.LeaderRecoveryState(p.LeaderRecoveryState)
 				next.ISR = nil
 				for _, b := range p.NewEpochISR {
 					next.ISR = append(next.ISR, b.BrokerID)
@@ -539,10 +539,10 @@ func TestUncleanLeaderReportsRecovered(t *testing.T) {
 	c := newCluster(t, []int32{1, 2}, replicatedTopic(1), 10*time.Second)
 	c.setCut(2, true) // no ISR expansion to carry the news instead
 	p := led(1, 3, []int32{1, 2}, []int32{1})
-	p.LeaderRecoveryState = controller.LeaderRecovering
+	p.LeaderRecoveryState = metadata.LeaderRecovering
 	c.setPartition(p)
 	waitUntil(t, "the partition RECOVERED", func() bool {
-		return c.partition().LeaderRecoveryState == controller.LeaderRecovered
+		return c.partition().LeaderRecoveryState == metadata.LeaderRecovered
 	})
 	if isr := c.partition().ISR; !slices.Equal(isr, []int32{1}) {
 		t.Fatalf("ISR %v after reporting RECOVERED, want [1]", isr)

@@ -20,7 +20,7 @@ import (
 	"strconv"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -36,11 +36,11 @@ type Layers struct {
 // LayersFromImage takes this node's dynamic configs from the metadata
 // image (ConfigResource{Broker, "<node id>"} and {Broker, ""}). img may be
 // nil before the first image is available.
-func LayersFromImage(static *Broker, img *controller.Image) Layers {
+func LayersFromImage(static *Broker, img *metadata.Image) Layers {
 	l := Layers{Static: static}
 	if img != nil {
-		l.DynamicBroker = img.Configs[controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: strconv.Itoa(int(static.NodeID))}]
-		l.DynamicDefault = img.Configs[controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: ""}]
+		l.DynamicBroker = img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(static.NodeID))}]
+		l.DynamicDefault = img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: ""}]
 	}
 	return l
 }

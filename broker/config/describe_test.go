@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -200,10 +200,10 @@ func TestCreateTopicConfigs(t *testing.T) {
 
 func TestLayersFromImage(t *testing.T) {
 	b := mustLoad(t, nil)
-	img := &controller.Image{Configs: map[controller.ConfigResource]map[string]string{
-		{Type: controller.ConfigResourceBroker, Name: "1"}: {"log.cleaner.threads": "4"},
-		{Type: controller.ConfigResourceBroker, Name: ""}:  {"log.cleaner.threads": "2"},
-		{Type: controller.ConfigResourceBroker, Name: "2"}: {"log.cleaner.threads": "9"},
+	img := &metadata.Image{Configs: map[metadata.ConfigResource]map[string]string{
+		{Type: metadata.ConfigResourceBroker, Name: "1"}: {"log.cleaner.threads": "4"},
+		{Type: metadata.ConfigResourceBroker, Name: ""}:  {"log.cleaner.threads": "2"},
+		{Type: metadata.ConfigResourceBroker, Name: "2"}: {"log.cleaner.threads": "9"},
 	}}
 	l := LayersFromImage(b, img)
 	if v, _ := l.EffectiveValue("log.cleaner.threads"); v != "4" {
@@ -218,27 +218,27 @@ func TestControllerSchema(t *testing.T) {
 	s := NewControllerSchema(mustLoad(t, map[string]string{"log.cleaner.max.compaction.lag.ms": "100"}))
 	cases := []struct {
 		name     string
-		typ      controller.ConfigResourceType
+		typ      metadata.ConfigResourceType
 		resource string
 		props    map[string]string
 		code     int16
 		msg      string
 	}{
-		{"unknown topic key", controller.ConfigResourceTopic, "t", map[string]string{"x": "1"}, 40, "Unknown topic config name: x"},
-		{"bad topic value", controller.ConfigResourceTopic, "t", map[string]string{"retention.ms": "abc"}, 40, "Invalid value abc for configuration retention.ms: Not a number of type LONG"},
-		{"lag against broker default", controller.ConfigResourceTopic, "t", map[string]string{"min.compaction.lag.ms": "200"}, 40, "conflict topic config setting min.compaction.lag.ms (200) > max.compaction.lag.ms (100)"},
-		{"default topic", controller.ConfigResourceTopic, "", nil, 42, "Default topic resources are not allowed."},
-		{"bad topic name", controller.ConfigResourceTopic, "a/b", nil, 17, "Topic name is invalid: 'a/b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"},
-		{"non-dynamic", controller.ConfigResourceBroker, "1", map[string]string{"log.dirs": "/x", "num.partitions": "2"}, 42, "Cannot update these configs dynamically: [log.dirs, num.partitions]"},
-		{"security without prefix", controller.ConfigResourceBroker, "1", map[string]string{"ssl.keystore.location": "/k"}, 42, "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"},
-		{"per-broker at default", controller.ConfigResourceBroker, "", map[string]string{"listeners": "PLAINTEXT://:9092"}, 42, "Cannot update these configs at default cluster level, broker id must be specified: [listeners]"},
-		{"bad dynamic value", controller.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "-1"}, 42, "Invalid value -1 for configuration log.cleaner.threads: Value must be at least 0"},
-		{"cleaner threads doubled twice", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "3"}, 42, "Log cleaner threads cannot be increased to more than double the current value 1"},
-		{"cleaner threads zero", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "0"}, 42, "Log cleaner threads should be at least 1"},
-		{"dedupe buffer of 1 MiB", controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.dedupe.buffer.size": "1048576"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
-		{"dedupe buffer too small for two threads", controller.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": "2000000"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
-		{"bad broker id", controller.ConfigResourceBroker, "x", nil, 42, "Unable to parse broker name as a base 10 number."},
-		{"negative broker id", controller.ConfigResourceBroker, "-1", nil, 42, "Invalid negative broker ID."},
+		{"unknown topic key", metadata.ConfigResourceTopic, "t", map[string]string{"x": "1"}, 40, "Unknown topic config name: x"},
+		{"bad topic value", metadata.ConfigResourceTopic, "t", map[string]string{"retention.ms": "abc"}, 40, "Invalid value abc for configuration retention.ms: Not a number of type LONG"},
+		{"lag against broker default", metadata.ConfigResourceTopic, "t", map[string]string{"min.compaction.lag.ms": "200"}, 40, "conflict topic config setting min.compaction.lag.ms (200) > max.compaction.lag.ms (100)"},
+		{"default topic", metadata.ConfigResourceTopic, "", nil, 42, "Default topic resources are not allowed."},
+		{"bad topic name", metadata.ConfigResourceTopic, "a/b", nil, 17, "Topic name is invalid: 'a/b' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"},
+		{"non-dynamic", metadata.ConfigResourceBroker, "1", map[string]string{"log.dirs": "/x", "num.partitions": "2"}, 42, "Cannot update these configs dynamically: [log.dirs, num.partitions]"},
+		{"security without prefix", metadata.ConfigResourceBroker, "1", map[string]string{"ssl.keystore.location": "/k"}, 42, "These security configs can be dynamically updated only per-listener using the listener prefix: [ssl.keystore.location]"},
+		{"per-broker at default", metadata.ConfigResourceBroker, "", map[string]string{"listeners": "PLAINTEXT://:9092"}, 42, "Cannot update these configs at default cluster level, broker id must be specified: [listeners]"},
+		{"bad dynamic value", metadata.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "-1"}, 42, "Invalid value -1 for configuration log.cleaner.threads: Value must be at least 0"},
+		{"cleaner threads doubled twice", metadata.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "3"}, 42, "Log cleaner threads cannot be increased to more than double the current value 1"},
+		{"cleaner threads zero", metadata.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "0"}, 42, "Log cleaner threads should be at least 1"},
+		{"dedupe buffer of 1 MiB", metadata.ConfigResourceBroker, "", map[string]string{"log.cleaner.dedupe.buffer.size": "1048576"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
+		{"dedupe buffer too small for two threads", metadata.ConfigResourceBroker, "1", map[string]string{"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": "2000000"}, 42, "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."},
+		{"bad broker id", metadata.ConfigResourceBroker, "x", nil, 42, "Unable to parse broker name as a base 10 number."},
+		{"negative broker id", metadata.ConfigResourceBroker, "-1", nil, 42, "Invalid negative broker ID."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,32 +250,32 @@ func TestControllerSchema(t *testing.T) {
 		})
 	}
 	for _, ok := range []struct {
-		typ      controller.ConfigResourceType
+		typ      metadata.ConfigResourceType
 		resource string
 		props    map[string]string
 	}{
-		{controller.ConfigResourceTopic, "t", map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}},
-		{controller.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "2", "leader.replication.throttled.rate": "100", "unknown.key": "x"}},
-		{controller.ConfigResourceBroker, "1", map[string]string{"listener.name.plaintext.ssl.keystore.location": "/k", "max.connections": "5"}},
+		{metadata.ConfigResourceTopic, "t", map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}},
+		{metadata.ConfigResourceBroker, "", map[string]string{"log.cleaner.threads": "2", "leader.replication.throttled.rate": "100", "unknown.key": "x"}},
+		{metadata.ConfigResourceBroker, "1", map[string]string{"listener.name.plaintext.ssl.keystore.location": "/k", "max.connections": "5"}},
 	} {
 		if err := s.Validate(ok.typ, ok.resource, ok.props); err != nil {
 			t.Errorf("%v %q %v refused: %v", ok.typ, ok.resource, ok.props, err)
 		}
 	}
-	if !s.IsList(controller.ConfigResourceTopic, "cleanup.policy") || s.IsList(controller.ConfigResourceTopic, "retention.ms") ||
-		!s.IsList(controller.ConfigResourceBroker, "log.dirs") || s.IsList(controller.ConfigResourceBroker, "num.partitions") {
+	if !s.IsList(metadata.ConfigResourceTopic, "cleanup.policy") || s.IsList(metadata.ConfigResourceTopic, "retention.ms") ||
+		!s.IsList(metadata.ConfigResourceBroker, "log.dirs") || s.IsList(metadata.ConfigResourceBroker, "num.partitions") {
 		t.Errorf("IsList wrong")
 	}
-	if v, ok := s.Default(controller.ConfigResourceTopic, "max.compaction.lag.ms"); !ok || v != "100" {
+	if v, ok := s.Default(metadata.ConfigResourceTopic, "max.compaction.lag.ms"); !ok || v != "100" {
 		t.Errorf("topic default %q %v", v, ok)
 	}
-	if v, ok := s.Default(controller.ConfigResourceTopic, "segment.ms"); !ok || v != "604800000" {
+	if v, ok := s.Default(metadata.ConfigResourceTopic, "segment.ms"); !ok || v != "604800000" {
 		t.Errorf("topic default %q %v", v, ok)
 	}
-	if v, ok := s.Default(controller.ConfigResourceBroker, "log.dirs"); !ok || v != "./gregor-data" {
+	if v, ok := s.Default(metadata.ConfigResourceBroker, "log.dirs"); !ok || v != "./gregor-data" {
 		t.Errorf("broker default %q %v", v, ok)
 	}
-	if _, ok := s.Default(controller.ConfigResourceBroker, "log.retention.ms"); ok {
+	if _, ok := s.Default(metadata.ConfigResourceBroker, "log.retention.ms"); ok {
 		t.Errorf("null broker key has a default")
 	}
 }

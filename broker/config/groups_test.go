@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -89,7 +89,7 @@ func TestControllerSchemaGroups(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := s.Validate(controller.ConfigResourceGroup, tc.resource, tc.props)
+			err := s.Validate(metadata.ConfigResourceGroup, tc.resource, tc.props)
 			var ve *ValidationError
 			if !errors.As(err, &ve) || ve.Code != tc.code || ve.Message != tc.msg {
 				t.Fatalf("got %v, want %d %q", err, tc.code, tc.msg)
@@ -97,25 +97,25 @@ func TestControllerSchemaGroups(t *testing.T) {
 		})
 	}
 	for _, ok := range []map[string]string{nil, {"consumer.heartbeat.interval.ms": "8000", "share.auto.offset.reset": "earliest"}} {
-		if err := s.Validate(controller.ConfigResourceGroup, "any-group", ok); err != nil {
+		if err := s.Validate(metadata.ConfigResourceGroup, "any-group", ok); err != nil {
 			t.Errorf("%v refused: %v", ok, err)
 		}
 	}
-	if s.IsList(controller.ConfigResourceGroup, "consumer.heartbeat.interval.ms") {
+	if s.IsList(metadata.ConfigResourceGroup, "consumer.heartbeat.interval.ms") {
 		t.Error("a group key is a list")
 	}
-	if v, ok := s.Default(controller.ConfigResourceGroup, "consumer.session.timeout.ms"); !ok || v != "45000" {
+	if v, ok := s.Default(metadata.ConfigResourceGroup, "consumer.session.timeout.ms"); !ok || v != "45000" {
 		t.Errorf("group default from the broker synonym: %q %v", v, ok)
 	}
-	if v, ok := s.Default(controller.ConfigResourceGroup, "share.isolation.level"); !ok || v != "read_uncommitted" {
+	if v, ok := s.Default(metadata.ConfigResourceGroup, "share.isolation.level"); !ok || v != "read_uncommitted" {
 		t.Errorf("group default of its own: %q %v", v, ok)
 	}
 }
 
 func TestProviderGroupConfig(t *testing.T) {
 	p := NewProvider(mustLoad(t, map[string]string{"group.consumer.session.timeout.ms": "50000"}), nil)
-	img := &controller.Image{Configs: map[controller.ConfigResource]map[string]string{
-		{Type: controller.ConfigResourceGroup, Name: "g"}: {"consumer.heartbeat.interval.ms": "6000"},
+	img := &metadata.Image{Configs: map[metadata.ConfigResource]map[string]string{
+		{Type: metadata.ConfigResourceGroup, Name: "g"}: {"consumer.heartbeat.interval.ms": "6000"},
 	}}
 	g, ok := p.GroupConfig(img, "g")
 	if !ok || g.ConsumerHeartbeatIntervalMs != 6000 || g.ConsumerSessionTimeoutMs != 50000 {

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,17 +20,17 @@ func NewProvider(static *Broker, log *slog.Logger) *Provider {
 	return &Provider{static: static, log: log}
 }
 
-func topicOverrides(img *controller.Image, topic string) map[string]string {
+func topicOverrides(img *metadata.Image, topic string) map[string]string {
 	if img == nil {
 		return nil
 	}
-	return img.Configs[controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: topic}]
+	return img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}]
 }
 
 // LogConfig is a topic's effective log configuration. Overrides were
 // validated when committed, so an error here means a broker default
 // changed underneath; the log keeps Kafka's defaults for that key set.
-func (p *Provider) LogConfig(img *controller.Image, topic string) cfgdef.Topic {
+func (p *Provider) LogConfig(img *metadata.Image, topic string) cfgdef.Topic {
 	cfg, err := LayersFromImage(p.static, img).LogConfigFor(topicOverrides(img, topic))
 	if err != nil {
 		p.log.Error("topic configuration is invalid; using defaults", "topic", topic, "err", err)
@@ -40,31 +40,31 @@ func (p *Provider) LogConfig(img *controller.Image, topic string) cfgdef.Topic {
 }
 
 // DescribeTopic answers DescribeConfigs for a topic.
-func (p *Provider) DescribeTopic(img *controller.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func (p *Provider) DescribeTopic(img *metadata.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	return LayersFromImage(p.static, img).DescribeTopic(topicOverrides(img, topic), DescribeOptions{Names: keys, IncludeSynonyms: synonyms, IncludeDocumentation: docs})
 }
 
 // DescribeBroker answers DescribeConfigs for this broker (brokerID >= 0)
 // or the cluster-wide default (brokerID -1).
-func (p *Provider) DescribeBroker(img *controller.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func (p *Provider) DescribeBroker(img *metadata.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	return LayersFromImage(p.static, img).DescribeBroker(brokerID >= 0, DescribeOptions{Names: keys, IncludeSynonyms: synonyms, IncludeDocumentation: docs})
 }
 
 // CreateTopicConfigs is the per-topic Configs of a CreateTopics v5+ answer.
-func (p *Provider) CreateTopicConfigs(img *controller.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+func (p *Provider) CreateTopicConfigs(img *metadata.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	return LayersFromImage(p.static, img).CreateTopicConfigs(overrides)
 }
 
-func groupOverrides(img *controller.Image, group string) map[string]string {
+func groupOverrides(img *metadata.Image, group string) map[string]string {
 	if img == nil {
 		return nil
 	}
-	return img.Configs[controller.ConfigResource{Type: controller.ConfigResourceGroup, Name: group}]
+	return img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceGroup, Name: group}]
 }
 
 // DescribeGroup answers DescribeConfigs for a group. The group need not
 // exist: Kafka describes any group name, with the broker's values.
-func (p *Provider) DescribeGroup(img *controller.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+func (p *Provider) DescribeGroup(img *metadata.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	return LayersFromImage(p.static, img).DescribeGroup(groupOverrides(img, group), DescribeOptions{Names: keys, IncludeSynonyms: synonyms, IncludeDocumentation: docs})
 }
 
@@ -73,7 +73,7 @@ func (p *Provider) DescribeGroup(img *controller.Image, group string, keys []str
 // here means a broker setting changed underneath in a way clamping cannot
 // mend; the group then runs with the broker's settings. It is called on
 // every consumer-group heartbeat, so it logs only at debug level.
-func (p *Provider) GroupConfig(img *controller.Image, group string) (cfgdef.Group, bool) {
+func (p *Provider) GroupConfig(img *metadata.Image, group string) (cfgdef.Group, bool) {
 	g, ok, err := LayersFromImage(p.static, img).GroupConfig(groupOverrides(img, group))
 	if err != nil {
 		p.log.Debug("group configuration is invalid; using the broker's settings", "group", group, "err", err)

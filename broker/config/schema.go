@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // Kafka error codes the validation errors carry.
@@ -31,7 +31,7 @@ func (e *ValidationError) Error() string { return e.Message }
 // INVALID_TOPIC_EXCEPTION).
 func (e *ValidationError) ErrorCode() int16 { return e.Code }
 
-// ControllerSchema implements controller.ConfigSchema for Kafka 4.3's topic,
+// ControllerSchema implements metadata.ConfigSchema for Kafka 4.3's topic,
 // broker and group keys. Topic and group overrides are validated against
 // the controller node's static configuration, as Kafka's controller does.
 // It is read-only after construction and safe for concurrent use.
@@ -42,7 +42,7 @@ type ControllerSchema struct {
 	topicBase map[string]string
 }
 
-var _ controller.ConfigSchema = (*ControllerSchema)(nil)
+var _ metadata.ConfigSchema = (*ControllerSchema)(nil)
 
 // NewControllerSchema returns the schema for a node loaded with Load.
 func NewControllerSchema(static *Broker) *ControllerSchema {
@@ -51,20 +51,20 @@ func NewControllerSchema(static *Broker) *ControllerSchema {
 }
 
 // Validate checks the complete set of overrides a resource would have.
-func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string, overrides map[string]string) error {
+func (c *ControllerSchema) Validate(t metadata.ConfigResourceType, name string, overrides map[string]string) error {
 	switch t {
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		if name == "" {
 			return &ValidationError{Code: errInvalidRequest, Message: "Default topic resources are not allowed."}
 		}
-		if msg := controller.TopicNameError(name); msg != "" {
+		if msg := metadata.TopicNameError(name); msg != "" {
 			return &ValidationError{Code: errInvalidTopic, Message: msg}
 		}
 		if err := cfgdef.ValidateTopic(c.topicBase, overrides); err != nil {
 			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
 		return nil
-	case controller.ConfigResourceBroker:
+	case metadata.ConfigResourceBroker:
 		if name != "" {
 			id, err := strconv.ParseInt(name, 10, 32)
 			if err != nil {
@@ -78,7 +78,7 @@ func (c *ControllerSchema) Validate(t controller.ConfigResourceType, name string
 			return &ValidationError{Code: errInvalidRequest, Message: err.Error()}
 		}
 		return nil
-	case controller.ConfigResourceGroup:
+	case metadata.ConfigResourceGroup:
 		// Any non-empty group id may carry configs: the group need not
 		// exist (Kafka's ControllerConfigurationValidator).
 		if name == "" {
@@ -189,15 +189,15 @@ func (c *ControllerSchema) validateCleaner(props map[string]string) error {
 }
 
 // IsList reports whether key is a LIST key of the resource type.
-func (c *ControllerSchema) IsList(t controller.ConfigResourceType, key string) bool {
+func (c *ControllerSchema) IsList(t metadata.ConfigResourceType, key string) bool {
 	switch t {
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		d, ok := cfgdef.LookupTopicKey(key)
 		return ok && d.Type == cfgdef.TypeList
-	case controller.ConfigResourceBroker:
+	case metadata.ConfigResourceBroker:
 		k, ok := c.static.schema.lookupAny(key)
 		return ok && k.Type == cfgdef.TypeList
-	case controller.ConfigResourceGroup:
+	case metadata.ConfigResourceGroup:
 		k, ok := cfgdef.LookupGroupKey(key)
 		return ok && k.Type == cfgdef.TypeList
 	}
@@ -207,9 +207,9 @@ func (c *ControllerSchema) IsList(t controller.ConfigResourceType, key string) b
 // Default is the value key has when the resource does not override it: for
 // a topic the broker-derived default (static configuration), for a broker
 // the static value or Kafka's default.
-func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) (string, bool) {
+func (c *ControllerSchema) Default(t metadata.ConfigResourceType, key string) (string, bool) {
 	switch t {
-	case controller.ConfigResourceTopic:
+	case metadata.ConfigResourceTopic:
 		if v, ok := c.topicBase[key]; ok {
 			return v, true
 		}
@@ -218,9 +218,9 @@ func (c *ControllerSchema) Default(t controller.ConfigResourceType, key string) 
 			return "", false
 		}
 		return d.Default, true
-	case controller.ConfigResourceBroker:
+	case metadata.ConfigResourceBroker:
 		return Layers{Static: c.static}.EffectiveValue(key)
-	case controller.ConfigResourceGroup:
+	case metadata.ConfigResourceGroup:
 		k, ok := cfgdef.LookupGroupKey(key)
 		if !ok {
 			return "", false

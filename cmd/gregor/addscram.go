@@ -17,10 +17,11 @@ import (
 	"strings"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 )
 
-func parseAddScram(arg string) (*controller.UserScramCredentialRecord, error) {
+func parseAddScram(arg string) (*metadata.UserScramCredentialRecord, error) {
 	arg = strings.TrimSpace(arg)
 	eq := strings.IndexByte(arg, '=')
 	if eq < 0 {

@@ -8,7 +8,7 @@ import (
 	"net/http/pprof"
 	"os"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // startDebugListener serves Go's pprof endpoints when GREGOR_PPROF_ADDR is
@@ -17,7 +17,7 @@ import (
 // and operators can check that every node holds the same metadata). It is
 // off by default. image is read per request; nil until the node follows
 // the metadata.
-func startDebugListener(log *slog.Logger, image func() *controller.Image) {
+func startDebugListener(log *slog.Logger, image func() *metadata.Image) {
 	addr := os.Getenv("GREGOR_PPROF_ADDR")
 	if addr == "" {
 		return
@@ -30,7 +30,7 @@ func startDebugListener(log *slog.Logger, image func() *controller.Image) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"offset": img.Offset, "epoch": img.Epoch, "digest": controller.ImageDigest(img)})
+		json.NewEncoder(w).Encode(map[string]any{"offset": img.Offset, "epoch": img.Epoch, "digest": metadata.ImageDigest(img)})
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -20,6 +20,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -31,7 +32,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	log := s.logger
 	fsys := vfs.OSFS{}
 	var metaView atomic.Pointer[broker.MetadataView]
-	startDebugListener(log, func() *controller.Image {
+	startDebugListener(log, func() *metadata.Image {
 		if m := metaView.Load(); m != nil {
 			return (*m).Image()
 		}
@@ -53,7 +54,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	opts := s.brokerOpts
 	opts.Configs = s.configs
 	opts.ValidateBrokerConfigs = func(next map[string]string) error {
-		var img *controller.Image
+		var img *metadata.Image
 		if m := metaView.Load(); m != nil {
 			img = (*m).Image()
 		}
@@ -111,7 +112,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			b.Shutdown()
 			return fmt.Errorf("starting the controller listeners: %w", err)
 		}
-		stopDynamicConfigs := meta.Subscribe(func(prev, next *controller.Image) {
+		stopDynamicConfigs := meta.Subscribe(func(prev, next *metadata.Image) {
 			if s.brokerConfigsChanged(prev, next) {
 				s.reconfigureTLS(config.LayersFromImage(s.cfg, next))
 			}
@@ -187,7 +188,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		b.Shutdown()
 		return fmt.Errorf("starting the broker: %w", err)
 	}
-	stopDynamicConfigs := meta.Subscribe(func(prev, next *controller.Image) {
+	stopDynamicConfigs := meta.Subscribe(func(prev, next *metadata.Image) {
 		layers := config.LayersFromImage(s.cfg, next)
 		if s.brokerConfigsChanged(prev, next) {
 			s.reconfigureTLS(layers)

@@ -13,7 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/broker/ssl"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/storage"
 )
@@ -33,10 +33,10 @@ type settings struct {
 	controllerListenerName string
 	logDirs                []string
 	metadataDir            string
-	voters                 []controller.Voter
+	voters                 []metadata.Voter
 	brokerOpts             broker.Options
 	configs                *config.Provider
-	schema                 controller.ConfigSchema
+	schema                 metadata.ConfigSchema
 	supportedFeatures      map[string][2]int16
 	bootstrapFeatures      map[string]int16
 	flushSchedulerInterval time.Duration
@@ -66,7 +66,7 @@ type settings struct {
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
 	// format.
-	bootstrapScram []*controller.UserScramCredentialRecord
+	bootstrapScram []*metadata.UserScramCredentialRecord
 }
 
 // supportedFeatures are the feature ranges this build implements. A
@@ -75,8 +75,8 @@ type settings struct {
 // KIP-890, group.version 1 the KIP-848 protocol).
 func supportedFeatures() map[string][2]int16 {
 	return map[string][2]int16{
-		"metadata.version":                 {7, controller.LatestMetadataVersion},
-		"kraft.version":                    {0, controller.LatestKRaftVersion},
+		"metadata.version":                 {7, metadata.LatestMetadataVersion},
+		"kraft.version":                    {0, metadata.LatestKRaftVersion},
 		"transaction.version":              {0, 2},
 		"group.version":                    {0, 1},
 		"eligible.leader.replicas.version": {0, 1},
@@ -91,7 +91,7 @@ func supportedFeatures() map[string][2]int16 {
 // 2 Transactions V2 (KIP-890 part 2), eligible.leader.replicas.version 1
 // eligible leader replicas (KIP-966).
 func defaultBootstrapFeatures() map[string]int16 {
-	return map[string]int16{"group.version": 1, "transaction.version": 2, controller.EligibleLeaderReplicasFeature: 1}
+	return map[string]int16{"group.version": 1, "transaction.version": 2, metadata.EligibleLeaderReplicasFeature: 1}
 }
 
 // securityProtocolCodes are Kafka's SecurityProtocol ids.
@@ -215,11 +215,11 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		}
 		warnScramBetweenControllers(cfg, s.controllerListenerName, logger)
 	}
-	var advertised []controller.Endpoint
+	var advertised []metadata.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
 		advertised = append(advertised, endpoint(l))
 	}
-	var controllerEndpoints []controller.Endpoint
+	var controllerEndpoints []metadata.Endpoint
 	for _, l := range cfg.AdvertisedControllerListeners {
 		controllerEndpoints = append(controllerEndpoints, endpoint(l))
 	}
@@ -229,12 +229,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	// the standalone voter.
 	if len(cfg.ControllerQuorumVoters) > 0 {
 		for _, v := range cfg.ControllerQuorumVoters {
-			s.voters = append(s.voters, controller.Voter{ID: v.ID, Endpoints: []controller.Endpoint{{
+			s.voters = append(s.voters, metadata.Voter{ID: v.ID, Endpoints: []metadata.Endpoint{{
 				Name: s.controllerListenerName, Host: v.Host, Port: v.Port, SecurityProtocol: 0,
 			}}})
 		}
 	} else if cfg.IsController {
-		s.voters = []controller.Voter{{ID: cfg.NodeID, Endpoints: controllerEndpoints}}
+		s.voters = []metadata.Voter{{ID: cfg.NodeID, Endpoints: controllerEndpoints}}
 	}
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
@@ -326,14 +326,14 @@ func maxIdle(ms int64) time.Duration {
 // endpoint converts a configured listener to a registered endpoint; an
 // empty (wildcard) host is advertised as this machine's host name, as
 // Kafka does.
-func endpoint(l config.Listener) controller.Endpoint {
+func endpoint(l config.Listener) metadata.Endpoint {
 	host := l.Host
 	if host == "" {
 		if h, err := os.Hostname(); err == nil {
 			host = h
 		}
 	}
-	return controller.Endpoint{Name: l.Name, Host: host, Port: l.Port, SecurityProtocol: securityProtocolCodes[l.SecurityProtocol]}
+	return metadata.Endpoint{Name: l.Name, Host: host, Port: l.Port, SecurityProtocol: securityProtocolCodes[l.SecurityProtocol]}
 }
 
 // cleanerOptions reads the log cleaner's keys from the configuration's
@@ -366,9 +366,9 @@ func cleanerOptions(l config.Layers) storage.CleanerOptions {
 // delegationTokens is the controller's delegation token set-up: the
 // secret (the broker side gets it in brokerOpts), the lifetimes and the
 // expiry sweep's interval.
-func (s *settings) delegationTokens() controller.DelegationTokenConfig {
+func (s *settings) delegationTokens() metadata.DelegationTokenConfig {
 	ms := func(key string) time.Duration { return time.Duration(s.cfg.Long(key)) * time.Millisecond }
-	return controller.DelegationTokenConfig{
+	return metadata.DelegationTokenConfig{
 		SecretKey:           s.cfg.String(config.TokenSecretKey),
 		MaxLifetime:         ms("delegation.token.max.lifetime.ms"),
 		ExpiryTime:          ms("delegation.token.expiry.time.ms"),

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -183,8 +184,8 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 }
 
 // parseInitialControllers parses KIP-853's id@host:port:directory-id list.
-func parseInitialControllers(list, listener string) ([]controller.Voter, error) {
-	var out []controller.Voter
+func parseInitialControllers(list, listener string) ([]metadata.Voter, error) {
+	var out []metadata.Voter
 	for _, item := range strings.Split(list, ",") {
 		idPart, rest, ok := strings.Cut(item, "@")
 		id, err := strconv.ParseInt(idPart, 10, 32)
@@ -208,7 +209,7 @@ func parseInitialControllers(list, listener string) ([]controller.Voter, error) 
 		if err != nil {
 			return nil, fmt.Errorf("invalid --initial-controllers entry %q: %v", item, err)
 		}
-		out = append(out, controller.Voter{ID: int32(id), DirectoryID: dir, Endpoints: []controller.Endpoint{{
+		out = append(out, metadata.Voter{ID: int32(id), DirectoryID: dir, Endpoints: []metadata.Endpoint{{
 			Name: listener, Host: strings.Trim(hostPort[:colon], "[]"), Port: int32(port),
 		}}})
 	}

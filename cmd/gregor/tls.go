@@ -11,7 +11,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/broker/ssl"
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // listenerTLS is the TLS server side of an SSL or SASL_SSL listener (nil
@@ -68,7 +68,7 @@ func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broke
 // by the broker an alter request names before it is forwarded): each
 // listener whose ssl.* settings change gets its new keystore and
 // truststore loaded and compared with the old.
-func (s *settings) validateTLS(img *controller.Image, next map[string]string) error {
+func (s *settings) validateTLS(img *metadata.Image, next map[string]string) error {
 	layers := config.LayersFromImage(s.cfg, img)
 	layers.DynamicBroker = next
 	for name, srv := range s.listenerTLS {
@@ -83,12 +83,12 @@ func (s *settings) validateTLS(img *controller.Image, next map[string]string) er
 // own or the cluster defaults) were written between two images, changed
 // or not (a keystore rewritten in place is reloaded by setting its
 // location again, as in Kafka); the first image (start-up) counts.
-func (s *settings) brokerConfigsChanged(prev, next *controller.Image) bool {
+func (s *settings) brokerConfigsChanged(prev, next *metadata.Image) bool {
 	if next == nil {
 		return false
 	}
-	own := controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: strconv.Itoa(int(s.nodeID))}
-	def := controller.ConfigResource{Type: controller.ConfigResourceBroker, Name: ""}
+	own := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(s.nodeID))}
+	def := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: ""}
 	return next.ConfigTouched(prev, own) || next.ConfigTouched(prev, def)
 }
 

@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/internal/await"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -41,7 +41,7 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 // configs change, as with the broker's provider.
 type offsetsConfigs struct{ minISR int32 }
 
-func (c *offsetsConfigs) LogConfig(img *controller.Image, topic string) config.Topic {
+func (c *offsetsConfigs) LogConfig(img *metadata.Image, topic string) config.Topic {
 	cfg := config.DefaultTopic()
 	cfg.Compact, cfg.Delete = true, false
 	if v, ok := img.Configs[offsetsResource(topic)]["min.insync.replicas"]; ok {
@@ -51,8 +51,8 @@ func (c *offsetsConfigs) LogConfig(img *controller.Image, topic string) config.T
 	return cfg
 }
 
-func offsetsResource(topic string) controller.ConfigResource {
-	return controller.ConfigResource{Type: controller.ConfigResourceTopic, Name: topic}
+func offsetsResource(topic string) metadata.ConfigResource {
+	return metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}
 }
 
 // node is node 1's replica layer over fs.
@@ -62,7 +62,7 @@ type node struct {
 	logs     *storage.Manager
 	configs  *offsetsConfigs
 	replicas *replica.Manager
-	img      *controller.Image
+	img      *metadata.Image
 	stopped  bool
 }
 
@@ -89,16 +89,16 @@ func (n *node) stop() {
 
 // setOffsets applies an image in which __consumer_offsets has parts (the
 // first one as a restarted node's first image).
-func (n *node) setOffsets(parts ...controller.Partition) {
-	next := &controller.Image{Topics: map[string]*controller.Topic{}, TopicsByID: map[protocol.UUID]*controller.Topic{}}
+func (n *node) setOffsets(parts ...metadata.Partition) {
+	next := &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
 	if n.img != nil {
 		next.Offset = n.img.Offset + 1
 		next.Topics, next.TopicsByID = maps.Clone(n.img.Topics), maps.Clone(n.img.TopicsByID)
 	}
-	t := &controller.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: parts}
+	t := &metadata.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: parts}
 	next.Topics[t.Name], next.TopicsByID[t.ID] = t, t
 	if n.configs.minISR > 0 {
-		next.Configs = map[controller.ConfigResource]map[string]string{
+		next.Configs = map[metadata.ConfigResource]map[string]string{
 			offsetsResource(t.Name): {"min.insync.replicas": strconv.Itoa(int(n.configs.minISR))},
 		}
 	}
@@ -107,8 +107,8 @@ func (n *node) setOffsets(parts ...controller.Partition) {
 	n.replicas.ApplyImage(prev, next)
 }
 
-func led(leader, epoch int32, replicas, isr []int32) controller.Partition {
-	return controller.Partition{Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}
+func led(leader, epoch int32, replicas, isr []int32) metadata.Partition {
+	return metadata.Partition{Leader: leader, LeaderEpoch: epoch, Replicas: replicas, ISR: isr}
 }
 
 var offsets0 = replica.TopicPartition{Topic: group.OffsetsTopic, Partition: 0}
@@ -284,7 +284,7 @@ func TestPartitionLogRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
 		minISR int32
-		next   controller.Partition
+		next   metadata.Partition
 		want   *kerr.Error
 	}{
 		{"leadership moved to another broker", 0, led(2, 4, []int32{1, 2}, []int32{2}), kerr.NotLeaderForPartition},

@@ -1,4 +1,4 @@
-package controller
+package metadata
 
 import "testing"
 
@@ -13,7 +13,7 @@ func TestConfigTouched(t *testing.T) {
 	}
 	apply := func(base *Image, recs ...Record) *Image {
 		t.Helper()
-		img, err := applyBatch(base, recs, base.Offset+1, 1)
+		img, err := ApplyBatch(base, recs, base.Offset+1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,13 @@
-package controller
+package metadata
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/sasl"
 )
 
 // The metadata image: an immutable view of the committed metadata log.
@@ -39,8 +39,15 @@ type Endpoint struct {
 	SecurityProtocol int16
 }
 
-// Addr is the endpoint's host:port.
-func (e Endpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))) }
+// Addr is the endpoint's host:port, an IPv6 host in brackets, as
+// net.JoinHostPort writes it (the model imports nothing of networking).
+func (e Endpoint) Addr() string {
+	port := strconv.Itoa(int(e.Port))
+	if strings.Contains(e.Host, ":") {
+		return "[" + e.Host + "]:" + port
+	}
+	return e.Host + ":" + port
+}
 
 // Broker is a registered broker.
 type Broker struct {
@@ -55,6 +62,8 @@ type Broker struct {
 	// Features are the feature ranges the broker said it supports.
 	Features []BrokerFeature
 }
+
+func (b *Broker) String() string { return fmt.Sprintf("broker %d epoch %d", b.ID, b.Epoch) }
 
 // Partition is one partition's replica assignment and leadership.
 type Partition struct {
@@ -121,7 +130,7 @@ type Image struct {
 	NextProducerID int64
 
 	// ScramCredentials are the users' SCRAM credentials (scram.go).
-	ScramCredentials map[ScramKey]sasl.ScramCredential
+	ScramCredentials map[ScramKey]ScramCredential
 	// DelegationTokens are the delegation tokens by id
 	// (delegationtokens.go).
 	DelegationTokens map[string]*DelegationToken
@@ -130,7 +139,7 @@ type Image struct {
 	LeaderID int32
 	Voters   []Voter
 	// Learners are the controllers that follow the log as raft learners
-	// without voting (membership.go).
+	// without voting (controller/membership.go).
 	Learners []Voter
 }
 
@@ -138,6 +147,6 @@ type Image struct {
 // content, in its deterministic order): two nodes with equal digests hold
 // the same metadata.
 func ImageDigest(img *Image) string {
-	sum := sha256.Sum256(EncodeRecords(imageRecords(img)))
+	sum := sha256.Sum256(EncodeRecords(ImageRecords(img)))
 	return hex.EncodeToString(sum[:])
 }

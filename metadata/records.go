@@ -1,4 +1,4 @@
-package controller
+package metadata
 
 // Metadata records: the facts the quorum agrees on. Each raft entry carries
 // one batch of records that is applied atomically.
@@ -28,27 +28,33 @@ import (
 type RecordType uint16
 
 const (
-	RecordRegisterBroker             RecordType = 0
-	RecordUnregisterBroker           RecordType = 1
-	RecordTopic                      RecordType = 2
-	RecordPartition                  RecordType = 3
-	RecordConfig                     RecordType = 4
-	RecordPartitionChange            RecordType = 5
-	RecordRemoveTopic                RecordType = 9
-	RecordFeatureLevel               RecordType = 12
-	RecordProducerIDs                RecordType = 15
-	RecordBrokerRegistrationChange   RecordType = 17
-	RecordNoOp                       RecordType = 20
-	RecordVoters                     RecordType = 200 // Gregor: the voter set with endpoints
-	RecordLearners                   RecordType = 201 // Gregor: controllers following as raft learners
-	batchFormatV1                    int8       = 1
-	noLeaderChange                   int32      = -2
-	fenceChangeNone                  int8       = 0
-	fenceChangeFence                 int8       = 1
-	fenceChangeUnfence               int8       = -1
-	controlledShutdownChangeNone     int8       = 0
-	controlledShutdownChangeShutdown int8       = 1
-	leaderRecoveryNoChange           int8       = -1 // PartitionChangeRecord v1's encoding of nil
+	RecordRegisterBroker           RecordType = 0
+	RecordUnregisterBroker         RecordType = 1
+	RecordTopic                    RecordType = 2
+	RecordPartition                RecordType = 3
+	RecordConfig                   RecordType = 4
+	RecordPartitionChange          RecordType = 5
+	RecordRemoveTopic              RecordType = 9
+	RecordFeatureLevel             RecordType = 12
+	RecordProducerIDs              RecordType = 15
+	RecordBrokerRegistrationChange RecordType = 17
+	RecordNoOp                     RecordType = 20
+	RecordVoters                   RecordType = 200 // Gregor: the voter set with endpoints
+	RecordLearners                 RecordType = 201 // Gregor: controllers following as raft learners
+	batchFormatV1                  int8       = 1
+	leaderRecoveryNoChange         int8       = -1 // PartitionChangeRecord v1's encoding of nil
+)
+
+// The values of PartitionChangeRecord's Leader and of
+// BrokerRegistrationChangeRecord's Fenced and InControlledShutdown that
+// say "no change", and the changes the latter two make.
+const (
+	NoLeaderChange                   int32 = -2
+	FenceChangeNone                  int8  = 0
+	FenceChangeFence                 int8  = 1
+	FenceChangeUnfence               int8  = -1
+	ControlledShutdownChangeNone     int8  = 0
+	ControlledShutdownChangeShutdown int8  = 1
 )
 
 // LeaderRecoveryState is Kafka's: whether a partition's leader came from an
@@ -200,7 +206,7 @@ type VotersRecord struct {
 // learners (Kafka's observer controllers), with endpoints so that any
 // leader can reach them. It is written, like a VotersRecord that changes
 // membership, in the context of the raft conf change it goes with
-// (membership.go).
+// (controller/membership.go).
 type LearnersRecord struct {
 	Learners []Voter
 }
@@ -385,6 +391,16 @@ func decodeRecord(raw []byte) (Record, error) {
 	}
 	return rec, nil
 }
+
+// AppendRecordBody appends rec's body, without the type and version that
+// EncodeRecords writes before it: for a file that embeds a record in its
+// own framing (the controller's bootstrap.checkpoint), which knows the
+// record's type and version.
+func AppendRecordBody(dst []byte, rec Record) []byte { return rec.appendBody(dst) }
+
+// ReadRecordBody reads into rec a body AppendRecordBody wrote at version;
+// r's error state says whether it was complete.
+func ReadRecordBody(r *kbin.Reader, rec Record, version int16) { rec.readBody(r, version) }
 
 // Primitive helpers shared by the record bodies.
 

@@ -1,4 +1,4 @@
-package controller
+package metadata
 
 // Replay: applying committed records to an image. An Image is never changed
 // after it is published; applying a batch copies only what the batch
@@ -15,8 +15,8 @@ import (
 	"github.com/gregorbroker/gregor/protocol"
 )
 
-// emptyImage is the image before any record is applied.
-func emptyImage(clusterID string) *Image {
+// EmptyImage is the image before any record is applied.
+func EmptyImage(clusterID string) *Image {
 	return &Image{
 		Offset:     0,
 		Epoch:      0,
@@ -57,9 +57,9 @@ func newImageBuilder(base *Image) *imageBuilder {
 	return &imageBuilder{next: &next}
 }
 
-// applyBatch returns the image after records, at offset/epoch. On error the
+// ApplyBatch returns the image after records, at offset/epoch. On error the
 // base image is unchanged and the result must not be used.
-func applyBatch(base *Image, records []Record, offset, epoch int64) (*Image, error) {
+func ApplyBatch(base *Image, records []Record, offset, epoch int64) (*Image, error) {
 	b := newImageBuilder(base)
 	for i, rec := range records {
 		if err := b.apply(rec); err != nil {
@@ -145,8 +145,6 @@ func (b *imageBuilder) mutableTopic(id protocol.UUID) *Topic {
 	return &cp
 }
 
-// mutableConfig returns a copy of the resource's config map that this batch
-// may modify, creating it if needed.
 // ConfigTouched reports whether a ConfigRecord of res was applied
 // between prev and img (a later image of the same log): one that set a
 // value to what it was counts too, as Kafka's controller writes broker
@@ -161,6 +159,8 @@ func (img *Image) ConfigTouched(prev *Image, res ConfigResource) bool {
 	return (a == nil) != (b == nil) || reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer()
 }
 
+// mutableConfig returns a copy of the resource's config map that this batch
+// may modify, creating it if needed.
 func (b *imageBuilder) mutableConfig(res ConfigResource) map[string]string {
 	if !b.configsCopied {
 		b.next.Configs = maps.Clone(b.next.Configs)
@@ -262,7 +262,7 @@ func (b *imageBuilder) apply(rec Record) error {
 		if r.PartitionID < 0 || int(r.PartitionID) >= len(t.Partitions) {
 			return fmt.Errorf("partition change for unknown partition %s-%d", t.Name, r.PartitionID)
 		}
-		t.Partitions[r.PartitionID] = applyPartitionChange(t.Partitions[r.PartitionID], r)
+		t.Partitions[r.PartitionID] = ApplyPartitionChange(t.Partitions[r.PartitionID], r)
 		return nil
 	case *RemoveTopicRecord:
 		byName, byID := b.topics()
@@ -323,20 +323,20 @@ func (b *imageBuilder) apply(rec Record) error {
 			return fmt.Errorf("registration change for broker %d with epoch %d, registered epoch is %d", r.BrokerID, r.BrokerEpoch, br.Epoch)
 		}
 		switch r.Fenced {
-		case fenceChangeFence:
+		case FenceChangeFence:
 			br.Fenced = true
 			// A fenced broker is no longer shutting down in a controlled way.
 			br.InControlledShutdown = false
-		case fenceChangeUnfence:
+		case FenceChangeUnfence:
 			br.Fenced = false
-		case fenceChangeNone:
+		case FenceChangeNone:
 		default:
 			return fmt.Errorf("invalid fencing change %d", r.Fenced)
 		}
 		switch r.InControlledShutdown {
-		case controlledShutdownChangeShutdown:
+		case ControlledShutdownChangeShutdown:
 			br.InControlledShutdown = true
-		case controlledShutdownChangeNone:
+		case ControlledShutdownChangeNone:
 		default:
 			return fmt.Errorf("invalid controlled shutdown change %d", r.InControlledShutdown)
 		}
@@ -373,9 +373,9 @@ func (b *imageBuilder) apply(rec Record) error {
 	return fmt.Errorf("no replay for record type %d", rec.Type())
 }
 
-// applyPartitionChange is p after r.
-func applyPartitionChange(p Partition, r *PartitionChangeRecord) Partition {
-	if r.Leader != noLeaderChange {
+// ApplyPartitionChange is p after r.
+func ApplyPartitionChange(p Partition, r *PartitionChangeRecord) Partition {
+	if r.Leader != NoLeaderChange {
 		p.Leader = r.Leader
 		p.LeaderEpoch++
 	}
@@ -414,9 +414,9 @@ func nilIfEmpty[T any](s []T) []T {
 	return slices.Clone(s)
 }
 
-// imageRecords returns records that rebuild img from an empty image (the
+// ImageRecords returns records that rebuild img from an empty image (the
 // content of a snapshot), in a deterministic order.
-func imageRecords(img *Image) []Record {
+func ImageRecords(img *Image) []Record {
 	var out []Record
 	for _, name := range slices.Sorted(maps.Keys(img.Features)) {
 		out = append(out, &FeatureLevelRecord{Name: name, FeatureLevel: img.Features[name]})
@@ -475,7 +475,7 @@ func imageRecords(img *Image) []Record {
 			out = append(out, &ConfigRecord{ResourceType: res.Type, ResourceName: res.Name, Name: k, Value: &v})
 		}
 	}
-	for _, id := range img.ACLs.sortedIDs() {
+	for _, id := range img.ACLs.SortedIDs() {
 		out = append(out, &AccessControlEntryRecord{ID: id, ACL: img.ACLs.byID[id]})
 	}
 	out = append(out, scramRecords(img)...)
@@ -490,5 +490,5 @@ func imageRecords(img *Image) []Record {
 // ImageFromRecords is the image that records build from an empty one (a
 // snapshot's content; tests of the image's readers build theirs with it).
 func ImageFromRecords(clusterID string, records []Record) (*Image, error) {
-	return applyBatch(emptyImage(clusterID), records, 1, 1)
+	return ApplyBatch(EmptyImage(clusterID), records, 1, 1)
 }
