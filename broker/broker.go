@@ -10,7 +10,6 @@ import (
 	"time"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/metadata"
@@ -43,6 +42,25 @@ type Configs interface {
 type MetadataView interface {
 	Image() *metadata.Image
 	Subscribe(fn func(prev, next *metadata.Image)) (cancel func())
+}
+
+// LocalController is this process's own controller, as the broker serves
+// it on the controller listeners (controllerapis.go) and reaches it in
+// process while it is the active one.
+type LocalController interface {
+	ActiveController
+	// Active reports whether it is the active controller now.
+	Active() bool
+	NodeID() int32
+	Image() *metadata.Image
+	// Receive takes raft messages from another controller.
+	Receive(ctx context.Context, req *protocol.RaftMessagesRequest) error
+	// FetchCommitted answers a MetadataFetch: the committed records from
+	// an offset, waiting for new ones.
+	FetchCommitted(ctx context.Context, req *protocol.MetadataFetchRequest) *protocol.MetadataFetchResponse
+	// ProbeBroker asks it to check whether a broker that stopped
+	// heartbeating is still listening (liveness).
+	ProbeBroker(id int32, epoch int64)
 }
 
 // ActiveController is the active controller as the broker reaches it: the
@@ -111,7 +129,7 @@ type Options struct {
 	// controller nodes), nil on a broker-only node. Its listener serves
 	// what controllers and brokers send it (controllerapis.go), and
 	// requests arriving on a controller listener are answered by it.
-	LocalController *controller.Controller
+	LocalController LocalController
 	// ControllerOnly is a node with process.roles=controller: it serves
 	// its controller listeners and nothing else (no registration, no
 	// partitions, no coordinators).
@@ -240,15 +258,12 @@ func New(opts Options) *Broker {
 		b.asController = controllerFront{b: b, ctrl: opts.LocalController}
 		// The broker's own way to the active controller goes through the
 		// same checks when that controller is this process's.
-		switch c := opts.Controller.(type) {
-		case *controller.Controller:
-			if c == opts.LocalController {
-				b.ctrl = b.asController
-			}
-		case *ControllerClient:
+		if c, ok := opts.Controller.(*ControllerClient); ok {
 			if c.opts.Local == opts.LocalController {
 				c.setLocal(b.asController)
 			}
+		} else if opts.Controller == opts.LocalController {
+			b.ctrl = b.asController
 		}
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)

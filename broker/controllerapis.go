@@ -38,7 +38,7 @@ import (
 	"errors"
 	"net/netip"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,7 +110,7 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 			applyMutationThrottle(answer, mq)
 		}
 		if err != nil {
-			if errors.Is(err, controller.ErrNoAnswer) {
+			if errors.Is(err, metadata.ErrNoAnswer) {
 				r.closeConnection()
 				return
 			}

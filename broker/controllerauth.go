@@ -44,7 +44,6 @@ package broker
 import (
 	"context"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +52,7 @@ import (
 // controllerFront is the local controller behind its authorization.
 type controllerFront struct {
 	b    *Broker
-	ctrl *controller.Controller
+	ctrl LocalController
 }
 
 var noAuthorizerConfigured = "No Authorizer is configured."

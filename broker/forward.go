@@ -33,8 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/internal/peerdial"
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,7 +45,7 @@ import (
 type ControllerClientOptions struct {
 	NodeID int32
 	// Local is this process's controller, nil on a broker-only node.
-	Local *controller.Controller
+	Local LocalController
 	// Listener is the controller listener whose endpoints are dialled
 	// (the first of controller.listener.names).
 	Listener string
@@ -167,7 +167,7 @@ func (c *ControllerClient) activeController() (int32, string, bool) {
 	if img == nil || img.LeaderID < 0 {
 		return -1, "", false
 	}
-	if addr, ok := controller.VoterEndpoint(img.Voters, img.LeaderID, c.opts.Listener); ok {
+	if addr, ok := metadata.VoterEndpoint(img.Voters, img.LeaderID, c.opts.Listener); ok {
 		return img.LeaderID, addr, true
 	}
 	addr, ok := c.opts.Bootstrap[img.LeaderID]

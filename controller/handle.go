@@ -2,15 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// ErrNoAnswer is Handle's error when the controller gives no answer: it is
-// shutting down, or the request's context ended first.
-var ErrNoAnswer = errors.New("the controller gave no answer")
 
 // Handle answers one metadata-changing request as the active controller:
 // the requests a broker sends it (forwards from clients, and its own
@@ -76,13 +72,13 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 }
 
-// answered turns a typed nil answer into ErrNoAnswer.
+// answered turns a typed nil answer into metadata.ErrNoAnswer.
 func answered[R any, P interface {
 	*R
 	kmsg.Response
 }](resp P) (kmsg.Response, error) {
 	if resp == nil {
-		return nil, ErrNoAnswer
+		return nil, metadata.ErrNoAnswer
 	}
 	return resp, nil
 }

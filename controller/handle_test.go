@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,7 +33,7 @@ func TestHandle(t *testing.T) {
 	}
 	// No answer (a stopping controller's nil) is ErrNoAnswer, not a
 	// typed nil inside a non-nil interface.
-	if resp, err := answered((*kmsg.DeleteTopicsResponse)(nil)); resp != nil || !errors.Is(err, ErrNoAnswer) {
+	if resp, err := answered((*kmsg.DeleteTopicsResponse)(nil)); resp != nil || !errors.Is(err, metadata.ErrNoAnswer) {
 		t.Fatalf("no answer: %v %v", resp, err)
 	}
 }

@@ -264,28 +264,6 @@ func fromMetadataEndpoints(eps []protocol.MetadataEndpoint) []metadata.Endpoint 
 	return out
 }
 
-func endpointAddress(eps []metadata.Endpoint, listener string) (string, bool) {
-	for _, ep := range eps {
-		if ep.Name == listener && ep.Host != "" {
-			return ep.Addr(), true
-		}
-	}
-	return "", false
-}
-
-// VoterEndpoint is host:port of voter id's endpoint on listener among
-// voters.
-func VoterEndpoint(voters []metadata.Voter, id int32, listener string) (string, bool) {
-	for _, v := range voters {
-		if v.ID == id {
-			if addr, ok := endpointAddress(v.Endpoints, listener); ok {
-				return addr, true
-			}
-		}
-	}
-	return "", false
-}
-
 // announce is the joining controller's announcer goroutine: while this
 // node is not a member of the quorum it tells the active controller about
 // itself.
@@ -319,7 +297,7 @@ func (c *Controller) announce() {
 				c.logger.Debug("announcing this controller to the quorum", "to", addr, "err", err)
 				c.leaderHint.Store(nil)
 			case resp.LeaderID >= 0:
-				if a, ok := endpointAddress(fromMetadataEndpoints(resp.LeaderEndpoints), c.cfg.ControllerListener); ok {
+				if a, ok := metadata.EndpointAddress(fromMetadataEndpoints(resp.LeaderEndpoints), c.cfg.ControllerListener); ok {
 					c.leaderHint.Store(&leaderHint{id: resp.LeaderID, addr: a})
 				}
 			}
@@ -424,7 +402,7 @@ func (c *Controller) AddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterReq
 	for _, l := range req.Listeners {
 		voter.Endpoints = append(voter.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
 	}
-	if _, ok := endpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
+	if _, ok := metadata.EndpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
 		return fail(kerr.InvalidRequest.Code, fmt.Sprintf("Add voter request didn't include the endpoint (%s) for the default listener %s", endpointsString(voter.Endpoints), c.cfg.ControllerListener))
 	}
 	return fail(c.runVoterChange(ctx, req.TimeoutMillis, func(img *metadata.Image) (*pb.ConfChangeV2, []metadata.Record, any) {
@@ -532,7 +510,7 @@ func (c *Controller) UpdateRaftVoter(ctx context.Context, req *kmsg.UpdateRaftVo
 	for _, l := range req.Listeners {
 		voter.Endpoints = append(voter.Endpoints, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: 0})
 	}
-	if _, ok := endpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
+	if _, ok := metadata.EndpointAddress(voter.Endpoints, c.cfg.ControllerListener); !ok {
 		return fail(kerr.InvalidRequest.Code, "")
 	}
 	kv := req.KRaftVersionFeature

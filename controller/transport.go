@@ -79,7 +79,7 @@ func (c *Controller) VoterAddress(id int32, listener string) (string, bool) {
 	}
 	img := c.Image()
 	for _, voters := range [][]metadata.Voter{img.Voters, img.Learners, c.info.Voters, c.cfg.Voters} {
-		if addr, ok := VoterEndpoint(voters, id, listener); ok {
+		if addr, ok := metadata.VoterEndpoint(voters, id, listener); ok {
 			return addr, true
 		}
 	}

@@ -150,3 +150,27 @@ func ImageDigest(img *Image) string {
 	sum := sha256.Sum256(EncodeRecords(ImageRecords(img)))
 	return hex.EncodeToString(sum[:])
 }
+
+// EndpointAddress is host:port of the endpoint on listener among eps, if
+// one has a host.
+func EndpointAddress(eps []Endpoint, listener string) (string, bool) {
+	for _, ep := range eps {
+		if ep.Name == listener && ep.Host != "" {
+			return ep.Addr(), true
+		}
+	}
+	return "", false
+}
+
+// VoterEndpoint is host:port of voter id's endpoint on listener among
+// voters.
+func VoterEndpoint(voters []Voter, id int32, listener string) (string, bool) {
+	for _, v := range voters {
+		if v.ID == id {
+			if addr, ok := EndpointAddress(v.Endpoints, listener); ok {
+				return addr, true
+			}
+		}
+	}
+	return "", false
+}

@@ -71,6 +71,11 @@ const (
 // cannot read.
 var ErrUnsupportedRecord = errors.New("unsupported metadata record")
 
+// ErrNoAnswer is the error of a request to the controller that got no
+// answer: the controller is shutting down, or the request's context ended
+// first. Whoever asked closes the client's connection, as Kafka does.
+var ErrNoAnswer = errors.New("the controller gave no answer")
+
 // Record is one metadata record.
 type Record interface {
 	Type() RecordType

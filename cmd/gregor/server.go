@@ -251,7 +251,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 			if c := ctrlRef.Load(); c != nil {
 				return c.VoterAddress(id, s.controllerListenerName)
 			}
-			return controller.VoterEndpoint(s.voters, id, s.controllerListenerName)
+			return metadata.VoterEndpoint(s.voters, id, s.controllerListenerName)
 		}, s.controllerDial, s.logger)
 	}
 	cfg := controller.Config{
@@ -316,11 +316,11 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 }
 
 // newForwarder is this node's client of the active controller.
-func newForwarder(s *settings, local *controller.Controller) *broker.ControllerClient {
+func newForwarder(s *settings, local broker.LocalController) *broker.ControllerClient {
 	bootstrap := map[int32]string{}
 	var addrs []string
 	for _, v := range s.voters {
-		if addr, ok := controller.VoterEndpoint(s.voters, v.ID, s.controllerListenerName); ok {
+		if addr, ok := metadata.VoterEndpoint(s.voters, v.ID, s.controllerListenerName); ok {
 			bootstrap[v.ID] = addr
 			addrs = append(addrs, addr)
 		}
