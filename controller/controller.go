@@ -95,12 +95,12 @@ type Config struct {
 	// UncleanLeaderElectionCheckInterval is
 	// unclean.leader.election.interval.ms (default 5 minutes): how long
 	// after a partition loses its leader the active controller tries an
-	// unclean election for it (elections.go).
+	// unclean election for it (periodicelections.go).
 	UncleanLeaderElectionCheckInterval time.Duration
 	// DisableAutoLeaderRebalance is auto.leader.rebalance.enable=false;
 	// otherwise leadership moves back to preferred replicas
 	// LeaderImbalanceCheckInterval (leader.imbalance.check.interval.seconds,
-	// default 300 s) after a partition is led by another (elections.go).
+	// default 300 s) after a partition is led by another (periodicelections.go).
 	DisableAutoLeaderRebalance   bool
 	LeaderImbalanceCheckInterval time.Duration
 
@@ -189,7 +189,7 @@ type Controller struct {
 	// confChangeIndex is the index of the last conf change this node
 	// proposed (membership.go).
 	confChangeIndex uint64
-	// the periodic elections (elections.go)
+	// the periodic elections (periodicelections.go)
 	uncleanCheck   periodicCheck
 	rebalanceCheck periodicCheck
 	// nextTokenSweep is when expired delegation tokens are next removed;

@@ -26,8 +26,8 @@
 //	handle.go      Handle: a request to the decision that answers it
 //	topics.go      CreateTopics, DeleteTopics, CreatePartitions
 //	placement.go   striped, rack-aware replica placement
-//	elections.go   the active controller's periodic unclean elections and
-//	               preferred-leader rebalancing
+//	periodicelections.go  the active controller's periodic unclean
+//	               elections and preferred-leader rebalancing
 //	configs.go     IncrementalAlterConfigs, AlterConfigs
 //	acls.go        CreateACLs, DeleteACLs
 //	quotas.go      AlterClientQuotas
@@ -37,7 +37,7 @@
 //	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
 //	               fencing, AllocateProducerIDs
 //	liveness.go    probing a broker whose heartbeat connection closed
-//	elect.go       ElectLeaders
+//	electleaders.go  ElectLeaders
 //	alterpartition.go  AlterPartition: partition leaders' ISR changes
 //	reassign.go    AlterPartitionReassignments, ListPartitionReassignments
 //	partitionchange.go  the one partition-change decision every path
