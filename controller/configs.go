@@ -98,102 +98,88 @@ func admitResources(resources []metadata.ConfigResource, reject func(metadata.Co
 // IncrementalAlterConfigs changes configs key by key.
 func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	add := func(t int8, name string, e *apiError) {
+	add := func(res metadata.ConfigResource, e *apiError) {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
-		r.ResourceType = kmsg.ConfigResourceType(t)
-		r.ResourceName = name
-		r.ErrorCode = e.code()
-		r.ErrorMessage = e.message()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
+		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	resources := make([]metadata.ConfigResource, len(req.Resources))
-	for i, r := range req.Resources {
-		resources[i] = metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+	resource := func(r kmsg.IncrementalAlterConfigsRequestResource) metadata.ConfigResource {
+		return metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
-	admitted := admitResources(resources, func(res metadata.ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
-	var changes []configChange
-	for i, r := range req.Resources {
-		if !admitted[i] {
-			continue
-		}
-		res := resources[i]
-		ch := configChange{res: res, ops: map[string]configOp{}}
-		var e *apiError
+	alterConfigs(ctx, c, req.Resources, resource, func(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, *apiError) {
+		ch := configChange{res: resource(r), ops: map[string]configOp{}}
 		for _, cfg := range r.Configs {
 			op := int8(cfg.Op)
 			if _, dup := ch.ops[cfg.Name]; dup {
-				e = newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
-				break
+				return ch, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
 			}
 			if op < opSet || op > opSubtract {
-				e = newAPIError(kerr.InvalidRequest, "Unknown operations type %d", op)
-				break
+				return ch, newAPIError(kerr.InvalidRequest, "Unknown operations type %d", op)
 			}
 			if op != opDelete && cfg.Value == nil {
-				e = newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
-				break
+				return ch, newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
 			}
 			ch.ops[cfg.Name] = configOp{op: op, value: cfg.Value}
 			ch.keys = append(ch.keys, cfg.Name)
 		}
-		if e != nil {
-			add(int8(r.ResourceType), r.ResourceName, e)
-			continue
-		}
-		changes = append(changes, ch)
-	}
-	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res metadata.ConfigResource, e *apiError) {
-		add(int8(res.Type), res.Name, e)
-	})
+		return ch, nil
+	}, req.ValidateOnly, add)
 	return resp
 }
 
 // AlterConfigs replaces the whole config set of each resource.
 func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	add := func(t int8, name string, e *apiError) {
+	add := func(res metadata.ConfigResource, e *apiError) {
 		r := kmsg.NewAlterConfigsResponseResource()
-		r.ResourceType = kmsg.ConfigResourceType(t)
-		r.ResourceName = name
-		r.ErrorCode = e.code()
-		r.ErrorMessage = e.message()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
+		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
 		resp.Resources = append(resp.Resources, r)
 	}
-	resources := make([]metadata.ConfigResource, len(req.Resources))
-	for i, r := range req.Resources {
-		resources[i] = metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
+	resource := func(r kmsg.AlterConfigsRequestResource) metadata.ConfigResource {
+		return metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
 	}
-	admitted := admitResources(resources, func(res metadata.ConfigResource, e *apiError) { add(int8(res.Type), res.Name, e) })
-	var changes []configChange
-	for i, r := range req.Resources {
-		if !admitted[i] {
-			continue
-		}
-		res := resources[i]
-		ch := configChange{res: res, legacy: map[string]string{}}
-		var e *apiError
+	alterConfigs(ctx, c, req.Resources, resource, func(r kmsg.AlterConfigsRequestResource) (configChange, *apiError) {
+		ch := configChange{res: resource(r), legacy: map[string]string{}}
 		for _, cfg := range r.Configs {
 			if _, dup := ch.legacy[cfg.Name]; dup {
-				e = newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
-				break
+				return ch, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
 			}
 			if cfg.Value == nil {
-				e = newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
-				break
+				return ch, newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
 			}
 			ch.legacy[cfg.Name] = *cfg.Value
 			ch.keys = append(ch.keys, cfg.Name)
 		}
+		return ch, nil
+	}, req.ValidateOnly, add)
+	return resp
+}
+
+// alterConfigs is both alter APIs' decision: the resources admitted
+// (admitResources), each one's change as its API reads it (change, or the
+// error that refuses it), then the changes run together.
+func alterConfigs[Res any](ctx context.Context, c *Controller, requested []Res, resource func(Res) metadata.ConfigResource,
+	change func(Res) (configChange, *apiError), validateOnly bool, add func(metadata.ConfigResource, *apiError)) {
+	resources := make([]metadata.ConfigResource, len(requested))
+	for i, r := range requested {
+		resources[i] = resource(r)
+	}
+	admitted := admitResources(resources, add)
+	var changes []configChange
+	for i, r := range requested {
+		if !admitted[i] {
+			continue
+		}
+		ch, e := change(r)
 		if e != nil {
-			add(int8(r.ResourceType), r.ResourceName, e)
+			add(resources[i], e)
 			continue
 		}
 		changes = append(changes, ch)
 	}
-	c.runConfigChanges(ctx, changes, req.ValidateOnly, func(res metadata.ConfigResource, e *apiError) {
-		add(int8(res.Type), res.Name, e)
-	})
-	return resp
+	c.runConfigChanges(ctx, changes, validateOnly, add)
 }
 
 type configResult struct {
