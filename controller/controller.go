@@ -111,11 +111,15 @@ type Config struct {
 	// ControllerListener is the listener raft and voter changes use (the
 	// first of controller.listener.names; default CONTROLLER).
 	ControllerListener string
-	// Announce, for a controller that may join a dynamic quorum, sends
-	// its announcement to addr (the active controller when known, else ""
-	// for any bootstrap controller) (membership.go).
-	Announce func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error)
+	// MayJoin says a controller formatted without voters may join a
+	// dynamic quorum (controller.quorum.bootstrap.servers is set): its
+	// owner then starts its announcements (StartAnnouncing).
+	MayJoin bool
 }
+
+// Announcer sends a joining controller's announcement to addr (the active
+// controller when known, else "" for any bootstrap controller).
+type Announcer func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error)
 
 // Transport sends raft messages to peers. Send must not block on the
 // network (queue and drop on overload: raft retransmits); messages from
@@ -169,7 +173,7 @@ type Controller struct {
 	// announcer reads it, the loop writes it.
 	member       atomic.Bool
 	leaderHint   atomic.Pointer[leaderHint]
-	announceDone chan struct{} // nil unless the announcer runs
+	announceDone chan struct{} // nil unless the announcer runs; closeMu
 
 	// loop-owned
 	rn              *raft.RawNode
@@ -302,7 +306,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	if !isVoter && !joining {
 		return nil, fmt.Errorf("starting controller: node %d is not among the formatted voters", cfg.NodeID)
 	}
-	if joining && cfg.Announce == nil {
+	if joining && !cfg.MayJoin {
 		return nil, fmt.Errorf("starting controller: node %d was formatted without initial controllers and has no quorum to join (controller.quorum.bootstrap.servers)", cfg.NodeID)
 	}
 	rlog, err := raftlog.Open(raftlog.Options{
@@ -397,15 +401,16 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	}
 	c.active.Store(c.serving())
 	c.logger.Info("controller started", "cluster", info.ClusterID, "offset", c.committed.Offset, "leader", c.isLeader)
+	if t, ok := cfg.Transport.(interface{ Bind(*Controller) }); ok {
+		// Unreachable peers and snapshot outcomes are reported to this
+		// controller, and peers' addresses come from its image.
+		t.Bind(c)
+	}
 	go c.run()
 	// Each broker's listeners are dialled once per registration, so that
 	// a later probe that finds them refusing means something
 	// (liveness.go).
 	c.Subscribe(c.noteReachable)
-	if cfg.Announce != nil {
-		c.announceDone = make(chan struct{})
-		go c.announce()
-	}
 	return c, nil
 }
 
@@ -489,10 +494,11 @@ func (c *Controller) Close() error {
 	}
 	c.closed = true
 	close(c.stop)
+	announceDone := c.announceDone
 	c.closeMu.Unlock()
 	<-c.done
-	if c.announceDone != nil {
-		<-c.announceDone
+	if announceDone != nil {
+		<-announceDone
 	}
 	c.closeSubscriptions()
 	if err := c.rlog.Close(); err != nil {

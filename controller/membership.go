@@ -264,11 +264,25 @@ func fromMetadataEndpoints(eps []protocol.MetadataEndpoint) []metadata.Endpoint 
 	return out
 }
 
-// announce is the joining controller's announcer goroutine: while this
-// node is not a member of the quorum it tells the active controller about
-// itself.
-func (c *Controller) announce() {
-	defer close(c.announceDone)
+// StartAnnouncing starts the announcer of a controller that may join a
+// dynamic quorum: while it is not a member of the quorum it tells the
+// active controller about itself through announce. Its owner calls it
+// once after Start, with the client that reaches the other controllers
+// (which needs the started controller itself: hence two steps). Close
+// stops it.
+func (c *Controller) StartAnnouncing(announce Announcer) {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed || c.announceDone != nil {
+		return
+	}
+	c.announceDone = make(chan struct{})
+	go c.announce(announce, c.announceDone)
+}
+
+// announce is the joining controller's announcer goroutine.
+func (c *Controller) announce(send Announcer, done chan struct{}) {
+	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -290,7 +304,7 @@ func (c *Controller) announce() {
 				addr = h.addr
 			}
 			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := c.cfg.Announce(rctx, addr, req)
+			resp, err := send(rctx, addr, req)
 			rcancel()
 			switch {
 			case err != nil:

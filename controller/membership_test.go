@@ -65,11 +65,12 @@ func (q *dynQuorum) start(id int32, voters []metadata.Voter, mutate ...func(*For
 	cfg.NodeID = id
 	cfg.Voters = []metadata.Voter{{ID: id, Endpoints: controllerEndpoint(id)}}
 	cfg.Transport = memTransport{net: q.net, self: raftIDOf(id)}
-	cfg.Announce = q.announce
+	cfg.MayJoin = true
 	c, err := Start(context.Background(), cfg)
 	if err != nil {
 		q.t.Fatal(err)
 	}
+	c.StartAnnouncing(q.announce)
 	q.t.Cleanup(func() { c.Close() })
 	q.net.mu.Lock()
 	q.net.nodes[raftIDOf(id)] = c

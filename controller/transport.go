@@ -91,8 +91,11 @@ type NetTransport struct {
 	clusterID string
 	self      int32
 	logger    *slog.Logger
-	// resolve gives a peer's CONTROLLER address.
-	resolve func(nodeID int32) (string, bool)
+	// listener is the controller listener peers are reached on, and
+	// voters the configured ones, whose addresses serve until a
+	// controller is bound.
+	listener string
+	voters   []metadata.Voter
 	// dial connects to a peer's controller listener (with TLS when the
 	// listener is SSL).
 	dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -107,22 +110,24 @@ type NetTransport struct {
 }
 
 // NewNetTransport returns a transport for node self of clusterID that
-// finds peers with resolve and connects to them with dial (nil: plain
-// TCP).
-func NewNetTransport(clusterID string, self int32, resolve func(nodeID int32) (string, bool), dial func(ctx context.Context, addr string) (net.Conn, error), logger *slog.Logger) *NetTransport {
+// reaches peers on listener, at the addresses of the bound controller
+// (Controller.VoterAddress) or, until Start binds it, of voters, and
+// connects to them with dial (nil: plain TCP).
+func NewNetTransport(clusterID string, self int32, listener string, voters []metadata.Voter, dial func(ctx context.Context, addr string) (net.Conn, error), logger *slog.Logger) *NetTransport {
 	if dial == nil {
 		dial = peerdial.Dial
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &NetTransport{
-		clusterID: clusterID, self: self, resolve: resolve, dial: dial,
+		clusterID: clusterID, self: self, listener: listener, voters: voters, dial: dial,
 		logger: logger.With("component", "raft-transport", "node", self),
 		peers:  map[uint64]*peerSender{}, ctx: ctx, cancel: cancel,
 	}
 }
 
 // Bind names the controller that hears of unreachable peers and snapshot
-// outcomes. Until it is bound those reports are dropped.
+// outcomes, and whose image gives peers' addresses (Start binds it). Until
+// it is bound those reports are dropped.
 func (t *NetTransport) Bind(c *Controller) {
 	t.mu.Lock()
 	t.ctrl = c
@@ -301,4 +306,12 @@ func (p *peerSender) failed(batch []*pb.Message, err error) {
 			p.t.reportSnapshot(m.GetTo(), true)
 		}
 	}
+}
+
+// resolve is a peer's address on the controller listener.
+func (t *NetTransport) resolve(nodeID int32) (string, bool) {
+	if c := t.controller(); c != nil {
+		return c.VoterAddress(nodeID, t.listener)
+	}
+	return metadata.VoterEndpoint(t.voters, nodeID, t.listener)
 }

@@ -31,6 +31,8 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	start := time.Now()
 	log := s.logger
 	fsys := vfs.OSFS{}
+	// The debug listener starts first, to profile the start-up too; the
+	// metadata it reports exists once the controller or follower does.
 	var metaView atomic.Pointer[broker.MetadataView]
 	startDebugListener(log, func() *metadata.Image {
 		if m := metaView.Load(); m != nil {
@@ -53,21 +55,17 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 
 	opts := s.brokerOpts
 	opts.Configs = s.configs
+	// What this node follows the metadata through: its own controller, or
+	// (broker only) the controllers' committed log; set below, before the
+	// broker that calls these functions exists.
+	var meta broker.MetadataView
 	opts.ValidateBrokerConfigs = func(next map[string]string) error {
-		var img *metadata.Image
-		if m := metaView.Load(); m != nil {
-			img = (*m).Image()
-		}
-		return s.validateTLS(img, next)
+		return s.validateTLS(meta.Image(), next)
 	}
 	opts.SupportedFeatures = s.supportedFeatures
 	opts.Logger = log.With("component", "broker")
-	// What this node follows the metadata through: its own controller, or
-	// (broker only) the controllers' committed log.
-	var meta broker.MetadataView
 	if s.isController {
-		var announcer atomic.Pointer[broker.ControllerClient]
-		ctrl, transport, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir], &announcer)
+		ctrl, transport, joining, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir])
 		if err != nil {
 			return err
 		}
@@ -82,7 +80,9 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			forwarder := newForwarder(s, ctrl)
 			defer forwarder.Close()
 			forwarder.Follow(ctrl)
-			announcer.Store(forwarder)
+			if joining {
+				ctrl.StartAnnouncing(forwarder.Announce)
+			}
 			opts.Controller = forwarder
 		}
 	} else {
@@ -234,25 +234,18 @@ func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID stri
 
 // startController starts this node's controller, with the transport to
 // its peers when the quorum has more than one voter or this controller
-// joins a dynamic quorum (formatted with --no-initial-controllers): it
-// announces itself through announcer, the client of the active controller
-// that serve sets once it exists. A single voter keeps running alone,
-// with no transport (so it cannot take a learner yet).
-func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID, announcer *atomic.Pointer[broker.ControllerClient]) (*controller.Controller, *controller.NetTransport, error) {
+// joins a dynamic quorum (formatted with --no-initial-controllers; joining
+// is then true, and serve starts its announcements once the client of the
+// active controller exists). A single voter keeps running alone, with no
+// transport (so it cannot take a learner yet).
+func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID) (ctrl *controller.Controller, transport *controller.NetTransport, joining bool, err error) {
 	format, err := controller.ReadFormat(fsys, s.metadataDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the metadata dir: %w", err)
+		return nil, nil, false, fmt.Errorf("reading the metadata dir: %w", err)
 	}
-	var transport *controller.NetTransport
-	var ctrlRef atomic.Pointer[controller.Controller]
-	joining := len(format.Voters) == 0 && len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
+	joining = len(format.Voters) == 0 && len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
 	if len(format.Voters) > 1 || joining {
-		transport = controller.NewNetTransport(clusterID, s.nodeID, func(id int32) (string, bool) {
-			if c := ctrlRef.Load(); c != nil {
-				return c.VoterAddress(id, s.controllerListenerName)
-			}
-			return metadata.VoterEndpoint(s.voters, id, s.controllerListenerName)
-		}, s.controllerDial, s.logger)
+		transport = controller.NewNetTransport(clusterID, s.nodeID, s.controllerListenerName, s.voters, s.controllerDial, s.logger)
 	}
 	cfg := controller.Config{
 		FS:                       fsys,
@@ -272,15 +265,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 		SegmentBytes:             int64(s.cfg.Int("metadata.log.segment.bytes")),
 		ControllerListener:       s.controllerListenerName,
 	}
-	if joining {
-		cfg.Announce = func(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error) {
-			client := announcer.Load()
-			if client == nil {
-				return nil, errors.New("the controller client is not started yet")
-			}
-			return client.Announce(ctx, addr, req)
-		}
-	}
+	cfg.MayJoin = joining
 	// Kafka's KRaft controller reads no leader.imbalance.per.broker.percentage:
 	// every partition not led by its preferred replica is moved.
 	cfg.DisableAutoLeaderRebalance = !s.cfg.Bool("auto.leader.rebalance.enable")
@@ -301,18 +286,14 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 	if transport != nil {
 		cfg.Transport = transport
 	}
-	ctrl, err := controller.Start(ctx, cfg)
+	ctrl, err = controller.Start(ctx, cfg)
 	if err != nil {
 		if transport != nil {
 			transport.Close()
 		}
-		return nil, nil, fmt.Errorf("starting the controller: %w", err)
+		return nil, nil, false, fmt.Errorf("starting the controller: %w", err)
 	}
-	if transport != nil {
-		ctrlRef.Store(ctrl)
-		transport.Bind(ctrl)
-	}
-	return ctrl, transport, nil
+	return ctrl, transport, joining, nil
 }
 
 // newForwarder is this node's client of the active controller.
