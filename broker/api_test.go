@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -104,6 +105,18 @@ func TestEveryForwardedRequestTimesOutWithAnAnswer(t *testing.T) {
 	for _, must := range []string{"AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter", "CreateTopics"} {
 		if !slices.Contains(forwarded, must) {
 			t.Errorf("%s is not forwarded; forwarded: %v", must, forwarded)
+		}
+	}
+}
+
+// What the broker hands to the controller, the controller decides: every
+// forwarded API and every one a controller listener passes to it
+// directly.
+func TestEveryRequestForTheControllerIsDecided(t *testing.T) {
+	for key, a := range apis {
+		direct := a.controllerOnly && !a.internal && a.key != kmsg.Envelope
+		if (a.forward != nil || direct) && !controller.Decides(int16(key)) {
+			t.Errorf("%s goes to the controller, which does not decide it", key.Name())
 		}
 	}
 }

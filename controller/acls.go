@@ -241,3 +241,8 @@ func (e *apiError) kafkaMessage() *string {
 	}
 	return strPtr(e.msg)
 }
+
+func init() {
+	decides((*Controller).CreateACLs)
+	decides((*Controller).DeleteACLs)
+}

@@ -178,3 +178,7 @@ func validISR(replicas, isr []int32) bool {
 	}
 	return true
 }
+
+func init() {
+	decides((*Controller).AlterPartition)
+}

@@ -503,3 +503,10 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.Allocate
 	}
 	return resp
 }
+
+func init() {
+	decides((*Controller).RegisterBroker)
+	decides((*Controller).BrokerHeartbeat)
+	decides((*Controller).AllocateProducerIDs)
+	decides((*Controller).UnregisterBroker)
+}

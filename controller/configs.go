@@ -382,3 +382,8 @@ func equalStringPtr(a, b *string) bool {
 	}
 	return *a == *b
 }
+
+func init() {
+	decides((*Controller).AlterConfigs)
+	decides((*Controller).IncrementalAlterConfigs)
+}

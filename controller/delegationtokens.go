@@ -298,3 +298,9 @@ func (c *Controller) tokenSweepInterval() time.Duration {
 	}
 	return time.Hour
 }
+
+func init() {
+	decides((*Controller).CreateDelegationToken)
+	decides((*Controller).RenewDelegationToken)
+	decides((*Controller).ExpireDelegationToken)
+}

@@ -145,3 +145,7 @@ func (c *Controller) electLeader(img *metadata.Image, topic string, partition in
 }
 
 func sortedBrokerIDs(img *metadata.Image) []int32 { return slices.Sorted(maps.Keys(img.Brokers)) }
+
+func init() {
+	decides((*Controller).ElectLeaders)
+}

@@ -170,3 +170,7 @@ func versionRangeString(r [2]int16) string {
 	}
 	return fmt.Sprintf("%d-%d", r[0], r[1])
 }
+
+func init() {
+	decides((*Controller).UpdateFeatures)
+}

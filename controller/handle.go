@@ -17,59 +17,37 @@ import (
 // reaches it through this node's controller listener (directly, or in an
 // Envelope carrying a client's request).
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	switch r := req.(type) {
-	case *kmsg.CreateTopicsRequest:
-		return answered(c.CreateTopics(ctx, r))
-	case *kmsg.DeleteTopicsRequest:
-		return answered(c.DeleteTopics(ctx, r))
-	case *kmsg.CreatePartitionsRequest:
-		return answered(c.CreatePartitions(ctx, r))
-	case *kmsg.AlterConfigsRequest:
-		return answered(c.AlterConfigs(ctx, r))
-	case *kmsg.IncrementalAlterConfigsRequest:
-		return answered(c.IncrementalAlterConfigs(ctx, r))
-	case *kmsg.AlterClientQuotasRequest:
-		return answered(c.AlterClientQuotas(ctx, r))
-	case *kmsg.ElectLeadersRequest:
-		return answered(c.ElectLeaders(ctx, r))
-	case *kmsg.UpdateFeaturesRequest:
-		return answered(c.UpdateFeatures(ctx, r))
-	case *kmsg.DescribeQuorumRequest:
-		return answered(c.DescribeQuorum(ctx, r))
-	case *kmsg.BrokerRegistrationRequest:
-		return answered(c.RegisterBroker(ctx, r))
-	case *kmsg.BrokerHeartbeatRequest:
-		return answered(c.BrokerHeartbeat(ctx, r))
-	case *kmsg.AllocateProducerIDsRequest:
-		return answered(c.AllocateProducerIDs(ctx, r))
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		return answered(c.AlterPartitionReassignments(ctx, r))
-	case *kmsg.ListPartitionReassignmentsRequest:
-		return answered(c.ListPartitionReassignments(ctx, r))
-	case *kmsg.AlterPartitionRequest:
-		return answered(c.AlterPartition(ctx, r))
-	case *kmsg.UnregisterBrokerRequest:
-		return answered(c.UnregisterBroker(ctx, r))
-	case *kmsg.AddRaftVoterRequest:
-		return answered(c.AddRaftVoter(ctx, r))
-	case *kmsg.RemoveRaftVoterRequest:
-		return answered(c.RemoveRaftVoter(ctx, r))
-	case *kmsg.UpdateRaftVoterRequest:
-		return answered(c.UpdateRaftVoter(ctx, r))
-	case *kmsg.CreateACLsRequest:
-		return answered(c.CreateACLs(ctx, r))
-	case *kmsg.DeleteACLsRequest:
-		return answered(c.DeleteACLs(ctx, r))
-	case *kmsg.AlterUserSCRAMCredentialsRequest:
-		return answered(c.AlterUserScramCredentials(ctx, r))
-	case *kmsg.CreateDelegationTokenRequest:
-		return answered(c.CreateDelegationToken(ctx, r))
-	case *kmsg.RenewDelegationTokenRequest:
-		return answered(c.RenewDelegationToken(ctx, r))
-	case *kmsg.ExpireDelegationTokenRequest:
-		return answered(c.ExpireDelegationToken(ctx, r))
+	decide, ok := decisions[kmsg.Key(req.Key())]
+	if !ok {
+		return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
 	}
-	return nil, fmt.Errorf("the controller does not handle %s", kmsg.NameForKey(req.Key()))
+	return decide(c, ctx, req)
+}
+
+// decisions are the requests Handle answers, by key: each decision's file
+// registers its method (decides) at package initialisation; the map is
+// read-only afterwards.
+var decisions = map[kmsg.Key]func(c *Controller, ctx context.Context, req kmsg.Request) (kmsg.Response, error){}
+
+// Decides reports whether Handle answers requests with key.
+func Decides(key int16) bool {
+	_, ok := decisions[kmsg.Key(key)]
+	return ok
+}
+
+// decides registers method as the answer to its request type.
+func decides[Req kmsg.Request, R any, P interface {
+	*R
+	kmsg.Response
+}](method func(c *Controller, ctx context.Context, req Req) P) {
+	var zero Req
+	key := kmsg.Key(zero.Key())
+	if _, dup := decisions[key]; dup {
+		panic(fmt.Sprintf("the controller decides %s twice", key.Name()))
+	}
+	decisions[key] = func(c *Controller, ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		return answered(method(c, ctx, req.(Req)))
+	}
 }
 
 // answered turns a typed nil answer into metadata.ErrNoAnswer.

@@ -559,3 +559,9 @@ func endpointsString(eps []metadata.Endpoint) string {
 	}
 	return "Endpoints(endpoints={" + strings.Join(parts, ", ") + "})"
 }
+
+func init() {
+	decides((*Controller).AddRaftVoter)
+	decides((*Controller).RemoveRaftVoter)
+	decides((*Controller).UpdateRaftVoter)
+}

@@ -267,3 +267,7 @@ func describeQuorumNodes(eps map[int32][]metadata.Endpoint) []kmsg.DescribeQuoru
 	}
 	return out
 }
+
+func init() {
+	decides((*Controller).DescribeQuorum)
+}

@@ -403,3 +403,7 @@ func partitionRecordCount(recs []metadata.Record) int {
 	}
 	return n
 }
+
+func init() {
+	decides((*Controller).AlterClientQuotas)
+}

@@ -223,3 +223,8 @@ func setOf(s []int32) map[int32]struct{} {
 	}
 	return m
 }
+
+func init() {
+	decides((*Controller).AlterPartitionReassignments)
+	decides((*Controller).ListPartitionReassignments)
+}

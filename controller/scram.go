@@ -179,3 +179,7 @@ func scramUserAndMechanism(user string, mechanism int8) (sasl.ScramMechanism, *a
 	}
 	return m, nil
 }
+
+func init() {
+	decides((*Controller).AlterUserScramCredentials)
+}

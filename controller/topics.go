@@ -652,3 +652,9 @@ func (c *Controller) createPartitions(img *metadata.Image, placer *stripedPlacer
 	}
 	return recs, nil
 }
+
+func init() {
+	decides((*Controller).CreateTopics)
+	decides((*Controller).DeleteTopics)
+	decides((*Controller).CreatePartitions)
+}
