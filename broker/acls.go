@@ -20,7 +20,9 @@ package broker
 // so does Gregor.
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -138,5 +140,14 @@ func init() {
 		}),
 		forward: &forwarding{},
 		handle:  (*Broker).handleDeleteACLs,
+	})
+}
+
+// sortedACLs is the ACLs in a stable order (DescribeAcls answers).
+func sortedACLs(acls []metadata.ACL) {
+	slices.SortFunc(acls, func(x, y metadata.ACL) int {
+		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ResourceName, y.ResourceName),
+			cmp.Compare(x.PatternType, y.PatternType), cmp.Compare(x.Principal, y.Principal), cmp.Compare(x.Host, y.Host),
+			cmp.Compare(x.Operation, y.Operation), cmp.Compare(x.PermissionType, y.PermissionType))
 	})
 }

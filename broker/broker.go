@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
@@ -145,7 +146,7 @@ type Options struct {
 	// Authorizer is the StandardAuthorizer's configuration; nil when
 	// authorizer.class.name is empty (no authorization, ACL APIs answer
 	// SECURITY_DISABLED).
-	Authorizer *AuthorizerOptions
+	Authorizer *authz.Options
 	// ValidateBrokerConfigs, when set, checks the dynamic configs this
 	// broker would have after an alter request, before it is forwarded
 	// (dynamicbroker.go): what only this node can vouch for, such as a
@@ -183,7 +184,7 @@ type Broker struct {
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
 	// authz is the authorizer, nil when none is configured.
-	authz *authorizer
+	authz *authz.Authorizer
 	// asController answers requests as this node's controller, after
 	// the checks Kafka's ControllerApis make (controllerauth.go); nil
 	// without a local controller.
@@ -252,7 +253,7 @@ func New(opts Options) *Broker {
 		departed:     newDepartedBrokers(opts.FencedBrokerLinger, opts.Now),
 	}
 	if opts.Authorizer != nil {
-		b.authz = newAuthorizer(*opts.Authorizer, opts.Logger.With("component", "authorizer"))
+		b.authz = authz.New(*opts.Authorizer)
 	}
 	if opts.LocalController != nil {
 		b.asController = controllerFront{b: b, ctrl: opts.LocalController}
@@ -307,8 +308,8 @@ func (b *Broker) Start(ctx context.Context) error {
 		// any listener serves: Kafka's early start listeners (the
 		// controller listeners) open at once, the others once the
 		// authorizer is ready, which here is from the start.
-		b.authz.load(b.meta.Image())
-		b.stopACLs = b.meta.Subscribe(func(_, next *metadata.Image) { b.authz.load(next) })
+		b.authz.Load(b.meta.Image())
+		b.stopACLs = b.meta.Subscribe(func(_, next *metadata.Image) { b.authz.Load(next) })
 	}
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)

@@ -30,6 +30,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/gregorbroker/gregor/broker/authz"
 )
 
 // tlsHandshakeTimeout bounds a TLS handshake (and so how long a client
@@ -77,7 +79,7 @@ func (c *conn) secure() bool {
 			c.log.Info(fmt.Sprintf("Failed authentication with %s (%v)", c.nc.RemoteAddr(), err))
 			return false
 		}
-		c.session.principal = Principal{Type: PrincipalUserType, Name: name}
+		c.session.principal = authz.Principal{Type: authz.UserType, Name: name}
 	}
 	// On SASL_SSL the principal comes from SASL authentication, the
 	// connection's first requests (see the header).

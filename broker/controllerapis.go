@@ -38,6 +38,7 @@ import (
 	"errors"
 	"net/netip"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -137,7 +138,7 @@ func envelopeIdentity(r *request, env *kmsg.EnvelopeRequest) (identity, int16) {
 	if !ok {
 		return identity{}, kerr.InvalidRequest.Code
 	}
-	return identity{principal: p, host: javaHostAddress(addr), addr: addr, tokenAuthenticated: token, via: r, forwarded: true}, 0
+	return identity{principal: p, host: authz.HostAddress(addr), addr: addr, tokenAuthenticated: token, via: r, forwarded: true}, 0
 }
 
 // decodeEnveloped reads an enveloped request: its header and body, without

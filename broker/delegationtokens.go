@@ -48,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,7 +62,7 @@ func (r *request) allowTokenRequests() bool {
 	switch {
 	case s.tokenAuthenticated, s.securityProtocol == "PLAINTEXT":
 		return false
-	case s.securityProtocol == "SSL" && s.principal == AnonymousPrincipal:
+	case s.securityProtocol == "SSL" && s.principal == authz.Anonymous:
 		// One-way TLS: the client proved nothing.
 		return false
 	}
@@ -71,14 +72,14 @@ func (r *request) allowTokenRequests() bool {
 // tokenOwner is the owner a create request names, else requester; ok is
 // false for a name without a type, which Kafka's KafkaPrincipal refuses
 // with an exception the request dies of.
-func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester Principal) (Principal, bool) {
+func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester authz.Principal) (authz.Principal, bool) {
 	if req.OwnerPrincipalName == nil || *req.OwnerPrincipalName == "" {
 		return requester, true
 	}
 	if req.OwnerPrincipalType == nil {
-		return Principal{}, false
+		return authz.Principal{}, false
 	}
-	return Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}, true
+	return authz.Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}, true
 }
 
 // withRequester names r's principal as the one a forwarded token request
@@ -105,7 +106,7 @@ func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
 		return
 	}
 	for _, rn := range req.Renewers {
-		if rn.PrincipalType != PrincipalUserType {
+		if rn.PrincipalType != authz.UserType {
 			r.respond(createTokenError(req, kerr.InvalidPrincipalType, owner, requester))
 			return
 		}
@@ -115,7 +116,7 @@ func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
 
 // createTokenError is CreateDelegationTokenResponse.prepareResponse for an
 // error: the owner and requester, -1 timestamps, no id or HMAC.
-func createTokenError(req *kmsg.CreateDelegationTokenRequest, e *kerr.Error, owner, requester Principal) *kmsg.CreateDelegationTokenResponse {
+func createTokenError(req *kmsg.CreateDelegationTokenRequest, e *kerr.Error, owner, requester authz.Principal) *kmsg.CreateDelegationTokenResponse {
 	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
 	resp.ErrorCode = e.Code
 	resp.PrincipalType, resp.PrincipalName = owner.Type, owner.Name

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
@@ -30,7 +31,7 @@ func startTokenNode(t *testing.T, secret string, maxReauth time.Duration) (*test
 }
 
 // startTokenNodeWith is startTokenNode with an authorizer (nil: none).
-func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, authz *AuthorizerOptions) (*testNode, string) {
+func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, opts *authz.Options) (*testNode, string) {
 	t.Helper()
 	overrides := map[string]string{}
 	if secret != "" {
@@ -45,9 +46,9 @@ func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, au
 			},
 		})
 	}, nil, func(o *Options) {
-		if authz != nil {
+		if opts != nil {
 			o.LocalController = o.Metadata.(*controller.Controller)
-			o.Authorizer = authz
+			o.Authorizer = opts
 		}
 	})
 	scramUser(t, n, sasl.ScramSHA256, "alice", "alice-secret")
@@ -294,7 +295,7 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	defer cc.Close()
 	cc.Follow(bootstrapView{n.ctrl})
 	as := func(name string) context.Context {
-		return withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: name}})
+		return withIdentity(ctx, identity{clientID: "app", principal: authz.Principal{Type: authz.UserType, Name: name}})
 	}
 	create := kmsg.NewPtrCreateDelegationTokenRequest()
 	create.SetVersion(3)
@@ -318,7 +319,7 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	}
 	// A principal that authenticated with a token (the envelope's flag)
 	// is refused by the controller, whatever the forwarding broker did.
-	tokenSession := withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: "alice"}, tokenAuthenticated: true})
+	tokenSession := withIdentity(ctx, identity{clientID: "app", principal: authz.Principal{Type: authz.UserType, Name: "alice"}, tokenAuthenticated: true})
 	for _, req := range []kmsg.Request{create, renew} {
 		answer, err := cc.Handle(tokenSession, req)
 		if err != nil {
@@ -379,7 +380,7 @@ func (v *staticView) Subscribe(func(prev, next *metadata.Image)) func() {
 // someone else's is described only with DESCRIBE on the DELEGATION_TOKEN
 // or DESCRIBE_TOKENS on its owner's USER (KIP-48, KIP-373).
 func TestDelegationTokenAuthorization(t *testing.T) {
-	n, addr := startTokenNodeWith(t, testTokenSecret, 0, &AuthorizerOptions{SuperUsers: []string{"User:admin"}})
+	n, addr := startTokenNodeWith(t, testTokenSecret, 0, &authz.Options{SuperUsers: []string{"User:admin"}})
 	scramUser(t, n, sasl.ScramSHA256, "admin", "admin-secret")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/internal/peerdial"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -278,18 +279,18 @@ func encodePrincipal(who identity) []byte {
 }
 
 // decodePrincipal reads what encodePrincipal writes.
-func decodePrincipal(b []byte) (Principal, bool, error) {
+func decodePrincipal(b []byte) (authz.Principal, bool, error) {
 	pd := kmsg.NewDefaultPrincipalData()
 	if len(b) < 2 {
-		return Principal{}, false, errors.New("principal data shorter than its version")
+		return authz.Principal{}, false, errors.New("principal data shorter than its version")
 	}
 	if v := int16(b[0])<<8 | int16(b[1]); v != 0 {
-		return Principal{}, false, fmt.Errorf("principal data version %d", v)
+		return authz.Principal{}, false, fmt.Errorf("principal data version %d", v)
 	}
 	if err := pd.ReadFrom(b); err != nil {
-		return Principal{}, false, err
+		return authz.Principal{}, false, err
 	}
-	return Principal{Type: pd.Type, Name: pd.Name}, pd.TokenAuthenticated, nil
+	return authz.Principal{Type: pd.Type, Name: pd.Name}, pd.TokenAuthenticated, nil
 }
 
 func topLevelError(resp kmsg.Response) int16 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,12 +49,12 @@ func benchmarkProduce(b *testing.B, produce func() *request, errorCode func(*req
 func BenchmarkProduceAuthorizer(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
-		authz *AuthorizerOptions
+		authz *authz.Options
 		acls  int
 	}{
 		{"off", nil, 0},
-		{"on-no-acls", &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0},
-		{"on-10000-acls", &AuthorizerOptions{}, 10000},
+		{"on-no-acls", &authz.Options{AllowEveryoneIfNoACLFound: true}, 0},
+		{"on-10000-acls", &authz.Options{}, 10000},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			produce, errorCode := newProduceBenchAuthz(b, 1, bc.authz, bc.acls)
@@ -70,9 +71,9 @@ func TestProduceAuthorizerAllocs(t *testing.T) {
 	}
 	const slot, response = 3, 4
 	for _, tc := range []struct {
-		authz *AuthorizerOptions
+		authz *authz.Options
 		acls  int
-	}{{&AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0}, {&AuthorizerOptions{}, 500}} {
+	}{{&authz.Options{AllowEveryoneIfNoACLFound: true}, 0}, {&authz.Options{}, 500}} {
 		produce, errorCode := newProduceBenchAuthz(t, 1, tc.authz, tc.acls)
 		var last *request
 		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
@@ -128,8 +129,8 @@ func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorC
 // (nil: none) and acls ACLs on other topics, users and hosts, plus one
 // that allows the producer (User:ANONYMOUS) to write "bench" when there
 // are any.
-func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, acls int) (produce func() *request, errorCode func(*request) int16) {
-	n := startAuthzNode(tb, authz, nil)
+func newProduceBenchAuthz(tb testing.TB, acks int16, opts *authz.Options, acls int) (produce func() *request, errorCode func(*request) int16) {
+	n := startAuthzNode(tb, opts, nil)
 	ctx := context.Background()
 	createBenchTopic(tb, n, 1)
 	if acls > 0 {
@@ -151,7 +152,7 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, a
 			}
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for idx := n.b.authz.index.Load(); idx == nil || idx.count != acls; idx = n.b.authz.index.Load() {
+		for _, count := n.b.authz.Indexed(); count != acls; _, count = n.b.authz.Indexed() {
 			if time.Now().After(deadline) {
 				tb.Fatal("the authorizer never indexed the ACLs")
 			}

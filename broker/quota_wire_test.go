@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -324,7 +325,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 6, 1
 		create.Topics = append(create.Topics, ct)
 	}
-	answer, err := cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: Principal{Type: PrincipalUserType, Name: alice}}), create)
+	answer, err := cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: authz.Principal{Type: authz.UserType, Name: alice}}), create)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 	}
 	// Another principal has no quota.
 	create.Topics = create.Topics[2:]
-	answer, err = cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: Principal{Type: PrincipalUserType, Name: "bob"}}), create)
+	answer, err = cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: authz.Principal{Type: authz.UserType, Name: "bob"}}), create)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 // and a flexible DefaultPrincipalData (compact strings, the token flag,
 // no tagged fields).
 func TestPrincipalSerialization(t *testing.T) {
-	p := Principal{Type: "User", Name: "CN=alice,O=x"}
+	p := authz.Principal{Type: "User", Name: "CN=alice,O=x"}
 	b := encodePrincipal(identity{principal: p})
 	want := append(append([]byte{0, 0, 5}, "User"...), 13)
 	want = append(append(want, "CN=alice,O=x"...), 0, 0)

@@ -50,6 +50,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -322,7 +323,7 @@ func (c *conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) 
 	if err != nil || !done {
 		return reply, 0, err
 	}
-	p := Principal{Type: PrincipalUserType, Name: a.server.AuthorizationID()}
+	p := authz.Principal{Type: authz.UserType, Name: a.server.AuthorizationID()}
 	token := a.server.TokenAuthenticated()
 	if a.reauthenticating {
 		// The session is read by handlers on other goroutines, so it

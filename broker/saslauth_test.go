@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -115,7 +116,7 @@ func TestSASLPlainAuthenticates(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatal(err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p != (Principal{Type: "User", Name: "alice"}) {
+	if p := serverConnFor(t, n, c.nc).session.principal; p != (authz.Principal{Type: "User", Name: "alice"}) {
 		t.Fatalf("principal %v", p)
 	}
 	// Authenticated: the APIs answer ILLEGAL_SASL_STATE, as KafkaApis does.

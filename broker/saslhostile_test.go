@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -181,7 +182,7 @@ func TestOAuthJWKSOverTheWire(t *testing.T) {
 	if r := c.authenticate(2, string(sasl.OAuthInitialResponse(sign(key, time.Hour)))); r.ErrorCode != 0 || r.SessionLifetimeMillis < 3_500_000 {
 		t.Fatalf("a good token: %+v", r)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p != (Principal{Type: "User", Name: "svc"}) {
+	if p := serverConnFor(t, n, c.nc).session.principal; p != (authz.Principal{Type: "User", Name: "svc"}) {
 		t.Fatalf("principal %v", p)
 	}
 	for name, tok := range map[string]string{

@@ -17,36 +17,9 @@ package broker
 
 import (
 	"net/netip"
-	"strings"
+
+	"github.com/gregorbroker/gregor/broker/authz"
 )
-
-// Principal is a Kafka principal: a type (User for every principal Kafka's
-// default builder makes) and a name.
-type Principal struct {
-	Type string
-	Name string
-}
-
-// PrincipalUserType is the type of every principal Kafka's default
-// principal builder makes.
-const PrincipalUserType = "User"
-
-// AnonymousPrincipal is the principal of an unauthenticated connection.
-var AnonymousPrincipal = Principal{Type: PrincipalUserType, Name: "ANONYMOUS"}
-
-// String is Kafka's form, "User:alice".
-func (p Principal) String() string { return p.Type + ":" + p.Name }
-
-// ParsePrincipal reads Kafka's "Type:Name" form (super.users, ACL
-// principals). The name may itself contain colons (a certificate's
-// distinguished name); the type may not.
-func ParsePrincipal(s string) (Principal, bool) {
-	typ, name, ok := strings.Cut(s, ":")
-	if !ok || typ == "" {
-		return Principal{}, false
-	}
-	return Principal{Type: typ, Name: name}, true
-}
 
 // session is what the broker knows of a connection's peer.
 type session struct {
@@ -56,11 +29,11 @@ type session struct {
 	// clientAddr is the peer's address (ACL hosts, connection quotas).
 	clientAddr netip.Addr
 	// hostAddress is clientAddr as Java's getHostAddress writes it, what
-	// ACL hosts are compared with (authorizer.go); written once here so
+	// ACL hosts are compared with (broker/authz); written once here so
 	// that no check formats it.
 	hostAddress string
-	// principal is AnonymousPrincipal until the connection authenticates.
-	principal Principal
+	// principal is authz.Anonymous until the connection authenticates.
+	principal authz.Principal
 	// tokenAuthenticated: the principal authenticated with a delegation
 	// token (Kafka's KafkaPrincipal.tokenAuthenticated); such a
 	// connection may not create, renew, expire or describe tokens.
@@ -72,13 +45,13 @@ func newSession(l *listener, addr netip.Addr) session {
 		listenerName:     l.Name,
 		securityProtocol: l.SecurityProtocol,
 		clientAddr:       addr,
-		hostAddress:      javaHostAddress(addr),
-		principal:        AnonymousPrincipal,
+		hostAddress:      authz.HostAddress(addr),
+		principal:        authz.Anonymous,
 	}
 }
 
 // principal is the principal the request was sent as.
-func (r *request) principal() Principal { return r.conn.session.principal }
+func (r *request) principal() authz.Principal { return r.conn.session.principal }
 
 // clientAddr is the address the request came from.
 func (r *request) clientAddr() netip.Addr { return r.conn.session.clientAddr }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
@@ -61,7 +62,7 @@ type settings struct {
 	forcedClusterID string
 	// authorizer is the StandardAuthorizer's configuration, nil without
 	// authorizer.class.name.
-	authorizer *broker.AuthorizerOptions
+	authorizer *authz.Options
 	// jwksValidators load their keys before the node serves.
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
@@ -161,17 +162,17 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 
 	switch class := strings.TrimSpace(cfg.String("authorizer.class.name")); class {
 	case "":
-	case broker.StandardAuthorizerClass:
-		superUsers, err := broker.ParseSuperUsers(cfg.Raw["super.users"])
+	case authz.StandardAuthorizerClass:
+		superUsers, err := authz.ParseSuperUsers(cfg.Raw["super.users"])
 		if err != nil {
 			return nil, fmt.Errorf("super.users: %w", err)
 		}
-		s.authorizer = &broker.AuthorizerOptions{
+		s.authorizer = &authz.Options{
 			SuperUsers:                superUsers,
 			AllowEveryoneIfNoACLFound: strings.EqualFold(strings.TrimSpace(cfg.Raw["allow.everyone.if.no.acl.found"]), "true"),
 		}
 	default:
-		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, broker.StandardAuthorizerClass)
+		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, authz.StandardAuthorizerClass)
 	}
 
 	var specs []broker.ListenerSpec

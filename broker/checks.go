@@ -1,8 +1,9 @@
 package broker
 
 // Authorizing requests: who a request acts for (its identity) and the one
-// set of helpers every handler checks with. With no authorizer configured
-// (b.authz nil) every check is true and costs a nil comparison.
+// set of helpers every handler checks with, over the StandardAuthorizer of
+// broker/authz. With no authorizer configured (b.authz nil) every check is
+// true and costs a nil comparison.
 //
 // A request acts for the principal of its connection, or, when a broker
 // forwarded it to this controller in an Envelope, for the principal and
@@ -18,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +27,7 @@ import (
 
 // identity is who a request acts for.
 type identity struct {
-	principal Principal
+	principal authz.Principal
 	// host is the client's address as Java writes it (ACL hosts).
 	host string
 	addr netip.Addr
@@ -94,7 +96,7 @@ func (b *Broker) allowed(who identity, op kmsg.ACLOperation, rt kmsg.ACLResource
 	if b.authz == nil {
 		return true
 	}
-	ok, err := b.authz.authorize(who.principal, who.host, op, rt, name)
+	ok, err := b.authz.Authorize(who.principal, who.host, op, rt, name)
 	if !ok {
 		b.log.Info("authorization denied", "principal", who.principal.String(), "operation", metadata.OperationName(op),
 			"host", who.host, "resource", metadata.ResourceTypeName(rt)+":LITERAL:"+name, "err", err)
@@ -109,7 +111,7 @@ func (b *Broker) allowedQuiet(who identity, op kmsg.ACLOperation, rt kmsg.ACLRes
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.authorize(who.principal, who.host, op, rt, name)
+	ok, _ := b.authz.Authorize(who.principal, who.host, op, rt, name)
 	return ok
 }
 
@@ -132,7 +134,7 @@ func (b *Broker) allowedAnyOfType(who identity, op kmsg.ACLOperation, rt kmsg.AC
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.authorizeByResourceType(who.principal, who.host, op, rt)
+	ok, _ := b.authz.AuthorizeByResourceType(who.principal, who.host, op, rt)
 	return ok
 }
 
@@ -141,7 +143,7 @@ func (b *Broker) allowedAnyOfType(who identity, op kmsg.ACLOperation, rt kmsg.AC
 // operation of the type when no authorizer is configured.
 func (b *Broker) authorizedOperations(who identity, rt kmsg.ACLResourceType, name string) int32 {
 	var bits int32
-	for _, op := range supportedOperations(rt) {
+	for _, op := range authz.SupportedOperations(rt) {
 		if b.allowedQuiet(who, op, rt, name) {
 			bits |= 1 << op
 		}
