@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/quota"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
@@ -152,9 +153,9 @@ type Options struct {
 	// (dynamicbroker.go): what only this node can vouch for, such as a
 	// new keystore for one of its SSL listeners.
 	ValidateBrokerConfigs func(next map[string]string) error
-	// Quotas are the client quotas' windows (quota.go); zero means
+	// Quotas are the client quotas' windows (broker/quota); zero means
 	// Kafka's defaults.
-	Quotas QuotaOptions
+	Quotas quota.Options
 	// DelegationTokenSecret is delegation.token.secret.key: this node
 	// computes the tokens' HMACs with it (delegationtokens.go); empty
 	// disables tokens here.
@@ -191,9 +192,9 @@ type Broker struct {
 	asController ActiveController
 	// stopACLs ends the authorizer's subscription to the image.
 	stopACLs func()
-	// quotas are the client quotas (quota.go); stopQuotas ends their
+	// quotas are the client quotas (broker/quota); stopQuotas ends their
 	// following of the metadata image.
-	quotas     *clientQuotas
+	quotas     *quota.Manager
 	stopQuotas func()
 	// tokens are the delegation tokens' SCRAM credentials
 	// (delegationtokens.go).
@@ -273,7 +274,7 @@ func New(opts Options) *Broker {
 		opts.Replicas.SetPeers(b.peers)
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
-	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
+	b.quotas = quota.New(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.tokens = &tokenCredentials{secret: opts.DelegationTokenSecret, meta: opts.Metadata, derived: map[tokenCredentialKey]sasl.ScramCredential{}}
 	if opts.Metadata != nil {
@@ -451,12 +452,12 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 	}
 	// The controller also counts the client's mutations against its
 	// quota, in process or (over the envelope) on another node.
-	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
+	ctx, mq := withMutationQuota(ctx, b.quotas, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
 		if err == nil && mq != nil {
-			applyMutationThrottle(resp, mq)
+			mq.ApplyThrottle(resp)
 		}
 		if err != nil {
 			// No controller answered in time: REQUEST_TIMED_OUT, which

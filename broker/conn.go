@@ -59,6 +59,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -301,7 +302,7 @@ type slot struct {
 	finished  bool // the outcome is set
 	abandoned bool // the writer will never send it
 	// quota is what the client quotas measure of the request; nil
-	// while no quota exists (quota.go). It lives here, in the slot's
+	// while no quota exists (throttle.go). It lives here, in the slot's
 	// spare room, so that requests cost nothing more without quotas.
 	quota *requestQuota
 }
@@ -601,10 +602,10 @@ func (c *conn) handleFrame(frame []byte) bool {
 		s.finish()
 		return false
 	}
-	if q := c.srv.quotas; q != nil && q.active() {
+	if q := c.srv.quotas; q != nil && q.Active() {
 		rq := &requestQuota{size: len(frame)}
 		s.quota = rq
-		if q.enabled(quotaRequest) {
+		if q.Enabled(quota.Request) {
 			rq.start = c.monotonic()
 		}
 		c.srv.dispatch(c.ctx, h, r)

@@ -18,7 +18,7 @@ package broker
 //     or 16 bytes INVALID_REQUEST, as in Kafka's EnvelopeUtils. The
 //     principal and the inner header's client id count the client's
 //     CreateTopics, CreatePartitions and DeleteTopics against its
-//     controller mutation quota (quota.go).
+//     controller mutation quota (throttle.go).
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
@@ -103,12 +103,12 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	ctx = withIdentity(ctx, who)
 	// The client's mutations count against its quota here, on the
 	// active controller, whichever broker it sent them to.
-	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
+	ctx, mq := withMutationQuota(ctx, b.quotas, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
 	r.goAsync(func() {
 		defer cancel()
 		answer, err := b.asController.Handle(ctx, inner)
 		if err == nil && mq != nil {
-			applyMutationThrottle(answer, mq)
+			mq.ApplyThrottle(answer)
 		}
 		if err != nil {
 			if errors.Is(err, metadata.ErrNoAnswer) {

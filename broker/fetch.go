@@ -39,6 +39,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -75,10 +76,10 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 		return
 	}
 	plan.listener = r.conn.listener.Name
-	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.enabled(quotaFetch) {
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.Enabled(quota.Fetch) {
 		// A consumer never asks for more than its quota lets through in
 		// one go: more would be throttled whatever it did before.
-		if most, ok := b.quotas.maxValueInWindow(quotaFetch, r.principal().Name, r.hdr.ClientID); ok && most < float64(plan.maxBytes) {
+		if most, ok := b.quotas.MaxValueInWindow(quota.Fetch, r.principal().Name, r.hdr.ClientID); ok && most < float64(plan.maxBytes) {
 			plan.maxBytes = int32(most)
 			plan.minBytes = min(plan.minBytes, plan.maxBytes)
 		}
@@ -203,7 +204,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *metadata.Image, 
 	for i := range entries {
 		results[i] = fetchResult(plan, &entries[i])
 	}
-	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.active() && !r.requestQuotaExempt() {
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.Active() && !r.requestQuotaExempt() {
 		b.respondFetchQuota(r, plan, img, results)
 		return
 	}
@@ -246,13 +247,13 @@ func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *metadata.Im
 	user, client := r.principal().Name, r.hdr.ClientID
 	requestThrottle := r.requestThrottle()
 	var bandwidthThrottle int32
-	if b.quotas.enabled(quotaFetch) {
-		bandwidthThrottle = b.quotas.record(quotaFetch, user, client, float64(size))
+	if b.quotas.Enabled(quota.Fetch) {
+		bandwidthThrottle = b.quotas.Record(quota.Fetch, user, client, float64(size))
 	}
 	throttle := max(requestThrottle, bandwidthThrottle)
 	if throttle > 0 {
-		if b.quotas.enabled(quotaFetch) {
-			b.quotas.unrecord(quotaFetch, user, client, float64(size))
+		if b.quotas.Enabled(quota.Fetch) {
+			b.quotas.Unrecord(quota.Fetch, user, client, float64(size))
 		}
 		releaseChunks(chunks)
 		empty := fetchResponseBody{throttleMillis: throttle}

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -282,10 +283,10 @@ func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			}
 		}
 	}
-	if rq := r.slot.quota; rq != nil && b.quotas.enabled(quotaProduce) {
+	if rq := r.slot.quota; rq != nil && b.quotas.Enabled(quota.Produce) {
 		// Every produce counts, refused or not (Kafka records the
 		// request's size before it answers).
-		rq.bandwidthThrottle = b.quotas.record(quotaProduce, r.principal().Name, r.hdr.ClientID, float64(rq.size))
+		rq.bandwidthThrottle = b.quotas.Record(quota.Produce, r.principal().Name, r.hdr.ClientID, float64(rq.size))
 	}
 	if req.Acks == 0 {
 		if failed {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +34,7 @@ func setClientQuota(t *testing.T, n *testNode, values map[string]float64) {
 		t.Fatalf("altering quotas: %v %+v", err, resp)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !n.b.quotas.active() {
+	for !n.b.quotas.Active() {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker never took the quota")
 		}
@@ -264,7 +265,7 @@ func TestConnectionCreationRate(t *testing.T) {
 		t.Fatalf("altering quotas: %v %+v", err, resp)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for n.b.quotas.ips.Load() == nil {
+	for !n.b.quotas.LimitsConnections() {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker never took the quota")
 		}
@@ -308,7 +309,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 	if resp := n.ctrl.AlterClientQuotas(ctx, req); resp.Entries[0].ErrorCode != 0 {
 		t.Fatalf("altering quotas: %+v", resp)
 	}
-	for !n.b.quotas.enabled(quotaMutation) {
+	for !n.b.quotas.Enabled(quota.ControllerMutation) {
 		if ctx.Err() != nil {
 			t.Fatal("the node never took the quota")
 		}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
@@ -107,9 +108,9 @@ type Server struct {
 	frames protocol.FramePool
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
-	// quotas are the client quotas the node enforces (quota.go); nil in
+	// quotas are the client quotas the node enforces (broker/quota); nil in
 	// tests that build a bare server.
-	quotas *clientQuotas
+	quotas *quota.Manager
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -349,7 +350,7 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
-		if d := s.quotas.connectionThrottle(ip); d > 0 {
+		if d := s.quotas.ConnectionThrottle(ip); d > 0 {
 			// Past the address's connection_creation_rate: held
 			// unserved and closed when the throttle ends (KIP-612).
 			s.log.Debug("delaying closing of connection", "from", ip, "ms", d.Milliseconds(), "listener", l.Name)

@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
@@ -269,12 +270,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		SessionTimeout:                time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		FencedBrokerLinger:            time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
-		Quotas: broker.QuotaOptions{
-			Client: broker.QuotaWindow{
+		Quotas: quota.Options{
+			Client: quota.Window{
 				Samples: int(cfg.Int("quota.window.num")),
 				Size:    time.Duration(cfg.Int("quota.window.size.seconds")) * time.Second,
 			},
-			Controller: broker.QuotaWindow{
+			Controller: quota.Window{
 				Samples: int(cfg.Int("controller.quota.window.num")),
 				Size:    time.Duration(cfg.Int("controller.quota.window.size.seconds")) * time.Second,
 			},
