@@ -24,6 +24,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,22 +32,22 @@ import (
 
 var noAuthorizerOnBroker = "No Authorizer is configured on the broker"
 
-func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeACLsRequest)
+func (b *Broker) handleDescribeACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeACLsRequest)
 	if req.ResourceType == 0 || req.ResourcePatternType == 0 || req.Operation == 0 || req.PermissionType == 0 {
-		r.closeConnection()
+		r.CloseConnection()
 		return
 	}
-	who := r.identity()
+	who := identityOf(r)
 	if !b.clusterAllowed(who, kmsg.ACLOperationDescribe) {
-		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationDescribe)))
+		r.Respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationDescribe)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	if b.authz == nil {
 		resp.ErrorCode = kerr.SecurityDisabled.Code
 		resp.ErrorMessage = &noAuthorizerOnBroker
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	// Kafka's answer keeps its default message, "".
@@ -70,29 +71,29 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 		d.Principal, d.Host, d.Operation, d.PermissionType = acl.Principal, acl.Host, acl.Operation, acl.PermissionType
 		res.ACLs = append(res.ACLs, d)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func samePattern(a, b metadata.ACL) bool {
 	return a.ResourceType == b.ResourceType && a.ResourceName == b.ResourceName && a.PatternType == b.PatternType
 }
 
-func (b *Broker) handleCreateACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreateACLsRequest)
+func (b *Broker) handleCreateACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.CreateACLsRequest)
 	for _, c := range req.Creations {
 		if c.ResourceType == 0 || c.ResourcePatternType == 0 || c.Operation == 0 || c.PermissionType == 0 {
-			r.closeConnection()
+			r.CloseConnection()
 			return
 		}
 	}
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleDeleteACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DeleteACLsRequest)
+func (b *Broker) handleDeleteACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DeleteACLsRequest)
 	for _, f := range req.Filters {
 		if f.ResourceType == 0 || f.ResourcePatternType == 0 || f.Operation == 0 || f.PermissionType == 0 {
-			r.closeConnection()
+			r.CloseConnection()
 			return
 		}
 	}

@@ -18,15 +18,15 @@ func FuzzHandlersAuthorized(f *testing.F) {
 		deny(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLOperationWrite),
 		allow(kmsg.ACLResourceTypeGroup, "g", kmsg.ACLOperationRead))
 	addrs := []string{n.addr, n.b.Addrs()["CONTROLLER"]}
-	for key, h := range n.b.server.handlers {
-		for v := h.min; v <= h.max; v++ {
-			req := kmsg.RequestForKey(key)
+	for _, h := range n.b.handlers() {
+		for v := h.Min; v <= h.Max; v++ {
+			req := kmsg.RequestForKey(int16(h.Key))
 			if req == nil {
 				continue
 			}
 			req.SetVersion(v)
-			f.Add(uint8(key), uint8(v), false, req.AppendTo(nil))
-			f.Add(uint8(key), uint8(v), true, req.AppendTo(nil))
+			f.Add(uint8(h.Key), uint8(v), false, req.AppendTo(nil))
+			f.Add(uint8(h.Key), uint8(v), true, req.AppendTo(nil))
 		}
 	}
 	env := kmsg.NewPtrEnvelopeRequest()

@@ -1,3 +1,13 @@
+// Package broker serves the Kafka protocol: the handlers, one file per
+// API, each declaring its descriptor (api.go), over the replica manager
+// (replica/), the coordinators (coordinator/) and the metadata view, with
+// the per-API authorization checks and the request identity (checks.go),
+// forwarding to the active controller (forward.go) and the controller's
+// own server side (controllerapis.go, controllerauth.go). Below it,
+// broker/network serves the listeners and connections and dispatches to
+// the handlers; broker/authz decides ACLs; broker/quota measures the
+// client quotas. Lock order and goroutines: LOCKS.md at the repository
+// root.
 package broker
 
 import (
@@ -10,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
@@ -79,7 +90,7 @@ type ActiveController interface {
 type Options struct {
 	NodeID int32
 	Rack   *string
-	Server ServerOptions
+	Server network.ServerOptions
 	// Advertised are the client endpoints published in Metadata.
 	Advertised []metadata.Endpoint
 	// ClientListener names the listener whose endpoints clients get
@@ -170,7 +181,7 @@ type Broker struct {
 	log         *slog.Logger
 	meta        MetadataView
 	ctrl        ActiveController
-	server      *Server
+	server      *network.Server
 	replicas    *replica.Manager
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
@@ -281,8 +292,8 @@ func New(opts Options) *Broker {
 		opts.Server.ScramCredentials = b.scramLookup
 		opts.Server.DelegationTokens = b.tokens.lookup
 	}
-	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
-	b.server.quotas = b.quotas
+	opts.Server.Quotas = b.quotas
+	b.server = network.NewServer(opts.Server, b.handlers())
 	return b
 }
 
@@ -436,26 +447,26 @@ func (b *Broker) forwardTo(ctx context.Context, ctrl ActiveController, req kmsg.
 // change is committed). finish, when set, adds what only the broker knows
 // before the answer goes out. No answer (shutting down) closes the
 // connection, as Kafka does.
-func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+func (b *Broker) forwardRequest(ctx context.Context, r *network.Request, finish func(resp kmsg.Response)) {
 	// A forwarded request lives no longer than the client's own timeout
 	// for it: one that could not reach a controller in time is dropped,
 	// never applied long after the client was told it timed out.
-	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.kreq))
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.Body))
 	// The controller authorizes it for the client (an envelope carries
 	// the identity, client id included, to a remote one).
-	ctx = withIdentity(ctx, r.identity())
+	ctx = withIdentity(ctx, identityOf(r))
 	ctrl := b.ctrl
-	if r.conn.listener.Controller && b.asController != nil {
+	if r.ControllerListener() && b.asController != nil {
 		// A controller answers on its own listener, NOT_CONTROLLER when
 		// it is not the active one, as Kafka's controllers do.
 		ctrl = b.asController
 	}
 	// The controller also counts the client's mutations against its
 	// quota, in process or (over the envelope) on another node.
-	ctx, mq := withMutationQuota(ctx, b.quotas, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
-	r.goAsync(func() {
+	ctx, mq := withMutationQuota(ctx, b.quotas, r.Header.APIKey, r.Version(), r.Principal().Name, r.Header.ClientID)
+	r.GoAsync(func() {
 		defer cancel()
-		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
+		resp, err := b.forwardTo(ctx, ctrl, r.Body)
 		if err == nil && mq != nil {
 			mq.ApplyThrottle(resp)
 		}
@@ -463,19 +474,19 @@ func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(res
 			// No controller answered in time: REQUEST_TIMED_OUT, which
 			// clients retry; whether the change happened is unknown to
 			// them, as with Kafka.
-			if resp = timedOutResponse(r.kreq); resp == nil || b.runCtx.Err() != nil {
+			if resp = timedOutResponse(r.Body); resp == nil || b.runCtx.Err() != nil {
 				b.log.Debug("forwarding failed; closing the connection", "err", err)
-				r.closeConnection()
+				r.CloseConnection()
 				return
 			}
-			b.log.Debug("forwarding failed; answering REQUEST_TIMED_OUT", "api", kmsg.NameForKey(r.kreq.Key()), "err", err)
-			r.respond(resp)
+			b.log.Debug("forwarding failed; answering REQUEST_TIMED_OUT", "api", kmsg.NameForKey(r.Body.Key()), "err", err)
+			r.Respond(resp)
 			return
 		}
 		if finish != nil {
 			finish(resp)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

@@ -20,6 +20,7 @@ import (
 	"net/netip"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,15 +40,15 @@ type identity struct {
 	clientID string
 	// via is the request that brought it (the envelope of a forwarded
 	// one), named in authorization errors.
-	via *request
+	via *network.Request
 	// forwarded: it came in an envelope.
 	forwarded bool
 }
 
-// identity is who r acts for: its connection's peer.
-func (r *request) identity() identity {
-	return identity{principal: r.principal(), host: r.conn.session.hostAddress, addr: r.clientAddr(),
-		tokenAuthenticated: r.conn.session.tokenAuthenticated, clientID: r.hdr.ClientID, via: r}
+// identityOf is who r acts for: its connection's peer.
+func identityOf(r *network.Request) identity {
+	return identity{principal: r.Principal(), host: r.HostAddress(), addr: r.ClientAddr(),
+		tokenAuthenticated: r.TokenAuthenticated(), clientID: r.Header.ClientID, via: r}
 }
 
 // describe is Kafka's form of the request in authorization errors
@@ -56,16 +57,13 @@ func (who identity) describe() string {
 	if who.via == nil {
 		return ""
 	}
-	c := who.via.conn
-	local, remote := "", ""
-	if c.nc != nil {
-		local, remote = addrString(c.nc.LocalAddr()), addrString(c.nc.RemoteAddr())
-	}
+	r := who.via
+	local, remote := addrString(r.LocalAddr()), addrString(r.RemoteAddr())
 	conn := fmt.Sprintf("connectionId=%s-%s-0, session=Session(%s,/%s), listenerName=ListenerName(%s), securityProtocol=%s, buffer=null",
-		local, remote, c.session.principal, c.session.hostAddress, c.session.listenerName, c.session.securityProtocol)
+		local, remote, r.Principal(), r.HostAddress(), r.Listener(), r.SecurityProtocol())
 	if who.forwarded {
 		return fmt.Sprintf("Request(processor=0, connectionId=%s-%s-0, session=Session(%s,/%s), listenerName=ListenerName(%s), securityProtocol=%s, buffer=null, envelope=Some(Request(processor=0, %s, envelope=None)))",
-			local, remote, who.principal, who.host, c.session.listenerName, c.session.securityProtocol, conn)
+			local, remote, who.principal, who.host, r.Listener(), r.SecurityProtocol(), conn)
 	}
 	return "Request(processor=0, " + conn + ", envelope=None)"
 }
@@ -116,11 +114,11 @@ func (b *Broker) allowedQuiet(who identity, op kmsg.ACLOperation, rt kmsg.ACLRes
 }
 
 // can reports whether r may do op on the resource.
-func (b *Broker) can(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+func (b *Broker) can(r *network.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if b.authz == nil {
 		return true
 	}
-	return b.allowed(r.identity(), op, rt, name)
+	return b.allowed(identityOf(r), op, rt, name)
 }
 
 // clusterAllowed reports whether who may do op on the cluster.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
@@ -37,10 +38,10 @@ func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, op
 	if secret != "" {
 		overrides[testTokenSecretKey] = secret
 	}
-	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{
+	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{
 			Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{
+			SASL: &network.SASLConfig{
 				Mechanisms: []string{sasl.ScramSHA256, sasl.ScramSHA512},
 				MaxReauth:  map[string]time.Duration{sasl.ScramSHA256: maxReauth},
 			},
@@ -100,8 +101,8 @@ func TestDelegationTokensOverSASL(t *testing.T) {
 	if _, err := sasl.Authenticate(ctx, nc, sasl.ScramClient{Name: sasl.ScramSHA512, User: tok.TokenID, Password: sasl.TokenPassword(tok.HMAC), TokenAuth: true}, "test"); err != nil {
 		t.Fatalf("Gregor's client with the token over SCRAM-SHA-512: %v", err)
 	}
-	if s := serverConnFor(t, n, nc).session; s.principal.Name != "alice" || !s.tokenAuthenticated {
-		t.Fatalf("session %+v", s)
+	if c := serverConnFor(t, n, nc); c.Principal().Name != "alice" || !c.TokenAuthenticated() {
+		t.Fatalf("session of %s, token authenticated %v", c.Principal(), c.TokenAuthenticated())
 	}
 	// No token requests over a token-authenticated connection.
 	if _, err := withToken.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {

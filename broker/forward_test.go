@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -14,10 +15,10 @@ import (
 // served there.
 func TestOwnRequestsAreServedOnControllerListeners(t *testing.T) {
 	b := &Broker{opts: Options{LocalController: &controller.Controller{}}}
-	served := map[kmsg.Key]*handler{}
+	served := map[kmsg.Key]*network.Handler{}
 	for _, h := range b.handlers() {
-		if h.onController {
-			served[h.key] = h
+		if h.OnController {
+			served[h.Key] = h
 		}
 	}
 	for _, key := range []kmsg.Key{kmsg.BrokerRegistration, kmsg.BrokerHeartbeat, kmsg.AllocateProducerIDs, kmsg.AlterPartition, kmsg.CreateTopics} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,10 +31,10 @@ func BenchmarkProduceHandler(b *testing.B) {
 	}
 }
 
-func benchmarkProduce(b *testing.B, produce func() *request, errorCode func(*request) int16) {
+func benchmarkProduce(b *testing.B, produce func() *network.Request, errorCode func(*network.Request) int16) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	var last *request
+	var last *network.Request
 	for b.Loop() {
 		last = produce()
 	}
@@ -75,7 +76,7 @@ func TestProduceAuthorizerAllocs(t *testing.T) {
 		acls  int
 	}{{&authz.Options{AllowEveryoneIfNoACLFound: true}, 0}, {&authz.Options{}, 500}} {
 		produce, errorCode := newProduceBenchAuthz(t, 1, tc.authz, tc.acls)
-		var last *request
+		var last *network.Request
 		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
 			t.Fatalf("%d ACLs: %v allocations per produce, want at most %d", tc.acls, allocs, slot+response)
 		}
@@ -95,7 +96,7 @@ func TestProduceHandlerAllocs(t *testing.T) {
 	const slot, response = 3, 4
 	for _, acks := range []int16{1, -1} {
 		produce, errorCode := newProduceBench(t, acks)
-		var last *request
+		var last *network.Request
 		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
 			t.Fatalf("acks=%d: %v allocations per produce, want at most %d", acks, allocs, slot+response)
 		}
@@ -121,7 +122,7 @@ func createBenchTopic(tb testing.TB, n *testNode, partitions int32) {
 // newProduceBench starts a node with a one-partition topic and returns a
 // produce of a ten-record batch to it, run through the handler, and how to
 // read a response's error code.
-func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorCode func(*request) int16) {
+func newProduceBench(tb testing.TB, acks int16) (produce func() *network.Request, errorCode func(*network.Request) int16) {
 	return newProduceBenchAuthz(tb, acks, nil, 0)
 }
 
@@ -129,7 +130,7 @@ func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorC
 // (nil: none) and acls ACLs on other topics, users and hosts, plus one
 // that allows the producer (User:ANONYMOUS) to write "bench" when there
 // are any.
-func newProduceBenchAuthz(tb testing.TB, acks int16, opts *authz.Options, acls int) (produce func() *request, errorCode func(*request) int16) {
+func newProduceBenchAuthz(tb testing.TB, acks int16, opts *authz.Options, acls int) (produce func() *network.Request, errorCode func(*network.Request) int16) {
 	n := startAuthzNode(tb, opts, nil)
 	ctx := context.Background()
 	createBenchTopic(tb, n, 1)
@@ -177,20 +178,20 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, opts *authz.Options, acls i
 	req.Acks = acks
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
-	c := &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
-	c.session = newSession(c.listener, netip.MustParseAddr("127.0.0.1"))
-	produce = func() *request {
+	c := n.b.server.DetachedConn("PLAINTEXT", netip.MustParseAddr("127.0.0.1"))
+	produce = func() *network.Request {
 		copy(records, pristine)
-		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}
+		r := c.Request(protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, req)
 		n.b.handleProduce(ctx, r)
-		<-r.slot.done
+		<-r.Answered()
 		return r
 	}
-	errorCode = func(r *request) int16 {
+	errorCode = func(r *network.Request) int16 {
 		resp := kmsg.NewPtrProduceResponse()
 		resp.SetVersion(9)
 		// size, correlation id, header tags (v9 is flexible)
-		if err := resp.ReadFrom(r.slot.frame[9:]); err != nil {
+		frame, _ := r.Answer()
+		if err := resp.ReadFrom(frame[9:]); err != nil {
 			tb.Fatal(err)
 		}
 		return resp.Topics[0].Partitions[0].ErrorCode

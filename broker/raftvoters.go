@@ -15,11 +15,12 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleRaftVoterChange(ctx context.Context, r *request) {
+func (b *Broker) handleRaftVoterChange(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,12 +21,12 @@ import (
 // startSASLNode starts a node with a SASL_PLAINTEXT listener beside the
 // PLAINTEXT one, PLAIN users alice and bob, and the given failed
 // authentication delay and connections.max.reauth.ms for PLAIN.
-func startSASLNode(t *testing.T, delay, maxReauth time.Duration, adjust func(*ServerOptions)) (*testNode, string) {
+func startSASLNode(t *testing.T, delay, maxReauth time.Duration, adjust func(*network.ServerOptions)) (*testNode, string) {
 	t.Helper()
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{
 			Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{
+			SASL: &network.SASLConfig{
 				Mechanisms: []string{sasl.Plain, sasl.ScramSHA256},
 				PlainUsers: sasl.PlainUsers{"alice": "alice-secret", "bob": "bob-secret"},
 				MaxReauth:  map[string]time.Duration{sasl.Plain: maxReauth},
@@ -116,7 +117,7 @@ func TestSASLPlainAuthenticates(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatal(err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p != (authz.Principal{Type: "User", Name: "alice"}) {
+	if p := serverConnFor(t, n, c.nc).Principal(); p != (authz.Principal{Type: "User", Name: "alice"}) {
 		t.Fatalf("principal %v", p)
 	}
 	// Authenticated: the APIs answer ILLEGAL_SASL_STATE, as KafkaApis does.
@@ -146,7 +147,7 @@ func TestSASLHandshakeV0RawTokens(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatal(err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p.Name != "bob" {
+	if p := serverConnFor(t, n, c.nc).Principal(); p.Name != "bob" {
 		t.Fatalf("principal %v", p)
 	}
 	// A wrong raw token closes the connection without an answer.
@@ -196,7 +197,7 @@ func TestSASLOnlyAuthenticationBeforeLogin(t *testing.T) {
 	// The broker closes the connection once it has read the size prefix,
 	// so the rest of the frame may fail to write (a broken pipe or a
 	// reset): that is the expected end, not a failure.
-	body := requestBody(saslAuthenticate(2, string(make([]byte, DefaultSASLMaxReceiveSize))), 11)
+	body := requestBody(saslAuthenticate(2, string(make([]byte, network.DefaultSASLMaxReceiveSize))), 11)
 	_, _ = c.nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
 	c.expectClosed()
 }
@@ -289,7 +290,7 @@ func TestSASLReauthentication(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatalf("after the first session's end, re-authenticated: %v", err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p.Name != "alice" {
+	if p := serverConnFor(t, n, c.nc).Principal(); p.Name != "alice" {
 		t.Fatalf("principal %v", p)
 	}
 

@@ -36,7 +36,8 @@
 // request that takes the rate above the quota is answered at once with the
 // time the client must wait for the rate to fall back to it,
 // (rate - quota) / quota * window, in throttle_time_ms; the connection then
-// reads nothing more until that time has passed (KIP-219, the broker's conn.go).
+// reads nothing more until that time has passed (KIP-219, broker/network's
+// conn.go).
 // controller_mutation_rate is a token bucket instead (KIP-599): a burst of
 // quota * controller.quota.window.num * controller.quota.window.size.seconds
 // partition mutations, refilled at the quota; the throttle is the time to

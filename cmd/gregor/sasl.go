@@ -16,6 +16,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/sasl"
 )
 
@@ -79,7 +80,7 @@ func listenerJAAS(cfg *config.Broker, listener, mechanism string) (*sasl.JAASEnt
 // saslListenerConfig builds the authentication set-up of a SASL listener.
 // The JWKS validators it makes are returned to be started (they load their
 // keys) before the node serves.
-func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*broker.SASLConfig, []*sasl.JWKSValidator, error) {
+func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*network.SASLConfig, []*sasl.JWKSValidator, error) {
 	mechs, err := listenerMechanisms(cfg, listener)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +91,7 @@ func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger
 	if _, ok := cfg.Raw["sasl.jaas.config"]; ok {
 		logger.Warn("Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config", "listener", listener)
 	}
-	out := &broker.SASLConfig{MaxReauth: map[string]time.Duration{}}
+	out := &network.SASLConfig{MaxReauth: map[string]time.Duration{}}
 	var jwks []*sasl.JWKSValidator
 	for _, m := range mechs {
 		if !sasl.Supported(m) {

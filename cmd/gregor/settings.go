@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
@@ -176,7 +177,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, authz.StandardAuthorizerClass)
 	}
 
-	var specs []broker.ListenerSpec
+	var specs []network.ListenerSpec
 	for _, l := range cfg.Listeners {
 		tlsServer, err := listenerTLS(cfg, l, logger)
 		if err != nil {
@@ -188,7 +189,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			}
 			s.listenerTLS[l.Name] = tlsServer
 		}
-		spec := broker.ListenerSpec{
+		spec := network.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
 			TLS:        tlsServer,
@@ -240,7 +241,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	}
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
-		Server: broker.ServerOptions{
+		Server: network.ServerOptions{
 			Listeners:                 specs,
 			MaxRequestSize:            cfg.SocketRequestMaxBytes,
 			MaxIdle:                   maxIdle(cfg.ConnectionsMaxIdleMs),
@@ -249,7 +250,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			ReceiveBufferBytes:        cfg.SocketReceiveBufferBytes,
 			SASLMaxReceiveSize:        cfg.Int("sasl.server.max.receive.size"),
 			FailedAuthenticationDelay: time.Duration(cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond,
-			Limits: &broker.ConnectionLimits{
+			Limits: &network.ConnectionLimits{
 				MaxConnections:         cfg.MaxConnections,
 				ListenerMaxConnections: cfg.ListenerMaxConnections,
 				MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,

@@ -1,4 +1,4 @@
-package broker
+package network
 
 // How a connection is secured before its first request is read, by its
 // listener's security protocol:
@@ -42,7 +42,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 
 // secure runs the listener's transport handshake on a new connection;
 // false means the connection must be closed.
-func (c *conn) secure() bool {
+func (c *Conn) secure() bool {
 	srv := c.listener.TLS
 	if srv == nil {
 		return true
