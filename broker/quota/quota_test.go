@@ -7,14 +7,10 @@ import (
 	"github.com/gregorbroker/gregor/metadata"
 )
 
-// fakeClock is a settable clock for the quota arithmetic.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time          { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
-
-func newTestQuotas(clock *fakeClock, quotas map[metadata.QuotaEntity]map[string]float64) *Manager {
-	q := New(DefaultOptions(), clock.now)
+// newTestQuotas is a Manager of quotas whose clock reads *clock, which
+// the test moves.
+func newTestQuotas(clock *time.Time, quotas map[metadata.QuotaEntity]map[string]float64) *Manager {
+	q := New(DefaultOptions(), func() time.Time { return *clock })
 	q.Update(quotas)
 	return q
 }
@@ -50,7 +46,8 @@ func TestQuotaPrecedence(t *testing.T) {
 		for j := i; j < len(levels); j++ {
 			quotas[levels[j]] = map[string]float64{metadata.QuotaProducerByteRate: float64(100 * (j + 1))}
 		}
-		q := newTestQuotas(&fakeClock{t: time.Unix(1000, 0)}, quotas)
+		clock := time.Unix(1000, 0)
+		q := newTestQuotas(&clock, quotas)
 		key, limit, ok := q.levels.Load().resolve(Produce, "alice", "app")
 		if !ok || limit != float64(100*(i+1)) || key != wantKey[i] {
 			t.Errorf("from level %d: key %+v limit %v ok %v, want %+v %v", i+1, key, limit, ok, wantKey[i], 100*(i+1))
@@ -74,7 +71,8 @@ func TestQuotaPrecedence(t *testing.T) {
 	}
 	// A quota of another type does not apply; none at all measures
 	// nothing.
-	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{{ClientID: c}: {metadata.QuotaConsumerByteRate: 5}})
+	var clock time.Time
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{{ClientID: c}: {metadata.QuotaConsumerByteRate: 5}})
 	if q.Enabled(Produce) || !q.Enabled(Fetch) {
 		t.Fatal("enabled types")
 	}
@@ -91,7 +89,8 @@ func TestQuotaPrecedence(t *testing.T) {
 // <user, default client> quota, a client without a client id is counted
 // under (user, "") and no quota applies to that pair.
 func TestQuotaEmptyClientID(t *testing.T) {
-	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{
+	var clock time.Time
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{User: metadata.QuotaNamed("alice"), ClientID: metadata.QuotaDefault()}: {metadata.QuotaProducerByteRate: 10},
 	})
 	if _, _, ok := q.levels.Load().resolve(Produce, "alice", ""); ok {
@@ -102,8 +101,8 @@ func TestQuotaEmptyClientID(t *testing.T) {
 // TestRateThrottle checks the Rate arithmetic against hand-computed
 // values: 11 samples of 1 s, a quota of 1000 B/s.
 func TestRateThrottle(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+	clock := time.Unix(1000, 0)
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaProducerByteRate: 1000},
 	})
 	// 10000 bytes over a window of at least 10 s: 1000 B/s, at the
@@ -121,12 +120,12 @@ func TestRateThrottle(t *testing.T) {
 	}
 	// 10.5 s later the window spans 10.5 s: 15001 / 10.5 = 1428.67;
 	// (1428.67-1000)/1000 * 10500 = 4501.
-	clock.advance(10500 * time.Millisecond)
+	clock = clock.Add(10500 * time.Millisecond)
 	if ms := q.Record(Produce, "u", "c", 0); ms != 4501 {
 		t.Fatalf("later: throttle %d, want 4501", ms)
 	}
 	// 11 s after the last sample everything has expired.
-	clock.advance(11 * time.Second)
+	clock = clock.Add(11 * time.Second)
 	if ms := q.Record(Produce, "u", "c", 100); ms != 0 {
 		t.Fatalf("after expiry: throttle %d", ms)
 	}
@@ -153,8 +152,8 @@ func TestRateThrottle(t *testing.T) {
 // throttles. (Which requests get a mutation quota, and which of them a
 // strict one, is the broker's: TestMutationQuotaByAPIVersion.)
 func TestMutationTokenBucket(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+	clock := time.Unix(1000, 0)
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaControllerMutationRate: 2},
 	})
 	strict := q.NewMutation("u", "c", true) // CreateTopics v6
@@ -176,7 +175,7 @@ func TestMutationTokenBucket(t *testing.T) {
 	if got := strict.ThrottleTime(); got != 2500 {
 		t.Fatalf("strict throttle %d, want 2500", got)
 	}
-	clock.advance(time.Second)
+	clock = clock.Add(time.Second)
 	if got := strict.ThrottleTime(); got != 1500 {
 		t.Fatalf("throttle a second later %d, want 1500", got)
 	}
