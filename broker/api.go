@@ -181,6 +181,16 @@ func forwardTimeout(req kmsg.Request) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// ControllerMaxVersion is the highest version of key a controller
+// listener serves, false for an API it does not: this node's own requests
+// to the controller go at it (controllerclient.Options.MaxVersion).
+func ControllerMaxVersion(key int16) (int16, bool) {
+	if a := apiFor(key); a != nil && a.listeners&controllerListeners != 0 {
+		return a.max, true
+	}
+	return 0, false
+}
+
 // handlers lists every API this node serves, the versions whose semantics
 // it fully honours, and the listeners that serve it. ApiVersions is
 // derived from this list and nothing else.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -606,7 +607,7 @@ func TestAuthzControllerListener(t *testing.T) {
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = requestBody(createTopicsRequest("viaenvelope", 1, 5000), 9)
-	env.RequestPrincipal = encodePrincipal(identity{principal: authz.Principal{Type: "User", Name: "alice"}})
+	env.RequestPrincipal = controllerclient.EncodePrincipal(authz.Principal{Type: "User", Name: "alice"}, false)
 	env.ClientHostAddress = []byte{127, 0, 0, 1}
 	if c := call[*kmsg.EnvelopeResponse](t, ctrlAddr, env).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("envelope without CLUSTER_ACTION: %v", kerr.ErrorForCode(c))
@@ -643,7 +644,7 @@ func TestAuthzEnvelopeUsesTheForwardedPrincipal(t *testing.T) {
 	send := func(user, topic string) *kmsg.CreateTopicsResponse {
 		env := kmsg.NewPtrEnvelopeRequest()
 		env.RequestData = requestBody(createTopicsRequest(topic, 1, 5000), 9)
-		env.RequestPrincipal = encodePrincipal(identity{principal: authz.Principal{Type: "User", Name: user}})
+		env.RequestPrincipal = controllerclient.EncodePrincipal(authz.Principal{Type: "User", Name: user}, false)
 		env.ClientHostAddress = []byte{10, 0, 0, 9}
 		er := call[*kmsg.EnvelopeResponse](t, ctrlAddr, env)
 		if er.ErrorCode != 0 {
@@ -711,7 +712,7 @@ func TestAuthzFollowsACLChanges(t *testing.T) {
 	}
 }
 
-// A broker's ControllerClient forwards a client's request to a remote
+// A broker's controller client forwards a client's request to a remote
 // active controller in an Envelope carrying the client's principal and
 // address, which the controller authorizes; the broker's own requests go
 // as themselves, authorized with the principal of its connection.
@@ -727,9 +728,7 @@ func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 			Principal: anonymous, Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
 	// An ACL on the cluster (CLUSTER_ACTION, for the forwarding
 	// connection) means nobody has CREATE on it: the topic ACLs decide.
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	create := func(ctx context.Context, topic string) int16 {
 		t.Helper()
 		answer, err := cc.Handle(ctx, createTopicsRequest(topic, 1, 5000))

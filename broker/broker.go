@@ -2,12 +2,13 @@
 // API, each declaring its descriptor (api.go), over the replica manager
 // (replica/), the coordinators (coordinator/) and the metadata view, with
 // the per-API authorization checks and the request identity (checks.go),
-// forwarding to the active controller (forward.go) and the controller's
-// own server side (controllerapis.go, controllerauth.go). Below it,
-// broker/network serves the listeners and connections and dispatches to
-// the handlers; broker/authz decides ACLs; broker/quota measures the
-// client quotas. Lock order and goroutines: LOCKS.md at the repository
-// root.
+// forwarding to the active controller, registration and heartbeats (this
+// file) and the controller's own server side (controllerapis.go,
+// controllerauth.go). Below it, broker/network serves the listeners and
+// connections and dispatches to the handlers; broker/authz decides ACLs;
+// broker/quota measures the client quotas; broker/controllerclient reaches
+// the active controller and other nodes. Lock order and goroutines:
+// LOCKS.md at the repository root.
 package broker
 
 import (
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
 	cfgdef "github.com/gregorbroker/gregor/config"
@@ -77,7 +79,7 @@ type LocalController interface {
 }
 
 // ActiveController is the active controller as the broker reaches it: the
-// ControllerClient (forward.go), which answers from the local controller
+// controllerclient.Client, which answers from the local controller
 // while it is the active one and forwards to the remote active one
 // otherwise (unit tests may pass a local controller itself). Handle
 // returns the controller's answer, once any change it makes is committed,
@@ -99,7 +101,7 @@ type Options struct {
 	InterBrokerListener string
 	// InterBrokerDial opens connections to other brokers' inter-broker
 	// listeners (with TLS when that listener is SSL); nil dials plain TCP.
-	InterBrokerDial DialFunc
+	InterBrokerDial controllerclient.DialFunc
 
 	AutoCreateTopics              bool
 	NumPartitions                 int32
@@ -271,9 +273,9 @@ func New(opts Options) *Broker {
 		b.asController = controllerFront{b: b, ctrl: opts.LocalController}
 		// The broker's own way to the active controller goes through the
 		// same checks when that controller is this process's.
-		if c, ok := opts.Controller.(*ControllerClient); ok {
-			if c.opts.Local == opts.LocalController {
-				c.setLocal(b.asController)
+		if c, ok := opts.Controller.(*controllerclient.Client); ok {
+			if c.Local() == opts.LocalController {
+				c.SetLocal(b.asController)
 			}
 		} else if opts.Controller == opts.LocalController {
 			b.ctrl = b.asController

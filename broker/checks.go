@@ -20,6 +20,7 @@ import (
 	"net/netip"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,17 +76,25 @@ func addrString(a net.Addr) string {
 	return a.String()
 }
 
-type identityKey struct{}
-
-// withIdentity returns ctx carrying who.
+// withIdentity returns ctx carrying who: a request the controller client
+// is given with it is forwarded in an envelope for who.
 func withIdentity(ctx context.Context, who identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, who)
+	return controllerclient.WithForwarded(ctx, who)
 }
 
 // identityFrom is the identity ctx carries, if any.
 func identityFrom(ctx context.Context) (identity, bool) {
-	who, ok := ctx.Value(identityKey{}).(identity)
+	f, ok := controllerclient.ForwardedFrom(ctx)
+	if !ok {
+		return identity{}, false
+	}
+	who, ok := f.(identity)
 	return who, ok
+}
+
+// Envelope is what an envelope carries of who (controllerclient.Forwarded).
+func (who identity) Envelope() controllerclient.Envelope {
+	return controllerclient.Envelope{Principal: who.principal, TokenAuthenticated: who.tokenAuthenticated, ClientID: who.clientID, Addr: who.addr}
 }
 
 // allowed reports whether who may do op on the resource, logging a

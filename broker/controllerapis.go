@@ -39,6 +39,7 @@ import (
 	"net/netip"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -131,7 +132,7 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *network.Request) {
 // envelopeIdentity is the identity an envelope forwards, or the error
 // code refusing it.
 func envelopeIdentity(r *network.Request, env *kmsg.EnvelopeRequest) (identity, int16) {
-	p, token, err := decodePrincipal(env.RequestPrincipal)
+	p, token, err := controllerclient.DecodePrincipal(env.RequestPrincipal)
 	if err != nil {
 		return identity{}, kerr.PrincipalDeserializationFailure.Code
 	}

@@ -292,9 +292,7 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	as := func(name string) context.Context {
 		return withIdentity(ctx, identity{clientID: "app", principal: authz.Principal{Type: authz.UserType, Name: name}})
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // A node's own requests to the controller go at the highest version a
-// controller listener serves (forward.go): a lower one would drop fields
+// controller listener serves (ControllerMaxVersion, which the controller
+// client sends them at): a lower one would drop fields
 // (a registration's log dirs and previous epoch), and one below the
 // handler's minimum closes the connection (CreateTopics v0). Each must be
 // served there.

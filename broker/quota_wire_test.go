@@ -315,9 +315,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.SetVersion(7)
 	create.TimeoutMillis = 5000
@@ -346,28 +344,5 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 	}
 	if resp := answer.(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 0 {
 		t.Fatalf("bob: %+v", resp)
-	}
-}
-
-// TestPrincipalSerialization: an Envelope's principal is Kafka's
-// DefaultKafkaPrincipalBuilder.serialize, byte for byte: the version (0)
-// and a flexible DefaultPrincipalData (compact strings, the token flag,
-// no tagged fields).
-func TestPrincipalSerialization(t *testing.T) {
-	p := authz.Principal{Type: "User", Name: "CN=alice,O=x"}
-	b := encodePrincipal(identity{principal: p})
-	want := append(append([]byte{0, 0, 5}, "User"...), 13)
-	want = append(append(want, "CN=alice,O=x"...), 0, 0)
-	if string(b) != string(want) {
-		t.Fatalf("encoded %x, want %x", b, want)
-	}
-	got, token, err := decodePrincipal(b)
-	if err != nil || got != p || token {
-		t.Fatalf("round trip %v %v %v", got, token, err)
-	}
-	for _, bad := range [][]byte{nil, {0}, {0, 1, 0}, {0, 0, 0xff}} {
-		if _, _, err := decodePrincipal(bad); err == nil {
-			t.Errorf("%x read as a principal", bad)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
@@ -382,47 +383,47 @@ func TestPeerConnectionsAuthenticateAndRenew(t *testing.T) {
 	const lifetime = 1500 * time.Millisecond
 	_, addr := startSASLNode(t, 0, lifetime, nil)
 	dial := sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "alice-secret"}, "test")
-	pool := newConnPool[int](7, DialFunc(dial))
-	defer pool.close()
+	pool := controllerclient.NewPool[int](7, controllerclient.DialFunc(dial))
+	defer pool.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	meta := func(pc *peerConn) error {
+	meta := func(pc *controllerclient.Conn) error {
 		req := kmsg.NewPtrMetadataRequest()
 		req.SetVersion(12)
-		_, _, err := pc.roundTrip(ctx, req)
+		_, _, err := pc.RoundTrip(ctx, req)
 		return err
 	}
-	first, err := pool.get(ctx, 1, addr)
+	first, err := pool.Get(ctx, 1, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := meta(first); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := pool.get(ctx, 1, addr); again != first {
+	if again, _ := pool.Get(ctx, 1, addr); again != first {
 		t.Fatal("a fresh session was replaced")
 	}
 	// Past 85% of the lifetime the pool hands out a new connection and
 	// retires the old one. The pool renews by the wall clock, so the test
 	// lets that much of the lifetime pass: a sleep, not a wait.
 	time.Sleep(lifetime*85/100 + 50*time.Millisecond)
-	second, err := pool.get(ctx, 1, addr)
+	second, err := pool.Get(ctx, 1, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second == first {
 		t.Fatal("the connection was not renewed")
 	}
-	waitUntil(t, 5*time.Second, "the retired connection to close", first.isDead)
+	waitUntil(t, 5*time.Second, "the retired connection to close", first.Closed)
 	for i := 0; i < 3; i++ {
 		if err := meta(second); err != nil {
 			t.Fatalf("on the renewed connection: %v", err)
 		}
 	}
 	// A wrong password fails the dial.
-	bad := newConnPool[int](7, DialFunc(sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "x"}, "test")))
-	defer bad.close()
-	if _, err := bad.get(ctx, 1, addr); err == nil || !strings.Contains(err.Error(), "Invalid username or password") {
+	bad := controllerclient.NewPool[int](7, controllerclient.DialFunc(sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "x"}, "test")))
+	defer bad.Close()
+	if _, err := bad.Get(ctx, 1, addr); err == nil || !strings.Contains(err.Error(), "Invalid username or password") {
 		t.Fatalf("dial with a wrong password: %v", err)
 	}
 }

@@ -1,13 +1,14 @@
-// Package quota is the client quotas' machinery: Kafka's ClientQuotaManager and its subclasses
-// (ClientRequestQuotaManager, ControllerMutationQuotaManager) with the
-// default quota callback, and the connection_creation_rate of KIP-612. It
-// owns the quota table by user, client id and IP taken from the metadata
-// image, the sensors that measure usage, the throttle-time arithmetic and
-// the controller mutation quota that implements metadata.MutationQuota.
-// What needs a request or a connection (which request is exempt, muting a
-// throttled connection, putting the throttle into a response) is the
-// broker's (broker/throttle.go). Of Gregor's packages it imports metadata
-// only.
+// Package quota is the client quotas' machinery: Kafka's
+// ClientQuotaManager and its subclasses (ClientRequestQuotaManager,
+// ControllerMutationQuotaManager) with the default quota callback, and the
+// connection_creation_rate of KIP-612. It owns the quota table by user,
+// client id and IP taken from the metadata image, the sensors that measure
+// usage, the throttle-time arithmetic and the controller mutation quota
+// that implements metadata.MutationQuota. What needs a request or a
+// connection (which request is exempt, muting a throttled connection,
+// putting the throttle into a response) is broker/network's
+// (requestquota.go); which requests mutate partitions is the broker's
+// (throttle.go). Of Gregor's packages it imports metadata only.
 //
 // The quotas come from the metadata image (metadata/quotas.go). For each
 // quota type the broker keeps the entities that set its key; a request's

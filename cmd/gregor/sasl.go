@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/sasl"
 )
@@ -193,7 +193,7 @@ var kafkaLoginCallbackHandlers = map[string]string{
 // listener's JAAS entry (listener.name.<l>.<mechanism>.sasl.jaas.config,
 // as Kafka's inter-broker and controller clients read it), over base (the
 // listener's transport; plain TCP when nil). Other listeners get base.
-func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base broker.DialFunc, nodeID int32) (broker.DialFunc, error) {
+func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base controllerclient.DialFunc, nodeID int32) (controllerclient.DialFunc, error) {
 	proto := cfg.ListenerSecurityProtocolMap[listener]
 	if proto != "SASL_PLAINTEXT" && proto != "SASL_SSL" {
 		return base, nil
@@ -218,7 +218,7 @@ func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base broker
 		return func(context.Context, string) (net.Conn, error) { return nil, failure }, nil
 	}
 	dial := sasl.AuthenticatingDialer(sasl.DialFunc(base), client, fmt.Sprintf("gregor-broker-%d", nodeID))
-	return broker.DialFunc(dial), nil
+	return controllerclient.DialFunc(dial), nil
 }
 
 // warnScramBetweenControllers warns of a quorum that cannot form: SCRAM

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -66,7 +67,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// (broker only) the controllers' committed log.
 	var meta broker.MetadataView
 	if s.isController {
-		var announcer atomic.Pointer[broker.ControllerClient]
+		var announcer atomic.Pointer[controllerclient.Client]
 		ctrl, transport, err := startController(ctx, fsys, s, clusterID, dirIDs[s.metadataDir], &announcer)
 		if err != nil {
 			return err
@@ -178,7 +179,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// A broker of a cluster lets the controller move its leaderships
 	// away before it stops; a single combined node has nowhere to move
 	// them.
-	_, remote := opts.Controller.(*broker.ControllerClient)
+	_, remote := opts.Controller.(*controllerclient.Client)
 	opts.ControlledShutdown = remote
 	b := broker.New(opts)
 	if err := b.Listen(); err != nil {
@@ -238,7 +239,7 @@ func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID stri
 // announces itself through announcer, the client of the active controller
 // that serve sets once it exists. A single voter keeps running alone,
 // with no transport (so it cannot take a learner yet).
-func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID, announcer *atomic.Pointer[broker.ControllerClient]) (*controller.Controller, *controller.NetTransport, error) {
+func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID string, dirID protocol.UUID, announcer *atomic.Pointer[controllerclient.Client]) (*controller.Controller, *controller.NetTransport, error) {
 	format, err := controller.ReadFormat(fsys, s.metadataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the metadata dir: %w", err)
@@ -316,7 +317,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 }
 
 // newForwarder is this node's client of the active controller.
-func newForwarder(s *settings, local broker.LocalController) *broker.ControllerClient {
+func newForwarder(s *settings, local broker.LocalController) *controllerclient.Client {
 	bootstrap := map[int32]string{}
 	var addrs []string
 	for _, v := range s.voters {
@@ -328,8 +329,8 @@ func newForwarder(s *settings, local broker.LocalController) *broker.ControllerC
 	if len(s.cfg.ControllerQuorumVoters) == 0 {
 		addrs = s.cfg.ControllerQuorumBootstrapServers
 	}
-	return broker.NewControllerClient(broker.ControllerClientOptions{
-		NodeID: s.nodeID, Local: local, Listener: s.controllerListenerName,
+	return controllerclient.New(controllerclient.Options{
+		NodeID: s.nodeID, Local: local, MaxVersion: broker.ControllerMaxVersion, Listener: s.controllerListenerName,
 		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.controllerDial, Logger: s.logger.With("component", "forwarding"),
 	})
 }

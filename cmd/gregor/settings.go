@@ -13,6 +13,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
@@ -54,8 +55,8 @@ type settings struct {
 	// when those listeners are SSL or SASL_SSL, SASL authenticated when
 	// they are SASL ones; the TLS clients behind them follow dynamic
 	// keystore updates.
-	controllerDial  broker.DialFunc
-	interBrokerDial broker.DialFunc
+	controllerDial  controllerclient.DialFunc
+	interBrokerDial controllerclient.DialFunc
 	controllerTLS   *ssl.Client
 	interBrokerTLS  *ssl.Client
 	// listenerTLS are the SSL listeners' server sides, by name.
