@@ -20,8 +20,11 @@ package broker
 // so does Gregor.
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,22 +32,22 @@ import (
 
 var noAuthorizerOnBroker = "No Authorizer is configured on the broker"
 
-func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeACLsRequest)
+func (b *Broker) handleDescribeACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeACLsRequest)
 	if req.ResourceType == 0 || req.ResourcePatternType == 0 || req.Operation == 0 || req.PermissionType == 0 {
-		r.closeConnection()
+		r.CloseConnection()
 		return
 	}
-	who := r.identity()
+	who := identityOf(r)
 	if !b.clusterAllowed(who, kmsg.ACLOperationDescribe) {
-		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationDescribe)))
+		r.Respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationDescribe)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	if b.authz == nil {
 		resp.ErrorCode = kerr.SecurityDisabled.Code
 		resp.ErrorMessage = &noAuthorizerOnBroker
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	// Kafka's answer keeps its default message, "".
@@ -68,29 +71,29 @@ func (b *Broker) handleDescribeACLs(ctx context.Context, r *request) {
 		d.Principal, d.Host, d.Operation, d.PermissionType = acl.Principal, acl.Host, acl.Operation, acl.PermissionType
 		res.ACLs = append(res.ACLs, d)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func samePattern(a, b metadata.ACL) bool {
 	return a.ResourceType == b.ResourceType && a.ResourceName == b.ResourceName && a.PatternType == b.PatternType
 }
 
-func (b *Broker) handleCreateACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreateACLsRequest)
+func (b *Broker) handleCreateACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.CreateACLsRequest)
 	for _, c := range req.Creations {
 		if c.ResourceType == 0 || c.ResourcePatternType == 0 || c.Operation == 0 || c.PermissionType == 0 {
-			r.closeConnection()
+			r.CloseConnection()
 			return
 		}
 	}
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleDeleteACLs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DeleteACLsRequest)
+func (b *Broker) handleDeleteACLs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DeleteACLsRequest)
 	for _, f := range req.Filters {
 		if f.ResourceType == 0 || f.ResourcePatternType == 0 || f.Operation == 0 || f.PermissionType == 0 {
-			r.closeConnection()
+			r.CloseConnection()
 			return
 		}
 	}
@@ -138,5 +141,14 @@ func init() {
 		}),
 		forward: &forwarding{},
 		handle:  (*Broker).handleDeleteACLs,
+	})
+}
+
+// sortedACLs is the ACLs in a stable order (DescribeAcls answers).
+func sortedACLs(acls []metadata.ACL) {
+	slices.SortFunc(acls, func(x, y metadata.ACL) int {
+		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ResourceName, y.ResourceName),
+			cmp.Compare(x.PatternType, y.PatternType), cmp.Compare(x.Principal, y.Principal), cmp.Compare(x.Host, y.Host),
+			cmp.Compare(x.Operation, y.Operation), cmp.Compare(x.PermissionType, y.PermissionType))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,11 +15,11 @@ import (
 // startAuthzNode starts a combined node whose broker fronts its own
 // controller (as cmd/gregor wires it), with the authorizer configured
 // (nil: none).
-func startAuthzNode(t testing.TB, authz *AuthorizerOptions, overrides map[string]string) *testNode {
+func startAuthzNode(t testing.TB, opts *authz.Options, overrides map[string]string) *testNode {
 	t.Helper()
 	return startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, nil, nil, func(o *Options) {
 		o.LocalController = o.Metadata.(*controller.Controller)
-		o.Authorizer = authz
+		o.Authorizer = opts
 	})
 }
 
@@ -103,7 +104,7 @@ func TestACLAPIsWithoutAuthorizer(t *testing.T) {
 }
 
 func TestACLAPIsRoundTrip(t *testing.T) {
-	n := startAuthzNode(t, &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, nil)
+	n := startAuthzNode(t, &authz.Options{AllowEveryoneIfNoACLFound: true}, nil)
 	cl := admin(t, n)
 	lit, pre := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed
 	createACLsOn(t, cl,
@@ -168,7 +169,7 @@ func TestACLAPIsRoundTrip(t *testing.T) {
 // a request naming the UNKNOWN (0) code of an enum and closes the
 // connection.
 func TestACLRequestsWithUnknownCodesCloseTheConnection(t *testing.T) {
-	n := startAuthzNode(t, &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, nil)
+	n := startAuthzNode(t, &authz.Options{AllowEveryoneIfNoACLFound: true}, nil)
 	describe := kmsg.NewPtrDescribeACLsRequest()
 	describe.Version = 3
 	describe.ResourceType, describe.ResourcePatternType = kmsg.ACLResourceTypeTopic, 0

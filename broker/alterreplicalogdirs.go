@@ -24,16 +24,17 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterReplicaLogDirs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.AlterReplicaLogDirsRequest)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationAlter) {
+func (b *Broker) handleAlterReplicaLogDirs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.AlterReplicaLogDirsRequest)
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationAlter) {
 		// ALTER on the cluster is needed to move replicas.
-		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		r.Respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
@@ -68,7 +69,7 @@ func (b *Broker) handleAlterReplicaLogDirs(ctx context.Context, r *request) {
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -45,7 +46,7 @@ type api struct {
 	// are answered by unsupported rather than served (Produce v0-2, which
 	// librdkafka needs to see).
 	advertisedMin int16
-	unsupported   func(b *Broker, r *request)
+	unsupported   func(b *Broker, r *network.Request)
 	listeners     listenerKinds
 	// controllerOnly APIs exist only on a node that runs a controller
 	// (what controllers serve each other and brokers).
@@ -79,7 +80,7 @@ type api struct {
 	// controller.
 	forward *forwarding
 	quota   quotaTreatment
-	handle  func(b *Broker, ctx context.Context, r *request)
+	handle  func(b *Broker, ctx context.Context, r *network.Request)
 }
 
 // forwarding is how a request reaches the active controller.
@@ -180,27 +181,38 @@ func forwardTimeout(req kmsg.Request) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// ControllerMaxVersion is the highest version of key a controller
+// listener serves, false for an API it does not: this node's own requests
+// to the controller go at it (controllerclient.Options.MaxVersion).
+func ControllerMaxVersion(key int16) (int16, bool) {
+	if a := apiFor(key); a != nil && a.listeners&controllerListeners != 0 {
+		return a.max, true
+	}
+	return 0, false
+}
+
 // handlers lists every API this node serves, the versions whose semantics
 // it fully honours, and the listeners that serve it. ApiVersions is
 // derived from this list and nothing else.
-func (b *Broker) handlers() []*handler {
-	hs := make([]*handler, 0, len(apis))
+func (b *Broker) handlers() []*network.Handler {
+	hs := make([]*network.Handler, 0, len(apis))
 	for _, a := range apis {
 		if a.controllerOnly && b.opts.LocalController == nil {
 			continue
 		}
-		h := &handler{
-			key: a.key, min: a.min, max: a.max, advertisedMin: a.advertisedMin, internal: a.internal,
-			onBroker: a.listeners&clientListeners != 0, onController: a.listeners&controllerListeners != 0,
+		h := &network.Handler{
+			Key: a.key, Min: a.min, Max: a.max, AdvertisedMin: a.advertisedMin, Internal: a.internal,
+			OnClient: a.listeners&clientListeners != 0, OnController: a.listeners&controllerListeners != 0,
+			QuotaExempt: a.quota.requestExempt,
 		}
 		handle := a.handle
-		h.fn = func(ctx context.Context, r *request) { handle(b, ctx, r) }
+		h.Serve = func(ctx context.Context, r *network.Request) { handle(b, ctx, r) }
 		if a.unsupported != nil {
 			unsupported := a.unsupported
-			h.unsupported = func(r *request) { unsupported(b, r) }
+			h.Unsupported = func(r *network.Request) { unsupported(b, r) }
 		}
 		hs = append(hs, h)
 	}
-	slices.SortFunc(hs, func(x, y *handler) int { return int(x.key) - int(y.key) })
+	slices.SortFunc(hs, func(x, y *network.Handler) int { return int(x.Key) - int(y.Key) })
 	return hs
 }

@@ -8,34 +8,33 @@ package broker
 // levels from the metadata image. As in Kafka (KAFKA-17492), features whose
 // supported minimum is 0 are left out below v4 because older clients
 // cannot parse a zero minimum. An ApiVersions version we do not know is
-// answered in the v0 format with UNSUPPORTED_VERSION (conn.go).
+// answered in the v0 format with UNSUPPORTED_VERSION (broker/network's
+// conn.go).
 
 import (
 	"context"
-	"regexp"
 	"sort"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// softwareNameOrVersion is Kafka's rule for ClientSoftwareName and
-// ClientSoftwareVersion (KIP-511).
-var softwareNameOrVersion = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
-
-func (b *Broker) handleApiVersions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ApiVersionsRequest)
-	resp := b.apiVersionsFor(r.conn.listener, r.version())
-	if r.version() >= 3 && (!softwareNameOrVersion.MatchString(req.ClientSoftwareName) || !softwareNameOrVersion.MatchString(req.ClientSoftwareVersion)) {
+func (b *Broker) handleApiVersions(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ApiVersionsRequest)
+	resp := b.apiVersionsFor(r.APIKeys(), r.Version())
+	if r.Version() >= 3 && !network.ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
-func (b *Broker) apiVersionsFor(l *listener, version int16) *kmsg.ApiVersionsResponse {
+// apiVersionsFor is the ApiVersions answer at version on a listener that
+// advertises keys.
+func (b *Broker) apiVersionsFor(keys []kmsg.ApiVersionsResponseApiKey, version int16) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(version)
-	resp.ApiKeys = l.registry.APIKeys()
+	resp.ApiKeys = keys
 	if version < 3 {
 		return resp
 	}

@@ -4,16 +4,17 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestEveryServedAPIIsAuthorized(t *testing.T) {
-	n := startAuthzNode(t, &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, nil)
+	n := startAuthzNode(t, &authz.Options{AllowEveryoneIfNoACLFound: true}, nil)
 	var missing []string
-	for key := range n.b.server.handlers {
-		if a := apiFor(key); a == nil || a.authorizedAs == "" {
-			missing = append(missing, kmsg.NameForKey(key))
+	for _, h := range n.b.handlers() {
+		if a := apiFor(int16(h.Key)); a == nil || a.authorizedAs == "" {
+			missing = append(missing, h.Key.Name())
 		}
 	}
 	slices.Sort(missing)
@@ -25,7 +26,7 @@ func TestEveryServedAPIIsAuthorized(t *testing.T) {
 // The SCRAM credential APIs answer a refusal as Kafka's getErrorResponse
 // does.
 func TestSCRAMErrorResponses(t *testing.T) {
-	who := identity{principal: Principal{Type: "User", Name: "ANONYMOUS"}}
+	who := identity{principal: authz.Principal{Type: "User", Name: "ANONYMOUS"}}
 	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	for _, name := range []string{"b", "a"} {
 		d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()

@@ -1,9 +1,10 @@
 package broker
 
 import (
-	"strings"
 	"testing"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -13,25 +14,25 @@ import (
 // APIs with any codes, is answered or its connection closed, never a
 // panic.
 func FuzzHandlersAuthorized(f *testing.F) {
-	n := startAuthzNode(f, &AuthorizerOptions{AllowEveryoneIfNoACLFound: true, SuperUsers: []string{"User:admin"}}, nil)
+	n := startAuthzNode(f, &authz.Options{AllowEveryoneIfNoACLFound: true, SuperUsers: []string{"User:admin"}}, nil)
 	setACLs(f, n,
 		deny(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLOperationWrite),
 		allow(kmsg.ACLResourceTypeGroup, "g", kmsg.ACLOperationRead))
 	addrs := []string{n.addr, n.b.Addrs()["CONTROLLER"]}
-	for key, h := range n.b.server.handlers {
-		for v := h.min; v <= h.max; v++ {
-			req := kmsg.RequestForKey(key)
+	for _, h := range n.b.handlers() {
+		for v := h.Min; v <= h.Max; v++ {
+			req := kmsg.RequestForKey(int16(h.Key))
 			if req == nil {
 				continue
 			}
 			req.SetVersion(v)
-			f.Add(uint8(key), uint8(v), false, req.AppendTo(nil))
-			f.Add(uint8(key), uint8(v), true, req.AppendTo(nil))
+			f.Add(uint8(h.Key), uint8(v), false, req.AppendTo(nil))
+			f.Add(uint8(h.Key), uint8(v), true, req.AppendTo(nil))
 		}
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = requestBody(createTopicsRequest("fz", 1, 100), 3)
-	env.RequestPrincipal = encodePrincipal(identity{principal: Principal{Type: "User", Name: "x"}})
+	env.RequestPrincipal = controllerclient.EncodePrincipal(authz.Principal{Type: "User", Name: "x"}, false)
 	env.ClientHostAddress = []byte{1, 2, 3, 4}
 	f.Add(uint8(kmsg.Envelope), uint8(0), true, env.AppendTo(nil))
 	f.Fuzz(func(t *testing.T, key, version uint8, controllerListener bool, body []byte) {
@@ -45,41 +46,5 @@ func FuzzHandlersAuthorized(f *testing.F) {
 			addr = addrs[1]
 		}
 		sendFuzzed(t, n, addr, req, body)
-	})
-}
-
-// FuzzDecodePrincipal: what an envelope carries as its principal either
-// reads or is refused; what reads survives a round trip.
-func FuzzDecodePrincipal(f *testing.F) {
-	f.Add(encodePrincipal(identity{principal: Principal{Type: "User", Name: "alice"}}))
-	f.Add(encodePrincipal(identity{principal: Principal{Type: "User", Name: ""}, tokenAuthenticated: true}))
-	f.Add([]byte{0, 1, 2})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, token, err := decodePrincipal(b)
-		if err != nil {
-			return
-		}
-		again, token2, err := decodePrincipal(encodePrincipal(identity{principal: p, tokenAuthenticated: token}))
-		if err != nil || again != p || token2 != token {
-			t.Fatalf("round trip of %+v: %+v %v", p, again, err)
-		}
-	})
-}
-
-// FuzzParseSuperUsers: super.users parses to trimmed Type:Name principals
-// or is refused, never anything else.
-func FuzzParseSuperUsers(f *testing.F) {
-	f.Add("User:alice;User:bob")
-	f.Add(" ;;User: ; x")
-	f.Fuzz(func(t *testing.T, v string) {
-		users, err := ParseSuperUsers(v)
-		if err != nil {
-			return
-		}
-		for _, u := range users {
-			if u == "" || u != strings.TrimSpace(u) || !strings.Contains(u, ":") || strings.Contains(u, ";") {
-				t.Fatalf("parsed %q from %q", u, v)
-			}
-		}
 	})
 }

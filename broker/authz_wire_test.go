@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,12 +58,8 @@ func setACLs(t testing.TB, n *testNode, acls ...metadata.ACL) {
 func waitACLsIndexed(t testing.TB, n *testNode) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for idx := n.b.authz.index.Load(); idx == nil || idx.set != n.ctrl.Image().ACLs; idx = n.b.authz.index.Load() {
+	for set, indexed := n.b.authz.Indexed(); indexed < 0 || set != n.ctrl.Image().ACLs; set, indexed = n.b.authz.Indexed() {
 		if time.Now().After(deadline) {
-			indexed := -1 // no index at all
-			if idx != nil {
-				indexed = idx.count
-			}
 			t.Fatalf("the authorizer never indexed the image's %d ACLs: its index is of another set, with %d (-1: no index yet)", n.ctrl.Image().ACLs.Len(), indexed)
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -99,7 +97,7 @@ func createTopicOn(t testing.TB, n *testNode, name string, partitions int32) {
 
 // openNode is a node where everything not denied is allowed.
 func openNode(t *testing.T) *testNode {
-	return startAuthzNode(t, &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, nil)
+	return startAuthzNode(t, &authz.Options{AllowEveryoneIfNoACLFound: true}, nil)
 }
 
 func batchBytes(t testing.TB, transactional bool) []byte {
@@ -421,7 +419,7 @@ func TestAuthzGroups(t *testing.T) {
 
 func TestAuthzTransactions(t *testing.T) {
 	// Nothing is allowed but what is granted.
-	n := startAuthzNode(t, &AuthorizerOptions{}, nil)
+	n := startAuthzNode(t, &authz.Options{}, nil)
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.SetVersion(4)
 	init.ProducerID, init.ProducerEpoch = -1, -1
@@ -609,7 +607,7 @@ func TestAuthzControllerListener(t *testing.T) {
 	}
 	env := kmsg.NewPtrEnvelopeRequest()
 	env.RequestData = requestBody(createTopicsRequest("viaenvelope", 1, 5000), 9)
-	env.RequestPrincipal = encodePrincipal(identity{principal: Principal{Type: "User", Name: "alice"}})
+	env.RequestPrincipal = controllerclient.EncodePrincipal(authz.Principal{Type: "User", Name: "alice"}, false)
 	env.ClientHostAddress = []byte{127, 0, 0, 1}
 	if c := call[*kmsg.EnvelopeResponse](t, ctrlAddr, env).ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
 		t.Fatalf("envelope without CLUSTER_ACTION: %v", kerr.ErrorForCode(c))
@@ -646,7 +644,7 @@ func TestAuthzEnvelopeUsesTheForwardedPrincipal(t *testing.T) {
 	send := func(user, topic string) *kmsg.CreateTopicsResponse {
 		env := kmsg.NewPtrEnvelopeRequest()
 		env.RequestData = requestBody(createTopicsRequest(topic, 1, 5000), 9)
-		env.RequestPrincipal = encodePrincipal(identity{principal: Principal{Type: "User", Name: user}})
+		env.RequestPrincipal = controllerclient.EncodePrincipal(authz.Principal{Type: "User", Name: user}, false)
 		env.ClientHostAddress = []byte{10, 0, 0, 9}
 		er := call[*kmsg.EnvelopeResponse](t, ctrlAddr, env)
 		if er.ErrorCode != 0 {
@@ -676,7 +674,7 @@ func TestAuthzEnvelopeUsesTheForwardedPrincipal(t *testing.T) {
 }
 
 func TestAuthzSuperUser(t *testing.T) {
-	n := startAuthzNode(t, &AuthorizerOptions{SuperUsers: []string{anonymous}}, nil)
+	n := startAuthzNode(t, &authz.Options{SuperUsers: []string{anonymous}}, nil)
 	createTopicOn(t, n, "t", 1)
 	setACLs(t, n, deny(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLOperationWrite))
 	if c := call[*kmsg.ProduceResponse](t, n.addr, produceReq("t", batchBytes(t, false), nil)).Topics[0].Partitions[0].ErrorCode; c != 0 {
@@ -714,7 +712,7 @@ func TestAuthzFollowsACLChanges(t *testing.T) {
 	}
 }
 
-// A broker's ControllerClient forwards a client's request to a remote
+// A broker's controller client forwards a client's request to a remote
 // active controller in an Envelope carrying the client's principal and
 // address, which the controller authorizes; the broker's own requests go
 // as themselves, authorized with the principal of its connection.
@@ -730,9 +728,7 @@ func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 			Principal: anonymous, Host: "*", Operation: kmsg.ACLOperationCreate, PermissionType: kmsg.ACLPermissionTypeDeny})
 	// An ACL on the cluster (CLUSTER_ACTION, for the forwarding
 	// connection) means nobody has CREATE on it: the topic ACLs decide.
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	create := func(ctx context.Context, topic string) int16 {
 		t.Helper()
 		answer, err := cc.Handle(ctx, createTopicsRequest(topic, 1, 5000))
@@ -742,7 +738,7 @@ func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 		return answer.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
 	}
 	as := func(user string) context.Context {
-		return withIdentity(ctxFor(t), identity{principal: Principal{Type: "User", Name: user}, host: "10.1.1.1", addr: netip.MustParseAddr("10.1.1.1")})
+		return withIdentity(ctxFor(t), identity{principal: authz.Principal{Type: "User", Name: user}, host: "10.1.1.1", addr: netip.MustParseAddr("10.1.1.1")})
 	}
 	if c := create(as("mallory"), "x-1"); c != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("mallory's forwarded creation: %v", kerr.ErrorForCode(c))

@@ -1,3 +1,14 @@
+// Package broker serves the Kafka protocol: the handlers, one file per
+// API, each declaring its descriptor (api.go), over the replica manager
+// (replica/), the coordinators (coordinator/) and the metadata view, with
+// the per-API authorization checks and the request identity (checks.go),
+// forwarding to the active controller, registration and heartbeats (this
+// file) and the controller's own server side (controllerapis.go,
+// controllerauth.go). Below it, broker/network serves the listeners and
+// connections and dispatches to the handlers; broker/authz decides ACLs;
+// broker/quota measures the client quotas; broker/controllerclient reaches
+// the active controller and other nodes. Lock order and goroutines:
+// LOCKS.md at the repository root.
 package broker
 
 import (
@@ -9,6 +20,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
+	"github.com/gregorbroker/gregor/broker/quota"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
@@ -64,7 +79,7 @@ type LocalController interface {
 }
 
 // ActiveController is the active controller as the broker reaches it: the
-// ControllerClient (forward.go), which answers from the local controller
+// controllerclient.Client, which answers from the local controller
 // while it is the active one and forwards to the remote active one
 // otherwise (unit tests may pass a local controller itself). Handle
 // returns the controller's answer, once any change it makes is committed,
@@ -77,7 +92,7 @@ type ActiveController interface {
 type Options struct {
 	NodeID int32
 	Rack   *string
-	Server ServerOptions
+	Server network.ServerOptions
 	// Advertised are the client endpoints published in Metadata.
 	Advertised []metadata.Endpoint
 	// ClientListener names the listener whose endpoints clients get
@@ -86,7 +101,7 @@ type Options struct {
 	InterBrokerListener string
 	// InterBrokerDial opens connections to other brokers' inter-broker
 	// listeners (with TLS when that listener is SSL); nil dials plain TCP.
-	InterBrokerDial DialFunc
+	InterBrokerDial controllerclient.DialFunc
 
 	AutoCreateTopics              bool
 	NumPartitions                 int32
@@ -145,15 +160,15 @@ type Options struct {
 	// Authorizer is the StandardAuthorizer's configuration; nil when
 	// authorizer.class.name is empty (no authorization, ACL APIs answer
 	// SECURITY_DISABLED).
-	Authorizer *AuthorizerOptions
+	Authorizer *authz.Options
 	// ValidateBrokerConfigs, when set, checks the dynamic configs this
 	// broker would have after an alter request, before it is forwarded
 	// (dynamicbroker.go): what only this node can vouch for, such as a
 	// new keystore for one of its SSL listeners.
 	ValidateBrokerConfigs func(next map[string]string) error
-	// Quotas are the client quotas' windows (quota.go); zero means
+	// Quotas are the client quotas' windows (broker/quota); zero means
 	// Kafka's defaults.
-	Quotas QuotaOptions
+	Quotas quota.Options
 	// DelegationTokenSecret is delegation.token.secret.key: this node
 	// computes the tokens' HMACs with it (delegationtokens.go); empty
 	// disables tokens here.
@@ -168,7 +183,7 @@ type Broker struct {
 	log         *slog.Logger
 	meta        MetadataView
 	ctrl        ActiveController
-	server      *Server
+	server      *network.Server
 	replicas    *replica.Manager
 	sessions    *fetchSessionCache
 	producerIDs producerIDBlocks
@@ -183,16 +198,16 @@ type Broker struct {
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
 	// authz is the authorizer, nil when none is configured.
-	authz *authorizer
+	authz *authz.Authorizer
 	// asController answers requests as this node's controller, after
 	// the checks Kafka's ControllerApis make (controllerauth.go); nil
 	// without a local controller.
 	asController ActiveController
 	// stopACLs ends the authorizer's subscription to the image.
 	stopACLs func()
-	// quotas are the client quotas (quota.go); stopQuotas ends their
+	// quotas are the client quotas (broker/quota); stopQuotas ends their
 	// following of the metadata image.
-	quotas     *clientQuotas
+	quotas     *quota.Manager
 	stopQuotas func()
 	// tokens are the delegation tokens' SCRAM credentials
 	// (delegationtokens.go).
@@ -252,15 +267,15 @@ func New(opts Options) *Broker {
 		departed:     newDepartedBrokers(opts.FencedBrokerLinger, opts.Now),
 	}
 	if opts.Authorizer != nil {
-		b.authz = newAuthorizer(*opts.Authorizer, opts.Logger.With("component", "authorizer"))
+		b.authz = authz.New(*opts.Authorizer)
 	}
 	if opts.LocalController != nil {
 		b.asController = controllerFront{b: b, ctrl: opts.LocalController}
 		// The broker's own way to the active controller goes through the
 		// same checks when that controller is this process's.
-		if c, ok := opts.Controller.(*ControllerClient); ok {
-			if c.opts.Local == opts.LocalController {
-				c.setLocal(b.asController)
+		if c, ok := opts.Controller.(*controllerclient.Client); ok {
+			if c.Local() == opts.LocalController {
+				c.SetLocal(b.asController)
 			}
 		} else if opts.Controller == opts.LocalController {
 			b.ctrl = b.asController
@@ -272,15 +287,15 @@ func New(opts Options) *Broker {
 		opts.Replicas.SetPeers(b.peers)
 	}
 	b.txnVerification.Store(opts.TransactionVerification)
-	b.quotas = newClientQuotas(opts.Quotas, opts.Now)
+	b.quotas = quota.New(opts.Quotas, opts.Now)
 	opts.Server.Logger = opts.Logger
 	b.tokens = &tokenCredentials{secret: opts.DelegationTokenSecret, meta: opts.Metadata, derived: map[tokenCredentialKey]sasl.ScramCredential{}}
 	if opts.Metadata != nil {
 		opts.Server.ScramCredentials = b.scramLookup
 		opts.Server.DelegationTokens = b.tokens.lookup
 	}
-	b.server = newServer(opts.Server, b.handlers(), b.apiVersionsFor)
-	b.server.quotas = b.quotas
+	opts.Server.Quotas = b.quotas
+	b.server = network.NewServer(opts.Server, b.handlers())
 	return b
 }
 
@@ -307,8 +322,8 @@ func (b *Broker) Start(ctx context.Context) error {
 		// any listener serves: Kafka's early start listeners (the
 		// controller listeners) open at once, the others once the
 		// authorizer is ready, which here is from the start.
-		b.authz.load(b.meta.Image())
-		b.stopACLs = b.meta.Subscribe(func(_, next *metadata.Image) { b.authz.load(next) })
+		b.authz.Load(b.meta.Image())
+		b.stopACLs = b.meta.Subscribe(func(_, next *metadata.Image) { b.authz.Load(next) })
 	}
 	if b.opts.LocalController != nil {
 		b.server.ServeControllerListeners(ctx)
@@ -434,46 +449,46 @@ func (b *Broker) forwardTo(ctx context.Context, ctrl ActiveController, req kmsg.
 // change is committed). finish, when set, adds what only the broker knows
 // before the answer goes out. No answer (shutting down) closes the
 // connection, as Kafka does.
-func (b *Broker) forwardRequest(ctx context.Context, r *request, finish func(resp kmsg.Response)) {
+func (b *Broker) forwardRequest(ctx context.Context, r *network.Request, finish func(resp kmsg.Response)) {
 	// A forwarded request lives no longer than the client's own timeout
 	// for it: one that could not reach a controller in time is dropped,
 	// never applied long after the client was told it timed out.
-	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.kreq))
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout(r.Body))
 	// The controller authorizes it for the client (an envelope carries
 	// the identity, client id included, to a remote one).
-	ctx = withIdentity(ctx, r.identity())
+	ctx = withIdentity(ctx, identityOf(r))
 	ctrl := b.ctrl
-	if r.conn.listener.Controller && b.asController != nil {
+	if r.ControllerListener() && b.asController != nil {
 		// A controller answers on its own listener, NOT_CONTROLLER when
 		// it is not the active one, as Kafka's controllers do.
 		ctrl = b.asController
 	}
 	// The controller also counts the client's mutations against its
 	// quota, in process or (over the envelope) on another node.
-	ctx, mq := b.quotas.withMutationQuota(ctx, r.hdr.APIKey, r.version(), r.principal().Name, r.hdr.ClientID)
-	r.goAsync(func() {
+	ctx, mq := withMutationQuota(ctx, b.quotas, r.Header.APIKey, r.Version(), r.Principal().Name, r.Header.ClientID)
+	r.GoAsync(func() {
 		defer cancel()
-		resp, err := b.forwardTo(ctx, ctrl, r.kreq)
+		resp, err := b.forwardTo(ctx, ctrl, r.Body)
 		if err == nil && mq != nil {
-			applyMutationThrottle(resp, mq)
+			mq.ApplyThrottle(resp)
 		}
 		if err != nil {
 			// No controller answered in time: REQUEST_TIMED_OUT, which
 			// clients retry; whether the change happened is unknown to
 			// them, as with Kafka.
-			if resp = timedOutResponse(r.kreq); resp == nil || b.runCtx.Err() != nil {
+			if resp = timedOutResponse(r.Body); resp == nil || b.runCtx.Err() != nil {
 				b.log.Debug("forwarding failed; closing the connection", "err", err)
-				r.closeConnection()
+				r.CloseConnection()
 				return
 			}
-			b.log.Debug("forwarding failed; answering REQUEST_TIMED_OUT", "api", kmsg.NameForKey(r.kreq.Key()), "err", err)
-			r.respond(resp)
+			b.log.Debug("forwarding failed; answering REQUEST_TIMED_OUT", "api", kmsg.NameForKey(r.Body.Key()), "err", err)
+			r.Respond(resp)
 			return
 		}
 		if finish != nil {
 			finish(resp)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

@@ -26,19 +26,20 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterClientQuotas(ctx context.Context, r *request) {
+func (b *Broker) handleAlterClientQuotas(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleDescribeClientQuotas(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeClientQuotasRequest)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribeConfigs) {
-		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+func (b *Broker) handleDescribeClientQuotas(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeClientQuotasRequest)
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationDescribeConfigs) {
+		r.Respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
@@ -47,11 +48,11 @@ func (b *Broker) handleDescribeClientQuotas(ctx context.Context, r *request) {
 		resp.ErrorCode = err.Code
 		msg := err.Message
 		resp.ErrorMessage = &msg
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	resp.Entries = entries
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // quotaFilterError is a refused filter: Kafka's error and message.

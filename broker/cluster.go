@@ -27,6 +27,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,11 +40,11 @@ const (
 	maxDescribePartitions = 2000
 )
 
-func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeClusterRequest)
-	who := r.identity()
-	if r.conn.listener.Controller && !b.clusterAllowed(who, kmsg.ACLOperationAlter) {
-		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationAlter)))
+func (b *Broker) handleDescribeCluster(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeClusterRequest)
+	who := identityOf(r)
+	if r.ControllerListener() && !b.clusterAllowed(who, kmsg.ACLOperationAlter) {
+		r.Respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationAlter)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
@@ -51,17 +52,17 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 	resp.ClusterID = img.ClusterID
 	resp.ClusterAuthorizedOperations = operationsOmitted
 	want := int8(endpointTypeBroker)
-	if r.version() >= 1 {
+	if r.Version() >= 1 {
 		want = req.EndpointType
 	}
 	resp.EndpointType = want
-	onController := r.conn.listener.Controller
+	onController := r.ControllerListener()
 	if (onController && want != endpointTypeController) || (!onController && want != endpointTypeBroker) {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		msg := "The request was sent to an endpoint of type " + endpointKind(onController) + ", but we wanted an endpoint of type " + endpointKind(want == endpointTypeController)
 		resp.ErrorMessage = &msg
 		resp.ControllerID = -1
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	if req.IncludeClusterAuthorizedOperations {
@@ -71,7 +72,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 		resp.ControllerID = img.LeaderID
 		for _, v := range img.Voters {
 			for _, ep := range v.Endpoints {
-				if ep.Name != r.conn.listener.Name {
+				if ep.Name != r.Listener() {
 					continue
 				}
 				br := kmsg.NewDescribeClusterResponseBroker()
@@ -79,7 +80,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 				resp.Brokers = append(resp.Brokers, br)
 			}
 		}
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	resp.ControllerID = b.opts.NodeID
@@ -92,7 +93,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		br := img.Brokers[id]
-		ep, ok := endpointFor(br, r.conn.listener.Name)
+		ep, ok := endpointFor(br, r.Listener())
 		if !ok {
 			continue
 		}
@@ -100,7 +101,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, r *request) {
 		rb.NodeID, rb.Host, rb.Port, rb.Rack, rb.IsFenced = id, ep.Host, ep.Port, br.Rack, br.Fenced
 		resp.Brokers = append(resp.Brokers, rb)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // clusterAuthorizedOperations is what a response reports as the cluster's
@@ -119,11 +120,11 @@ func endpointKind(controller bool) string {
 	return "BROKER"
 }
 
-func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeTopicPartitionsRequest)
+func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	img := b.meta.Image()
-	who := r.identity()
+	who := identityOf(r)
 
 	var names, denied []string
 	if len(req.Topics) == 0 {
@@ -201,7 +202,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *request) 
 		rt.AuthorizedOperations = operationsOmitted
 		resp.Topics = append(resp.Topics, rt)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func describePartition(index int32, p metadata.Partition) kmsg.DescribeTopicPartitionsResponseTopicPartition {

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -35,11 +36,11 @@ func topicResource(name string) metadata.ConfigResource {
 	return metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: name}
 }
 
-func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeConfigsRequest)
+func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := b.meta.Image()
-	who := r.identity()
+	who := identityOf(r)
 	var denied []kmsg.DescribeConfigsResponseResource
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
@@ -97,7 +98,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *request) {
 		resp.Resources = append(resp.Resources, rr)
 	}
 	resp.Resources = append(resp.Resources, denied...)
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // describeConfigsDenied is the error for a resource whose configs the

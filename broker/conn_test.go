@@ -9,21 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // serverConnFor finds the broker's side of a client connection.
-func serverConnFor(t *testing.T, n *testNode, client net.Conn) *conn {
+func serverConnFor(t *testing.T, n *testNode, client net.Conn) *network.Conn {
 	t.Helper()
 	want := client.LocalAddr().String()
-	var found *conn
+	var found *network.Conn
 	waitUntil(t, 5*time.Second, "the broker to register the connection", func() bool {
-		srv := n.b.server
-		srv.connsMu.Lock()
-		defer srv.connsMu.Unlock()
-		for c := range srv.conns {
-			if c.nc.RemoteAddr().String() == want {
+		for _, c := range n.b.server.Conns() {
+			if c.Socket().RemoteAddr().String() == want {
 				found = c
 				return true
 			}
@@ -34,13 +32,7 @@ func serverConnFor(t *testing.T, n *testNode, client net.Conn) *conn {
 }
 
 // serverHasConn reports whether the broker still serves c.
-func serverHasConn(n *testNode, c *conn) bool {
-	srv := n.b.server
-	srv.connsMu.Lock()
-	defer srv.connsMu.Unlock()
-	_, ok := srv.conns[c]
-	return ok
-}
+func serverHasConn(n *testNode, c *network.Conn) bool { return n.b.server.Serving(c) }
 
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -109,7 +101,7 @@ func shrinkSocketBuffers(client, server net.Conn) {
 // to maxInFlight requests and held every answer: 128 times the answer.
 func TestStalledPipelineHoldsOnlyItsBudget(t *testing.T) {
 	const budget = 64 << 10
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) { o.ConnectionBudget = budget })
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) { o.ConnectionBudget = budget })
 	var topics []string
 	for i := 0; i < 4; i++ {
 		topics = append(topics, fmt.Sprintf("stall-%d", i))
@@ -122,7 +114,7 @@ func TestStalledPipelineHoldsOnlyItsBudget(t *testing.T) {
 	probe.recv(newDescribeConfigsResponse())
 	probeConn := serverConnFor(t, n, probe.nc)
 	// The probe's held peak is its one request, then its one answer.
-	answer := probeConn.held.peak.Load()
+	answer := probeConn.PeakHeld()
 	if answer <= 0 || answer*4 > budget {
 		t.Fatalf("one answer holds %d bytes; the test wants several per %d-byte budget", answer, budget)
 	}
@@ -130,19 +122,19 @@ func TestStalledPipelineHoldsOnlyItsBudget(t *testing.T) {
 	const stalledConns, requests = 3, 400
 	type stalled struct {
 		client *rawConn
-		server *conn
+		server *network.Conn
 		sent   <-chan error
 	}
 	var all []stalled
 	for i := 0; i < stalledConns; i++ {
 		c := dialRaw(t, n.addr)
 		sc := serverConnFor(t, n, c.nc)
-		shrinkSocketBuffers(c.nc, sc.nc)
+		shrinkSocketBuffers(c.nc, sc.Socket())
 		all = append(all, stalled{client: c, server: sc, sent: pipeline(c.nc, req, requests)})
 	}
 	for _, s := range all {
 		// The writer is stuck on the socket and the reader has stopped.
-		waitUntil(t, 20*time.Second, "the stalled connection to fill its budget", s.server.held.full)
+		waitUntil(t, 20*time.Second, "the stalled connection to fill its budget", s.server.AtBudget)
 	}
 
 	// Everyone else is served meanwhile.
@@ -164,10 +156,10 @@ func TestStalledPipelineHoldsOnlyItsBudget(t *testing.T) {
 	for i, s := range all {
 		// The reader reads only under budget, then adds one request,
 		// which its answer replaces.
-		if peak, limit := s.server.held.peak.Load(), int64(budget)+answer; peak > limit {
+		if peak, limit := s.server.PeakHeld(), int64(budget)+answer; peak > limit {
 			t.Errorf("stalled connection %d held %d bytes at its peak; budget %d, one answer %d", i, peak, budget, answer)
 		}
-		if !serverHasConn(n, s.server) || s.server.ctx.Err() != nil {
+		if !serverHasConn(n, s.server) || s.server.Closed() {
 			t.Errorf("stalled connection %d was closed", i)
 		}
 	}
@@ -186,14 +178,14 @@ func TestStalledPipelineHoldsOnlyItsBudget(t *testing.T) {
 		if err := <-s.sent; err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, 5*time.Second, "the drained connection to hold nothing", func() bool { return s.server.held.n.Load() == 0 })
+		waitUntil(t, 5*time.Second, "the drained connection to hold nothing", func() bool { return s.server.Held() == 0 })
 	}
 }
 
 // A single answer larger than the whole budget still goes out, and reading
 // resumes after it.
 func TestAnswerLargerThanBudgetGoesOut(t *testing.T) {
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) { o.ConnectionBudget = 1 })
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) { o.ConnectionBudget = 1 })
 	createTopic(t, n, "big-answer", 1, nil)
 	c := dialRaw(t, n.addr)
 	for corr := int32(0); corr < 5; corr++ {
@@ -225,7 +217,7 @@ func TestIdleNeverWhenDisabled(t *testing.T) {
 	n := startTestNode(t, map[string]string{"connections.max.idle.ms": "-1"})
 	c := dialRaw(t, n.addr)
 	sc := serverConnFor(t, n, c.nc)
-	if sc.idleTimer != nil {
+	if sc.IdleTimerArmed() {
 		t.Fatal("connections.max.idle.ms=-1 armed an idle timer")
 	}
 }
@@ -281,11 +273,11 @@ func TestParkedRequestsAreNotIdle(t *testing.T) {
 // socket), as in Kafka, and is closed.
 func TestStalledReaderClosedWhenIdle(t *testing.T) {
 	n := startTestNodeWithServer(t, map[string]string{"connections.max.idle.ms": "200"}, 1,
-		func(o *ServerOptions) { o.ConnectionBudget = 64 << 10 })
+		func(o *network.ServerOptions) { o.ConnectionBudget = 64 << 10 })
 	createTopic(t, n, "stalled-idle", 1, nil)
 	c := dialRaw(t, n.addr)
 	sc := serverConnFor(t, n, c.nc)
-	shrinkSocketBuffers(c.nc, sc.nc)
+	shrinkSocketBuffers(c.nc, sc.Socket())
 	sent := pipeline(c.nc, describeWithDocs("stalled-idle", "stalled-idle"), 400)
 	waitUntil(t, 20*time.Second, "the stalled connection to be closed", func() bool { return !serverHasConn(n, sc) })
 	c.nc.Close()
@@ -358,9 +350,8 @@ func TestQueuedMaxRequestBytesIsGlobal(t *testing.T) {
 	}
 	hogConn := serverConnFor(t, n, hog.nc)
 	waitUntil(t, 5*time.Second, "the half-read request to reserve the pool", func() bool {
-		n.b.server.requestPool.mu.Lock()
-		defer n.b.server.requestPool.mu.Unlock()
-		return n.b.server.requestPool.available <= 0
+		available, _ := n.b.server.QueuedBytesAvailable()
+		return available <= 0
 	})
 
 	other := dialRaw(t, n.addr)

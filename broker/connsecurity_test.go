@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/metadata"
@@ -44,8 +45,8 @@ func startTLSNode(t *testing.T, overrides map[string]string, props map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: "SSL", TLS: srv})
+	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: "SSL", TLS: srv})
 	}, nil, func(o *Options) {
 		o.Advertised = append(o.Advertised, metadata.Endpoint{Name: "SSL", Host: "127.0.0.1", SecurityProtocol: 1})
 	})
@@ -82,12 +83,10 @@ func (n *tlsNode) client(t *testing.T, kp *integration.KeyPair, opts ...kgo.Opt)
 // principals are the principals of the node's open connections on
 // listener.
 func (n *tlsNode) principals(listener string) []string {
-	n.b.server.connsMu.Lock()
-	defer n.b.server.connsMu.Unlock()
 	var out []string
-	for c := range n.b.server.conns {
-		if c.listener.Name == listener {
-			out = append(out, c.session.principal.String())
+	for _, c := range n.b.server.Conns() {
+		if c.Listener() == listener {
+			out = append(out, c.Principal().String())
 		}
 	}
 	return out
@@ -209,7 +208,7 @@ func TestTLSHostileClients(t *testing.T) {
 	}
 	nc.Close()
 	ping("after hostile connections")
-	if p := n.b.server.panics.Load(); p != 0 {
+	if p := n.b.server.Panics(); p != 0 {
 		t.Errorf("%d handler panics", p)
 	}
 }

@@ -18,7 +18,7 @@ package broker
 //     or 16 bytes INVALID_REQUEST, as in Kafka's EnvelopeUtils. The
 //     principal and the inner header's client id count the client's
 //     CreateTopics, CreatePartitions and DeleteTopics against its
-//     controller mutation quota (quota.go).
+//     controller mutation quota (throttle.go).
 //   - MetadataFetch (Gregor's private key, protocol/metadatafetch.go) v0-1:
 //     broker-only nodes following the committed metadata log.
 //   - BrokerRegistration (key 62) v0-4, BrokerHeartbeat (key 63) v0-1,
@@ -38,61 +38,64 @@ import (
 	"errors"
 	"net/netip"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleRaftMessages(ctx context.Context, r *request) {
-	req := r.kreq.(*protocol.RaftMessagesRequest)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
-		r.closeConnection()
+func (b *Broker) handleRaftMessages(ctx context.Context, r *network.Request) {
+	req := r.Body.(*protocol.RaftMessagesRequest)
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationClusterAction) {
+		r.CloseConnection()
 		return
 	}
 	if err := b.opts.LocalController.Receive(ctx, req); err != nil {
 		b.log.Warn("refusing raft messages; closing the connection", "from", req.From, "err", err)
-		r.closeConnection()
+		r.CloseConnection()
 		return
 	}
-	r.noResponse()
+	r.NoResponse()
 }
 
-func (b *Broker) handleMetadataFetch(ctx context.Context, r *request) {
-	req := r.kreq.(*protocol.MetadataFetchRequest)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
-		r.respond(&protocol.MetadataFetchResponse{Version: req.Version, ErrorCode: kerr.ClusterAuthorizationFailed.Code})
+func (b *Broker) handleMetadataFetch(ctx context.Context, r *network.Request) {
+	req := r.Body.(*protocol.MetadataFetchRequest)
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationClusterAction) {
+		r.Respond(&protocol.MetadataFetchResponse{Version: req.Version, ErrorCode: kerr.ClusterAuthorizationFailed.Code})
 		return
 	}
 	// Long-polls: off the connection's reader.
-	r.goAsync(func() { r.respond(b.opts.LocalController.FetchCommitted(ctx, req)) })
+	r.GoAsync(func() { r.Respond(b.opts.LocalController.FetchCommitted(ctx, req)) })
 }
 
-func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.EnvelopeRequest)
+func (b *Broker) handleEnvelope(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.EnvelopeRequest)
 	resp := req.ResponseKind().(*kmsg.EnvelopeResponse)
 	local := b.opts.LocalController
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction) {
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationClusterAction) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	if !local.Active() {
 		resp.ErrorCode = kerr.NotController.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	who, code := envelopeIdentity(r, req)
 	if code != 0 {
 		resp.ErrorCode = code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	inner, hdr, err := decodeEnveloped(req.RequestData)
 	if err != nil {
 		b.log.Debug("malformed enveloped request", "err", err)
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	// The controller drops an operation whose client timeout passed
@@ -102,34 +105,34 @@ func (b *Broker) handleEnvelope(ctx context.Context, r *request) {
 	ctx = withIdentity(ctx, who)
 	// The client's mutations count against its quota here, on the
 	// active controller, whichever broker it sent them to.
-	ctx, mq := b.quotas.withMutationQuota(ctx, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
-	r.goAsync(func() {
+	ctx, mq := withMutationQuota(ctx, b.quotas, hdr.APIKey, hdr.APIVersion, who.principal.Name, hdr.ClientID)
+	r.GoAsync(func() {
 		defer cancel()
 		answer, err := b.asController.Handle(ctx, inner)
 		if err == nil && mq != nil {
-			applyMutationThrottle(answer, mq)
+			mq.ApplyThrottle(answer)
 		}
 		if err != nil {
 			if errors.Is(err, metadata.ErrNoAnswer) {
-				r.closeConnection()
+				r.CloseConnection()
 				return
 			}
 			// A request the controller does not take.
 			resp.ErrorCode = kerr.InvalidRequest.Code
-			r.respond(resp)
+			r.Respond(resp)
 			return
 		}
 		answer.SetVersion(inner.GetVersion())
 		frame := protocol.AppendResponse(nil, hdr.CorrelationID, answer)
 		resp.ResponseData = frame[4:]
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 
 // envelopeIdentity is the identity an envelope forwards, or the error
 // code refusing it.
-func envelopeIdentity(r *request, env *kmsg.EnvelopeRequest) (identity, int16) {
-	p, token, err := decodePrincipal(env.RequestPrincipal)
+func envelopeIdentity(r *network.Request, env *kmsg.EnvelopeRequest) (identity, int16) {
+	p, token, err := controllerclient.DecodePrincipal(env.RequestPrincipal)
 	if err != nil {
 		return identity{}, kerr.PrincipalDeserializationFailure.Code
 	}
@@ -137,7 +140,7 @@ func envelopeIdentity(r *request, env *kmsg.EnvelopeRequest) (identity, int16) {
 	if !ok {
 		return identity{}, kerr.InvalidRequest.Code
 	}
-	return identity{principal: p, host: javaHostAddress(addr), addr: addr, tokenAuthenticated: token, via: r, forwarded: true}, 0
+	return identity{principal: p, host: authz.HostAddress(addr), addr: addr, tokenAuthenticated: token, via: r, forwarded: true}, 0
 }
 
 // decodeEnveloped reads an enveloped request: its header and body, without
@@ -163,35 +166,32 @@ func decodeEnveloped(data []byte) (kmsg.Request, protocol.RequestHeader, error) 
 
 // handleControllerDirect answers the requests brokers send the active
 // controller itself.
-func (b *Broker) handleControllerDirect(ctx context.Context, r *request) {
-	ctx = withIdentity(ctx, r.identity())
-	r.goAsync(func() {
-		answer, err := b.asController.Handle(ctx, r.kreq)
+func (b *Broker) handleControllerDirect(ctx context.Context, r *network.Request) {
+	ctx = withIdentity(ctx, identityOf(r))
+	r.GoAsync(func() {
+		answer, err := b.asController.Handle(ctx, r.Body)
 		if err != nil {
-			r.closeConnection()
+			r.CloseConnection()
 			return
 		}
-		if hb, ok := r.kreq.(*kmsg.BrokerHeartbeatRequest); ok && answer.(*kmsg.BrokerHeartbeatResponse).ErrorCode == 0 {
-			b.watchHeartbeatConn(r.conn, hb.BrokerID, hb.BrokerEpoch)
+		if hb, ok := r.Body.(*kmsg.BrokerHeartbeatRequest); ok && answer.(*kmsg.BrokerHeartbeatResponse).ErrorCode == 0 {
+			b.watchHeartbeatConn(r, hb.BrokerID, hb.BrokerEpoch)
 		}
-		r.respond(answer)
+		r.Respond(answer)
 	})
 }
 
 // watchHeartbeatConn has the controller probe broker id once the
-// connection it heartbeats on closes: a killed broker's connections
+// connection it heartbeats on (r's) closes: a killed broker's connections
 // close at once, long before its session would lapse (controller
 // liveness.go). A connection this node closes itself (its own shutdown)
 // says nothing of the peer.
-func (b *Broker) watchHeartbeatConn(c *conn, id int32, epoch int64) {
-	c.watchHeartbeats.Do(func() {
-		go func() {
-			<-c.ctx.Done()
-			if c.srv.draining.Load() || b.runCtx.Err() != nil {
-				return
-			}
-			b.opts.LocalController.ProbeBroker(id, epoch)
-		}()
+func (b *Broker) watchHeartbeatConn(r *network.Request, id int32, epoch int64) {
+	r.WatchClose(func() {
+		if b.runCtx.Err() != nil {
+			return
+		}
+		b.opts.LocalController.ProbeBroker(id, epoch)
 	})
 }
 

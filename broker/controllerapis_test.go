@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -14,7 +15,7 @@ import (
 )
 
 // bootstrapView is a metadata view whose image names no voter endpoints,
-// so that a ControllerClient reaches the active controller through its
+// so that a controller client reaches the active controller through its
 // bootstrap address (the test listener's, not the format's).
 type bootstrapView struct{ MetadataView }
 
@@ -22,6 +23,17 @@ func (v bootstrapView) Image() *metadata.Image {
 	img := *v.MetadataView.Image()
 	img.Voters = nil
 	return &img
+}
+
+// remoteControllerClient is node 2's client of n's controller, which it
+// reaches through its bootstrap address; it is closed with the test.
+func remoteControllerClient(t *testing.T, n *testNode) *controllerclient.Client {
+	t.Helper()
+	cc := controllerclient.New(controllerclient.Options{NodeID: 2, MaxVersion: ControllerMaxVersion, Listener: "CONTROLLER",
+		Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
+	t.Cleanup(cc.Close)
+	cc.Follow(bootstrapView{n.ctrl})
+	return cc
 }
 
 // startControllerNode is a combined node whose controller listener serves
@@ -59,7 +71,7 @@ func registerFakeBroker(t *testing.T, ctrl *controller.Controller, id int32) int
 	return reg.BrokerEpoch
 }
 
-// TestAlterPartitionThroughControllerListener: a broker's ControllerClient
+// TestAlterPartitionThroughControllerListener: a broker's controller client
 // sends AlterPartition to the active controller directly (no Envelope),
 // over its controller listener, and gets the committed state back; the
 // API is listed on the controller listener only.
@@ -102,9 +114,7 @@ func TestAlterPartitionThroughControllerListener(t *testing.T) {
 	at.Partitions = append(at.Partitions, ap)
 	req.Topics = append(req.Topics, at)
 
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{ctrl})
+	cc := remoteControllerClient(t, n)
 	answer, err := cc.Handle(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,12 +58,11 @@ import (
 
 // allowTokenRequests is KafkaApis.allowTokenRequests: tokens are managed
 // only over connections authenticated otherwise than with a token.
-func (r *request) allowTokenRequests() bool {
-	s := &r.conn.session
+func allowTokenRequests(r *network.Request) bool {
 	switch {
-	case s.tokenAuthenticated, s.securityProtocol == "PLAINTEXT":
+	case r.TokenAuthenticated(), r.SecurityProtocol() == "PLAINTEXT":
 		return false
-	case s.securityProtocol == "SSL" && s.principal == AnonymousPrincipal:
+	case r.SecurityProtocol() == "SSL" && r.Principal() == authz.Anonymous:
 		// One-way TLS: the client proved nothing.
 		return false
 	}
@@ -71,42 +72,42 @@ func (r *request) allowTokenRequests() bool {
 // tokenOwner is the owner a create request names, else requester; ok is
 // false for a name without a type, which Kafka's KafkaPrincipal refuses
 // with an exception the request dies of.
-func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester Principal) (Principal, bool) {
+func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester authz.Principal) (authz.Principal, bool) {
 	if req.OwnerPrincipalName == nil || *req.OwnerPrincipalName == "" {
 		return requester, true
 	}
 	if req.OwnerPrincipalType == nil {
-		return Principal{}, false
+		return authz.Principal{}, false
 	}
-	return Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}, true
+	return authz.Principal{Type: *req.OwnerPrincipalType, Name: *req.OwnerPrincipalName}, true
 }
 
 // withRequester names r's principal as the one a forwarded token request
 // acts for, for a controller reached without an identity check (the
 // controller's front names it again from the identity, an envelope's
 // included).
-func withRequester(ctx context.Context, r *request) context.Context {
-	return metadata.WithRequestPrincipal(ctx, r.principal().String())
+func withRequester(ctx context.Context, r *network.Request) context.Context {
+	return metadata.WithRequestPrincipal(ctx, r.Principal().String())
 }
 
-func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreateDelegationTokenRequest)
-	requester := r.principal()
+func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.CreateDelegationTokenRequest)
+	requester := r.Principal()
 	owner, ok := tokenOwner(req, requester)
 	switch {
 	case !ok:
-		r.respond(createTokenError(req, kerr.UnknownServerError, requester, requester))
+		r.Respond(createTokenError(req, kerr.UnknownServerError, requester, requester))
 		return
-	case !r.allowTokenRequests():
-		r.respond(createTokenError(req, kerr.DelegationTokenRequestNotAllowed, owner, requester))
+	case !allowTokenRequests(r):
+		r.Respond(createTokenError(req, kerr.DelegationTokenRequestNotAllowed, owner, requester))
 		return
 	case owner != requester && !b.can(r, kmsg.ACLOperationCreateTokens, kmsg.ACLResourceTypeUser, owner.String()):
-		r.respond(createTokenError(req, kerr.DelegationTokenAuthorizationFailed, owner, requester))
+		r.Respond(createTokenError(req, kerr.DelegationTokenAuthorizationFailed, owner, requester))
 		return
 	}
 	for _, rn := range req.Renewers {
-		if rn.PrincipalType != PrincipalUserType {
-			r.respond(createTokenError(req, kerr.InvalidPrincipalType, owner, requester))
+		if rn.PrincipalType != authz.UserType {
+			r.Respond(createTokenError(req, kerr.InvalidPrincipalType, owner, requester))
 			return
 		}
 	}
@@ -115,7 +116,7 @@ func (b *Broker) handleCreateDelegationToken(ctx context.Context, r *request) {
 
 // createTokenError is CreateDelegationTokenResponse.prepareResponse for an
 // error: the owner and requester, -1 timestamps, no id or HMAC.
-func createTokenError(req *kmsg.CreateDelegationTokenRequest, e *kerr.Error, owner, requester Principal) *kmsg.CreateDelegationTokenResponse {
+func createTokenError(req *kmsg.CreateDelegationTokenRequest, e *kerr.Error, owner, requester authz.Principal) *kmsg.CreateDelegationTokenResponse {
 	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
 	resp.ErrorCode = e.Code
 	resp.PrincipalType, resp.PrincipalName = owner.Type, owner.Name
@@ -144,21 +145,21 @@ func tokenErrorResponse(resp kmsg.Response, code int16) {
 // handleTokenChange serves RenewDelegationToken and
 // ExpireDelegationToken: the active controller decides both, once the
 // connection may manage tokens.
-func (b *Broker) handleTokenChange(ctx context.Context, r *request) {
-	if !r.allowTokenRequests() {
-		resp := r.kreq.ResponseKind()
+func (b *Broker) handleTokenChange(ctx context.Context, r *network.Request) {
+	if !allowTokenRequests(r) {
+		resp := r.Body.ResponseKind()
 		tokenErrorResponse(resp, kerr.DelegationTokenRequestNotAllowed.Code)
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	b.forwardRequest(withRequester(ctx, r), r, nil)
 }
 
-func (b *Broker) handleDescribeDelegationToken(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeDelegationTokenRequest)
+func (b *Broker) handleDescribeDelegationToken(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeDelegationTokenRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeDelegationTokenResponse)
 	switch {
-	case !r.allowTokenRequests():
+	case !allowTokenRequests(r):
 		resp.ErrorCode = kerr.DelegationTokenRequestNotAllowed.Code
 	case b.tokens.secret == "":
 		resp.ErrorCode = kerr.DelegationTokenAuthDisabled.Code
@@ -167,13 +168,13 @@ func (b *Broker) handleDescribeDelegationToken(ctx context.Context, r *request) 
 	default:
 		resp.TokenDetails = b.describeTokens(r, req.Owners)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // describeTokens are the tokens r may see among those of owners (nil: of
 // everyone), as DelegationTokenManager.filterToken chooses them.
-func (b *Broker) describeTokens(r *request, owners []kmsg.DescribeDelegationTokenRequestOwner) []kmsg.DescribeDelegationTokenResponseTokenDetail {
-	requester := r.principal().String()
+func (b *Broker) describeTokens(r *network.Request, owners []kmsg.DescribeDelegationTokenRequestOwner) []kmsg.DescribeDelegationTokenResponseTokenDetail {
+	requester := r.Principal().String()
 	var out []kmsg.DescribeDelegationTokenResponseTokenDetail
 	for _, t := range b.meta.Image().DelegationTokensSorted() {
 		if owners != nil && !ownedByAny(t, owners) {

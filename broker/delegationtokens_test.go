@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
@@ -30,24 +32,24 @@ func startTokenNode(t *testing.T, secret string, maxReauth time.Duration) (*test
 }
 
 // startTokenNodeWith is startTokenNode with an authorizer (nil: none).
-func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, authz *AuthorizerOptions) (*testNode, string) {
+func startTokenNodeWith(t *testing.T, secret string, maxReauth time.Duration, opts *authz.Options) (*testNode, string) {
 	t.Helper()
 	overrides := map[string]string{}
 	if secret != "" {
 		overrides[testTokenSecretKey] = secret
 	}
-	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{
+	n := startTestNodeWithOptions(t, overrides, map[string]int16{"group.version": 1}, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{
 			Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{
+			SASL: &network.SASLConfig{
 				Mechanisms: []string{sasl.ScramSHA256, sasl.ScramSHA512},
 				MaxReauth:  map[string]time.Duration{sasl.ScramSHA256: maxReauth},
 			},
 		})
 	}, nil, func(o *Options) {
-		if authz != nil {
+		if opts != nil {
 			o.LocalController = o.Metadata.(*controller.Controller)
-			o.Authorizer = authz
+			o.Authorizer = opts
 		}
 	})
 	scramUser(t, n, sasl.ScramSHA256, "alice", "alice-secret")
@@ -99,8 +101,8 @@ func TestDelegationTokensOverSASL(t *testing.T) {
 	if _, err := sasl.Authenticate(ctx, nc, sasl.ScramClient{Name: sasl.ScramSHA512, User: tok.TokenID, Password: sasl.TokenPassword(tok.HMAC), TokenAuth: true}, "test"); err != nil {
 		t.Fatalf("Gregor's client with the token over SCRAM-SHA-512: %v", err)
 	}
-	if s := serverConnFor(t, n, nc).session; s.principal.Name != "alice" || !s.tokenAuthenticated {
-		t.Fatalf("session %+v", s)
+	if c := serverConnFor(t, n, nc); c.Principal().Name != "alice" || !c.TokenAuthenticated() {
+		t.Fatalf("session of %s, token authenticated %v", c.Principal(), c.TokenAuthenticated())
 	}
 	// No token requests over a token-authenticated connection.
 	if _, err := withToken.CreateDelegationToken(ctx, kadm.CreateDelegationToken{MaxLifetime: -1}); !errors.Is(err, kerr.DelegationTokenRequestNotAllowed) {
@@ -290,11 +292,9 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	as := func(name string) context.Context {
-		return withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: name}})
+		return withIdentity(ctx, identity{clientID: "app", principal: authz.Principal{Type: authz.UserType, Name: name}})
 	}
 	create := kmsg.NewPtrCreateDelegationTokenRequest()
 	create.SetVersion(3)
@@ -318,7 +318,7 @@ func TestDelegationTokenThroughEnvelope(t *testing.T) {
 	}
 	// A principal that authenticated with a token (the envelope's flag)
 	// is refused by the controller, whatever the forwarding broker did.
-	tokenSession := withIdentity(ctx, identity{clientID: "app", principal: Principal{Type: PrincipalUserType, Name: "alice"}, tokenAuthenticated: true})
+	tokenSession := withIdentity(ctx, identity{clientID: "app", principal: authz.Principal{Type: authz.UserType, Name: "alice"}, tokenAuthenticated: true})
 	for _, req := range []kmsg.Request{create, renew} {
 		answer, err := cc.Handle(tokenSession, req)
 		if err != nil {
@@ -379,7 +379,7 @@ func (v *staticView) Subscribe(func(prev, next *metadata.Image)) func() {
 // someone else's is described only with DESCRIBE on the DELEGATION_TOKEN
 // or DESCRIBE_TOKENS on its owner's USER (KIP-48, KIP-373).
 func TestDelegationTokenAuthorization(t *testing.T) {
-	n, addr := startTokenNodeWith(t, testTokenSecret, 0, &AuthorizerOptions{SuperUsers: []string{"User:admin"}})
+	n, addr := startTokenNodeWith(t, testTokenSecret, 0, &authz.Options{SuperUsers: []string{"User:admin"}})
 	scramUser(t, n, sasl.ScramSHA256, "admin", "admin-secret")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -17,13 +17,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DeleteRecordsRequest)
+func (b *Broker) handleDeleteRecords(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
@@ -64,12 +65,12 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
 		}
 	}
 	if len(waits) == 0 {
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	// The answer waits for them (Kafka's DelayedDeleteRecords), up to the
 	// request's timeout.
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 		defer cancel()
 		for i, rp := range waits {
@@ -79,7 +80,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, r *request) {
 				rp.ErrorCode = ke.Code
 			}
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

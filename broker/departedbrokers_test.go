@@ -19,6 +19,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// fakeClock is a settable clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
 // txnTopic stands in for the transaction coordinator's runtime.
 type txnTopic struct{ ensured int }
 

@@ -13,14 +13,15 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeProducers(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeProducersRequest)
+func (b *Broker) handleDescribeProducers(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
@@ -55,7 +56,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, r *request) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -102,8 +103,8 @@ func mergeAnswers[A any](order []resourceKey, refused []refusal, forwarded []A, 
 }
 
 // handleIncrementalAlterConfigs forwards after the broker's own checks.
-func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.IncrementalAlterConfigsRequest)
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	alterConfigsAfterBrokerChecks(b, ctx, r, configAlteration[kmsg.IncrementalAlterConfigsRequestResource, kmsg.IncrementalAlterConfigsResponseResource]{
 		resources: &req.Resources,
 		key: func(res kmsg.IncrementalAlterConfigsRequestResource) resourceKey {
@@ -128,8 +129,8 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *request) 
 
 // handleAlterConfigs forwards after the broker's own checks; a legacy
 // AlterConfigs replaces the resource's whole set.
-func (b *Broker) handleAlterConfigs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.AlterConfigsRequest)
+func (b *Broker) handleAlterConfigs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.AlterConfigsRequest)
 	alterConfigsAfterBrokerChecks(b, ctx, r, configAlteration[kmsg.AlterConfigsRequestResource, kmsg.AlterConfigsResponseResource]{
 		resources: &req.Resources,
 		key: func(res kmsg.AlterConfigsRequestResource) resourceKey {
@@ -175,8 +176,8 @@ type configAlteration[Res, Answer any] struct {
 // broker's own checks of its BROKER resources: the refused ones are taken
 // out and answered INVALID_REQUEST beside the controller's answers, in
 // the request's order. A controller listener forwards as it is.
-func alterConfigsAfterBrokerChecks[Res, Answer any](b *Broker, ctx context.Context, r *request, a configAlteration[Res, Answer]) {
-	if r.conn.listener.Controller {
+func alterConfigsAfterBrokerChecks[Res, Answer any](b *Broker, ctx context.Context, r *network.Request, a configAlteration[Res, Answer]) {
+	if r.ControllerListener() {
 		b.forwardRequest(ctx, r, nil)
 		return
 	}
@@ -202,9 +203,9 @@ func alterConfigsAfterBrokerChecks[Res, Answer any](b *Broker, ctx context.Conte
 		return mergeAnswers(order, refused, forwarded, a.answerKey, a.refused)
 	}
 	if len(kept) == 0 {
-		resp := r.kreq.ResponseKind()
+		resp := r.Body.ResponseKind()
 		*a.answers(resp) = merge(nil)
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	*a.resources = kept

@@ -6,7 +6,7 @@ package broker
 // (by ID from v13), and the replica manager reads whole batches as file
 // ranges, which the connection's writer sends (fetch_encode.go; small
 // ranges are copied into the response's write, larger ones go by
-// sendfile, conn.go). A fetch that starts inside
+// sendfile, broker/network's conn.go). A fetch that starts inside
 // a batch returns that batch; the first partition with data returns at
 // least one batch even when it is larger than the fetch's limits (KIP-74).
 // Consumers read up to the high watermark (read_uncommitted) or the last
@@ -39,6 +39,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -65,20 +67,20 @@ type fetchPlan struct {
 	rack string
 }
 
-func (b *Broker) handleFetch(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.FetchRequest)
+func (b *Broker) handleFetch(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.FetchRequest)
 	c := &fetchCall{b: b, r: r}
 	plan := &c.plan
-	errCode := b.planFetch(plan, req, r.version())
+	errCode := b.planFetch(plan, req, r.Version())
 	if errCode != 0 {
-		r.respondChunks(encodeFetchResponse(&fetchResponseBody{errorCode: errCode}, r.version(), protocol.ResponseHeaderSize(r.hdr.Flexible)))
+		r.RespondChunks(encodeFetchResponse(&fetchResponseBody{errorCode: errCode}, r.Version(), protocol.ResponseHeaderSize(r.Header.Flexible)))
 		return
 	}
-	plan.listener = r.conn.listener.Name
-	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.enabled(quotaFetch) {
+	plan.listener = r.Listener()
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.Enabled(quota.Fetch) {
 		// A consumer never asks for more than its quota lets through in
 		// one go: more would be throttled whatever it did before.
-		if most, ok := b.quotas.maxValueInWindow(quotaFetch, r.principal().Name, r.hdr.ClientID); ok && most < float64(plan.maxBytes) {
+		if most, ok := b.quotas.MaxValueInWindow(quota.Fetch, r.Principal().Name, r.Header.ClientID); ok && most < float64(plan.maxBytes) {
 			plan.maxBytes = int32(most)
 			plan.minBytes = min(plan.minBytes, plan.maxBytes)
 		}
@@ -86,7 +88,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 	c.img = b.meta.Image()
 	// A follower needs CLUSTER_ACTION for all it fetches; a consumer READ
 	// on each topic (asked once per run of the same topic).
-	followerDenied := b.authz != nil && plan.replicaID >= 0 && !b.clusterAllowed(r.identity(), kmsg.ACLOperationClusterAction)
+	followerDenied := b.authz != nil && plan.replicaID >= 0 && !b.clusterAllowed(identityOf(r), kmsg.ACLOperationClusterAction)
 	var lastTopic string
 	lastAllowed := true
 	entries := make([]replica.FetchEntry, len(plan.items))
@@ -138,7 +140,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *request) {
 // leadership change or its MaxWait).
 type fetchCall struct {
 	b    *Broker
-	r    *request
+	r    *network.Request
 	plan fetchPlan
 	img  *metadata.Image
 }
@@ -198,12 +200,12 @@ func (b *Broker) planFetch(plan *fetchPlan, req *kmsg.FetchRequest, v int16) int
 
 // respondFetch builds the response: every item for a full fetch, only the
 // partitions with news for an incremental one, and updates the session.
-func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *metadata.Image, entries []replica.FetchEntry) {
+func (b *Broker) respondFetch(r *network.Request, plan *fetchPlan, img *metadata.Image, entries []replica.FetchEntry) {
 	results := make([]fetchPartitionResult, len(entries))
 	for i := range entries {
 		results[i] = fetchResult(plan, &entries[i])
 	}
-	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.active() && !r.requestQuotaExempt() {
+	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.Active() && !r.QuotaExempt() {
 		b.respondFetchQuota(r, plan, img, results)
 		return
 	}
@@ -218,7 +220,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *metadata.Image, 
 	var leaders map[int32]bool
 	body.topics, leaders = gatherFetchTopics(oneTopic[:0], plan, results, include)
 	body.nodeEndpoints = b.fetchNodeEndpoints(plan, img, leaders)
-	r.respondChunks(encodeFetchResponse(&body, plan.version, protocol.ResponseHeaderSize(r.hdr.Flexible)))
+	r.RespondChunks(encodeFetchResponse(&body, plan.version, protocol.ResponseHeaderSize(r.Header.Flexible)))
 }
 
 // respondFetchQuota answers a consumer's fetch while quotas exist, as
@@ -227,7 +229,7 @@ func (b *Broker) respondFetch(r *request, plan *fetchPlan, img *metadata.Image, 
 // request_percentage; when either throttles, the answer is empty (no
 // partitions, the session left as it was, the bytes not counted) and
 // carries the throttle time, and the connection is muted for it.
-func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *metadata.Image, results []fetchPartitionResult) {
+func (b *Broker) respondFetchQuota(r *network.Request, plan *fetchPlan, img *metadata.Image, results []fetchPartitionResult) {
 	var include []bool
 	if plan.session != nil {
 		// What the session would send, without changing it yet.
@@ -235,38 +237,38 @@ func (b *Broker) respondFetchQuota(r *request, plan *fetchPlan, img *metadata.Im
 	}
 	var body fetchResponseBody
 	b.fillFetchBody(&body, plan, img, results, include)
-	room := protocol.ResponseHeaderSize(r.hdr.Flexible)
+	room := protocol.ResponseHeaderSize(r.Header.Flexible)
 	chunks := encodeFetchResponse(&body, plan.version, room)
 	// Kafka counts the response's size prefix and body
 	// (FetchResponse.sizeOf), not the response header.
 	size := int64(4 - room)
 	for _, ch := range chunks {
-		size += int64(len(ch.bytes)) + ch.file.Size
+		size += int64(len(ch.Bytes)) + ch.File.Size
 	}
-	user, client := r.principal().Name, r.hdr.ClientID
-	requestThrottle := r.requestThrottle()
+	user, client := r.Principal().Name, r.Header.ClientID
+	requestThrottle := r.RequestThrottle()
 	var bandwidthThrottle int32
-	if b.quotas.enabled(quotaFetch) {
-		bandwidthThrottle = b.quotas.record(quotaFetch, user, client, float64(size))
+	if b.quotas.Enabled(quota.Fetch) {
+		bandwidthThrottle = b.quotas.Record(quota.Fetch, user, client, float64(size))
 	}
 	throttle := max(requestThrottle, bandwidthThrottle)
 	if throttle > 0 {
-		if b.quotas.enabled(quotaFetch) {
-			b.quotas.unrecord(quotaFetch, user, client, float64(size))
+		if b.quotas.Enabled(quota.Fetch) {
+			b.quotas.Unrecord(quota.Fetch, user, client, float64(size))
 		}
-		releaseChunks(chunks)
+		network.ReleaseChunks(chunks)
 		empty := fetchResponseBody{throttleMillis: throttle}
 		if plan.session != nil {
 			empty.sessionID = plan.session.id
 		}
-		r.conn.mute(throttle)
-		r.respondChunks(encodeFetchResponse(&empty, plan.version, room))
+		r.Mute(throttle)
+		r.RespondChunks(encodeFetchResponse(&empty, plan.version, room))
 		return
 	}
 	if plan.session != nil {
 		b.sessions.respond(plan.session, plan.full, plan.items, results, true)
 	}
-	r.respondChunks(chunks)
+	r.RespondChunks(chunks)
 }
 
 // fillFetchBody gathers the results to send (all, or those include

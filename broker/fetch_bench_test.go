@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +38,7 @@ func BenchmarkFetchHandler(b *testing.B) {
 // each partition, and a fetch of all four from offset 0.
 type fetchBench struct {
 	n   *testNode
-	c   *conn
+	c   *network.Conn
 	req *kmsg.FetchRequest
 }
 
@@ -50,7 +52,7 @@ func newFetchBench(tb testing.TB, session bool) *fetchBench {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &fetchBench{n: n, c: &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}}
+	f := &fetchBench{n: n, c: n.b.server.DetachedConn("PLAINTEXT", netip.MustParseAddr("127.0.0.1"))}
 	produce := kmsg.NewPtrProduceRequest()
 	produce.SetVersion(9)
 	produce.Acks = -1
@@ -61,10 +63,11 @@ func newFetchBench(tb testing.TB, session bool) *fetchBench {
 		for {
 			r := f.request(0, 9, produce)
 			n.b.handleProduce(ctx, r)
-			<-r.slot.done
+			<-r.Answered()
+			frame, _ := r.Answer()
 			resp := kmsg.NewPtrProduceResponse()
 			resp.SetVersion(9)
-			if err := resp.ReadFrom(r.slot.frame[9:]); err != nil {
+			if err := resp.ReadFrom(frame[9:]); err != nil {
 				tb.Fatal(err)
 			}
 			if resp.Topics[0].Partitions[0].ErrorCode == 0 {
@@ -95,27 +98,29 @@ func newFetchBench(tb testing.TB, session bool) *fetchBench {
 		f.req.SessionEpoch = 0
 		r := f.fetch(tb)
 		// After the header, the throttle time and the error code.
-		f.req.SessionID = int32(binary.BigEndian.Uint32(r.slot.chunks[0].bytes[protocol.ResponseHeaderSize(true)+6:]))
+		_, chunks := r.Answer()
+		f.req.SessionID = int32(binary.BigEndian.Uint32(chunks[0].Bytes[protocol.ResponseHeaderSize(true)+6:]))
 		f.req.SessionEpoch = 1
 		f.req.Topics = nil
 	}
 	return f
 }
 
-func (f *fetchBench) request(key int16, version int16, kreq kmsg.Request) *request {
-	return &request{conn: f.c, hdr: protocol.RequestHeader{APIKey: key, APIVersion: version, CorrelationID: 1, Flexible: version >= 12}, kreq: kreq, slot: &slot{done: make(chan struct{}), owner: &f.c.held}}
+func (f *fetchBench) request(key int16, version int16, kreq kmsg.Request) *network.Request {
+	return f.c.Request(protocol.RequestHeader{APIKey: key, APIVersion: version, CorrelationID: 1, Flexible: version >= 12}, kreq)
 }
 
 // fetch runs one fetch and checks that it carried records.
-func (f *fetchBench) fetch(tb testing.TB) *request {
+func (f *fetchBench) fetch(tb testing.TB) *network.Request {
 	r := f.request(1, 15, f.req)
 	f.n.b.handleFetch(context.Background(), r)
-	<-r.slot.done
+	<-r.Answered()
+	_, chunks := r.Answer()
 	var records int64
-	for _, ch := range r.slot.chunks {
-		records += ch.file.Size
+	for _, ch := range chunks {
+		records += ch.File.Size
 	}
-	releaseChunks(r.slot.chunks)
+	network.ReleaseChunks(chunks)
 	if records == 0 {
 		tb.Fatal("the fetch found no records")
 	}

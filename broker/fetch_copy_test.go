@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -44,14 +45,14 @@ func copyTopicBatches(t *testing.T) [][][]byte {
 	copied := 0
 	for p, batches := range parts {
 		size := len(bytes.Join(batches, nil))
-		if small := size <= DefaultCopyRangeMax; small != (p != 1) {
+		if small := size <= network.DefaultCopyRangeMax; small != (p != 1) {
 			t.Fatalf("partition %d holds %d bytes: the test means it to be copied unless it is partition 1", p, size)
 		}
 		if p != 1 {
 			copied += size
 		}
 	}
-	if copied <= writeBufferSize {
+	if copied <= network.WriteBufferSize {
 		t.Fatalf("the copied ranges (%d bytes) fit the write buffer: the test means them not to", copied)
 	}
 	return parts
@@ -91,7 +92,7 @@ func TestFetchCopiedRangesMatchSendfile(t *testing.T) {
 	parts := copyTopicBatches(t)
 	var nodes [2]copyNode
 	for i, copyMax := range []int64{0, -1} { // the default, and sendfile only
-		n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) { o.CopyRangeMax = copyMax })
+		n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) { o.CopyRangeMax = copyMax })
 		createTopic(t, n, "ranges", int32(len(parts)), nil)
 		for p, batches := range parts {
 			for _, b := range batches {

@@ -12,6 +12,7 @@ package broker
 import (
 	"encoding/binary"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -90,18 +91,18 @@ func (w *chunkWriter) file(fr vfs.FileRange) {
 }
 
 // chunks is the response in send order: the buffer cut at each file range.
-func (w *chunkWriter) chunks() []respChunk {
-	out := make([]respChunk, 0, 2*len(w.files)+1)
+func (w *chunkWriter) chunks() []network.Chunk {
+	out := make([]network.Chunk, 0, 2*len(w.files)+1)
 	start := 0
 	for _, m := range w.files {
 		if m.at > start {
-			out = append(out, respChunk{bytes: w.buf[start:m.at:m.at]})
+			out = append(out, network.Chunk{Bytes: w.buf[start:m.at:m.at]})
 		}
-		out = append(out, respChunk{file: m.file})
+		out = append(out, network.Chunk{File: m.file})
 		start = m.at
 	}
 	if len(w.buf) > start {
-		out = append(out, respChunk{bytes: w.buf[start:]})
+		out = append(out, network.Chunk{Bytes: w.buf[start:]})
 	}
 	return out
 }
@@ -153,8 +154,8 @@ func (w *chunkWriter) nullableStr(s *string, flexible bool) {
 
 // encodeFetchResponse encodes the body of a FetchResponse at version,
 // after room bytes left for the frame's size prefix and response header
-// (request.respondChunks fills them in).
-func encodeFetchResponse(r *fetchResponseBody, version int16, room int) []respChunk {
+// (Request.RespondChunks fills them in).
+func encodeFetchResponse(r *fetchResponseBody, version int16, room int) []network.Chunk {
 	flex := version >= 12
 	w := &chunkWriter{buf: make([]byte, room, 256)}
 	if n := countFetchPartitions(r); n > 0 {

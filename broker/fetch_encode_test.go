@@ -6,21 +6,22 @@ import (
 	"os"
 	"testing"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // materialize turns chunks into the bytes a client receives.
-func materialize(t *testing.T, chunks []respChunk) []byte {
+func materialize(t *testing.T, chunks []network.Chunk) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	for _, c := range chunks {
-		if c.bytes != nil {
-			out.Write(c.bytes)
+		if c.Bytes != nil {
+			out.Write(c.Bytes)
 			continue
 		}
-		if _, err := io.Copy(&out, io.NewSectionReader(c.file.File, c.file.Pos, c.file.Size)); err != nil {
+		if _, err := io.Copy(&out, io.NewSectionReader(c.File.File, c.File.Pos, c.File.Size)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
@@ -54,11 +55,11 @@ func kafkaErrorMessage(code int16) *string {
 	return &msg
 }
 
-func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.FindCoordinatorRequest)
+func (b *Broker) handleFindCoordinator(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	img := b.meta.Image()
-	v := r.version()
+	v := r.Version()
 	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
 
 	if v < 4 {
@@ -69,7 +70,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 		resp.ErrorCode = c.ErrorCode
 		resp.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
 		resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	resp.Coordinators = make([]kmsg.FindCoordinatorResponseCoordinator, 0, len(req.CoordinatorKeys))
@@ -84,7 +85,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *request) {
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinator {
@@ -96,8 +97,8 @@ func noCoordinator(key string, code int16) kmsg.FindCoordinatorResponseCoordinat
 }
 
 // findCoordinator locates one key's coordinator for r.
-func (b *Broker) findCoordinator(r *request, img *metadata.Image, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
-	listenerName := r.conn.listener.Name
+func (b *Broker) findCoordinator(r *network.Request, img *metadata.Image, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+	listenerName := r.Listener()
 	switch {
 	case keyType == coordinatorGroup && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key):
 		return noCoordinator(key, kerr.GroupAuthorizationFailed.Code)

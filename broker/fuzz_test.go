@@ -15,11 +15,11 @@ import (
 // may panic.
 func FuzzHandlers(f *testing.F) {
 	n := startTestNode(f, nil)
-	for key, h := range n.b.server.handlers {
-		for v := h.min; v <= h.max; v++ {
-			req := kmsg.RequestForKey(key)
+	for _, h := range n.b.handlers() {
+		for v := h.Min; v <= h.Max; v++ {
+			req := kmsg.RequestForKey(int16(h.Key))
 			req.SetVersion(v)
-			f.Add(uint8(key), uint8(v), req.AppendTo(nil))
+			f.Add(uint8(h.Key), uint8(v), req.AppendTo(nil))
 		}
 	}
 	f.Fuzz(func(t *testing.T, key, version uint8, body []byte) {
@@ -55,7 +55,7 @@ func sendFuzzed(t *testing.T, n *testNode, addr string, req kmsg.Request, body [
 	nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	var buf [4]byte
 	nc.Read(buf[:])
-	if p := n.b.server.panics.Load(); p != 0 {
+	if p := n.b.server.Panics(); p != 0 {
 		t.Fatalf("%d handler panics (key %d v%d)", p, req.Key(), req.GetVersion())
 	}
 }

@@ -9,6 +9,7 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,11 +32,11 @@ func topicName(img *metadata.Image, byID bool, name string, id [16]byte) (string
 // offsetCommitAuthorized commits the offsets of the topics the principal
 // may READ; the others are answered TOPIC_AUTHORIZATION_FAILED. An unknown
 // topic id is left for the coordinator (UNKNOWN_TOPIC_ID).
-func (b *Broker) offsetCommitAuthorized(ctx context.Context, r *request, req *kmsg.OffsetCommitRequest) kmsg.Response {
+func (b *Broker) offsetCommitAuthorized(ctx context.Context, r *network.Request, req *kmsg.OffsetCommitRequest) kmsg.Response {
 	if b.authz == nil {
 		return b.groups.coord.OffsetCommit(ctx, req)
 	}
-	who, img := r.identity(), b.meta.Image()
+	who, img := identityOf(r), b.meta.Image()
 	inner := *req
 	inner.Topics = nil
 	var denied []kmsg.OffsetCommitResponseTopic
@@ -67,11 +68,11 @@ func (b *Broker) offsetCommitAuthorized(ctx context.Context, r *request, req *km
 
 // offsetDeleteAuthorized deletes the offsets of the topics the principal
 // may READ; the others are answered TOPIC_AUTHORIZATION_FAILED.
-func (b *Broker) offsetDeleteAuthorized(ctx context.Context, r *request, req *kmsg.OffsetDeleteRequest) kmsg.Response {
+func (b *Broker) offsetDeleteAuthorized(ctx context.Context, r *network.Request, req *kmsg.OffsetDeleteRequest) kmsg.Response {
 	if b.authz == nil {
 		return b.groups.coord.OffsetDelete(ctx, req)
 	}
-	who := r.identity()
+	who := identityOf(r)
 	inner := *req
 	inner.Topics = nil
 	var denied []kmsg.OffsetDeleteResponseTopic
@@ -98,11 +99,11 @@ func (b *Broker) offsetDeleteAuthorized(ctx context.Context, r *request, req *km
 // with the offsets of the topics it may DESCRIBE (all partitions: the
 // others are left out; named ones: TOPIC_AUTHORIZATION_FAILED), the other
 // groups GROUP_AUTHORIZATION_FAILED.
-func (b *Broker) offsetFetchAuthorized(ctx context.Context, r *request, req *kmsg.OffsetFetchRequest) kmsg.Response {
+func (b *Broker) offsetFetchAuthorized(ctx context.Context, r *network.Request, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	if b.authz == nil {
 		return b.groups.coord.OffsetFetch(ctx, req)
 	}
-	who, img := r.identity(), b.meta.Image()
+	who, img := identityOf(r), b.meta.Image()
 	byID := req.Version >= 10
 	describable := func(name string, id [16]byte) bool {
 		n, known := topicName(img, byID, name, id)
@@ -215,8 +216,8 @@ func (b *Broker) offsetFetchAuthorized(ctx context.Context, r *request, req *kms
 // describeGroupsAuthorized describes the groups the principal may
 // DESCRIBE (the others answered GROUP_AUTHORIZATION_FAILED, first), with
 // their authorized operations when asked (v3+).
-func (b *Broker) describeGroupsAuthorized(ctx context.Context, r *request, req *kmsg.DescribeGroupsRequest) kmsg.Response {
-	who := r.identity()
+func (b *Broker) describeGroupsAuthorized(ctx context.Context, r *network.Request, req *kmsg.DescribeGroupsRequest) kmsg.Response {
+	who := identityOf(r)
 	inner := *req
 	inner.Groups = nil
 	var denied []kmsg.DescribeGroupsResponseGroup
@@ -245,12 +246,12 @@ func (b *Broker) describeGroupsAuthorized(ctx context.Context, r *request, req *
 
 // listGroupsAuthorized lists every group to a principal that may DESCRIBE
 // the cluster, else the groups it may DESCRIBE.
-func (b *Broker) listGroupsAuthorized(ctx context.Context, r *request, req *kmsg.ListGroupsRequest) kmsg.Response {
+func (b *Broker) listGroupsAuthorized(ctx context.Context, r *network.Request, req *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := b.groups.coord.ListGroups(ctx, req)
 	if b.authz == nil || resp.ErrorCode != 0 {
 		return resp
 	}
-	who := r.identity()
+	who := identityOf(r)
 	if b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) {
 		return resp
 	}
@@ -266,11 +267,11 @@ func (b *Broker) listGroupsAuthorized(ctx context.Context, r *request, req *kmsg
 
 // deleteGroupsAuthorized deletes the groups the principal may DELETE; the
 // others are answered GROUP_AUTHORIZATION_FAILED, after them.
-func (b *Broker) deleteGroupsAuthorized(ctx context.Context, r *request, req *kmsg.DeleteGroupsRequest) kmsg.Response {
+func (b *Broker) deleteGroupsAuthorized(ctx context.Context, r *network.Request, req *kmsg.DeleteGroupsRequest) kmsg.Response {
 	if b.authz == nil {
 		return b.groups.coord.DeleteGroups(ctx, req)
 	}
-	who := r.identity()
+	who := identityOf(r)
 	inner := *req
 	inner.Groups = nil
 	var denied []kmsg.DeleteGroupsResponseGroup
@@ -298,8 +299,8 @@ func (b *Broker) deleteGroupsAuthorized(ctx context.Context, r *request, req *km
 // their authorized operations when asked; a group whose members'
 // assignments name a topic it may not DESCRIBE is answered
 // TOPIC_AUTHORIZATION_FAILED without its members.
-func (b *Broker) consumerGroupDescribeAuthorized(ctx context.Context, r *request, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
-	who := r.identity()
+func (b *Broker) consumerGroupDescribeAuthorized(ctx context.Context, r *network.Request, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
+	who := identityOf(r)
 	inner := *req
 	inner.Groups = nil
 	var denied []kmsg.ConsumerGroupDescribeResponseGroup

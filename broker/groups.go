@@ -45,6 +45,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/metadata"
@@ -60,7 +61,7 @@ type groupCoordinator struct {
 	runtime *runtime.Runtime
 
 	connMu    sync.Mutex
-	connTails map[*conn]chan struct{}
+	connTails map[*network.Conn]chan struct{}
 }
 
 // startGroups builds the coordinator and its runtime. The group-to-
@@ -90,7 +91,7 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 	if cfg.GroupConfigs == nil && b.opts.Configs != nil {
 		cfg.GroupConfigs = b.groupConfigs
 	}
-	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{meta: b.meta}), connTails: map[*conn]chan struct{}{}}
+	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{meta: b.meta}), connTails: map[*network.Conn]chan struct{}{}}
 	g.runtime = runtime.Start(ctx, runtime.Options{
 		Topic:       spec,
 		Coordinator: g.coord,
@@ -158,15 +159,15 @@ func (it imageTopics) TopicNames() []string {
 
 // serveGroupRequest runs fn for r after the connection's previous group
 // request has been handled, on a goroutine of its own.
-func (b *Broker) serveGroupRequest(ctx context.Context, r *request, fn func(ctx context.Context) kmsg.Response) {
+func (b *Broker) serveGroupRequest(ctx context.Context, r *network.Request, fn func(ctx context.Context) kmsg.Response) {
 	g := b.groups
-	c := r.conn
+	c := r.Conn()
 	g.connMu.Lock()
 	prev := g.connTails[c]
 	done := make(chan struct{})
 	g.connTails[c] = done
 	g.connMu.Unlock()
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		defer func() {
 			close(done)
 			g.connMu.Lock()
@@ -178,21 +179,21 @@ func (b *Broker) serveGroupRequest(ctx context.Context, r *request, fn func(ctx 
 		if prev != nil {
 			<-prev
 		}
-		r.respond(fn(ctx))
+		r.Respond(fn(ctx))
 	})
 }
 
 // clientOf is the member identity Kafka records: the client id and the
 // peer address as Java prints an InetAddress ("/127.0.0.1"), and which
 // topics its principal may describe.
-func (b *Broker) clientOf(r *request) group.Client {
-	host := r.conn.nc.RemoteAddr().String()
+func (b *Broker) clientOf(r *network.Request) group.Client {
+	host := r.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	c := group.Client{ID: r.hdr.ClientID, Host: "/" + host}
+	c := group.Client{ID: r.Header.ClientID, Host: "/" + host}
 	if b.authz != nil {
-		who := r.identity()
+		who := identityOf(r)
 		c.DescribeTopic = func(topic string) bool {
 			return b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
 		}
@@ -202,11 +203,11 @@ func (b *Broker) clientOf(r *request) group.Client {
 
 // groupDenied answers r GROUP_AUTHORIZATION_FAILED when its principal may
 // not do op on the group, and reports whether it did.
-func (b *Broker) groupDenied(r *request, op kmsg.ACLOperation, group string) bool {
+func (b *Broker) groupDenied(r *network.Request, op kmsg.ACLOperation, group string) bool {
 	if b.can(r, op, kmsg.ACLResourceTypeGroup, group) {
 		return false
 	}
-	r.respond(errorResponse(r.kreq, errCode(kerr.GroupAuthorizationFailed)))
+	r.Respond(errorResponse(r.Body, errCode(kerr.GroupAuthorizationFailed)))
 	return true
 }
 
@@ -225,8 +226,8 @@ func (b *Broker) consumerProtocolEnabled() bool {
 	return img != nil && img.Features["group.version"] >= 1
 }
 
-func (b *Broker) handleJoinGroup(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.JoinGroupRequest)
+func (b *Broker) handleJoinGroup(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.JoinGroupRequest)
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return
 	}
@@ -236,12 +237,12 @@ func (b *Broker) handleJoinGroup(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleSyncGroup(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.SyncGroupRequest)
+func (b *Broker) handleSyncGroup(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.SyncGroupRequest)
 	// A v5+ request without its protocol type and name is refused
 	// INCONSISTENT_GROUP_PROTOCOL (by the coordinator) before it is
 	// authorized, as in Kafka.
-	if (r.version() < 5 || req.ProtocolType != nil && req.Protocol != nil) && b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
+	if (r.Version() < 5 || req.ProtocolType != nil && req.Protocol != nil) && b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return
 	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
@@ -249,8 +250,8 @@ func (b *Broker) handleSyncGroup(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleHeartbeat(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.HeartbeatRequest)
+func (b *Broker) handleHeartbeat(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.HeartbeatRequest)
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return
 	}
@@ -259,8 +260,8 @@ func (b *Broker) handleHeartbeat(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleLeaveGroup(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.LeaveGroupRequest)
+func (b *Broker) handleLeaveGroup(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.LeaveGroupRequest)
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return
 	}
@@ -269,8 +270,8 @@ func (b *Broker) handleLeaveGroup(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleOffsetCommit(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.OffsetCommitRequest)
+func (b *Broker) handleOffsetCommit(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.OffsetCommitRequest)
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
 		return
 	}
@@ -279,36 +280,36 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleOffsetFetch(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.OffsetFetchRequest)
+func (b *Broker) handleOffsetFetch(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.OffsetFetchRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.offsetFetchAuthorized(ctx, r, req)
 	})
 }
 
-func (b *Broker) handleDescribeGroups(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeGroupsRequest)
+func (b *Broker) handleDescribeGroups(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.describeGroupsAuthorized(ctx, r, req)
 	})
 }
 
-func (b *Broker) handleListGroups(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListGroupsRequest)
+func (b *Broker) handleListGroups(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ListGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.listGroupsAuthorized(ctx, r, req)
 	})
 }
 
-func (b *Broker) handleDeleteGroups(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DeleteGroupsRequest)
+func (b *Broker) handleDeleteGroups(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		return b.deleteGroupsAuthorized(ctx, r, req)
 	})
 }
 
-func (b *Broker) handleOffsetDelete(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.OffsetDeleteRequest)
+func (b *Broker) handleOffsetDelete(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.OffsetDeleteRequest)
 	if b.groupDenied(r, kmsg.ACLOperationDelete, req.Group) {
 		return
 	}
@@ -317,12 +318,12 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
+func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	if !b.consumerProtocolEnabled() {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
@@ -330,7 +331,7 @@ func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *request) {
 	}
 	for _, t := range req.SubscribedTopicNames {
 		if !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t) {
-			r.respond(errorResponse(req, errCode(kerr.TopicAuthorizationFailed)))
+			r.Respond(errorResponse(req, errCode(kerr.TopicAuthorizationFailed)))
 			return
 		}
 	}
@@ -340,8 +341,8 @@ func (b *Broker) handleConsumerGroupHeartbeat(ctx context.Context, r *request) {
 	})
 }
 
-func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ConsumerGroupDescribeRequest)
+func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	if !b.consumerProtocolEnabled() {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		for _, id := range req.Groups {
@@ -350,7 +351,7 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, r *request) {
 			g.ErrorCode = kerr.UnsupportedVersion.Code
 			resp.Groups = append(resp.Groups, g)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {

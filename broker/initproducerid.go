@@ -25,22 +25,23 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.InitProducerIDRequest)
+func (b *Broker) handleInitProducerID(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.InitProducerIDRequest)
 	if b.authz != nil {
-		who := r.identity()
+		who := identityOf(r)
 		if req.TransactionalID != nil && !b.allowed(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionalID) {
-			r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+			r.Respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
 			return
 		}
 		if req.TransactionalID == nil && !b.allowedQuiet(who, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) &&
 			!b.allowedAnyOfType(who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
-			r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+			r.Respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 			return
 		}
 	}
@@ -48,24 +49,24 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	if req.TransactionalID != nil {
 		if b.txns == nil {
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			r.respond(resp)
+			r.Respond(resp)
 			return
 		}
-		r.goAsync(func() {
+		r.GoAsync(func() {
 			pid, epoch, code := b.txns.coord.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch
-			resp.ErrorCode = fencedForOldClients(code, r.version(), 4)
-			r.respond(resp)
+			resp.ErrorCode = fencedForOldClients(code, r.Version(), 4)
+			r.Respond(resp)
 		})
 		return
 	}
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		id, err := b.producerIDs.next(ctx, b)
 		if err != nil {
 			b.log.Warn("allocating a producer id", "err", err)
@@ -76,7 +77,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, r *request) {
 		} else {
 			resp.ProducerID, resp.ProducerEpoch = id, 0
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

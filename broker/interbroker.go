@@ -11,18 +11,19 @@ package broker
 // replica.Peers. Connections are dialled with Options.InterBrokerDial:
 // TLS (and, once it lands, SASL) as the inter-broker listener asks.
 //
-// Locks: those of connPool.
+// Locks: those of controllerclient.Pool.
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 type brokerPeers struct {
 	b    *Broker
-	pool *connPool[peerLane]
+	pool *controllerclient.Pool[peerLane]
 }
 
 // peerLane names a connection to a broker: lane 0 carries transaction
@@ -43,7 +44,7 @@ const (
 )
 
 func newBrokerPeers(b *Broker) *brokerPeers {
-	return &brokerPeers{b: b, pool: newConnPool[peerLane](b.opts.NodeID, b.opts.InterBrokerDial)}
+	return &brokerPeers{b: b, pool: controllerclient.NewPool[peerLane](b.opts.NodeID, b.opts.InterBrokerDial)}
 }
 
 // addr is broker id's inter-broker address in the current image.
@@ -69,13 +70,13 @@ func (p *brokerPeers) sendOn(ctx context.Context, lane peerLane, req kmsg.Reques
 	if err != nil {
 		return nil, err
 	}
-	conn, err := p.pool.get(ctx, lane, addr)
+	conn, err := p.pool.Get(ctx, lane, addr)
 	if err != nil {
 		return nil, fmt.Errorf("broker %d: %w", lane.id, err)
 	}
-	resp, _, err := conn.roundTrip(ctx, req)
+	resp, _, err := conn.RoundTrip(ctx, req)
 	if err != nil {
-		p.pool.drop(lane, conn, err)
+		p.pool.Drop(lane, conn, err)
 		return nil, fmt.Errorf("%s to broker %d: %w", kmsg.NameForKey(req.Key()), lane.id, err)
 	}
 	return resp, nil
@@ -93,4 +94,4 @@ func (p *brokerPeers) SendToController(ctx context.Context, req kmsg.Request) (k
 	return p.b.ctrl.Handle(ctx, req)
 }
 
-func (p *brokerPeers) close() { p.pool.close() }
+func (p *brokerPeers) close() { p.pool.Close() }

@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,11 +50,11 @@ func listedConfigTypes() []metadata.ConfigResourceType {
 	}
 }
 
-func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListConfigResourcesRequest)
+func (b *Broker) handleListConfigResources(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribeConfigs) {
-		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationDescribeConfigs) {
+		r.Respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 		return
 	}
 	// v0 (ListClientMetricsResources) knows only client metrics.
@@ -65,7 +66,7 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 	for _, t := range req.ResourceTypes {
 		if !slices.Contains(supported, metadata.ConfigResourceType(t)) {
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
-			r.respond(resp)
+			r.Respond(resp)
 			return
 		}
 		wanted[metadata.ConfigResourceType(t)] = true
@@ -76,13 +77,13 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *request) {
 		if len(wanted) > 0 && !wanted[t] {
 			continue
 		}
-		for _, name := range configResourceNames(img, t, r.conn.listener.Name) {
+		for _, name := range configResourceNames(img, t, r.Listener()) {
 			cr := kmsg.NewListConfigResourcesResponseConfigResource()
 			cr.Name, cr.Type = name, int8(t)
 			resp.ConfigResources = append(resp.ConfigResources, cr)
 		}
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // configResourceNames are the resources of one type that

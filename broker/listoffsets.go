@@ -18,13 +18,14 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleListOffsets(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListOffsetsRequest)
+func (b *Broker) handleListOffsets(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	seen := map[replica.TopicPartition]int{}
 	for _, t := range req.Topics {
@@ -67,7 +68,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, r *request) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	resp.Topics = append(resp.Topics, denied...)
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

@@ -21,24 +21,25 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleListTransactions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ListTransactionsRequest)
+func (b *Broker) handleListTransactions(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	if b.txns == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	f := txn.ListFilter{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters, MinDurationMs: -1}
-	if r.version() >= 1 {
+	if r.Version() >= 1 {
 		f.MinDurationMs = req.DurationFilterMillis
 	}
-	if r.version() >= 2 {
+	if r.Version() >= 2 {
 		f.Pattern = req.TransactionalIDPattern
 	}
 	list, unknown, code := b.txns.coord.List(f)
@@ -55,11 +56,11 @@ func (b *Broker) handleListTransactions(ctx context.Context, r *request) {
 		s.TransactionalID, s.ProducerID, s.TransactionState = l.TransactionalID, l.ProducerID, l.State
 		resp.TransactionStates = append(resp.TransactionStates, s)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
-func (b *Broker) handleDescribeTransactions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeTransactionsRequest)
+func (b *Broker) handleDescribeTransactions(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {
 		s := kmsg.NewDescribeTransactionsResponseTransactionState()
@@ -94,7 +95,7 @@ func (b *Broker) handleDescribeTransactions(ctx context.Context, r *request) {
 		}
 		resp.TransactionStates = append(resp.TransactionStates, s)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

@@ -13,17 +13,18 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
+func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribe) {
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationDescribe) {
 		// DESCRIBE on the cluster is needed; without it no dir is listed.
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	var want map[string]map[int32]bool
@@ -68,7 +69,7 @@ func (b *Broker) handleDescribeLogDirs(ctx context.Context, r *request) {
 		}
 		resp.Dirs = append(resp.Dirs, rd)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

@@ -54,6 +54,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,14 +70,14 @@ func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
-func (b *Broker) handleMetadata(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.MetadataRequest)
-	v := r.version()
+func (b *Broker) handleMetadata(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.MetadataRequest)
+	v := r.Version()
 	img := b.meta.Image()
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	who := r.identity()
+	who := identityOf(r)
 
-	resp.Brokers = b.metadataBrokers(img, r.conn.listener.Name)
+	resp.Brokers = b.metadataBrokers(img, r.Listener())
 	resp.ClusterID = &img.ClusterID
 	resp.ControllerID = b.opts.NodeID
 	resp.AuthorizedOperations = operationsOmitted
@@ -103,7 +104,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 		for _, name := range names {
 			answer(metadataTopic(img, img.Topics[name]))
 		}
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 
@@ -176,7 +177,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *request) {
 		b.autoCreateTopics(toCreate, &who)
 	}
 	resp.Topics = append(append(append(unknownIDs, resp.Topics...), deniedCreate...), deniedDescribe...)
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // autoCreationTimeout is Kafka's request.timeout.ms, the CreateTopics

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,9 +23,9 @@ func startOAuthNode(t *testing.T, maxReauth time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{Name: "OAUTH", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{Mechanisms: []string{sasl.OAuthBearer}, OAuth: v, MaxReauth: map[string]time.Duration{sasl.OAuthBearer: maxReauth}}})
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{Name: "OAUTH", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
+			SASL: &network.SASLConfig{Mechanisms: []string{sasl.OAuthBearer}, OAuth: v, MaxReauth: map[string]time.Duration{sasl.OAuthBearer: maxReauth}}})
 	})
 	return n.b.Addrs()["OAUTH"]
 }

@@ -17,16 +17,17 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	who := r.identity()
+	who := identityOf(r)
 	cluster := b.authz == nil || b.allowedQuiet(who, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName)
 	var denied []kmsg.OffsetForLeaderEpochResponseTopic
 	for _, t := range req.Topics {
@@ -54,7 +55,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, r *request) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	resp.Topics = append(resp.Topics, denied...)
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 func init() {

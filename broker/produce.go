@@ -30,6 +30,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -40,8 +42,8 @@ import (
 // adminClientID is the client id Kafka allows to write internal topics.
 const adminClientID = "__admin_client"
 
-func (b *Broker) produceUnsupportedVersion(r *request) {
-	req := r.kreq.(*kmsg.ProduceRequest)
+func (b *Broker) produceUnsupportedVersion(r *network.Request) {
+	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -56,14 +58,14 @@ func (b *Broker) produceUnsupportedVersion(r *request) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
-		r.closeConnection()
+		r.CloseConnection()
 		return
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
-func (b *Broker) handleProduce(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.ProduceRequest)
+func (b *Broker) handleProduce(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.ProduceRequest)
 	if b.authz != nil && hasTransactionalRecords(req) &&
 		(req.TransactionID == nil || !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID)) {
 		b.refuseProduce(r, req, kerr.TransactionalIDAuthorizationFailed)
@@ -78,9 +80,9 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		topic := b.produceTopic(img, r.version(), t)
+		topic := b.produceTopic(img, r.Version(), t)
 		denied := false
-		if b.authz != nil && (topic != nil || r.version() < 13) {
+		if b.authz != nil && (topic != nil || r.Version() < 13) {
 			name := t.Topic
 			if topic != nil {
 				name = topic.Name
@@ -95,7 +97,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 				if h := batch.Header; h.IsTransactional() && !h.IsControl() {
 					var ke *kerr.Error
 					var msg string
-					if guard, ke, msg = b.verifyTxnBatch(r.version(), req.TransactionID, tp, h); ke != nil {
+					if guard, ke, msg = b.verifyTxnBatch(r.Version(), req.TransactionID, tp, h); ke != nil {
 						setProduceError(r, &rp, ke, msg)
 						ok = false
 					}
@@ -121,7 +123,7 @@ func (b *Broker) handleProduce(ctx context.Context, r *request) {
 // producePending answers a produce whose append had to wait.
 type producePending struct {
 	b    *Broker
-	r    *request
+	r    *network.Request
 	req  *kmsg.ProduceRequest
 	resp *kmsg.ProduceResponse
 	img  *metadata.Image
@@ -147,7 +149,7 @@ func (b *Broker) produceTopic(img *metadata.Image, version int16, t kmsg.Produce
 // parsed here, once, for the log to use), valid acks, no client writes to
 // internal topics. ok means the partition goes to the append, with rp a
 // placeholder (error 0) that the append's result fills.
-func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *metadata.Topic, p kmsg.ProduceRequestTopicPartition, denied bool) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
+func checkProducePartition(r *network.Request, req *kmsg.ProduceRequest, topic *metadata.Topic, p kmsg.ProduceRequestTopicPartition, denied bool) (rp kmsg.ProduceResponseTopicPartition, batch protocol.Batch, ok bool) {
 	rp = kmsg.NewProduceResponseTopicPartition()
 	rp.Partition = p.Partition
 	rp.BaseOffset = -1
@@ -157,7 +159,7 @@ func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *metadata
 		setProduceError(r, &rp, err, msg)
 		return rp, protocol.Batch{}, false
 	}
-	v := r.version()
+	v := r.Version()
 	switch {
 	case topic == nil && v >= 13:
 		return fail(kerr.UnknownTopicID, "")
@@ -177,7 +179,7 @@ func checkProducePartition(r *request, req *kmsg.ProduceRequest, topic *metadata
 	switch acks := req.Acks; {
 	case acks != -1 && acks != 0 && acks != 1:
 		return fail(kerr.InvalidRequiredAcks, "")
-	case isInternalTopic(topic.Name) && r.hdr.ClientID != adminClientID:
+	case isInternalTopic(topic.Name) && r.Header.ClientID != adminClientID:
 		return fail(kerr.InvalidTopicException, fmt.Sprintf("Cannot append to internal topic %s", topic.Name))
 	}
 	return rp, batch, true
@@ -210,9 +212,9 @@ func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
 
 // refuseProduce answers every partition of the request with err
 // (ProduceRequest.getErrorResponse); acks=0 gets the connection closed.
-func (b *Broker) refuseProduce(r *request, req *kmsg.ProduceRequest, err *kerr.Error) {
+func (b *Broker) refuseProduce(r *network.Request, req *kmsg.ProduceRequest, err *kerr.Error) {
 	if req.Acks == 0 {
-		r.closeConnection()
+		r.CloseConnection()
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -227,13 +229,13 @@ func (b *Broker) refuseProduce(r *request, req *kmsg.ProduceRequest, err *kerr.E
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // setProduceError sets a partition's error, with the message from v8.
-func setProduceError(r *request, rp *kmsg.ProduceResponseTopicPartition, err *kerr.Error, msg string) {
+func setProduceError(r *network.Request, rp *kmsg.ProduceResponseTopicPartition, err *kerr.Error, msg string) {
 	rp.ErrorCode = err.Code
-	if msg != "" && r.version() >= 8 {
+	if msg != "" && r.Version() >= 8 {
 		rp.ErrorMessage = &msg
 	}
 }
@@ -241,8 +243,8 @@ func setProduceError(r *request, rp *kmsg.ProduceResponseTopicPartition, err *ke
 // respondProduce answers the request: the placeholders take the append
 // results in order. acks=0 gets no response, and a failure closes the
 // connection so that the client notices, as in Kafka.
-func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, img *metadata.Image, entries []replica.AppendEntry) {
-	v := r.version()
+func (b *Broker) respondProduce(r *network.Request, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, img *metadata.Image, entries []replica.AppendEntry) {
+	v := r.Version()
 	failed := false
 	var leaders map[int32]bool
 	next := 0
@@ -282,23 +284,21 @@ func (b *Broker) respondProduce(r *request, req *kmsg.ProduceRequest, resp *kmsg
 			}
 		}
 	}
-	if rq := r.slot.quota; rq != nil && b.quotas.enabled(quotaProduce) {
-		// Every produce counts, refused or not (Kafka records the
-		// request's size before it answers).
-		rq.bandwidthThrottle = b.quotas.record(quotaProduce, r.principal().Name, r.hdr.ClientID, float64(rq.size))
-	}
+	// Every produce counts, refused or not (Kafka records the request's
+	// size before it answers).
+	r.RecordSize(quota.Produce)
 	if req.Acks == 0 {
 		if failed {
-			r.closeConnection()
+			r.CloseConnection()
 		} else {
-			r.noResponse()
+			r.NoResponse()
 		}
 		return
 	}
 	if v >= 10 && len(leaders) > 0 {
-		resp.Brokers = b.nodeEndpoints(img, r.conn.listener.Name, leaders)
+		resp.Brokers = b.nodeEndpoints(img, r.Listener(), leaders)
 	}
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // nodeEndpoints lists the endpoints of the given brokers on a listener,

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,10 +31,10 @@ func BenchmarkProduceHandler(b *testing.B) {
 	}
 }
 
-func benchmarkProduce(b *testing.B, produce func() *request, errorCode func(*request) int16) {
+func benchmarkProduce(b *testing.B, produce func() *network.Request, errorCode func(*network.Request) int16) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	var last *request
+	var last *network.Request
 	for b.Loop() {
 		last = produce()
 	}
@@ -48,12 +50,12 @@ func benchmarkProduce(b *testing.B, produce func() *request, errorCode func(*req
 func BenchmarkProduceAuthorizer(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
-		authz *AuthorizerOptions
+		authz *authz.Options
 		acls  int
 	}{
 		{"off", nil, 0},
-		{"on-no-acls", &AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0},
-		{"on-10000-acls", &AuthorizerOptions{}, 10000},
+		{"on-no-acls", &authz.Options{AllowEveryoneIfNoACLFound: true}, 0},
+		{"on-10000-acls", &authz.Options{}, 10000},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			produce, errorCode := newProduceBenchAuthz(b, 1, bc.authz, bc.acls)
@@ -70,11 +72,11 @@ func TestProduceAuthorizerAllocs(t *testing.T) {
 	}
 	const slot, response = 3, 4
 	for _, tc := range []struct {
-		authz *AuthorizerOptions
+		authz *authz.Options
 		acls  int
-	}{{&AuthorizerOptions{AllowEveryoneIfNoACLFound: true}, 0}, {&AuthorizerOptions{}, 500}} {
+	}{{&authz.Options{AllowEveryoneIfNoACLFound: true}, 0}, {&authz.Options{}, 500}} {
 		produce, errorCode := newProduceBenchAuthz(t, 1, tc.authz, tc.acls)
-		var last *request
+		var last *network.Request
 		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
 			t.Fatalf("%d ACLs: %v allocations per produce, want at most %d", tc.acls, allocs, slot+response)
 		}
@@ -94,7 +96,7 @@ func TestProduceHandlerAllocs(t *testing.T) {
 	const slot, response = 3, 4
 	for _, acks := range []int16{1, -1} {
 		produce, errorCode := newProduceBench(t, acks)
-		var last *request
+		var last *network.Request
 		if allocs := testing.AllocsPerRun(200, func() { last = produce() }); allocs > slot+response {
 			t.Fatalf("acks=%d: %v allocations per produce, want at most %d", acks, allocs, slot+response)
 		}
@@ -120,7 +122,7 @@ func createBenchTopic(tb testing.TB, n *testNode, partitions int32) {
 // newProduceBench starts a node with a one-partition topic and returns a
 // produce of a ten-record batch to it, run through the handler, and how to
 // read a response's error code.
-func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorCode func(*request) int16) {
+func newProduceBench(tb testing.TB, acks int16) (produce func() *network.Request, errorCode func(*network.Request) int16) {
 	return newProduceBenchAuthz(tb, acks, nil, 0)
 }
 
@@ -128,8 +130,8 @@ func newProduceBench(tb testing.TB, acks int16) (produce func() *request, errorC
 // (nil: none) and acls ACLs on other topics, users and hosts, plus one
 // that allows the producer (User:ANONYMOUS) to write "bench" when there
 // are any.
-func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, acls int) (produce func() *request, errorCode func(*request) int16) {
-	n := startAuthzNode(tb, authz, nil)
+func newProduceBenchAuthz(tb testing.TB, acks int16, opts *authz.Options, acls int) (produce func() *network.Request, errorCode func(*network.Request) int16) {
+	n := startAuthzNode(tb, opts, nil)
 	ctx := context.Background()
 	createBenchTopic(tb, n, 1)
 	if acls > 0 {
@@ -151,7 +153,7 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, a
 			}
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for idx := n.b.authz.index.Load(); idx == nil || idx.count != acls; idx = n.b.authz.index.Load() {
+		for _, count := n.b.authz.Indexed(); count != acls; _, count = n.b.authz.Indexed() {
 			if time.Now().After(deadline) {
 				tb.Fatal("the authorizer never indexed the ACLs")
 			}
@@ -176,20 +178,20 @@ func newProduceBenchAuthz(tb testing.TB, acks int16, authz *AuthorizerOptions, a
 	req.Acks = acks
 	req.TimeoutMillis = 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "bench", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}}}}
-	c := &conn{srv: n.b.server, listener: &listener{ListenerSpec: ListenerSpec{Name: "PLAINTEXT"}}}
-	c.session = newSession(c.listener, netip.MustParseAddr("127.0.0.1"))
-	produce = func() *request {
+	c := n.b.server.DetachedConn("PLAINTEXT", netip.MustParseAddr("127.0.0.1"))
+	produce = func() *network.Request {
 		copy(records, pristine)
-		r := &request{conn: c, hdr: protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, kreq: req, slot: &slot{done: make(chan struct{}), owner: &c.held}}
+		r := c.Request(protocol.RequestHeader{APIKey: 0, APIVersion: 9, CorrelationID: 1}, req)
 		n.b.handleProduce(ctx, r)
-		<-r.slot.done
+		<-r.Answered()
 		return r
 	}
-	errorCode = func(r *request) int16 {
+	errorCode = func(r *network.Request) int16 {
 		resp := kmsg.NewPtrProduceResponse()
 		resp.SetVersion(9)
 		// size, correlation id, header tags (v9 is flexible)
-		if err := resp.ReadFrom(r.slot.frame[9:]); err != nil {
+		frame, _ := r.Answer()
+		if err := resp.ReadFrom(frame[9:]); err != nil {
 			tb.Fatal(err)
 		}
 		return resp.Topics[0].Partitions[0].ErrorCode

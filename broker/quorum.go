@@ -11,26 +11,27 @@ package broker
 import (
 	"context"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleDescribeQuorum(ctx context.Context, r *request) {
+func (b *Broker) handleDescribeQuorum(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleUpdateFeatures(ctx context.Context, r *request) {
+func (b *Broker) handleUpdateFeatures(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleElectLeaders(ctx context.Context, r *request) {
+func (b *Broker) handleElectLeaders(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleUnregisterBroker(ctx context.Context, r *request) {
+func (b *Broker) handleUnregisterBroker(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handlePartitionReassignments(ctx context.Context, r *request) {
+func (b *Broker) handlePartitionReassignments(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +34,7 @@ func setClientQuota(t *testing.T, n *testNode, values map[string]float64) {
 		t.Fatalf("altering quotas: %v %+v", err, resp)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !n.b.quotas.active() {
+	for !n.b.quotas.Active() {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker never took the quota")
 		}
@@ -263,7 +265,7 @@ func TestConnectionCreationRate(t *testing.T) {
 		t.Fatalf("altering quotas: %v %+v", err, resp)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for n.b.quotas.ips.Load() == nil {
+	for !n.b.quotas.LimitsConnections() {
 		if time.Now().After(deadline) {
 			t.Fatal("the broker never took the quota")
 		}
@@ -307,15 +309,13 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 	if resp := n.ctrl.AlterClientQuotas(ctx, req); resp.Entries[0].ErrorCode != 0 {
 		t.Fatalf("altering quotas: %+v", resp)
 	}
-	for !n.b.quotas.enabled(quotaMutation) {
+	for !n.b.quotas.Enabled(quota.ControllerMutation) {
 		if ctx.Err() != nil {
 			t.Fatal("the node never took the quota")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cc := NewControllerClient(ControllerClientOptions{NodeID: 2, Listener: "CONTROLLER", Bootstrap: map[int32]string{1: n.b.Addrs()["CONTROLLER"]}})
-	defer cc.Close()
-	cc.Follow(bootstrapView{n.ctrl})
+	cc := remoteControllerClient(t, n)
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.SetVersion(7)
 	create.TimeoutMillis = 5000
@@ -324,7 +324,7 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 		ct.Topic, ct.NumPartitions, ct.ReplicationFactor = name, 6, 1
 		create.Topics = append(create.Topics, ct)
 	}
-	answer, err := cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: Principal{Type: PrincipalUserType, Name: alice}}), create)
+	answer, err := cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: authz.Principal{Type: authz.UserType, Name: alice}}), create)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,34 +338,11 @@ func TestMutationQuotaThroughEnvelope(t *testing.T) {
 	}
 	// Another principal has no quota.
 	create.Topics = create.Topics[2:]
-	answer, err = cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: Principal{Type: PrincipalUserType, Name: "bob"}}), create)
+	answer, err = cc.Handle(withIdentity(ctx, identity{clientID: "some-app", principal: authz.Principal{Type: authz.UserType, Name: "bob"}}), create)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp := answer.(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 0 {
 		t.Fatalf("bob: %+v", resp)
-	}
-}
-
-// TestPrincipalSerialization: an Envelope's principal is Kafka's
-// DefaultKafkaPrincipalBuilder.serialize, byte for byte: the version (0)
-// and a flexible DefaultPrincipalData (compact strings, the token flag,
-// no tagged fields).
-func TestPrincipalSerialization(t *testing.T) {
-	p := Principal{Type: "User", Name: "CN=alice,O=x"}
-	b := encodePrincipal(identity{principal: p})
-	want := append(append([]byte{0, 0, 5}, "User"...), 13)
-	want = append(append(want, "CN=alice,O=x"...), 0, 0)
-	if string(b) != string(want) {
-		t.Fatalf("encoded %x, want %x", b, want)
-	}
-	got, token, err := decodePrincipal(b)
-	if err != nil || got != p || token {
-		t.Fatalf("round trip %v %v %v", got, token, err)
-	}
-	for _, bad := range [][]byte{nil, {0}, {0, 1, 0}, {0, 0, 0xff}} {
-		if _, _, err := decodePrincipal(bad); err == nil {
-			t.Errorf("%x read as a principal", bad)
-		}
 	}
 }

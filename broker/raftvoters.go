@@ -6,42 +6,18 @@ package broker
 // a controller that is not the active one answers as Kafka's raft client
 // does (NOT_LEADER_OR_FOLLOWER), a broker forwards them in an Envelope.
 // AddRaftVoter v1's AckWhenCommitted=false is answered after commit too.
-//
-// Also here: how a joining controller announces itself to the quorum
-// (ControllerClient.Announce).
+// How a joining controller announces itself to the quorum is
+// broker/controllerclient's (Client.Announce).
 
 import (
 	"context"
-	"fmt"
-	"math"
 
-	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleRaftVoterChange(ctx context.Context, r *request) {
+func (b *Broker) handleRaftVoterChange(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
-}
-
-// Announce sends a joining controller's announcement (a MetadataFetch v1,
-// controller/membership.go) to addr, or to the bootstrap controllers in
-// turn when addr is "".
-func (c *ControllerClient) Announce(ctx context.Context, addr string, req *protocol.MetadataFetchRequest) (*protocol.MetadataFetchResponse, error) {
-	if addr == "" {
-		return c.FetchMetadata(ctx, req)
-	}
-	// Keyed apart from node ids and from the bootstrap connections.
-	key := connKey{id: math.MinInt32 + int32(len(c.opts.BootstrapAddrs)), fetch: true}
-	conn, err := c.conn(ctx, key, addr)
-	if err != nil {
-		return nil, err
-	}
-	resp, _, err := conn.roundTrip(ctx, req)
-	if err != nil {
-		c.drop(key, conn)
-		return nil, fmt.Errorf("announcing to %s: %w", addr, err)
-	}
-	return resp.(*protocol.MetadataFetchResponse), nil
 }
 
 func init() {

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,12 +22,12 @@ import (
 // startSASLNode starts a node with a SASL_PLAINTEXT listener beside the
 // PLAINTEXT one, PLAIN users alice and bob, and the given failed
 // authentication delay and connections.max.reauth.ms for PLAIN.
-func startSASLNode(t *testing.T, delay, maxReauth time.Duration, adjust func(*ServerOptions)) (*testNode, string) {
+func startSASLNode(t *testing.T, delay, maxReauth time.Duration, adjust func(*network.ServerOptions)) (*testNode, string) {
 	t.Helper()
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{
 			Name: "SASL_PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{
+			SASL: &network.SASLConfig{
 				Mechanisms: []string{sasl.Plain, sasl.ScramSHA256},
 				PlainUsers: sasl.PlainUsers{"alice": "alice-secret", "bob": "bob-secret"},
 				MaxReauth:  map[string]time.Duration{sasl.Plain: maxReauth},
@@ -115,7 +118,7 @@ func TestSASLPlainAuthenticates(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatal(err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p != (Principal{Type: "User", Name: "alice"}) {
+	if p := serverConnFor(t, n, c.nc).Principal(); p != (authz.Principal{Type: "User", Name: "alice"}) {
 		t.Fatalf("principal %v", p)
 	}
 	// Authenticated: the APIs answer ILLEGAL_SASL_STATE, as KafkaApis does.
@@ -145,7 +148,7 @@ func TestSASLHandshakeV0RawTokens(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatal(err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p.Name != "bob" {
+	if p := serverConnFor(t, n, c.nc).Principal(); p.Name != "bob" {
 		t.Fatalf("principal %v", p)
 	}
 	// A wrong raw token closes the connection without an answer.
@@ -195,7 +198,7 @@ func TestSASLOnlyAuthenticationBeforeLogin(t *testing.T) {
 	// The broker closes the connection once it has read the size prefix,
 	// so the rest of the frame may fail to write (a broken pipe or a
 	// reset): that is the expected end, not a failure.
-	body := requestBody(saslAuthenticate(2, string(make([]byte, DefaultSASLMaxReceiveSize))), 11)
+	body := requestBody(saslAuthenticate(2, string(make([]byte, network.DefaultSASLMaxReceiveSize))), 11)
 	_, _ = c.nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
 	c.expectClosed()
 }
@@ -288,7 +291,7 @@ func TestSASLReauthentication(t *testing.T) {
 	if err := c.metadataRoundTrip(); err != nil {
 		t.Fatalf("after the first session's end, re-authenticated: %v", err)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p.Name != "alice" {
+	if p := serverConnFor(t, n, c.nc).Principal(); p.Name != "alice" {
 		t.Fatalf("principal %v", p)
 	}
 
@@ -380,47 +383,47 @@ func TestPeerConnectionsAuthenticateAndRenew(t *testing.T) {
 	const lifetime = 1500 * time.Millisecond
 	_, addr := startSASLNode(t, 0, lifetime, nil)
 	dial := sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "alice-secret"}, "test")
-	pool := newConnPool[int](7, DialFunc(dial))
-	defer pool.close()
+	pool := controllerclient.NewPool[int](7, controllerclient.DialFunc(dial))
+	defer pool.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	meta := func(pc *peerConn) error {
+	meta := func(pc *controllerclient.Conn) error {
 		req := kmsg.NewPtrMetadataRequest()
 		req.SetVersion(12)
-		_, _, err := pc.roundTrip(ctx, req)
+		_, _, err := pc.RoundTrip(ctx, req)
 		return err
 	}
-	first, err := pool.get(ctx, 1, addr)
+	first, err := pool.Get(ctx, 1, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := meta(first); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := pool.get(ctx, 1, addr); again != first {
+	if again, _ := pool.Get(ctx, 1, addr); again != first {
 		t.Fatal("a fresh session was replaced")
 	}
 	// Past 85% of the lifetime the pool hands out a new connection and
 	// retires the old one. The pool renews by the wall clock, so the test
 	// lets that much of the lifetime pass: a sleep, not a wait.
 	time.Sleep(lifetime*85/100 + 50*time.Millisecond)
-	second, err := pool.get(ctx, 1, addr)
+	second, err := pool.Get(ctx, 1, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second == first {
 		t.Fatal("the connection was not renewed")
 	}
-	waitUntil(t, 5*time.Second, "the retired connection to close", first.isDead)
+	waitUntil(t, 5*time.Second, "the retired connection to close", first.Closed)
 	for i := 0; i < 3; i++ {
 		if err := meta(second); err != nil {
 			t.Fatalf("on the renewed connection: %v", err)
 		}
 	}
 	// A wrong password fails the dial.
-	bad := newConnPool[int](7, DialFunc(sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "x"}, "test")))
-	defer bad.close()
-	if _, err := bad.get(ctx, 1, addr); err == nil || !strings.Contains(err.Error(), "Invalid username or password") {
+	bad := controllerclient.NewPool[int](7, controllerclient.DialFunc(sasl.AuthenticatingDialer(nil, sasl.PlainClient{User: "alice", Password: "x"}, "test")))
+	defer bad.Close()
+	if _, err := bad.Get(ctx, 1, addr); err == nil || !strings.Contains(err.Error(), "Invalid username or password") {
 		t.Fatalf("dial with a wrong password: %v", err)
 	}
 }

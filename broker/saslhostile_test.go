@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -160,9 +162,9 @@ func TestOAuthJWKSOverTheWire(t *testing.T) {
 	if err := v.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	n := startTestNodeWithServer(t, nil, 1, func(o *ServerOptions) {
-		o.Listeners = append(o.Listeners, ListenerSpec{Name: "JWT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
-			SASL: &SASLConfig{Mechanisms: []string{sasl.OAuthBearer}, OAuth: v}})
+	n := startTestNodeWithServer(t, nil, 1, func(o *network.ServerOptions) {
+		o.Listeners = append(o.Listeners, network.ListenerSpec{Name: "JWT", Host: "127.0.0.1", SecurityProtocol: "SASL_PLAINTEXT",
+			SASL: &network.SASLConfig{Mechanisms: []string{sasl.OAuthBearer}, OAuth: v}})
 	})
 	addr := n.b.Addrs()["JWT"]
 	sign := func(k *rsa.PrivateKey, exp time.Duration) string {
@@ -181,7 +183,7 @@ func TestOAuthJWKSOverTheWire(t *testing.T) {
 	if r := c.authenticate(2, string(sasl.OAuthInitialResponse(sign(key, time.Hour)))); r.ErrorCode != 0 || r.SessionLifetimeMillis < 3_500_000 {
 		t.Fatalf("a good token: %+v", r)
 	}
-	if p := serverConnFor(t, n, c.nc).session.principal; p != (Principal{Type: "User", Name: "svc"}) {
+	if p := serverConnFor(t, n, c.nc).Principal(); p != (authz.Principal{Type: "User", Name: "svc"}) {
 		t.Fatalf("principal %v", p)
 	}
 	for name, tok := range map[string]string{

@@ -18,26 +18,27 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, r *request) {
+func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, r *network.Request) {
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
-	if !b.clusterAllowed(r.identity(), kmsg.ACLOperationDescribe) {
+func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	if !b.clusterAllowed(identityOf(r), kmsg.ACLOperationDescribe) {
 		// KafkaApis answers with the error's default message, so none.
-		r.respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
+		r.Respond(errorResponse(req, errCode(kerr.ClusterAuthorizationFailed)))
 		return
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	resp.Results = describeScramCredentials(b.meta.Image(), req)
-	r.respond(resp)
+	r.Respond(resp)
 }
 
 // describeScramCredentials is Kafka's ScramImage.describe.

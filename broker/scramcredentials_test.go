@@ -89,7 +89,7 @@ func TestScramCredentialsAdminAndLogin(t *testing.T) {
 	if _, err := sasl.Authenticate(ctx, nc, sasl.ScramClient{Name: sasl.ScramSHA256, User: "alice", Password: "alice-secret"}, "test"); err != nil {
 		t.Fatalf("Gregor's SCRAM client: %v", err)
 	}
-	if p := serverConnFor(t, n, nc).session.principal; p.Name != "alice" {
+	if p := serverConnFor(t, n, nc).Principal(); p.Name != "alice" {
 		t.Fatalf("principal %v", p)
 	}
 

@@ -32,14 +32,12 @@ func serverSocketBuffers(t *testing.T, n *testNode) (snd, rcv int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		n.b.server.connsMu.Lock()
 		var tcp *net.TCPConn
-		for c := range n.b.server.conns {
-			if !c.listener.Controller {
-				tcp, _ = c.nc.(*net.TCPConn)
+		for _, c := range n.b.server.Conns() {
+			if !c.ControllerListener() {
+				tcp, _ = c.Socket().(*net.TCPConn)
 			}
 		}
-		n.b.server.connsMu.Unlock()
 		if tcp == nil {
 			time.Sleep(5 * time.Millisecond)
 			continue

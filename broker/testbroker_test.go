@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -45,28 +46,28 @@ func startTestNodeWithGroupVersion(t testing.TB, overrides map[string]string, gr
 
 // startTestNodeWithServer lets the test adjust the server options (those
 // no config key sets) after the config has filled them in.
-func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions)) *testNode {
+func startTestNodeWithServer(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*network.ServerOptions)) *testNode {
 	t.Helper()
 	return startTestNodeWithLogFS(t, overrides, groupVersion, adjust, nil)
 }
 
 // startTestNodeWithLogFS also gives the log manager its filesystem (nil:
 // the real one), so that a test can slow or fail partition I/O.
-func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
+func startTestNodeWithLogFS(t testing.TB, overrides map[string]string, groupVersion int16, adjust func(*network.ServerOptions), logFS vfs.FS) *testNode {
 	t.Helper()
 	return startTestNodeWithFeatures(t, overrides, map[string]int16{"group.version": groupVersion}, adjust, logFS)
 }
 
 // startTestNodeWithFeatures formats the node with the given finalized
 // feature levels (transaction.version 2 turns on KIP-890 part 2).
-func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*ServerOptions), logFS vfs.FS) *testNode {
+func startTestNodeWithFeatures(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*network.ServerOptions), logFS vfs.FS) *testNode {
 	t.Helper()
 	return startTestNodeWithOptions(t, overrides, finalized, adjust, logFS, nil)
 }
 
 // startTestNodeWithOptions also lets the test adjust the broker's options
 // (a LocalController, to serve the controller listener's own APIs).
-func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*ServerOptions), logFS vfs.FS, adjustBroker func(*Options)) *testNode {
+func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finalized map[string]int16, adjust func(*network.ServerOptions), logFS vfs.FS, adjustBroker func(*Options)) *testNode {
 	t.Helper()
 	dir := t.TempDir()
 	props := config.EmbeddedDefaults()
@@ -127,8 +128,8 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	configs := config.NewProvider(cfg, log)
 	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
 	// As cmd/gregor's settings fill them in.
-	server := ServerOptions{
-		Listeners: []ListenerSpec{
+	server := network.ServerOptions{
+		Listeners: []network.ListenerSpec{
 			{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
 			{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
 		},
@@ -137,7 +138,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
 		SendBufferBytes:       cfg.SocketSendBufferBytes,
 		ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
-		Limits: &ConnectionLimits{
+		Limits: &network.ConnectionLimits{
 			MaxConnections:         cfg.MaxConnections,
 			ListenerMaxConnections: cfg.ListenerMaxConnections,
 			MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,

@@ -22,12 +22,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreateTopicsRequest)
+func (b *Broker) handleCreateTopics(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.CreateTopicsRequest)
 	arrived := time.Now()
 	b.forwardRequest(ctx, r, func(answer kmsg.Response) {
 		resp := answer.(*kmsg.CreateTopicsResponse)
@@ -40,7 +41,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *request) {
 		if created && !req.ValidateOnly {
 			b.awaitPartitions(ctx, img.Offset, arrived, req.TimeoutMillis)
 		}
-		if r.version() < 5 {
+		if r.Version() < 5 {
 			return
 		}
 		for i := range resp.Topics {
@@ -76,8 +77,8 @@ func requestedConfigs(req *kmsg.CreateTopicsRequest, topic string) map[string]st
 	return out
 }
 
-func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.DeleteTopicsRequest)
+func (b *Broker) handleDeleteTopics(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.DeleteTopicsRequest)
 	if !b.opts.DeleteTopicEnable {
 		resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 		for _, t := range req.Topics {
@@ -93,14 +94,14 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, r *request) {
 			rt.ErrorCode = kerr.TopicDeletionDisabled.Code
 			resp.Topics = append(resp.Topics, rt)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	b.forwardRequest(ctx, r, nil)
 }
 
-func (b *Broker) handleCreatePartitions(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.CreatePartitionsRequest)
+func (b *Broker) handleCreatePartitions(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.CreatePartitionsRequest)
 	arrived := time.Now()
 	b.forwardRequest(ctx, r, func(answer kmsg.Response) {
 		created := false

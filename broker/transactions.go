@@ -41,6 +41,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/coordinator/txn"
@@ -106,16 +107,16 @@ func fencedForOldClients(code int16, version, firstFencedVersion int16) int16 {
 	return code
 }
 
-func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.AddPartitionsToTxnRequest)
+func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-	v := r.version()
-	who := r.identity()
+	v := r.Version()
+	who := identityOf(r)
 	if v >= 4 && !b.clusterAllowed(who, kmsg.ACLOperationClusterAction) {
-		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
+		r.Respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
 		return
 	}
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		if v < 4 {
 			tps := make([]txn.TopicPartition, 0, len(req.Topics))
 			for _, t := range req.Topics {
@@ -145,7 +146,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 				rp.Partition, rp.ErrorCode = tp.Partition, code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			r.respond(resp)
+			r.Respond(resp)
 			return
 		}
 		for _, tr := range req.Transactions {
@@ -174,7 +175,7 @@ func (b *Broker) handleAddPartitionsToTxn(ctx context.Context, r *request) {
 			}
 			resp.Transactions = append(resp.Transactions, rtx)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 
@@ -281,53 +282,53 @@ func fillCodes(codes []int16, code int16) []int16 {
 	return codes
 }
 
-func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
+func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
-		r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+		r.Respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
 		return
 	}
 	if !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
-		r.respond(errorResponse(req, errCode(kerr.GroupAuthorizationFailed)))
+		r.Respond(errorResponse(req, errCode(kerr.GroupAuthorizationFailed)))
 		return
 	}
 	if b.txns == nil || b.groups == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: b.groups.coord.PartitionFor(req.Group)}
 		code := b.txns.coord.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
-		resp.ErrorCode = fencedForOldClients(code, r.version(), 2)
-		r.respond(resp)
+		resp.ErrorCode = fencedForOldClients(code, r.Version(), 2)
+		r.Respond(resp)
 	})
 }
 
-func (b *Broker) handleEndTxn(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.EndTxnRequest)
+func (b *Broker) handleEndTxn(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	if b.txns == nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		r.respond(resp)
+		r.Respond(resp)
 		return
 	}
 	var clientTV int16
-	if r.version() >= 5 {
+	if r.Version() >= 5 {
 		clientTV = 2
 	}
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		pid, epoch, code := b.txns.coord.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, clientTV)
-		resp.ErrorCode = fencedForOldClients(code, r.version(), 2)
+		resp.ErrorCode = fencedForOldClients(code, r.Version(), 2)
 		resp.ProducerID, resp.ProducerEpoch = pid, epoch
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

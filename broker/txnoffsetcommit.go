@@ -38,16 +38,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
+func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
 	if !b.can(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
-		r.respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
+		r.Respond(errorResponse(req, errCode(kerr.TransactionalIDAuthorizationFailed)))
 		return
 	}
 	if b.groupDenied(r, kmsg.ACLOperationRead, req.Group) {
@@ -56,7 +57,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *request) {
 	inner := req
 	var denied []kmsg.TxnOffsetCommitResponseTopic
 	if b.authz != nil {
-		who := r.identity()
+		who := identityOf(r)
 		cp := *req
 		cp.Topics = nil
 		for _, t := range req.Topics {
@@ -76,13 +77,13 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, r *request) {
 		if len(cp.Topics) == 0 && len(denied) > 0 {
 			resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 			resp.Topics = denied
-			r.respond(resp)
+			r.Respond(resp)
 			return
 		}
 		inner = &cp
 	}
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
-		if code := b.verifyTxnOffsetCommit(ctx, r.version(), inner); code != 0 {
+		if code := b.verifyTxnOffsetCommit(ctx, r.Version(), inner); code != 0 {
 			resp := txnOffsetCommitError(inner, code)
 			resp.Topics = append(resp.Topics, denied...)
 			return resp

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/metadata"
@@ -37,15 +38,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) {
-	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
+func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *network.Request) {
+	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	if who := r.identity(); b.authz != nil && !b.allowedQuiet(who, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) &&
+	if who := identityOf(r); b.authz != nil && !b.allowedQuiet(who, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeCluster, metadata.ClusterResourceName) &&
 		!b.clusterAllowed(who, kmsg.ACLOperationClusterAction) {
-		r.respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
+		r.Respond(errorResponse(req, clusterDenied(who, kmsg.ACLOperationClusterAction)))
 		return
 	}
-	r.goAsync(func() {
+	r.GoAsync(func() {
 		img := b.meta.Image()
 		for _, m := range req.Markers {
 			rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -87,7 +88,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *request) {
 			}
 			resp.Markers = append(resp.Markers, rm)
 		}
-		r.respond(resp)
+		r.Respond(resp)
 	})
 }
 

@@ -4,10 +4,11 @@
 // JAAS configuration text Kafka configures them with.
 //
 // It is a leaf: it knows nothing of connections or of the metadata image.
-// The broker drives a Server per authentication exchange (broker/saslauth.go)
-// and looks SCRAM credentials up in the image through a ScramLookup; the
-// controller derives stored credentials with the SCRAM functions here; the
-// wiring dials inter-broker and controller connections with a Client.
+// The broker drives a Server per authentication exchange
+// (broker/network/sasl.go) and looks SCRAM credentials up in the image
+// through a ScramLookup; the controller derives stored credentials with the
+// SCRAM functions here; the wiring dials inter-broker and controller
+// connections with a Client.
 //
 // It imports, of Gregor's packages, only protocol and internal/peerdial (the
 // README's import table).

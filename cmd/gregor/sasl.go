@@ -14,8 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/sasl"
 )
 
@@ -79,7 +80,7 @@ func listenerJAAS(cfg *config.Broker, listener, mechanism string) (*sasl.JAASEnt
 // saslListenerConfig builds the authentication set-up of a SASL listener.
 // The JWKS validators it makes are returned to be started (they load their
 // keys) before the node serves.
-func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*broker.SASLConfig, []*sasl.JWKSValidator, error) {
+func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger) (*network.SASLConfig, []*sasl.JWKSValidator, error) {
 	mechs, err := listenerMechanisms(cfg, listener)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +91,7 @@ func saslListenerConfig(cfg *config.Broker, listener string, logger *slog.Logger
 	if _, ok := cfg.Raw["sasl.jaas.config"]; ok {
 		logger.Warn("Server config sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config", "listener", listener)
 	}
-	out := &broker.SASLConfig{MaxReauth: map[string]time.Duration{}}
+	out := &network.SASLConfig{MaxReauth: map[string]time.Duration{}}
 	var jwks []*sasl.JWKSValidator
 	for _, m := range mechs {
 		if !sasl.Supported(m) {
@@ -192,7 +193,7 @@ var kafkaLoginCallbackHandlers = map[string]string{
 // listener's JAAS entry (listener.name.<l>.<mechanism>.sasl.jaas.config,
 // as Kafka's inter-broker and controller clients read it), over base (the
 // listener's transport; plain TCP when nil). Other listeners get base.
-func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base broker.DialFunc, nodeID int32) (broker.DialFunc, error) {
+func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base controllerclient.DialFunc, nodeID int32) (controllerclient.DialFunc, error) {
 	proto := cfg.ListenerSecurityProtocolMap[listener]
 	if proto != "SASL_PLAINTEXT" && proto != "SASL_SSL" {
 		return base, nil
@@ -217,7 +218,7 @@ func saslPeerDial(cfg *config.Broker, listener, mechanismKey string, base broker
 		return func(context.Context, string) (net.Conn, error) { return nil, failure }, nil
 	}
 	dial := sasl.AuthenticatingDialer(sasl.DialFunc(base), client, fmt.Sprintf("gregor-broker-%d", nodeID))
-	return broker.DialFunc(dial), nil
+	return controllerclient.DialFunc(dial), nil
 }
 
 // warnScramBetweenControllers warns of a quorum that cannot form: SCRAM

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -178,7 +179,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// A broker of a cluster lets the controller move its leaderships
 	// away before it stops; a single combined node has nowhere to move
 	// them.
-	_, remote := opts.Controller.(*broker.ControllerClient)
+	_, remote := opts.Controller.(*controllerclient.Client)
 	opts.ControlledShutdown = remote
 	b := broker.New(opts)
 	if err := b.Listen(); err != nil {
@@ -297,7 +298,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 }
 
 // newForwarder is this node's client of the active controller.
-func newForwarder(s *settings, local broker.LocalController) *broker.ControllerClient {
+func newForwarder(s *settings, local broker.LocalController) *controllerclient.Client {
 	bootstrap := map[int32]string{}
 	var addrs []string
 	for _, v := range s.voters {
@@ -309,8 +310,8 @@ func newForwarder(s *settings, local broker.LocalController) *broker.ControllerC
 	if len(s.cfg.ControllerQuorumVoters) == 0 {
 		addrs = s.cfg.ControllerQuorumBootstrapServers
 	}
-	return broker.NewControllerClient(broker.ControllerClientOptions{
-		NodeID: s.nodeID, Local: local, Listener: s.controllerListenerName,
+	return controllerclient.New(controllerclient.Options{
+		NodeID: s.nodeID, Local: local, MaxVersion: broker.ControllerMaxVersion, Listener: s.controllerListenerName,
 		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.controllerDial, Logger: s.logger.With("component", "forwarding"),
 	})
 }

@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker"
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
@@ -51,8 +55,8 @@ type settings struct {
 	// when those listeners are SSL or SASL_SSL, SASL authenticated when
 	// they are SASL ones; the TLS clients behind them follow dynamic
 	// keystore updates.
-	controllerDial  broker.DialFunc
-	interBrokerDial broker.DialFunc
+	controllerDial  controllerclient.DialFunc
+	interBrokerDial controllerclient.DialFunc
 	controllerTLS   *ssl.Client
 	interBrokerTLS  *ssl.Client
 	// listenerTLS are the SSL listeners' server sides, by name.
@@ -61,7 +65,7 @@ type settings struct {
 	forcedClusterID string
 	// authorizer is the StandardAuthorizer's configuration, nil without
 	// authorizer.class.name.
-	authorizer *broker.AuthorizerOptions
+	authorizer *authz.Options
 	// jwksValidators load their keys before the node serves.
 	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
@@ -161,20 +165,20 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 
 	switch class := strings.TrimSpace(cfg.String("authorizer.class.name")); class {
 	case "":
-	case broker.StandardAuthorizerClass:
-		superUsers, err := broker.ParseSuperUsers(cfg.Raw["super.users"])
+	case authz.StandardAuthorizerClass:
+		superUsers, err := authz.ParseSuperUsers(cfg.Raw["super.users"])
 		if err != nil {
 			return nil, fmt.Errorf("super.users: %w", err)
 		}
-		s.authorizer = &broker.AuthorizerOptions{
+		s.authorizer = &authz.Options{
 			SuperUsers:                superUsers,
 			AllowEveryoneIfNoACLFound: strings.EqualFold(strings.TrimSpace(cfg.Raw["allow.everyone.if.no.acl.found"]), "true"),
 		}
 	default:
-		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, broker.StandardAuthorizerClass)
+		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, authz.StandardAuthorizerClass)
 	}
 
-	var specs []broker.ListenerSpec
+	var specs []network.ListenerSpec
 	for _, l := range cfg.Listeners {
 		tlsServer, err := listenerTLS(cfg, l, logger)
 		if err != nil {
@@ -186,7 +190,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			}
 			s.listenerTLS[l.Name] = tlsServer
 		}
-		spec := broker.ListenerSpec{
+		spec := network.ListenerSpec{
 			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
 			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
 			TLS:        tlsServer,
@@ -238,7 +242,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	}
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
-		Server: broker.ServerOptions{
+		Server: network.ServerOptions{
 			Listeners:                 specs,
 			MaxRequestSize:            cfg.SocketRequestMaxBytes,
 			MaxIdle:                   maxIdle(cfg.ConnectionsMaxIdleMs),
@@ -247,7 +251,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 			ReceiveBufferBytes:        cfg.SocketReceiveBufferBytes,
 			SASLMaxReceiveSize:        cfg.Int("sasl.server.max.receive.size"),
 			FailedAuthenticationDelay: time.Duration(cfg.Int("connection.failed.authentication.delay.ms")) * time.Millisecond,
-			Limits: &broker.ConnectionLimits{
+			Limits: &network.ConnectionLimits{
 				MaxConnections:         cfg.MaxConnections,
 				ListenerMaxConnections: cfg.ListenerMaxConnections,
 				MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
@@ -268,12 +272,12 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		SessionTimeout:                time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		FencedBrokerLinger:            time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
-		Quotas: broker.QuotaOptions{
-			Client: broker.QuotaWindow{
+		Quotas: quota.Options{
+			Client: quota.Window{
 				Samples: int(cfg.Int("quota.window.num")),
 				Size:    time.Duration(cfg.Int("quota.window.size.seconds")) * time.Second,
 			},
-			Controller: broker.QuotaWindow{
+			Controller: quota.Window{
 				Samples: int(cfg.Int("controller.quota.window.num")),
 				Size:    time.Duration(cfg.Int("controller.quota.window.size.seconds")) * time.Second,
 			},

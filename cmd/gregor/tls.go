@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
 )
@@ -47,7 +47,7 @@ func listenerTLS(cfg *config.Broker, l config.Listener, logger *slog.Logger) (*s
 // on SASL listeners. Liveness probes
 // (controller/liveness.go) stay plain TCP connects on any listener: they
 // only ask whether something accepts.
-func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (broker.DialFunc, *ssl.Client, error) {
+func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (controllerclient.DialFunc, *ssl.Client, error) {
 	proto := cfg.ListenerSecurityProtocolMap[listener]
 	if proto != "SSL" && proto != "SASL_SSL" {
 		return nil, nil, nil

@@ -1,4 +1,4 @@
-package broker
+package network
 
 // How a connection is secured before its first request is read, by its
 // listener's security protocol:
@@ -30,6 +30,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/gregorbroker/gregor/broker/authz"
 )
 
 // tlsHandshakeTimeout bounds a TLS handshake (and so how long a client
@@ -40,7 +42,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 
 // secure runs the listener's transport handshake on a new connection;
 // false means the connection must be closed.
-func (c *conn) secure() bool {
+func (c *Conn) secure() bool {
 	srv := c.listener.TLS
 	if srv == nil {
 		return true
@@ -77,7 +79,7 @@ func (c *conn) secure() bool {
 			c.log.Info(fmt.Sprintf("Failed authentication with %s (%v)", c.nc.RemoteAddr(), err))
 			return false
 		}
-		c.session.principal = Principal{Type: PrincipalUserType, Name: name}
+		c.session.principal = authz.Principal{Type: authz.UserType, Name: name}
 	}
 	// On SASL_SSL the principal comes from SASL authentication, the
 	// connection's first requests (see the header).

@@ -1,4 +1,4 @@
-package broker
+package network
 
 import (
 	"bytes"
@@ -93,7 +93,7 @@ func waiting(t *testing.T, op func() error) <-chan error {
 		}
 		all := string(buf[:runtime.Stack(buf, true)])
 		for _, g := range strings.Split(all, "\n\n") {
-			if strings.Contains(g, "[IO wait") && strings.Contains(g, "broker.(*rawReader).Read") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, "network.(*rawReader).Read") {
 				return nil
 			}
 		}

@@ -1,4 +1,4 @@
-package broker
+package quota
 
 import (
 	"testing"
@@ -7,15 +7,11 @@ import (
 	"github.com/gregorbroker/gregor/metadata"
 )
 
-// fakeClock is a settable clock for the quota arithmetic.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time          { return c.t }
-func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
-
-func newTestQuotas(clock *fakeClock, quotas map[metadata.QuotaEntity]map[string]float64) *clientQuotas {
-	q := newClientQuotas(DefaultQuotaOptions(), clock.now)
-	q.update(quotas)
+// newTestQuotas is a Manager of quotas whose clock reads *clock, which
+// the test moves.
+func newTestQuotas(clock *time.Time, quotas map[metadata.QuotaEntity]map[string]float64) *Manager {
+	q := New(DefaultOptions(), func() time.Time { return *clock })
+	q.Update(quotas)
 	return q
 }
 
@@ -35,14 +31,14 @@ func TestQuotaPrecedence(t *testing.T) {
 		{ClientID: dc},
 	}
 	wantKey := []sensorKey{
-		{quotaProduce, "alice", "app"},
-		{quotaProduce, "alice", "app"},
-		{quotaProduce, "alice", ""},
-		{quotaProduce, "alice", "app"},
-		{quotaProduce, "alice", "app"},
-		{quotaProduce, "alice", ""},
-		{quotaProduce, "", "app"},
-		{quotaProduce, "", "app"},
+		{Produce, "alice", "app"},
+		{Produce, "alice", "app"},
+		{Produce, "alice", ""},
+		{Produce, "alice", "app"},
+		{Produce, "alice", "app"},
+		{Produce, "alice", ""},
+		{Produce, "", "app"},
+		{Produce, "", "app"},
 	}
 	// With levels i.. configured, level i decides.
 	for i := range levels {
@@ -50,39 +46,41 @@ func TestQuotaPrecedence(t *testing.T) {
 		for j := i; j < len(levels); j++ {
 			quotas[levels[j]] = map[string]float64{metadata.QuotaProducerByteRate: float64(100 * (j + 1))}
 		}
-		q := newTestQuotas(&fakeClock{t: time.Unix(1000, 0)}, quotas)
-		key, limit, ok := q.levels.Load().resolve(quotaProduce, "alice", "app")
+		clock := time.Unix(1000, 0)
+		q := newTestQuotas(&clock, quotas)
+		key, limit, ok := q.levels.Load().resolve(Produce, "alice", "app")
 		if !ok || limit != float64(100*(i+1)) || key != wantKey[i] {
 			t.Errorf("from level %d: key %+v limit %v ok %v, want %+v %v", i+1, key, limit, ok, wantKey[i], 100*(i+1))
 		}
 		// Another user and client only get the defaults.
-		key, limit, ok = q.levels.Load().resolve(quotaProduce, "bob", "other")
+		key, limit, ok = q.levels.Load().resolve(Produce, "bob", "other")
 		switch {
 		case i <= 4:
-			if !ok || limit != 500 || key != (sensorKey{quotaProduce, "bob", "other"}) {
+			if !ok || limit != 500 || key != (sensorKey{Produce, "bob", "other"}) {
 				t.Errorf("from level %d, bob/other: %+v %v %v", i+1, key, limit, ok)
 			}
 		case i == 5:
-			if !ok || limit != 600 || key != (sensorKey{quotaProduce, "bob", ""}) {
+			if !ok || limit != 600 || key != (sensorKey{Produce, "bob", ""}) {
 				t.Errorf("from level %d, bob/other: %+v %v %v", i+1, key, limit, ok)
 			}
 		default:
-			if !ok || limit != 800 || key != (sensorKey{quotaProduce, "", "other"}) {
+			if !ok || limit != 800 || key != (sensorKey{Produce, "", "other"}) {
 				t.Errorf("from level %d, bob/other: %+v %v %v", i+1, key, limit, ok)
 			}
 		}
 	}
 	// A quota of another type does not apply; none at all measures
 	// nothing.
-	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{{ClientID: c}: {metadata.QuotaConsumerByteRate: 5}})
-	if q.enabled(quotaProduce) || !q.enabled(quotaFetch) {
+	var clock time.Time
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{{ClientID: c}: {metadata.QuotaConsumerByteRate: 5}})
+	if q.Enabled(Produce) || !q.Enabled(Fetch) {
 		t.Fatal("enabled types")
 	}
-	if _, _, ok := q.levels.Load().resolve(quotaFetch, "alice", "other"); ok {
+	if _, _, ok := q.levels.Load().resolve(Fetch, "alice", "other"); ok {
 		t.Fatal("a client-id quota applied to another client id")
 	}
-	q.update(nil)
-	if q.active() {
+	q.Update(nil)
+	if q.Active() {
 		t.Fatal("quotas active with none configured")
 	}
 }
@@ -91,10 +89,11 @@ func TestQuotaPrecedence(t *testing.T) {
 // <user, default client> quota, a client without a client id is counted
 // under (user, "") and no quota applies to that pair.
 func TestQuotaEmptyClientID(t *testing.T) {
-	q := newTestQuotas(&fakeClock{}, map[metadata.QuotaEntity]map[string]float64{
+	var clock time.Time
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{User: metadata.QuotaNamed("alice"), ClientID: metadata.QuotaDefault()}: {metadata.QuotaProducerByteRate: 10},
 	})
-	if _, _, ok := q.levels.Load().resolve(quotaProduce, "alice", ""); ok {
+	if _, _, ok := q.levels.Load().resolve(Produce, "alice", ""); ok {
 		t.Fatal("quota applied to an empty client id")
 	}
 }
@@ -102,66 +101,67 @@ func TestQuotaEmptyClientID(t *testing.T) {
 // TestRateThrottle checks the Rate arithmetic against hand-computed
 // values: 11 samples of 1 s, a quota of 1000 B/s.
 func TestRateThrottle(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+	clock := time.Unix(1000, 0)
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaProducerByteRate: 1000},
 	})
 	// 10000 bytes over a window of at least 10 s: 1000 B/s, at the
 	// quota, not above it.
-	if ms := q.record(quotaProduce, "u", "c", 10000); ms != 0 {
+	if ms := q.Record(Produce, "u", "c", 10000); ms != 0 {
 		t.Fatalf("at the quota: throttle %d", ms)
 	}
 	// 1 byte more: (10001/10 - 1000)/1000 * 10000 ms = 1 ms.
-	if ms := q.record(quotaProduce, "u", "c", 1); ms != 1 {
+	if ms := q.Record(Produce, "u", "c", 1); ms != 1 {
 		t.Fatalf("just above: throttle %d, want 1", ms)
 	}
 	// 5000 more: rate 15001/10 s = 1500.1; (1500.1-1000)/1000*10000 = 5001.
-	if ms := q.record(quotaProduce, "u", "c", 5000); ms != 5001 {
+	if ms := q.Record(Produce, "u", "c", 5000); ms != 5001 {
 		t.Fatalf("burst: throttle %d, want 5001", ms)
 	}
 	// 10.5 s later the window spans 10.5 s: 15001 / 10.5 = 1428.67;
 	// (1428.67-1000)/1000 * 10500 = 4501.
-	clock.advance(10500 * time.Millisecond)
-	if ms := q.record(quotaProduce, "u", "c", 0); ms != 4501 {
+	clock = clock.Add(10500 * time.Millisecond)
+	if ms := q.Record(Produce, "u", "c", 0); ms != 4501 {
 		t.Fatalf("later: throttle %d, want 4501", ms)
 	}
 	// 11 s after the last sample everything has expired.
-	clock.advance(11 * time.Second)
-	if ms := q.record(quotaProduce, "u", "c", 100); ms != 0 {
+	clock = clock.Add(11 * time.Second)
+	if ms := q.Record(Produce, "u", "c", 100); ms != 0 {
 		t.Fatalf("after expiry: throttle %d", ms)
 	}
 	// Unrecording takes a value back.
-	q.record(quotaProduce, "u", "c", 20000)
-	q.unrecord(quotaProduce, "u", "c", 20000)
-	if ms := q.record(quotaProduce, "u", "c", 0); ms != 0 {
+	q.Record(Produce, "u", "c", 20000)
+	q.Unrecord(Produce, "u", "c", 20000)
+	if ms := q.Record(Produce, "u", "c", 0); ms != 0 {
 		t.Fatalf("after unrecord: throttle %d", ms)
 	}
 	// The request quota's throttle is at most one window.
-	q.update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaRequestPercentage: 1}})
-	if ms := q.record(quotaRequest, "u", "c", 1000); ms != 1000 {
+	q.Update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaRequestPercentage: 1}})
+	if ms := q.Record(Request, "u", "c", 1000); ms != 1000 {
 		t.Fatalf("request throttle %d, want the 1000 ms cap", ms)
 	}
 	// The fetch cap: quota * (samples-1) * window.
-	q.update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaConsumerByteRate: 2000}})
-	if most, ok := q.maxValueInWindow(quotaFetch, "u", "c"); !ok || most != 20000 {
+	q.Update(map[metadata.QuotaEntity]map[string]float64{{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaConsumerByteRate: 2000}})
+	if most, ok := q.MaxValueInWindow(Fetch, "u", "c"); !ok || most != 20000 {
 		t.Fatalf("max in window %v %v", most, ok)
 	}
 }
 
 // TestMutationTokenBucket: a burst of quota * samples * window permits,
 // refilled at the quota; strict refuses once below zero, permissive only
-// throttles.
+// throttles. (Which requests get a mutation quota, and which of them a
+// strict one, is the broker's: TestMutationQuotaByAPIVersion.)
 func TestMutationTokenBucket(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	q := newTestQuotas(clock, map[metadata.QuotaEntity]map[string]float64{
+	clock := time.Unix(1000, 0)
+	q := newTestQuotas(&clock, map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.QuotaNamed("c")}: {metadata.QuotaControllerMutationRate: 2},
 	})
-	strict := q.newMutationQuota(19, 6, "u", "c") // CreateTopics v6
+	strict := q.NewMutation("u", "c", true) // CreateTopics v6
 	if strict == nil || !strict.strict {
 		t.Fatal("no strict quota for CreateTopics v6")
 	}
 	// The bucket holds 2 * 11 * 1 = 22 permits.
-	if !strict.Record(22) || strict.throttleTime() != 0 {
+	if !strict.Record(22) || strict.ThrottleTime() != 0 {
 		t.Fatal("the burst was refused")
 	}
 	// At zero, more is still taken (the check comes first), going to -5:
@@ -172,26 +172,23 @@ func TestMutationTokenBucket(t *testing.T) {
 	if strict.Record(1) {
 		t.Fatal("taken below zero")
 	}
-	if got := strict.throttleTime(); got != 2500 {
+	if got := strict.ThrottleTime(); got != 2500 {
 		t.Fatalf("strict throttle %d, want 2500", got)
 	}
-	clock.advance(time.Second)
-	if got := strict.throttleTime(); got != 1500 {
+	clock = clock.Add(time.Second)
+	if got := strict.ThrottleTime(); got != 1500 {
 		t.Fatalf("throttle a second later %d, want 1500", got)
 	}
 	// Permissive (CreateTopics v5) takes everything and throttles.
-	perm := q.newMutationQuota(19, 5, "u", "c")
+	perm := q.NewMutation("u", "c", false) // CreateTopics v5
 	if perm.strict || !perm.Record(10) {
 		t.Fatal("permissive quota refused")
 	}
 	// -5 + 2 (refilled) - 10 = -13: 6.5 s.
-	if got := perm.throttleTime(); got != 6500 {
+	if got := perm.ThrottleTime(); got != 6500 {
 		t.Fatalf("permissive throttle %d, want 6500", got)
 	}
-	if q.newMutationQuota(0, 9, "u", "c") != nil {
-		t.Fatal("a produce got a mutation quota")
-	}
-	if q.newMutationQuota(19, 6, "u", "other") != nil {
+	if q.NewMutation("u", "other", true) != nil {
 		t.Fatal("a client without a quota got one")
 	}
 }

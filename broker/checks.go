@@ -1,8 +1,9 @@
 package broker
 
 // Authorizing requests: who a request acts for (its identity) and the one
-// set of helpers every handler checks with. With no authorizer configured
-// (b.authz nil) every check is true and costs a nil comparison.
+// set of helpers every handler checks with, over the StandardAuthorizer of
+// broker/authz. With no authorizer configured (b.authz nil) every check is
+// true and costs a nil comparison.
 //
 // A request acts for the principal of its connection, or, when a broker
 // forwarded it to this controller in an Envelope, for the principal and
@@ -18,6 +19,9 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +29,7 @@ import (
 
 // identity is who a request acts for.
 type identity struct {
-	principal Principal
+	principal authz.Principal
 	// host is the client's address as Java writes it (ACL hosts).
 	host string
 	addr netip.Addr
@@ -37,15 +41,15 @@ type identity struct {
 	clientID string
 	// via is the request that brought it (the envelope of a forwarded
 	// one), named in authorization errors.
-	via *request
+	via *network.Request
 	// forwarded: it came in an envelope.
 	forwarded bool
 }
 
-// identity is who r acts for: its connection's peer.
-func (r *request) identity() identity {
-	return identity{principal: r.principal(), host: r.conn.session.hostAddress, addr: r.clientAddr(),
-		tokenAuthenticated: r.conn.session.tokenAuthenticated, clientID: r.hdr.ClientID, via: r}
+// identityOf is who r acts for: its connection's peer.
+func identityOf(r *network.Request) identity {
+	return identity{principal: r.Principal(), host: r.HostAddress(), addr: r.ClientAddr(),
+		tokenAuthenticated: r.TokenAuthenticated(), clientID: r.Header.ClientID, via: r}
 }
 
 // describe is Kafka's form of the request in authorization errors
@@ -54,16 +58,13 @@ func (who identity) describe() string {
 	if who.via == nil {
 		return ""
 	}
-	c := who.via.conn
-	local, remote := "", ""
-	if c.nc != nil {
-		local, remote = addrString(c.nc.LocalAddr()), addrString(c.nc.RemoteAddr())
-	}
+	r := who.via
+	local, remote := addrString(r.LocalAddr()), addrString(r.RemoteAddr())
 	conn := fmt.Sprintf("connectionId=%s-%s-0, session=Session(%s,/%s), listenerName=ListenerName(%s), securityProtocol=%s, buffer=null",
-		local, remote, c.session.principal, c.session.hostAddress, c.session.listenerName, c.session.securityProtocol)
+		local, remote, r.Principal(), r.HostAddress(), r.Listener(), r.SecurityProtocol())
 	if who.forwarded {
 		return fmt.Sprintf("Request(processor=0, connectionId=%s-%s-0, session=Session(%s,/%s), listenerName=ListenerName(%s), securityProtocol=%s, buffer=null, envelope=Some(Request(processor=0, %s, envelope=None)))",
-			local, remote, who.principal, who.host, c.session.listenerName, c.session.securityProtocol, conn)
+			local, remote, who.principal, who.host, r.Listener(), r.SecurityProtocol(), conn)
 	}
 	return "Request(processor=0, " + conn + ", envelope=None)"
 }
@@ -75,17 +76,25 @@ func addrString(a net.Addr) string {
 	return a.String()
 }
 
-type identityKey struct{}
-
-// withIdentity returns ctx carrying who.
+// withIdentity returns ctx carrying who: a request the controller client
+// is given with it is forwarded in an envelope for who.
 func withIdentity(ctx context.Context, who identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, who)
+	return controllerclient.WithForwarded(ctx, who)
 }
 
 // identityFrom is the identity ctx carries, if any.
 func identityFrom(ctx context.Context) (identity, bool) {
-	who, ok := ctx.Value(identityKey{}).(identity)
+	f, ok := controllerclient.ForwardedFrom(ctx)
+	if !ok {
+		return identity{}, false
+	}
+	who, ok := f.(identity)
 	return who, ok
+}
+
+// Envelope is what an envelope carries of who (controllerclient.Forwarded).
+func (who identity) Envelope() controllerclient.Envelope {
+	return controllerclient.Envelope{Principal: who.principal, TokenAuthenticated: who.tokenAuthenticated, ClientID: who.clientID, Addr: who.addr}
 }
 
 // allowed reports whether who may do op on the resource, logging a
@@ -94,7 +103,7 @@ func (b *Broker) allowed(who identity, op kmsg.ACLOperation, rt kmsg.ACLResource
 	if b.authz == nil {
 		return true
 	}
-	ok, err := b.authz.authorize(who.principal, who.host, op, rt, name)
+	ok, err := b.authz.Authorize(who.principal, who.host, op, rt, name)
 	if !ok {
 		b.log.Info("authorization denied", "principal", who.principal.String(), "operation", metadata.OperationName(op),
 			"host", who.host, "resource", metadata.ResourceTypeName(rt)+":LITERAL:"+name, "err", err)
@@ -109,16 +118,16 @@ func (b *Broker) allowedQuiet(who identity, op kmsg.ACLOperation, rt kmsg.ACLRes
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.authorize(who.principal, who.host, op, rt, name)
+	ok, _ := b.authz.Authorize(who.principal, who.host, op, rt, name)
 	return ok
 }
 
 // can reports whether r may do op on the resource.
-func (b *Broker) can(r *request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+func (b *Broker) can(r *network.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if b.authz == nil {
 		return true
 	}
-	return b.allowed(r.identity(), op, rt, name)
+	return b.allowed(identityOf(r), op, rt, name)
 }
 
 // clusterAllowed reports whether who may do op on the cluster.
@@ -132,7 +141,7 @@ func (b *Broker) allowedAnyOfType(who identity, op kmsg.ACLOperation, rt kmsg.AC
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.authorizeByResourceType(who.principal, who.host, op, rt)
+	ok, _ := b.authz.AuthorizeByResourceType(who.principal, who.host, op, rt)
 	return ok
 }
 
@@ -141,7 +150,7 @@ func (b *Broker) allowedAnyOfType(who identity, op kmsg.ACLOperation, rt kmsg.AC
 // operation of the type when no authorizer is configured.
 func (b *Broker) authorizedOperations(who identity, rt kmsg.ACLResourceType, name string) int32 {
 	var bits int32
-	for _, op := range supportedOperations(rt) {
+	for _, op := range authz.SupportedOperations(rt) {
 		if b.allowedQuiet(who, op, rt, name) {
 			bits |= 1 << op
 		}

@@ -1,8 +1,14 @@
-package broker
-
-// Client quotas: Kafka's ClientQuotaManager and its subclasses
-// (ClientRequestQuotaManager, ControllerMutationQuotaManager) with the
-// default quota callback.
+// Package quota is the client quotas' machinery: Kafka's
+// ClientQuotaManager and its subclasses (ClientRequestQuotaManager,
+// ControllerMutationQuotaManager) with the default quota callback, and the
+// connection_creation_rate of KIP-612. It owns the quota table by user,
+// client id and IP taken from the metadata image, the sensors that measure
+// usage, the throttle-time arithmetic and the controller mutation quota
+// that implements metadata.MutationQuota. What needs a request or a
+// connection (which request is exempt, muting a throttled connection,
+// putting the throttle into a response) is broker/network's
+// (requestquota.go); which requests mutate partitions is the broker's
+// (throttle.go). Of Gregor's packages it imports metadata only.
 //
 // The quotas come from the metadata image (metadata/quotas.go). For each
 // quota type the broker keeps the entities that set its key; a request's
@@ -31,7 +37,8 @@ package broker
 // request that takes the rate above the quota is answered at once with the
 // time the client must wait for the rate to fall back to it,
 // (rate - quota) / quota * window, in throttle_time_ms; the connection then
-// reads nothing more until that time has passed (KIP-219, conn.go).
+// reads nothing more until that time has passed (KIP-219, broker/network's
+// conn.go).
 // controller_mutation_rate is a token bucket instead (KIP-599): a burst of
 // quota * controller.quota.window.num * controller.quota.window.size.seconds
 // partition mutations, refilled at the quota; the throttle is the time to
@@ -66,8 +73,10 @@ package broker
 // not counted against controller_mutation_rate (Kafka counts them
 // permissively).
 //
-// Locks: clientQuotas.mu guards the sensor map; a sensor's mu guards its
-// samples. Both are leaves; mu is released before a sensor's is taken.
+// Locks: Manager.mu guards the sensor map; a sensor's mu guards its
+// samples; a Mutation's mu its last throttle. All are leaves; Manager.mu
+// is released before a sensor's is taken.
+package quota
 
 import (
 	"context"
@@ -83,91 +92,99 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// quotaType is one of the quota managers.
-type quotaType uint8
+// Type is one of the quota managers.
+type Type uint8
 
 const (
-	quotaProduce quotaType = iota
-	quotaFetch
-	quotaRequest
-	quotaMutation
-	numQuotaTypes
-	// quotaConnection is connection_creation_rate per IP (KIP-612),
+	// Produce is producer_byte_rate: produce request bytes.
+	Produce Type = iota
+	// Fetch is consumer_byte_rate: consumer fetch response bytes.
+	Fetch
+	// Request is request_percentage: handler time.
+	Request
+	// ControllerMutation is controller_mutation_rate: partitions
+	// created or deleted.
+	ControllerMutation
+	numTypes
+	// connection is connection_creation_rate per IP (KIP-612),
 	// measured apart from the user and client-id types.
-	quotaConnection = numQuotaTypes
+	connection = numTypes
 )
 
-// quotaKeys are the quota keys of the types.
-var quotaKeys = [numQuotaTypes]string{
-	quotaProduce:  metadata.QuotaProducerByteRate,
-	quotaFetch:    metadata.QuotaConsumerByteRate,
-	quotaRequest:  metadata.QuotaRequestPercentage,
-	quotaMutation: metadata.QuotaControllerMutationRate,
+// keys are the quota keys of the types.
+var keys = [numTypes]string{
+	Produce:            metadata.QuotaProducerByteRate,
+	Fetch:              metadata.QuotaConsumerByteRate,
+	Request:            metadata.QuotaRequestPercentage,
+	ControllerMutation: metadata.QuotaControllerMutationRate,
 }
 
-// QuotaWindow is the measuring window of a quota type: Samples samples of
+// Window is the measuring window of a quota type: Samples samples of
 // Size each.
-type QuotaWindow struct {
+type Window struct {
 	Samples int
 	Size    time.Duration
 }
 
-// QuotaOptions are the broker's quota settings.
-type QuotaOptions struct {
+// Options are the broker's quota settings.
+type Options struct {
 	// Client is quota.window.num and quota.window.size.seconds (produce,
 	// fetch and request quotas).
-	Client QuotaWindow
+	Client Window
 	// Controller is controller.quota.window.num and
 	// controller.quota.window.size.seconds (controller mutations).
-	Controller QuotaWindow
+	Controller Window
 }
 
-// DefaultQuotaOptions are Kafka's defaults: 11 samples of a second.
-func DefaultQuotaOptions() QuotaOptions {
-	w := QuotaWindow{Samples: 11, Size: time.Second}
-	return QuotaOptions{Client: w, Controller: w}
+// DefaultOptions are Kafka's defaults: 11 samples of a second.
+func DefaultOptions() Options {
+	w := Window{Samples: 11, Size: time.Second}
+	return Options{Client: w, Controller: w}
 }
 
-// quotaLevels are the configured quotas of each type, by entity; a type
+// table is the configured quotas of each type, by entity; a type
 // without entities is not measured.
-type quotaLevels struct {
-	byType [numQuotaTypes]map[metadata.QuotaEntity]float64
+type table struct {
+	byType [numTypes]map[metadata.QuotaEntity]float64
 }
 
 // inactiveSensorExpiry is how long an unused pair is remembered
 // (ClientQuotaManager.InactiveSensorExpirationTimeSeconds).
 const inactiveSensorExpiry = time.Hour
 
-// clientQuotas is a node's quota managers.
-type clientQuotas struct {
-	windows [numQuotaTypes + 1]QuotaWindow
+// Manager is a node's quota managers.
+type Manager struct {
+	windows [numTypes + 1]Window
 	now     func() time.Time
 	// levels is nil while no quota of any type exists.
-	levels atomic.Pointer[quotaLevels]
+	levels atomic.Pointer[table]
 	// ips is nil while no IP has a connection_creation_rate.
 	ips atomic.Pointer[ipQuotas]
 
 	mu        sync.Mutex
-	sensors   map[sensorKey]*quotaSensor
+	sensors   map[sensorKey]*sensor
 	lastSweep time.Time
 }
 
 // sensorKey is the pair usage is counted under, per type.
 type sensorKey struct {
-	typ          quotaType
+	typ          Type
 	user, client string
 }
 
-func newClientQuotas(opts QuotaOptions, now func() time.Time) *clientQuotas {
-	def := DefaultQuotaOptions()
+// New returns the quota managers with opts' windows (Kafka's defaults
+// for a window left zero), measuring nothing until Update gives them
+// quotas.
+func New(opts Options, now func() time.Time) *Manager {
+	def := DefaultOptions()
 	if opts.Client.Samples < 1 || opts.Client.Size <= 0 {
 		opts.Client = def.Client
 	}
 	if opts.Controller.Samples < 1 || opts.Controller.Size <= 0 {
 		opts.Controller = def.Controller
 	}
-	q := &clientQuotas{now: now, sensors: map[sensorKey]*quotaSensor{}, lastSweep: now()}
-	q.windows = [numQuotaTypes + 1]QuotaWindow{opts.Client, opts.Client, opts.Client, opts.Controller, opts.Client}
+	q := &Manager{now: now, sensors: map[sensorKey]*sensor{}, lastSweep: now()}
+	q.windows = [numTypes + 1]Window{opts.Client, opts.Client, opts.Client, opts.Controller, opts.Client}
 	return q
 }
 
@@ -179,9 +196,9 @@ type ipQuotas struct {
 	hasDefault bool
 }
 
-// update takes the quotas of a new image.
-func (q *clientQuotas) update(quotas map[metadata.QuotaEntity]map[string]float64) {
-	var l quotaLevels
+// Update takes the quotas of a new image.
+func (q *Manager) Update(quotas map[metadata.QuotaEntity]map[string]float64) {
+	var l table
 	var ips ipQuotas
 	anyIP := false
 	any := false
@@ -204,7 +221,7 @@ func (q *clientQuotas) update(quotas map[metadata.QuotaEntity]map[string]float64
 			}
 			continue
 		}
-		for t, key := range quotaKeys {
+		for t, key := range keys {
 			v, ok := values[key]
 			if !ok {
 				continue
@@ -246,12 +263,12 @@ func resolveQuotaIP(name string) []netip.Addr {
 	return ips
 }
 
-// connectionThrottle records a new connection from ip against its
+// ConnectionThrottle records a new connection from ip against its
 // connection_creation_rate and returns how long to hold it before closing
 // it unserved (0: accept it). A refused connection is not counted, and
 // the wait is at most one window (ConnectionQuotas
 // .recordIpConnectionMaybeThrottle).
-func (q *clientQuotas) connectionThrottle(ip netip.Addr) time.Duration {
+func (q *Manager) ConnectionThrottle(ip netip.Addr) time.Duration {
 	if q == nil {
 		return 0
 	}
@@ -267,27 +284,27 @@ func (q *clientQuotas) connectionThrottle(ip netip.Addr) time.Duration {
 		limit = ips.def
 	}
 	now := q.now()
-	s := q.sensor(sensorKey{typ: quotaConnection, user: ip.String()}, now)
+	s := q.sensorFor(sensorKey{typ: connection, user: ip.String()}, now)
 	ms := s.recordRate(1, limit, true, now)
 	if ms <= 0 {
 		return 0
 	}
 	s.recordRate(-1, 0, false, now)
-	return time.Duration(min(ms, q.windows[quotaRequest].Size.Milliseconds())) * time.Millisecond
+	return time.Duration(min(ms, q.windows[Request].Size.Milliseconds())) * time.Millisecond
 }
 
-// enabled reports whether usage of type t is measured.
-func (q *clientQuotas) enabled(t quotaType) bool {
+// Enabled reports whether usage of type t is measured.
+func (q *Manager) Enabled(t Type) bool {
 	l := q.levels.Load()
 	return l != nil && l.byType[t] != nil
 }
 
-// active reports whether any quota exists.
-func (q *clientQuotas) active() bool { return q.levels.Load() != nil }
+// Active reports whether any quota exists.
+func (q *Manager) Active() bool { return q.levels.Load() != nil }
 
 // resolve is the pair usage of (user, clientID) is counted under for type
 // t, and the quota that applies to it (ok false: none).
-func (l *quotaLevels) resolve(t quotaType, user, clientID string) (key sensorKey, limit float64, ok bool) {
+func (l *table) resolve(t Type, user, clientID string) (key sensorKey, limit float64, ok bool) {
 	m := l.byType[t]
 	has := func(e metadata.QuotaEntity) bool { _, ok := m[e]; return ok }
 	u, c := metadata.QuotaNamed(user), metadata.QuotaNamed(clientID)
@@ -310,7 +327,7 @@ func (l *quotaLevels) resolve(t quotaType, user, clientID string) (key sensorKey
 }
 
 // limit is DefaultQuotaCallback.quotaLimit: the quota of a pair.
-func (l *quotaLevels) limit(t quotaType, user, clientID string) (float64, bool) {
+func (l *table) limit(t Type, user, clientID string) (float64, bool) {
 	m := l.byType[t]
 	var candidates []metadata.QuotaEntity
 	u, c := metadata.QuotaNamed(user), metadata.QuotaNamed(clientID)
@@ -331,8 +348,8 @@ func (l *quotaLevels) limit(t quotaType, user, clientID string) (float64, bool) 
 	return 0, false
 }
 
-// sensor returns the pair's sensor, creating it.
-func (q *clientQuotas) sensor(key sensorKey, now time.Time) *quotaSensor {
+// sensorFor returns the pair's sensor, creating it.
+func (q *Manager) sensorFor(key sensorKey, now time.Time) *sensor {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.sensors[key]
@@ -345,7 +362,7 @@ func (q *clientQuotas) sensor(key sensorKey, now time.Time) *quotaSensor {
 				}
 			}
 		}
-		s = &quotaSensor{window: q.windows[key.typ]}
+		s = &sensor{window: q.windows[key.typ]}
 		q.sensors[key] = s
 	}
 	return s
@@ -353,46 +370,46 @@ func (q *clientQuotas) sensor(key sensorKey, now time.Time) *quotaSensor {
 
 // lookup resolves the pair and its sensor for type t; ok is false when
 // the type is not measured.
-func (q *clientQuotas) lookup(t quotaType, user, clientID string, now time.Time) (s *quotaSensor, limit float64, limited, ok bool) {
+func (q *Manager) lookup(t Type, user, clientID string, now time.Time) (s *sensor, limit float64, limited, ok bool) {
 	l := q.levels.Load()
 	if l == nil || l.byType[t] == nil {
 		return nil, 0, false, false
 	}
 	key, limit, limited := l.resolve(t, user, clientID)
-	return q.sensor(key, now), limit, limited, true
+	return q.sensorFor(key, now), limit, limited, true
 }
 
-// record counts value for the client and returns the throttle time in
+// Record counts value for the client and returns the throttle time in
 // milliseconds (0 when within its quota, or none applies).
 // ClientQuotaManager.recordAndGetThrottleTimeMs; the request quota's
 // throttle is at most one window (ClientRequestQuotaManager).
-func (q *clientQuotas) record(t quotaType, user, clientID string, value float64) int32 {
+func (q *Manager) Record(t Type, user, clientID string, value float64) int32 {
 	now := q.now()
 	s, limit, limited, ok := q.lookup(t, user, clientID, now)
 	if !ok {
 		return 0
 	}
 	ms := s.recordRate(value, limit, limited, now)
-	if t == quotaRequest {
-		ms = min(ms, q.windows[quotaRequest].Size.Milliseconds())
+	if t == Request {
+		ms = min(ms, q.windows[Request].Size.Milliseconds())
 	}
 	return clampMillis(ms)
 }
 
-// unrecord takes back a value recorded for a response that was not sent
+// Unrecord takes back a value recorded for a response that was not sent
 // (a throttled fetch answers empty).
-func (q *clientQuotas) unrecord(t quotaType, user, clientID string, value float64) {
+func (q *Manager) Unrecord(t Type, user, clientID string, value float64) {
 	now := q.now()
 	if s, _, _, ok := q.lookup(t, user, clientID, now); ok {
 		s.recordRate(-value, 0, false, now)
 	}
 }
 
-// maxValueInWindow is the most that can be recorded at once without
+// MaxValueInWindow is the most that can be recorded at once without
 // certain throttling: quota * (samples - 1) * window
 // (ClientQuotaManager.getMaxValueInQuotaWindow); ok false when no quota
 // applies.
-func (q *clientQuotas) maxValueInWindow(t quotaType, user, clientID string) (float64, bool) {
+func (q *Manager) MaxValueInWindow(t Type, user, clientID string) (float64, bool) {
 	l := q.levels.Load()
 	if l == nil || l.byType[t] == nil {
 		return 0, false
@@ -415,11 +432,11 @@ func clampMillis(ms int64) int32 {
 	return int32(ms)
 }
 
-// quotaSensor is one pair's usage of one quota type: Kafka's Rate over a
+// sensor is one pair's usage of one quota type: Kafka's Rate over a
 // SampledStat (WindowedSum), or its TokenBucket for controller
 // mutations.
-type quotaSensor struct {
-	window QuotaWindow
+type sensor struct {
+	window Window
 
 	mu      sync.Mutex
 	samples []rateSample
@@ -438,12 +455,12 @@ type rateSample struct {
 	lastEvent int64
 }
 
-func (s *quotaSensor) lastUsed() time.Time { return time.UnixMilli(s.lastMs.Load()) }
+func (s *sensor) lastUsed() time.Time { return time.UnixMilli(s.lastMs.Load()) }
 
 // recordRate adds value at now and, when limited, returns the throttle
 // time if the rate is then above limit (Sensor.record with checkQuotas,
 // then QuotaUtils.throttleTime).
-func (s *quotaSensor) recordRate(value, limit float64, limited bool, now time.Time) int64 {
+func (s *sensor) recordRate(value, limit float64, limited bool, now time.Time) int64 {
 	ms := now.UnixMilli()
 	s.lastMs.Store(ms)
 	s.mu.Lock()
@@ -459,10 +476,10 @@ func (s *quotaSensor) recordRate(value, limit float64, limited bool, now time.Ti
 	return int64(math.Round((rate - limit) / limit * float64(s.windowSizeLocked(ms))))
 }
 
-func (s *quotaSensor) windowMs() int64 { return s.window.Size.Milliseconds() }
+func (s *sensor) windowMs() int64 { return s.window.Size.Milliseconds() }
 
 // recordLocked is SampledStat.record.
-func (s *quotaSensor) recordLocked(value float64, now int64) {
+func (s *sensor) recordLocked(value float64, now int64) {
 	sm := s.currentLocked(now)
 	if now-sm.start >= s.windowMs() {
 		sm = s.advanceLocked(now)
@@ -472,7 +489,7 @@ func (s *quotaSensor) recordLocked(value float64, now int64) {
 	sm.lastEvent = now
 }
 
-func (s *quotaSensor) currentLocked(now int64) *rateSample {
+func (s *sensor) currentLocked(now int64) *rateSample {
 	if len(s.samples) == 0 {
 		s.samples = append(s.samples, rateSample{start: now, lastEvent: now})
 	}
@@ -481,7 +498,7 @@ func (s *quotaSensor) currentLocked(now int64) *rateSample {
 
 // advanceLocked moves to the next sample, keeping samples+1 of them (one
 // that overlaps the window's start).
-func (s *quotaSensor) advanceLocked(now int64) *rateSample {
+func (s *sensor) advanceLocked(now int64) *rateSample {
 	s.current = (s.current + 1) % (s.window.Samples + 1)
 	if s.current >= len(s.samples) {
 		s.samples = append(s.samples, rateSample{start: now, lastEvent: now})
@@ -492,7 +509,7 @@ func (s *quotaSensor) advanceLocked(now int64) *rateSample {
 }
 
 // purgeLocked resets the samples with no event within the window.
-func (s *quotaSensor) purgeLocked(now int64) {
+func (s *sensor) purgeLocked(now int64) {
 	expire := int64(s.window.Samples) * s.windowMs()
 	for i := range s.samples {
 		if now-s.samples[i].lastEvent >= expire {
@@ -502,7 +519,7 @@ func (s *quotaSensor) purgeLocked(now int64) {
 }
 
 // rateLocked is Rate.measure: the samples' sum per second of the window.
-func (s *quotaSensor) rateLocked(now int64) float64 {
+func (s *sensor) rateLocked(now int64) float64 {
 	s.purgeLocked(now)
 	var sum float64
 	for _, sm := range s.samples {
@@ -513,7 +530,7 @@ func (s *quotaSensor) rateLocked(now int64) float64 {
 
 // windowSizeLocked is Rate.windowSize in milliseconds: the time since the
 // oldest sample began, at least samples-1 whole windows.
-func (s *quotaSensor) windowSizeLocked(now int64) int64 {
+func (s *sensor) windowSizeLocked(now int64) int64 {
 	s.purgeLocked(now)
 	if len(s.samples) == 0 {
 		s.samples = append(s.samples, rateSample{start: now, lastEvent: now})
@@ -531,7 +548,7 @@ func (s *quotaSensor) windowSizeLocked(now int64) int64 {
 }
 
 // refillLocked is TokenBucket.refill: the bucket starts full.
-func (s *quotaSensor) refillLocked(limit float64, now int64) {
+func (s *sensor) refillLocked(limit float64, now int64) {
 	burst := float64(s.window.Samples) * s.window.Size.Seconds() * limit
 	s.tokens = min(burst, s.tokens+limit*float64(now-s.tokensAt)/1000)
 	s.tokensAt = now
@@ -546,7 +563,7 @@ func mutationThrottle(tokens, limit float64) int64 {
 // recordMutations takes permits from the bucket. Strict: refused (no
 // permits taken) while the bucket is below zero, with the throttle time;
 // permissive: always taken, and the throttle time once below zero.
-func (s *quotaSensor) recordMutations(permits, limit float64, strict bool, now time.Time) (throttleMs int64, refused bool) {
+func (s *sensor) recordMutations(permits, limit float64, strict bool, now time.Time) (throttleMs int64, refused bool) {
 	ms := now.UnixMilli()
 	s.lastMs.Store(ms)
 	s.mu.Lock()
@@ -562,19 +579,27 @@ func (s *quotaSensor) recordMutations(permits, limit float64, strict bool, now t
 	return 0, false
 }
 
-// followQuotas keeps the quota managers on the metadata image's quotas.
-func (b *Broker) followQuotas() {
-	if b.meta == nil {
-		return
+// LimitsConnections reports whether any address has a
+// connection_creation_rate.
+func (q *Manager) LimitsConnections() bool { return q.ips.Load() != nil }
+
+// Images is the metadata image a node follows and its changes, in order,
+// first with the current image (prev nil): the broker's MetadataView.
+type Images interface {
+	Image() *metadata.Image
+	Subscribe(fn func(prev, next *metadata.Image)) (cancel func())
+}
+
+// Follow keeps the quota managers on the image's quotas; cancel ends it.
+func (q *Manager) Follow(images Images) (cancel func()) {
+	if img := images.Image(); img != nil {
+		q.Update(img.ClientQuotas)
 	}
-	if img := b.meta.Image(); img != nil {
-		b.quotas.update(img.ClientQuotas)
-	}
-	b.stopQuotas = b.meta.Subscribe(func(prev, next *metadata.Image) {
+	return images.Subscribe(func(prev, next *metadata.Image) {
 		// An image shares its quota map with the previous one unless a
 		// quota record changed it.
 		if prev == nil || reflect.ValueOf(prev.ClientQuotas).UnsafePointer() != reflect.ValueOf(next.ClientQuotas).UnsafePointer() {
-			b.quotas.update(next.ClientQuotas)
+			q.Update(next.ClientQuotas)
 		}
 	})
 }
@@ -583,93 +608,17 @@ func (b *Broker) followQuotas() {
 // thread's second (ClientRequestQuotaManager.NanosToPercentagePerSecond).
 func nanosToPercentage(d time.Duration) float64 { return float64(d.Nanoseconds()) * 100 / 1e9 }
 
-// requestQuotaExempt reports whether the request quota leaves the
-// request alone: what brokers and controllers send each other (Kafka's
-// cluster actions and the controller listener's APIs).
-func (r *request) requestQuotaExempt() bool {
-	if r.conn.listener.Controller {
-		return true
-	}
-	a := apiFor(r.hdr.APIKey)
-	return a != nil && a.quota.requestExempt
+// RecordRequestTime records d, the time a request's handler ran, against
+// the client's request_percentage and returns its throttle time in
+// milliseconds (0 when within its quota, or none applies).
+func (q *Manager) RecordRequestTime(user, clientID string, d time.Duration) int32 {
+	return q.Record(Request, user, clientID, nanosToPercentage(d))
 }
 
-// requestQuota is what the client quotas measure of one request.
-type requestQuota struct {
-	// size is the request's frame length without its size prefix
-	// (Kafka's request size, which the produce quota counts).
-	size int
-	// start is when the handler was called and localEnd when it
-	// returned (conn.monotonic; start 0: not measured).
-	start    int64
-	localEnd atomic.Int64
-	// bandwidthThrottle is the byte-rate quota's throttle time for the
-	// request, decided by its handler (produce).
-	bandwidthThrottle int32
-}
-
-// requestTime is how long the request's handler ran on the connection's
-// goroutine (Kafka's request handler thread time): from dispatch until
-// the handler returned, or until now while it still runs.
-func (r *request) requestTime() time.Duration {
-	rq := r.slot.quota
-	if rq == nil || rq.start == 0 {
-		return 0
-	}
-	end := rq.localEnd.Load()
-	if end == 0 {
-		end = r.conn.monotonic()
-	}
-	return time.Duration(max(end-rq.start, 0))
-}
-
-// requestThrottle records the request's handler time against the
-// client's request quota and returns its throttle time (0 when exempt or
-// within quota).
-func (r *request) requestThrottle() int32 {
-	q := r.conn.srv.quotas
-	if q == nil || r.slot.quota == nil || r.slot.quota.start == 0 || r.requestQuotaExempt() {
-		return 0
-	}
-	return q.record(quotaRequest, r.principal().Name, r.hdr.ClientID, nanosToPercentage(r.requestTime()))
-}
-
-// applyQuotas is the last step before a response is encoded: the
-// throttle time is the largest of what the handler decided (bandwidth),
-// what the response already carries (a controller's mutation throttle)
-// and the request quota's; a throttled response says so and the
-// connection is muted for that long (KIP-219: the answer goes out at
-// once, the next request waits). resp is nil for an acks=0 produce,
-// which only a bandwidth throttle can mute.
-func (r *request) applyQuotas(resp kmsg.Response) {
-	q := r.conn.srv.quotas
-	if q == nil || !q.active() {
-		return
-	}
-	var throttle int32
-	if r.slot.quota != nil {
-		throttle = r.slot.quota.bandwidthThrottle
-	}
-	if resp != nil {
-		if tr, ok := resp.(kmsg.ThrottleResponse); ok {
-			t, _ := tr.Throttle()
-			throttle = max(throttle, t)
-		}
-		throttle = max(throttle, r.requestThrottle())
-	}
-	if throttle <= 0 {
-		return
-	}
-	if st, ok := resp.(kmsg.SetThrottleResponse); ok {
-		st.SetThrottle(throttle)
-	}
-	r.conn.mute(throttle)
-}
-
-// mutationQuota is one request's controller mutation quota
+// Mutation is one request's controller mutation quota
 // (Strict/PermissiveControllerMutationQuota).
-type mutationQuota struct {
-	sensor *quotaSensor
+type Mutation struct {
+	sensor *sensor
 	limit  float64
 	strict bool
 	now    func() time.Time
@@ -680,7 +629,7 @@ type mutationQuota struct {
 }
 
 // Record implements metadata.MutationQuota.
-func (m *mutationQuota) Record(permits int) bool {
+func (m *Mutation) Record(permits int) bool {
 	now := m.now()
 	ms, refused := m.sensor.recordMutations(float64(permits), m.limit, m.strict, now)
 	if ms > 0 {
@@ -691,9 +640,10 @@ func (m *mutationQuota) Record(permits int) bool {
 	return !refused
 }
 
-// throttleTime is the throttle still due: the last one recorded, less the
-// time since (the request may have waited for its commit meanwhile).
-func (m *mutationQuota) throttleTime() int32 {
+// ThrottleTime is the throttle still due: the last one recorded, less the
+// time since (the request may have waited for its commit meanwhile). A
+// nil Mutation has none.
+func (m *Mutation) ThrottleTime() int32 {
 	if m == nil {
 		return 0
 	}
@@ -705,36 +655,23 @@ func (m *mutationQuota) throttleTime() int32 {
 	return clampMillis(m.throttleMs - m.now().Sub(m.recordedAt).Milliseconds())
 }
 
-// newMutationQuota is the mutation quota of a request from (user,
-// clientID) at version; nil when the request mutates nothing or no quota
-// applies (Kafka's UnboundedControllerMutationQuota).
-func (q *clientQuotas) newMutationQuota(key int16, version int16, user, clientID string) *mutationQuota {
-	a := apiFor(key)
-	if a == nil || !a.quota.mutates {
-		return nil
-	}
+// NewMutation is the mutation quota of a request from (user, clientID)
+// that mutates partitions; strict for the versions whose answers carry
+// THROTTLING_QUOTA_EXCEEDED. Nil when no quota applies (Kafka's
+// UnboundedControllerMutationQuota).
+func (q *Manager) NewMutation(user, clientID string, strict bool) *Mutation {
 	now := q.now()
-	s, limit, limited, ok := q.lookup(quotaMutation, user, clientID, now)
+	s, limit, limited, ok := q.lookup(ControllerMutation, user, clientID, now)
 	if !ok || !limited {
 		return nil
 	}
-	return &mutationQuota{sensor: s, limit: limit, strict: version >= a.quota.strictSince, now: q.now}
+	return &Mutation{sensor: s, limit: limit, strict: strict, now: q.now}
 }
 
-// withMutationQuota attaches the mutation quota of a request to ctx for
-// the controller deciding it; the quota is nil when none applies.
-func (q *clientQuotas) withMutationQuota(ctx context.Context, key, version int16, user, clientID string) (context.Context, *mutationQuota) {
-	mq := q.newMutationQuota(key, version, user, clientID)
-	if mq == nil {
-		return ctx, nil
-	}
-	return metadata.WithMutationQuota(ctx, mq), mq
-}
-
-// applyMutationThrottle puts a mutation quota's throttle into the
-// answer, unless it already carries a larger one (a remote controller's).
-func applyMutationThrottle(resp kmsg.Response, mq *mutationQuota) {
-	t := mq.throttleTime()
+// ApplyThrottle puts the quota's throttle into the answer, unless it
+// already carries a larger one (a remote controller's).
+func (m *Mutation) ApplyThrottle(resp kmsg.Response) {
+	t := m.ThrottleTime()
 	if t == 0 {
 		return
 	}

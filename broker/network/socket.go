@@ -1,4 +1,4 @@
-package broker
+package network
 
 // Socket reads that do not wake the runtime's monitor thread.
 //

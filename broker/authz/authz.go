@@ -1,22 +1,25 @@
-package broker
-
-// The authorizer: Kafka's StandardAuthorizer (authorizer.class.name =
-// org.apache.kafka.metadata.authorizer.StandardAuthorizer), over the ACLs of
-// the metadata image.
+// Package authz is Kafka's StandardAuthorizer (authorizer.class.name =
+// org.apache.kafka.metadata.authorizer.StandardAuthorizer) over the ACLs
+// of the metadata image: super.users, allow.everyone.if.no.acl.found, the
+// ACL index and its match semantics, and the principals it decides for.
+// The broker's handlers ask it through Authorizer.Authorize and
+// Authorizer.AuthorizeByResourceType; who a request acts for and which
+// check each API makes are the broker's (broker/checks.go). Of Gregor's
+// packages it imports metadata only.
 //
 // Semantics, exactly as StandardAuthorizerData.authorize:
 //   - A principal named in super.users (its "Type:Name" string) may do
 //     anything, even before the ACLs are loaded.
 //   - Until the first image's ACLs are loaded anyone else gets
-//     errAuthorizerNotReady (Kafka's AuthorizerNotReadyException).
+//     ErrNotReady (Kafka's AuthorizerNotReadyException).
 //   - The ACLs that apply to a resource are those of its type whose
 //     pattern covers its name: LITERAL with the same name, LITERAL "*"
 //     (any name), PREFIXED with a prefix of the name. Of those, an ACL
 //     matches when its principal is the request's or User:*, its host is
-//     the client's address (as Java's getHostAddress writes it) or "*",
-//     and its operation is the one asked, or ALL, or (ALLOW ACLs only) one
-//     that implies it: READ, WRITE, DELETE and ALTER imply DESCRIBE,
-//     ALTER_CONFIGS implies DESCRIBE_CONFIGS.
+//     the client's address (as Java's getHostAddress writes it,
+//     HostAddress) or "*", and its operation is the one asked, or ALL, or
+//     (ALLOW ACLs only) one that implies it: READ, WRITE, DELETE and ALTER
+//     imply DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS.
 //   - Any matching DENY denies; else any matching ALLOW allows; else, if
 //     any ACL applies to the resource at all, the answer is DENY; else
 //     allow.everyone.if.no.acl.found decides (default false).
@@ -27,28 +30,27 @@ package broker
 // start, and answers non-super-users on the early ones
 // AuthorizerNotReadyException (UNKNOWN_SERVER_ERROR on the wire) until
 // then. Gregor loads the image the node starts with before any listener
-// serves (Broker.Start), and its client listeners open only after the
-// broker has registered, so no listener serves before the ACLs are
+// serves (broker.Broker.Start), and its client listeners open only after
+// the broker has registered, so no listener serves before the ACLs are
 // loaded; were one to, everyone but the super users would be refused (with
 // the API's authorization error, where Kafka answers UNKNOWN_SERVER_ERROR).
 // Deviation: a client listener named in early.start.listeners opens with
 // the others, after registration.
 //
 // The ACLs are indexed once per change of the image's ACL set (an
-// immutable index swapped in atomically): per resource type, literal names
-// in a map, the wildcard ACLs apart, prefixed names in a map with the set
-// of their lengths, so that a check is a few map lookups over substrings of
-// the name and allocates nothing. With no authorizer configured the broker
-// holds a nil *authorizer and no check runs at all.
+// immutable index swapped in atomically by Load): per resource type,
+// literal names in a map, the wildcard ACLs apart, prefixed names in a map
+// with the set of their lengths, so that a check is a few map lookups over
+// substrings of the name and allocates nothing. With no authorizer
+// configured the broker holds a nil *Authorizer and no check runs at all.
+//
+// Locks: none. Checks read the index with an atomic load.
+package authz
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -63,9 +65,9 @@ const StandardAuthorizerClass = "org.apache.kafka.metadata.authorizer.StandardAu
 // ACL operations Kafka 4.3 has that kmsg does not name.
 const aclOperationTwoPhaseCommit kmsg.ACLOperation = 15
 
-// AuthorizerOptions configure the authorizer (its keys are read from the
-// broker's configuration, as Kafka hands its originals to configure).
-type AuthorizerOptions struct {
+// Options configure the authorizer (its keys are read from the broker's
+// configuration, as Kafka hands its originals to configure).
+type Options struct {
 	// SuperUsers are super.users' principals, "Type:Name".
 	SuperUsers []string
 	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
@@ -89,29 +91,29 @@ func ParseSuperUsers(v string) ([]string, error) {
 	return out, nil
 }
 
-// errAuthorizerNotReady is Kafka's AuthorizerNotReadyException, which it
-// answers as UNKNOWN_SERVER_ERROR.
-var errAuthorizerNotReady = errors.New("the authorizer is not ready")
+// ErrNotReady is Kafka's AuthorizerNotReadyException, which it answers as
+// UNKNOWN_SERVER_ERROR.
+var ErrNotReady = errors.New("the authorizer is not ready")
 
-// authorizer is one node's StandardAuthorizer.
-type authorizer struct {
+// Authorizer is one node's StandardAuthorizer.
+type Authorizer struct {
 	superUsers   map[string]bool
 	allowIfNoACL bool
-	log          *slog.Logger
 	// index is nil until the first image's ACLs are loaded.
 	index atomic.Pointer[aclIndex]
 }
 
-func newAuthorizer(opts AuthorizerOptions, log *slog.Logger) *authorizer {
-	a := &authorizer{superUsers: map[string]bool{}, allowIfNoACL: opts.AllowEveryoneIfNoACLFound, log: log}
+// New returns an authorizer that has loaded no ACLs yet.
+func New(opts Options) *Authorizer {
+	a := &Authorizer{superUsers: map[string]bool{}, allowIfNoACL: opts.AllowEveryoneIfNoACLFound}
 	for _, u := range opts.SuperUsers {
 		a.superUsers[u] = true
 	}
 	return a
 }
 
-// load indexes the image's ACLs when they are not those already indexed.
-func (a *authorizer) load(img *metadata.Image) {
+// Load indexes the image's ACLs when they are not those already indexed.
+func (a *Authorizer) Load(img *metadata.Image) {
 	if img == nil {
 		return
 	}
@@ -121,15 +123,25 @@ func (a *authorizer) load(img *metadata.Image) {
 	a.index.Store(buildACLIndex(img.ACLs))
 }
 
-// authorize decides one action. It fails only when the ACLs are not loaded
-// yet and the principal is not a super user.
-func (a *authorizer) authorize(principal Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) (bool, error) {
+// Indexed is the ACL set the authorizer decides with and how many of its
+// ACLs it indexed; nil and -1 before the first Load.
+func (a *Authorizer) Indexed() (*metadata.ACLSet, int) {
+	idx := a.index.Load()
+	if idx == nil {
+		return nil, -1
+	}
+	return idx.set, idx.count
+}
+
+// Authorize decides one action. It fails (ErrNotReady) only when the ACLs
+// are not loaded yet and the principal is not a super user.
+func (a *Authorizer) Authorize(principal Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) (bool, error) {
 	if len(a.superUsers) > 0 && a.superUsers[principal.String()] {
 		return true, nil
 	}
 	idx := a.index.Load()
 	if idx == nil {
-		return false, errAuthorizerNotReady
+		return false, ErrNotReady
 	}
 	switch idx.decide(principal, host, op, rt, name) {
 	case decisionAllow:
@@ -190,7 +202,7 @@ func buildACLIndex(set *metadata.ACLSet) *aclIndex {
 		typ, name, _ := strings.Cut(acl.Principal, ":")
 		e := aclEntry{
 			principalType: typ, principalName: name,
-			anyPrincipal: typ == PrincipalUserType && name == "*",
+			anyPrincipal: typ == UserType && name == "*",
 			host:         acl.Host, op: acl.Operation,
 			allow: acl.PermissionType == kmsg.ACLPermissionTypeAllow,
 		}
@@ -300,9 +312,9 @@ func implies(granted, op kmsg.ACLOperation) bool {
 	return false
 }
 
-// supportedOperations are the operations of a resource type that the
+// SupportedOperations are the operations of a resource type that the
 // authorized-operations fields report (AclEntry.supportedOperations).
-func supportedOperations(rt kmsg.ACLResourceType) []kmsg.ACLOperation {
+func SupportedOperations(rt kmsg.ACLResourceType) []kmsg.ACLOperation {
 	switch rt {
 	case kmsg.ACLResourceTypeTopic:
 		return []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
@@ -323,15 +335,15 @@ func supportedOperations(rt kmsg.ACLResourceType) []kmsg.ACLOperation {
 	return nil
 }
 
-// authorizeByResourceType is Kafka's Authorizer.authorizeByResourceType
+// AuthorizeByResourceType is Kafka's Authorizer.authorizeByResourceType
 // (its default method, which StandardAuthorizer keeps): whether the
 // principal may do op on at least one resource of the type. A principal
 // allowed on the made-up name "hardcode" (a super user, or no ACL applying
 // with allow.everyone.if.no.acl.found) is; else some ALLOW ACL of its own
 // for the exact operation (or ALL) must not be dominated by a DENY of the
 // same name or of a prefix of it.
-func (a *authorizer) authorizeByResourceType(p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) (bool, error) {
-	if ok, err := a.authorize(p, host, op, rt, "hardcode"); ok || err != nil {
+func (a *Authorizer) AuthorizeByResourceType(p Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) (bool, error) {
+	if ok, err := a.Authorize(p, host, op, rt, "hardcode"); ok || err != nil {
 		return ok, err
 	}
 	idx := a.index.Load()
@@ -397,40 +409,4 @@ func (a *authorizer) authorizeByResourceType(p Principal, host string, op kmsg.A
 		}
 	}
 	return false, nil
-}
-
-// javaHostAddress writes an address as Java's InetAddress.getHostAddress
-// does, which is what ACL hosts are compared with: dotted quads for IPv4
-// (and IPv4-mapped IPv6, which Java reads as IPv4), eight hexadecimal
-// groups without leading zeros or "::" for IPv6, with "%zone" when scoped.
-func javaHostAddress(a netip.Addr) string {
-	a = a.Unmap()
-	if !a.IsValid() {
-		return ""
-	}
-	if a.Is4() {
-		return a.String()
-	}
-	b := a.As16()
-	var sb strings.Builder
-	for i := 0; i < 16; i += 2 {
-		if i > 0 {
-			sb.WriteByte(':')
-		}
-		sb.WriteString(strconv.FormatUint(uint64(b[i])<<8|uint64(b[i+1]), 16))
-	}
-	if z := a.Zone(); z != "" {
-		sb.WriteByte('%')
-		sb.WriteString(z)
-	}
-	return sb.String()
-}
-
-// sortedACLs is the ACLs in a stable order (DescribeAcls answers).
-func sortedACLs(acls []metadata.ACL) {
-	slices.SortFunc(acls, func(x, y metadata.ACL) int {
-		return cmp.Or(cmp.Compare(x.ResourceType, y.ResourceType), cmp.Compare(x.ResourceName, y.ResourceName),
-			cmp.Compare(x.PatternType, y.PatternType), cmp.Compare(x.Principal, y.Principal), cmp.Compare(x.Host, y.Host),
-			cmp.Compare(x.Operation, y.Operation), cmp.Compare(x.PermissionType, y.PermissionType))
-	})
 }

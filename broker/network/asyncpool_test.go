@@ -1,10 +1,14 @@
-package broker
+package network
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gregorbroker/gregor/internal/await"
 )
 
 // A handler that blocks must not delay the next one: the pool hands work
@@ -35,12 +39,12 @@ func TestAsyncPoolReusesIdleWorkers(t *testing.T) {
 	for range 50 {
 		// What run does when a worker waits: the send succeeds. Retried
 		// because the worker may still be on its way back to waiting.
-		waitFor(t, "the worker to take the next handler", func() bool {
+		await.Until(t, 10*time.Second, "the worker to take the next handler", func() error {
 			select {
 			case p.work <- func() { done <- struct{}{} }:
-				return true
+				return nil
 			default:
-				return false
+				return errors.New("no worker waits")
 			}
 		})
 		<-done
@@ -64,7 +68,7 @@ func TestAsyncPoolCloseStopsWorkers(t *testing.T) {
 	close(release)
 	wg.Wait()
 	p.close()
-	waitFor(t, "the workers to exit", func() bool { return runtime.NumGoroutine() <= before })
+	await.Until(t, 10*time.Second, "the workers to exit", func() error { return goroutinesAtMost(before) })
 }
 
 // An idle worker exits by itself after the idle time.
@@ -75,5 +79,13 @@ func TestAsyncPoolIdleWorkerExits(t *testing.T) {
 	done := make(chan struct{})
 	p.run(func() { close(done) })
 	<-done
-	waitFor(t, "the workers to exit", func() bool { return runtime.NumGoroutine() <= before })
+	await.Until(t, 10*time.Second, "the workers to exit", func() error { return goroutinesAtMost(before) })
+}
+
+// goroutinesAtMost fails while more than n goroutines run.
+func goroutinesAtMost(n int) error {
+	if g := runtime.NumGoroutine(); g > n {
+		return fmt.Errorf("%d goroutines, %d before", g, n)
+	}
+	return nil
 }

@@ -1,8 +1,25 @@
-// Package broker serves the Kafka protocol: listeners and connections,
-// request dispatch, and thin handlers, one file per API, over the replica
-// manager (replica/), the coordinators (coordinator/) and the metadata
-// view. Lock order and goroutines: LOCKS.md at the repository root.
-package broker
+// Package network is the Kafka protocol's server side below the handlers:
+// listeners (client and controller alike) and their connection limits
+// (max.connections and its per-listener and per-IP forms,
+// connection_creation_rate), connections and their framing, the order of
+// their answers, their memory budgets, queued.max.request.bytes, idleness,
+// muting for quota throttles, the TLS handshake of SSL listeners, the SASL
+// state machine of SASL listeners, and the pool that runs handlers off a
+// connection's goroutine.
+//
+// It knows nothing of what a request means: the Server is given the
+// Handlers it dispatches to (an API key, the versions served, the
+// listeners that serve it) and advertises in ApiVersions the registries it
+// derives from them; a handler receives a *Request, reads its header and
+// decoded body, who sent it (principal, address, listener), and answers
+// it with Respond, RespondChunks, NoResponse or CloseConnection, inline or
+// from GoAsync. The request quota (broker/quota) is measured and applied
+// here, around the handler and as its answer is encoded.
+//
+// Of Gregor's packages it imports protocol, sasl, vfs, broker/ssl,
+// broker/authz (the principal) and broker/quota; never broker itself.
+// Lock order and goroutines: LOCKS.md at the repository root.
+package network
 
 import (
 	"context"
@@ -18,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
@@ -37,7 +55,7 @@ type ListenerSpec struct {
 	// others (connsecurity.go).
 	TLS *ssl.Server
 	// SASL is the authentication set-up of a SASL_PLAINTEXT or SASL_SSL
-	// listener (saslauth.go); nil for the others.
+	// listener (sasl.go); nil for the others.
 	SASL *SASLConfig
 }
 
@@ -57,33 +75,35 @@ type listener struct {
 
 func (l *listener) serves(key int16) bool { return l.allowed[key] }
 
-// handlerFunc handles one request: it answers through r, inline or from a
-// goroutine of its own (see conn.go).
-type handlerFunc func(ctx context.Context, r *request)
-
-type handler struct {
-	key      kmsg.Key
-	min, max int16
-	fn       handlerFunc
-	// unsupported, when set, answers versions below min that are
+// Handler is one API as the server dispatches it.
+type Handler struct {
+	Key      kmsg.Key
+	Min, Max int16
+	// Serve handles one request: it answers through r, inline or from a
+	// goroutine of its own (see conn.go).
+	Serve func(ctx context.Context, r *Request)
+	// Unsupported, when set, answers versions below Min that are
 	// advertised anyway (Produce v0-2).
-	unsupported func(r *request)
-	// advertisedMin is the minimum version advertised when it differs
-	// from min.
-	advertisedMin int16
-	// onBroker and onController say which listeners serve the API.
-	onBroker, onController bool
-	// internal APIs (Gregor's own RaftMessages) are served but left out of
+	Unsupported func(r *Request)
+	// AdvertisedMin is the minimum version advertised when it differs
+	// from Min.
+	AdvertisedMin int16
+	// OnClient and OnController say which listeners serve the API.
+	OnClient, OnController bool
+	// Internal APIs (Gregor's own RaftMessages) are served but left out of
 	// ApiVersions.
-	internal bool
+	Internal bool
+	// QuotaExempt requests are left alone by the request quota: what
+	// brokers and controllers send each other (Kafka's cluster actions).
+	QuotaExempt bool
 }
 
 // Server accepts connections on the configured listeners and dispatches
-// their requests to the broker's handlers.
+// their requests to its handlers.
 type Server struct {
 	opts     ServerOptions
 	log      *slog.Logger
-	handlers map[int16]*handler
+	handlers map[int16]*Handler
 	// brokerRegistry and controllerRegistry are what ApiVersions reports
 	// on client and controller listeners.
 	brokerRegistry     *protocol.Registry
@@ -91,8 +111,6 @@ type Server struct {
 	// registry is used to check ApiVersions requests; both listener kinds
 	// serve ApiVersions at the same versions.
 	registry *protocol.Registry
-	// apiVersionsResponse builds the ApiVersions body for a listener.
-	apiVersions func(l *listener, version int16) *kmsg.ApiVersionsResponse
 
 	listeners []*listener
 	draining  atomic.Bool
@@ -107,15 +125,15 @@ type Server struct {
 	frames protocol.FramePool
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
-	// quotas are the client quotas the node enforces (quota.go); nil in
-	// tests that build a bare server.
-	quotas *clientQuotas
+	// quotas are the client quotas the node enforces (broker/quota); nil
+	// when ServerOptions has none.
+	quotas *quota.Manager
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
 	wg      sync.WaitGroup
 	connsMu sync.Mutex
-	conns   map[*conn]struct{}
+	conns   map[*Conn]struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -147,7 +165,7 @@ type ServerOptions struct {
 	// in its own write, read into the connection's write buffer, instead
 	// of sending it with sendfile (conn.go, copyFileRange); 0 means
 	// DefaultCopyRangeMax, negative means every range goes by sendfile.
-	// It is at most writeBufferSize/2, so that the bytes around a range
+	// It is at most WriteBufferSize/2, so that the bytes around a range
 	// fit beside it.
 	CopyRangeMax int64
 	// SASLMaxReceiveSize is sasl.server.max.receive.size: the largest
@@ -162,9 +180,12 @@ type ServerOptions struct {
 	// image); broker.New sets it.
 	ScramCredentials sasl.ScramLookup
 	// DelegationTokens looks delegation tokens up for the SCRAM
-	// mechanisms (delegationtokens.go); broker.New sets it.
+	// mechanisms (the broker's delegationtokens.go); broker.New sets it.
 	DelegationTokens sasl.TokenLookup
-	Logger           *slog.Logger
+	// Quotas are the client quotas the server measures and applies to
+	// requests and new connections; broker.New sets it (nil: none).
+	Quotas *quota.Manager
+	Logger *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners
@@ -189,18 +210,20 @@ type ConnectionLimits struct {
 	InterBrokerListener string
 }
 
-func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *listener, version int16) *kmsg.ApiVersionsResponse) *Server {
+// NewServer returns a server of opts' listeners dispatching to handlers;
+// Listen binds them.
+func NewServer(opts ServerOptions, handlers []*Handler) *Server {
 	s := &Server{
 		opts:               opts,
 		log:                opts.Logger,
-		handlers:           map[int16]*handler{},
+		handlers:           map[int16]*Handler{},
 		brokerRegistry:     protocol.NewRegistry(),
 		controllerRegistry: protocol.NewRegistry(),
 		registry:           protocol.NewRegistry(),
-		apiVersions:        apiVersions,
-		conns:              map[*conn]struct{}{},
+		conns:              map[*Conn]struct{}{},
 		drain:              make(chan struct{}),
 		async:              newAsyncPool(asyncWorkerIdle),
+		quotas:             opts.Quotas,
 	}
 	if s.opts.MaxIdle == 0 {
 		s.opts.MaxIdle = 10 * time.Minute
@@ -211,8 +234,8 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 	switch {
 	case s.opts.CopyRangeMax == 0:
 		s.opts.CopyRangeMax = DefaultCopyRangeMax
-	case s.opts.CopyRangeMax > writeBufferSize/2:
-		s.opts.CopyRangeMax = writeBufferSize / 2
+	case s.opts.CopyRangeMax > WriteBufferSize/2:
+		s.opts.CopyRangeMax = WriteBufferSize / 2
 	}
 	if s.opts.SASLMaxReceiveSize <= 0 {
 		s.opts.SASLMaxReceiveSize = DefaultSASLMaxReceiveSize
@@ -221,22 +244,22 @@ func newServer(opts ServerOptions, handlers []*handler, apiVersions func(l *list
 		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
 	}
 	for _, h := range handlers {
-		s.handlers[int16(h.key)] = h
-		min := h.min
-		if h.unsupported != nil {
-			min = h.advertisedMin
+		s.handlers[int16(h.Key)] = h
+		min := h.Min
+		if h.Unsupported != nil {
+			min = h.AdvertisedMin
 		}
-		if h.internal {
+		if h.Internal {
 			continue
 		}
-		if h.onBroker {
-			s.brokerRegistry.Add(h.key, min, h.max)
+		if h.OnClient {
+			s.brokerRegistry.Add(h.Key, min, h.Max)
 		}
-		if h.onController {
-			s.controllerRegistry.Add(h.key, min, h.max)
+		if h.OnController {
+			s.controllerRegistry.Add(h.Key, min, h.Max)
 		}
-		if h.key == kmsg.ApiVersions {
-			s.registry.Add(h.key, min, h.max)
+		if h.Key == kmsg.ApiVersions {
+			s.registry.Add(h.Key, min, h.Max)
 		}
 	}
 	return s
@@ -289,7 +312,7 @@ func (s *Server) Listen() error {
 		l.quotas.addListener()
 		l.Port = ln.Addr().(*net.TCPAddr).Port
 		for key, h := range s.handlers {
-			if (spec.Controller && h.onController) || (!spec.Controller && h.onBroker) {
+			if (spec.Controller && h.OnController) || (!spec.Controller && h.OnClient) {
 				l.allowed[key] = true
 			}
 		}
@@ -349,7 +372,7 @@ func (s *Server) acceptLoop(l *listener) {
 			return
 		}
 		ip := remoteIP(nc)
-		if d := s.quotas.connectionThrottle(ip); d > 0 {
+		if d := s.quotas.ConnectionThrottle(ip); d > 0 {
 			// Past the address's connection_creation_rate: held
 			// unserved and closed when the throttle ends (KIP-612).
 			s.log.Debug("delaying closing of connection", "from", ip, "ms", d.Milliseconds(), "listener", l.Name)
@@ -371,7 +394,7 @@ func (s *Server) acceptLoop(l *listener) {
 			}
 		}
 		cctx, cancel := context.WithCancel(s.ctx)
-		c := &conn{
+		c := &Conn{
 			srv:      s,
 			nc:       nc,
 			in:       socketReader(nc),
@@ -443,11 +466,11 @@ func (s *Server) Shutdown() {
 
 // dispatch runs a handler; a panic is logged and closes only this
 // connection.
-func (s *Server) dispatch(ctx context.Context, h *handler, r *request) {
+func (s *Server) dispatch(ctx context.Context, h *Handler, r *Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.panics.Add(1)
-			s.log.Error("handler panicked; closing connection", "api", h.key.Name(), "version", r.hdr.APIVersion, "panic", p, "stack", string(debug.Stack()))
+			s.log.Error("handler panicked; closing connection", "api", h.Key.Name(), "version", r.Header.APIVersion, "panic", p, "stack", string(debug.Stack()))
 			r.slot.closeConn = true
 			select {
 			case <-r.slot.done:
@@ -456,17 +479,17 @@ func (s *Server) dispatch(ctx context.Context, h *handler, r *request) {
 			}
 		}
 	}()
-	h.fn(ctx, r)
+	h.Serve(ctx, r)
 }
 
-// goAsync runs the rest of a handler on its own goroutine, with the same
+// GoAsync runs the rest of a handler on its own goroutine, with the same
 // panic protection as dispatch.
-func (r *request) goAsync(fn func()) {
+func (r *Request) GoAsync(fn func()) {
 	r.conn.srv.async.run(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				r.conn.srv.panics.Add(1)
-				r.conn.log.Error("handler panicked; closing connection", "api", kmsg.NameForKey(r.hdr.APIKey), "panic", p, "stack", string(debug.Stack()))
+				r.conn.log.Error("handler panicked; closing connection", "api", kmsg.NameForKey(r.Header.APIKey), "panic", p, "stack", string(debug.Stack()))
 				r.slot.closeConn = true
 				select {
 				case <-r.slot.done:
@@ -476,6 +499,23 @@ func (r *request) goAsync(fn func()) {
 			}
 		}()
 		fn()
+	})
+}
+
+// WatchClose runs fn on a goroutine of its own once the request's
+// connection ends, unless the server is shutting down then (a connection
+// this node closes itself says nothing of the peer). Only a connection's
+// first call watches; later ones do nothing.
+func (r *Request) WatchClose(fn func()) {
+	c := r.conn
+	c.watchClose.Do(func() {
+		go func() {
+			<-c.ctx.Done()
+			if c.srv.draining.Load() {
+				return
+			}
+			fn()
+		}()
 	})
 }
 

@@ -1,4 +1,4 @@
-package broker
+package network
 
 // SaslHandshake (key 17), versions 0-1, and SaslAuthenticate (key 36),
 // versions 0-2, with the authentication state machine of a connection on a
@@ -28,14 +28,17 @@ package broker
 // mechanism; it must end with the same principal. A request arriving after
 // the session expired closes the connection, as Kafka does. On an
 // authenticated connection that cannot re-authenticate, and on listeners
-// without SASL, both APIs answer ILLEGAL_SASL_STATE as KafkaApis does.
+// without SASL, the two requests reach the ordinary dispatch, whose
+// handlers (the broker's saslapis.go) answer ILLEGAL_SASL_STATE as
+// KafkaApis does.
 //
 // Ownership: the session's state is the reader goroutine's alone; the
 // principal it sets is read by handlers later (session.go) and is never
 // written again (a re-authentication that would change it fails).
 //
 // A SCRAM exchange with the tokenauth extension authenticates the owner of
-// a delegation token (delegationtokens.go): the session is marked token
+// a delegation token (the broker's delegationtokens.go, through
+// ServerOptions.DelegationTokens): the session is marked token
 // authenticated and ends when the token expires.
 //
 // Deviations: a request of another API during the SaslAuthenticate
@@ -45,11 +48,12 @@ package broker
 // GSSAPI (Kerberos) is not implemented.
 
 import (
-	"context"
 	"encoding/binary"
+	"regexp"
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -125,7 +129,7 @@ func (a *saslSession) authenticating() bool { return a.state != authComplete }
 // handleAuthFrame gives the state machine the frames it owns. handled is
 // false for a request the ordinary dispatch serves; keep is false when the
 // connection must close.
-func (c *conn) handleAuthFrame(frame []byte) (handled, keep bool) {
+func (c *Conn) handleAuthFrame(frame []byte) (handled, keep bool) {
 	a := c.auth
 	if a.state == authComplete {
 		key, _, ok := protocol.PeekAPI(frame)
@@ -162,7 +166,7 @@ func (c *conn) handleAuthFrame(frame []byte) (handled, keep bool) {
 // validApiVersions reports whether an ApiVersions frame is one the broker
 // answers without error: a version it serves and, from v3, a valid client
 // software name and version.
-func (c *conn) validApiVersions(frame []byte, version int16) bool {
+func (c *Conn) validApiVersions(frame []byte, version int16) bool {
 	if !c.srv.registry.Serves(int16(kmsg.ApiVersions), version) {
 		return false
 	}
@@ -172,12 +176,23 @@ func (c *conn) validApiVersions(frame []byte, version int16) bool {
 	if err != nil || req.ReadFrom(body) != nil {
 		return false
 	}
-	return version < 3 || softwareNameOrVersion.MatchString(req.ClientSoftwareName) && softwareNameOrVersion.MatchString(req.ClientSoftwareVersion)
+	return version < 3 || ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+}
+
+// softwareNameOrVersion is Kafka's rule for ClientSoftwareName and
+// ClientSoftwareVersion (KIP-511).
+var softwareNameOrVersion = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// ValidClientSoftware reports whether an ApiVersions v3+ request's client
+// software name and version follow Kafka's rule (KIP-511); the request
+// is answered INVALID_REQUEST otherwise.
+func ValidClientSoftware(name, version string) bool {
+	return softwareNameOrVersion.MatchString(name) && softwareNameOrVersion.MatchString(version)
 }
 
 // authRequest handles a Kafka request before authentication completes:
 // SaslHandshake or SaslAuthenticate.
-func (c *conn) authRequest(frame []byte) bool {
+func (c *Conn) authRequest(frame []byte) bool {
 	a := c.auth
 	key, version, s := c.slotFor(frame)
 	if s == nil {
@@ -197,7 +212,7 @@ func (c *conn) authRequest(frame []byte) bool {
 		c.log.Debug("closing connection: malformed request during SASL authentication", "key", key, "version", version, "err", err)
 		return c.closeNow(s)
 	}
-	r := &request{conn: c, hdr: hdr, kreq: kreq, slot: s}
+	r := &Request{conn: c, Header: hdr, Body: kreq, slot: s}
 	switch {
 	case a.state == authReauthBadMechanism:
 		c.log.Debug("SASL re-authentication failed: mechanism changed", "from", a.mechanism)
@@ -217,7 +232,7 @@ func (c *conn) authRequest(frame []byte) bool {
 
 // slotFor reads a request frame's API key and version and queues its
 // response slot; a nil slot means the connection must close.
-func (c *conn) slotFor(frame []byte) (key, version int16, s *slot) {
+func (c *Conn) slotFor(frame []byte) (key, version int16, s *slot) {
 	key, version, ok := protocol.PeekAPI(frame)
 	if !ok {
 		return 0, 0, nil
@@ -226,7 +241,7 @@ func (c *conn) slotFor(frame []byte) (key, version int16, s *slot) {
 }
 
 // queueSlot queues the response slot of a frame, in order with the rest.
-func (c *conn) queueSlot(frame []byte) *slot {
+func (c *Conn) queueSlot(frame []byte) *slot {
 	s := &slot{done: make(chan struct{}), held: int64(cap(frame)), owner: &c.held}
 	c.held.add(s.held)
 	select {
@@ -238,15 +253,15 @@ func (c *conn) queueSlot(frame []byte) *slot {
 }
 
 // closeNow closes the connection once the responses before s are sent.
-func (c *conn) closeNow(s *slot) bool {
+func (c *Conn) closeNow(s *slot) bool {
 	s.closeConn = true
 	s.finish()
 	return false
 }
 
-func (c *conn) saslHandshake(r *request) bool {
+func (c *Conn) saslHandshake(r *Request) bool {
 	a := c.auth
-	req := r.kreq.(*kmsg.SASLHandshakeRequest)
+	req := r.Body.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = a.cfg.Mechanisms
 	if !slices.Contains(a.cfg.Mechanisms, req.Mechanism) {
@@ -254,24 +269,24 @@ func (c *conn) saslHandshake(r *request) bool {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return c.failAuthentication(r, resp)
 	}
-	a.rawTokens = r.version() == 0
+	a.rawTokens = r.Version() == 0
 	if a.reauthenticating && req.Mechanism != a.mechanism {
 		// Kafka accepts the handshake and fails the exchange's first
 		// message.
 		a.state = authReauthBadMechanism
-		r.respond(resp)
+		r.Respond(resp)
 		return true
 	}
 	a.mechanism = req.Mechanism
 	a.server = c.srv.newSASLServer(a.cfg, req.Mechanism)
 	a.state = authExchange
-	r.respond(resp)
+	r.Respond(resp)
 	return true
 }
 
-func (c *conn) saslAuthenticate(r *request) bool {
+func (c *Conn) saslAuthenticate(r *Request) bool {
 	a := c.auth
-	req := r.kreq.(*kmsg.SASLAuthenticateRequest)
+	req := r.Body.(*kmsg.SASLAuthenticateRequest)
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	reply, lifetime, err := c.authStep(req.SASLAuthBytes)
 	if err != nil {
@@ -286,14 +301,14 @@ func (c *conn) saslAuthenticate(r *request) bool {
 	}
 	resp.SASLAuthBytes = reply
 	resp.SessionLifetimeMillis = lifetime
-	r.respond(resp)
+	r.Respond(resp)
 	return true
 }
 
 // authRawToken takes a bare token after a SaslHandshake v0 and answers
 // with the mechanism's bare reply. Kafka sends nothing on a failure here:
 // the connection closes.
-func (c *conn) authRawToken(frame []byte) bool {
+func (c *Conn) authRawToken(frame []byte) bool {
 	s := c.queueSlot(frame)
 	if s == nil {
 		return false
@@ -301,7 +316,7 @@ func (c *conn) authRawToken(frame []byte) bool {
 	reply, _, err := c.authStep(frame)
 	if err != nil {
 		c.log.Debug("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
-		return c.failAuthentication(&request{conn: c, slot: s}, nil)
+		return c.failAuthentication(&Request{conn: c, slot: s}, nil)
 	}
 	if reply == nil {
 		s.noResponse = true
@@ -316,13 +331,13 @@ func (c *conn) authRawToken(frame []byte) bool {
 
 // authStep feeds the mechanism one client message; when the exchange
 // completes it ends the authentication and returns the session lifetime.
-func (c *conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) {
+func (c *Conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) {
 	a := c.auth
 	reply, done, err := a.server.Step(msg)
 	if err != nil || !done {
 		return reply, 0, err
 	}
-	p := Principal{Type: PrincipalUserType, Name: a.server.AuthorizationID()}
+	p := authz.Principal{Type: authz.UserType, Name: a.server.AuthorizationID()}
 	token := a.server.TokenAuthenticated()
 	if a.reauthenticating {
 		// The session is read by handlers on other goroutines, so it
@@ -388,7 +403,7 @@ func (a *saslSession) beginReauthentication(now time.Time) {
 // connection.failed.authentication.delay.ms and then closes the
 // connection. The reader stops at once; the connection lingers until the
 // writer has sent the answer.
-func (c *conn) failAuthentication(r *request, resp kmsg.Response) bool {
+func (c *Conn) failAuthentication(r *Request, resp kmsg.Response) bool {
 	c.auth.state = authFailed
 	c.lingering = true
 	s := r.slot
@@ -399,7 +414,7 @@ func (c *conn) failAuthentication(r *request, resp kmsg.Response) bool {
 			return
 		}
 		s.closeAfter = true
-		r.respond(resp)
+		r.Respond(resp)
 	}
 	if d := c.srv.opts.FailedAuthenticationDelay; d > 0 {
 		time.AfterFunc(d, finish)
@@ -422,38 +437,4 @@ func (s *Server) newSASLServer(cfg *SASLConfig, mechanism string) sasl.Server {
 	// Settings refuse other mechanisms; a server that accepts nothing
 	// keeps a misconfiguration from authenticating anyone.
 	return sasl.NewRefusingServer(mechanism)
-}
-
-// handleSaslHandshake answers a SaslHandshake that reaches the ordinary
-// dispatch: on a listener without SASL, or on an authenticated connection
-// that cannot re-authenticate now (KafkaApis.handleSaslHandshakeRequest).
-func (b *Broker) handleSaslHandshake(ctx context.Context, r *request) {
-	resp := r.kreq.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.ErrorCode = kerr.IllegalSaslState.Code
-	r.respond(resp)
-}
-
-// handleSaslAuthenticate answers a SaslAuthenticate that reaches the
-// ordinary dispatch (KafkaApis.handleSaslAuthenticateRequest).
-func (b *Broker) handleSaslAuthenticate(ctx context.Context, r *request) {
-	resp := r.kreq.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	resp.ErrorCode = kerr.IllegalSaslState.Code
-	msg := "SaslAuthenticate request received after successful authentication"
-	resp.ErrorMessage = &msg
-	r.respond(resp)
-}
-
-func init() {
-	register(api{
-		key: kmsg.SASLHandshake, min: 0, max: 1,
-		listeners:    allListeners,
-		authorizedAs: "nothing (authentication)",
-		handle:       (*Broker).handleSaslHandshake,
-	})
-	register(api{
-		key: kmsg.SASLAuthenticate, min: 0, max: 2,
-		listeners:    allListeners,
-		authorizedAs: "nothing (authentication)",
-		handle:       (*Broker).handleSaslAuthenticate,
-	})
 }

@@ -1,4 +1,4 @@
-package broker
+package network
 
 // A client connection.
 //
@@ -11,7 +11,7 @@ package broker
 // (writeLoop) sends finished slots strictly in request order: clients
 // pipeline requests and match responses by order. On a SASL listener the
 // reader also runs the authentication exchange inline, before it reads any
-// other request (saslauth.go); a failed one stops the reader while the
+// other request (sasl.go); a failed one stops the reader while the
 // writer sends its answer (lingering), then closes.
 //
 // Memory: a connection's requests being handled and its responses waiting
@@ -59,6 +59,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -85,20 +86,22 @@ const DefaultConnectionBudget = maxInFlight * (2 << 10)
 // in-flight requests to be answered.
 const drainTimeout = 10 * time.Second
 
-type conn struct {
+// Conn is one accepted connection. Its state is the server's own; what
+// tests and diagnostics may read of it is in inspect.go.
+type Conn struct {
 	srv *Server
 	// nc is the accepted socket: deadlines and closing act on it.
 	nc net.Conn
 	// in and out are what the connection reads and writes: on a
 	// PLAINTEXT listener nc (its socket read directly, socket.go), on an
-	// SSL one the TLS connection over nc (tls.go).
+	// SSL one the TLS connection over nc (connsecurity.go).
 	in       io.Reader
 	out      net.Conn
 	listener *listener
 	// session is who the peer is (session.go).
 	session session
 	// auth is the SASL authentication state on a SASL listener, nil on
-	// others (saslauth.go); the reader's alone.
+	// others (sasl.go); the reader's alone.
 	auth *saslSession
 	// lingering: the reader stopped after a failed authentication whose
 	// answer is still to be sent; the connection closes once it is.
@@ -109,9 +112,9 @@ type conn struct {
 	queue     chan *slot
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
-	// watchHeartbeats starts, once, the watch of a connection a broker
-	// heartbeats on (controllerapis.go).
-	watchHeartbeats sync.Once
+	// watchClose starts, once, the watch of its end that a handler asks
+	// for (Request.WatchClose).
+	watchClose sync.Once
 	// held is the memory the connection's requests and unwritten
 	// responses hold.
 	held heldBytes
@@ -129,12 +132,12 @@ type conn struct {
 }
 
 // monotonic is the connection's clock: nanoseconds since it was accepted.
-func (c *conn) monotonic() int64 { return int64(time.Since(c.idle.born)) }
+func (c *Conn) monotonic() int64 { return int64(time.Since(c.idle.born)) }
 
 // mute keeps the reader from handling another request for ms
 // milliseconds (a throttled client; a longer throttle already running
 // stands).
-func (c *conn) mute(ms int32) {
+func (c *Conn) mute(ms int32) {
 	until := c.monotonic() + int64(time.Duration(ms)*time.Millisecond)
 	for cur := c.mutedUntil.Load(); until > cur && !c.mutedUntil.CompareAndSwap(cur, until); cur = c.mutedUntil.Load() {
 	}
@@ -145,7 +148,7 @@ func (c *conn) mute(ms int32) {
 // Kafka stops reading a muted channel; here the request may already be
 // read, but it is not handled before the throttle ends, which is what
 // the client sees.
-func (c *conn) waitMuted() bool {
+func (c *Conn) waitMuted() bool {
 	until := c.mutedUntil.Load()
 	if until == 0 {
 		return true
@@ -191,7 +194,7 @@ func (h *heldBytes) add(delta int64) {
 func (h *heldBytes) full() bool { return h.n.Load() >= h.budget }
 
 // signalRoom tells a reader waiting in waitRoom to look again.
-func (c *conn) signalRoom() {
+func (c *Conn) signalRoom() {
 	select {
 	case c.room <- struct{}{}:
 	default:
@@ -202,7 +205,7 @@ func (c *conn) signalRoom() {
 // maxInFlight requests unanswered; it reports false when the connection
 // ends or the server drains first. Only the reader sends on the queue, so
 // a free place seen here is still free when it sends.
-func (c *conn) waitRoom() bool {
+func (c *Conn) waitRoom() bool {
 	for c.held.full() || len(c.queue) == cap(c.queue) {
 		select {
 		case <-c.room:
@@ -243,7 +246,7 @@ func (ic *idleClock) idleFor() time.Duration {
 // buffers and mark the connection active on every transfer. Writes go in
 // pieces so that a large response trickling out to a slow reader counts
 // as progress, not as one stall.
-type activityReader struct{ c *conn }
+type activityReader struct{ c *Conn }
 
 func (r activityReader) Read(p []byte) (int, error) {
 	n, err := r.c.in.Read(p)
@@ -253,7 +256,7 @@ func (r activityReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type activityWriter struct{ c *conn }
+type activityWriter struct{ c *Conn }
 
 // activityPiece is the most written to the socket between two touches.
 const activityPiece = 64 << 10
@@ -289,10 +292,10 @@ type slot struct {
 	held  int64
 	owner *heldBytes
 	// Exactly one of the following describes the outcome.
-	frame      []byte      // a whole encoded response frame
-	chunks     []respChunk // a response built from bytes and file ranges
-	noResponse bool        // acks=0 produce: nothing is sent
-	closeConn  bool        // close the connection instead of answering
+	frame      []byte  // a whole encoded response frame
+	chunks     []Chunk // a response built from bytes and file ranges
+	noResponse bool    // acks=0 produce: nothing is sent
+	closeConn  bool    // close the connection instead of answering
 	// closeAfter closes the connection once the response is sent (a
 	// failed authentication's answer).
 	closeAfter bool
@@ -301,16 +304,16 @@ type slot struct {
 	finished  bool // the outcome is set
 	abandoned bool // the writer will never send it
 	// quota is what the client quotas measure of the request; nil
-	// while no quota exists (quota.go). It lives here, in the slot's
+	// while no quota exists (requestquota.go). It lives here, in the slot's
 	// spare room, so that requests cost nothing more without quotas.
 	quota *requestQuota
 }
 
-// respChunk is a piece of a response: bytes, or a file range (copied or
+// Chunk is a piece of a response: bytes, or a file range (copied or
 // sent with sendfile, writeFileRange).
-type respChunk struct {
-	bytes []byte
-	file  vfs.FileRange
+type Chunk struct {
+	Bytes []byte
+	File  vfs.FileRange
 }
 
 // finish hands the slot to the writer; from here on it holds its
@@ -323,7 +326,7 @@ func (s *slot) finish() {
 		resp = int64(cap(s.frame))
 	case s.chunks != nil:
 		for _, ch := range s.chunks {
-			resp += int64(cap(ch.bytes))
+			resp += int64(cap(ch.Bytes))
 		}
 	}
 	s.owner.add(resp - s.held)
@@ -334,7 +337,7 @@ func (s *slot) finish() {
 	s.mu.Unlock()
 	close(s.done)
 	if abandoned {
-		releaseChunks(s.chunks)
+		ReleaseChunks(s.chunks)
 	}
 }
 
@@ -345,73 +348,81 @@ func (s *slot) abandon() {
 	finished := s.finished
 	s.mu.Unlock()
 	if finished {
-		releaseChunks(s.chunks)
+		ReleaseChunks(s.chunks)
 	}
 }
 
-func releaseChunks(chunks []respChunk) {
+// ReleaseChunks lets go of the file ranges of chunks never handed to
+// RespondChunks.
+func ReleaseChunks(chunks []Chunk) {
 	for _, c := range chunks {
-		c.file.Release()
+		c.File.Release()
 	}
 }
 
-// request is what a handler receives.
-type request struct {
-	conn *conn
-	hdr  protocol.RequestHeader
-	kreq kmsg.Request
+// Request is what a handler receives: one request of a connection, which
+// the handler answers exactly once, with Respond, RespondChunks,
+// NoResponse or CloseConnection, inline or from GoAsync. Answers go out
+// in the connection's request order whatever order they come in.
+type Request struct {
+	// Header is the request header.
+	Header protocol.RequestHeader
+	// Body is the decoded request, at Header's version.
+	Body kmsg.Request
+	conn *Conn
 	slot *slot
 }
 
-func (r *request) version() int16 { return r.hdr.APIVersion }
+// Version is the request's API version.
+func (r *Request) Version() int16 { return r.Header.APIVersion }
 
 // smallResponse is the capacity a response frame starts with: the common
 // answers (a produce acknowledgement, a heartbeat, an offset commit) fit in
 // it and are encoded into one allocation instead of a growing series.
 const smallResponse = 128
 
-// respond encodes resp at the request's version and releases the slot.
-func (r *request) respond(resp kmsg.Response) {
+// Respond encodes resp at the request's version and releases the slot.
+func (r *Request) Respond(resp kmsg.Response) {
 	r.applyQuotas(resp)
-	resp.SetVersion(r.hdr.APIVersion)
-	r.slot.frame = protocol.AppendResponse(make([]byte, 0, smallResponse), r.hdr.CorrelationID, resp)
+	resp.SetVersion(r.Header.APIVersion)
+	r.slot.frame = protocol.AppendResponse(make([]byte, 0, smallResponse), r.Header.CorrelationID, resp)
 	r.slot.finish()
 }
 
-// respondChunks sends a pre-encoded response made of chunks. The first
+// RespondChunks sends a pre-encoded response made of chunks. The first
 // chunk begins with protocol.ResponseHeaderSize bytes of room for the frame
 // size prefix and the response header, filled in here (the encoder leaves
 // them so that the response's head is one buffer).
-func (r *request) respondChunks(chunks []respChunk) {
+func (r *Request) RespondChunks(chunks []Chunk) {
 	var size int64
 	for _, c := range chunks {
-		size += int64(len(c.bytes)) + c.file.Size
+		size += int64(len(c.Bytes)) + c.File.Size
 	}
-	head := chunks[0].bytes
+	head := chunks[0].Bytes
 	binary.BigEndian.PutUint32(head, uint32(size-4))
-	binary.BigEndian.PutUint32(head[4:], uint32(r.hdr.CorrelationID))
-	if r.hdr.Flexible {
+	binary.BigEndian.PutUint32(head[4:], uint32(r.Header.CorrelationID))
+	if r.Header.Flexible {
 		head[8] = 0 // no header tags
 	}
 	r.slot.chunks = chunks
 	r.slot.finish()
 }
 
-// noResponse releases the slot without sending anything (acks=0).
-func (r *request) noResponse() {
+// NoResponse releases the slot without sending anything (acks=0).
+func (r *Request) NoResponse() {
 	r.applyQuotas(nil)
 	r.slot.noResponse = true
 	r.slot.finish()
 }
 
-// closeConnection answers by closing the connection, as Kafka does for
+// CloseConnection answers by closing the connection, as Kafka does for
 // requests it cannot process (and for failed acks=0 produce).
-func (r *request) closeConnection() {
+func (r *Request) CloseConnection() {
 	r.slot.closeConn = true
 	r.slot.finish()
 }
 
-func (c *conn) close() {
+func (c *Conn) close() {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.nc.Close()
@@ -419,7 +430,7 @@ func (c *conn) close() {
 }
 
 // serve runs the reader loop until the connection ends.
-func (c *conn) serve() {
+func (c *Conn) serve() {
 	if !c.secure() {
 		c.cancel()
 		c.close()
@@ -507,7 +518,7 @@ func (c *conn) serve() {
 // queued.max.request.bytes has room for it, and returns the bytes
 // reserved; -1 when the wait was cut short. An oversized or truncated
 // prefix reserves nothing and is left for ReadFrame to report.
-func (c *conn) reserveRequest(br *bufio.Reader, maxSize int32) (int64, error) {
+func (c *Conn) reserveRequest(br *bufio.Reader, maxSize int32) (int64, error) {
 	if c.srv.requestPool == nil {
 		return 0, nil
 	}
@@ -528,7 +539,7 @@ func (c *conn) reserveRequest(br *bufio.Reader, maxSize int32) (int64, error) {
 // expireIdle runs on the idle timer: it closes the connection once it has
 // been idle for maxIdle, and otherwise sets the timer for when it could
 // be.
-func (c *conn) expireIdle(maxIdle time.Duration) {
+func (c *Conn) expireIdle(maxIdle time.Duration) {
 	if c.ctx.Err() != nil {
 		return
 	}
@@ -543,7 +554,7 @@ func (c *conn) expireIdle(maxIdle time.Duration) {
 
 // handleFrame decodes and dispatches one request. It returns false when the
 // connection must be closed.
-func (c *conn) handleFrame(frame []byte) bool {
+func (c *Conn) handleFrame(frame []byte) bool {
 	if c.auth != nil {
 		if handled, keep := c.handleAuthFrame(frame); handled || !keep {
 			return keep
@@ -565,8 +576,8 @@ func (c *conn) handleFrame(frame []byte) bool {
 			return false
 		}
 		hdr.APIVersion = 0
-		r := &request{conn: c, hdr: hdr, slot: s}
-		r.respond(c.srv.apiVersionsUnsupported())
+		r := &Request{conn: c, Header: hdr, slot: s}
+		r.Respond(c.srv.apiVersionsUnsupported())
 		return true
 	}
 	hdr, body, err := protocol.ParseRequestHeader(frame, flexible)
@@ -589,11 +600,11 @@ func (c *conn) handleFrame(frame []byte) bool {
 		s.finish()
 		return false
 	}
-	r := &request{conn: c, hdr: hdr, kreq: kreq, slot: s}
-	if version < h.min || version > h.max {
-		if h.unsupported != nil {
+	r := &Request{conn: c, Header: hdr, Body: kreq, slot: s}
+	if version < h.Min || version > h.Max {
+		if h.Unsupported != nil {
 			// Produce v0-2: advertised, answered with UNSUPPORTED_VERSION.
-			h.unsupported(r)
+			h.Unsupported(r)
 			return true
 		}
 		c.log.Debug("closing connection: unsupported version", "api", kmsg.NameForKey(key), "version", version)
@@ -601,10 +612,10 @@ func (c *conn) handleFrame(frame []byte) bool {
 		s.finish()
 		return false
 	}
-	if q := c.srv.quotas; q != nil && q.active() {
+	if q := c.srv.quotas; q != nil && q.Active() {
 		rq := &requestQuota{size: len(frame)}
 		s.quota = rq
-		if q.enabled(quotaRequest) {
+		if q.Enabled(quota.Request) {
 			rq.start = c.monotonic()
 		}
 		c.srv.dispatch(c.ctx, h, r)
@@ -629,7 +640,7 @@ func (c *conn) handleFrame(frame []byte) bool {
 // handlers). The contract this relies on: a Produce handler neither keeps
 // the request's records nor touches the request after it finishes the
 // slot.
-func (c *conn) releaseFrame(key int16, frame []byte, s *slot) {
+func (c *Conn) releaseFrame(key int16, frame []byte, s *slot) {
 	if key != int16(kmsg.Produce) {
 		return
 	}
@@ -641,8 +652,8 @@ func (c *conn) releaseFrame(key int16, frame []byte, s *slot) {
 }
 
 // writeLoop writes finished responses in request order.
-func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(activityWriter{c}, writeBufferSize)
+func (c *Conn) writeLoop() {
+	bw := bufio.NewWriterSize(activityWriter{c}, WriteBufferSize)
 	// drain gives up on the responses not sent; the reader closes the
 	// queue once it stops.
 	drain := func() {
@@ -679,7 +690,7 @@ func (c *conn) writeLoop() {
 			err = c.writeChunks(bw, s.chunks)
 			// Sent (sendfile and the copies are done with the
 			// files) or failed.
-			releaseChunks(s.chunks)
+			ReleaseChunks(s.chunks)
 		}
 		// The response is in the socket or the writer's own buffer.
 		// A file range goes by sendfile, around activityWriter: its
@@ -701,7 +712,7 @@ func (c *conn) writeLoop() {
 // awaitHandler waits until s is finished; it reports false when the
 // connection ends first. While it waits the connection is not idle: the
 // broker owes the client an answer.
-func (c *conn) awaitHandler(s *slot) bool {
+func (c *Conn) awaitHandler(s *slot) bool {
 	select {
 	case <-s.done:
 		return true
@@ -720,18 +731,18 @@ func (c *conn) awaitHandler(s *slot) bool {
 	}
 }
 
-func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
+func (c *Conn) writeChunks(bw *bufio.Writer, chunks []Chunk) error {
 	for _, ch := range chunks {
-		if ch.bytes != nil {
-			if _, err := bw.Write(ch.bytes); err != nil {
+		if ch.Bytes != nil {
+			if _, err := bw.Write(ch.Bytes); err != nil {
 				return err
 			}
 			continue
 		}
-		if ch.file.Size == 0 {
+		if ch.File.Size == 0 {
 			continue
 		}
-		if err := c.writeFileRange(bw, ch.file); err != nil {
+		if err := c.writeFileRange(bw, ch.File); err != nil {
 			return err
 		}
 	}
@@ -751,15 +762,15 @@ func (c *conn) writeChunks(bw *bufio.Writer, chunks []respChunk) error {
 // breaks even near 32 KiB and loses at 64 KiB).
 const DefaultCopyRangeMax = 16 << 10
 
-// writeBufferSize is the writer's buffer: responses up to it that are
+// WriteBufferSize is the writer's buffer: responses up to it that are
 // finished together go out in one write.
-const writeBufferSize = 64 << 10
+const WriteBufferSize = 64 << 10
 
 // writeFileRange sends a segment range: a small one copied into the write
 // buffer, a larger one with sendfile(2) when both ends are real
 // descriptors, else through a copy. The range holds its file open (the
 // caller releases it afterwards).
-func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
+func (c *Conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
 	if fr.Size <= c.srv.opts.CopyRangeMax {
 		return copyFileRange(bw, fr)
 	}
@@ -774,7 +785,7 @@ func (c *conn) writeFileRange(bw *bufio.Writer, fr vfs.FileRange) error {
 	// Through user space (TLS, or a file that is not the OS's): bufio's
 	// ReadFrom reads the range straight into the write buffer's free
 	// space and writes it out a buffer at a time, so a large range costs
-	// one pread and one write (of TLS records) per writeBufferSize.
+	// one pread and one write (of TLS records) per WriteBufferSize.
 	n, err := io.Copy(bw, io.NewSectionReader(fr.File, fr.Pos, fr.Size))
 	if err == nil && n < fr.Size {
 		// A short copy would leave the frame shorter than its size
