@@ -158,7 +158,7 @@ func Run(ctx context.Context, c Cmd) (Output, error) {
 	cmd := exec.Command(c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ChildProcAttr()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{buf: &stdout, max: 64 << 20}
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4 << 20}
@@ -245,7 +245,7 @@ func Start(c Cmd, logPath string) (*Proc, error) {
 	cmd := exec.Command(c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ChildProcAttr()
 	cmd.Stdout = f
 	cmd.Stderr = f
 	if c.Stdin != "" {

@@ -222,7 +222,7 @@ func (n *Node) launch() {
 	}
 	n.cmd.Stdout = n.out
 	n.cmd.Stderr = n.out
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	n.cmd.SysProcAttr = integration.ChildProcAttr()
 	begin := time.Now()
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
