@@ -48,7 +48,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	}
 	// OAUTHBEARER JWKS validators load their keys first: Kafka does not
 	// start without them. Their refreshers stop with ctx.
-	for _, v := range s.jwksValidators {
+	for _, v := range s.listeners.JWKSValidators {
 		if err := v.Start(ctx); err != nil {
 			return fmt.Errorf("starting the OAUTHBEARER JWKS validator: %w", err)
 		}
@@ -61,7 +61,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// broker that calls these functions exists.
 	var meta broker.MetadataView
 	opts.ValidateBrokerConfigs = func(next map[string]string) error {
-		return s.validateTLS(meta.Image(), next)
+		return s.listeners.Validate(meta.Image(), next)
 	}
 	opts.SupportedFeatures = s.supportedFeatures
 	opts.Logger = log.With("component", "broker")
@@ -114,8 +114,8 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			return fmt.Errorf("starting the controller listeners: %w", err)
 		}
 		stopDynamicConfigs := meta.Subscribe(func(prev, next *metadata.Image) {
-			if s.brokerConfigsChanged(prev, next) {
-				s.reconfigureTLS(config.LayersFromImage(s.cfg, next))
+			if s.listeners.BrokerConfigsChanged(prev, next) {
+				s.listeners.Reconfigure(config.LayersFromImage(s.cfg, next))
 			}
 		})
 		defer stopDynamicConfigs()
@@ -191,8 +191,8 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	}
 	stopDynamicConfigs := meta.Subscribe(func(prev, next *metadata.Image) {
 		layers := config.LayersFromImage(s.cfg, next)
-		if s.brokerConfigsChanged(prev, next) {
-			s.reconfigureTLS(layers)
+		if s.listeners.BrokerConfigsChanged(prev, next) {
+			s.listeners.Reconfigure(layers)
 		}
 		logs.SetCleanerOptions(cleanerOptions(layers))
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
@@ -246,7 +246,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 	}
 	joining = len(format.Voters) == 0 && len(s.cfg.ControllerQuorumVoters) == 0 && len(s.cfg.ControllerQuorumBootstrapServers) > 0
 	if len(format.Voters) > 1 || joining {
-		transport = controller.NewNetTransport(clusterID, s.nodeID, s.controllerListenerName, s.voters, s.controllerDial, s.logger)
+		transport = controller.NewNetTransport(clusterID, s.nodeID, s.controllerListenerName, s.voters, s.listeners.ControllerDial, s.logger)
 	}
 	cfg := controller.Config{
 		FS:                       fsys,
@@ -312,7 +312,7 @@ func newForwarder(s *settings, local broker.LocalController) *controllerclient.C
 	}
 	return controllerclient.New(controllerclient.Options{
 		NodeID: s.nodeID, Local: local, MaxVersion: broker.ControllerMaxVersion, Listener: s.controllerListenerName,
-		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.controllerDial, Logger: s.logger.With("component", "forwarding"),
+		Bootstrap: bootstrap, BootstrapAddrs: addrs, Dial: s.listeners.ControllerDial, Logger: s.logger.With("component", "forwarding"),
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,12 +12,10 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/authz"
 	"github.com/gregorbroker/gregor/broker/config"
-	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/listeners"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
-	"github.com/gregorbroker/gregor/broker/ssl"
 	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -50,24 +47,15 @@ type settings struct {
 	producerIDExpiration   int64                  // producer.id.expiration.ms
 	producerIDExpiryCheck  time.Duration          // producer.id.expiration.check.interval.ms
 	logger                 *slog.Logger
-	// controllerDial and interBrokerDial connect to other nodes'
-	// controller and inter-broker listeners (nil: plain TCP): over TLS
-	// when those listeners are SSL or SASL_SSL, SASL authenticated when
-	// they are SASL ones; the TLS clients behind them follow dynamic
-	// keystore updates.
-	controllerDial  controllerclient.DialFunc
-	interBrokerDial controllerclient.DialFunc
-	controllerTLS   *ssl.Client
-	interBrokerTLS  *ssl.Client
-	// listenerTLS are the SSL listeners' server sides, by name.
-	listenerTLS map[string]*ssl.Server
+	// listeners are the listeners' TLS and SASL set-ups and the dialers
+	// of this node's connections to other nodes' controller and
+	// inter-broker listeners.
+	listeners *listeners.Set
 	// forcedClusterID is the --cluster-id of gregor storage format.
 	forcedClusterID string
 	// authorizer is the StandardAuthorizer's configuration, nil without
 	// authorizer.class.name.
 	authorizer *authz.Options
-	// jwksValidators load their keys before the node serves.
-	jwksValidators []*sasl.JWKSValidator
 	// bootstrapScram are the --add-scram credentials of gregor storage
 	// format.
 	bootstrapScram []*metadata.UserScramCredentialRecord
@@ -178,46 +166,8 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		return nil, fmt.Errorf("authorizer.class.name %s: Gregor runs no Java classes; it implements %s only (or no authorizer, when empty)", class, authz.StandardAuthorizerClass)
 	}
 
-	var specs []network.ListenerSpec
-	for _, l := range cfg.Listeners {
-		tlsServer, err := listenerTLS(cfg, l, logger)
-		if err != nil {
-			return nil, err
-		}
-		if tlsServer != nil {
-			if s.listenerTLS == nil {
-				s.listenerTLS = map[string]*ssl.Server{}
-			}
-			s.listenerTLS[l.Name] = tlsServer
-		}
-		spec := network.ListenerSpec{
-			Name: l.Name, Host: l.Host, Port: int(l.Port), SecurityProtocol: l.SecurityProtocol,
-			Controller: slices.Contains(cfg.ControllerListenerNames, l.Name),
-			TLS:        tlsServer,
-		}
-		if l.SecurityProtocol == "SASL_PLAINTEXT" || l.SecurityProtocol == "SASL_SSL" {
-			var jwks []*sasl.JWKSValidator
-			if spec.SASL, jwks, err = saslListenerConfig(cfg, l.Name, logger); err != nil {
-				return nil, err
-			}
-			s.jwksValidators = append(s.jwksValidators, jwks...)
-		}
-		specs = append(specs, spec)
-	}
-	if s.interBrokerDial, s.interBrokerTLS, err = peerDialer(cfg, cfg.InterBrokerListenerName, logger); err != nil {
+	if s.listeners, err = listeners.New(cfg, logger); err != nil {
 		return nil, err
-	}
-	if s.interBrokerDial, err = saslPeerDial(cfg, cfg.InterBrokerListenerName, "sasl.mechanism.inter.broker.protocol", s.interBrokerDial, cfg.NodeID); err != nil {
-		return nil, err
-	}
-	if s.controllerListenerName != "" {
-		if s.controllerDial, s.controllerTLS, err = peerDialer(cfg, s.controllerListenerName, logger); err != nil {
-			return nil, err
-		}
-		if s.controllerDial, err = saslPeerDial(cfg, s.controllerListenerName, "sasl.mechanism.controller.protocol", s.controllerDial, cfg.NodeID); err != nil {
-			return nil, err
-		}
-		warnScramBetweenControllers(cfg, s.controllerListenerName, logger)
 	}
 	var advertised []metadata.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
@@ -243,7 +193,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	s.brokerOpts = broker.Options{
 		NodeID: cfg.NodeID,
 		Server: network.ServerOptions{
-			Listeners:                 specs,
+			Listeners:                 s.listeners.Specs,
 			MaxRequestSize:            cfg.SocketRequestMaxBytes,
 			MaxIdle:                   maxIdle(cfg.ConnectionsMaxIdleMs),
 			QueuedMaxRequestBytes:     cfg.QueuedMaxRequestBytes,
@@ -261,7 +211,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		},
 		Advertised:                    advertised,
 		InterBrokerListener:           cfg.InterBrokerListenerName,
-		InterBrokerDial:               s.interBrokerDial,
+		InterBrokerDial:               s.listeners.InterBrokerDial,
 		AutoCreateTopics:              cfg.AutoCreateTopicsEnable,
 		NumPartitions:                 cfg.NumPartitions,
 		DefaultReplicationFactor:      int16(cfg.DefaultReplicationFactor),

@@ -1,8 +1,8 @@
-package main
+package listeners
 
-// TLS wiring: the SSL listeners' server sides, the client sides of this
-// node's connections to other nodes' inter-broker and controller
-// listeners, and Kafka's dynamic SSL updates of both.
+// TLS: the SSL listeners' server sides, the client sides of this node's
+// connections to other nodes' inter-broker and controller listeners, and
+// Kafka's dynamic SSL updates of both.
 
 import (
 	"log/slog"
@@ -63,15 +63,15 @@ func peerDialer(cfg *config.Broker, listener string, logger *slog.Logger) (contr
 	return d.Dial, cli, nil
 }
 
-// validateTLS checks that this node's SSL listeners can take the dynamic
+// Validate checks that this node's SSL listeners can take the dynamic
 // per-broker configs next (Kafka's SslFactory.validateReconfiguration, run
 // by the broker an alter request names before it is forwarded): each
 // listener whose ssl.* settings change gets its new keystore and
 // truststore loaded and compared with the old.
-func (s *settings) validateTLS(img *metadata.Image, next map[string]string) error {
+func (s *Set) Validate(img *metadata.Image, next map[string]string) error {
 	layers := config.LayersFromImage(s.cfg, img)
 	layers.DynamicBroker = next
-	for name, srv := range s.listenerTLS {
+	for name, srv := range s.servers {
 		if err := srv.Validate(ssl.Resolve(name, layers.EffectiveValue)); err != nil {
 			return err
 		}
@@ -79,20 +79,20 @@ func (s *settings) validateTLS(img *metadata.Image, next map[string]string) erro
 	return nil
 }
 
-// brokerConfigsChanged reports whether this node's dynamic configs (its
+// BrokerConfigsChanged reports whether this node's dynamic configs (its
 // own or the cluster defaults) were written between two images, changed
 // or not (a keystore rewritten in place is reloaded by setting its
 // location again, as in Kafka); the first image (start-up) counts.
-func (s *settings) brokerConfigsChanged(prev, next *metadata.Image) bool {
+func (s *Set) BrokerConfigsChanged(prev, next *metadata.Image) bool {
 	if next == nil {
 		return false
 	}
-	own := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(s.nodeID))}
+	own := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(s.cfg.NodeID))}
 	def := metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: ""}
 	return next.ConfigTouched(prev, own) || next.ConfigTouched(prev, def)
 }
 
-// reconfigureTLS applies the dynamic configs of an image to the SSL
+// Reconfigure applies the dynamic configs of an image to the SSL
 // listeners (new handshakes use the new keystore; established connections
 // carry on) and to the clients of the inter-broker and controller
 // listeners. A keystore rewritten under the same name is reloaded too
@@ -100,8 +100,8 @@ func (s *settings) brokerConfigsChanged(prev, next *metadata.Image) bool {
 // An update that cannot be applied (it was validated when it was made,
 // but a file may have changed since) keeps the old settings and is
 // logged.
-func (s *settings) reconfigureTLS(layers config.Layers) {
-	for name, srv := range s.listenerTLS {
+func (s *Set) Reconfigure(layers config.Layers) {
+	for name, srv := range s.servers {
 		changed, err := srv.Reconfigure(ssl.Resolve(name, layers.EffectiveValue))
 		switch {
 		case err != nil:
@@ -113,7 +113,7 @@ func (s *settings) reconfigureTLS(layers config.Layers) {
 	for _, c := range []struct {
 		listener string
 		client   *ssl.Client
-	}{{s.cfg.InterBrokerListenerName, s.interBrokerTLS}, {s.controllerListenerName, s.controllerTLS}} {
+	}{{s.cfg.InterBrokerListenerName, s.interBrokerTLS}, {s.controllerListener, s.controllerTLS}} {
 		if c.client == nil {
 			continue
 		}

@@ -1,7 +1,6 @@
-package main
+package listeners
 
 import (
-	"io"
 	"strings"
 	"testing"
 
@@ -25,14 +24,14 @@ func TestTLSSettings(t *testing.T) {
 		"ssl.keystore.type=PEM", "ssl.keystore.location=/nonexistent.pem",
 		"listener.name.ssl.ssl.keystore.type=PEM", "listener.name.ssl.ssl.keystore.location=" + server.KeystoreFile,
 	}
-	s, err := loadSettings("", base, io.Discard)
+	s, err := build(t, base...)
 	if err != nil {
 		t.Fatalf("an SSL listener with its own keystore: %v", err)
 	}
-	if srv := s.listenerTLS["SSL"]; srv == nil || !srv.Leaf().Equal(server.Cert) {
-		t.Fatalf("the SSL listener's server side: %+v", s.listenerTLS)
+	if srv := s.servers["SSL"]; srv == nil || !srv.Leaf().Equal(server.Cert) {
+		t.Fatalf("the SSL listener's server side: %+v", s.servers)
 	}
-	if s.interBrokerDial != nil || s.controllerDial != nil {
+	if s.InterBrokerDial != nil || s.ControllerDial != nil {
 		t.Error("PLAINTEXT inter-broker and controller listeners got TLS dialers")
 	}
 	for _, c := range []struct {
@@ -47,18 +46,18 @@ func TestTLSSettings(t *testing.T) {
 		{[]string{"listener.name.ssl.ssl.cipher.suites=TLS_NOPE"}, "listener.name.ssl.ssl.cipher.suites: Unsupported CipherSuite: TLS_NOPE"},
 		{[]string{"inter.broker.listener.name=SSL", "listener.name.ssl.ssl.endpoint.identification.algorithm=bogus"}, "ssl.endpoint.identification.algorithm bogus"},
 	} {
-		_, err := loadSettings("", append(append([]string(nil), base...), c.extra...), io.Discard)
+		_, err := build(t, append(append([]string(nil), base...), c.extra...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.extra, err, c.want)
 		}
 	}
 	// An SSL inter-broker listener gets a TLS dialer with its settings.
-	s, err = loadSettings("", append(append([]string(nil), base...), "inter.broker.listener.name=SSL",
-		"listener.name.ssl.ssl.truststore.type=PEM", "listener.name.ssl.ssl.truststore.location="+pki.CAFile), io.Discard)
+	s, err = build(t, append(append([]string(nil), base...), "inter.broker.listener.name=SSL",
+		"listener.name.ssl.ssl.truststore.type=PEM", "listener.name.ssl.ssl.truststore.location="+pki.CAFile)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.interBrokerDial == nil || s.interBrokerTLS == nil || s.controllerDial != nil {
+	if s.InterBrokerDial == nil || s.interBrokerTLS == nil || s.ControllerDial != nil {
 		t.Error("an SSL inter-broker listener got no TLS dialer")
 	}
 }

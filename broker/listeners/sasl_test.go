@@ -1,7 +1,6 @@
-package main
+package listeners
 
 import (
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -22,23 +21,17 @@ func saslOverrides(extra ...string) []string {
 }
 
 func TestSASLListenerSettings(t *testing.T) {
-	s, err := loadSettings("", saslOverrides(
+	s, err := build(t, saslOverrides(
 		"sasl.enabled.mechanisms=GSSAPI",
 		"listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
 		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";`,
 		"connections.max.reauth.ms=60000",
 		"listener.name.sasl_plaintext.plain.connections.max.reauth.ms=5000",
-		"sasl.server.max.receive.size=1000",
-		"connection.failed.authentication.delay.ms=250",
-	), io.Discard)
+	)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := s.brokerOpts.Server
-	if o.SASLMaxReceiveSize != 1000 || o.FailedAuthenticationDelay != 250*time.Millisecond {
-		t.Fatalf("server options %+v", o)
-	}
-	cfg := o.Listeners[0].SASL
+	cfg := s.Specs[0].SASL
 	if cfg == nil || len(cfg.Mechanisms) != 1 || cfg.Mechanisms[0] != sasl.Plain {
 		t.Fatalf("SASL config %+v", cfg)
 	}
@@ -48,13 +41,13 @@ func TestSASLListenerSettings(t *testing.T) {
 	if cfg.MaxReauth[sasl.Plain] != 5*time.Second {
 		t.Fatalf("max reauth %v", cfg.MaxReauth)
 	}
-	if o.Listeners[1].SASL != nil {
+	if s.Specs[1].SASL != nil {
 		t.Fatal("the PLAINTEXT controller listener got a SASL config")
 	}
 	// The inter-broker listener is SASL: this node's own connections to
 	// it authenticate; the controller listener is PLAINTEXT.
-	if s.interBrokerDial == nil || s.brokerOpts.InterBrokerDial == nil || s.controllerDial != nil {
-		t.Fatalf("dialers: inter-broker %v, options %v, controller %v", s.interBrokerDial != nil, s.brokerOpts.InterBrokerDial != nil, s.controllerDial != nil)
+	if s.InterBrokerDial == nil || s.ControllerDial != nil {
+		t.Fatalf("dialers: inter-broker %v, controller %v", s.InterBrokerDial != nil, s.ControllerDial != nil)
 	}
 }
 
@@ -62,24 +55,24 @@ func TestSASLListenerSettings(t *testing.T) {
 // sasl.mechanism.controller.protocol and the controller listener's JAAS
 // entry, though it does not serve that listener.
 func TestSASLControllerClientSettings(t *testing.T) {
-	s, err := loadSettings("", []string{
+	s, err := build(t, []string{
 		"process.roles=broker", "node.id=4", "controller.quorum.bootstrap.servers=127.0.0.1:19093",
 		"listeners=PLAINTEXT://127.0.0.1:0", "controller.listener.names=CONTROLLER",
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
 		"sasl.mechanism.controller.protocol=SCRAM-SHA-512",
 		`listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
-	}, io.Discard)
+	}...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.controllerDial == nil || s.interBrokerDial != nil {
-		t.Fatalf("dialers: controller %v, inter-broker %v", s.controllerDial != nil, s.interBrokerDial != nil)
+	if s.ControllerDial == nil || s.InterBrokerDial != nil {
+		t.Fatalf("dialers: controller %v, inter-broker %v", s.ControllerDial != nil, s.InterBrokerDial != nil)
 	}
-	_, err = loadSettings("", []string{
+	_, err = build(t, []string{
 		"process.roles=broker", "node.id=4", "controller.quorum.bootstrap.servers=127.0.0.1:19093",
 		"listeners=PLAINTEXT://127.0.0.1:0", "controller.listener.names=CONTROLLER",
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-	}, io.Discard)
+	}...)
 	if err == nil || !strings.Contains(err.Error(), "sasl.mechanism.controller.protocol=GSSAPI") {
 		t.Fatalf("the default GSSAPI controller mechanism: %v", err)
 	}
@@ -99,7 +92,7 @@ func TestSASLListenerSettingsRefused(t *testing.T) {
 		{[]string{"sasl.enabled.mechanisms=PLAIN", plainJAAS, "listener.name.sasl_plaintext.plain.sasl.server.callback.handler.class=com.example.Handler"}, "Gregor runs no Java classes"},
 		{[]string{"sasl.enabled.mechanisms=PLAIN", plainJAAS, "listener.name.sasl_plaintext.connections.max.reauth.ms=soon"}, "listener.name.sasl_plaintext.connections.max.reauth.ms"},
 	} {
-		_, err := loadSettings("", saslOverrides(tc.extra...), io.Discard)
+		_, err := build(t, saslOverrides(tc.extra...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
 		}
@@ -109,12 +102,12 @@ func TestSASLListenerSettingsRefused(t *testing.T) {
 func TestOAuthListenerSettings(t *testing.T) {
 	oauthJAAS := `listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`
 	base := []string{"sasl.enabled.mechanisms=OAUTHBEARER", "sasl.mechanism.inter.broker.protocol=OAUTHBEARER", oauthJAAS}
-	s, err := loadSettings("", saslOverrides(base...), io.Discard)
+	s, err := build(t, saslOverrides(base...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := s.brokerOpts.Server.Listeners[0].SASL.OAuth.(*sasl.UnsecuredValidator); !ok || len(v.RequiredScope) != 1 {
-		t.Fatalf("default validator %#v", s.brokerOpts.Server.Listeners[0].SASL.OAuth)
+	if v, ok := s.Specs[0].SASL.OAuth.(*sasl.UnsecuredValidator); !ok || len(v.RequiredScope) != 1 {
+		t.Fatalf("default validator %#v", s.Specs[0].SASL.OAuth)
 	}
 	jwks := t.TempDir() + "/jwks.json"
 	os.WriteFile(jwks, []byte(`{"keys":[]}`), 0o644)
@@ -123,17 +116,17 @@ func TestOAuthListenerSettings(t *testing.T) {
 		"listener.name.sasl_plaintext.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://"+jwks,
 		"sasl.oauthbearer.expected.audience=kafka,other",
 		"listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer=https://issuer")
-	_, err = loadSettings("", saslOverrides(secured...), io.Discard)
+	_, err = build(t, saslOverrides(secured...)...)
 	if err == nil || !strings.Contains(err.Error(), "file://"+jwks+" is not allowed. Update system property 'org.apache.kafka.sasl.oauthbearer.allowed.urls' to allow file://"+jwks) {
 		t.Fatalf("a JWKS URL outside the allow-list: %v", err)
 	}
 	t.Setenv("KAFKA_OPTS", "-Xmx1g -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://x,file://"+jwks)
-	s, err = loadSettings("", saslOverrides(secured...), io.Discard)
+	s, err = build(t, saslOverrides(secured...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.jwksValidators) != 1 {
-		t.Fatalf("%d JWKS validators to start", len(s.jwksValidators))
+	if len(s.JWKSValidators) != 1 {
+		t.Fatalf("%d JWKS validators to start", len(s.JWKSValidators))
 	}
 	for _, tc := range []struct {
 		extra []string
@@ -143,7 +136,7 @@ func TestOAuthListenerSettings(t *testing.T) {
 		{[]string{"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}, "sasl.oauthbearer.jwks.endpoint.url value must be non-null"},
 		{[]string{`listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorAllowableClockSkewMs="-5";`}, "Allowable clock skew millis must not be negative"},
 	} {
-		_, err := loadSettings("", saslOverrides(append(base, tc.extra...)...), io.Discard)
+		_, err := build(t, saslOverrides(append(base, tc.extra...)...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.extra, err, tc.want)
 		}
@@ -157,7 +150,7 @@ func TestSASLSSLListenerSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := loadSettings("", []string{
+	s, err := build(t, []string{
 		"listeners=PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"advertised.listeners=PLAINTEXT://127.0.0.1:1,SECURE://127.0.0.1:2",
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL,CONTROLLER:PLAINTEXT",
@@ -168,15 +161,15 @@ func TestSASLSSLListenerSettings(t *testing.T) {
 		"ssl.truststore.type=PEM", "ssl.truststore.location=" + server.ChainFile,
 		"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
 		`listener.name.secure.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="b" password="p" user_b="p";`,
-	}, io.Discard)
+	}...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := s.brokerOpts.Server.Listeners[1]
+	spec := s.Specs[1]
 	if spec.Name != "SECURE" || spec.TLS == nil || spec.SASL == nil || spec.SASL.PlainUsers["b"] != "p" {
 		t.Fatalf("the SASL_SSL listener: %+v", spec)
 	}
-	if s.interBrokerTLS == nil || s.interBrokerDial == nil {
+	if s.interBrokerTLS == nil || s.InterBrokerDial == nil {
 		t.Fatal("the SASL_SSL inter-broker listener has no TLS client or dialer")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package listeners
 
 // SASL settings of the listeners, resolved as Kafka's SaslChannelBuilder
 // resolves them: every key may be prefixed with listener.name.<listener>.

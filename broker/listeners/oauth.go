@@ -1,4 +1,4 @@
-package main
+package listeners
 
 // OAUTHBEARER validators of a listener, chosen as Kafka chooses its server
 // callback handler: the unsecured validator by default, the JWKS validator
