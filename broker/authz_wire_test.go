@@ -758,3 +758,27 @@ func TestAuthzForwardingCarriesThePrincipal(t *testing.T) {
 		t.Fatalf("alice's forwarded creation from a denied host: %v", kerr.ErrorForCode(c))
 	}
 }
+
+// A client whose CreateAcls was answered finds the ACL in force on its
+// next request, even before the image subscription has indexed it: the
+// check indexes the node's current image itself.
+func TestAuthzDecidesOnTheImageACLChangesWereAnsweredWith(t *testing.T) {
+	n := openNode(t)
+	createTopicOn(t, n, "t", 1)
+	// The subscription that indexes new images stops: only the checks'
+	// own look at the current image can see the DENY.
+	n.b.stopACLs()
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Version = 3
+	c := kmsg.NewCreateACLsRequestCreation()
+	d := deny(kmsg.ACLResourceTypeTopic, "t", kmsg.ACLOperationWrite)
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = d.ResourceType, d.ResourceName, d.PatternType
+	c.Principal, c.Host, c.Operation, c.PermissionType = d.Principal, d.Host, d.Operation, d.PermissionType
+	req.Creations = append(req.Creations, c)
+	if code := call[*kmsg.CreateACLsResponse](t, n.addr, req).Results[0].ErrorCode; code != 0 {
+		t.Fatalf("CreateAcls: %v", kerr.ErrorForCode(code))
+	}
+	if code := call[*kmsg.ProduceResponse](t, n.addr, produceReq("t", batchBytes(t, false), nil)).Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("a produce right after the DENY was answered: %v", kerr.ErrorForCode(code))
+	}
+}

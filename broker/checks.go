@@ -97,13 +97,25 @@ func (who identity) Envelope() controllerclient.Envelope {
 	return controllerclient.Envelope{Principal: who.principal, TokenAuthenticated: who.tokenAuthenticated, ClientID: who.clientID, Addr: who.addr}
 }
 
+// currentAuthz is the authorizer with the ACLs of this node's current
+// image indexed. The image subscription indexes each new image too, but
+// on its own goroutine: a client whose CreateAcls was answered (after
+// the image with them was published, in a combined node) must find them
+// in force on its next request, as it would at the controller.
+func (b *Broker) currentAuthz() *authz.Authorizer {
+	if b.meta != nil {
+		b.authz.Load(b.meta.Image())
+	}
+	return b.authz
+}
+
 // allowed reports whether who may do op on the resource, logging a
 // denial (Kafka's logIfDenied: the resource was asked for by name).
 func (b *Broker) allowed(who identity, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if b.authz == nil {
 		return true
 	}
-	ok, err := b.authz.Authorize(who.principal, who.host, op, rt, name)
+	ok, err := b.currentAuthz().Authorize(who.principal, who.host, op, rt, name)
 	if !ok {
 		b.log.Info("authorization denied", "principal", who.principal.String(), "operation", metadata.OperationName(op),
 			"host", who.host, "resource", metadata.ResourceTypeName(rt)+":LITERAL:"+name, "err", err)
@@ -118,7 +130,7 @@ func (b *Broker) allowedQuiet(who identity, op kmsg.ACLOperation, rt kmsg.ACLRes
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.Authorize(who.principal, who.host, op, rt, name)
+	ok, _ := b.currentAuthz().Authorize(who.principal, who.host, op, rt, name)
 	return ok
 }
 
@@ -141,7 +153,7 @@ func (b *Broker) allowedAnyOfType(who identity, op kmsg.ACLOperation, rt kmsg.AC
 	if b.authz == nil {
 		return true
 	}
-	ok, _ := b.authz.AuthorizeByResourceType(who.principal, who.host, op, rt)
+	ok, _ := b.currentAuthz().AuthorizeByResourceType(who.principal, who.host, op, rt)
 	return ok
 }
 

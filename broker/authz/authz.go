@@ -112,15 +112,26 @@ func New(opts Options) *Authorizer {
 	return a
 }
 
-// Load indexes the image's ACLs when they are not those already indexed.
+// Load indexes the image's ACLs when they are not those already indexed
+// and the image is newer than the one indexed. It may be called from
+// several goroutines at once (the image subscription, and checks that
+// make sure they decide on the latest image): an older image never
+// replaces a newer one's index.
 func (a *Authorizer) Load(img *metadata.Image) {
 	if img == nil {
 		return
 	}
-	if cur := a.index.Load(); cur != nil && cur.set == img.ACLs {
-		return
+	for {
+		cur := a.index.Load()
+		if cur != nil && (cur.set == img.ACLs || cur.offset >= img.Offset) {
+			return
+		}
+		next := buildACLIndex(img.ACLs)
+		next.offset = img.Offset
+		if a.index.CompareAndSwap(cur, next) {
+			return
+		}
 	}
-	a.index.Store(buildACLIndex(img.ACLs))
 }
 
 // Indexed is the ACL set the authorizer decides with and how many of its
@@ -182,7 +193,9 @@ type typeIndex struct {
 
 // aclIndex is an immutable index of one ACL set.
 type aclIndex struct {
-	set    *metadata.ACLSet
+	set *metadata.ACLSet
+	// offset is that of the image whose ACLs these are.
+	offset int64
 	byType [8]*typeIndex // by resource type code
 	count  int
 }

@@ -331,3 +331,19 @@ func FuzzParseSuperUsers(f *testing.F) {
 		}
 	})
 }
+
+// Load may be called from several goroutines with images of different
+// ages: the index only ever moves to a newer image's ACLs.
+func TestLoadNeverGoesBackToAnOlderImage(t *testing.T) {
+	a := New(Options{})
+	older := aclImage(t, nil)
+	older.Offset = 10
+	newer := aclImage(t, []metadata.ACL{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "t", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+		Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, PermissionType: kmsg.ACLPermissionTypeAllow}})
+	newer.Offset = 20
+	a.Load(newer)
+	a.Load(older)
+	if set, n := a.Indexed(); set != newer.ACLs || n != 1 {
+		t.Fatalf("after an older image: indexed %d ACLs of %p, want the newer image's %p", n, set, newer.ACLs)
+	}
+}
