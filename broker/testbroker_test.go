@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/config"
+	"github.com/gregorbroker/gregor/broker/listeners"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
@@ -127,27 +128,15 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	txns := cfg.TransactionCoordinatorConfig(log)
 	configs := config.NewProvider(cfg, log)
 	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
-	// As cmd/gregor's settings fill them in.
-	server := network.ServerOptions{
-		Listeners: []network.ListenerSpec{
-			{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
-			{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
-		},
-		MaxRequestSize:        cfg.SocketRequestMaxBytes,
-		MaxIdle:               time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		QueuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
-		SendBufferBytes:       cfg.SocketSendBufferBytes,
-		ReceiveBufferBytes:    cfg.SocketReceiveBufferBytes,
-		Limits: &network.ConnectionLimits{
-			MaxConnections:         cfg.MaxConnections,
-			ListenerMaxConnections: cfg.ListenerMaxConnections,
-			MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
-			PerIPOverrides:         cfg.MaxConnectionsPerIPOverrides,
-			InterBrokerListener:    cfg.InterBrokerListenerName,
-		},
+	// As cmd/gregor's settings fill them in, on this test's listeners.
+	keys, err := listeners.New(cfg, log)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cfg.ConnectionsMaxIdleMs < 0 {
-		server.MaxIdle = -1
+	server := keys.ServerOptions()
+	server.Listeners = []network.ListenerSpec{
+		{Name: "PLAINTEXT", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT"},
+		{Name: "CONTROLLER", Host: "127.0.0.1", SecurityProtocol: "PLAINTEXT", Controller: true},
 	}
 	if adjust != nil {
 		adjust(&server)

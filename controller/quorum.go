@@ -271,3 +271,18 @@ func describeQuorumNodes(eps map[int32][]metadata.Endpoint) []kmsg.DescribeQuoru
 func init() {
 	decides((*Controller).DescribeQuorum)
 }
+
+// IneffectiveQuorumKeys are KRaft's quorum keys whose mechanism etcd raft
+// does without, each with the reason: a node accepts them and warns that
+// they have no effect when they are set.
+func IneffectiveQuorumKeys() map[string]string {
+	return map[string]string{
+		"metadata.max.retention.bytes":              "each snapshot compacts the metadata log up to it and replaces the previous one, so nothing older is retained",
+		"metadata.max.retention.ms":                 "each snapshot compacts the metadata log up to it and replaces the previous one, so nothing older is retained",
+		"metadata.log.segment.ms":                   "metadata log segments roll by size (metadata.log.segment.bytes) and are dropped at snapshots",
+		"metadata.max.idle.interval.ms":             "brokers long-poll the controllers for new entries, so no no-op records are written",
+		"controller.quorum.fetch.timeout.ms":        "followers notice a dead leader by controller.quorum.election.timeout.ms (raft's check-quorum and pre-vote)",
+		"controller.quorum.election.backoff.max.ms": "raft randomises each election timeout between one and two controller.quorum.election.timeout.ms",
+		"controller.quorum.append.linger.ms":        "the controller proposes each decision at once and batches what is already queued",
+	}
+}

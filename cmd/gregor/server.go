@@ -194,7 +194,11 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		if s.listeners.BrokerConfigsChanged(prev, next) {
 			s.listeners.Reconfigure(layers)
 		}
-		logs.SetCleanerOptions(cleanerOptions(layers))
+		if cleaner, err := storage.ParseCleanerOptions(effectiveValue(layers)); err != nil {
+			log.Warn("the log cleaner keeps its options: a dynamic log.cleaner key is not a number", "err", err)
+		} else {
+			logs.SetCleanerOptions(cleaner)
+		}
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
 		b.SetTransactionVerification(verify == "true")
 		opts.Replicas.SetReplicationThrottles(effectiveLong(layers, "leader.replication.throttled.rate"), effectiveLong(layers, "follower.replication.throttled.rate"))
@@ -272,7 +276,7 @@ func startController(ctx context.Context, fsys vfs.FS, s *settings, clusterID st
 	cfg.DisableAutoLeaderRebalance = !s.cfg.Bool("auto.leader.rebalance.enable")
 	cfg.LeaderImbalanceCheckInterval = time.Duration(s.cfg.Long("leader.imbalance.check.interval.seconds")) * time.Second
 	cfg.UncleanLeaderElectionCheckInterval = time.Duration(s.cfg.Long("unclean.leader.election.interval.ms")) * time.Millisecond
-	cfg.DelegationTokens = s.delegationTokens()
+	cfg.DelegationTokens = s.cfg.DelegationTokenConfig()
 	// Raft counts time in ticks of 100 ms: an election times out after
 	// controller.quorum.election.timeout.ms (raft randomises it up to
 	// twice that, as KRaft does).
