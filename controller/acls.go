@@ -93,58 +93,54 @@ func newACLID(img *metadata.Image, taken map[protocol.UUID]bool) protocol.UUID {
 // CreateACLs adds ACLs. Each creation gets its own result, in request
 // order.
 func (c *Controller) CreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
-	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	return decide(c, ctx, req, (*env).createACLs, createACLsFailed)
+}
+
+// createACLs decides a CreateACLs request.
+func (e *env) createACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.CreateACLsRequest) ([]metadata.Record, *kmsg.CreateACLsResponse) {
 	acls := make([]metadata.ACL, len(req.Creations))
 	wholeRequestFails := false
 	for i, cr := range req.Creations {
 		acls[i] = metadata.CreationACL(cr)
 		wholeRequestFails = wholeRequestFails || bindingInvalid(acls[i])
 	}
-	results := make([]*apiError, len(acls))
-	fail := func(e *apiError) {
-		for i := range results {
-			results[i] = e
-		}
-	}
 	if wholeRequestFails {
-		fail(&apiError{err: kerr.UnknownServerError})
-	} else {
-		var valid []int
-		for i, acl := range acls {
-			if results[i] = validateNewACL(acl); results[i] == nil {
-				valid = append(valid, i)
-			}
-		}
-		if len(valid) > 0 {
-			tooMany, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, bool) {
-				var recs []metadata.Record
-				taken := map[protocol.UUID]bool{}
-				adding := map[metadata.ACL]bool{}
-				for _, i := range valid {
-					acl := acls[i]
-					if img.ACLs.Contains(acl) || adding[acl] {
-						continue
-					}
-					adding[acl] = true
-					id := newACLID(img, taken)
-					taken[id] = true
-					recs = append(recs, &metadata.AccessControlEntryRecord{ID: id, ACL: acl})
-				}
-				if len(recs) > maxRecordsPerOp {
-					return nil, true
-				}
-				return recs, false
-			})
-			switch {
-			case !ok || err != nil:
-				for _, i := range valid {
-					results[i] = commitError(err)
-				}
-			case tooMany:
-				fail(&apiError{err: kerr.UnknownServerError})
-			}
-		}
+		return nil, createACLsFailed(req, &apiError{err: kerr.UnknownServerError})
 	}
+	results := make([]*apiError, len(acls))
+	var recs []metadata.Record
+	taken := map[protocol.UUID]bool{}
+	adding := map[metadata.ACL]bool{}
+	for i, acl := range acls {
+		if results[i] = validateNewACL(acl); results[i] != nil {
+			continue
+		}
+		if img.ACLs.Contains(acl) || adding[acl] {
+			continue
+		}
+		adding[acl] = true
+		id := newACLID(img, taken)
+		taken[id] = true
+		recs = append(recs, &metadata.AccessControlEntryRecord{ID: id, ACL: acl})
+	}
+	if len(recs) > maxRecordsPerOp {
+		return nil, createACLsFailed(req, &apiError{err: kerr.UnknownServerError})
+	}
+	return recs, createACLsAnswer(req, results)
+}
+
+// createACLsFailed answers every creation with e.
+func createACLsFailed(req *kmsg.CreateACLsRequest, e *apiError) *kmsg.CreateACLsResponse {
+	results := make([]*apiError, len(req.Creations))
+	for i := range results {
+		results[i] = e
+	}
+	return createACLsAnswer(req, results)
+}
+
+// createACLsAnswer is the response with a result per creation.
+func createACLsAnswer(req *kmsg.CreateACLsRequest, results []*apiError) *kmsg.CreateACLsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	for _, e := range results {
 		res := kmsg.NewCreateACLsResponseResult()
 		res.ErrorCode = e.code()
@@ -161,72 +157,56 @@ func (c *Controller) CreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest
 // DeleteACLs removes the ACLs each filter matches. Each filter gets its
 // own result, in request order, listing what it matched.
 func (c *Controller) DeleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
+	return decide(c, ctx, req, (*env).deleteACLs, deleteACLsFailed)
+}
+
+// deleteACLs decides a DeleteACLs request.
+func (e *env) deleteACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteACLsRequest) ([]metadata.Record, *kmsg.DeleteACLsResponse) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	filters := make([]metadata.ACLFilter, len(req.Filters))
-	for i, f := range req.Filters {
-		filters[i] = metadata.DeleteFilter(f)
-	}
-	type outcome struct {
-		err     *apiError
-		matched []metadata.ACL
-	}
-	type decision struct {
-		outcomes []outcome
-		tooMany  bool
-	}
-	d, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, decision) {
-		var d decision
-		removing := map[protocol.UUID]bool{}
-		var recs []metadata.Record
-		ids := img.ACLs.SortedIDs()
-		for _, f := range filters {
-			if e := validateFilter(f); e != nil {
-				d.outcomes = append(d.outcomes, outcome{err: e})
+	removing := map[protocol.UUID]bool{}
+	var recs []metadata.Record
+	ids := img.ACLs.SortedIDs()
+	for _, rf := range req.Filters {
+		f := metadata.DeleteFilter(rf)
+		res := kmsg.NewDeleteACLsResponseResult()
+		if e := validateFilter(f); e != nil {
+			res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
+			resp.Results = append(resp.Results, res)
+			continue
+		}
+		for _, id := range ids {
+			acl, _ := img.ACLs.Get(id)
+			if !f.Matches(acl) {
 				continue
 			}
-			var o outcome
-			for _, id := range ids {
-				acl, _ := img.ACLs.Get(id)
-				if !f.Matches(acl) {
-					continue
-				}
-				if len(recs) >= maxRecordsPerOp {
-					return nil, decision{tooMany: true}
-				}
-				o.matched = append(o.matched, acl)
-				if !removing[id] {
-					removing[id] = true
-					recs = append(recs, &metadata.RemoveAccessControlEntryRecord{ID: id})
-				}
+			if len(recs) >= maxRecordsPerOp {
+				return nil, deleteACLsFailed(req, newAPIError(kerr.InvalidRequest, "Cannot remove more than %d acls in a single delete operation.", maxRecordsPerOp))
 			}
-			d.outcomes = append(d.outcomes, o)
+			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+			m.ResourceType = acl.ResourceType
+			m.ResourceName = acl.ResourceName
+			m.ResourcePatternType = acl.PatternType
+			m.Principal = acl.Principal
+			m.Host = acl.Host
+			m.Operation = acl.Operation
+			m.PermissionType = acl.PermissionType
+			res.MatchingACLs = append(res.MatchingACLs, m)
+			if !removing[id] {
+				removing[id] = true
+				recs = append(recs, &metadata.RemoveAccessControlEntryRecord{ID: id})
+			}
 		}
-		return recs, d
-	})
-	for i := range filters {
+		resp.Results = append(resp.Results, res)
+	}
+	return recs, resp
+}
+
+// deleteACLsFailed answers every filter with e.
+func deleteACLsFailed(req *kmsg.DeleteACLsRequest, e *apiError) *kmsg.DeleteACLsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
+	for range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
-		switch {
-		case !ok || err != nil:
-			e := commitError(err)
-			res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
-		case d.tooMany:
-			e := newAPIError(kerr.InvalidRequest, "Cannot remove more than %d acls in a single delete operation.", maxRecordsPerOp)
-			res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
-		default:
-			o := d.outcomes[i]
-			res.ErrorCode, res.ErrorMessage = o.err.code(), o.err.kafkaMessage()
-			for _, acl := range o.matched {
-				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-				m.ResourceType = acl.ResourceType
-				m.ResourceName = acl.ResourceName
-				m.ResourcePatternType = acl.PatternType
-				m.Principal = acl.Principal
-				m.Host = acl.Host
-				m.Operation = acl.Operation
-				m.PermissionType = acl.PermissionType
-				res.MatchingACLs = append(res.MatchingACLs, m)
-			}
-		}
+		res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
 		resp.Results = append(resp.Results, res)
 	}
 	return resp

@@ -113,7 +113,7 @@ func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitio
 
 // alterPartition checks one partition's requested change and returns its
 // record (nil when nothing changes), or the error Kafka answers.
-func (c *Controller) alterPartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
+func (c *env) alterPartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
 	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		return nil, kerr.UnknownTopicOrPartition
 	}

@@ -256,7 +256,7 @@ func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
 	topic := &metadata.Topic{Name: "t", Partitions: []metadata.Partition{{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}}
 	shrink := func(mv int16) *metadata.PartitionChangeRecord {
 		img.Features = map[string]int16{metadata.MetadataVersionFeature: mv}
-		pc := (&Controller{}).newPartitionChange(img, topic, 0)
+		pc := testEnv().newPartitionChange(img, topic, 0)
 		pc.isr = []int32{1, 2}
 		return pc.build()
 	}
@@ -267,7 +267,7 @@ func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
 		t.Fatalf("shrink at 3.5-IV2 keeps the leader epoch: %+v", rec)
 	}
 	img.Features = map[string]int16{metadata.MetadataVersionFeature: mvNoLeaderEpochBumpOnShrink}
-	pc := (&Controller{}).newPartitionChange(img, topic, 0)
+	pc := testEnv().newPartitionChange(img, topic, 0)
 	pc.replicas, pc.isr = []int32{1, 2}, []int32{1, 2}
 	rec := pc.build()
 	if rec.Leader != 1 || !slices.Equal(rec.Replicas, []int32{1, 2}) {

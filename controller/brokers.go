@@ -401,7 +401,7 @@ func (c *Controller) unfenceBrokerRecords(img *metadata.Image, b *metadata.Broke
 // registration shut down cleanly and leaves the ISRs as if fenced. One
 // that does not may have lost an unflushed tail of its logs: with ELR it
 // leaves the ELRs too; without ELR it is treated as fenced.
-func (c *Controller) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
+func (c *env) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
 	if !elrEnabled(img) || previousEpoch == old.Epoch {
 		return c.removeBrokerFromPartitions(img, old.ID)
 	}
@@ -411,7 +411,7 @@ func (c *Controller) brokerRestartRecords(img *metadata.Image, old *metadata.Bro
 }
 
 // removeBrokerFromPartitions takes id out of every ISR and leadership.
-func (c *Controller) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
+func (c *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
 	return c.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, id) || p.Leader == id
 	})
@@ -422,7 +422,7 @@ func (c *Controller) removeBrokerFromPartitions(img *metadata.Image, id int32) [
 // ISR and the ELR, neither may lead, add may lead although the image still
 // shows it fenced (-1 for none of each), and the partition gets a new
 // leader if its current one can no longer lead (partitionchange.go).
-func (c *Controller) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
+func (c *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
 	canLead := func(r int32) bool {
 		return r != remove && r != uncleanShutdown && (r == add || isActiveBroker(img, r))
 	}

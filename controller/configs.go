@@ -235,7 +235,7 @@ func (c *Controller) runConfigChanges(ctx context.Context, changes []configChang
 	}
 }
 
-func (c *Controller) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (c *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -252,7 +252,7 @@ func (c *Controller) incrementalAlterConfig(img *metadata.Image, ch configChange
 		case opDelete:
 			newValue = nil
 		case opAppend, opSubtract:
-			if c.cfg.Schema == nil || !c.cfg.Schema.IsList(ch.res.Type, key) {
+			if c.schema == nil || !c.schema.IsList(ch.res.Type, key) {
 				return nil, newAPIError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(op.op), key)
 			}
 			parts := c.listParts(ch.res.Type, key, curPtr)
@@ -280,11 +280,11 @@ func (c *Controller) incrementalAlterConfig(img *metadata.Image, ch configChange
 
 // listParts is the current list value of key: its override, or else its
 // default, split on commas without empty elements.
-func (c *Controller) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
+func (c *env) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
 	var v string
 	if current != nil {
 		v = *current
-	} else if d, ok := c.cfg.Schema.Default(t, key); ok {
+	} else if d, ok := c.schema.Default(t, key); ok {
 		v = d
 	} else {
 		return nil
@@ -298,7 +298,7 @@ func (c *Controller) listParts(t metadata.ConfigResourceType, key string, curren
 	return parts
 }
 
-func (c *Controller) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (c *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -321,7 +321,7 @@ func (c *Controller) legacyAlterConfig(img *metadata.Image, ch configChange) ([]
 
 // validateConfigs checks the resource's overrides after recs, then that the
 // resource exists (Kafka's order).
-func (c *Controller) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
+func (c *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
 	if e := checkMinISRChange(img, recs); e != nil {
 		return e
 	}
@@ -337,8 +337,8 @@ func (c *Controller) validateConfigs(img *metadata.Image, res metadata.ConfigRes
 			after[cr.Name] = *cr.Value
 		}
 	}
-	if c.cfg.Schema != nil {
-		if err := c.cfg.Schema.Validate(res.Type, res.Name, after); err != nil {
+	if c.schema != nil {
+		if err := c.schema.Validate(res.Type, res.Name, after); err != nil {
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
 				return &apiError{err: ke, msg: err.Error()}
@@ -349,7 +349,7 @@ func (c *Controller) validateConfigs(img *metadata.Image, res metadata.ConfigRes
 	return c.checkConfigResourceExists(img, res)
 }
 
-func (c *Controller) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
+func (c *env) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
 	switch res.Type {
 	case metadata.ConfigResourceBroker:
 		if res.Name == "" {

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"path"
 	"slices"
 	"sync"
@@ -136,10 +135,11 @@ var (
 // Controller runs the metadata quorum and applies committed records to the
 // image. In combined mode the broker in the same process calls it directly.
 type Controller struct {
-	cfg     Config
-	info    FormatInfo
-	logger  *slog.Logger
-	now     func() time.Time
+	cfg  Config
+	info FormatInfo
+	// env is what the decisions read (decide.go); its logger, clock and
+	// random source are the controller's own.
+	*env
 	rlog    *raftlog.Log
 	raftID  uint64
 	events  chan *event
@@ -147,7 +147,6 @@ type Controller struct {
 	reports chan func(*raft.RawNode)
 	stop    chan struct{}
 	done    chan struct{}
-	rng     *rand.Rand // loop
 	closeMu sync.Mutex
 	closed  bool
 
@@ -321,8 +320,7 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg:             cfg,
 		info:            info,
-		logger:          cfg.Logger.With("component", "controller", "node", cfg.NodeID),
-		now:             cfg.Now,
+		env:             newEnv(cfg, cfg.Logger.With("component", "controller", "node", cfg.NodeID)),
 		rlog:            rlog,
 		raftID:          raftIDOf(cfg.NodeID),
 		events:          make(chan *event),
@@ -330,7 +328,6 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 		reports:         make(chan func(*raft.RawNode), 64),
 		stop:            make(chan struct{}),
 		done:            make(chan struct{}),
-		rng:             rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		sessions:        map[int32]*brokerSession{},
 		peerLastContact: map[uint64]time.Time{},
 		peerCaughtUp:    map[uint64]time.Time{},

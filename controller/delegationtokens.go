@@ -68,10 +68,10 @@ func tokenForHMAC(img *metadata.Image, secret string, mac []byte) (*metadata.Del
 }
 
 // tokensEnabled reports whether this controller has a token secret.
-func (c *Controller) tokensEnabled() bool { return c.cfg.DelegationTokens.SecretKey != "" }
+func (c *env) tokensEnabled() bool { return c.delegationTokens.SecretKey != "" }
 
 // tokenCheck is the refusal every token request shares, or 0.
-func (c *Controller) tokenCheck(img *metadata.Image) int16 {
+func (c *env) tokenCheck(img *metadata.Image) int16 {
 	switch {
 	case !c.tokensEnabled():
 		return kerr.DelegationTokenAuthDisabled.Code
@@ -83,11 +83,11 @@ func (c *Controller) tokenCheck(img *metadata.Image) int16 {
 
 // tokenToChange is the token a Renew or Expire names by its HMAC, or the
 // code refusing the request before the token's state is looked at.
-func (c *Controller) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
+func (c *env) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
 	if code := c.tokenCheck(img); code != 0 {
 		return nil, code
 	}
-	t, ok := tokenForHMAC(img, c.cfg.DelegationTokens.SecretKey, mac)
+	t, ok := tokenForHMAC(img, c.delegationTokens.SecretKey, mac)
 	if !ok {
 		return nil, kerr.DelegationTokenNotFound.Code
 	}
@@ -132,7 +132,7 @@ func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester string) string
 }
 
 // decideCreateToken is DelegationTokenControlManager.createDelegationToken.
-func (c *Controller) decideCreateToken(img *metadata.Image, requester string, req *kmsg.CreateDelegationTokenRequest, nowMs int64, tokenID string) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
+func (c *env) decideCreateToken(img *metadata.Image, requester string, req *kmsg.CreateDelegationTokenRequest, nowMs int64, tokenID string) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
 	owner := tokenOwner(req, requester)
 	resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(owner)
@@ -141,12 +141,12 @@ func (c *Controller) decideCreateToken(img *metadata.Image, requester string, re
 		resp.ErrorCode = code
 		return nil, resp
 	}
-	maxLifetime := c.cfg.DelegationTokens.MaxLifetime.Milliseconds()
+	maxLifetime := c.delegationTokens.MaxLifetime.Milliseconds()
 	if req.MaxLifetimeMillis > 0 {
 		maxLifetime = min(maxLifetime, req.MaxLifetimeMillis)
 	}
 	maxMs := addMs(nowMs, maxLifetime)
-	expiryMs := min(maxMs, addMs(nowMs, c.cfg.DelegationTokens.ExpiryTime.Milliseconds()))
+	expiryMs := min(maxMs, addMs(nowMs, c.delegationTokens.ExpiryTime.Milliseconds()))
 	var renewers []string
 	for _, r := range req.Renewers {
 		if r.PrincipalType != metadata.UserPrincipalType {
@@ -166,7 +166,7 @@ func (c *Controller) decideCreateToken(img *metadata.Image, requester string, re
 	}
 	resp.IssueTimestamp, resp.ExpiryTimestamp, resp.MaxTimestamp = nowMs, expiryMs, maxMs
 	resp.TokenID = tokenID
-	resp.HMAC = sasl.TokenHMAC(c.cfg.DelegationTokens.SecretKey, tokenID)
+	resp.HMAC = sasl.TokenHMAC(c.delegationTokens.SecretKey, tokenID)
 	return []metadata.Record{rec}, resp
 }
 
@@ -184,7 +184,7 @@ func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDe
 }
 
 // decideRenewToken is DelegationTokenControlManager.renewDelegationToken.
-func (c *Controller) decideRenewToken(img *metadata.Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
+func (c *env) decideRenewToken(img *metadata.Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
 	t, code := c.tokenToChange(img, req.HMAC)
 	switch {
@@ -198,7 +198,7 @@ func (c *Controller) decideRenewToken(img *metadata.Image, requester string, req
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	}
-	renew := c.cfg.DelegationTokens.ExpiryTime.Milliseconds()
+	renew := c.delegationTokens.ExpiryTime.Milliseconds()
 	if req.RenewTimeMillis > 0 {
 		renew = min(renew, req.RenewTimeMillis)
 	}
@@ -222,7 +222,7 @@ func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.Expire
 }
 
 // decideExpireToken is DelegationTokenControlManager.expireDelegationToken.
-func (c *Controller) decideExpireToken(img *metadata.Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
+func (c *env) decideExpireToken(img *metadata.Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
 	t, code := c.tokenToChange(img, req.HMAC)
 	switch {

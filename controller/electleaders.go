@@ -113,7 +113,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 // preferred election makes the first replica the leader if it is in the
 // ISR and active (with no leader, it may elect another ISR member); an
 // unclean one elects from the ISR, then the ELR, then any active replica.
-func (c *Controller) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
+func (c *env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)

@@ -87,7 +87,7 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 	return resp
 }
 
-func (c *Controller) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
+func (c *env) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
 	invalid := func(format string, args ...any) *apiError {
 		return newAPIError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
 	}
@@ -129,12 +129,12 @@ func (c *Controller) updateFeature(img *metadata.Image, name string, level int16
 
 // reasonNotSupported says why level of feature is not supported by this
 // controller or a registered broker ("" if it is).
-func (c *Controller) reasonNotSupported(img *metadata.Image, name string, level int16) string {
-	r, ok := c.cfg.SupportedFeatures[name]
+func (c *env) reasonNotSupported(img *metadata.Image, name string, level int16) string {
+	r, ok := c.supportedFeatures[name]
 	if !ok {
 		r = [2]int16{0, 0}
 	}
-	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", c.cfg.NodeID), r); why != "" {
+	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", c.nodeID), r); why != "" {
 		return why
 	}
 	for _, id := range sortedBrokerIDs(img) {

@@ -122,7 +122,7 @@ type partitionChange struct {
 // target as it is, with the topic's min.insync.replicas and
 // unclean.leader.election.enable, the cluster's ELR level, and active
 // brokers as the ones that may lead.
-func (c *Controller) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
+func (c *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
 	p := t.Partitions[partition]
 	pc := &partitionChange{
 		img:             img,
@@ -350,18 +350,18 @@ func withoutAll(s, drop []int32) []int32 {
 // the cluster-wide dynamic default, then the static configuration
 // (Schema.Default), then fallback. The keys it is used for have broker
 // synonyms of the same name.
-func (c *Controller) topicConfig(img *metadata.Image, topic, key, fallback string) string {
+func (c *env) topicConfig(img *metadata.Image, topic, key, fallback string) string {
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}][key]; ok {
 		return v
 	}
-	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(c.cfg.NodeID))}][key]; ok {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(c.nodeID))}][key]; ok {
 		return v
 	}
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][key]; ok {
 		return v
 	}
-	if c.cfg.Schema != nil {
-		if v, ok := c.cfg.Schema.Default(metadata.ConfigResourceTopic, key); ok {
+	if c.schema != nil {
+		if v, ok := c.schema.Default(metadata.ConfigResourceTopic, key); ok {
 			return v
 		}
 	}
@@ -370,7 +370,7 @@ func (c *Controller) topicConfig(img *metadata.Image, topic, key, fallback strin
 
 // effectiveMinISR is the topic's min.insync.replicas, capped at its
 // replication factor (that of partition 0, as Kafka takes it).
-func (c *Controller) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
+func (c *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 	n, err := strconv.Atoi(strings.TrimSpace(c.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
 	if err != nil || n < 1 {
 		n = 1
@@ -382,7 +382,7 @@ func (c *Controller) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int
 }
 
 // uncleanElectionEnabled is the topic's unclean.leader.election.enable.
-func (c *Controller) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
+func (c *env) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
 	return isTrue(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
 }
 
@@ -427,7 +427,7 @@ func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *apiError {
 // writes, through the partition-change builder, a PartitionChangeRecord per
 // partition that has anything to clear. It elects only as an online
 // election would have already (never uncleanly).
-func (c *Controller) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
+func (c *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
 	if !elrEnabled(img) {
 		return nil
 	}
@@ -463,7 +463,7 @@ func (c *Controller) clearELRRecords(img *metadata.Image, recs []metadata.Record
 // (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
 // cluster-level min.insync.replicas with this node's static value when
 // there is none, and the removal of every broker-level one.
-func (c *Controller) elrSafetyRecords(img *metadata.Image) []metadata.Record {
+func (c *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
 	var recs []metadata.Record
 	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
 		v := c.staticMinISR()
@@ -481,9 +481,9 @@ func (c *Controller) elrSafetyRecords(img *metadata.Image) []metadata.Record {
 }
 
 // staticMinISR is min.insync.replicas in this node's static configuration.
-func (c *Controller) staticMinISR() string {
-	if c.cfg.Schema != nil {
-		if v, ok := c.cfg.Schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
+func (c *env) staticMinISR() string {
+	if c.schema != nil {
+		if v, ok := c.schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
 			return v
 		}
 	}

@@ -65,13 +65,13 @@ func wantPartition(t *testing.T, step string, got metadata.Partition, leader int
 
 // fence is what fencing a broker does: the partition changes, then the
 // broker is fenced.
-func fence(t *testing.T, c *Controller, img *metadata.Image, id int32) *metadata.Image {
+func fence(t *testing.T, c *env, img *metadata.Image, id int32) *metadata.Image {
 	t.Helper()
 	img = apply(t, img, c.removeBrokerFromPartitions(img, id))
 	return setBroker(img, id, true)
 }
 
-func unfence(t *testing.T, c *Controller, img *metadata.Image, id int32) *metadata.Image {
+func unfence(t *testing.T, c *env, img *metadata.Image, id int32) *metadata.Image {
 	t.Helper()
 	recs := c.leaderAndISRUpdates(img, -1, id, -1, func(p metadata.Partition) bool { return p.Leader == -1 })
 	return apply(t, setBroker(img, id, false), recs)
@@ -79,14 +79,14 @@ func unfence(t *testing.T, c *Controller, img *metadata.Image, id int32) *metada
 
 // isrChange is the record for an ISR change the leader of t-0 asks for, as
 // AlterPartition builds it once the request is valid.
-func isrChange(c *Controller, img *metadata.Image, isr []int32) *metadata.PartitionChangeRecord {
+func isrChange(c *env, img *metadata.Image, isr []int32) *metadata.PartitionChangeRecord {
 	pc := c.newPartitionChange(img, img.Topics["t"], 0)
 	pc.isr = isr
 	return pc.build()
 }
 
 func TestELRThroughFencingAndUnfencing(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
 
 	img = fence(t, c, img, 3)
@@ -113,7 +113,7 @@ func TestELRThroughFencingAndUnfencing(t *testing.T) {
 }
 
 func TestELRAtMinISRIsEmpty(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	// min.insync.replicas 2: losing one of three keeps the ISR at 2.
 	img := elrCluster(t, 3, true, "2", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
 	img = fence(t, c, img, 1)
@@ -128,7 +128,7 @@ func TestELRAtMinISRIsEmpty(t *testing.T) {
 }
 
 func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 2, false, "2", metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	img = fence(t, c, img, 1)
 	wantPartition(t, "fence 1", part(img), 2, []int32{2}, nil, nil)
@@ -147,7 +147,7 @@ func TestWithoutELRTheLastISRMemberStays(t *testing.T) {
 }
 
 func TestUncleanRestartLeavesTheELR(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
 	for _, id := range []int32{1, 2, 3} {
 		img = setBroker(img, id, true)
@@ -170,7 +170,7 @@ func TestUncleanRestartLeavesTheELR(t *testing.T) {
 }
 
 func TestUncleanElectionClearsTheELR(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1}, LastKnownELR: []int32{1}, Leader: -1})
 	img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
 	img = setBroker(img, 1, true)
@@ -188,7 +188,7 @@ func TestUncleanElectionClearsTheELR(t *testing.T) {
 }
 
 func TestElectionOrder(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 3, true, "1", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3})
 	// Preferred: replica 1 is not in the ISR.
 	if _, e := c.electLeader(img, "t", 0, electionPreferred); e == nil || e.err.Code != 80 {
@@ -388,7 +388,7 @@ func TestFencingDuringAReassignment(t *testing.T) {
 // reassignment when a removing replica is fenced, and the leader, a
 // removing replica, moves to the target set, as in Kafka.
 func TestFencingARemovingReplicaCompletesAReassignment(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 4, false, "1", metadata.Partition{
 		Replicas: []int32{2, 3, 4, 1}, ISR: []int32{1, 2, 3, 4}, Leader: 1,
 		AddingReplicas: []int32{4}, RemovingReplicas: []int32{1},
@@ -405,7 +405,7 @@ func TestFencingARemovingReplicaCompletesAReassignment(t *testing.T) {
 // below it, but the replicas it removed do not go to the ELR: they can no
 // longer lead.
 func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 4, true, "3", metadata.Partition{
 		Replicas: []int32{1, 4, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1,
 		AddingReplicas: []int32{4}, RemovingReplicas: []int32{2, 3},
@@ -423,7 +423,7 @@ func TestCompletedReassignmentLeavesNoRemovedReplicaInTheELR(t *testing.T) {
 // elects nobody uncleanly on the way, even where the topic allows it: that
 // is the periodic check's to do.
 func TestMinISRChangeClearsTheELRThroughTheBuilder(t *testing.T) {
-	c := &Controller{}
+	c := testEnv()
 	img := elrCluster(t, 3, true, "3", metadata.Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{}, ELR: []int32{1, 2}, LastKnownELR: []int32{2}, Leader: -1})
 	img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}][uncleanLeaderElectionConfig] = "true"
 	img = setBroker(setBroker(img, 1, true), 2, true)

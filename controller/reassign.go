@@ -100,7 +100,7 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.
 
 // reassignPartition decides one partition's reassignment: its record (nil
 // when nothing changes) or why it is refused.
-func (c *Controller) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
+func (c *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
@@ -142,7 +142,7 @@ func (c *Controller) reassignPartition(img *metadata.Image, topic string, p kmsg
 }
 
 // cancelReassignment reverts the reassignment in progress.
-func (c *Controller) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
+func (c *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
 	cur := t.Partitions[id]
 	if !cur.Reassigning() {
 		return nil, &apiError{err: kerr.NoReassignmentInProgress}

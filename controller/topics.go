@@ -157,7 +157,7 @@ func failCreatedTopic(r *kmsg.CreateTopicsResponseTopic, err error) {
 
 // createTopics runs on the loop: validate every topic, build the records
 // of those that pass.
-func (c *Controller) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
+func (c *env) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
 	errs := map[string]*apiError{}
 	for _, t := range topics {
 		if e := validateTopicName(t.Topic); e != nil {
@@ -233,7 +233,7 @@ func (c *Controller) createTopics(img *metadata.Image, topics []kmsg.CreateTopic
 
 // creationConfigs checks a new topic's configs and returns its config
 // records.
-func (c *Controller) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
+func (c *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
 	if len(t.Configs) == 0 {
 		return nil, nil
 	}
@@ -249,8 +249,8 @@ func (c *Controller) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsReq
 	if len(nulls) > 0 {
 		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
-	if c.cfg.Schema != nil {
-		if err := c.cfg.Schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
+	if c.schema != nil {
+		if err := c.schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
 			return nil, newAPIError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
@@ -261,7 +261,7 @@ func (c *Controller) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsReq
 	return recs, nil
 }
 
-func (c *Controller) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
+func (c *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
 	var result kmsg.CreateTopicsResponseTopic
 	var assignments [][]int32
 	if len(t.ReplicaAssignment) > 0 {
@@ -300,11 +300,11 @@ func (c *Controller) createTopic(img *metadata.Image, placer *stripedPlacer, t k
 	} else {
 		numPartitions := t.NumPartitions
 		if numPartitions == -1 {
-			numPartitions = c.cfg.DefaultPartitions
+			numPartitions = c.defaultPartitions
 		}
 		rf := t.ReplicationFactor
 		if rf == -1 {
-			rf = c.cfg.DefaultReplicationFactor
+			rf = c.defaultReplicationFactor
 		}
 		if numPartitions > maxRecordsPerOp {
 			return nil, result, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
@@ -595,7 +595,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 	return resp
 }
 
-func (c *Controller) createPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
+func (c *env) createPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
 	topic := img.Topics[t.Topic]
 	if topic == nil {
 		return nil, &apiError{err: kerr.UnknownTopicOrPartition}
