@@ -11,7 +11,9 @@ package controller
 //   - an entity is a set of (type, name) pairs; the types are user,
 //     client-id and ip; a null name is the type's default; an empty name,
 //     an unknown type, an empty entity, and ip together with user or
-//     client-id are INVALID_REQUEST; an ip must parse or resolve;
+//     client-id are INVALID_REQUEST; an ip must parse or resolve (checked
+//     when the request is read, before the decision: the controller's
+//     loop must not wait for DNS);
 //   - user and client-id entities take producer_byte_rate and
 //     consumer_byte_rate (LONG), request_percentage and
 //     controller_mutation_rate (DOUBLE); ip entities take
@@ -22,7 +24,10 @@ package controller
 //   - a key named twice in one entry, or an entity named twice in one
 //     request, is refused as Kafka refuses it (the second entry answers
 //     for the entity; the records of an earlier valid entry still commit,
-//     as in Kafka's atomic result).
+//     as in Kafka's atomic result);
+//   - a request that would write more than maxRecordsPerOp records, or
+//     whose records cannot be committed, answers every entity it names
+//     with that error (POLICY_VIOLATION, or the commit's).
 //
 // Entities print as Java's ClientQuotaEntity does in messages
 // ("ClientQuotaEntity(entries={user=alice, client-id=c})"), in the order of
@@ -218,34 +223,52 @@ func validIPEntity(ip string) bool {
 	return err == nil && len(addrs) > 0
 }
 
+// clientQuotaAlterations is an AlterClientQuotas request as its decision
+// takes it: the entries read, each named ip already parsed or resolved,
+// since the controller's loop must not wait for DNS.
+type clientQuotaAlterations struct {
+	req     *kmsg.AlterClientQuotasRequest
+	entries []*quotaAlteration
+}
+
 // AlterClientQuotas sets and removes client quotas.
 func (c *Controller) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
-	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	alts := readQuotaAlterations(req)
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []quotaResult) {
-		recs, out := alterClientQuotas(img, alts)
-		if len(recs) > maxRecordsPerOp {
-			for i := range out {
-				out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
-			}
-			return nil, out
-		}
-		if req.ValidateOnly {
-			return nil, out
-		}
-		return recs, out
-	})
-	if !ok {
-		e := commitError(err)
-		results = results[:0]
-		seen := map[string]bool{}
-		for _, a := range alts {
-			if !seen[a.key()] {
-				seen[a.key()] = true
-				results = append(results, quotaResult{alt: a, err: e})
-			}
+	in := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
+	return decide(c, ctx, in, (*env).alterClientQuotas, alterClientQuotasFailed)
+}
+
+// alterClientQuotas decides an AlterClientQuotas request: a validate-only
+// request writes nothing, one that would write more than maxRecordsPerOp
+// records fails as a whole.
+func (e *env) alterClientQuotas(_ context.Context, img *metadata.Image, _ int64, in clientQuotaAlterations) ([]metadata.Record, *kmsg.AlterClientQuotasResponse) {
+	recs, results := alterQuotaEntities(img, in.entries)
+	if len(recs) > maxRecordsPerOp {
+		return nil, alterClientQuotasFailed(in, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation))
+	}
+	if in.req.ValidateOnly {
+		return nil, alterClientQuotasAnswer(in.req, results)
+	}
+	return recs, alterClientQuotasAnswer(in.req, results)
+}
+
+// alterClientQuotasFailed answers every entity the request names with e,
+// once, in the order the entities first appear.
+func alterClientQuotasFailed(in clientQuotaAlterations, e *apiError) *kmsg.AlterClientQuotasResponse {
+	var results []quotaResult
+	seen := map[string]bool{}
+	for _, a := range in.entries {
+		if !seen[a.key()] {
+			seen[a.key()] = true
+			results = append(results, quotaResult{alt: a, err: e})
 		}
 	}
+	return alterClientQuotasAnswer(in.req, results)
+}
+
+// alterClientQuotasAnswer is the response with an entry per result, its
+// entity in the order Kafka's map of it iterates.
+func alterClientQuotasAnswer(req *kmsg.AlterClientQuotasRequest, results []quotaResult) *kmsg.AlterClientQuotasResponse {
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, r := range results {
 		entry := kmsg.NewAlterClientQuotasResponseEntry()
 		entry.ErrorCode = r.err.code()
@@ -260,10 +283,10 @@ func (c *Controller) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClien
 	return resp
 }
 
-// alterClientQuotas is ClientQuotaControlManager.alterClientQuotas: the
+// alterQuotaEntities is ClientQuotaControlManager.alterClientQuotas: the
 // records of every valid entry and one result per distinct entity, in the
 // order the entities first appear.
-func alterClientQuotas(img *metadata.Image, alts []*quotaAlteration) ([]metadata.Record, []quotaResult) {
+func alterQuotaEntities(img *metadata.Image, alts []*quotaAlteration) ([]metadata.Record, []quotaResult) {
 	var recs []metadata.Record
 	var results []quotaResult
 	index := map[string]int{}

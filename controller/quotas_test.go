@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -66,7 +67,7 @@ func alterRequest(entries ...kmsg.AlterClientQuotasRequestEntry) *kmsg.AlterClie
 
 // runAlter decides a request against img without committing it.
 func runAlter(img *metadata.Image, req *kmsg.AlterClientQuotasRequest) ([]metadata.Record, []quotaResult) {
-	return alterClientQuotas(img, readQuotaAlterations(req))
+	return alterQuotaEntities(img, readQuotaAlterations(req))
 }
 
 func TestAlterClientQuotasValidation(t *testing.T) {
@@ -185,5 +186,113 @@ func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0].(*metadata.ClientQuotaRecord).Value != 1 {
 		t.Fatalf("records %v", recs)
+	}
+}
+
+// TestClientQuotasDecisionWithoutAQuorum decides AlterClientQuotas on an
+// image built by hand: the records, the quotas they leave and the answer,
+// entity by entity.
+func TestClientQuotasDecisionWithoutAQuorum(t *testing.T) {
+	e := testEnv()
+	user := metadata.QuotaEntity{User: metadata.QuotaNamed("u")}
+	ip := metadata.QuotaEntity{IP: metadata.QuotaNamed("127.0.0.1")}
+	img := imageOf(t, &metadata.ClientQuotaRecord{Entity: user.Data(), Key: "producer_byte_rate", Value: 100})
+	type answer struct {
+		entity string
+		code   int16
+		msg    string
+	}
+	answers := func(resp *kmsg.AlterClientQuotasResponse) []answer {
+		var out []answer
+		for _, en := range resp.Entries {
+			a := answer{code: en.ErrorCode}
+			for _, ent := range en.Entity {
+				a.entity += ent.Type + "=" + *ent.Name + ";"
+			}
+			if en.ErrorMessage != nil {
+				a.msg = *en.ErrorMessage
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	req := alterRequest(
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 100), setOp("consumer_byte_rate", 200)}, "user", "u"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 0)}, "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 5)}, "ip", "127.0.0.1"),
+	)
+	in := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
+	recs, resp, next := decideOn(t, e, img, (*env).alterClientQuotas, in)
+	// producer_byte_rate keeps its value: no record.
+	wantRecs := []metadata.Record{
+		&metadata.ClientQuotaRecord{Entity: user.Data(), Key: "consumer_byte_rate", Value: 200},
+		&metadata.ClientQuotaRecord{Entity: ip.Data(), Key: "connection_creation_rate", Value: 5},
+	}
+	if !reflect.DeepEqual(recs, wantRecs) {
+		t.Fatalf("records %+v, want %+v", recs, wantRecs)
+	}
+	wantQuotas := map[metadata.QuotaEntity]map[string]float64{
+		user: {"producer_byte_rate": 100, "consumer_byte_rate": 200},
+		ip:   {"connection_creation_rate": 5},
+	}
+	if !reflect.DeepEqual(next.ClientQuotas, wantQuotas) {
+		t.Fatalf("quotas %v, want %v", next.ClientQuotas, wantQuotas)
+	}
+	wantAnswers := []answer{
+		{entity: "user=u;"},
+		{entity: "client-id=c;", code: kerr.InvalidRequest.Code, msg: "Quota request_percentage must be greater than 0"},
+		{entity: "ip=127.0.0.1;"},
+	}
+	if got := answers(resp); !reflect.DeepEqual(got, wantAnswers) {
+		t.Fatalf("answers %+v, want %+v", got, wantAnswers)
+	}
+
+	// Validate-only answers the same and writes nothing.
+	req.ValidateOnly = true
+	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, in)
+	if len(recs) != 0 || !reflect.DeepEqual(answers(resp), wantAnswers) {
+		t.Fatalf("validate-only: records %v, answers %+v", recs, answers(resp))
+	}
+	req.ValidateOnly = false
+
+	// The decision takes the ip check made before it: it does not resolve.
+	unresolved := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
+	unresolved.entries[2].ipValid = false
+	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, unresolved)
+	if got := answers(resp)[2]; len(recs) != 1 || got != (answer{entity: "ip=127.0.0.1;", code: kerr.InvalidRequest.Code, msg: "127.0.0.1 is not a valid IP or resolvable host."}) {
+		t.Fatalf("unresolved ip: records %v, answer %+v", recs, got)
+	}
+
+	// More records than one operation may write: every entity is refused
+	// and nothing is written.
+	var entries []kmsg.AlterClientQuotasRequestEntry
+	for i := range maxRecordsPerOp + 1 {
+		entries = append(entries, quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", fmt.Sprint("c", i)))
+	}
+	large := alterRequest(entries...)
+	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, clientQuotaAlterations{req: large, entries: readQuotaAlterations(large)})
+	if len(recs) != 0 || len(resp.Entries) != maxRecordsPerOp+1 {
+		t.Fatalf("too large: %d records, %d answers", len(recs), len(resp.Entries))
+	}
+	for _, en := range resp.Entries {
+		if en.ErrorCode != kerr.PolicyViolation.Code || *en.ErrorMessage != excessivelyLargeOperation {
+			t.Fatalf("too large: answer %+v", en)
+		}
+	}
+
+	// A commit failure answers each entity the request names once.
+	dup := alterRequest(
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "user", "u", "client-id", "c"),
+		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 2)}, "client-id", "c"),
+	)
+	failed := alterClientQuotasFailed(clientQuotaAlterations{req: dup, entries: readQuotaAlterations(dup)}, commitError(errNotController))
+	msg := errNotController.Error()
+	wantFailed := []answer{
+		{entity: "client-id=c;", code: kerr.NotController.Code, msg: msg},
+		{entity: "client-id=c;user=u;", code: kerr.NotController.Code, msg: msg},
+	}
+	if got := answers(failed); !reflect.DeepEqual(got, wantFailed) {
+		t.Fatalf("failed commit: %+v, want %+v", got, wantFailed)
 	}
 }

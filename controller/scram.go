@@ -11,7 +11,9 @@ package controller
 // or iterations outside 4096..16384 UNACCEPTABLE_CREDENTIAL, an unknown
 // mechanism UNSUPPORTED_SASL_MECHANISM, deleting a credential that does not
 // exist RESOURCE_NOT_FOUND. The accepted alterations of a request commit
-// together; the refused ones change nothing.
+// together; the refused ones change nothing. When the records cannot be
+// committed, every user the request names gets the commit's error, as
+// AlterUserScramCredentialsRequest.getErrorResponse answers.
 
 import (
 	"context"
@@ -37,29 +39,116 @@ func NewUserScramCredentialRecord(user string, m sasl.ScramMechanism, salt, salt
 
 // AlterUserScramCredentials upserts and deletes SCRAM credentials.
 func (c *Controller) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
-	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
-	d, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, scramDecision) {
-		return decideScramAlterations(img, req)
-	})
-	if !ok || err != nil {
-		e := commitFailure(ok, err)
-		users := map[string]bool{}
-		for _, del := range req.Deletions {
-			users[del.Name] = true
+	return decide(c, ctx, req, (*env).alterUserScramCredentials, alterUserScramCredentialsFailed)
+}
+
+// alterUserScramCredentials is ScramControlManager.alterCredentials: users
+// are the unit (one alteration per user per request), deletions are checked
+// against the image, and every accepted alteration becomes a record.
+func (e *env) alterUserScramCredentials(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]metadata.Record, *kmsg.AlterUserSCRAMCredentialsResponse) {
+	refused := map[string]*apiError{}
+	supported := img.Features[metadata.MetadataVersionFeature] >= scramSupportedMetadataVersion
+	duplicate := newAPIError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
+	unsupported := newAPIError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
+	deletions := map[string]kmsg.AlterUserSCRAMCredentialsRequestDeletion{}
+	upsertions := map[string]kmsg.AlterUserSCRAMCredentialsRequestUpsertion{}
+	var order []string
+	for _, del := range req.Deletions {
+		if refused[del.Name] != nil {
+			continue
 		}
-		for _, up := range req.Upsertions {
-			users[up.Name] = true
+		if _, dup := deletions[del.Name]; dup {
+			delete(deletions, del.Name)
+			refused[del.Name] = duplicate
+			continue
 		}
-		for _, u := range slices.Sorted(maps.Keys(users)) {
-			resp.Results = append(resp.Results, scramResult(u, e))
+		if !supported {
+			refused[del.Name] = unsupported
+			continue
 		}
-		return resp
+		m, err := scramUserAndMechanism(del.Name, del.Mechanism)
+		if err == nil {
+			if _, exists := img.ScramCredentials[metadata.ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
+				err = newAPIError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+			}
+		}
+		if err != nil {
+			refused[del.Name] = err
+			continue
+		}
+		deletions[del.Name] = del
+		order = append(order, del.Name)
 	}
-	for _, u := range d.accepted {
+	for _, up := range req.Upsertions {
+		if refused[up.Name] != nil {
+			continue
+		}
+		_, wasDeleted := deletions[up.Name]
+		_, wasUpserted := upsertions[up.Name]
+		if wasDeleted || wasUpserted {
+			delete(deletions, up.Name)
+			delete(upsertions, up.Name)
+			refused[up.Name] = duplicate
+			continue
+		}
+		if !supported {
+			refused[up.Name] = unsupported
+			continue
+		}
+		m, err := scramUserAndMechanism(up.Name, up.Mechanism)
+		if err == nil {
+			switch {
+			case up.Iterations < m.MinIterations:
+				err = newAPIError(kerr.UnacceptableCredential, "Too few iterations")
+			case up.Iterations > m.MaxIterations:
+				err = newAPIError(kerr.UnacceptableCredential, "Too many iterations")
+			case len(up.SaltedPassword) == 0:
+				// Java's HMAC refuses an empty key; Kafka answers
+				// with the exception's message.
+				err = newAPIError(kerr.UnknownServerError, "Empty key")
+			}
+		}
+		if err != nil {
+			refused[up.Name] = err
+			continue
+		}
+		upsertions[up.Name] = up
+		order = append(order, up.Name)
+	}
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	var recs []metadata.Record
+	// A user whose alteration was accepted and then named again is
+	// refused: order keeps it, the maps no longer do.
+	for _, u := range order {
+		if del, ok := deletions[u]; ok {
+			recs = append(recs, &metadata.RemoveUserScramCredentialRecord{Name: u, Mechanism: del.Mechanism})
+		} else if up, ok := upsertions[u]; ok {
+			m, _ := sasl.ScramByType(up.Mechanism)
+			recs = append(recs, NewUserScramCredentialRecord(u, m, up.Salt, up.SaltedPassword, up.Iterations))
+		} else {
+			continue
+		}
 		resp.Results = append(resp.Results, scramResult(u, nil))
 	}
-	for _, u := range slices.Sorted(maps.Keys(d.errors)) {
-		resp.Results = append(resp.Results, scramResult(u, d.errors[u]))
+	for _, u := range slices.Sorted(maps.Keys(refused)) {
+		resp.Results = append(resp.Results, scramResult(u, refused[u]))
+	}
+	return recs, resp
+}
+
+// alterUserScramCredentialsFailed answers every user the request names
+// with e.
+func alterUserScramCredentialsFailed(req *kmsg.AlterUserSCRAMCredentialsRequest, e *apiError) *kmsg.AlterUserSCRAMCredentialsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	users := map[string]bool{}
+	for _, del := range req.Deletions {
+		users[del.Name] = true
+	}
+	for _, up := range req.Upsertions {
+		users[up.Name] = true
+	}
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		resp.Results = append(resp.Results, scramResult(u, e))
 	}
 	return resp
 }
@@ -72,100 +161,6 @@ func scramResult(user string, e *apiError) kmsg.AlterUserSCRAMCredentialsRespons
 		r.ErrorMessage = e.message()
 	}
 	return r
-}
-
-// scramDecision is what a request's alterations came to.
-type scramDecision struct {
-	// accepted are the users whose alteration commits, deletions first.
-	accepted []string
-	errors   map[string]*apiError
-}
-
-// decideScramAlterations is ScramControlManager.alterCredentials: users are
-// the unit (one alteration per user per request), deletions are checked
-// against the image, and every accepted alteration becomes a record.
-func decideScramAlterations(img *metadata.Image, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]metadata.Record, scramDecision) {
-	out := scramDecision{errors: map[string]*apiError{}}
-	supported := img.Features[metadata.MetadataVersionFeature] >= scramSupportedMetadataVersion
-	duplicate := newAPIError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
-	unsupported := newAPIError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
-	deletions := map[string]kmsg.AlterUserSCRAMCredentialsRequestDeletion{}
-	upsertions := map[string]kmsg.AlterUserSCRAMCredentialsRequestUpsertion{}
-	var order []string
-	for _, del := range req.Deletions {
-		if out.errors[del.Name] != nil {
-			continue
-		}
-		if _, dup := deletions[del.Name]; dup {
-			delete(deletions, del.Name)
-			out.errors[del.Name] = duplicate
-			continue
-		}
-		if !supported {
-			out.errors[del.Name] = unsupported
-			continue
-		}
-		m, e := scramUserAndMechanism(del.Name, del.Mechanism)
-		if e == nil {
-			if _, exists := img.ScramCredentials[metadata.ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
-				e = newAPIError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
-			}
-		}
-		if e != nil {
-			out.errors[del.Name] = e
-			continue
-		}
-		deletions[del.Name] = del
-		order = append(order, del.Name)
-	}
-	for _, up := range req.Upsertions {
-		if out.errors[up.Name] != nil {
-			continue
-		}
-		_, wasDeleted := deletions[up.Name]
-		_, wasUpserted := upsertions[up.Name]
-		if wasDeleted || wasUpserted {
-			delete(deletions, up.Name)
-			delete(upsertions, up.Name)
-			out.errors[up.Name] = duplicate
-			continue
-		}
-		if !supported {
-			out.errors[up.Name] = unsupported
-			continue
-		}
-		m, e := scramUserAndMechanism(up.Name, up.Mechanism)
-		if e == nil {
-			switch {
-			case up.Iterations < m.MinIterations:
-				e = newAPIError(kerr.UnacceptableCredential, "Too few iterations")
-			case up.Iterations > m.MaxIterations:
-				e = newAPIError(kerr.UnacceptableCredential, "Too many iterations")
-			case len(up.SaltedPassword) == 0:
-				// Java's HMAC refuses an empty key; Kafka answers
-				// with the exception's message.
-				e = newAPIError(kerr.UnknownServerError, "Empty key")
-			}
-		}
-		if e != nil {
-			out.errors[up.Name] = e
-			continue
-		}
-		upsertions[up.Name] = up
-		order = append(order, up.Name)
-	}
-	var recs []metadata.Record
-	for _, u := range order {
-		if del, ok := deletions[u]; ok {
-			recs = append(recs, &metadata.RemoveUserScramCredentialRecord{Name: u, Mechanism: del.Mechanism})
-			out.accepted = append(out.accepted, u)
-		} else if up, ok := upsertions[u]; ok {
-			m, _ := sasl.ScramByType(up.Mechanism)
-			recs = append(recs, NewUserScramCredentialRecord(u, m, up.Salt, up.SaltedPassword, up.Iterations))
-			out.accepted = append(out.accepted, u)
-		}
-	}
-	return recs, out
 }
 
 // scramUserAndMechanism is ScramControlManager.validateScramUsernameAndMechanism.
