@@ -7,7 +7,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -25,35 +24,6 @@ const (
 	clusterMetadataTopic      = "__cluster_metadata"
 	excessivelyLargeOperation = "Unable to perform excessively large batch operation."
 )
-
-// apiError is an error code with Kafka's message.
-type apiError struct {
-	err *kerr.Error
-	msg string
-}
-
-func (e *apiError) code() int16 {
-	if e == nil {
-		return 0
-	}
-	return e.err.Code
-}
-
-// message is the message sent to the client: nil for success; Kafka's
-// ApiError sends the code's default message when none is given.
-func (e *apiError) message() *string {
-	if e == nil {
-		return nil
-	}
-	if e.msg == "" {
-		return strPtr(e.err.Description)
-	}
-	return strPtr(e.msg)
-}
-
-func newAPIError(err *kerr.Error, format string, args ...any) *apiError {
-	return &apiError{err: err, msg: fmt.Sprintf(format, args...)}
-}
 
 // validateTopicName applies Kafka's Topic.validate.
 func validateTopicName(name string) *apiError {
@@ -511,12 +481,6 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		add(r.name, r.id, r.err)
 	}
 	return resp
-}
-
-// commitError is the per-item error for an operation whose records were
-// not committed.
-func commitError(err error) *apiError {
-	return &apiError{err: kerr.TypedErrorForCode(errorCode(err)), msg: err.Error()}
 }
 
 // CreatePartitions adds partitions to topics.
