@@ -68,11 +68,13 @@ func createTopicAt(ctx context.Context, c *Controller, name string, partitions i
 		topics []kmsg.CreateTopicsResponseTopic
 	}
 	r, _, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, res) {
-		recs, topics := c.createTopics(img, []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}, false, nil)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}
+		recs, resp := c.createTopics(ctx, img, offset, req)
 		if decided != nil {
 			close(decided)
 		}
-		return recs, res{offset: offset, topics: topics}
+		return recs, res{offset: offset, topics: resp.Topics}
 	})
 	out := createdAt{offset: r.offset, err: err, answered: c.Image()}
 	if err == nil {

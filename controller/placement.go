@@ -14,6 +14,10 @@ package controller
 // replicas spread evenly. After as many partitions as there are unfenced
 // brokers, the racks and lists are reshuffled so that the same pattern does
 // not repeat. With a single rack this is plain striping over the brokers.
+//
+// The random choices draw on the deciding env's source (decide.go), which
+// only the loop uses: a decision that places replicas is still a function
+// of its env, the image and the request.
 
 import (
 	"cmp"

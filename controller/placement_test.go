@@ -2,9 +2,11 @@ package controller
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func placementImage(racks map[int32]string, fenced ...int32) *metadata.Image {
@@ -116,5 +118,38 @@ func TestPlacementFencedAndShuttingDown(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("rf %d: %v, want %q", tc.rf, err, tc.want)
 		}
+	}
+}
+
+// The placement of a decision is a function of its env's random source:
+// two decisions of one CreateTopics with equally seeded envs place every
+// replica alike, so a decision replays the same in a test.
+func TestPlacementOfADecisionFollowsTheEnvsRandomSource(t *testing.T) {
+	var recs []metadata.Record
+	for id := int32(1); id <= 6; id++ {
+		rack := string(rune('a' + id%3))
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, BrokerEpoch: int64(id), Rack: &rack})
+	}
+	img := imageOf(t, recs...)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq("x", 12, 3), topicReq("y", 5, 2)}
+	replicasOf := func(e *env) [][]int32 {
+		recs, _, _ := decideOn(t, e, img, (*env).createTopics, req)
+		var out [][]int32
+		for _, r := range recs {
+			if p, ok := r.(*metadata.PartitionRecord); ok {
+				out = append(out, p.Replicas)
+			}
+		}
+		return out
+	}
+	first, second := replicasOf(testEnv()), replicasOf(testEnv())
+	if len(first) != 17 || !slices.EqualFunc(first, second, slices.Equal[[]int32]) {
+		t.Fatalf("placements differ:\n%v\n%v", first, second)
+	}
+	other := testEnv()
+	other.rng = rand.New(rand.NewPCG(9, 9))
+	if slices.EqualFunc(first, replicasOf(other), slices.Equal[[]int32]) {
+		t.Fatal("another random source placed every replica alike")
 	}
 }

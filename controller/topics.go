@@ -2,12 +2,19 @@ package controller
 
 // CreateTopics, DeleteTopics and CreatePartitions, with Kafka 4.3's
 // validation order, error codes and messages (ControllerApis plus
-// ReplicationControlManager). The broker fills CreateTopics' per-topic
-// Configs in the response; the controller leaves them nil.
+// ReplicationControlManager). Each is a decision (decide.go): ControllerApis'
+// checks of the request itself (names given twice, the metadata log's
+// name) are decided on the loop with the rest, so the answer comes whole
+// from one function of the image. The requester's mutation quota
+// (metadata.MutationQuotaOf) is charged topic by topic as the decision
+// goes, validate_only included, as Kafka charges it. New partitions are
+// placed by placement.go with the env's random source. When the records
+// are not committed, every topic of the request is answered with that
+// error. The broker fills CreateTopics' per-topic Configs in the response;
+// the controller leaves them nil.
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -25,35 +32,6 @@ const (
 	clusterMetadataTopic      = "__cluster_metadata"
 	excessivelyLargeOperation = "Unable to perform excessively large batch operation."
 )
-
-// apiError is an error code with Kafka's message.
-type apiError struct {
-	err *kerr.Error
-	msg string
-}
-
-func (e *apiError) code() int16 {
-	if e == nil {
-		return 0
-	}
-	return e.err.Code
-}
-
-// message is the message sent to the client: nil for success; Kafka's
-// ApiError sends the code's default message when none is given.
-func (e *apiError) message() *string {
-	if e == nil {
-		return nil
-	}
-	if e.msg == "" {
-		return strPtr(e.err.Description)
-	}
-	return strPtr(e.msg)
-}
-
-func newAPIError(err *kerr.Error, format string, args ...any) *apiError {
-	return &apiError{err: err, msg: fmt.Sprintf(format, args...)}
-}
 
 // validateTopicName applies Kafka's Topic.validate.
 func validateTopicName(name string) *apiError {
@@ -90,8 +68,15 @@ func collidingTopic(img *metadata.Image, name string) (string, bool) {
 
 // CreateTopics creates topics.
 func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	return decide(c, ctx, req, (*env).createTopics, createTopicsFailed)
+}
+
+// createTopics decides a CreateTopics request. A name the request gives
+// more than once, and the metadata log's own, are refused once each after
+// the results of the other topics, as ControllerApis refuses them before
+// ReplicationControlManager sees the rest.
+func (e *env) createTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateTopicsRequest) ([]metadata.Record, *kmsg.CreateTopicsResponse) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	// Duplicate names get one INVALID_REQUEST result and are not created.
 	count := map[string]int{}
 	for _, t := range req.Topics {
 		count[t.Topic]++
@@ -102,24 +87,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 			toCreate = append(toCreate, t)
 		}
 	}
-	validateOnly := req.ValidateOnly
-	quota := metadata.MutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
-		return c.createTopics(img, toCreate, validateOnly, quota)
-	})
-	if !ok {
-		results = nil
-		for _, t := range toCreate {
-			r := kmsg.NewCreateTopicsResponseTopic()
-			r.Topic = t.Topic
-			results = append(results, r)
-		}
-	}
-	for i := range results {
-		if results[i].ErrorCode == 0 && err != nil {
-			failCreatedTopic(&results[i], err)
-		}
-	}
+	records, results := e.createDistinctTopics(img, toCreate, metadata.MutationQuotaOf(ctx))
 	resp.Topics = append(resp.Topics, results...)
 	reported := map[string]bool{}
 	for _, t := range req.Topics {
@@ -143,56 +111,64 @@ func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 			resp.Topics = append(resp.Topics, r)
 		}
 	}
+	if req.ValidateOnly {
+		return nil, resp
+	}
+	return records, resp
+}
+
+// createTopicsFailed answers every topic of the request with e; a failed
+// topic reports no id, partition count or replication factor.
+func createTopicsFailed(req *kmsg.CreateTopicsRequest, e *apiError) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		r := kmsg.NewCreateTopicsResponseTopic()
+		r.Topic = t.Topic
+		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
+		resp.Topics = append(resp.Topics, r)
+	}
 	return resp
 }
 
-func failCreatedTopic(r *kmsg.CreateTopicsResponseTopic, err error) {
-	r.ErrorCode = errorCode(err)
-	r.ErrorMessage = strPtr(err.Error())
-	r.TopicID = [16]byte{}
-	r.NumPartitions = -1
-	r.ReplicationFactor = -1
-	r.Configs = nil
-}
-
-// createTopics runs on the loop: validate every topic, build the records
-// of those that pass.
-func (c *env) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, validateOnly bool, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
-	errs := map[string]*apiError{}
+// createDistinctTopics validates topics, each named once, and builds the
+// records of those that pass, with a result per topic in order; the
+// records are nil when the creation is too large to be made at all.
+func (e *env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
+	refusals := map[string]*apiError{}
 	for _, t := range topics {
-		if e := validateTopicName(t.Topic); e != nil {
-			errs[t.Topic] = e
+		if refusal := validateTopicName(t.Topic); refusal != nil {
+			refusals[t.Topic] = refusal
 		}
 		if existing, ok := collidingTopic(img, t.Topic); ok {
-			errs[t.Topic] = newAPIError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, existing)
+			refusals[t.Topic] = newAPIError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, existing)
 		}
 	}
 	for _, t := range topics {
 		if _, ok := img.Topics[t.Topic]; ok {
-			errs[t.Topic] = newAPIError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
+			refusals[t.Topic] = newAPIError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 		}
 	}
-	placer := newStripedPlacer(img, c.rng)
+	placer := newStripedPlacer(img, e.rng)
 	var records []metadata.Record
 	successes := map[string]kmsg.CreateTopicsResponseTopic{}
 	for _, t := range topics {
-		if errs[t.Topic] != nil {
+		if refusals[t.Topic] != nil {
 			continue
 		}
-		configs, e := c.creationConfigs(img, t)
-		if e != nil {
-			errs[t.Topic] = e
+		configs, refusal := e.creationConfigs(img, t)
+		if refusal != nil {
+			refusals[t.Topic] = refusal
 			continue
 		}
-		recs, result, e := c.createTopic(img, placer, t, configs)
-		if e == nil {
+		recs, result, refusal := e.createTopic(img, placer, t, configs)
+		if refusal == nil {
 			// The topic's partitions count against the client's
 			// mutation quota once it is otherwise valid (Kafka's
 			// createTopic), validate_only included.
-			e = quotaRefuses(quota, partitionRecordCount(recs))
+			refusal = quotaRefuses(quota, partitionRecordCount(recs))
 		}
-		if e != nil {
-			errs[t.Topic] = e
+		if refusal != nil {
+			refusals[t.Topic] = refusal
 			continue
 		}
 		records = append(records, recs...)
@@ -202,17 +178,17 @@ func (c *env) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsReques
 	// Kafka fails the whole request when it would write more than
 	// maxRecordsPerOp records (or one topic alone would).
 	tooLarge := len(records) > maxRecordsPerOp
-	for _, e := range errs {
-		if e.err == kerr.PolicyViolation && e.msg == excessivelyLargeOperation {
+	for _, refusal := range refusals {
+		if refusal.err == kerr.PolicyViolation && refusal.msg == excessivelyLargeOperation {
 			tooLarge = true
 		}
 	}
 	for _, t := range topics {
-		if e := errs[t.Topic]; e != nil && !tooLarge {
+		if refusal := refusals[t.Topic]; refusal != nil && !tooLarge {
 			r := kmsg.NewCreateTopicsResponseTopic()
 			r.Topic = t.Topic
-			r.ErrorCode = e.code()
-			r.ErrorMessage = e.message()
+			r.ErrorCode = refusal.code()
+			r.ErrorMessage = refusal.message()
 			results = append(results, r)
 			continue
 		}
@@ -225,7 +201,7 @@ func (c *env) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsReques
 		}
 		results = append(results, r)
 	}
-	if validateOnly || tooLarge {
+	if tooLarge {
 		return nil, results
 	}
 	return records, results
@@ -233,7 +209,7 @@ func (c *env) createTopics(img *metadata.Image, topics []kmsg.CreateTopicsReques
 
 // creationConfigs checks a new topic's configs and returns its config
 // records.
-func (c *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
+func (e *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
 	if len(t.Configs) == 0 {
 		return nil, nil
 	}
@@ -249,8 +225,8 @@ func (c *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTop
 	if len(nulls) > 0 {
 		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
-	if c.schema != nil {
-		if err := c.schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
+	if e.schema != nil {
+		if err := e.schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
 			return nil, newAPIError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
@@ -261,7 +237,9 @@ func (c *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTop
 	return recs, nil
 }
 
-func (c *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
+// createTopic validates one topic's partitions and replicas and builds
+// its records and its successful result.
+func (e *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
 	var result kmsg.CreateTopicsResponseTopic
 	var assignments [][]int32
 	if len(t.ReplicaAssignment) > 0 {
@@ -277,8 +255,8 @@ func (c *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.Cre
 			if _, dup := byPartition[a.Partition]; dup {
 				return nil, result, newAPIError(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
 			}
-			if e := validateManualAssignment(img, a.Replicas, rf); e != nil {
-				return nil, result, e
+			if refusal := validateManualAssignment(img, a.Replicas, rf); refusal != nil {
+				return nil, result, refusal
 			}
 			rf = len(a.Replicas)
 			if len(activeReplicas(img, a.Replicas)) == 0 {
@@ -300,11 +278,11 @@ func (c *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.Cre
 	} else {
 		numPartitions := t.NumPartitions
 		if numPartitions == -1 {
-			numPartitions = c.defaultPartitions
+			numPartitions = e.defaultPartitions
 		}
 		rf := t.ReplicationFactor
 		if rf == -1 {
-			rf = c.defaultReplicationFactor
+			rf = e.defaultReplicationFactor
 		}
 		if numPartitions > maxRecordsPerOp {
 			return nil, result, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
@@ -382,31 +360,27 @@ func validateManualAssignment(img *metadata.Image, replicas []int32, rf int) *ap
 
 // DeleteTopics deletes topics by name or by id.
 func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	add := func(name *string, id [16]byte, e *apiError) {
-		r := kmsg.NewDeleteTopicsResponseTopic()
-		r.Topic = name
-		r.TopicID = id
-		r.ErrorCode = e.code()
-		r.ErrorMessage = e.message()
-		resp.Topics = append(resp.Topics, r)
-	}
-	if c.cfg.DisableTopicDeletion {
+	return decide(c, ctx, req, (*env).deleteTopics, deleteTopicsFailed)
+}
+
+// deleteTopics decides a DeleteTopics request. The request's own mistakes
+// (neither or both of name and id, a name or id given twice) are answered
+// first, as ControllerApis.deleteTopics refuses them before looking the
+// topics up; then each topic looked up, ids before names.
+func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteTopicsRequest) ([]metadata.Record, *kmsg.DeleteTopicsResponse) {
+	if e.disableTopicDeletion {
 		// Kafka fails the whole request: INVALID_REQUEST before v3,
 		// TOPIC_DELETION_DISABLED after.
-		e := &apiError{err: kerr.TopicDeletionDisabled}
+		refusal := &apiError{err: kerr.TopicDeletionDisabled}
 		if req.Version < 3 {
-			e = newAPIError(kerr.InvalidRequest, "Topic deletion is disabled.")
+			refusal = newAPIError(kerr.InvalidRequest, "Topic deletion is disabled.")
 		}
-		for _, n := range req.TopicNames {
-			add(strPtr(n), [16]byte{}, e)
-		}
-		for _, t := range req.Topics {
-			add(t.Topic, t.TopicID, e)
-		}
-		return resp
+		return nil, deleteTopicsFailed(req, refusal)
 	}
-	// Collect names and ids, as ControllerApis.deleteTopics does.
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	add := func(name *string, id [16]byte, refusal *apiError) {
+		resp.Topics = append(resp.Topics, deleteTopicsResult(name, id, refusal))
+	}
 	var names []string
 	nameCount := map[string]int{}
 	var ids []protocol.UUID
@@ -448,79 +422,81 @@ func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	names = slices.DeleteFunc(names, func(n string) bool { return nameCount[n] > 1 })
 	ids = slices.DeleteFunc(ids, func(id protocol.UUID) bool { return idCount[id] > 1 })
 
-	type deleteResult struct {
-		name *string
-		id   protocol.UUID
-		err  *apiError
+	toDelete := map[protocol.UUID]string{}
+	var order []protocol.UUID
+	for _, id := range ids {
+		if id == (protocol.UUID{}) {
+			add(nil, id, newAPIError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id))
+			continue
+		}
+		t := img.TopicsByID[id]
+		if t == nil {
+			add(nil, id, &apiError{err: kerr.UnknownTopicID})
+			continue
+		}
+		toDelete[id] = t.Name
+		order = append(order, id)
+	}
+	for _, n := range names {
+		t := img.Topics[n]
+		if t == nil {
+			add(strPtr(n), [16]byte{}, &apiError{err: kerr.UnknownTopicOrPartition})
+			continue
+		}
+		if _, dup := toDelete[t.ID]; dup {
+			// The name maps to an id that was also given: refuse both.
+			add(strPtr(n), t.ID, newAPIError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied."))
+			delete(toDelete, t.ID)
+			order = slices.DeleteFunc(order, func(x protocol.UUID) bool { return x == t.ID })
+			continue
+		}
+		toDelete[t.ID] = n
+		order = append(order, t.ID)
 	}
 	quota := metadata.MutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []deleteResult) {
-		var out []deleteResult
-		toDelete := map[protocol.UUID]string{}
-		var order []protocol.UUID
-		for _, id := range ids {
-			if id == (protocol.UUID{}) {
-				out = append(out, deleteResult{id: id, err: newAPIError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id)})
-				continue
-			}
-			t := img.TopicsByID[id]
-			if t == nil {
-				out = append(out, deleteResult{id: id, err: &apiError{err: kerr.UnknownTopicID}})
-				continue
-			}
-			toDelete[id] = t.Name
-			order = append(order, id)
+	var recs []metadata.Record
+	for _, id := range order {
+		if refusal := quotaRefuses(quota, len(img.TopicsByID[id].Partitions)); refusal != nil {
+			add(strPtr(toDelete[id]), id, refusal)
+			continue
 		}
-		for _, n := range names {
-			t := img.Topics[n]
-			if t == nil {
-				out = append(out, deleteResult{name: strPtr(n), err: &apiError{err: kerr.UnknownTopicOrPartition}})
-				continue
-			}
-			if _, dup := toDelete[t.ID]; dup {
-				// The name maps to an id that was also given: refuse both.
-				out = append(out, deleteResult{name: strPtr(n), id: t.ID, err: newAPIError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")})
-				delete(toDelete, t.ID)
-				order = slices.DeleteFunc(order, func(x protocol.UUID) bool { return x == t.ID })
-				continue
-			}
-			toDelete[t.ID] = n
-			order = append(order, t.ID)
-		}
-		var recs []metadata.Record
-		for _, id := range order {
-			if e := quotaRefuses(quota, len(img.TopicsByID[id].Partitions)); e != nil {
-				out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id, err: e})
-				continue
-			}
-			recs = append(recs, &metadata.RemoveTopicRecord{TopicID: id})
-			out = append(out, deleteResult{name: strPtr(toDelete[id]), id: id})
-		}
-		return recs, out
-	})
-	if !ok {
-		for _, n := range names {
-			add(strPtr(n), [16]byte{}, commitError(err))
-		}
-		for _, id := range ids {
-			add(nil, id, commitError(err))
-		}
-		return resp
+		recs = append(recs, &metadata.RemoveTopicRecord{TopicID: id})
+		add(strPtr(toDelete[id]), id, nil)
 	}
-	for _, r := range results {
-		add(r.name, r.id, r.err)
+	return recs, resp
+}
+
+// deleteTopicsFailed answers every topic of the request, by the name or id
+// it was given, with e.
+func deleteTopicsFailed(req *kmsg.DeleteTopicsRequest, e *apiError) *kmsg.DeleteTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	for _, n := range req.TopicNames {
+		resp.Topics = append(resp.Topics, deleteTopicsResult(strPtr(n), [16]byte{}, e))
+	}
+	for _, t := range req.Topics {
+		resp.Topics = append(resp.Topics, deleteTopicsResult(t.Topic, t.TopicID, e))
 	}
 	return resp
 }
 
-// commitError is the per-item error for an operation whose records were
-// not committed.
-func commitError(err error) *apiError {
-	return &apiError{err: kerr.TypedErrorForCode(errorCode(err)), msg: err.Error()}
+// deleteTopicsResult is one topic's result; e nil is success.
+func deleteTopicsResult(name *string, id [16]byte, e *apiError) kmsg.DeleteTopicsResponseTopic {
+	r := kmsg.NewDeleteTopicsResponseTopic()
+	r.Topic = name
+	r.TopicID = id
+	r.ErrorCode = e.code()
+	r.ErrorMessage = e.message()
+	return r
 }
 
 // CreatePartitions adds partitions to topics.
 func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	return decide(c, ctx, req, (*env).createPartitions, createPartitionsFailed)
+}
+
+// createPartitions decides a CreatePartitions request. A topic the request
+// names more than once is refused once, before the results of the others.
+func (e *env) createPartitions(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreatePartitionsRequest) ([]metadata.Record, *kmsg.CreatePartitionsResponse) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
 	for _, t := range req.Topics {
@@ -542,60 +518,56 @@ func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreateParti
 		}
 		topics = append(topics, t)
 	}
-	validateOnly := req.ValidateOnly
 	quota := metadata.MutationQuotaOf(ctx)
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.CreatePartitionsResponseTopic) {
-		placer := newStripedPlacer(img, c.rng)
-		var recs []metadata.Record
-		var out []kmsg.CreatePartitionsResponseTopic
-		for _, t := range topics {
-			r := kmsg.NewCreatePartitionsResponseTopic()
-			r.Topic = t.Topic
-			more, e := c.createPartitions(img, placer, t)
-			if e == nil {
-				e = quotaRefuses(quota, partitionRecordCount(more))
-			}
-			if e != nil {
-				r.ErrorCode = e.code()
-				r.ErrorMessage = e.message()
-			} else {
-				recs = append(recs, more...)
-			}
-			out = append(out, r)
+	placer := newStripedPlacer(img, e.rng)
+	var recs []metadata.Record
+	var results []kmsg.CreatePartitionsResponseTopic
+	for _, t := range topics {
+		r := kmsg.NewCreatePartitionsResponseTopic()
+		r.Topic = t.Topic
+		more, refusal := e.addPartitions(img, placer, t)
+		if refusal == nil {
+			refusal = quotaRefuses(quota, partitionRecordCount(more))
 		}
-		if len(recs) > maxRecordsPerOp {
-			for i := range out {
-				if out[i].ErrorCode == 0 {
-					out[i].ErrorCode = kerr.PolicyViolation.Code
-					out[i].ErrorMessage = strPtr(excessivelyLargeOperation)
-				}
-			}
-			return nil, out
+		if refusal != nil {
+			r.ErrorCode = refusal.code()
+			r.ErrorMessage = refusal.message()
+		} else {
+			recs = append(recs, more...)
 		}
-		if validateOnly {
-			return nil, out
-		}
-		return recs, out
-	})
-	if !ok {
-		results = nil
-		for _, t := range topics {
-			r := kmsg.NewCreatePartitionsResponseTopic()
-			r.Topic = t.Topic
-			results = append(results, r)
-		}
+		results = append(results, r)
 	}
-	for i := range results {
-		if results[i].ErrorCode == 0 && err != nil {
-			results[i].ErrorCode = errorCode(err)
-			results[i].ErrorMessage = strPtr(err.Error())
+	if len(recs) > maxRecordsPerOp {
+		for i := range results {
+			if results[i].ErrorCode == 0 {
+				results[i].ErrorCode = kerr.PolicyViolation.Code
+				results[i].ErrorMessage = strPtr(excessivelyLargeOperation)
+			}
 		}
+		recs = nil
 	}
 	resp.Topics = append(resp.Topics, results...)
+	if req.ValidateOnly {
+		return nil, resp
+	}
+	return recs, resp
+}
+
+// createPartitionsFailed answers every topic of the request with e.
+func createPartitionsFailed(req *kmsg.CreatePartitionsRequest, e *apiError) *kmsg.CreatePartitionsResponse {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, t := range req.Topics {
+		r := kmsg.NewCreatePartitionsResponseTopic()
+		r.Topic = t.Topic
+		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
+		resp.Topics = append(resp.Topics, r)
+	}
 	return resp
 }
 
-func (c *env) createPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
+// addPartitions validates the new partitions of one topic and builds
+// their records.
+func (e *env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
 	topic := img.Topics[t.Topic]
 	if topic == nil {
 		return nil, &apiError{err: kerr.UnknownTopicOrPartition}
@@ -621,8 +593,8 @@ func (c *env) createPartitions(img *metadata.Image, placer *stripedPlacer, t kms
 	var assignments [][]int32
 	if t.Assignment != nil {
 		for i, a := range t.Assignment {
-			if e := validateManualAssignment(img, a.Replicas, rf); e != nil {
-				return nil, e
+			if refusal := validateManualAssignment(img, a.Replicas, rf); refusal != nil {
+				return nil, refusal
 			}
 			if len(activeReplicas(img, a.Replicas)) == 0 {
 				return nil, newAPIError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", int(have)+i)
