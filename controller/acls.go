@@ -212,16 +212,6 @@ func deleteACLsFailed(req *kmsg.DeleteACLsRequest, e *apiError) *kmsg.DeleteACLs
 	return resp
 }
 
-// kafkaMessage is the message ApiError.fromThrowable keeps: none for
-// success, for UNKNOWN_SERVER_ERROR, and for a message that is the code's
-// default one.
-func (e *apiError) kafkaMessage() *string {
-	if e == nil || e.err == kerr.UnknownServerError || e.msg == "" || e.msg == e.err.Description {
-		return nil
-	}
-	return strPtr(e.msg)
-}
-
 func init() {
 	decides((*Controller).CreateACLs)
 	decides((*Controller).DeleteACLs)

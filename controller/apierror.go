@@ -44,3 +44,13 @@ func newAPIError(err *kerr.Error, format string, args ...any) *apiError {
 func commitError(err error) *apiError {
 	return &apiError{err: kerr.TypedErrorForCode(errorCode(err)), msg: err.Error()}
 }
+
+// kafkaMessage is the message ApiError.fromThrowable keeps: none for
+// success, for UNKNOWN_SERVER_ERROR, and for a message that is the code's
+// default one.
+func (e *apiError) kafkaMessage() *string {
+	if e == nil || e.err == kerr.UnknownServerError || e.msg == "" || e.msg == e.err.Description {
+		return nil
+	}
+	return strPtr(e.msg)
+}
