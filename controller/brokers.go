@@ -19,6 +19,11 @@ package controller
 // unfencing elects leaders for the partitions that have none; a new
 // incarnation that does not name its predecessor's epoch (an unclean
 // restart) leaves the ELRs too.
+//
+// AllocateProducerIDs is a decision of the image and the request
+// (decide.go); RegisterBroker and BrokerHeartbeat also read and keep this
+// leader's broker sessions (c.sessions), so they stay on the Controller,
+// as UnregisterBroker does for now.
 
 import (
 	"context"
@@ -482,25 +487,29 @@ func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 
 // AllocateProducerIDs hands the broker the next block of 1000 producer ids.
 func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) *kmsg.AllocateProducerIDsResponse {
+	return decide(c, ctx, req, (*env).allocateProducerIDs, allocateProducerIDsFailed)
+}
+
+// allocateProducerIDs decides an AllocateProducerIDs request
+// (ProducerIdControlManager.generateNextProducerId).
+func (e *env) allocateProducerIDs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AllocateProducerIDsRequest) ([]metadata.Record, *kmsg.AllocateProducerIDsResponse) {
+	if err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
+		return nil, allocateProducerIDsFailed(req, err)
+	}
+	start := img.NextProducerID
+	if start > math.MaxInt64-producerIDBlockSize {
+		return nil, allocateProducerIDsFailed(req, newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit"))
+	}
 	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-	type result struct {
-		err   *apiError
-		start int64
-	}
-	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, result) {
-		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
-			return nil, result{err: e}
-		}
-		start := img.NextProducerID
-		if start > math.MaxInt64-producerIDBlockSize {
-			return nil, result{err: newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit")}
-		}
-		return []metadata.Record{&metadata.ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
-	})
-	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
-		resp.ProducerIDStart = res.start
-		resp.ProducerIDLen = producerIDBlockSize
-	}
+	resp.ProducerIDStart, resp.ProducerIDLen = start, producerIDBlockSize
+	return []metadata.Record{&metadata.ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, resp
+}
+
+// allocateProducerIDsFailed answers the request with e's code, without a
+// block (the response has no message).
+func allocateProducerIDsFailed(req *kmsg.AllocateProducerIDsRequest, e *apiError) *kmsg.AllocateProducerIDsResponse {
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	resp.ErrorCode = e.code()
 	return resp
 }
 
