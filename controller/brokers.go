@@ -406,18 +406,18 @@ func (c *Controller) unfenceBrokerRecords(img *metadata.Image, b *metadata.Broke
 // registration shut down cleanly and leaves the ISRs as if fenced. One
 // that does not may have lost an unflushed tail of its logs: with ELR it
 // leaves the ELRs too; without ELR it is treated as fenced.
-func (c *env) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
+func (e *env) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
 	if !elrEnabled(img) || previousEpoch == old.Epoch {
-		return c.removeBrokerFromPartitions(img, old.ID)
+		return e.removeBrokerFromPartitions(img, old.ID)
 	}
-	return c.leaderAndISRUpdates(img, -1, -1, old.ID, func(p metadata.Partition) bool {
+	return e.leaderAndISRUpdates(img, -1, -1, old.ID, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, old.ID) || containsInt32(p.ELR, old.ID) || p.Leader == old.ID
 	})
 }
 
 // removeBrokerFromPartitions takes id out of every ISR and leadership.
-func (c *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
-	return c.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
+func (e *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
+	return e.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, id) || p.Leader == id
 	})
 }
@@ -427,7 +427,7 @@ func (c *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metada
 // ISR and the ELR, neither may lead, add may lead although the image still
 // shows it fenced (-1 for none of each), and the partition gets a new
 // leader if its current one can no longer lead (partitionchange.go).
-func (c *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
+func (e *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
 	canLead := func(r int32) bool {
 		return r != remove && r != uncleanShutdown && (r == add || isActiveBroker(img, r))
 	}
@@ -436,7 +436,7 @@ func (c *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutd
 		if !selected(p) {
 			return
 		}
-		pc := c.newPartitionChange(img, t, int32(i))
+		pc := e.newPartitionChange(img, t, int32(i))
 		pc.canLead, pc.uncleanShutdown = canLead, uncleanShutdown
 		pc.isr = withoutInt32(withoutInt32(p.ISR, remove), uncleanShutdown)
 		if rec := pc.build(); rec != nil {
