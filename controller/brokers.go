@@ -19,6 +19,11 @@ package controller
 // unfencing elects leaders for the partitions that have none; a new
 // incarnation that does not name its predecessor's epoch (an unclean
 // restart) leaves the ELRs too.
+//
+// AllocateProducerIDs is a decision of the image and the request
+// (decide.go); RegisterBroker and BrokerHeartbeat also read and keep this
+// leader's broker sessions (c.sessions), so they stay on the Controller,
+// as UnregisterBroker does for now.
 
 import (
 	"context"
@@ -401,18 +406,18 @@ func (c *Controller) unfenceBrokerRecords(img *metadata.Image, b *metadata.Broke
 // registration shut down cleanly and leaves the ISRs as if fenced. One
 // that does not may have lost an unflushed tail of its logs: with ELR it
 // leaves the ELRs too; without ELR it is treated as fenced.
-func (c *env) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
+func (e *env) brokerRestartRecords(img *metadata.Image, old *metadata.Broker, previousEpoch int64) []metadata.Record {
 	if !elrEnabled(img) || previousEpoch == old.Epoch {
-		return c.removeBrokerFromPartitions(img, old.ID)
+		return e.removeBrokerFromPartitions(img, old.ID)
 	}
-	return c.leaderAndISRUpdates(img, -1, -1, old.ID, func(p metadata.Partition) bool {
+	return e.leaderAndISRUpdates(img, -1, -1, old.ID, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, old.ID) || containsInt32(p.ELR, old.ID) || p.Leader == old.ID
 	})
 }
 
 // removeBrokerFromPartitions takes id out of every ISR and leadership.
-func (c *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
-	return c.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
+func (e *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metadata.Record {
+	return e.leaderAndISRUpdates(img, id, -1, -1, func(p metadata.Partition) bool {
 		return containsInt32(p.ISR, id) || p.Leader == id
 	})
 }
@@ -422,7 +427,7 @@ func (c *env) removeBrokerFromPartitions(img *metadata.Image, id int32) []metada
 // ISR and the ELR, neither may lead, add may lead although the image still
 // shows it fenced (-1 for none of each), and the partition gets a new
 // leader if its current one can no longer lead (partitionchange.go).
-func (c *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
+func (e *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutdown int32, selected func(metadata.Partition) bool) []metadata.Record {
 	canLead := func(r int32) bool {
 		return r != remove && r != uncleanShutdown && (r == add || isActiveBroker(img, r))
 	}
@@ -431,7 +436,7 @@ func (c *env) leaderAndISRUpdates(img *metadata.Image, remove, add, uncleanShutd
 		if !selected(p) {
 			return
 		}
-		pc := c.newPartitionChange(img, t, int32(i))
+		pc := e.newPartitionChange(img, t, int32(i))
 		pc.canLead, pc.uncleanShutdown = canLead, uncleanShutdown
 		pc.isr = withoutInt32(withoutInt32(p.ISR, remove), uncleanShutdown)
 		if rec := pc.build(); rec != nil {
@@ -482,25 +487,29 @@ func (c *Controller) UnregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 
 // AllocateProducerIDs hands the broker the next block of 1000 producer ids.
 func (c *Controller) AllocateProducerIDs(ctx context.Context, req *kmsg.AllocateProducerIDsRequest) *kmsg.AllocateProducerIDsResponse {
+	return decide(c, ctx, req, (*env).allocateProducerIDs, allocateProducerIDsFailed)
+}
+
+// allocateProducerIDs decides an AllocateProducerIDs request
+// (ProducerIdControlManager.generateNextProducerId).
+func (e *env) allocateProducerIDs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AllocateProducerIDsRequest) ([]metadata.Record, *kmsg.AllocateProducerIDsResponse) {
+	if err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
+		return nil, allocateProducerIDsFailed(req, err)
+	}
+	start := img.NextProducerID
+	if start > math.MaxInt64-producerIDBlockSize {
+		return nil, allocateProducerIDsFailed(req, newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit"))
+	}
 	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-	type result struct {
-		err   *apiError
-		start int64
-	}
-	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, result) {
-		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
-			return nil, result{err: e}
-		}
-		start := img.NextProducerID
-		if start > math.MaxInt64-producerIDBlockSize {
-			return nil, result{err: newAPIError(kerr.UnknownServerError, "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit")}
-		}
-		return []metadata.Record{&metadata.ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, result{start: start}
-	})
-	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
-		resp.ProducerIDStart = res.start
-		resp.ProducerIDLen = producerIDBlockSize
-	}
+	resp.ProducerIDStart, resp.ProducerIDLen = start, producerIDBlockSize
+	return []metadata.Record{&metadata.ProducerIdsRecord{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch, NextProducerID: start + producerIDBlockSize}}, resp
+}
+
+// allocateProducerIDsFailed answers the request with e's code, without a
+// block (the response has no message).
+func allocateProducerIDsFailed(req *kmsg.AllocateProducerIDsRequest, e *apiError) *kmsg.AllocateProducerIDsResponse {
+	resp := req.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	resp.ErrorCode = e.code()
 	return resp
 }
 

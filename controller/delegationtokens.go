@@ -5,7 +5,11 @@ package controller
 // DelegationTokenControlManager decides them, with the sweep of expired
 // tokens the active controller runs every
 // delegation.token.expiry.check.interval.ms. The records and the tokens
-// in the image are metadata's (metadata/delegationtokens.go).
+// in the image are metadata's (metadata/delegationtokens.go). The three
+// requests are decisions (decide.go): the time is the env's clock and a
+// new token's id comes from the env's random source. When the records are
+// not committed, the answer carries only the commit's error (a Create
+// answer still names the owner and the requester, as its refusals do).
 //
 // A token's record never holds its HMAC: the HMAC is HmacSHA512 of the id
 // keyed with delegation.token.secret.key (sasl.TokenHMAC), which every
@@ -35,6 +39,7 @@ package controller
 import (
 	"context"
 	"crypto/hmac"
+	"encoding/binary"
 	"math"
 	"time"
 
@@ -68,12 +73,12 @@ func tokenForHMAC(img *metadata.Image, secret string, mac []byte) (*metadata.Del
 }
 
 // tokensEnabled reports whether this controller has a token secret.
-func (c *env) tokensEnabled() bool { return c.delegationTokens.SecretKey != "" }
+func (e *env) tokensEnabled() bool { return e.delegationTokens.SecretKey != "" }
 
 // tokenCheck is the refusal every token request shares, or 0.
-func (c *env) tokenCheck(img *metadata.Image) int16 {
+func (e *env) tokenCheck(img *metadata.Image) int16 {
 	switch {
-	case !c.tokensEnabled():
+	case !e.tokensEnabled():
 		return kerr.DelegationTokenAuthDisabled.Code
 	case img.Features[metadata.MetadataVersionFeature] < delegationTokenSupportedMetadataVersion:
 		return kerr.UnsupportedVersion.Code
@@ -83,11 +88,11 @@ func (c *env) tokenCheck(img *metadata.Image) int16 {
 
 // tokenToChange is the token a Renew or Expire names by its HMAC, or the
 // code refusing the request before the token's state is looked at.
-func (c *env) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
-	if code := c.tokenCheck(img); code != 0 {
+func (e *env) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
+	if code := e.tokenCheck(img); code != 0 {
 		return nil, code
 	}
-	t, ok := tokenForHMAC(img, c.delegationTokens.SecretKey, mac)
+	t, ok := tokenForHMAC(img, e.delegationTokens.SecretKey, mac)
 	if !ok {
 		return nil, kerr.DelegationTokenNotFound.Code
 	}
@@ -105,18 +110,12 @@ func addMs(now, d int64) int64 {
 // CreateDelegationToken creates a token for the request's owner (or the
 // requester).
 func (c *Controller) CreateDelegationToken(ctx context.Context, req *kmsg.CreateDelegationTokenRequest) *kmsg.CreateDelegationTokenResponse {
-	requester := metadata.RequestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
-		return c.decideCreateToken(img, requester, req, c.now().UnixMilli(), protocol.RandomUUID().String())
-	})
-	if !ok || err != nil {
-		resp = req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
-		owner := tokenOwner(req, requester)
-		resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(owner)
-		resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = metadata.SplitPrincipal(requester)
-		resp.ErrorCode = commitFailure(ok, err).code()
+	// The failed answer names the owner and the requester, as the
+	// decision's refusals do, so it needs the context's principal.
+	failed := func(req *kmsg.CreateDelegationTokenRequest, e *apiError) *kmsg.CreateDelegationTokenResponse {
+		return createDelegationTokenFailed(req, metadata.RequestPrincipal(ctx), e)
 	}
-	return resp
+	return decide(c, ctx, req, (*env).createDelegationToken, failed)
 }
 
 // tokenOwner is the owner a create request names, else its requester.
@@ -131,32 +130,30 @@ func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester string) string
 	return requester
 }
 
-// decideCreateToken is DelegationTokenControlManager.createDelegationToken.
-func (c *env) decideCreateToken(img *metadata.Image, requester string, req *kmsg.CreateDelegationTokenRequest, nowMs int64, tokenID string) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
-	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
-	owner := tokenOwner(req, requester)
-	resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(owner)
-	resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = metadata.SplitPrincipal(requester)
-	if code := c.tokenCheck(img); code != 0 {
-		resp.ErrorCode = code
-		return nil, resp
+// createDelegationToken decides a CreateDelegationToken request
+// (DelegationTokenControlManager.createDelegationToken).
+func (e *env) createDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateDelegationTokenRequest) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
+	requester := metadata.RequestPrincipal(ctx)
+	if code := e.tokenCheck(img); code != 0 {
+		return nil, createDelegationTokenAnswer(req, requester, code)
 	}
-	maxLifetime := c.delegationTokens.MaxLifetime.Milliseconds()
+	var renewers []string
+	for _, r := range req.Renewers {
+		if r.PrincipalType != metadata.UserPrincipalType {
+			return nil, createDelegationTokenAnswer(req, requester, kerr.InvalidPrincipalType.Code)
+		}
+		renewers = append(renewers, r.PrincipalType+":"+r.PrincipalName)
+	}
+	nowMs := e.now().UnixMilli()
+	maxLifetime := e.delegationTokens.MaxLifetime.Milliseconds()
 	if req.MaxLifetimeMillis > 0 {
 		maxLifetime = min(maxLifetime, req.MaxLifetimeMillis)
 	}
 	maxMs := addMs(nowMs, maxLifetime)
-	expiryMs := min(maxMs, addMs(nowMs, c.delegationTokens.ExpiryTime.Milliseconds()))
-	var renewers []string
-	for _, r := range req.Renewers {
-		if r.PrincipalType != metadata.UserPrincipalType {
-			resp.ErrorCode = kerr.InvalidPrincipalType.Code
-			return nil, resp
-		}
-		renewers = append(renewers, r.PrincipalType+":"+r.PrincipalName)
-	}
+	expiryMs := min(maxMs, addMs(nowMs, e.delegationTokens.ExpiryTime.Milliseconds()))
+	tokenID := e.newTokenID(img)
 	rec := &metadata.DelegationTokenRecord{
-		Owner:               owner,
+		Owner:               tokenOwner(req, requester),
 		Requester:           requester,
 		Renewers:            renewers,
 		IssueTimestamp:      nowMs,
@@ -164,29 +161,61 @@ func (c *env) decideCreateToken(img *metadata.Image, requester string, req *kmsg
 		ExpirationTimestamp: expiryMs,
 		TokenID:             tokenID,
 	}
+	resp := createDelegationTokenAnswer(req, requester, 0)
 	resp.IssueTimestamp, resp.ExpiryTimestamp, resp.MaxTimestamp = nowMs, expiryMs, maxMs
 	resp.TokenID = tokenID
-	resp.HMAC = sasl.TokenHMAC(c.delegationTokens.SecretKey, tokenID)
+	resp.HMAC = sasl.TokenHMAC(e.delegationTokens.SecretKey, tokenID)
 	return []metadata.Record{rec}, resp
+}
+
+// createDelegationTokenFailed answers the request with e.
+func createDelegationTokenFailed(req *kmsg.CreateDelegationTokenRequest, requester string, e *apiError) *kmsg.CreateDelegationTokenResponse {
+	return createDelegationTokenAnswer(req, requester, e.code())
+}
+
+// createDelegationTokenAnswer is the answer with code naming the request's
+// owner and requester, before any token is in it.
+func createDelegationTokenAnswer(req *kmsg.CreateDelegationTokenRequest, requester string, code int16) *kmsg.CreateDelegationTokenResponse {
+	resp := req.ResponseKind().(*kmsg.CreateDelegationTokenResponse)
+	resp.PrincipalType, resp.PrincipalName = metadata.SplitPrincipal(tokenOwner(req, requester))
+	resp.TokenRequesterPrincipalType, resp.TokenRequesterPrincipalName = metadata.SplitPrincipal(requester)
+	resp.ErrorCode = code
+	return resp
+}
+
+// newTokenID is an id no token of img has, in the form of Kafka's
+// Uuid.randomUuid (version 4, never starting with '-', never with a zero
+// high half). It is drawn from e.rng so that a decision is reproducible
+// from its env; the id is no secret (it is the token's SCRAM user name),
+// the HMAC keyed with the secret is.
+func (e *env) newTokenID(img *metadata.Image) string {
+	for {
+		var u protocol.UUID
+		binary.BigEndian.PutUint64(u[:8], e.rng.Uint64())
+		binary.BigEndian.PutUint64(u[8:], e.rng.Uint64())
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+		id := u.String()
+		if binary.BigEndian.Uint64(u[:8]) == 0 || id[0] == '-' {
+			continue
+		}
+		if _, taken := img.DelegationTokens[id]; !taken {
+			return id
+		}
+	}
 }
 
 // RenewDelegationToken moves a token's expiry on.
 func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDelegationTokenRequest) *kmsg.RenewDelegationTokenResponse {
-	requester := metadata.RequestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
-		return c.decideRenewToken(img, requester, req, c.now().UnixMilli())
-	})
-	if !ok || err != nil {
-		resp = req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-		resp.ErrorCode = commitFailure(ok, err).code()
-	}
-	return resp
+	return decide(c, ctx, req, (*env).renewDelegationToken, renewDelegationTokenFailed)
 }
 
-// decideRenewToken is DelegationTokenControlManager.renewDelegationToken.
-func (c *env) decideRenewToken(img *metadata.Image, requester string, req *kmsg.RenewDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
+// renewDelegationToken decides a RenewDelegationToken request
+// (DelegationTokenControlManager.renewDelegationToken).
+func (e *env) renewDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.RenewDelegationTokenRequest) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-	t, code := c.tokenToChange(img, req.HMAC)
+	nowMs := e.now().UnixMilli()
+	t, code := e.tokenToChange(img, req.HMAC)
 	switch {
 	case code != 0:
 		resp.ErrorCode = code
@@ -194,11 +223,11 @@ func (c *env) decideRenewToken(img *metadata.Image, requester string, req *kmsg.
 	case t.Expired(nowMs):
 		resp.ErrorCode = kerr.DelegationTokenExpired.Code
 		return nil, resp
-	case !t.MayRenew(requester):
+	case !t.MayRenew(metadata.RequestPrincipal(ctx)):
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	}
-	renew := c.delegationTokens.ExpiryTime.Milliseconds()
+	renew := e.delegationTokens.ExpiryTime.Milliseconds()
 	if req.RenewTimeMillis > 0 {
 		renew = min(renew, req.RenewTimeMillis)
 	}
@@ -208,28 +237,29 @@ func (c *env) decideRenewToken(img *metadata.Image, requester string, req *kmsg.
 	return []metadata.Record{rec}, resp
 }
 
-// ExpireDelegationToken expires a token now or moves its expiry.
-func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.ExpireDelegationTokenRequest) *kmsg.ExpireDelegationTokenResponse {
-	requester := metadata.RequestPrincipal(ctx)
-	resp, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
-		return c.decideExpireToken(img, requester, req, c.now().UnixMilli())
-	})
-	if !ok || err != nil {
-		resp = req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-		resp.ErrorCode = commitFailure(ok, err).code()
-	}
+// renewDelegationTokenFailed answers the request with e.
+func renewDelegationTokenFailed(req *kmsg.RenewDelegationTokenRequest, e *apiError) *kmsg.RenewDelegationTokenResponse {
+	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
+	resp.ErrorCode = e.code()
 	return resp
 }
 
-// decideExpireToken is DelegationTokenControlManager.expireDelegationToken.
-func (c *env) decideExpireToken(img *metadata.Image, requester string, req *kmsg.ExpireDelegationTokenRequest, nowMs int64) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
+// ExpireDelegationToken expires a token now or moves its expiry.
+func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.ExpireDelegationTokenRequest) *kmsg.ExpireDelegationTokenResponse {
+	return decide(c, ctx, req, (*env).expireDelegationToken, expireDelegationTokenFailed)
+}
+
+// expireDelegationToken decides an ExpireDelegationToken request
+// (DelegationTokenControlManager.expireDelegationToken).
+func (e *env) expireDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.ExpireDelegationTokenRequest) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	t, code := c.tokenToChange(img, req.HMAC)
+	nowMs := e.now().UnixMilli()
+	t, code := e.tokenToChange(img, req.HMAC)
 	switch {
 	case code != 0:
 		resp.ErrorCode = code
 		return nil, resp
-	case !t.MayRenew(requester):
+	case !t.MayRenew(metadata.RequestPrincipal(ctx)):
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	case req.ExpiryPeriodMillis < 0:
@@ -243,6 +273,13 @@ func (c *env) decideExpireToken(img *metadata.Image, requester string, req *kmsg
 	rec.ExpirationTimestamp = min(t.MaxMs, addMs(nowMs, req.ExpiryPeriodMillis))
 	resp.ExpiryTimestamp = rec.ExpirationTimestamp
 	return []metadata.Record{rec}, resp
+}
+
+// expireDelegationTokenFailed answers the request with e.
+func expireDelegationTokenFailed(req *kmsg.ExpireDelegationTokenRequest, e *apiError) *kmsg.ExpireDelegationTokenResponse {
+	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
+	resp.ErrorCode = e.code()
+	return resp
 }
 
 // expiredTokenRecords remove the tokens expired at nowMs, at most limit
