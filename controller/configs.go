@@ -2,8 +2,11 @@ package controller
 
 // IncrementalAlterConfigs and AlterConfigs: Kafka's request checks (the
 // broker-side preprocessing and ControllerApis), then
-// ConfigurationControlManager's per-resource semantics. The records of all
-// resources that pass commit together; each resource gets its own result.
+// ConfigurationControlManager's per-resource semantics. The two APIs differ
+// only in how they read a resource's change (configAPI); one decision
+// (configAPI.decide) does the rest for both. The records of all resources
+// that pass commit together; each resource gets its own result, or the
+// commit error when they do not commit.
 
 import (
 	"context"
@@ -16,6 +19,7 @@ import (
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3"
 )
 
 // Incremental config operations (kmsg IncrementalAlterConfigsRequest
@@ -56,8 +60,9 @@ type configChange struct {
 	legacy map[string]string
 }
 
-// checkResource applies the request-level checks Kafka makes before the
-// controller sees a resource. It returns nil if the resource may proceed.
+// checkResourceType applies the request-level checks Kafka makes before
+// the controller sees a resource. It returns nil if the resource may
+// proceed.
 func checkResourceType(t int8) *apiError {
 	switch metadata.ConfigResourceType(t) {
 	case metadata.ConfigResourceTopic, metadata.ConfigResourceBroker, metadata.ConfigResourceGroup, configResourceClientMetrics:
@@ -95,20 +100,24 @@ func admitResources(resources []metadata.ConfigResource, reject func(metadata.Co
 	return admitted
 }
 
-// IncrementalAlterConfigs changes configs key by key.
-func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
-	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	add := func(res metadata.ConfigResource, e *apiError) {
-		r := kmsg.NewIncrementalAlterConfigsResponseResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
-		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
-		resp.Resources = append(resp.Resources, r)
-	}
-	resource := func(r kmsg.IncrementalAlterConfigsRequestResource) metadata.ConfigResource {
-		return metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
-	}
-	alterConfigs(ctx, c, req.Resources, resource, func(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, *apiError) {
-		ch := configChange{res: resource(r), ops: map[string]configOp{}}
+func configResourceOf(t kmsg.ConfigResourceType, name string) metadata.ConfigResource {
+	return metadata.ConfigResource{Type: metadata.ConfigResourceType(t), Name: name}
+}
+
+// configAPI is how one of the two alter APIs reads a requested resource:
+// its name, and its change (or the error that refuses it). Everything
+// after that reading is shared.
+type configAPI[Res any] struct {
+	resource func(Res) metadata.ConfigResource
+	change   func(Res) (configChange, *apiError)
+}
+
+var incrementalConfigs = configAPI[kmsg.IncrementalAlterConfigsRequestResource]{
+	resource: func(r kmsg.IncrementalAlterConfigsRequestResource) metadata.ConfigResource {
+		return configResourceOf(r.ResourceType, r.ResourceName)
+	},
+	change: func(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, *apiError) {
+		ch := configChange{res: configResourceOf(r.ResourceType, r.ResourceName), ops: map[string]configOp{}}
 		for _, cfg := range r.Configs {
 			op := int8(cfg.Op)
 			if _, dup := ch.ops[cfg.Name]; dup {
@@ -124,24 +133,15 @@ func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 			ch.keys = append(ch.keys, cfg.Name)
 		}
 		return ch, nil
-	}, req.ValidateOnly, add)
-	return resp
+	},
 }
 
-// AlterConfigs replaces the whole config set of each resource.
-func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
-	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	add := func(res metadata.ConfigResource, e *apiError) {
-		r := kmsg.NewAlterConfigsResponseResource()
-		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.Type), res.Name
-		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
-		resp.Resources = append(resp.Resources, r)
-	}
-	resource := func(r kmsg.AlterConfigsRequestResource) metadata.ConfigResource {
-		return metadata.ConfigResource{Type: metadata.ConfigResourceType(r.ResourceType), Name: r.ResourceName}
-	}
-	alterConfigs(ctx, c, req.Resources, resource, func(r kmsg.AlterConfigsRequestResource) (configChange, *apiError) {
-		ch := configChange{res: resource(r), legacy: map[string]string{}}
+var legacyConfigs = configAPI[kmsg.AlterConfigsRequestResource]{
+	resource: func(r kmsg.AlterConfigsRequestResource) metadata.ConfigResource {
+		return configResourceOf(r.ResourceType, r.ResourceName)
+	},
+	change: func(r kmsg.AlterConfigsRequestResource) (configChange, *apiError) {
+		ch := configChange{res: configResourceOf(r.ResourceType, r.ResourceName), legacy: map[string]string{}}
 		for _, cfg := range r.Configs {
 			if _, dup := ch.legacy[cfg.Name]; dup {
 				return ch, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
@@ -153,33 +153,78 @@ func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 			ch.keys = append(ch.keys, cfg.Name)
 		}
 		return ch, nil
-	}, req.ValidateOnly, add)
+	},
+}
+
+// IncrementalAlterConfigs changes configs key by key.
+func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := decide(c, ctx, req, (*env).incrementalAlterConfigs, incrementalAlterConfigsFailed)
+	if !req.ValidateOnly {
+		altered := map[metadata.ConfigResource]bool{}
+		for _, r := range resp.Resources {
+			altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
+		}
+		c.checkUncleanElectionsIfEnabled(incrementalConfigs.enablesUncleanElection(req.Resources, altered))
+	}
 	return resp
 }
 
-// alterConfigs is both alter APIs' decision: the resources admitted
-// (admitResources), each one's change as its API reads it (change, or the
-// error that refuses it), then the changes run together.
-func alterConfigs[Res any](ctx context.Context, c *Controller, requested []Res, resource func(Res) metadata.ConfigResource,
-	change func(Res) (configChange, *apiError), validateOnly bool, add func(metadata.ConfigResource, *apiError)) {
-	resources := make([]metadata.ConfigResource, len(requested))
-	for i, r := range requested {
-		resources[i] = resource(r)
+// incrementalAlterConfigs decides an IncrementalAlterConfigs request.
+func (e *env) incrementalAlterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.IncrementalAlterConfigsRequest) ([]metadata.Record, *kmsg.IncrementalAlterConfigsResponse) {
+	recs, results := incrementalConfigs.decide(e, img, req.Resources, req.ValidateOnly)
+	return recs, incrementalAlterConfigsAnswer(req, results)
+}
+
+// incrementalAlterConfigsFailed answers every resource of the request with
+// e.
+func incrementalAlterConfigsFailed(req *kmsg.IncrementalAlterConfigsRequest, e *apiError) *kmsg.IncrementalAlterConfigsResponse {
+	return incrementalAlterConfigsAnswer(req, incrementalConfigs.failed(req.Resources, e))
+}
+
+func incrementalAlterConfigsAnswer(req *kmsg.IncrementalAlterConfigsRequest, results []configResult) *kmsg.IncrementalAlterConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	for _, res := range results {
+		r := kmsg.NewIncrementalAlterConfigsResponseResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.res.Type), res.res.Name
+		r.ErrorCode, r.ErrorMessage = res.err.code(), res.err.message()
+		resp.Resources = append(resp.Resources, r)
 	}
-	admitted := admitResources(resources, add)
-	var changes []configChange
-	for i, r := range requested {
-		if !admitted[i] {
-			continue
+	return resp
+}
+
+// AlterConfigs replaces the whole config set of each resource.
+func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp := decide(c, ctx, req, (*env).alterConfigs, alterConfigsFailed)
+	if !req.ValidateOnly {
+		altered := map[metadata.ConfigResource]bool{}
+		for _, r := range resp.Resources {
+			altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
 		}
-		ch, e := change(r)
-		if e != nil {
-			add(resources[i], e)
-			continue
-		}
-		changes = append(changes, ch)
+		c.checkUncleanElectionsIfEnabled(legacyConfigs.enablesUncleanElection(req.Resources, altered))
 	}
-	c.runConfigChanges(ctx, changes, validateOnly, add)
+	return resp
+}
+
+// alterConfigs decides an AlterConfigs request.
+func (e *env) alterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterConfigsRequest) ([]metadata.Record, *kmsg.AlterConfigsResponse) {
+	recs, results := legacyConfigs.decide(e, img, req.Resources, req.ValidateOnly)
+	return recs, alterConfigsAnswer(req, results)
+}
+
+// alterConfigsFailed answers every resource of the request with e.
+func alterConfigsFailed(req *kmsg.AlterConfigsRequest, e *apiError) *kmsg.AlterConfigsResponse {
+	return alterConfigsAnswer(req, legacyConfigs.failed(req.Resources, e))
+}
+
+func alterConfigsAnswer(req *kmsg.AlterConfigsRequest, results []configResult) *kmsg.AlterConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, res := range results {
+		r := kmsg.NewAlterConfigsResponseResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.res.Type), res.res.Name
+		r.ErrorCode, r.ErrorMessage = res.err.code(), res.err.message()
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp
 }
 
 type configResult struct {
@@ -187,55 +232,126 @@ type configResult struct {
 	err *apiError
 }
 
-func (c *Controller) runConfigChanges(ctx context.Context, changes []configChange, validateOnly bool, add func(metadata.ConfigResource, *apiError)) {
-	if len(changes) == 0 {
-		return
+// decide is both alter APIs' decision: the resources admitted
+// (admitResources), each one's change as the API reads it, then the
+// changes decided together (runConfigChanges). The results come as the
+// broker answered them: the resources refused on admission, then those
+// whose change could not be read, then the changes, each group in request
+// order.
+func (api configAPI[Res]) decide(e *env, img *metadata.Image, requested []Res, validateOnly bool) ([]metadata.Record, []configResult) {
+	var results []configResult
+	reject := func(res metadata.ConfigResource, err *apiError) {
+		results = append(results, configResult{res: res, err: err})
 	}
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []configResult) {
-		var recs []metadata.Record
-		var out []configResult
-		for _, ch := range changes {
-			var more []metadata.Record
-			var e *apiError
-			if ch.legacy != nil {
-				more, e = c.legacyAlterConfig(img, ch)
-			} else {
-				more, e = c.incrementalAlterConfig(img, ch)
-			}
-			if e == nil {
-				recs = append(recs, more...)
-			}
-			out = append(out, configResult{res: ch.res, err: e})
-		}
-		recs = append(recs, c.clearELRRecords(img, recs)...)
-		if len(recs) > maxRecordsPerOp {
-			for i := range out {
-				if out[i].err == nil {
-					out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
-				}
-			}
-			return nil, out
-		}
-		if validateOnly {
-			return nil, out
-		}
-		if isUncleanElectionEnabling(recs) {
-			c.uncleanCheck.runNow(c.now())
-		}
-		return recs, out
-	})
-	if !ok {
-		for _, ch := range changes {
-			add(ch.res, commitError(err))
-		}
-		return
+	resources := make([]metadata.ConfigResource, len(requested))
+	for i, r := range requested {
+		resources[i] = api.resource(r)
 	}
-	for _, r := range results {
-		add(r.res, r.err)
+	admitted := admitResources(resources, reject)
+	var changes []configChange
+	for i, r := range requested {
+		if !admitted[i] {
+			continue
+		}
+		ch, err := api.change(r)
+		if err != nil {
+			reject(resources[i], err)
+			continue
+		}
+		changes = append(changes, ch)
+	}
+	recs, changed := e.runConfigChanges(img, changes, validateOnly)
+	return recs, append(results, changed...)
+}
+
+// failed answers every requested resource, duplicates included, with e.
+func (api configAPI[Res]) failed(requested []Res, e *apiError) []configResult {
+	results := make([]configResult, len(requested))
+	for i, r := range requested {
+		results[i] = configResult{res: api.resource(r), err: e}
+	}
+	return results
+}
+
+// enablesUncleanElection reports whether the requested changes the answer
+// says were made (altered) turn unclean.leader.election.enable on.
+func (api configAPI[Res]) enablesUncleanElection(requested []Res, altered map[metadata.ConfigResource]bool) bool {
+	var set []metadata.Record
+	for _, r := range requested {
+		if ch, err := api.change(r); err == nil && altered[ch.res] {
+			set = append(set, ch.valuesSet()...)
+		}
+	}
+	return isUncleanElectionEnabling(set)
+}
+
+// valuesSet are the records of the values ch sets outright, whether or not
+// they differ from the current ones.
+func (ch configChange) valuesSet() []metadata.Record {
+	var recs []metadata.Record
+	for _, key := range ch.keys {
+		var value *string
+		if ch.legacy != nil {
+			value = strPtr(ch.legacy[key])
+		} else if op := ch.ops[key]; op.op == opSet {
+			value = op.value
+		} else {
+			continue
+		}
+		recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: value})
+	}
+	return recs
+}
+
+// checkUncleanElectionsIfEnabled has the periodic unclean election check
+// run on the loop's next tick when enabled, so that turning unclean
+// elections on elects at once rather than after
+// unclean.leader.election.interval.ms. The decision cannot do it: the
+// check's schedule is loop state, not the decision's to touch. The request
+// goroutine hands it to the loop through c.report, without waiting; the
+// records are committed by then, so the check finds them.
+func (c *Controller) checkUncleanElectionsIfEnabled(enabled bool) {
+	if enabled {
+		c.report(func(*raft.RawNode) { c.uncleanCheck.runNow(c.now()) })
 	}
 }
 
-func (c *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+// runConfigChanges decides changes together against img: each change's
+// records, or the error that refuses it, then the ELR clearing that the
+// min.insync.replicas changes among them need. An operation over
+// maxRecordsPerOp records is refused for every change that passed.
+func (e *env) runConfigChanges(img *metadata.Image, changes []configChange, validateOnly bool) ([]metadata.Record, []configResult) {
+	var recs []metadata.Record
+	var out []configResult
+	for _, ch := range changes {
+		var more []metadata.Record
+		var err *apiError
+		if ch.legacy != nil {
+			more, err = e.legacyAlterConfig(img, ch)
+		} else {
+			more, err = e.incrementalAlterConfig(img, ch)
+		}
+		if err == nil {
+			recs = append(recs, more...)
+		}
+		out = append(out, configResult{res: ch.res, err: err})
+	}
+	recs = append(recs, e.clearELRRecords(img, recs)...)
+	if len(recs) > maxRecordsPerOp {
+		for i := range out {
+			if out[i].err == nil {
+				out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+			}
+		}
+		return nil, out
+	}
+	if validateOnly {
+		return nil, out
+	}
+	return recs, out
+}
+
+func (e *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -252,10 +368,10 @@ func (c *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]me
 		case opDelete:
 			newValue = nil
 		case opAppend, opSubtract:
-			if c.schema == nil || !c.schema.IsList(ch.res.Type, key) {
+			if e.schema == nil || !e.schema.IsList(ch.res.Type, key) {
 				return nil, newAPIError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(op.op), key)
 			}
-			parts := c.listParts(ch.res.Type, key, curPtr)
+			parts := e.listParts(ch.res.Type, key, curPtr)
 			for _, v := range strings.Split(*op.value, ",") {
 				if op.op == opAppend {
 					if !slices.Contains(parts, v) {
@@ -272,19 +388,19 @@ func (c *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]me
 			recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: newValue})
 		}
 	}
-	if e := c.validateConfigs(img, ch.res, recs); e != nil {
-		return nil, e
+	if err := e.validateConfigs(img, ch.res, recs); err != nil {
+		return nil, err
 	}
 	return recs, nil
 }
 
 // listParts is the current list value of key: its override, or else its
 // default, split on commas without empty elements.
-func (c *env) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
+func (e *env) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
 	var v string
 	if current != nil {
 		v = *current
-	} else if d, ok := c.schema.Default(t, key); ok {
+	} else if d, ok := e.schema.Default(t, key); ok {
 		v = d
 	} else {
 		return nil
@@ -298,7 +414,7 @@ func (c *env) listParts(t metadata.ConfigResourceType, key string, current *stri
 	return parts
 }
 
-func (c *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (e *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -313,17 +429,17 @@ func (c *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadat
 			recs = append(recs, &metadata.ConfigRecord{ResourceType: ch.res.Type, ResourceName: ch.res.Name, Name: key, Value: nil})
 		}
 	}
-	if e := c.validateConfigs(img, ch.res, recs); e != nil {
-		return nil, e
+	if err := e.validateConfigs(img, ch.res, recs); err != nil {
+		return nil, err
 	}
 	return recs, nil
 }
 
 // validateConfigs checks the resource's overrides after recs, then that the
 // resource exists (Kafka's order).
-func (c *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
-	if e := checkMinISRChange(img, recs); e != nil {
-		return e
+func (e *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
+	if err := checkMinISRChange(img, recs); err != nil {
+		return err
 	}
 	after := maps.Clone(img.Configs[res])
 	if after == nil {
@@ -337,8 +453,8 @@ func (c *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, 
 			after[cr.Name] = *cr.Value
 		}
 	}
-	if c.schema != nil {
-		if err := c.schema.Validate(res.Type, res.Name, after); err != nil {
+	if e.schema != nil {
+		if err := e.schema.Validate(res.Type, res.Name, after); err != nil {
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
 				return &apiError{err: ke, msg: err.Error()}
@@ -346,10 +462,10 @@ func (c *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, 
 			return newAPIError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
-	return c.checkConfigResourceExists(img, res)
+	return e.checkConfigResourceExists(img, res)
 }
 
-func (c *env) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
+func (e *env) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
 	switch res.Type {
 	case metadata.ConfigResourceBroker:
 		if res.Name == "" {

@@ -4,7 +4,8 @@ package controller
 // be supported by this controller (cfg.SupportedFeatures) and by every
 // registered broker, downgrades need a downgrade type, and metadata.version
 // cannot go below 3.3-IV3 or be downgraded in a way that may lose metadata.
-// All updates commit together or none does.
+// All updates commit together or none does: one refused update, or a
+// failed commit, answers the whole request with its error.
 
 import (
 	"context"
@@ -28,55 +29,29 @@ const (
 
 // UpdateFeatures changes finalized feature levels.
 func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse {
-	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
-	type update struct {
-		name        string
-		level       int16
-		upgradeType int8
-	}
-	var updates []update
+	return decide(c, ctx, req, (*env).updateFeatures, updateFeaturesFailed)
+}
+
+// updateFeatures decides an UpdateFeatures request.
+func (e *env) updateFeatures(_ context.Context, img *metadata.Image, _ int64, req *kmsg.UpdateFeaturesRequest) ([]metadata.Record, *kmsg.UpdateFeaturesResponse) {
+	var recs []metadata.Record
+	enablesELR := false
 	for _, u := range req.FeatureUpdates {
-		t := u.UpgradeType
+		upgradeType := u.UpgradeType
 		if req.Version == 0 {
-			t = upgradeTypeUpgrade
+			upgradeType = upgradeTypeUpgrade
 			if u.AllowDowngrade {
-				t = upgradeTypeSafeDowngrade
+				upgradeType = upgradeTypeSafeDowngrade
 			}
 		}
-		updates = append(updates, update{name: u.Feature, level: u.MaxVersionLevel, upgradeType: t})
-	}
-	validateOnly := req.ValidateOnly
-	e, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, *apiError) {
-		var recs []metadata.Record
-		for _, u := range updates {
-			rec, e := c.updateFeature(img, u.name, u.level, u.upgradeType)
-			if e != nil {
-				return nil, e
-			}
-			recs = append(recs, rec)
+		rec, err := e.updateFeature(img, u.Feature, u.MaxVersionLevel, upgradeType)
+		if err != nil {
+			return nil, updateFeaturesFailed(req, err)
 		}
-		if validateOnly {
-			return nil, nil
-		}
-		for _, u := range updates {
-			if u.name == metadata.EligibleLeaderReplicasFeature && u.level > 0 {
-				recs = append(c.elrSafetyRecords(img), recs...)
-				break
-			}
-		}
-		return recs, nil
-	})
-	if !ok && err == nil {
-		e = nil
+		recs = append(recs, rec)
+		enablesELR = enablesELR || u.Feature == metadata.EligibleLeaderReplicasFeature && u.MaxVersionLevel > 0
 	}
-	if err != nil {
-		e = commitError(err)
-	}
-	if e != nil {
-		resp.ErrorCode = e.code()
-		resp.ErrorMessage = strPtr("The update failed for all features since the following feature had an error: " + *e.message())
-		return resp
-	}
+	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	if req.Version <= 1 {
 		for _, u := range req.FeatureUpdates {
 			r := kmsg.NewUpdateFeaturesResponseResult()
@@ -84,10 +59,25 @@ func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeature
 			resp.Results = append(resp.Results, r)
 		}
 	}
+	if req.ValidateOnly {
+		return nil, resp
+	}
+	if enablesELR {
+		recs = append(e.elrSafetyRecords(img), recs...)
+	}
+	return recs, resp
+}
+
+// updateFeaturesFailed answers the whole request with e, the failure of
+// one update or of the commit: no feature is updated.
+func updateFeaturesFailed(req *kmsg.UpdateFeaturesRequest, e *apiError) *kmsg.UpdateFeaturesResponse {
+	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	resp.ErrorCode = e.code()
+	resp.ErrorMessage = strPtr("The update failed for all features since the following feature had an error: " + *e.message())
 	return resp
 }
 
-func (c *env) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
+func (e *env) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
 	invalid := func(format string, args ...any) *apiError {
 		return newAPIError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
 	}
@@ -98,7 +88,7 @@ func (c *env) updateFeature(img *metadata.Image, name string, level int16, upgra
 	if level < 0 {
 		return nil, invalid("A feature version cannot be less than 0.")
 	}
-	if reason := c.reasonNotSupported(img, name, level); reason != "" {
+	if reason := e.reasonNotSupported(img, name, level); reason != "" {
 		return nil, invalid("%s", reason)
 	}
 	if level < current {
@@ -129,12 +119,12 @@ func (c *env) updateFeature(img *metadata.Image, name string, level int16, upgra
 
 // reasonNotSupported says why level of feature is not supported by this
 // controller or a registered broker ("" if it is).
-func (c *env) reasonNotSupported(img *metadata.Image, name string, level int16) string {
-	r, ok := c.supportedFeatures[name]
+func (e *env) reasonNotSupported(img *metadata.Image, name string, level int16) string {
+	r, ok := e.supportedFeatures[name]
 	if !ok {
 		r = [2]int16{0, 0}
 	}
-	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", c.nodeID), r); why != "" {
+	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", e.nodeID), r); why != "" {
 		return why
 	}
 	for _, id := range sortedBrokerIDs(img) {
