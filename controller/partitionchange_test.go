@@ -30,6 +30,27 @@ func elrCluster(t *testing.T, n int32, elr bool, minISR string, p metadata.Parti
 	return img
 }
 
+// brokersAndTopics are the records of an image with brokers 1..n
+// registered and unfenced, at the latest metadata.version.
+func brokersAndTopics(n int32) []metadata.Record {
+	recs := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: metadata.LatestMetadataVersion}}
+	for id := int32(1); id <= n; id++ {
+		recs = append(recs, &metadata.RegisterBrokerRecord{BrokerID: id, IncarnationID: protocol.RandomUUID(), BrokerEpoch: int64(10 + id)})
+	}
+	return recs
+}
+
+// topicRecords are the records creating topic name with partitions parts
+// (their topic and partition ids filled in).
+func topicRecords(name string, id protocol.UUID, parts ...metadata.PartitionRecord) []metadata.Record {
+	recs := []metadata.Record{&metadata.TopicRecord{Name: name, TopicID: id}}
+	for i, p := range parts {
+		p.TopicID, p.PartitionID = id, int32(i)
+		recs = append(recs, &p)
+	}
+	return recs
+}
+
 // setBroker returns img with broker id fenced or not (a copy: images are
 // immutable).
 func setBroker(img *metadata.Image, id int32, fenced bool) *metadata.Image {
