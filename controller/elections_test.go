@@ -273,3 +273,28 @@ func TestElectLeadersDecisionWithoutAQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestElectLeadersTooManyElections: more elections than one operation may
+// write refuse the whole request, as Kafka's bounded record list does,
+// instead of answering elections that were not written.
+func TestElectLeadersTooManyElections(t *testing.T) {
+	parts := make([]metadata.PartitionRecord, maxRecordsPerOp+1)
+	for i := range parts {
+		parts[i] = metadata.PartitionRecord{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2}
+	}
+	img := imageOf(t, append(brokersAndTopics(2), topicRecords("a", protocol.RandomUUID(), parts...)...)...)
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.Version = 2
+	recs, resp, _ := decideOn(t, testEnv(), img, (*env).electLeaders, req)
+	if len(recs) != 0 || resp.ErrorCode != kerr.PolicyViolation.Code || len(resp.Topics) != 0 {
+		t.Fatalf("%d records, error %d, %d topics", len(recs), resp.ErrorCode, len(resp.Topics))
+	}
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "a", Partitions: make([]int32, maxRecordsPerOp+1)}}
+	for i := range req.Topics[0].Partitions {
+		req.Topics[0].Partitions[i] = int32(i)
+	}
+	_, resp, _ = decideOn(t, testEnv(), img, (*env).electLeaders, req)
+	if rp := resp.Topics[0].Partitions[0]; resp.ErrorCode != kerr.PolicyViolation.Code || rp.ErrorCode != kerr.PolicyViolation.Code || *rp.ErrorMessage != excessivelyLargeOperation {
+		t.Fatalf("named: error %d, first partition %+v", resp.ErrorCode, rp)
+	}
+}

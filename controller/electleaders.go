@@ -3,6 +3,8 @@ package controller
 // ElectLeaders: preferred and unclean leader elections (Kafka's
 // ReplicationControlManager.electLeaders); the election itself is
 // partitionchange.go's, with the ISR, ELR and last known leader rules.
+// More than maxRecordsPerOp elections fail the whole request with
+// POLICY_VIOLATION, as Kafka's bounded record list does.
 
 import (
 	"context"
@@ -71,7 +73,8 @@ func (e *env) electLeaders(_ context.Context, img *metadata.Image, _ int64, req 
 		}
 	}
 	if len(recs) > maxRecordsPerOp {
-		return nil, resp
+		// Kafka's bounded record list fails the whole request.
+		return nil, electLeadersFailed(req, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation))
 	}
 	return recs, resp
 }
