@@ -31,7 +31,9 @@ package controller
 // completing a reassignment moved leadership away from the sender, the
 // record is written and the answer is NEW_LEADER_ELECTED, as in Kafka. A
 // change that changes nothing writes nothing and answers the current
-// state.
+// state. Records that are not committed leave the answer at the commit's
+// error for the whole request (NOT_CONTROLLER, REQUEST_TIMED_OUT), with no
+// partitions, as in Kafka.
 //
 // Deviations: versions 0-1 (topic names) are not served, as in Kafka 4; a
 // leader recovery state other than 0 or 1 is INVALID_REQUEST.
@@ -48,72 +50,73 @@ import (
 // AlterPartition decides a leader's ISR changes; it needs version 2 or
 // later (topic ids).
 func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
-	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	return decide(c, ctx, req, (*env).alterPartition, alterPartitionFailed)
+}
+
+// alterPartition decides an AlterPartition request.
+func (e *env) alterPartition(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionRequest) ([]metadata.Record, *kmsg.AlterPartitionResponse) {
 	if req.Version < 2 {
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		return resp
+		return nil, alterPartitionFailed(req, &apiError{err: kerr.UnsupportedVersion})
 	}
-	type result struct {
-		err    *apiError
-		topics []kmsg.AlterPartitionResponseTopic
+	if err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
+		return nil, alterPartitionFailed(req, err)
 	}
-	res, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, result) {
-		if e := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); e != nil {
-			return nil, result{err: e}
-		}
-		var recs []metadata.Record
-		var out []kmsg.AlterPartitionResponseTopic
-		for _, rt := range req.Topics {
-			topic := kmsg.NewAlterPartitionResponseTopic()
-			topic.TopidID = rt.TopicID
-			t := img.TopicsByID[rt.TopicID]
-			for _, rp := range rt.Partitions {
-				p := kmsg.NewAlterPartitionResponseTopicPartition()
-				p.Partition = rp.Partition
-				if t == nil {
-					p.ErrorCode = kerr.UnknownTopicID.Code
-					topic.Partitions = append(topic.Partitions, p)
-					continue
-				}
-				rec, e := c.alterPartition(img, req, t, rp)
-				if e != nil {
-					p.ErrorCode = e.Code
-					topic.Partitions = append(topic.Partitions, p)
-					continue
-				}
-				after := t.Partitions[rp.Partition]
-				if rec != nil {
-					recs = append(recs, rec)
-					after = metadata.ApplyPartitionChange(after, rec)
-					if rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
-						p.ErrorCode = kerr.NewLeaderElected.Code
-						topic.Partitions = append(topic.Partitions, p)
-						continue
-					}
-				}
-				p.LeaderID = after.Leader
-				p.LeaderEpoch = after.LeaderEpoch
-				p.ISR = slices.Clone(after.ISR)
-				if p.ISR == nil {
-					p.ISR = []int32{}
-				}
-				p.LeaderRecoveryState = int8(after.LeaderRecoveryState)
-				p.PartitionEpoch = after.PartitionEpoch
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	var recs []metadata.Record
+	for _, rt := range req.Topics {
+		topic := kmsg.NewAlterPartitionResponseTopic()
+		topic.TopidID = rt.TopicID
+		t := img.TopicsByID[rt.TopicID]
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewAlterPartitionResponseTopicPartition()
+			p.Partition = rp.Partition
+			if t == nil {
+				p.ErrorCode = kerr.UnknownTopicID.Code
 				topic.Partitions = append(topic.Partitions, p)
+				continue
 			}
-			out = append(out, topic)
+			rec, err := e.alterOnePartition(img, req, t, rp)
+			if err != nil {
+				p.ErrorCode = err.Code
+				topic.Partitions = append(topic.Partitions, p)
+				continue
+			}
+			after := t.Partitions[rp.Partition]
+			if rec != nil {
+				recs = append(recs, rec)
+				after = metadata.ApplyPartitionChange(after, rec)
+				if rec.Leader != metadata.NoLeaderChange && rec.Leader != req.BrokerID {
+					p.ErrorCode = kerr.NewLeaderElected.Code
+					topic.Partitions = append(topic.Partitions, p)
+					continue
+				}
+			}
+			p.LeaderID = after.Leader
+			p.LeaderEpoch = after.LeaderEpoch
+			p.ISR = slices.Clone(after.ISR)
+			if p.ISR == nil {
+				p.ISR = []int32{}
+			}
+			p.LeaderRecoveryState = int8(after.LeaderRecoveryState)
+			p.PartitionEpoch = after.PartitionEpoch
+			topic.Partitions = append(topic.Partitions, p)
 		}
-		return recs, result{topics: out}
-	})
-	if resp.ErrorCode = answerCode(ok, err, res.err); resp.ErrorCode == 0 {
-		resp.Topics = res.topics
+		resp.Topics = append(resp.Topics, topic)
 	}
+	return recs, resp
+}
+
+// alterPartitionFailed is the answer with e for the whole request and no
+// partitions (Kafka's AlterPartitionRequest.getErrorResponse).
+func alterPartitionFailed(req *kmsg.AlterPartitionRequest, e *apiError) *kmsg.AlterPartitionResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	resp.ErrorCode = e.code()
 	return resp
 }
 
-// alterPartition checks one partition's requested change and returns its
+// alterOnePartition checks one partition's requested change and returns its
 // record (nil when nothing changes), or the error Kafka answers.
-func (c *env) alterPartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
+func (e *env) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
 	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
@@ -144,11 +147,11 @@ func (c *env) alterPartition(img *metadata.Image, req *kmsg.AlterPartitionReques
 	for i, id := range isr {
 		b := img.Brokers[id]
 		if b == nil || b.InControlledShutdown || b.Fenced || epochs[i] != -1 && epochs[i] != b.Epoch {
-			c.logger.Info("refusing an ISR with an ineligible replica", "topic", t.Name, "partition", rp.Partition, "leader", req.BrokerID, "replica", id)
+			e.logger.Info("refusing an ISR with an ineligible replica", "topic", t.Name, "partition", rp.Partition, "leader", req.BrokerID, "replica", id)
 			return nil, kerr.IneligibleReplica
 		}
 	}
-	pc := c.newPartitionChange(img, t, rp.Partition)
+	pc := e.newPartitionChange(img, t, rp.Partition)
 	pc.isr, pc.recovery = isr, state
 	return pc.build(), nil
 }

@@ -3,6 +3,8 @@ package controller
 // ElectLeaders: preferred and unclean leader elections (Kafka's
 // ReplicationControlManager.electLeaders); the election itself is
 // partitionchange.go's, with the ISR, ELR and last known leader rules.
+// More than maxRecordsPerOp elections fail the whole request with
+// POLICY_VIOLATION, as Kafka's bounded record list does.
 
 import (
 	"context"
@@ -23,88 +25,77 @@ const (
 // partition; then partitions that need no election are left out of the
 // response, as Kafka does.
 func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
-	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	return decide(c, ctx, req, (*env).electLeaders, electLeadersFailed)
+}
+
+// electLeaders decides an ElectLeaders request.
+func (e *env) electLeaders(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ElectLeadersRequest) ([]metadata.Record, *kmsg.ElectLeadersResponse) {
 	electionType := req.ElectionType
 	if req.Version == 0 {
 		electionType = electionPreferred
 	}
 	if electionType != electionPreferred && electionType != electionUnclean {
-		e := newAPIError(kerr.InvalidRequest, "Unknown election type %d", electionType)
-		resp.ErrorCode = e.code()
+		return nil, electLeadersFailed(req, newAPIError(kerr.InvalidRequest, "Unknown election type %d", electionType))
+	}
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	var recs []metadata.Record
+	elect := func(rt *kmsg.ElectLeadersResponseTopic, partition int32, skipNotNeeded bool) {
+		rec, err := e.electLeader(img, rt.Topic, partition, electionType)
+		if err != nil && err.err == kerr.ElectionNotNeeded && skipNotNeeded {
+			return
+		}
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+		rp := kmsg.NewElectLeadersResponseTopicPartition()
+		rp.Partition = partition
+		rp.ErrorCode = err.code()
+		rp.ErrorMessage = err.message()
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	if req.Topics == nil {
+		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = name
+			for i := range img.Topics[name].Partitions {
+				elect(&rt, int32(i), true)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	} else {
 		for _, t := range req.Topics {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rp := kmsg.NewElectLeadersResponseTopicPartition()
-				rp.Partition = p
-				rp.ErrorCode = e.code()
-				rp.ErrorMessage = e.message()
-				rt.Partitions = append(rt.Partitions, rp)
+				elect(&rt, p, false)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return resp
 	}
-	all := req.Topics == nil
-	topics := req.Topics
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.ElectLeadersResponseTopic) {
-		var recs []metadata.Record
-		var out []kmsg.ElectLeadersResponseTopic
-		elect := func(rt *kmsg.ElectLeadersResponseTopic, partition int32, skipNotNeeded bool) {
-			rec, e := c.electLeader(img, rt.Topic, partition, electionType)
-			if e != nil && e.err == kerr.ElectionNotNeeded && skipNotNeeded {
-				return
-			}
-			if rec != nil {
-				recs = append(recs, rec)
-			}
+	if len(recs) > maxRecordsPerOp {
+		// Kafka's bounded record list fails the whole request.
+		return nil, electLeadersFailed(req, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation))
+	}
+	return recs, resp
+}
+
+// electLeadersFailed answers the request, and every partition it names,
+// with e.
+func electLeadersFailed(req *kmsg.ElectLeadersRequest, e *apiError) *kmsg.ElectLeadersResponse {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	resp.ErrorCode = e.code()
+	for _, t := range req.Topics {
+		rt := kmsg.NewElectLeadersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
 			rp := kmsg.NewElectLeadersResponseTopicPartition()
-			rp.Partition = partition
+			rp.Partition = p
 			rp.ErrorCode = e.code()
 			rp.ErrorMessage = e.message()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if all {
-			for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-				rt := kmsg.NewElectLeadersResponseTopic()
-				rt.Topic = name
-				for i := range img.Topics[name].Partitions {
-					elect(&rt, int32(i), true)
-				}
-				out = append(out, rt)
-			}
-		} else {
-			for _, t := range topics {
-				rt := kmsg.NewElectLeadersResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					elect(&rt, p, false)
-				}
-				out = append(out, rt)
-			}
-		}
-		if len(recs) > maxRecordsPerOp {
-			return nil, out
-		}
-		return recs, out
-	})
-	if !ok {
-		resp.ErrorCode = errorCode(err)
-		for _, t := range topics {
-			rt := kmsg.NewElectLeadersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewElectLeadersResponseTopicPartition()
-				rp.Partition = p
-				rp.ErrorCode = errorCode(err)
-				rp.ErrorMessage = strPtr(err.Error())
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
+		resp.Topics = append(resp.Topics, rt)
 	}
-	resp.Topics = results
 	return resp
 }
 
@@ -113,7 +104,7 @@ func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 // preferred election makes the first replica the leader if it is in the
 // ISR and active (with no leader, it may elect another ISR member); an
 // unclean one elects from the ISR, then the ELR, then any active replica.
-func (c *env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
+func (e *env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
@@ -129,7 +120,7 @@ func (c *env) electLeader(img *metadata.Image, topic string, partition int32, el
 	if electionType == electionPreferred && p.Leader == preferred || electionType == electionUnclean && p.Leader != -1 {
 		return nil, &apiError{err: kerr.ElectionNotNeeded}
 	}
-	pc := c.newPartitionChange(img, t, partition)
+	pc := e.newPartitionChange(img, t, partition)
 	pc.election = electPreferred
 	if electionType == electionUnclean {
 		pc.election = electUnclean

@@ -122,7 +122,7 @@ type partitionChange struct {
 // target as it is, with the topic's min.insync.replicas and
 // unclean.leader.election.enable, the cluster's ELR level, and active
 // brokers as the ones that may lead.
-func (c *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
+func (e *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
 	p := t.Partitions[partition]
 	pc := &partitionChange{
 		img:             img,
@@ -132,7 +132,7 @@ func (c *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partiti
 		canLead:         func(id int32) bool { return isActiveBroker(img, id) },
 		election:        electOnline,
 		elr:             elrEnabled(img),
-		minISR:          c.effectiveMinISR(img, t),
+		minISR:          e.effectiveMinISR(img, t),
 		uncleanShutdown: -1,
 		isr:             p.ISR,
 		replicas:        p.Replicas,
@@ -140,7 +140,7 @@ func (c *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partiti
 		removing:        p.RemovingReplicas,
 		recovery:        p.LeaderRecoveryState,
 	}
-	if c.uncleanElectionEnabled(img, t.Name) {
+	if e.uncleanElectionEnabled(img, t.Name) {
 		pc.election = electUnclean
 	}
 	return pc
@@ -350,18 +350,18 @@ func withoutAll(s, drop []int32) []int32 {
 // the cluster-wide dynamic default, then the static configuration
 // (Schema.Default), then fallback. The keys it is used for have broker
 // synonyms of the same name.
-func (c *env) topicConfig(img *metadata.Image, topic, key, fallback string) string {
+func (e *env) topicConfig(img *metadata.Image, topic, key, fallback string) string {
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}][key]; ok {
 		return v
 	}
-	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(c.nodeID))}][key]; ok {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(e.nodeID))}][key]; ok {
 		return v
 	}
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][key]; ok {
 		return v
 	}
-	if c.schema != nil {
-		if v, ok := c.schema.Default(metadata.ConfigResourceTopic, key); ok {
+	if e.schema != nil {
+		if v, ok := e.schema.Default(metadata.ConfigResourceTopic, key); ok {
 			return v
 		}
 	}
@@ -370,8 +370,8 @@ func (c *env) topicConfig(img *metadata.Image, topic, key, fallback string) stri
 
 // effectiveMinISR is the topic's min.insync.replicas, capped at its
 // replication factor (that of partition 0, as Kafka takes it).
-func (c *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
-	n, err := strconv.Atoi(strings.TrimSpace(c.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
+func (e *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
+	n, err := strconv.Atoi(strings.TrimSpace(e.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
 	if err != nil || n < 1 {
 		n = 1
 	}
@@ -382,8 +382,8 @@ func (c *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 }
 
 // uncleanElectionEnabled is the topic's unclean.leader.election.enable.
-func (c *env) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
-	return isTrue(c.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
+func (e *env) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
+	return isTrue(e.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
 }
 
 // isTrue parses a boolean config value as Kafka does (anything but "true",
@@ -427,7 +427,7 @@ func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *apiError {
 // writes, through the partition-change builder, a PartitionChangeRecord per
 // partition that has anything to clear. It elects only as an online
 // election would have already (never uncleanly).
-func (c *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
+func (e *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
 	if !elrEnabled(img) {
 		return nil
 	}
@@ -450,7 +450,7 @@ func (c *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []met
 		if !(all || topics[t.Name]) || len(p.ELR) == 0 && len(p.LastKnownELR) == 0 {
 			return
 		}
-		pc := c.newPartitionChange(img, t, int32(i))
+		pc := e.newPartitionChange(img, t, int32(i))
 		pc.election, pc.forgetELR = electOnline, true
 		if rec := pc.build(); rec != nil {
 			out = append(out, rec)
@@ -463,10 +463,10 @@ func (c *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []met
 // (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
 // cluster-level min.insync.replicas with this node's static value when
 // there is none, and the removal of every broker-level one.
-func (c *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
+func (e *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
 	var recs []metadata.Record
 	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
-		v := c.staticMinISR()
+		v := e.staticMinISR()
 		recs = append(recs, &metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: &v})
 	}
 	for _, res := range slices.SortedFunc(maps.Keys(img.Configs), func(a, b metadata.ConfigResource) int { return cmp.Compare(a.Name, b.Name) }) {
@@ -481,9 +481,9 @@ func (c *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
 }
 
 // staticMinISR is min.insync.replicas in this node's static configuration.
-func (c *env) staticMinISR() string {
-	if c.schema != nil {
-		if v, ok := c.schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
+func (e *env) staticMinISR() string {
+	if e.schema != nil {
+		if v, ok := e.schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
 			return v
 		}
 	}

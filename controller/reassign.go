@@ -29,7 +29,9 @@ package controller
 // (KIP-860) refuses a target whose size differs from the partition's
 // replication factor (the size of the replica set it is headed for, during
 // a reassignment) with INVALID_REPLICATION_FACTOR; the answer echoes the
-// flag. All partitions' changes commit together or none does.
+// flag. All partitions' changes commit together or none does; when they
+// are not committed (NOT_CONTROLLER, REQUEST_TIMED_OUT), the request and
+// every partition are answered with that error, as in Kafka.
 //
 // ListPartitionReassignments lists the partitions with a reassignment in
 // progress (replicas, adding, removing): all of them for null topics
@@ -54,53 +56,74 @@ import (
 
 // AlterPartitionReassignments starts, changes or cancels reassignments.
 func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
-	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-	allowRFChange := req.Version < 1 || req.AllowReplicationFactorChange
-	resp.AllowReplicationFactorChange = allowRFChange
-	topics := req.Topics
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.AlterPartitionAssignmentsResponseTopic) {
-		var recs []metadata.Record
-		var out []kmsg.AlterPartitionAssignmentsResponseTopic
-		for _, t := range topics {
-			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rec, e := c.reassignPartition(img, t.Topic, p, allowRFChange)
-				if rec != nil {
-					recs = append(recs, rec)
-				}
-				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = e.code()
-				if e != nil {
-					rp.ErrorMessage = e.message()
-				}
-				rt.Partitions = append(rt.Partitions, rp)
+	return decide(c, ctx, req, (*env).alterPartitionReassignments, alterPartitionReassignmentsFailed)
+}
+
+// alterPartitionReassignments decides an AlterPartitionReassignments
+// request.
+func (e *env) alterPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionAssignmentsRequest) ([]metadata.Record, *kmsg.AlterPartitionAssignmentsResponse) {
+	resp := reassignmentsResponse(req)
+	var recs []metadata.Record
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rec, err := e.reassignPartition(img, t.Topic, p, resp.AllowReplicationFactorChange)
+			if rec != nil {
+				recs = append(recs, rec)
 			}
-			out = append(out, rt)
+			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = err.code()
+			rp.ErrorMessage = err.message()
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if len(recs) > maxRecordsPerOp {
-			for i := range out {
-				for j := range out[i].Partitions {
-					if p := &out[i].Partitions[j]; p.ErrorCode == 0 {
-						p.ErrorCode, p.ErrorMessage = kerr.PolicyViolation.Code, strPtr(excessivelyLargeOperation)
-					}
-				}
-			}
-			return nil, out
-		}
-		return recs, out
-	})
-	if e := commitFailure(ok, err); e != nil {
-		resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+		resp.Topics = append(resp.Topics, rt)
 	}
-	resp.Topics = results
+	if len(recs) > maxRecordsPerOp {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 {
+					p.ErrorCode, p.ErrorMessage = kerr.PolicyViolation.Code, strPtr(excessivelyLargeOperation)
+				}
+			}
+		}
+		return nil, resp
+	}
+	return recs, resp
+}
+
+// alterPartitionReassignmentsFailed answers the request, and every
+// partition it names, with e (Kafka's
+// AlterPartitionReassignmentsRequest.getErrorResponse).
+func alterPartitionReassignmentsFailed(req *kmsg.AlterPartitionAssignmentsRequest, e *apiError) *kmsg.AlterPartitionAssignmentsResponse {
+	resp := reassignmentsResponse(req)
+	resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode, rp.ErrorMessage = e.code(), e.message()
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// reassignmentsResponse is the empty response, echoing whether the
+// replication factor may change (KIP-860: always before v1).
+func reassignmentsResponse(req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.AllowReplicationFactorChange = req.Version < 1 || req.AllowReplicationFactorChange
 	return resp
 }
 
 // reassignPartition decides one partition's reassignment: its record (nil
 // when nothing changes) or why it is refused.
-func (c *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
+func (e *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
 	t := img.Topics[topic]
 	if t == nil {
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
@@ -109,11 +132,11 @@ func (c *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p.Partition)
 	}
 	if p.Replicas == nil {
-		return c.cancelReassignment(img, t, p.Partition)
+		return e.cancelReassignment(img, t, p.Partition)
 	}
 	cur := t.Partitions[p.Partition]
-	if e := validateManualAssignment(img, p.Replicas, -1); e != nil {
-		return nil, e
+	if err := validateManualAssignment(img, p.Replicas, -1); err != nil {
+		return nil, err
 	}
 	if !allowRFChange {
 		// The replica set the partition is headed for (the adding
@@ -125,7 +148,7 @@ func (c *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 	}
 	removing := slices.Sorted(maps.Keys(setOf(withoutAll(cur.Replicas, p.Replicas))))
 	adding := slices.Sorted(maps.Keys(setOf(withoutAll(p.Replicas, cur.Replicas))))
-	pc := c.newPartitionChange(img, t, p.Partition)
+	pc := e.newPartitionChange(img, t, p.Partition)
 	// Starting or changing a reassignment never elects uncleanly (Kafka's
 	// changePartitionReassignment).
 	pc.election = electOnline
@@ -142,14 +165,14 @@ func (c *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 }
 
 // cancelReassignment reverts the reassignment in progress.
-func (c *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
+func (e *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
 	cur := t.Partitions[id]
 	if !cur.Reassigning() {
 		return nil, &apiError{err: kerr.NoReassignmentInProgress}
 	}
 	original := withoutAll(cur.Replicas, cur.AddingReplicas)
 	isr := withoutAll(cur.ISR, cur.AddingReplicas)
-	unclean := c.uncleanElectionEnabled(img, t.Name)
+	unclean := e.uncleanElectionEnabled(img, t.Name)
 	if len(isr) == 0 {
 		if len(original) == 0 {
 			return nil, newAPIError(kerr.InvalidReplicaAssignment, "Invalid replica assignment: addingReplicas contains all replicas.")
@@ -159,60 +182,65 @@ func (c *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int3
 		}
 		isr = original[:1]
 	}
-	pc := c.newPartitionChange(img, t, id)
+	pc := e.newPartitionChange(img, t, id)
 	pc.isr, pc.replicas, pc.adding, pc.removing = isr, original, nil, nil
 	return pc.build(), nil
 }
 
 // ListPartitionReassignments lists the reassignments in progress.
 func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
+	return decide(c, ctx, req, (*env).listPartitionReassignments, listPartitionReassignmentsFailed)
+}
+
+// listPartitionReassignments decides a ListPartitionReassignments request.
+// It writes nothing; the answer waits for what is pending, as every read
+// on the controller does.
+func (*env) listPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ListPartitionReassignmentsRequest) ([]metadata.Record, *kmsg.ListPartitionReassignmentsResponse) {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	topics := req.Topics
-	// Nothing is written; the answer waits for what is pending, as every
-	// read on the controller does.
-	results, ok, err := submitTyped(c, ctx, func(img *metadata.Image, _ int64) ([]metadata.Record, []kmsg.ListPartitionReassignmentsResponseTopic) {
-		out := []kmsg.ListPartitionReassignmentsResponseTopic{}
-		list := func(t *metadata.Topic, partitions []int32) {
-			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
-			rt.Topic = t.Name
-			for _, id := range partitions {
-				if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
-					continue
-				}
-				p := t.Partitions[id]
-				rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
-				rp.Partition = id
-				rp.Replicas = append([]int32{}, p.Replicas...)
-				rp.AddingReplicas = append([]int32{}, p.AddingReplicas...)
-				rp.RemovingReplicas = append([]int32{}, p.RemovingReplicas...)
-				rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
+	list := func(t *metadata.Topic, partitions []int32) {
+		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+		rt.Topic = t.Name
+		for _, id := range partitions {
+			if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
+				continue
 			}
-			if len(rt.Partitions) > 0 {
-				out = append(out, rt)
-			}
+			p := t.Partitions[id]
+			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+			rp.Partition = id
+			rp.Replicas = append([]int32{}, p.Replicas...)
+			rp.AddingReplicas = append([]int32{}, p.AddingReplicas...)
+			rp.RemovingReplicas = append([]int32{}, p.RemovingReplicas...)
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		if topics == nil {
-			for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-				t := img.Topics[name]
-				all := make([]int32, len(t.Partitions))
-				for i := range all {
-					all[i] = int32(i)
-				}
-				list(t, all)
-			}
-			return nil, out
+		if len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
 		}
-		for _, rt := range topics {
-			if t := img.Topics[rt.Topic]; t != nil {
-				list(t, rt.Partitions)
-			}
-		}
-		return nil, out
-	})
-	if e := commitFailure(ok, err); e != nil {
-		resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
 	}
-	resp.Topics = results
+	if req.Topics == nil {
+		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+			t := img.Topics[name]
+			all := make([]int32, len(t.Partitions))
+			for i := range all {
+				all[i] = int32(i)
+			}
+			list(t, all)
+		}
+		return nil, resp
+	}
+	for _, rt := range req.Topics {
+		if t := img.Topics[rt.Topic]; t != nil {
+			list(t, rt.Partitions)
+		}
+	}
+	return nil, resp
+}
+
+// listPartitionReassignmentsFailed is the answer with e and no partitions
+// (Kafka's ListPartitionReassignmentsRequest.getErrorResponse).
+func listPartitionReassignmentsFailed(req *kmsg.ListPartitionReassignmentsRequest, e *apiError) *kmsg.ListPartitionReassignmentsResponse {
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
 	return resp
 }
 
