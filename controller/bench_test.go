@@ -6,10 +6,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // BenchmarkCreateTopicsBurst measures one burst of 50 concurrent

@@ -1,16 +1,16 @@
 package controller
 
 import (
-	"math"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fakeClock is a settable clock for session timeouts.
@@ -431,41 +431,5 @@ func TestTopicDeletionDisabled(t *testing.T) {
 	}
 	if c.Image().Topics["t"] == nil {
 		t.Fatal("topic deleted")
-	}
-}
-
-func TestAllocateProducerIDsDecisionWithoutAQuorum(t *testing.T) {
-	img := imageOf(t, &metadata.RegisterBrokerRecord{BrokerID: 2, BrokerEpoch: 7})
-	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID, req.BrokerEpoch = 2, 7
-	recs, resp, img := decideOn(t, testEnv(), img, (*env).allocateProducerIDs, req)
-	want := &metadata.ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 7, NextProducerID: producerIDBlockSize}
-	if len(recs) != 1 || *recs[0].(*metadata.ProducerIdsRecord) != *want || resp.ErrorCode != 0 ||
-		resp.ProducerIDStart != 0 || resp.ProducerIDLen != producerIDBlockSize || img.NextProducerID != producerIDBlockSize {
-		t.Fatalf("first block: records %v, answer %+v, next %d", recs, resp, img.NextProducerID)
-	}
-	if _, resp, img = decideOn(t, testEnv(), img, (*env).allocateProducerIDs, req); resp.ProducerIDStart != producerIDBlockSize ||
-		img.NextProducerID != 2*producerIDBlockSize {
-		t.Fatalf("second block: answer %+v, next %d", resp, img.NextProducerID)
-	}
-
-	stale := kmsg.NewPtrAllocateProducerIDsRequest()
-	stale.BrokerID, stale.BrokerEpoch = 2, 6
-	if recs, resp, _ := decideOn(t, testEnv(), img, (*env).allocateProducerIDs, stale); len(recs) != 0 ||
-		resp.ErrorCode != kerr.StaleBrokerEpoch.Code || resp.ProducerIDLen != 0 {
-		t.Fatalf("stale epoch: records %v, answer %+v", recs, resp)
-	}
-	stale.BrokerID = 3
-	if recs, resp, _ := decideOn(t, testEnv(), img, (*env).allocateProducerIDs, stale); len(recs) != 0 || resp.ErrorCode != kerr.StaleBrokerEpoch.Code {
-		t.Fatalf("unregistered broker: records %v, answer %+v", recs, resp)
-	}
-	exhausted := imageOf(t, &metadata.RegisterBrokerRecord{BrokerID: 2, BrokerEpoch: 7},
-		&metadata.ProducerIdsRecord{BrokerID: 2, BrokerEpoch: 7, NextProducerID: math.MaxInt64 - producerIDBlockSize + 1})
-	if recs, resp, _ := decideOn(t, testEnv(), exhausted, (*env).allocateProducerIDs, req); len(recs) != 0 || resp.ErrorCode != kerr.UnknownServerError.Code {
-		t.Fatalf("exhausted: records %v, answer %+v", recs, resp)
-	}
-
-	if r := allocateProducerIDsFailed(req, commitError(errNotController)); r.ErrorCode != kerr.NotController.Code || r.ProducerIDLen != 0 {
-		t.Fatalf("failed commit: %+v", r)
 	}
 }

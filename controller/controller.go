@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/controller/raftlog"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -137,9 +138,11 @@ var (
 type Controller struct {
 	cfg  Config
 	info FormatInfo
-	// env is what the decisions read (decide.go); its logger, clock and
-	// random source are the controller's own.
-	*env
+	// env is what the decisions read (controller/decide); its logger and
+	// clock are the controller's own (logger, now).
+	env     *decide.Env
+	logger  *slog.Logger
+	now     func() time.Time
 	rlog    *raftlog.Log
 	raftID  uint64
 	events  chan *event
@@ -317,10 +320,13 @@ func Start(ctx context.Context, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting controller: opening metadata log: %w", err)
 	}
+	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
 	c := &Controller{
 		cfg:             cfg,
 		info:            info,
-		env:             newEnv(cfg, cfg.Logger.With("component", "controller", "node", cfg.NodeID)),
+		env:             newEnv(cfg, logger),
+		logger:          logger,
+		now:             cfg.Now,
 		rlog:            rlog,
 		raftID:          raftIDOf(cfg.NodeID),
 		events:          make(chan *event),
@@ -764,7 +770,7 @@ func (c *Controller) maybeBootstrap() {
 	c.logger.Info("writing bootstrap metadata records", "features", c.info.Features)
 	recs := c.info.bootstrapRecords()
 	if c.info.Features[metadata.EligibleLeaderReplicasFeature] > 0 {
-		recs = append(recs, c.elrSafetyRecords(c.latest())...)
+		recs = append(recs, c.env.ELRSafetyRecords(c.latest())...)
 	}
 	c.propose(recs, c.nextIndex(), func(err error) {
 		if err != nil {
@@ -955,7 +961,6 @@ func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
 func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
 func (r raftLogger) Panic(v ...any)              { s := fmt.Sprint(v...); r.l.Error(s); panic(s) }
 func (r raftLogger) Panicf(f string, v ...any)   { s := fmt.Sprintf(f, v...); r.l.Error(s); panic(s) }
-func sortedInt32s(s []int32) []int32             { out := slices.Clone(s); slices.Sort(out); return out }
 func containsInt32(s []int32, v int32) bool      { return slices.Contains(s, v) }
 func withoutInt32(s []int32, v int32) []int32 {
 	return slices.DeleteFunc(slices.Clone(s), func(x int32) bool { return x == v })

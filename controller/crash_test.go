@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // imageBytes is a canonical encoding of an image's replicated content
@@ -356,7 +358,7 @@ func crashBurstOnce(t *testing.T, seed int64) {
 				t.Fatalf("producer id block %d handed out twice", start)
 			}
 			blocks[start] = true
-			if start+producerIDBlockSize > img.NextProducerID {
+			if start+decide.ProducerIDBlockSize > img.NextProducerID {
 				t.Fatalf("acknowledged producer id block %d is not below the next producer id %d", start, img.NextProducerID)
 			}
 		}

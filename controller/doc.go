@@ -2,11 +2,13 @@
 // node and the Ready loop that owns it, the log of metadata records
 // (controller/raftlog keeps it durable on a vfs.FS), the transport between
 // the voters, the committed log served to the nodes that follow it without
-// voting (and the Follower a broker-only node runs), and, for now, the
-// decisions Kafka's QuorumController makes (topic creation and placement,
-// configs, ACLs, client quotas, SCRAM credentials, delegation tokens,
-// leader elections, broker registration, heartbeats and fencing,
-// producer-id blocks, feature levels).
+// voting (and the Follower a broker-only node runs), and the running of
+// the decisions Kafka's QuorumController makes, which are package
+// controller/decide's (topic creation and placement, configs, ACLs, client
+// quotas, SCRAM credentials, delegation tokens, leader elections,
+// producer-id blocks, feature levels), with the brokers' sessions
+// (registration, heartbeats and fencing) that decide when a broker's
+// state changes.
 //
 // The model is package metadata's: the immutable Image, the records and
 // their encoding, and replay. The controller decides records against an
@@ -24,28 +26,20 @@
 //	               with NOT_CONTROLLER when leadership is lost; submit
 //	format.go      Format/ReadFormat (bootstrap.checkpoint)
 //	handle.go      Handle: a request to the decision that answers it
-//	topics.go      CreateTopics, DeleteTopics, CreatePartitions
-//	placement.go   striped, rack-aware replica placement
-//	periodicelections.go  the active controller's periodic unclean
-//	               elections and preferred-leader rebalancing
-//	configs.go     IncrementalAlterConfigs, AlterConfigs
-//	acls.go        CreateACLs, DeleteACLs
-//	quotas.go      AlterClientQuotas
-//	scram.go       AlterUserScramCredentials
-//	delegationtokens.go  CreateDelegationToken, RenewDelegationToken,
-//	               ExpireDelegationToken, the sweep of expired tokens
-//	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker,
-//	               fencing, AllocateProducerIDs
+//	decide.go      runDecision: a decision (controller/decide) run on the
+//	               loop, its failed answer when its records are not
+//	               committed (commitError)
+//	decisions.go   the Controller's method for each decided request
+//	               (CreateTopics, configs, ACLs, quotas, SCRAM, tokens,
+//	               ElectLeaders, reassignments, AlterPartition,
+//	               UpdateFeatures, AllocateProducerIDs), registered with
+//	               Handle
+//	periodicelections.go  scheduling the active controller's periodic
+//	               unclean elections and preferred-leader rebalancing
+//	tokensweep.go  scheduling the sweep of expired delegation tokens
+//	brokers.go     RegisterBroker, BrokerHeartbeat, UnregisterBroker:
+//	               the brokers' sessions and fencing
 //	liveness.go    probing a broker whose heartbeat connection closed
-//	electleaders.go  ElectLeaders
-//	alterpartition.go  AlterPartition: partition leaders' ISR changes
-//	reassign.go    AlterPartitionReassignments, ListPartitionReassignments
-//	partitionchange.go  the one partition-change decision every path
-//	               uses (Kafka's PartitionChangeBuilder): reassignment
-//	               completion, ISR, ELR, last known leader, elections,
-//	               leader recovery state, leader epoch bumps; and the
-//	               min.insync.replicas rules ELR needs
-//	features.go    UpdateFeatures
 //	quorum.go      DescribeQuorum
 //	transport.go   NetTransport: raft messages to the other voters over
 //	               their CONTROLLER listeners (RaftMessages)

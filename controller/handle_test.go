@@ -4,9 +4,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Handle dispatches the requests a broker sends to the active controller

@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const testDir = "/meta"
@@ -189,4 +191,50 @@ func createTopic(t testing.TB, c *Controller, name string, partitions int32, rf 
 		t.Fatalf("create %s: %d results", name, len(resp.Topics))
 	}
 	return resp.Topics[0]
+}
+
+// The request codes and config names the tests write, as Kafka defines
+// them (the decide package keeps its own).
+const (
+	// IncrementalAlterConfigs' operations.
+	opSet      int8 = 0
+	opDelete   int8 = 1
+	opAppend   int8 = 2
+	opSubtract int8 = 3
+	// UpdateFeatures' upgrade types.
+	upgradeTypeUpgrade       int8 = 1
+	upgradeTypeSafeDowngrade int8 = 2
+	// ElectLeaders' election types.
+	electionPreferred int8 = 0
+	electionUnclean   int8 = 1
+
+	minInSyncReplicasConfig     = "min.insync.replicas"
+	uncleanLeaderElectionConfig = "unclean.leader.election.enable"
+)
+
+func hasPreferredLeader(p metadata.Partition) bool {
+	return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
+}
+
+// containsAll reports whether s has every element of sub.
+func containsAll(s, sub []int32) bool {
+	for _, v := range sub {
+		if !slices.Contains(s, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutAll is s without the elements of drop, in order.
+func withoutAll(s, drop []int32) []int32 {
+	return slices.DeleteFunc(slices.Clone(s), func(v int32) bool { return slices.Contains(drop, v) })
+}
+
+func wantPartition(t *testing.T, step string, got metadata.Partition, leader int32, isr, elr, lastKnown []int32) {
+	t.Helper()
+	if got.Leader != leader || !slices.Equal(got.ISR, isr) || !slices.Equal(got.ELR, elr) || !slices.Equal(got.LastKnownELR, lastKnown) {
+		t.Fatalf("%s: leader %d ISR %v ELR %v LastKnownELR %v; want leader %d ISR %v ELR %v LastKnownELR %v",
+			step, got.Leader, got.ISR, got.ELR, got.LastKnownELR, leader, isr, elr, lastKnown)
+	}
 }

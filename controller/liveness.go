@@ -107,7 +107,7 @@ func (c *Controller) probe(id int32, epoch int64) {
 		if s := c.sessions[id]; s != nil {
 			s.lastSeen = time.Time{}
 		}
-		return c.fenceBrokerRecords(img, b), nil
+		return c.env.FenceBrokerRecords(img, b), nil
 	})
 	if err != nil && !errors.Is(err, errStopped) {
 		c.logger.Warn("fencing a dead broker was not committed", "broker", id, "err", err)

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // dynQuorum is a dynamic quorum on one memNet: voters formatted with

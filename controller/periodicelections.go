@@ -17,7 +17,7 @@ package controller
 //     this ignores leader.imbalance.per.broker.percentage: every such
 //     partition is moved, whatever the imbalance.
 //
-// Each check elects at most maxElectionsPerPeriodicChange partitions; when
+// Each check elects at most decide.MaxElectionsPerPeriodicChange partitions; when
 // it reaches that many it runs again on the next tick. Both checks and
 // their schedules are loop-owned and forgotten when this node stops being
 // the active controller.
@@ -25,7 +25,9 @@ package controller
 import (
 	"time"
 
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/metadata"
+	raft "go.etcd.io/raft/v3"
 )
 
 // periodicCheck schedules one periodic election (loop).
@@ -73,19 +75,19 @@ func (p *periodicCheck) runNow(now time.Time) {
 // runPeriodicElections runs the checks that are due (loop, serving).
 func (c *Controller) runPeriodicElections() {
 	now := c.now()
-	if c.hasRoom() && c.uncleanCheck.poll(now, c.latest(), c.cfg.UncleanLeaderElectionCheckInterval, hasLeaderlessPartition) {
-		c.proposeElections("unclean", &c.uncleanCheck, c.uncleanElectionRecords(c.latest()))
+	if c.hasRoom() && c.uncleanCheck.poll(now, c.latest(), c.cfg.UncleanLeaderElectionCheckInterval, decide.HasLeaderlessPartition) {
+		c.proposeElections("unclean", &c.uncleanCheck, c.env.UncleanElectionRecords(c.latest()))
 	}
 	if c.cfg.DisableAutoLeaderRebalance {
 		return
 	}
-	if c.hasRoom() && c.rebalanceCheck.poll(now, c.latest(), c.cfg.LeaderImbalanceCheckInterval, hasImbalancedPartition) {
-		c.proposeElections("preferred", &c.rebalanceCheck, c.preferredElectionRecords(c.latest()))
+	if c.hasRoom() && c.rebalanceCheck.poll(now, c.latest(), c.cfg.LeaderImbalanceCheckInterval, decide.HasImbalancedPartition) {
+		c.proposeElections("preferred", &c.rebalanceCheck, c.env.PreferredElectionRecords(c.latest()))
 	}
 }
 
 func (c *Controller) proposeElections(kind string, check *periodicCheck, recs []metadata.Record) {
-	check.again = len(recs) >= maxElectionsPerPeriodicChange
+	check.again = len(recs) >= decide.MaxElectionsPerPeriodicChange
 	if len(recs) == 0 {
 		return
 	}
@@ -103,63 +105,15 @@ func (c *Controller) resetPeriodicElections() {
 	c.rebalanceCheck = periodicCheck{}
 }
 
-func hasLeaderlessPartition(img *metadata.Image) bool {
-	found := false
-	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || p.Leader == -1 })
-	return found
-}
-
-func hasImbalancedPartition(img *metadata.Image) bool {
-	found := false
-	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || !hasPreferredLeader(p) })
-	return found
-}
-
-func hasPreferredLeader(p metadata.Partition) bool {
-	return len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
-}
-
-// uncleanElectionRecords elects leaders for the leaderless partitions of
-// topics that allow unclean elections.
-func (c *Controller) uncleanElectionRecords(img *metadata.Image) []metadata.Record {
-	var recs []metadata.Record
-	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
-		if p.Leader != -1 || len(recs) >= maxElectionsPerPeriodicChange || !c.uncleanElectionEnabled(img, t.Name) {
-			return
-		}
-		rec, e := c.electLeader(img, t.Name, int32(i), electionUnclean)
-		if e != nil {
-			c.logger.Warn("cannot elect a leader for an offline partition", "topic", t.Name, "partition", i, "err", e.err.Message)
-			return
-		}
-		c.logger.Warn("electing a leader for an offline partition whose topic allows unclean elections", "topic", t.Name, "partition", i)
-		recs = append(recs, rec)
-	})
-	return recs
-}
-
-// preferredElectionRecords moves leadership to the first replica where it
-// can lead.
-func (c *Controller) preferredElectionRecords(img *metadata.Image) []metadata.Record {
-	var recs []metadata.Record
-	forEachPartition(img, func(t *metadata.Topic, i int, p metadata.Partition) {
-		if hasPreferredLeader(p) || len(recs) >= maxElectionsPerPeriodicChange {
-			return
-		}
-		if rec, e := c.electLeader(img, t.Name, int32(i), electionPreferred); e == nil {
-			recs = append(recs, rec)
-		}
-	})
-	return recs
-}
-
-// isUncleanElectionEnabling reports whether recs turn
-// unclean.leader.election.enable on anywhere.
-func isUncleanElectionEnabling(recs []metadata.Record) bool {
-	for _, r := range recs {
-		if cr, ok := r.(*metadata.ConfigRecord); ok && cr.Name == uncleanLeaderElectionConfig && cr.Value != nil && isTrue(*cr.Value) {
-			return true
-		}
+// checkUncleanElectionsIfEnabled has the periodic unclean election check
+// run on the loop's next tick when enabled, so that turning unclean
+// elections on elects at once rather than after
+// unclean.leader.election.interval.ms. The decision cannot do it: the
+// check's schedule is loop state, not the decision's to touch. The request
+// goroutine hands it to the loop through c.report, without waiting; the
+// records are committed by then, so the check finds them.
+func (c *Controller) checkUncleanElectionsIfEnabled(enabled bool) {
+	if enabled {
+		c.report(func(*raft.RawNode) { c.uncleanCheck.runNow(c.now()) })
 	}
-	return false
 }

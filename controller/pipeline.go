@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -285,20 +286,11 @@ func submitTyped[T any](c *Controller, ctx context.Context, fn func(img *metadat
 // answerCode is the top-level error of an operation submitted with
 // submitTyped: its failure to commit, else the refusal it decided (e), else
 // 0.
-func answerCode(ok bool, err error, e *apiError) int16 {
+func answerCode(ok bool, err error, e *decide.Error) int16 {
 	if !ok || err != nil {
 		return errorCode(err)
 	}
-	return e.code()
-}
-
-// commitFailure is the error of an operation submitted with submitTyped
-// that did not commit, nil if it did.
-func commitFailure(ok bool, err error) *apiError {
-	if ok && err == nil {
-		return nil
-	}
-	return &apiError{err: kerr.TypedErrorForCode(errorCode(err)), msg: fmt.Sprint(err)}
+	return e.Code()
 }
 
 // errorCode maps a failure to commit to the Kafka error a client should see.

@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/protocol"
-	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/gregorbroker/gregor/controller/decide"
+	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 // imageLog records every image a controller publishes, by offset.
@@ -70,7 +72,7 @@ func createTopicAt(ctx context.Context, c *Controller, name string, partitions i
 	r, _, err := submitTyped(c, ctx, func(img *metadata.Image, offset int64) ([]metadata.Record, res) {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq(name, partitions, 1)}
-		recs, resp := c.createTopics(ctx, img, offset, req)
+		recs, resp := c.env.CreateTopics(ctx, img, offset, req)
 		if decided != nil {
 			close(decided)
 		}
@@ -190,18 +192,18 @@ func TestPipelinedProducerIDBlocksNeverOverlap(t *testing.T) {
 		req := kmsg.NewPtrAllocateProducerIDsRequest()
 		req.BrokerID, req.BrokerEpoch = 1, epoch
 		r := c.AllocateProducerIDs(ctxT(t), req)
-		if r.ErrorCode != 0 || r.ProducerIDLen != producerIDBlockSize {
+		if r.ErrorCode != 0 || r.ProducerIDLen != decide.ProducerIDBlockSize {
 			t.Errorf("allocate: %+v", r)
 		}
 		starts[i] = r.ProducerIDStart
 	})
 	slices.Sort(starts)
 	for i, s := range starts {
-		if want := first + int64(i)*producerIDBlockSize; s != want {
+		if want := first + int64(i)*decide.ProducerIDBlockSize; s != want {
 			t.Fatalf("block %d starts at %d, want %d (blocks %v)", i, s, want, starts)
 		}
 	}
-	if got, want := c.Image().NextProducerID, first+n*producerIDBlockSize; got != want {
+	if got, want := c.Image().NextProducerID, first+n*decide.ProducerIDBlockSize; got != want {
 		t.Fatalf("next producer id %d, want %d", got, want)
 	}
 }

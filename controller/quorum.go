@@ -18,6 +18,10 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 )
 
+// clusterMetadataTopic is the metadata log's topic name, which
+// DescribeQuorum answers for.
+const clusterMetadataTopic = "__cluster_metadata"
+
 // quorumStatus is what the loop last knew about the quorum.
 type quorumStatus struct {
 	isLeader      bool

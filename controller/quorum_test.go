@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/vfs"
 )
 
 func describeQuorumReq(version int16) *kmsg.DescribeQuorumRequest {

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
+	"go.etcd.io/raft/v3"
+
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
-	"github.com/twmb/franz-go/pkg/kbin"
-	"go.etcd.io/raft/v3"
 )
 
 // TestOlderNodeStopsAtUnreadableRecord: a committed entry this build

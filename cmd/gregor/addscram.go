@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/sasl"
 )
@@ -108,5 +108,5 @@ func parseAddScram(arg string) (*metadata.UserScramCredentialRecord, error) {
 	if salted == nil {
 		salted = mech.SaltedPassword(password, salt, iterations)
 	}
-	return controller.NewUserScramCredentialRecord(name, mech, salt, salted, int32(iterations)), nil
+	return decide.NewUserScramCredentialRecord(name, mech, salt, salted, int32(iterations)), nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/sasl"
 	"github.com/gregorbroker/gregor/vfs"
 )
@@ -18,7 +19,7 @@ func TestParseAddScram(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := sasl.ScramByName(sasl.ScramSHA512)
-	want := controller.NewUserScramCredentialRecord("alice", m, []byte("7q"), []byte{0x60, 0x21}, 8192)
+	want := decide.NewUserScramCredentialRecord("alice", m, []byte("7q"), []byte{0x60, 0x21}, 8192)
 	if rec.Name != "alice" || rec.Mechanism != 2 || rec.Iterations != 8192 || !bytes.Equal(rec.Salt, want.Salt) ||
 		!bytes.Equal(rec.StoredKey, want.StoredKey) || !bytes.Equal(rec.ServerKey, want.ServerKey) {
 		t.Fatalf("record %+v, want %+v", rec, want)

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // AlterPartitionReassignments (key 45) v0-1 and ListPartitionReassignments
 // (key 46) v0: partition reassignment (KIP-455), decided as Kafka's
@@ -54,14 +54,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// AlterPartitionReassignments starts, changes or cancels reassignments.
-func (c *Controller) AlterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
-	return decide(c, ctx, req, (*env).alterPartitionReassignments, alterPartitionReassignmentsFailed)
-}
-
-// alterPartitionReassignments decides an AlterPartitionReassignments
+// AlterPartitionReassignments decides an AlterPartitionReassignments
 // request.
-func (e *env) alterPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionAssignmentsRequest) ([]metadata.Record, *kmsg.AlterPartitionAssignmentsResponse) {
+func (e *Env) AlterPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionAssignmentsRequest) ([]metadata.Record, *kmsg.AlterPartitionAssignmentsResponse) {
 	resp := reassignmentsResponse(req)
 	var recs []metadata.Record
 	for _, t := range req.Topics {
@@ -74,8 +69,8 @@ func (e *env) alterPartitionReassignments(_ context.Context, img *metadata.Image
 			}
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = err.code()
-			rp.ErrorMessage = err.message()
+			rp.ErrorCode = err.Code()
+			rp.ErrorMessage = err.Message()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -93,19 +88,19 @@ func (e *env) alterPartitionReassignments(_ context.Context, img *metadata.Image
 	return recs, resp
 }
 
-// alterPartitionReassignmentsFailed answers the request, and every
+// AlterPartitionReassignmentsFailed answers the request, and every
 // partition it names, with e (Kafka's
 // AlterPartitionReassignmentsRequest.getErrorResponse).
-func alterPartitionReassignmentsFailed(req *kmsg.AlterPartitionAssignmentsRequest, e *apiError) *kmsg.AlterPartitionAssignmentsResponse {
+func AlterPartitionReassignmentsFailed(req *kmsg.AlterPartitionAssignmentsRequest, e *Error) *kmsg.AlterPartitionAssignmentsResponse {
 	resp := reassignmentsResponse(req)
-	resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+	resp.ErrorCode, resp.ErrorMessage = e.Code(), e.Message()
 	for _, t := range req.Topics {
 		rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode, rp.ErrorMessage = e.code(), e.message()
+			rp.ErrorCode, rp.ErrorMessage = e.Code(), e.Message()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -123,13 +118,13 @@ func reassignmentsResponse(req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.Alt
 
 // reassignPartition decides one partition's reassignment: its record (nil
 // when nothing changes) or why it is refused.
-func (e *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *apiError) {
+func (e *Env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *Error) {
 	t := img.Topics[topic]
 	if t == nil {
-		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
+		return nil, NewError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
 	}
 	if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
-		return nil, newAPIError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p.Partition)
+		return nil, NewError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p.Partition)
 	}
 	if p.Replicas == nil {
 		return e.cancelReassignment(img, t, p.Partition)
@@ -143,7 +138,7 @@ func (e *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 		// replicas are among the replicas already).
 		rf := len(withoutAll(cur.Replicas, cur.RemovingReplicas))
 		if rf != len(p.Replicas) {
-			return nil, newAPIError(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", rf, len(p.Replicas))
+			return nil, NewError(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", rf, len(p.Replicas))
 		}
 	}
 	removing := slices.Sorted(maps.Keys(setOf(withoutAll(cur.Replicas, p.Replicas))))
@@ -165,20 +160,20 @@ func (e *env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 }
 
 // cancelReassignment reverts the reassignment in progress.
-func (e *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *apiError) {
+func (e *Env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *Error) {
 	cur := t.Partitions[id]
 	if !cur.Reassigning() {
-		return nil, &apiError{err: kerr.NoReassignmentInProgress}
+		return nil, &Error{err: kerr.NoReassignmentInProgress}
 	}
 	original := withoutAll(cur.Replicas, cur.AddingReplicas)
 	isr := withoutAll(cur.ISR, cur.AddingReplicas)
 	unclean := e.uncleanElectionEnabled(img, t.Name)
 	if len(isr) == 0 {
 		if len(original) == 0 {
-			return nil, newAPIError(kerr.InvalidReplicaAssignment, "Invalid replica assignment: addingReplicas contains all replicas.")
+			return nil, NewError(kerr.InvalidReplicaAssignment, "Invalid replica assignment: addingReplicas contains all replicas.")
 		}
 		if !unclean {
-			return nil, newAPIError(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", t.Name, id)
+			return nil, NewError(kerr.InvalidReplicaAssignment, "Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", t.Name, id)
 		}
 		isr = original[:1]
 	}
@@ -187,15 +182,10 @@ func (e *env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int3
 	return pc.build(), nil
 }
 
-// ListPartitionReassignments lists the reassignments in progress.
-func (c *Controller) ListPartitionReassignments(ctx context.Context, req *kmsg.ListPartitionReassignmentsRequest) *kmsg.ListPartitionReassignmentsResponse {
-	return decide(c, ctx, req, (*env).listPartitionReassignments, listPartitionReassignmentsFailed)
-}
-
-// listPartitionReassignments decides a ListPartitionReassignments request.
+// ListPartitionReassignments decides a ListPartitionReassignments request.
 // It writes nothing; the answer waits for what is pending, as every read
 // on the controller does.
-func (*env) listPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ListPartitionReassignmentsRequest) ([]metadata.Record, *kmsg.ListPartitionReassignmentsResponse) {
+func (*Env) ListPartitionReassignments(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ListPartitionReassignmentsRequest) ([]metadata.Record, *kmsg.ListPartitionReassignmentsResponse) {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	resp.Topics = []kmsg.ListPartitionReassignmentsResponseTopic{}
 	list := func(t *metadata.Topic, partitions []int32) {
@@ -236,11 +226,11 @@ func (*env) listPartitionReassignments(_ context.Context, img *metadata.Image, _
 	return nil, resp
 }
 
-// listPartitionReassignmentsFailed is the answer with e and no partitions
+// ListPartitionReassignmentsFailed is the answer with e and no partitions
 // (Kafka's ListPartitionReassignmentsRequest.getErrorResponse).
-func listPartitionReassignmentsFailed(req *kmsg.ListPartitionReassignmentsRequest, e *apiError) *kmsg.ListPartitionReassignmentsResponse {
+func ListPartitionReassignmentsFailed(req *kmsg.ListPartitionReassignmentsRequest, e *Error) *kmsg.ListPartitionReassignmentsResponse {
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	resp.ErrorCode, resp.ErrorMessage = e.code(), e.message()
+	resp.ErrorCode, resp.ErrorMessage = e.Code(), e.Message()
 	return resp
 }
 
@@ -250,9 +240,4 @@ func setOf(s []int32) map[int32]struct{} {
 		m[v] = struct{}{}
 	}
 	return m
-}
-
-func init() {
-	decides((*Controller).AlterPartitionReassignments)
-	decides((*Controller).ListPartitionReassignments)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // ElectLeaders: preferred and unclean leader elections (Kafka's
 // ReplicationControlManager.electLeaders); the election itself is
@@ -21,21 +21,14 @@ const (
 	electionUnclean   int8 = 1
 )
 
-// ElectLeaders runs preferred or unclean elections. Null Topics means every
-// partition; then partitions that need no election are left out of the
-// response, as Kafka does.
-func (c *Controller) ElectLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) *kmsg.ElectLeadersResponse {
-	return decide(c, ctx, req, (*env).electLeaders, electLeadersFailed)
-}
-
-// electLeaders decides an ElectLeaders request.
-func (e *env) electLeaders(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ElectLeadersRequest) ([]metadata.Record, *kmsg.ElectLeadersResponse) {
+// ElectLeaders decides an ElectLeaders request.
+func (e *Env) ElectLeaders(_ context.Context, img *metadata.Image, _ int64, req *kmsg.ElectLeadersRequest) ([]metadata.Record, *kmsg.ElectLeadersResponse) {
 	electionType := req.ElectionType
 	if req.Version == 0 {
 		electionType = electionPreferred
 	}
 	if electionType != electionPreferred && electionType != electionUnclean {
-		return nil, electLeadersFailed(req, newAPIError(kerr.InvalidRequest, "Unknown election type %d", electionType))
+		return nil, ElectLeadersFailed(req, NewError(kerr.InvalidRequest, "Unknown election type %d", electionType))
 	}
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	var recs []metadata.Record
@@ -49,8 +42,8 @@ func (e *env) electLeaders(_ context.Context, img *metadata.Image, _ int64, req 
 		}
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
 		rp.Partition = partition
-		rp.ErrorCode = err.code()
-		rp.ErrorMessage = err.message()
+		rp.ErrorCode = err.Code()
+		rp.ErrorMessage = err.Message()
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	if req.Topics == nil {
@@ -74,24 +67,24 @@ func (e *env) electLeaders(_ context.Context, img *metadata.Image, _ int64, req 
 	}
 	if len(recs) > maxRecordsPerOp {
 		// Kafka's bounded record list fails the whole request.
-		return nil, electLeadersFailed(req, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation))
+		return nil, ElectLeadersFailed(req, NewError(kerr.PolicyViolation, excessivelyLargeOperation))
 	}
 	return recs, resp
 }
 
-// electLeadersFailed answers the request, and every partition it names,
+// ElectLeadersFailed answers the request, and every partition it names,
 // with e.
-func electLeadersFailed(req *kmsg.ElectLeadersRequest, e *apiError) *kmsg.ElectLeadersResponse {
+func ElectLeadersFailed(req *kmsg.ElectLeadersRequest, e *Error) *kmsg.ElectLeadersResponse {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
-	resp.ErrorCode = e.code()
+	resp.ErrorCode = e.Code()
 	for _, t := range req.Topics {
 		rt := kmsg.NewElectLeadersResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.NewElectLeadersResponseTopicPartition()
 			rp.Partition = p
-			rp.ErrorCode = e.code()
-			rp.ErrorMessage = e.message()
+			rp.ErrorCode = e.Code()
+			rp.ErrorMessage = e.Message()
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -104,13 +97,13 @@ func electLeadersFailed(req *kmsg.ElectLeadersRequest, e *apiError) *kmsg.ElectL
 // preferred election makes the first replica the leader if it is in the
 // ISR and active (with no leader, it may elect another ISR member); an
 // unclean one elects from the ISR, then the ELR, then any active replica.
-func (e *env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *apiError) {
+func (e *Env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *Error) {
 	t := img.Topics[topic]
 	if t == nil {
-		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
+		return nil, NewError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
 	}
 	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, newAPIError(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topic, partition)
+		return nil, NewError(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topic, partition)
 	}
 	p := t.Partitions[partition]
 	preferred := int32(-1)
@@ -118,7 +111,7 @@ func (e *env) electLeader(img *metadata.Image, topic string, partition int32, el
 		preferred = p.Replicas[0]
 	}
 	if electionType == electionPreferred && p.Leader == preferred || electionType == electionUnclean && p.Leader != -1 {
-		return nil, &apiError{err: kerr.ElectionNotNeeded}
+		return nil, &Error{err: kerr.ElectionNotNeeded}
 	}
 	pc := e.newPartitionChange(img, t, partition)
 	pc.election = electPreferred
@@ -128,15 +121,11 @@ func (e *env) electLeader(img *metadata.Image, topic string, partition int32, el
 	rec := pc.build()
 	if rec == nil {
 		if electionType == electionPreferred {
-			return nil, &apiError{err: kerr.PreferredLeaderNotAvailable}
+			return nil, &Error{err: kerr.PreferredLeaderNotAvailable}
 		}
-		return nil, &apiError{err: kerr.EligibleLeadersNotAvailable}
+		return nil, &Error{err: kerr.EligibleLeadersNotAvailable}
 	}
 	return rec, nil
 }
 
 func sortedBrokerIDs(img *metadata.Image) []int32 { return slices.Sorted(maps.Keys(img.Brokers)) }
-
-func init() {
-	decides((*Controller).ElectLeaders)
-}

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // Delegation tokens (KIP-48, KIP-373): CreateDelegationToken (key 38),
 // RenewDelegationToken (39) and ExpireDelegationToken (40) as Kafka's
@@ -6,7 +6,7 @@ package controller
 // tokens the active controller runs every
 // delegation.token.expiry.check.interval.ms. The records and the tokens
 // in the image are metadata's (metadata/delegationtokens.go). The three
-// requests are decisions (decide.go): the time is the env's clock and a
+// requests are decisions (doc.go): the time is the env's clock and a
 // new token's id comes from the env's random source. When the records are
 // not committed, the answer carries only the commit's error (a Create
 // answer still names the owner and the requester, as its refusals do).
@@ -31,17 +31,12 @@ package controller
 // The broker makes the checks Kafka's KafkaApis and ControllerApis make
 // first (tokens never requested over a token-authenticated, PLAINTEXT or
 // anonymous SSL connection, CREATE_TOKENS for another owner).
-//
-// Deviation: the sweep removes at most sweepLimit tokens per entry and
-// runs again on the next tick while more are due, as Kafka's does with its
-// own limit.
 
 import (
 	"context"
 	"crypto/hmac"
 	"encoding/binary"
 	"math"
-	"time"
 
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
@@ -54,10 +49,6 @@ import (
 // the first with delegation token records
 // (MetadataVersion.isDelegationTokenSupported).
 const delegationTokenSupportedMetadataVersion int16 = 14
-
-// sweepLimit is the most tokens one sweep removes (Kafka's
-// MAX_RECORDS_PER_EXPIRATION).
-const sweepLimit = 1000
 
 // tokenForHMAC finds the token of img whose HMAC under secret is mac.
 func tokenForHMAC(img *metadata.Image, secret string, mac []byte) (*metadata.DelegationToken, bool) {
@@ -73,10 +64,10 @@ func tokenForHMAC(img *metadata.Image, secret string, mac []byte) (*metadata.Del
 }
 
 // tokensEnabled reports whether this controller has a token secret.
-func (e *env) tokensEnabled() bool { return e.delegationTokens.SecretKey != "" }
+func (e *Env) tokensEnabled() bool { return e.DelegationTokens.SecretKey != "" }
 
 // tokenCheck is the refusal every token request shares, or 0.
-func (e *env) tokenCheck(img *metadata.Image) int16 {
+func (e *Env) tokenCheck(img *metadata.Image) int16 {
 	switch {
 	case !e.tokensEnabled():
 		return kerr.DelegationTokenAuthDisabled.Code
@@ -88,11 +79,11 @@ func (e *env) tokenCheck(img *metadata.Image) int16 {
 
 // tokenToChange is the token a Renew or Expire names by its HMAC, or the
 // code refusing the request before the token's state is looked at.
-func (e *env) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
+func (e *Env) tokenToChange(img *metadata.Image, mac []byte) (*metadata.DelegationToken, int16) {
 	if code := e.tokenCheck(img); code != 0 {
 		return nil, code
 	}
-	t, ok := tokenForHMAC(img, e.delegationTokens.SecretKey, mac)
+	t, ok := tokenForHMAC(img, e.DelegationTokens.SecretKey, mac)
 	if !ok {
 		return nil, kerr.DelegationTokenNotFound.Code
 	}
@@ -107,17 +98,6 @@ func addMs(now, d int64) int64 {
 	return now + d
 }
 
-// CreateDelegationToken creates a token for the request's owner (or the
-// requester).
-func (c *Controller) CreateDelegationToken(ctx context.Context, req *kmsg.CreateDelegationTokenRequest) *kmsg.CreateDelegationTokenResponse {
-	// The failed answer names the owner and the requester, as the
-	// decision's refusals do, so it needs the context's principal.
-	failed := func(req *kmsg.CreateDelegationTokenRequest, e *apiError) *kmsg.CreateDelegationTokenResponse {
-		return createDelegationTokenFailed(req, metadata.RequestPrincipal(ctx), e)
-	}
-	return decide(c, ctx, req, (*env).createDelegationToken, failed)
-}
-
 // tokenOwner is the owner a create request names, else its requester.
 func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester string) string {
 	if req.OwnerPrincipalName != nil && *req.OwnerPrincipalName != "" {
@@ -130,9 +110,9 @@ func tokenOwner(req *kmsg.CreateDelegationTokenRequest, requester string) string
 	return requester
 }
 
-// createDelegationToken decides a CreateDelegationToken request
+// CreateDelegationToken decides a CreateDelegationToken request
 // (DelegationTokenControlManager.createDelegationToken).
-func (e *env) createDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateDelegationTokenRequest) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
+func (e *Env) CreateDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateDelegationTokenRequest) ([]metadata.Record, *kmsg.CreateDelegationTokenResponse) {
 	requester := metadata.RequestPrincipal(ctx)
 	if code := e.tokenCheck(img); code != 0 {
 		return nil, createDelegationTokenAnswer(req, requester, code)
@@ -144,13 +124,13 @@ func (e *env) createDelegationToken(ctx context.Context, img *metadata.Image, _ 
 		}
 		renewers = append(renewers, r.PrincipalType+":"+r.PrincipalName)
 	}
-	nowMs := e.now().UnixMilli()
-	maxLifetime := e.delegationTokens.MaxLifetime.Milliseconds()
+	nowMs := e.Now().UnixMilli()
+	maxLifetime := e.DelegationTokens.MaxLifetime.Milliseconds()
 	if req.MaxLifetimeMillis > 0 {
 		maxLifetime = min(maxLifetime, req.MaxLifetimeMillis)
 	}
 	maxMs := addMs(nowMs, maxLifetime)
-	expiryMs := min(maxMs, addMs(nowMs, e.delegationTokens.ExpiryTime.Milliseconds()))
+	expiryMs := min(maxMs, addMs(nowMs, e.DelegationTokens.ExpiryTime.Milliseconds()))
 	tokenID := e.newTokenID(img)
 	rec := &metadata.DelegationTokenRecord{
 		Owner:               tokenOwner(req, requester),
@@ -164,13 +144,13 @@ func (e *env) createDelegationToken(ctx context.Context, img *metadata.Image, _ 
 	resp := createDelegationTokenAnswer(req, requester, 0)
 	resp.IssueTimestamp, resp.ExpiryTimestamp, resp.MaxTimestamp = nowMs, expiryMs, maxMs
 	resp.TokenID = tokenID
-	resp.HMAC = sasl.TokenHMAC(e.delegationTokens.SecretKey, tokenID)
+	resp.HMAC = sasl.TokenHMAC(e.DelegationTokens.SecretKey, tokenID)
 	return []metadata.Record{rec}, resp
 }
 
-// createDelegationTokenFailed answers the request with e.
-func createDelegationTokenFailed(req *kmsg.CreateDelegationTokenRequest, requester string, e *apiError) *kmsg.CreateDelegationTokenResponse {
-	return createDelegationTokenAnswer(req, requester, e.code())
+// CreateDelegationTokenFailed answers the request with e.
+func CreateDelegationTokenFailed(req *kmsg.CreateDelegationTokenRequest, requester string, e *Error) *kmsg.CreateDelegationTokenResponse {
+	return createDelegationTokenAnswer(req, requester, e.Code())
 }
 
 // createDelegationTokenAnswer is the answer with code naming the request's
@@ -185,14 +165,14 @@ func createDelegationTokenAnswer(req *kmsg.CreateDelegationTokenRequest, request
 
 // newTokenID is an id no token of img has, in the form of Kafka's
 // Uuid.randomUuid (version 4, never starting with '-', never with a zero
-// high half). It is drawn from e.rng so that a decision is reproducible
+// high half). It is drawn from e.Rand so that a decision is reproducible
 // from its env; the id is no secret (it is the token's SCRAM user name),
 // the HMAC keyed with the secret is.
-func (e *env) newTokenID(img *metadata.Image) string {
+func (e *Env) newTokenID(img *metadata.Image) string {
 	for {
 		var u protocol.UUID
-		binary.BigEndian.PutUint64(u[:8], e.rng.Uint64())
-		binary.BigEndian.PutUint64(u[8:], e.rng.Uint64())
+		binary.BigEndian.PutUint64(u[:8], e.Rand.Uint64())
+		binary.BigEndian.PutUint64(u[8:], e.Rand.Uint64())
 		u[6] = u[6]&0x0f | 0x40
 		u[8] = u[8]&0x3f | 0x80
 		id := u.String()
@@ -205,16 +185,11 @@ func (e *env) newTokenID(img *metadata.Image) string {
 	}
 }
 
-// RenewDelegationToken moves a token's expiry on.
-func (c *Controller) RenewDelegationToken(ctx context.Context, req *kmsg.RenewDelegationTokenRequest) *kmsg.RenewDelegationTokenResponse {
-	return decide(c, ctx, req, (*env).renewDelegationToken, renewDelegationTokenFailed)
-}
-
-// renewDelegationToken decides a RenewDelegationToken request
+// RenewDelegationToken decides a RenewDelegationToken request
 // (DelegationTokenControlManager.renewDelegationToken).
-func (e *env) renewDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.RenewDelegationTokenRequest) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
+func (e *Env) RenewDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.RenewDelegationTokenRequest) ([]metadata.Record, *kmsg.RenewDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-	nowMs := e.now().UnixMilli()
+	nowMs := e.Now().UnixMilli()
 	t, code := e.tokenToChange(img, req.HMAC)
 	switch {
 	case code != 0:
@@ -227,7 +202,7 @@ func (e *env) renewDelegationToken(ctx context.Context, img *metadata.Image, _ i
 		resp.ErrorCode = kerr.DelegationTokenOwnerMismatch.Code
 		return nil, resp
 	}
-	renew := e.delegationTokens.ExpiryTime.Milliseconds()
+	renew := e.DelegationTokens.ExpiryTime.Milliseconds()
 	if req.RenewTimeMillis > 0 {
 		renew = min(renew, req.RenewTimeMillis)
 	}
@@ -237,23 +212,18 @@ func (e *env) renewDelegationToken(ctx context.Context, img *metadata.Image, _ i
 	return []metadata.Record{rec}, resp
 }
 
-// renewDelegationTokenFailed answers the request with e.
-func renewDelegationTokenFailed(req *kmsg.RenewDelegationTokenRequest, e *apiError) *kmsg.RenewDelegationTokenResponse {
+// RenewDelegationTokenFailed answers the request with e.
+func RenewDelegationTokenFailed(req *kmsg.RenewDelegationTokenRequest, e *Error) *kmsg.RenewDelegationTokenResponse {
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-	resp.ErrorCode = e.code()
+	resp.ErrorCode = e.Code()
 	return resp
 }
 
-// ExpireDelegationToken expires a token now or moves its expiry.
-func (c *Controller) ExpireDelegationToken(ctx context.Context, req *kmsg.ExpireDelegationTokenRequest) *kmsg.ExpireDelegationTokenResponse {
-	return decide(c, ctx, req, (*env).expireDelegationToken, expireDelegationTokenFailed)
-}
-
-// expireDelegationToken decides an ExpireDelegationToken request
+// ExpireDelegationToken decides an ExpireDelegationToken request
 // (DelegationTokenControlManager.expireDelegationToken).
-func (e *env) expireDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.ExpireDelegationTokenRequest) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
+func (e *Env) ExpireDelegationToken(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.ExpireDelegationTokenRequest) ([]metadata.Record, *kmsg.ExpireDelegationTokenResponse) {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	nowMs := e.now().UnixMilli()
+	nowMs := e.Now().UnixMilli()
 	t, code := e.tokenToChange(img, req.HMAC)
 	switch {
 	case code != 0:
@@ -275,16 +245,16 @@ func (e *env) expireDelegationToken(ctx context.Context, img *metadata.Image, _ 
 	return []metadata.Record{rec}, resp
 }
 
-// expireDelegationTokenFailed answers the request with e.
-func expireDelegationTokenFailed(req *kmsg.ExpireDelegationTokenRequest, e *apiError) *kmsg.ExpireDelegationTokenResponse {
+// ExpireDelegationTokenFailed answers the request with e.
+func ExpireDelegationTokenFailed(req *kmsg.ExpireDelegationTokenRequest, e *Error) *kmsg.ExpireDelegationTokenResponse {
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	resp.ErrorCode = e.code()
+	resp.ErrorCode = e.Code()
 	return resp
 }
 
-// expiredTokenRecords remove the tokens expired at nowMs, at most limit
+// ExpiredTokenRecords remove the tokens expired at nowMs, at most limit
 // of them (DelegationTokenControlManager.sweepExpiredDelegationTokens).
-func expiredTokenRecords(img *metadata.Image, nowMs int64, limit int) []metadata.Record {
+func ExpiredTokenRecords(img *metadata.Image, nowMs int64, limit int) []metadata.Record {
 	var out []metadata.Record
 	for _, t := range img.DelegationTokensSorted() {
 		if len(out) >= limit {
@@ -295,49 +265,4 @@ func expiredTokenRecords(img *metadata.Image, nowMs int64, limit int) []metadata
 		}
 	}
 	return out
-}
-
-// sweepExpiredTokens removes expired tokens every ExpiryCheckInterval
-// (loop, active).
-func (c *Controller) sweepExpiredTokens() {
-	now := c.now()
-	if c.nextTokenSweep.IsZero() {
-		c.nextTokenSweep = now.Add(c.tokenSweepInterval())
-		return
-	}
-	if now.Before(c.nextTokenSweep) {
-		return
-	}
-	recs := expiredTokenRecords(c.latest(), now.UnixMilli(), sweepLimit)
-	if len(recs) >= sweepLimit {
-		c.nextTokenSweep = now // more are due: again on the next tick
-	} else {
-		c.nextTokenSweep = now.Add(c.tokenSweepInterval())
-	}
-	if len(recs) == 0 {
-		return
-	}
-	for _, r := range recs {
-		id := r.(*metadata.RemoveDelegationTokenRecord).TokenID
-		t := c.latest().DelegationTokens[id]
-		c.logger.Info("Delegation token expired", "token", id, "owner", t.Owner)
-	}
-	c.propose(recs, c.nextIndex(), func(err error) {
-		if err != nil {
-			c.logger.Warn("removing expired delegation tokens was not committed", "err", err)
-		}
-	})
-}
-
-func (c *Controller) tokenSweepInterval() time.Duration {
-	if d := c.cfg.DelegationTokens.ExpiryCheckInterval; d > 0 {
-		return d
-	}
-	return time.Hour
-}
-
-func init() {
-	decides((*Controller).CreateDelegationToken)
-	decides((*Controller).RenewDelegationToken)
-	decides((*Controller).ExpireDelegationToken)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // Partition changes in the manner of Kafka's PartitionChangeBuilder: one
 // place decides a partition's next replicas, reassignment state, ISR,
@@ -72,12 +72,15 @@ const (
 )
 
 const (
-	minInSyncReplicasConfig       = "min.insync.replicas"
-	uncleanLeaderElectionConfig   = "unclean.leader.election.enable"
-	defaultMinInSyncReplicas      = "1"
-	defaultUncleanLeaderElection  = "false"
-	maxElectionsPerPeriodicChange = 1000
+	minInSyncReplicasConfig      = "min.insync.replicas"
+	uncleanLeaderElectionConfig  = "unclean.leader.election.enable"
+	defaultMinInSyncReplicas     = "1"
+	defaultUncleanLeaderElection = "false"
 )
+
+// MaxElectionsPerPeriodicChange is the most partitions one periodic
+// election elects (UncleanElectionRecords, PreferredElectionRecords).
+const MaxElectionsPerPeriodicChange = 1000
 
 // mvNoLeaderEpochBumpOnShrink is metadata.version 3.6-IV0: below it
 // Kafka's brokers needed a new leader epoch on every ISR shrink
@@ -122,7 +125,7 @@ type partitionChange struct {
 // target as it is, with the topic's min.insync.replicas and
 // unclean.leader.election.enable, the cluster's ELR level, and active
 // brokers as the ones that may lead.
-func (e *env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
+func (e *Env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
 	p := t.Partitions[partition]
 	pc := &partitionChange{
 		img:             img,
@@ -350,18 +353,18 @@ func withoutAll(s, drop []int32) []int32 {
 // the cluster-wide dynamic default, then the static configuration
 // (Schema.Default), then fallback. The keys it is used for have broker
 // synonyms of the same name.
-func (e *env) topicConfig(img *metadata.Image, topic, key, fallback string) string {
+func (e *Env) topicConfig(img *metadata.Image, topic, key, fallback string) string {
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}][key]; ok {
 		return v
 	}
-	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(e.nodeID))}][key]; ok {
+	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker, Name: strconv.Itoa(int(e.NodeID))}][key]; ok {
 		return v
 	}
 	if v, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][key]; ok {
 		return v
 	}
-	if e.schema != nil {
-		if v, ok := e.schema.Default(metadata.ConfigResourceTopic, key); ok {
+	if e.Schema != nil {
+		if v, ok := e.Schema.Default(metadata.ConfigResourceTopic, key); ok {
 			return v
 		}
 	}
@@ -370,7 +373,7 @@ func (e *env) topicConfig(img *metadata.Image, topic, key, fallback string) stri
 
 // effectiveMinISR is the topic's min.insync.replicas, capped at its
 // replication factor (that of partition 0, as Kafka takes it).
-func (e *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
+func (e *Env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 	n, err := strconv.Atoi(strings.TrimSpace(e.topicConfig(img, t.Name, minInSyncReplicasConfig, defaultMinInSyncReplicas)))
 	if err != nil || n < 1 {
 		n = 1
@@ -382,7 +385,7 @@ func (e *env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 }
 
 // uncleanElectionEnabled is the topic's unclean.leader.election.enable.
-func (e *env) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
+func (e *Env) uncleanElectionEnabled(img *metadata.Image, topic string) bool {
 	return isTrue(e.topicConfig(img, topic, uncleanLeaderElectionConfig, defaultUncleanLeaderElection))
 }
 
@@ -397,12 +400,12 @@ func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "tru
 // whose members were judged by the old value.
 
 var (
-	errBrokerMinISRWithELR  = newAPIError(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInSyncReplicasConfig)
-	errClusterMinISRWithELR = newAPIError(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInSyncReplicasConfig)
+	errBrokerMinISRWithELR  = NewError(kerr.InvalidConfig, "Broker-level %s cannot be altered while ELR is enabled.", minInSyncReplicasConfig)
+	errClusterMinISRWithELR = NewError(kerr.InvalidConfig, "Cluster-level %s cannot be removed while ELR is enabled.", minInSyncReplicasConfig)
 )
 
 // checkMinISRChange refuses the min.insync.replicas changes ELR forbids.
-func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *apiError {
+func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *Error {
 	if !elrEnabled(img) {
 		return nil
 	}
@@ -427,7 +430,7 @@ func checkMinISRChange(img *metadata.Image, recs []metadata.Record) *apiError {
 // writes, through the partition-change builder, a PartitionChangeRecord per
 // partition that has anything to clear. It elects only as an online
 // election would have already (never uncleanly).
-func (e *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
+func (e *Env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []metadata.Record {
 	if !elrEnabled(img) {
 		return nil
 	}
@@ -459,11 +462,11 @@ func (e *env) clearELRRecords(img *metadata.Image, recs []metadata.Record) []met
 	return out
 }
 
-// elrSafetyRecords are the config records that make turning ELR on safe
+// ELRSafetyRecords are the config records that make turning ELR on safe
 // (Kafka's maybeGenerateElrSafetyRecords, also written at bootstrap): a
 // cluster-level min.insync.replicas with this node's static value when
 // there is none, and the removal of every broker-level one.
-func (e *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
+func (e *Env) ELRSafetyRecords(img *metadata.Image) []metadata.Record {
 	var recs []metadata.Record
 	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceBroker}][minInSyncReplicasConfig]; !ok {
 		v := e.staticMinISR()
@@ -481,9 +484,9 @@ func (e *env) elrSafetyRecords(img *metadata.Image) []metadata.Record {
 }
 
 // staticMinISR is min.insync.replicas in this node's static configuration.
-func (e *env) staticMinISR() string {
-	if e.schema != nil {
-		if v, ok := e.schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
+func (e *Env) staticMinISR() string {
+	if e.Schema != nil {
+		if v, ok := e.Schema.Default(metadata.ConfigResourceBroker, minInSyncReplicasConfig); ok {
 			return v
 		}
 	}

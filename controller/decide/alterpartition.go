@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // AlterPartition (key 56) v2-3 (KIP-497, KIP-841, KIP-903): a partition
 // leader asks for a new ISR (and reports that it recovered from an unclean
@@ -47,19 +47,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// AlterPartition decides a leader's ISR changes; it needs version 2 or
-// later (topic ids).
-func (c *Controller) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
-	return decide(c, ctx, req, (*env).alterPartition, alterPartitionFailed)
-}
-
-// alterPartition decides an AlterPartition request.
-func (e *env) alterPartition(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionRequest) ([]metadata.Record, *kmsg.AlterPartitionResponse) {
+// AlterPartition decides an AlterPartition request.
+func (e *Env) AlterPartition(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterPartitionRequest) ([]metadata.Record, *kmsg.AlterPartitionResponse) {
 	if req.Version < 2 {
-		return nil, alterPartitionFailed(req, &apiError{err: kerr.UnsupportedVersion})
+		return nil, AlterPartitionFailed(req, &Error{err: kerr.UnsupportedVersion})
 	}
-	if err := checkBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
-		return nil, alterPartitionFailed(req, err)
+	if err := CheckBrokerEpoch(img, req.BrokerID, req.BrokerEpoch); err != nil {
+		return nil, AlterPartitionFailed(req, err)
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
 	var recs []metadata.Record
@@ -106,17 +100,17 @@ func (e *env) alterPartition(_ context.Context, img *metadata.Image, _ int64, re
 	return recs, resp
 }
 
-// alterPartitionFailed is the answer with e for the whole request and no
+// AlterPartitionFailed is the answer with e for the whole request and no
 // partitions (Kafka's AlterPartitionRequest.getErrorResponse).
-func alterPartitionFailed(req *kmsg.AlterPartitionRequest, e *apiError) *kmsg.AlterPartitionResponse {
+func AlterPartitionFailed(req *kmsg.AlterPartitionRequest, e *Error) *kmsg.AlterPartitionResponse {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
-	resp.ErrorCode = e.code()
+	resp.ErrorCode = e.Code()
 	return resp
 }
 
 // alterOnePartition checks one partition's requested change and returns its
 // record (nil when nothing changes), or the error Kafka answers.
-func (e *env) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
+func (e *Env) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
 	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
@@ -147,7 +141,7 @@ func (e *env) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionReq
 	for i, id := range isr {
 		b := img.Brokers[id]
 		if b == nil || b.InControlledShutdown || b.Fenced || epochs[i] != -1 && epochs[i] != b.Epoch {
-			e.logger.Info("refusing an ISR with an ineligible replica", "topic", t.Name, "partition", rp.Partition, "leader", req.BrokerID, "replica", id)
+			e.Logger.Info("refusing an ISR with an ineligible replica", "topic", t.Name, "partition", rp.Partition, "leader", req.BrokerID, "replica", id)
 			return nil, kerr.IneligibleReplica
 		}
 	}
@@ -180,8 +174,4 @@ func validISR(replicas, isr []int32) bool {
 		}
 	}
 	return true
-}
-
-func init() {
-	decides((*Controller).AlterPartition)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // CreateACLs and DeleteACLs, as Kafka's AclControlManager decides them (the
 // ACL records and the image's ACLSet are metadata's, metadata/acls.go):
@@ -38,44 +38,44 @@ func bindingInvalid(acl metadata.ACL) bool {
 }
 
 // validateNewACL is AclApis' check followed by AclControlManager's.
-func validateNewACL(acl metadata.ACL) *apiError {
+func validateNewACL(acl metadata.ACL) *Error {
 	if acl.ResourceType == kmsg.ACLResourceTypeCluster && acl.ResourceName != metadata.ClusterResourceName {
-		return newAPIError(kerr.InvalidRequest, "The only valid name for the CLUSTER resource is %s", metadata.ClusterResourceName)
+		return NewError(kerr.InvalidRequest, "The only valid name for the CLUSTER resource is %s", metadata.ClusterResourceName)
 	}
 	if acl.ResourceName == "" {
-		return newAPIError(kerr.InvalidRequest, "Invalid empty resource name")
+		return NewError(kerr.InvalidRequest, "Invalid empty resource name")
 	}
 	switch acl.ResourceType {
 	case kmsg.ACLResourceTypeUnknown, kmsg.ACLResourceTypeAny:
-		return newAPIError(kerr.InvalidRequest, "Invalid resourceType %s", metadata.ResourceTypeName(acl.ResourceType))
+		return NewError(kerr.InvalidRequest, "Invalid resourceType %s", metadata.ResourceTypeName(acl.ResourceType))
 	}
 	switch acl.PatternType {
 	case kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed:
 	default:
-		return newAPIError(kerr.InvalidRequest, "Invalid patternType %s", metadata.PatternTypeName(acl.PatternType))
+		return NewError(kerr.InvalidRequest, "Invalid patternType %s", metadata.PatternTypeName(acl.PatternType))
 	}
 	switch acl.Operation {
 	case kmsg.ACLOperationUnknown, kmsg.ACLOperationAny:
-		return newAPIError(kerr.InvalidRequest, "Invalid operation %s", metadata.OperationName(acl.Operation))
+		return NewError(kerr.InvalidRequest, "Invalid operation %s", metadata.OperationName(acl.Operation))
 	}
 	switch acl.PermissionType {
 	case kmsg.ACLPermissionTypeDeny, kmsg.ACLPermissionTypeAllow:
 	default:
-		return newAPIError(kerr.InvalidRequest, "Invalid permissionType %s", metadata.PermissionTypeName(acl.PermissionType))
+		return NewError(kerr.InvalidRequest, "Invalid permissionType %s", metadata.PermissionTypeName(acl.PermissionType))
 	}
 	if !strings.Contains(acl.Principal, ":") {
-		return newAPIError(kerr.InvalidRequest, "Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", acl.Principal)
+		return NewError(kerr.InvalidRequest, "Could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", acl.Principal)
 	}
 	return nil
 }
 
 // validateFilter is AclControlManager's check of a deletion filter.
-func validateFilter(f metadata.ACLFilter) *apiError {
+func validateFilter(f metadata.ACLFilter) *Error {
 	if f.ResourceType == kmsg.ACLResourceTypeUnknown || f.PatternType == kmsg.ACLResourcePatternTypeUnknown {
-		return newAPIError(kerr.InvalidRequest, "Unknown patternFilter.")
+		return NewError(kerr.InvalidRequest, "Unknown patternFilter.")
 	}
 	if f.Operation == kmsg.ACLOperationUnknown || f.PermissionType == kmsg.ACLPermissionTypeUnknown {
-		return newAPIError(kerr.InvalidRequest, "Unknown entryFilter.")
+		return NewError(kerr.InvalidRequest, "Unknown entryFilter.")
 	}
 	return nil
 }
@@ -90,14 +90,8 @@ func newACLID(img *metadata.Image, taken map[protocol.UUID]bool) protocol.UUID {
 	}
 }
 
-// CreateACLs adds ACLs. Each creation gets its own result, in request
-// order.
-func (c *Controller) CreateACLs(ctx context.Context, req *kmsg.CreateACLsRequest) *kmsg.CreateACLsResponse {
-	return decide(c, ctx, req, (*env).createACLs, createACLsFailed)
-}
-
-// createACLs decides a CreateACLs request.
-func (e *env) createACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.CreateACLsRequest) ([]metadata.Record, *kmsg.CreateACLsResponse) {
+// CreateACLs decides a CreateACLs request.
+func (e *Env) CreateACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.CreateACLsRequest) ([]metadata.Record, *kmsg.CreateACLsResponse) {
 	acls := make([]metadata.ACL, len(req.Creations))
 	wholeRequestFails := false
 	for i, cr := range req.Creations {
@@ -105,9 +99,9 @@ func (e *env) createACLs(_ context.Context, img *metadata.Image, _ int64, req *k
 		wholeRequestFails = wholeRequestFails || bindingInvalid(acls[i])
 	}
 	if wholeRequestFails {
-		return nil, createACLsFailed(req, &apiError{err: kerr.UnknownServerError})
+		return nil, CreateACLsFailed(req, &Error{err: kerr.UnknownServerError})
 	}
-	results := make([]*apiError, len(acls))
+	results := make([]*Error, len(acls))
 	var recs []metadata.Record
 	taken := map[protocol.UUID]bool{}
 	adding := map[metadata.ACL]bool{}
@@ -124,14 +118,14 @@ func (e *env) createACLs(_ context.Context, img *metadata.Image, _ int64, req *k
 		recs = append(recs, &metadata.AccessControlEntryRecord{ID: id, ACL: acl})
 	}
 	if len(recs) > maxRecordsPerOp {
-		return nil, createACLsFailed(req, &apiError{err: kerr.UnknownServerError})
+		return nil, CreateACLsFailed(req, &Error{err: kerr.UnknownServerError})
 	}
 	return recs, createACLsAnswer(req, results)
 }
 
-// createACLsFailed answers every creation with e.
-func createACLsFailed(req *kmsg.CreateACLsRequest, e *apiError) *kmsg.CreateACLsResponse {
-	results := make([]*apiError, len(req.Creations))
+// CreateACLsFailed answers every creation with e.
+func CreateACLsFailed(req *kmsg.CreateACLsRequest, e *Error) *kmsg.CreateACLsResponse {
+	results := make([]*Error, len(req.Creations))
 	for i := range results {
 		results[i] = e
 	}
@@ -139,12 +133,12 @@ func createACLsFailed(req *kmsg.CreateACLsRequest, e *apiError) *kmsg.CreateACLs
 }
 
 // createACLsAnswer is the response with a result per creation.
-func createACLsAnswer(req *kmsg.CreateACLsRequest, results []*apiError) *kmsg.CreateACLsResponse {
+func createACLsAnswer(req *kmsg.CreateACLsRequest, results []*Error) *kmsg.CreateACLsResponse {
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	for _, e := range results {
 		res := kmsg.NewCreateACLsResponseResult()
-		res.ErrorCode = e.code()
-		res.ErrorMessage = e.kafkaMessage()
+		res.ErrorCode = e.Code()
+		res.ErrorMessage = e.KafkaMessage()
 		if e == nil {
 			// Kafka's AclCreationResult keeps its default message, "".
 			res.ErrorMessage = strPtr("")
@@ -154,14 +148,8 @@ func createACLsAnswer(req *kmsg.CreateACLsRequest, results []*apiError) *kmsg.Cr
 	return resp
 }
 
-// DeleteACLs removes the ACLs each filter matches. Each filter gets its
-// own result, in request order, listing what it matched.
-func (c *Controller) DeleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) *kmsg.DeleteACLsResponse {
-	return decide(c, ctx, req, (*env).deleteACLs, deleteACLsFailed)
-}
-
-// deleteACLs decides a DeleteACLs request.
-func (e *env) deleteACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteACLsRequest) ([]metadata.Record, *kmsg.DeleteACLsResponse) {
+// DeleteACLs decides a DeleteACLs request.
+func (e *Env) DeleteACLs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteACLsRequest) ([]metadata.Record, *kmsg.DeleteACLsResponse) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	removing := map[protocol.UUID]bool{}
 	var recs []metadata.Record
@@ -170,7 +158,7 @@ func (e *env) deleteACLs(_ context.Context, img *metadata.Image, _ int64, req *k
 		f := metadata.DeleteFilter(rf)
 		res := kmsg.NewDeleteACLsResponseResult()
 		if e := validateFilter(f); e != nil {
-			res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
+			res.ErrorCode, res.ErrorMessage = e.Code(), e.KafkaMessage()
 			resp.Results = append(resp.Results, res)
 			continue
 		}
@@ -180,7 +168,7 @@ func (e *env) deleteACLs(_ context.Context, img *metadata.Image, _ int64, req *k
 				continue
 			}
 			if len(recs) >= maxRecordsPerOp {
-				return nil, deleteACLsFailed(req, newAPIError(kerr.InvalidRequest, "Cannot remove more than %d acls in a single delete operation.", maxRecordsPerOp))
+				return nil, DeleteACLsFailed(req, NewError(kerr.InvalidRequest, "Cannot remove more than %d acls in a single delete operation.", maxRecordsPerOp))
 			}
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 			m.ResourceType = acl.ResourceType
@@ -201,18 +189,13 @@ func (e *env) deleteACLs(_ context.Context, img *metadata.Image, _ int64, req *k
 	return recs, resp
 }
 
-// deleteACLsFailed answers every filter with e.
-func deleteACLsFailed(req *kmsg.DeleteACLsRequest, e *apiError) *kmsg.DeleteACLsResponse {
+// DeleteACLsFailed answers every filter with e.
+func DeleteACLsFailed(req *kmsg.DeleteACLsRequest, e *Error) *kmsg.DeleteACLsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	for range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
-		res.ErrorCode, res.ErrorMessage = e.code(), e.kafkaMessage()
+		res.ErrorCode, res.ErrorMessage = e.Code(), e.KafkaMessage()
 		resp.Results = append(resp.Results, res)
 	}
 	return resp
-}
-
-func init() {
-	decides((*Controller).CreateACLs)
-	decides((*Controller).DeleteACLs)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // IncrementalAlterConfigs and AlterConfigs: Kafka's request checks (the
 // broker-side preprocessing and ControllerApis), then
@@ -19,7 +19,6 @@ import (
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.etcd.io/raft/v3"
 )
 
 // Incremental config operations (kmsg IncrementalAlterConfigsRequest
@@ -63,20 +62,20 @@ type configChange struct {
 // checkResourceType applies the request-level checks Kafka makes before
 // the controller sees a resource. It returns nil if the resource may
 // proceed.
-func checkResourceType(t int8) *apiError {
+func checkResourceType(t int8) *Error {
 	switch metadata.ConfigResourceType(t) {
 	case metadata.ConfigResourceTopic, metadata.ConfigResourceBroker, metadata.ConfigResourceGroup, configResourceClientMetrics:
 		return nil
 	case metadata.ConfigResourceBrokerLogger:
-		return newAPIError(kerr.InvalidRequest, "BROKER_LOGGER resources are altered by the broker that owns the loggers, not by the controller.")
+		return NewError(kerr.InvalidRequest, "BROKER_LOGGER resources are altered by the broker that owns the loggers, not by the controller.")
 	}
-	return newAPIError(kerr.UnsupportedVersion, "Unknown resource type %d.", t)
+	return NewError(kerr.UnsupportedVersion, "Unknown resource type %d.", t)
 }
 
 // admitResources reports which resources of an alter request may be
 // processed: a resource named more than once is answered once with
 // INVALID_REQUEST, an unsupported type with its error, through reject.
-func admitResources(resources []metadata.ConfigResource, reject func(metadata.ConfigResource, *apiError)) []bool {
+func admitResources(resources []metadata.ConfigResource, reject func(metadata.ConfigResource, *Error)) []bool {
 	seen := map[metadata.ConfigResource]int{}
 	for _, r := range resources {
 		seen[r]++
@@ -87,7 +86,7 @@ func admitResources(resources []metadata.ConfigResource, reject func(metadata.Co
 		if seen[r] > 1 {
 			if !reported[r] {
 				reported[r] = true
-				reject(r, newAPIError(kerr.InvalidRequest, "Each resource must appear at most once."))
+				reject(r, NewError(kerr.InvalidRequest, "Each resource must appear at most once."))
 			}
 			continue
 		}
@@ -109,25 +108,25 @@ func configResourceOf(t kmsg.ConfigResourceType, name string) metadata.ConfigRes
 // after that reading is shared.
 type configAPI[Res any] struct {
 	resource func(Res) metadata.ConfigResource
-	change   func(Res) (configChange, *apiError)
+	change   func(Res) (configChange, *Error)
 }
 
 var incrementalConfigs = configAPI[kmsg.IncrementalAlterConfigsRequestResource]{
 	resource: func(r kmsg.IncrementalAlterConfigsRequestResource) metadata.ConfigResource {
 		return configResourceOf(r.ResourceType, r.ResourceName)
 	},
-	change: func(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, *apiError) {
+	change: func(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, *Error) {
 		ch := configChange{res: configResourceOf(r.ResourceType, r.ResourceName), ops: map[string]configOp{}}
 		for _, cfg := range r.Configs {
 			op := int8(cfg.Op)
 			if _, dup := ch.ops[cfg.Name]; dup {
-				return ch, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+				return ch, NewError(kerr.InvalidRequest, "Error due to duplicate config keys")
 			}
 			if op < opSet || op > opSubtract {
-				return ch, newAPIError(kerr.InvalidRequest, "Unknown operations type %d", op)
+				return ch, NewError(kerr.InvalidRequest, "Unknown operations type %d", op)
 			}
 			if op != opDelete && cfg.Value == nil {
-				return ch, newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+				return ch, NewError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
 			}
 			ch.ops[cfg.Name] = configOp{op: op, value: cfg.Value}
 			ch.keys = append(ch.keys, cfg.Name)
@@ -140,14 +139,14 @@ var legacyConfigs = configAPI[kmsg.AlterConfigsRequestResource]{
 	resource: func(r kmsg.AlterConfigsRequestResource) metadata.ConfigResource {
 		return configResourceOf(r.ResourceType, r.ResourceName)
 	},
-	change: func(r kmsg.AlterConfigsRequestResource) (configChange, *apiError) {
+	change: func(r kmsg.AlterConfigsRequestResource) (configChange, *Error) {
 		ch := configChange{res: configResourceOf(r.ResourceType, r.ResourceName), legacy: map[string]string{}}
 		for _, cfg := range r.Configs {
 			if _, dup := ch.legacy[cfg.Name]; dup {
-				return ch, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+				return ch, NewError(kerr.InvalidRequest, "Error due to duplicate config keys")
 			}
 			if cfg.Value == nil {
-				return ch, newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+				return ch, NewError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
 			}
 			ch.legacy[cfg.Name] = *cfg.Value
 			ch.keys = append(ch.keys, cfg.Name)
@@ -156,28 +155,15 @@ var legacyConfigs = configAPI[kmsg.AlterConfigsRequestResource]{
 	},
 }
 
-// IncrementalAlterConfigs changes configs key by key.
-func (c *Controller) IncrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
-	resp := decide(c, ctx, req, (*env).incrementalAlterConfigs, incrementalAlterConfigsFailed)
-	if !req.ValidateOnly {
-		altered := map[metadata.ConfigResource]bool{}
-		for _, r := range resp.Resources {
-			altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
-		}
-		c.checkUncleanElectionsIfEnabled(incrementalConfigs.enablesUncleanElection(req.Resources, altered))
-	}
-	return resp
-}
-
-// incrementalAlterConfigs decides an IncrementalAlterConfigs request.
-func (e *env) incrementalAlterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.IncrementalAlterConfigsRequest) ([]metadata.Record, *kmsg.IncrementalAlterConfigsResponse) {
+// IncrementalAlterConfigs decides an IncrementalAlterConfigs request.
+func (e *Env) IncrementalAlterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.IncrementalAlterConfigsRequest) ([]metadata.Record, *kmsg.IncrementalAlterConfigsResponse) {
 	recs, results := incrementalConfigs.decide(e, img, req.Resources, req.ValidateOnly)
 	return recs, incrementalAlterConfigsAnswer(req, results)
 }
 
-// incrementalAlterConfigsFailed answers every resource of the request with
+// IncrementalAlterConfigsFailed answers every resource of the request with
 // e.
-func incrementalAlterConfigsFailed(req *kmsg.IncrementalAlterConfigsRequest, e *apiError) *kmsg.IncrementalAlterConfigsResponse {
+func IncrementalAlterConfigsFailed(req *kmsg.IncrementalAlterConfigsRequest, e *Error) *kmsg.IncrementalAlterConfigsResponse {
 	return incrementalAlterConfigsAnswer(req, incrementalConfigs.failed(req.Resources, e))
 }
 
@@ -186,33 +172,20 @@ func incrementalAlterConfigsAnswer(req *kmsg.IncrementalAlterConfigsRequest, res
 	for _, res := range results {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.res.Type), res.res.Name
-		r.ErrorCode, r.ErrorMessage = res.err.code(), res.err.message()
+		r.ErrorCode, r.ErrorMessage = res.err.Code(), res.err.Message()
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp
 }
 
-// AlterConfigs replaces the whole config set of each resource.
-func (c *Controller) AlterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
-	resp := decide(c, ctx, req, (*env).alterConfigs, alterConfigsFailed)
-	if !req.ValidateOnly {
-		altered := map[metadata.ConfigResource]bool{}
-		for _, r := range resp.Resources {
-			altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
-		}
-		c.checkUncleanElectionsIfEnabled(legacyConfigs.enablesUncleanElection(req.Resources, altered))
-	}
-	return resp
-}
-
-// alterConfigs decides an AlterConfigs request.
-func (e *env) alterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterConfigsRequest) ([]metadata.Record, *kmsg.AlterConfigsResponse) {
+// AlterConfigs decides an AlterConfigs request.
+func (e *Env) AlterConfigs(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterConfigsRequest) ([]metadata.Record, *kmsg.AlterConfigsResponse) {
 	recs, results := legacyConfigs.decide(e, img, req.Resources, req.ValidateOnly)
 	return recs, alterConfigsAnswer(req, results)
 }
 
-// alterConfigsFailed answers every resource of the request with e.
-func alterConfigsFailed(req *kmsg.AlterConfigsRequest, e *apiError) *kmsg.AlterConfigsResponse {
+// AlterConfigsFailed answers every resource of the request with e.
+func AlterConfigsFailed(req *kmsg.AlterConfigsRequest, e *Error) *kmsg.AlterConfigsResponse {
 	return alterConfigsAnswer(req, legacyConfigs.failed(req.Resources, e))
 }
 
@@ -221,7 +194,7 @@ func alterConfigsAnswer(req *kmsg.AlterConfigsRequest, results []configResult) *
 	for _, res := range results {
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(res.res.Type), res.res.Name
-		r.ErrorCode, r.ErrorMessage = res.err.code(), res.err.message()
+		r.ErrorCode, r.ErrorMessage = res.err.Code(), res.err.Message()
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp
@@ -229,7 +202,7 @@ func alterConfigsAnswer(req *kmsg.AlterConfigsRequest, results []configResult) *
 
 type configResult struct {
 	res metadata.ConfigResource
-	err *apiError
+	err *Error
 }
 
 // decide is both alter APIs' decision: the resources admitted
@@ -238,9 +211,9 @@ type configResult struct {
 // broker answered them: the resources refused on admission, then those
 // whose change could not be read, then the changes, each group in request
 // order.
-func (api configAPI[Res]) decide(e *env, img *metadata.Image, requested []Res, validateOnly bool) ([]metadata.Record, []configResult) {
+func (api configAPI[Res]) decide(e *Env, img *metadata.Image, requested []Res, validateOnly bool) ([]metadata.Record, []configResult) {
 	var results []configResult
-	reject := func(res metadata.ConfigResource, err *apiError) {
+	reject := func(res metadata.ConfigResource, err *Error) {
 		results = append(results, configResult{res: res, err: err})
 	}
 	resources := make([]metadata.ConfigResource, len(requested))
@@ -265,12 +238,40 @@ func (api configAPI[Res]) decide(e *env, img *metadata.Image, requested []Res, v
 }
 
 // failed answers every requested resource, duplicates included, with e.
-func (api configAPI[Res]) failed(requested []Res, e *apiError) []configResult {
+func (api configAPI[Res]) failed(requested []Res, e *Error) []configResult {
 	results := make([]configResult, len(requested))
 	for i, r := range requested {
 		results[i] = configResult{res: api.resource(r), err: e}
 	}
 	return results
+}
+
+// IncrementalAlterConfigsEnabledUncleanElection reports whether resp,
+// the committed answer to req, turned unclean.leader.election.enable on
+// somewhere (never for a validate-only request).
+func IncrementalAlterConfigsEnabledUncleanElection(req *kmsg.IncrementalAlterConfigsRequest, resp *kmsg.IncrementalAlterConfigsResponse) bool {
+	if req.ValidateOnly {
+		return false
+	}
+	altered := map[metadata.ConfigResource]bool{}
+	for _, r := range resp.Resources {
+		altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
+	}
+	return incrementalConfigs.enablesUncleanElection(req.Resources, altered)
+}
+
+// AlterConfigsEnabledUncleanElection reports whether resp, the committed
+// answer to req, turned unclean.leader.election.enable on somewhere (never
+// for a validate-only request).
+func AlterConfigsEnabledUncleanElection(req *kmsg.AlterConfigsRequest, resp *kmsg.AlterConfigsResponse) bool {
+	if req.ValidateOnly {
+		return false
+	}
+	altered := map[metadata.ConfigResource]bool{}
+	for _, r := range resp.Resources {
+		altered[configResourceOf(r.ResourceType, r.ResourceName)] = r.ErrorCode == 0
+	}
+	return legacyConfigs.enablesUncleanElection(req.Resources, altered)
 }
 
 // enablesUncleanElection reports whether the requested changes the answer
@@ -303,29 +304,16 @@ func (ch configChange) valuesSet() []metadata.Record {
 	return recs
 }
 
-// checkUncleanElectionsIfEnabled has the periodic unclean election check
-// run on the loop's next tick when enabled, so that turning unclean
-// elections on elects at once rather than after
-// unclean.leader.election.interval.ms. The decision cannot do it: the
-// check's schedule is loop state, not the decision's to touch. The request
-// goroutine hands it to the loop through c.report, without waiting; the
-// records are committed by then, so the check finds them.
-func (c *Controller) checkUncleanElectionsIfEnabled(enabled bool) {
-	if enabled {
-		c.report(func(*raft.RawNode) { c.uncleanCheck.runNow(c.now()) })
-	}
-}
-
 // runConfigChanges decides changes together against img: each change's
 // records, or the error that refuses it, then the ELR clearing that the
 // min.insync.replicas changes among them need. An operation over
 // maxRecordsPerOp records is refused for every change that passed.
-func (e *env) runConfigChanges(img *metadata.Image, changes []configChange, validateOnly bool) ([]metadata.Record, []configResult) {
+func (e *Env) runConfigChanges(img *metadata.Image, changes []configChange, validateOnly bool) ([]metadata.Record, []configResult) {
 	var recs []metadata.Record
 	var out []configResult
 	for _, ch := range changes {
 		var more []metadata.Record
-		var err *apiError
+		var err *Error
 		if ch.legacy != nil {
 			more, err = e.legacyAlterConfig(img, ch)
 		} else {
@@ -340,7 +328,7 @@ func (e *env) runConfigChanges(img *metadata.Image, changes []configChange, vali
 	if len(recs) > maxRecordsPerOp {
 		for i := range out {
 			if out[i].err == nil {
-				out[i].err = newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+				out[i].err = NewError(kerr.PolicyViolation, excessivelyLargeOperation)
 			}
 		}
 		return nil, out
@@ -351,7 +339,7 @@ func (e *env) runConfigChanges(img *metadata.Image, changes []configChange, vali
 	return recs, out
 }
 
-func (e *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (e *Env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *Error) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -368,8 +356,8 @@ func (e *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]me
 		case opDelete:
 			newValue = nil
 		case opAppend, opSubtract:
-			if e.schema == nil || !e.schema.IsList(ch.res.Type, key) {
-				return nil, newAPIError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(op.op), key)
+			if e.Schema == nil || !e.Schema.IsList(ch.res.Type, key) {
+				return nil, NewError(kerr.InvalidConfig, "Can't %s to key %s because its type is not LIST.", opName(op.op), key)
 			}
 			parts := e.listParts(ch.res.Type, key, curPtr)
 			for _, v := range strings.Split(*op.value, ",") {
@@ -396,11 +384,11 @@ func (e *env) incrementalAlterConfig(img *metadata.Image, ch configChange) ([]me
 
 // listParts is the current list value of key: its override, or else its
 // default, split on commas without empty elements.
-func (e *env) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
+func (e *Env) listParts(t metadata.ConfigResourceType, key string, current *string) []string {
 	var v string
 	if current != nil {
 		v = *current
-	} else if d, ok := e.schema.Default(t, key); ok {
+	} else if d, ok := e.Schema.Default(t, key); ok {
 		v = d
 	} else {
 		return nil
@@ -414,7 +402,7 @@ func (e *env) listParts(t metadata.ConfigResourceType, key string, current *stri
 	return parts
 }
 
-func (e *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *apiError) {
+func (e *Env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadata.Record, *Error) {
 	current := img.Configs[ch.res]
 	var recs []metadata.Record
 	for _, key := range ch.keys {
@@ -437,7 +425,7 @@ func (e *env) legacyAlterConfig(img *metadata.Image, ch configChange) ([]metadat
 
 // validateConfigs checks the resource's overrides after recs, then that the
 // resource exists (Kafka's order).
-func (e *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *apiError {
+func (e *Env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, recs []metadata.Record) *Error {
 	if err := checkMinISRChange(img, recs); err != nil {
 		return err
 	}
@@ -453,19 +441,19 @@ func (e *env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, 
 			after[cr.Name] = *cr.Value
 		}
 	}
-	if e.schema != nil {
-		if err := e.schema.Validate(res.Type, res.Name, after); err != nil {
+	if e.Schema != nil {
+		if err := e.Schema.Validate(res.Type, res.Name, after); err != nil {
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
-				return &apiError{err: ke, msg: err.Error()}
+				return &Error{err: ke, msg: err.Error()}
 			}
-			return newAPIError(kerr.InvalidConfig, "%s", err.Error())
+			return NewError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
 	return e.checkConfigResourceExists(img, res)
 }
 
-func (e *env) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *apiError {
+func (e *Env) checkConfigResourceExists(img *metadata.Image, res metadata.ConfigResource) *Error {
 	switch res.Type {
 	case metadata.ConfigResourceBroker:
 		if res.Name == "" {
@@ -473,7 +461,7 @@ func (e *env) checkConfigResourceExists(img *metadata.Image, res metadata.Config
 		}
 		id, err := strconv.ParseInt(res.Name, 10, 32)
 		if err != nil {
-			return newAPIError(kerr.InvalidRequest, "Invalid broker name %s", res.Name)
+			return NewError(kerr.InvalidRequest, "Invalid broker name %s", res.Name)
 		}
 		if img.Brokers[int32(id)] != nil {
 			return nil
@@ -483,10 +471,10 @@ func (e *env) checkConfigResourceExists(img *metadata.Image, res metadata.Config
 				return nil
 			}
 		}
-		return newAPIError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
+		return NewError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
 	case metadata.ConfigResourceTopic:
 		if img.Topics[res.Name] == nil {
-			return newAPIError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
+			return NewError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
 		}
 	}
 	return nil
@@ -497,9 +485,4 @@ func equalStringPtr(a, b *string) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func init() {
-	decides((*Controller).AlterConfigs)
-	decides((*Controller).IncrementalAlterConfigs)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // Client quotas (KIP-546's AlterClientQuotas, Kafka's
 // ClientQuotaControlManager): which quota applies to which user, client id
@@ -182,7 +182,7 @@ func javaStringHash(s string) int32 {
 // quotaResult is one entity's answer.
 type quotaResult struct {
 	alt *quotaAlteration
-	err *apiError
+	err *Error
 }
 
 // readQuotaAlterations reads the request's entries as Kafka does.
@@ -223,27 +223,27 @@ func validIPEntity(ip string) bool {
 	return err == nil && len(addrs) > 0
 }
 
-// clientQuotaAlterations is an AlterClientQuotas request as its decision
+// ClientQuotaAlterations is an AlterClientQuotas request as its decision
 // takes it: the entries read, each named ip already parsed or resolved,
 // since the controller's loop must not wait for DNS.
-type clientQuotaAlterations struct {
+type ClientQuotaAlterations struct {
 	req     *kmsg.AlterClientQuotasRequest
 	entries []*quotaAlteration
 }
 
-// AlterClientQuotas sets and removes client quotas.
-func (c *Controller) AlterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuotasRequest) *kmsg.AlterClientQuotasResponse {
-	in := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
-	return decide(c, ctx, in, (*env).alterClientQuotas, alterClientQuotasFailed)
+// ReadClientQuotaAlterations reads req for its decision (outside the
+// loop: it may resolve names).
+func ReadClientQuotaAlterations(req *kmsg.AlterClientQuotasRequest) ClientQuotaAlterations {
+	return ClientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
 }
 
-// alterClientQuotas decides an AlterClientQuotas request: a validate-only
+// AlterClientQuotas decides an AlterClientQuotas request: a validate-only
 // request writes nothing, one that would write more than maxRecordsPerOp
 // records fails as a whole.
-func (e *env) alterClientQuotas(_ context.Context, img *metadata.Image, _ int64, in clientQuotaAlterations) ([]metadata.Record, *kmsg.AlterClientQuotasResponse) {
+func (e *Env) AlterClientQuotas(_ context.Context, img *metadata.Image, _ int64, in ClientQuotaAlterations) ([]metadata.Record, *kmsg.AlterClientQuotasResponse) {
 	recs, results := alterQuotaEntities(img, in.entries)
 	if len(recs) > maxRecordsPerOp {
-		return nil, alterClientQuotasFailed(in, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation))
+		return nil, AlterClientQuotasFailed(in, NewError(kerr.PolicyViolation, excessivelyLargeOperation))
 	}
 	if in.req.ValidateOnly {
 		return nil, alterClientQuotasAnswer(in.req, results)
@@ -251,9 +251,9 @@ func (e *env) alterClientQuotas(_ context.Context, img *metadata.Image, _ int64,
 	return recs, alterClientQuotasAnswer(in.req, results)
 }
 
-// alterClientQuotasFailed answers every entity the request names with e,
+// AlterClientQuotasFailed answers every entity the request names with e,
 // once, in the order the entities first appear.
-func alterClientQuotasFailed(in clientQuotaAlterations, e *apiError) *kmsg.AlterClientQuotasResponse {
+func AlterClientQuotasFailed(in ClientQuotaAlterations, e *Error) *kmsg.AlterClientQuotasResponse {
 	var results []quotaResult
 	seen := map[string]bool{}
 	for _, a := range in.entries {
@@ -271,8 +271,8 @@ func alterClientQuotasAnswer(req *kmsg.AlterClientQuotasRequest, results []quota
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, r := range results {
 		entry := kmsg.NewAlterClientQuotasResponseEntry()
-		entry.ErrorCode = r.err.code()
-		entry.ErrorMessage = r.err.message()
+		entry.ErrorCode = r.err.Code()
+		entry.ErrorMessage = r.err.Message()
 		for _, t := range javaHashMapOrder(r.alt.types, r.alt.entityCap) {
 			ent := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			ent.Type, ent.Name = t, r.alt.names[t]
@@ -290,7 +290,7 @@ func alterQuotaEntities(img *metadata.Image, alts []*quotaAlteration) ([]metadat
 	var recs []metadata.Record
 	var results []quotaResult
 	index := map[string]int{}
-	put := func(a *quotaAlteration, e *apiError) {
+	put := func(a *quotaAlteration, e *Error) {
 		if i, ok := index[a.key()]; ok {
 			results[i] = quotaResult{alt: a, err: e}
 			return
@@ -305,14 +305,14 @@ func alterQuotaEntities(img *metadata.Image, alts []*quotaAlteration) ([]metadat
 		var order []string
 		for _, op := range a.ops {
 			if _, dup := ops[op.key]; dup {
-				put(a, newAPIError(kerr.InvalidRequest, "Duplicate quota key %s not updating quota for this entity %s", op.key, a))
+				put(a, NewError(kerr.InvalidRequest, "Duplicate quota key %s not updating quota for this entity %s", op.key, a))
 				continue
 			}
 			ops[op.key] = op
 			order = append(order, op.key)
 		}
 		if _, done := index[a.key()]; done {
-			put(a, newAPIError(kerr.InvalidRequest, "Ignoring duplicate entity %s", a))
+			put(a, NewError(kerr.InvalidRequest, "Ignoring duplicate entity %s", a))
 			continue
 		}
 		more, e := alterQuotaEntity(img, a, ops, order)
@@ -324,19 +324,19 @@ func alterQuotaEntities(img *metadata.Image, alts []*quotaAlteration) ([]metadat
 	return recs, results
 }
 
-func alterQuotaEntity(img *metadata.Image, a *quotaAlteration, ops map[string]quotaOp, order []string) ([]metadata.Record, *apiError) {
+func alterQuotaEntity(img *metadata.Image, a *quotaAlteration, ops map[string]quotaOp, order []string) ([]metadata.Record, *Error) {
 	if len(a.types) == 0 {
-		return nil, newAPIError(kerr.InvalidRequest, "Invalid empty client quota entity")
+		return nil, NewError(kerr.InvalidRequest, "Invalid empty client quota entity")
 	}
 	var data []metadata.QuotaEntityData
 	for _, t := range javaHashMapOrder(a.types, a.entityCap) {
 		switch t {
 		case metadata.QuotaEntityUser, metadata.QuotaEntityClientID, metadata.QuotaEntityIP:
 		default:
-			return nil, newAPIError(kerr.InvalidRequest, "Unhandled client quota entity type: %s", t)
+			return nil, NewError(kerr.InvalidRequest, "Unhandled client quota entity type: %s", t)
 		}
 		if n := a.names[t]; n != nil && *n == "" {
-			return nil, newAPIError(kerr.InvalidRequest, "Empty %s not supported", t)
+			return nil, NewError(kerr.InvalidRequest, "Empty %s not supported", t)
 		}
 		data = append(data, metadata.QuotaEntityData{Type: t, Name: a.names[t]})
 	}
@@ -345,10 +345,10 @@ func alterQuotaEntity(img *metadata.Image, a *quotaAlteration, ops map[string]qu
 	switch {
 	case entity.IP.Set && (entity.User.Set || entity.ClientID.Set):
 		// Sic: Kafka's message lacks the space.
-		return nil, newAPIError(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
+		return nil, NewError(kerr.InvalidRequest, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
 	case entity.IP.Set:
 		if !entity.IP.Default && !a.ipValid {
-			return nil, newAPIError(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", entity.IP.Name)
+			return nil, NewError(kerr.InvalidRequest, "%s is not a valid IP or resolvable host.", entity.IP.Name)
 		}
 		keys = ipQuotaKeys
 	default:
@@ -377,31 +377,31 @@ func alterQuotaEntity(img *metadata.Image, a *quotaAlteration, ops map[string]qu
 }
 
 // validateQuotaValue is ClientQuotaControlManager.validateQuotaKeyValue.
-func validateQuotaValue(keys map[string]quotaKeyType, key string, v float64) *apiError {
+func validateQuotaValue(keys map[string]quotaKeyType, key string, v float64) *Error {
 	typ, ok := keys[key]
 	if !ok {
-		return newAPIError(kerr.InvalidRequest, "Invalid configuration key %s", key)
+		return NewError(kerr.InvalidRequest, "Invalid configuration key %s", key)
 	}
 	if !(v > 0) {
 		// Kafka tests v <= 0, which lets NaN through; nothing can
 		// enforce a NaN quota, so Gregor refuses it with the same
 		// message.
-		return newAPIError(kerr.InvalidRequest, "Quota %s must be greater than 0", key)
+		return NewError(kerr.InvalidRequest, "Quota %s must be greater than 0", key)
 	}
 	switch typ {
 	case quotaDouble:
 		return nil
 	case quotaInt:
 		if v > math.MaxInt32 {
-			return newAPIError(kerr.InvalidRequest, "Proposed value for %s is too large for an INT.", key)
+			return NewError(kerr.InvalidRequest, "Proposed value for %s is too large for an INT.", key)
 		}
 	case quotaLong:
 		if v > math.MaxInt64 {
-			return newAPIError(kerr.InvalidRequest, "Proposed value for %s is too large for a LONG.", key)
+			return NewError(kerr.InvalidRequest, "Proposed value for %s is too large for a LONG.", key)
 		}
 	}
 	if math.Abs(math.Mod(v, 1)) > 1e-6 {
-		return newAPIError(kerr.InvalidRequest, "%s cannot be a fractional value.", key)
+		return NewError(kerr.InvalidRequest, "%s cannot be a fractional value.", key)
 	}
 	return nil
 }
@@ -409,11 +409,11 @@ func validateQuotaValue(keys map[string]quotaKeyType, key string, v float64) *ap
 // quotaRefuses records permits against q and reports the error of a topic
 // the quota refuses (ApiError.fromThrowable of
 // ThrottlingQuotaExceededException).
-func quotaRefuses(q metadata.MutationQuota, permits int) *apiError {
+func quotaRefuses(q metadata.MutationQuota, permits int) *Error {
 	if q == nil || q.Record(permits) {
 		return nil
 	}
-	return newAPIError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
+	return NewError(kerr.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
 }
 
 // partitionRecordCount is how many partitions recs create.
@@ -425,8 +425,4 @@ func partitionRecordCount(recs []metadata.Record) int {
 		}
 	}
 	return n
-}
-
-func init() {
-	decides((*Controller).AlterClientQuotas)
 }

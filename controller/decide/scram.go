@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // SCRAM credentials (KIP-554): AlterUserScramCredentials (key 51, version
 // 0) as Kafka's ScramControlManager decides it. The records and the
@@ -37,19 +37,14 @@ func NewUserScramCredentialRecord(user string, m sasl.ScramMechanism, salt, salt
 	return &metadata.UserScramCredentialRecord{Name: user, Mechanism: m.Type, Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: iterations}
 }
 
-// AlterUserScramCredentials upserts and deletes SCRAM credentials.
-func (c *Controller) AlterUserScramCredentials(ctx context.Context, req *kmsg.AlterUserSCRAMCredentialsRequest) *kmsg.AlterUserSCRAMCredentialsResponse {
-	return decide(c, ctx, req, (*env).alterUserScramCredentials, alterUserScramCredentialsFailed)
-}
-
-// alterUserScramCredentials is ScramControlManager.alterCredentials: users
+// AlterUserScramCredentials is ScramControlManager.alterCredentials: users
 // are the unit (one alteration per user per request), deletions are checked
 // against the image, and every accepted alteration becomes a record.
-func (e *env) alterUserScramCredentials(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]metadata.Record, *kmsg.AlterUserSCRAMCredentialsResponse) {
-	refused := map[string]*apiError{}
+func (e *Env) AlterUserScramCredentials(_ context.Context, img *metadata.Image, _ int64, req *kmsg.AlterUserSCRAMCredentialsRequest) ([]metadata.Record, *kmsg.AlterUserSCRAMCredentialsResponse) {
+	refused := map[string]*Error{}
 	supported := img.Features[metadata.MetadataVersionFeature] >= scramSupportedMetadataVersion
-	duplicate := newAPIError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
-	unsupported := newAPIError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
+	duplicate := NewError(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
+	unsupported := NewError(kerr.UnsupportedVersion, "The current metadata.version does not support SCRAM")
 	deletions := map[string]kmsg.AlterUserSCRAMCredentialsRequestDeletion{}
 	upsertions := map[string]kmsg.AlterUserSCRAMCredentialsRequestUpsertion{}
 	var order []string
@@ -69,7 +64,7 @@ func (e *env) alterUserScramCredentials(_ context.Context, img *metadata.Image, 
 		m, err := scramUserAndMechanism(del.Name, del.Mechanism)
 		if err == nil {
 			if _, exists := img.ScramCredentials[metadata.ScramKey{User: del.Name, Mechanism: m.Type}]; !exists {
-				err = newAPIError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+				err = NewError(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
 			}
 		}
 		if err != nil {
@@ -99,13 +94,13 @@ func (e *env) alterUserScramCredentials(_ context.Context, img *metadata.Image, 
 		if err == nil {
 			switch {
 			case up.Iterations < m.MinIterations:
-				err = newAPIError(kerr.UnacceptableCredential, "Too few iterations")
+				err = NewError(kerr.UnacceptableCredential, "Too few iterations")
 			case up.Iterations > m.MaxIterations:
-				err = newAPIError(kerr.UnacceptableCredential, "Too many iterations")
+				err = NewError(kerr.UnacceptableCredential, "Too many iterations")
 			case len(up.SaltedPassword) == 0:
 				// Java's HMAC refuses an empty key; Kafka answers
 				// with the exception's message.
-				err = newAPIError(kerr.UnknownServerError, "Empty key")
+				err = NewError(kerr.UnknownServerError, "Empty key")
 			}
 		}
 		if err != nil {
@@ -136,9 +131,9 @@ func (e *env) alterUserScramCredentials(_ context.Context, img *metadata.Image, 
 	return recs, resp
 }
 
-// alterUserScramCredentialsFailed answers every user the request names
+// AlterUserScramCredentialsFailed answers every user the request names
 // with e.
-func alterUserScramCredentialsFailed(req *kmsg.AlterUserSCRAMCredentialsRequest, e *apiError) *kmsg.AlterUserSCRAMCredentialsResponse {
+func AlterUserScramCredentialsFailed(req *kmsg.AlterUserSCRAMCredentialsRequest, e *Error) *kmsg.AlterUserSCRAMCredentialsResponse {
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	users := map[string]bool{}
 	for _, del := range req.Deletions {
@@ -153,28 +148,24 @@ func alterUserScramCredentialsFailed(req *kmsg.AlterUserSCRAMCredentialsRequest,
 	return resp
 }
 
-func scramResult(user string, e *apiError) kmsg.AlterUserSCRAMCredentialsResponseResult {
+func scramResult(user string, e *Error) kmsg.AlterUserSCRAMCredentialsResponseResult {
 	r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 	r.User = user
 	if e != nil {
-		r.ErrorCode = e.code()
-		r.ErrorMessage = e.message()
+		r.ErrorCode = e.Code()
+		r.ErrorMessage = e.Message()
 	}
 	return r
 }
 
 // scramUserAndMechanism is ScramControlManager.validateScramUsernameAndMechanism.
-func scramUserAndMechanism(user string, mechanism int8) (sasl.ScramMechanism, *apiError) {
+func scramUserAndMechanism(user string, mechanism int8) (sasl.ScramMechanism, *Error) {
 	if user == "" {
-		return sasl.ScramMechanism{}, newAPIError(kerr.UnacceptableCredential, "Username must not be empty")
+		return sasl.ScramMechanism{}, NewError(kerr.UnacceptableCredential, "Username must not be empty")
 	}
 	m, ok := sasl.ScramByType(mechanism)
 	if !ok {
-		return sasl.ScramMechanism{}, newAPIError(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
+		return sasl.ScramMechanism{}, NewError(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 	}
 	return m, nil
-}
-
-func init() {
-	decides((*Controller).AlterUserScramCredentials)
 }

@@ -1,4 +1,4 @@
-package controller
+package decide
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 // TestJavaHashMapOrder: the orders printed by java.util.HashMap for the
@@ -107,8 +108,8 @@ func TestAlterClientQuotasValidation(t *testing.T) {
 			if len(recs) != 0 || len(res) != 1 || res[0].err == nil {
 				t.Fatalf("records %v results %v, want one refusal", recs, res)
 			}
-			if res[0].err.err != kerr.InvalidRequest || *res[0].err.message() != tc.msg {
-				t.Fatalf("got %v %q, want INVALID_REQUEST %q", res[0].err.err, *res[0].err.message(), tc.msg)
+			if res[0].err.err != kerr.InvalidRequest || *res[0].err.Message() != tc.msg {
+				t.Fatalf("got %v %q, want INVALID_REQUEST %q", res[0].err.err, *res[0].err.Message(), tc.msg)
 			}
 		})
 	}
@@ -130,7 +131,7 @@ func TestAlterClientQuotasApply(t *testing.T) {
 		recs, res := runAlter(img, req)
 		for _, r := range res {
 			if r.err != nil {
-				t.Fatalf("refused: %s", *r.err.message())
+				t.Fatalf("refused: %s", *r.err.Message())
 			}
 		}
 		next, err := metadata.ApplyBatch(img, recs, img.Offset+1, 1)
@@ -181,7 +182,7 @@ func TestAlterClientQuotasDuplicateEntity(t *testing.T) {
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", "c"),
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 2)}, "client-id", "c"),
 	))
-	if len(res) != 1 || res[0].err == nil || *res[0].err.message() != "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c})" {
+	if len(res) != 1 || res[0].err == nil || *res[0].err.Message() != "Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c})" {
 		t.Fatalf("results %+v", res)
 	}
 	if len(recs) != 1 || recs[0].(*metadata.ClientQuotaRecord).Value != 1 {
@@ -221,8 +222,8 @@ func TestClientQuotasDecisionWithoutAQuorum(t *testing.T) {
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("request_percentage", 0)}, "client-id", "c"),
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("connection_creation_rate", 5)}, "ip", "127.0.0.1"),
 	)
-	in := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
-	recs, resp, next := decideOn(t, e, img, (*env).alterClientQuotas, in)
+	in := ClientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
+	recs, resp, next := decideOn(t, e, img, (*Env).AlterClientQuotas, in)
 	// producer_byte_rate keeps its value: no record.
 	wantRecs := []metadata.Record{
 		&metadata.ClientQuotaRecord{Entity: user.Data(), Key: "consumer_byte_rate", Value: 200},
@@ -249,16 +250,16 @@ func TestClientQuotasDecisionWithoutAQuorum(t *testing.T) {
 
 	// Validate-only answers the same and writes nothing.
 	req.ValidateOnly = true
-	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, in)
+	recs, resp, _ = decideOn(t, e, img, (*Env).AlterClientQuotas, in)
 	if len(recs) != 0 || !reflect.DeepEqual(answers(resp), wantAnswers) {
 		t.Fatalf("validate-only: records %v, answers %+v", recs, answers(resp))
 	}
 	req.ValidateOnly = false
 
 	// The decision takes the ip check made before it: it does not resolve.
-	unresolved := clientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
+	unresolved := ClientQuotaAlterations{req: req, entries: readQuotaAlterations(req)}
 	unresolved.entries[2].ipValid = false
-	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, unresolved)
+	recs, resp, _ = decideOn(t, e, img, (*Env).AlterClientQuotas, unresolved)
 	if got := answers(resp)[2]; len(recs) != 1 || got != (answer{entity: "ip=127.0.0.1;", code: kerr.InvalidRequest.Code, msg: "127.0.0.1 is not a valid IP or resolvable host."}) {
 		t.Fatalf("unresolved ip: records %v, answer %+v", recs, got)
 	}
@@ -270,7 +271,7 @@ func TestClientQuotasDecisionWithoutAQuorum(t *testing.T) {
 		entries = append(entries, quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "client-id", fmt.Sprint("c", i)))
 	}
 	large := alterRequest(entries...)
-	recs, resp, _ = decideOn(t, e, img, (*env).alterClientQuotas, clientQuotaAlterations{req: large, entries: readQuotaAlterations(large)})
+	recs, resp, _ = decideOn(t, e, img, (*Env).AlterClientQuotas, ClientQuotaAlterations{req: large, entries: readQuotaAlterations(large)})
 	if len(recs) != 0 || len(resp.Entries) != maxRecordsPerOp+1 {
 		t.Fatalf("too large: %d records, %d answers", len(recs), len(resp.Entries))
 	}
@@ -286,7 +287,7 @@ func TestClientQuotasDecisionWithoutAQuorum(t *testing.T) {
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 1)}, "user", "u", "client-id", "c"),
 		quotaEntry([]kmsg.AlterClientQuotasRequestEntryOp{setOp("producer_byte_rate", 2)}, "client-id", "c"),
 	)
-	failed := alterClientQuotasFailed(clientQuotaAlterations{req: dup, entries: readQuotaAlterations(dup)}, commitError(errNotController))
+	failed := AlterClientQuotasFailed(ClientQuotaAlterations{req: dup, entries: readQuotaAlterations(dup)}, commitError(errNotController))
 	msg := errNotController.Error()
 	wantFailed := []answer{
 		{entity: "client-id=c;", code: kerr.NotController.Code, msg: msg},

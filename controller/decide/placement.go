@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // Replica placement in the manner of Kafka's StripedReplicaPlacer.
 //
@@ -15,7 +15,7 @@ package controller
 // brokers, the racks and lists are reshuffled so that the same pattern does
 // not repeat. With a single rack this is plain striping over the brokers.
 //
-// The random choices draw on the deciding env's source (decide.go), which
+// The random choices draw on the deciding env's source (env.go), which
 // only the loop uses: a decision that places replicas is still a function
 // of its env, the image and the request.
 

@@ -1,8 +1,8 @@
-package controller
+package decide
 
 // CreateTopics, DeleteTopics and CreatePartitions, with Kafka 4.3's
 // validation order, error codes and messages (ControllerApis plus
-// ReplicationControlManager). Each is a decision (decide.go): ControllerApis'
+// ReplicationControlManager). Each is a decision (doc.go): ControllerApis'
 // checks of the request itself (names given twice, the metadata log's
 // name) are decided on the loop with the rest, so the answer comes whole
 // from one function of the image. The requester's mutation quota
@@ -34,9 +34,9 @@ const (
 )
 
 // validateTopicName applies Kafka's Topic.validate.
-func validateTopicName(name string) *apiError {
+func validateTopicName(name string) *Error {
 	if msg := metadata.TopicNameError(name); msg != "" {
-		return &apiError{err: kerr.InvalidTopicException, msg: msg}
+		return &Error{err: kerr.InvalidTopicException, msg: msg}
 	}
 	return nil
 }
@@ -66,16 +66,11 @@ func collidingTopic(img *metadata.Image, name string) (string, bool) {
 	return found[0], true
 }
 
-// CreateTopics creates topics.
-func (c *Controller) CreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
-	return decide(c, ctx, req, (*env).createTopics, createTopicsFailed)
-}
-
-// createTopics decides a CreateTopics request. A name the request gives
+// CreateTopics decides a CreateTopics request. A name the request gives
 // more than once, and the metadata log's own, are refused once each after
 // the results of the other topics, as ControllerApis refuses them before
 // ReplicationControlManager sees the rest.
-func (e *env) createTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateTopicsRequest) ([]metadata.Record, *kmsg.CreateTopicsResponse) {
+func (e *Env) CreateTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreateTopicsRequest) ([]metadata.Record, *kmsg.CreateTopicsResponse) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	count := map[string]int{}
 	for _, t := range req.Topics {
@@ -117,14 +112,14 @@ func (e *env) createTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	return records, resp
 }
 
-// createTopicsFailed answers every topic of the request with e; a failed
+// CreateTopicsFailed answers every topic of the request with e; a failed
 // topic reports no id, partition count or replication factor.
-func createTopicsFailed(req *kmsg.CreateTopicsRequest, e *apiError) *kmsg.CreateTopicsResponse {
+func CreateTopicsFailed(req *kmsg.CreateTopicsRequest, e *Error) *kmsg.CreateTopicsResponse {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for _, t := range req.Topics {
 		r := kmsg.NewCreateTopicsResponseTopic()
 		r.Topic = t.Topic
-		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
+		r.ErrorCode, r.ErrorMessage = e.Code(), e.Message()
 		resp.Topics = append(resp.Topics, r)
 	}
 	return resp
@@ -133,22 +128,22 @@ func createTopicsFailed(req *kmsg.CreateTopicsRequest, e *apiError) *kmsg.Create
 // createDistinctTopics validates topics, each named once, and builds the
 // records of those that pass, with a result per topic in order; the
 // records are nil when the creation is too large to be made at all.
-func (e *env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
-	refusals := map[string]*apiError{}
+func (e *Env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopicsRequestTopic, quota metadata.MutationQuota) ([]metadata.Record, []kmsg.CreateTopicsResponseTopic) {
+	refusals := map[string]*Error{}
 	for _, t := range topics {
 		if refusal := validateTopicName(t.Topic); refusal != nil {
 			refusals[t.Topic] = refusal
 		}
 		if existing, ok := collidingTopic(img, t.Topic); ok {
-			refusals[t.Topic] = newAPIError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, existing)
+			refusals[t.Topic] = NewError(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Topic, existing)
 		}
 	}
 	for _, t := range topics {
 		if _, ok := img.Topics[t.Topic]; ok {
-			refusals[t.Topic] = newAPIError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
+			refusals[t.Topic] = NewError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 		}
 	}
-	placer := newStripedPlacer(img, e.rng)
+	placer := newStripedPlacer(img, e.Rand)
 	var records []metadata.Record
 	successes := map[string]kmsg.CreateTopicsResponseTopic{}
 	for _, t := range topics {
@@ -187,8 +182,8 @@ func (e *env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopi
 		if refusal := refusals[t.Topic]; refusal != nil && !tooLarge {
 			r := kmsg.NewCreateTopicsResponseTopic()
 			r.Topic = t.Topic
-			r.ErrorCode = refusal.code()
-			r.ErrorMessage = refusal.message()
+			r.ErrorCode = refusal.Code()
+			r.ErrorMessage = refusal.Message()
 			results = append(results, r)
 			continue
 		}
@@ -209,7 +204,7 @@ func (e *env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopi
 
 // creationConfigs checks a new topic's configs and returns its config
 // records.
-func (e *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *apiError) {
+func (e *Env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTopic) ([]metadata.Record, *Error) {
 	if len(t.Configs) == 0 {
 		return nil, nil
 	}
@@ -223,11 +218,11 @@ func (e *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTop
 		values[cfg.Name] = *cfg.Value
 	}
 	if len(nulls) > 0 {
-		return nil, newAPIError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
+		return nil, NewError(kerr.InvalidConfig, "Null value not supported for topic configs: %s", strings.Join(nulls, ","))
 	}
-	if e.schema != nil {
-		if err := e.schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
-			return nil, newAPIError(kerr.InvalidConfig, "%s", err.Error())
+	if e.Schema != nil {
+		if err := e.Schema.Validate(metadata.ConfigResourceTopic, t.Topic, values); err != nil {
+			return nil, NewError(kerr.InvalidConfig, "%s", err.Error())
 		}
 	}
 	var recs []metadata.Record
@@ -239,62 +234,62 @@ func (e *env) creationConfigs(img *metadata.Image, t kmsg.CreateTopicsRequestTop
 
 // createTopic validates one topic's partitions and replicas and builds
 // its records and its successful result.
-func (e *env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *apiError) {
+func (e *Env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.CreateTopicsRequestTopic, configRecs []metadata.Record) ([]metadata.Record, kmsg.CreateTopicsResponseTopic, *Error) {
 	var result kmsg.CreateTopicsResponseTopic
 	var assignments [][]int32
 	if len(t.ReplicaAssignment) > 0 {
 		if t.ReplicationFactor != -1 {
-			return nil, result, newAPIError(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
+			return nil, result, NewError(kerr.InvalidRequest, "A manual partition assignment was specified, but replication factor was not set to -1.")
 		}
 		if t.NumPartitions != -1 {
-			return nil, result, newAPIError(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+			return nil, result, NewError(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 		}
 		byPartition := map[int32][]int32{}
 		rf := -1
 		for _, a := range t.ReplicaAssignment {
 			if _, dup := byPartition[a.Partition]; dup {
-				return nil, result, newAPIError(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
+				return nil, result, NewError(kerr.InvalidReplicaAssignment, "Found multiple manual partition assignments for partition %d", a.Partition)
 			}
 			if refusal := validateManualAssignment(img, a.Replicas, rf); refusal != nil {
 				return nil, result, refusal
 			}
 			rf = len(a.Replicas)
 			if len(activeReplicas(img, a.Replicas)) == 0 {
-				return nil, result, newAPIError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", a.Partition)
+				return nil, result, NewError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", a.Partition)
 			}
 			byPartition[a.Partition] = a.Replicas
 		}
 		for i := range int32(len(byPartition)) {
 			replicas, ok := byPartition[i]
 			if !ok {
-				return nil, result, newAPIError(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
+				return nil, result, NewError(kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
 			}
 			assignments = append(assignments, slices.Clone(replicas))
 		}
 	} else if t.ReplicationFactor < -1 || t.ReplicationFactor == 0 {
-		return nil, result, newAPIError(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
+		return nil, result, NewError(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 	} else if t.NumPartitions < -1 || t.NumPartitions == 0 {
-		return nil, result, newAPIError(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+		return nil, result, NewError(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
 	} else {
 		numPartitions := t.NumPartitions
 		if numPartitions == -1 {
-			numPartitions = e.defaultPartitions
+			numPartitions = e.DefaultPartitions
 		}
 		rf := t.ReplicationFactor
 		if rf == -1 {
-			rf = e.defaultReplicationFactor
+			rf = e.DefaultReplicationFactor
 		}
 		if numPartitions > maxRecordsPerOp {
-			return nil, result, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+			return nil, result, NewError(kerr.PolicyViolation, excessivelyLargeOperation)
 		}
 		var err error
 		assignments, err = placer.place(int(numPartitions), int(rf))
 		if err != nil {
-			return nil, result, newAPIError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): %s", rf, err.Error())
+			return nil, result, NewError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): %s", rf, err.Error())
 		}
 		for _, replicas := range assignments {
 			if len(activeReplicas(img, replicas)) == 0 {
-				return nil, result, newAPIError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", rf)
+				return nil, result, NewError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", rf)
 			}
 		}
 	}
@@ -339,46 +334,41 @@ func activeReplicas(img *metadata.Image, replicas []int32) []int32 {
 
 // validateManualAssignment is Kafka's validateManualPartitionAssignment;
 // rf < 0 means no replication factor to match.
-func validateManualAssignment(img *metadata.Image, replicas []int32, rf int) *apiError {
+func validateManualAssignment(img *metadata.Image, replicas []int32, rf int) *Error {
 	if len(replicas) == 0 {
-		return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+		return NewError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
 	}
 	sorted := sortedInt32s(replicas)
 	for i, id := range sorted {
 		if img.Brokers[id] == nil {
-			return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
+			return NewError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 		if i > 0 && sorted[i-1] == id {
-			return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
+			return NewError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
 	if rf >= 0 && len(sorted) != rf {
-		return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(sorted), rf)
+		return NewError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(sorted), rf)
 	}
 	return nil
 }
 
-// DeleteTopics deletes topics by name or by id.
-func (c *Controller) DeleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
-	return decide(c, ctx, req, (*env).deleteTopics, deleteTopicsFailed)
-}
-
-// deleteTopics decides a DeleteTopics request. The request's own mistakes
+// DeleteTopics decides a DeleteTopics request. The request's own mistakes
 // (neither or both of name and id, a name or id given twice) are answered
 // first, as ControllerApis.deleteTopics refuses them before looking the
 // topics up; then each topic looked up, ids before names.
-func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteTopicsRequest) ([]metadata.Record, *kmsg.DeleteTopicsResponse) {
-	if e.disableTopicDeletion {
+func (e *Env) DeleteTopics(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.DeleteTopicsRequest) ([]metadata.Record, *kmsg.DeleteTopicsResponse) {
+	if e.DisableTopicDeletion {
 		// Kafka fails the whole request: INVALID_REQUEST before v3,
 		// TOPIC_DELETION_DISABLED after.
-		refusal := &apiError{err: kerr.TopicDeletionDisabled}
+		refusal := &Error{err: kerr.TopicDeletionDisabled}
 		if req.Version < 3 {
-			refusal = newAPIError(kerr.InvalidRequest, "Topic deletion is disabled.")
+			refusal = NewError(kerr.InvalidRequest, "Topic deletion is disabled.")
 		}
-		return nil, deleteTopicsFailed(req, refusal)
+		return nil, DeleteTopicsFailed(req, refusal)
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	add := func(name *string, id [16]byte, refusal *apiError) {
+	add := func(name *string, id [16]byte, refusal *Error) {
 		resp.Topics = append(resp.Topics, deleteTopicsResult(name, id, refusal))
 	}
 	var names []string
@@ -397,7 +387,7 @@ func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	for _, t := range req.Topics {
 		switch {
 		case t.Topic == nil && t.TopicID == [16]byte{}:
-			add(nil, [16]byte{}, newAPIError(kerr.InvalidRequest, "Neither topic name nor id were specified."))
+			add(nil, [16]byte{}, NewError(kerr.InvalidRequest, "Neither topic name nor id were specified."))
 		case t.Topic == nil:
 			if idCount[t.TopicID] == 0 {
 				ids = append(ids, t.TopicID)
@@ -406,17 +396,17 @@ func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 		case t.TopicID == [16]byte{}:
 			addName(*t.Topic)
 		default:
-			add(t.Topic, t.TopicID, newAPIError(kerr.InvalidRequest, "You may not specify both topic name and topic id."))
+			add(t.Topic, t.TopicID, NewError(kerr.InvalidRequest, "You may not specify both topic name and topic id."))
 		}
 	}
 	for _, n := range names {
 		if nameCount[n] > 1 {
-			add(strPtr(n), [16]byte{}, newAPIError(kerr.InvalidRequest, "Duplicate topic name."))
+			add(strPtr(n), [16]byte{}, NewError(kerr.InvalidRequest, "Duplicate topic name."))
 		}
 	}
 	for _, id := range ids {
 		if idCount[id] > 1 {
-			add(nil, id, newAPIError(kerr.InvalidRequest, "Duplicate topic id."))
+			add(nil, id, NewError(kerr.InvalidRequest, "Duplicate topic id."))
 		}
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { return nameCount[n] > 1 })
@@ -426,12 +416,12 @@ func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	var order []protocol.UUID
 	for _, id := range ids {
 		if id == (protocol.UUID{}) {
-			add(nil, id, newAPIError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id))
+			add(nil, id, NewError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id))
 			continue
 		}
 		t := img.TopicsByID[id]
 		if t == nil {
-			add(nil, id, &apiError{err: kerr.UnknownTopicID})
+			add(nil, id, &Error{err: kerr.UnknownTopicID})
 			continue
 		}
 		toDelete[id] = t.Name
@@ -440,12 +430,12 @@ func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	for _, n := range names {
 		t := img.Topics[n]
 		if t == nil {
-			add(strPtr(n), [16]byte{}, &apiError{err: kerr.UnknownTopicOrPartition})
+			add(strPtr(n), [16]byte{}, &Error{err: kerr.UnknownTopicOrPartition})
 			continue
 		}
 		if _, dup := toDelete[t.ID]; dup {
 			// The name maps to an id that was also given: refuse both.
-			add(strPtr(n), t.ID, newAPIError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied."))
+			add(strPtr(n), t.ID, NewError(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied."))
 			delete(toDelete, t.ID)
 			order = slices.DeleteFunc(order, func(x protocol.UUID) bool { return x == t.ID })
 			continue
@@ -466,9 +456,9 @@ func (e *env) deleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	return recs, resp
 }
 
-// deleteTopicsFailed answers every topic of the request, by the name or id
+// DeleteTopicsFailed answers every topic of the request, by the name or id
 // it was given, with e.
-func deleteTopicsFailed(req *kmsg.DeleteTopicsRequest, e *apiError) *kmsg.DeleteTopicsResponse {
+func DeleteTopicsFailed(req *kmsg.DeleteTopicsRequest, e *Error) *kmsg.DeleteTopicsResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	for _, n := range req.TopicNames {
 		resp.Topics = append(resp.Topics, deleteTopicsResult(strPtr(n), [16]byte{}, e))
@@ -480,23 +470,18 @@ func deleteTopicsFailed(req *kmsg.DeleteTopicsRequest, e *apiError) *kmsg.Delete
 }
 
 // deleteTopicsResult is one topic's result; e nil is success.
-func deleteTopicsResult(name *string, id [16]byte, e *apiError) kmsg.DeleteTopicsResponseTopic {
+func deleteTopicsResult(name *string, id [16]byte, e *Error) kmsg.DeleteTopicsResponseTopic {
 	r := kmsg.NewDeleteTopicsResponseTopic()
 	r.Topic = name
 	r.TopicID = id
-	r.ErrorCode = e.code()
-	r.ErrorMessage = e.message()
+	r.ErrorCode = e.Code()
+	r.ErrorMessage = e.Message()
 	return r
 }
 
-// CreatePartitions adds partitions to topics.
-func (c *Controller) CreatePartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
-	return decide(c, ctx, req, (*env).createPartitions, createPartitionsFailed)
-}
-
-// createPartitions decides a CreatePartitions request. A topic the request
+// CreatePartitions decides a CreatePartitions request. A topic the request
 // names more than once is refused once, before the results of the others.
-func (e *env) createPartitions(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreatePartitionsRequest) ([]metadata.Record, *kmsg.CreatePartitionsResponse) {
+func (e *Env) CreatePartitions(ctx context.Context, img *metadata.Image, _ int64, req *kmsg.CreatePartitionsRequest) ([]metadata.Record, *kmsg.CreatePartitionsResponse) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
 	for _, t := range req.Topics {
@@ -519,7 +504,7 @@ func (e *env) createPartitions(ctx context.Context, img *metadata.Image, _ int64
 		topics = append(topics, t)
 	}
 	quota := metadata.MutationQuotaOf(ctx)
-	placer := newStripedPlacer(img, e.rng)
+	placer := newStripedPlacer(img, e.Rand)
 	var recs []metadata.Record
 	var results []kmsg.CreatePartitionsResponseTopic
 	for _, t := range topics {
@@ -530,8 +515,8 @@ func (e *env) createPartitions(ctx context.Context, img *metadata.Image, _ int64
 			refusal = quotaRefuses(quota, partitionRecordCount(more))
 		}
 		if refusal != nil {
-			r.ErrorCode = refusal.code()
-			r.ErrorMessage = refusal.message()
+			r.ErrorCode = refusal.Code()
+			r.ErrorMessage = refusal.Message()
 		} else {
 			recs = append(recs, more...)
 		}
@@ -553,13 +538,13 @@ func (e *env) createPartitions(ctx context.Context, img *metadata.Image, _ int64
 	return recs, resp
 }
 
-// createPartitionsFailed answers every topic of the request with e.
-func createPartitionsFailed(req *kmsg.CreatePartitionsRequest, e *apiError) *kmsg.CreatePartitionsResponse {
+// CreatePartitionsFailed answers every topic of the request with e.
+func CreatePartitionsFailed(req *kmsg.CreatePartitionsRequest, e *Error) *kmsg.CreatePartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, t := range req.Topics {
 		r := kmsg.NewCreatePartitionsResponseTopic()
 		r.Topic = t.Topic
-		r.ErrorCode, r.ErrorMessage = e.code(), e.message()
+		r.ErrorCode, r.ErrorMessage = e.Code(), e.Message()
 		resp.Topics = append(resp.Topics, r)
 	}
 	return resp
@@ -567,27 +552,27 @@ func createPartitionsFailed(req *kmsg.CreatePartitionsRequest, e *apiError) *kms
 
 // addPartitions validates the new partitions of one topic and builds
 // their records.
-func (e *env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *apiError) {
+func (e *Env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *Error) {
 	topic := img.Topics[t.Topic]
 	if topic == nil {
-		return nil, &apiError{err: kerr.UnknownTopicOrPartition}
+		return nil, &Error{err: kerr.UnknownTopicOrPartition}
 	}
 	have := int32(len(topic.Partitions))
 	if t.Count == have {
-		return nil, newAPIError(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
+		return nil, NewError(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
 	}
 	if t.Count < have {
-		return nil, newAPIError(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, have, t.Count)
+		return nil, NewError(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", t.Topic, have, t.Count)
 	}
 	additional := t.Count - have
 	if t.Assignment != nil && len(t.Assignment) != int(additional) {
-		return nil, newAPIError(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(t.Assignment))
+		return nil, NewError(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", additional, len(t.Assignment))
 	}
 	if additional > maxRecordsPerOp {
-		return nil, newAPIError(kerr.PolicyViolation, excessivelyLargeOperation)
+		return nil, NewError(kerr.PolicyViolation, excessivelyLargeOperation)
 	}
 	if have == 0 {
-		return nil, newAPIError(kerr.UnknownServerError, "Invalid state: topic %s appears to have no partitions.", t.Topic)
+		return nil, NewError(kerr.UnknownServerError, "Invalid state: topic %s appears to have no partitions.", t.Topic)
 	}
 	rf := len(topic.Partitions[0].Replicas)
 	var assignments [][]int32
@@ -597,7 +582,7 @@ func (e *env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.C
 				return nil, refusal
 			}
 			if len(activeReplicas(img, a.Replicas)) == 0 {
-				return nil, newAPIError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", int(have)+i)
+				return nil, NewError(kerr.InvalidReplicaAssignment, "All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", int(have)+i)
 			}
 			assignments = append(assignments, slices.Clone(a.Replicas))
 		}
@@ -605,14 +590,14 @@ func (e *env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.C
 		var err error
 		assignments, err = placer.placeFrom(int(have), int(additional), rf)
 		if err != nil {
-			return nil, newAPIError(kerr.InvalidReplicationFactor, "%s", err.Error())
+			return nil, NewError(kerr.InvalidReplicationFactor, "%s", err.Error())
 		}
 	}
 	var recs []metadata.Record
 	for i, replicas := range assignments {
 		isr := activeReplicas(img, replicas)
 		if len(isr) == 0 {
-			return nil, newAPIError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", rf)
+			return nil, NewError(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.", rf)
 		}
 		recs = append(recs, &metadata.PartitionRecord{
 			PartitionID: have + int32(i),
@@ -623,10 +608,4 @@ func (e *env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.C
 		})
 	}
 	return recs, nil
-}
-
-func init() {
-	decides((*Controller).CreateTopics)
-	decides((*Controller).DeleteTopics)
-	decides((*Controller).CreatePartitions)
 }

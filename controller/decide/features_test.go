@@ -1,13 +1,14 @@
-package controller
+package decide
 
 import (
 	"reflect"
 	"testing"
 
-	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/protocol"
 )
 
 // featureUpdate is an UpdateFeatures request of one update.
@@ -23,8 +24,8 @@ func featureUpdate(version int16, name string, level int16, upgradeType int8) *k
 
 func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 	e := testEnv()
-	e.supportedFeatures["group.version"] = [2]int16{0, 1}
-	e.supportedFeatures[metadata.EligibleLeaderReplicasFeature] = [2]int16{0, 1}
+	e.SupportedFeatures["group.version"] = [2]int16{0, 1}
+	e.SupportedFeatures[metadata.EligibleLeaderReplicasFeature] = [2]int16{0, 1}
 	img := imageOf(t,
 		&metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, FeatureLevel: 7},
 		&metadata.RegisterBrokerRecord{BrokerID: 1, BrokerEpoch: 1, IncarnationID: protocol.RandomUUID(), LogDirs: []protocol.UUID{protocol.RandomUUID()},
@@ -38,18 +39,18 @@ func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 
 	validateOnly := featureUpdate(1, "group.version", 1, upgradeTypeUpgrade)
 	validateOnly.ValidateOnly = true
-	recs, resp, _ := decideOn(t, e, img, (*env).updateFeatures, validateOnly)
+	recs, resp, _ := decideOn(t, e, img, (*Env).UpdateFeatures, validateOnly)
 	if len(recs) != 0 || resp.ErrorCode != 0 || len(resp.Results) != 1 {
 		t.Fatalf("validate only: records %v, answer %+v", recs, resp)
 	}
 
-	recs, resp, img = decideOn(t, e, img, (*env).updateFeatures, featureUpdate(1, "group.version", 1, upgradeTypeUpgrade))
+	recs, resp, img = decideOn(t, e, img, (*Env).UpdateFeatures, featureUpdate(1, "group.version", 1, upgradeTypeUpgrade))
 	if len(recs) != 1 || resp.ErrorCode != 0 || len(resp.Results) != 1 || resp.Results[0].Feature != "group.version" || img.Features["group.version"] != 1 {
 		t.Fatalf("upgrade: records %v, answer %+v, features %v", recs, resp, img.Features)
 	}
 
 	// Version 2 answers without per-feature results.
-	recs, resp, img = decideOn(t, e, img, (*env).updateFeatures, featureUpdate(2, "group.version", 0, upgradeTypeSafeDowngrade))
+	recs, resp, img = decideOn(t, e, img, (*Env).UpdateFeatures, featureUpdate(2, "group.version", 0, upgradeTypeSafeDowngrade))
 	if len(recs) != 1 || resp.ErrorCode != 0 || len(resp.Results) != 0 || img.Features["group.version"] != 0 {
 		t.Fatalf("v2 safe downgrade: records %v, answer %+v, features %v", recs, resp, img.Features)
 	}
@@ -59,7 +60,7 @@ func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 	bad := featureUpdate(1, "group.version", 5, upgradeTypeUpgrade).FeatureUpdates[0]
 	bad.Feature = "nope.version"
 	refused.FeatureUpdates = append(refused.FeatureUpdates, bad)
-	recs, resp, _ = decideOn(t, e, img, (*env).updateFeatures, refused)
+	recs, resp, _ = decideOn(t, e, img, (*Env).UpdateFeatures, refused)
 	if len(recs) != 0 || resp.ErrorCode != kerr.InvalidUpdateVersion.Code || len(resp.Results) != 0 ||
 		resp.ErrorMessage == nil || *resp.ErrorMessage != prefix+"Invalid update version 5 for feature nope.version. Local controller 1 does not support this feature." {
 		t.Fatalf("refused: records %v, answer %+v", recs, resp)
@@ -67,7 +68,7 @@ func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 
 	// Turning ELR on first writes the cluster-wide min.insync.replicas it
 	// needs.
-	recs, resp, img = decideOn(t, e, img, (*env).updateFeatures, featureUpdate(1, metadata.EligibleLeaderReplicasFeature, 1, upgradeTypeUpgrade))
+	recs, resp, img = decideOn(t, e, img, (*Env).UpdateFeatures, featureUpdate(1, metadata.EligibleLeaderReplicasFeature, 1, upgradeTypeUpgrade))
 	want := []metadata.Record{
 		&metadata.ConfigRecord{ResourceType: metadata.ConfigResourceBroker, Name: minInSyncReplicasConfig, Value: strPtr(defaultMinInSyncReplicas)},
 		&metadata.FeatureLevelRecord{Name: metadata.EligibleLeaderReplicasFeature, FeatureLevel: 1},
@@ -76,7 +77,7 @@ func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 		t.Fatalf("ELR on: records %v, answer %+v", recs, resp)
 	}
 
-	failed := updateFeaturesFailed(refused, commitError(errNotController))
+	failed := UpdateFeaturesFailed(refused, commitError(errNotController))
 	if failed.ErrorCode != kerr.NotController.Code || len(failed.Results) != 0 ||
 		failed.ErrorMessage == nil || *failed.ErrorMessage != prefix+errNotController.Error() {
 		t.Fatalf("failed commit: %+v", failed)

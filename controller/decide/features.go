@@ -1,4 +1,4 @@
-package controller
+package decide
 
 // UpdateFeatures, with Kafka's FeatureControlManager checks: the level must
 // be supported by this controller (cfg.SupportedFeatures) and by every
@@ -27,13 +27,8 @@ const (
 	minimumMetadataVersionName       = "3.3-IV3"
 )
 
-// UpdateFeatures changes finalized feature levels.
-func (c *Controller) UpdateFeatures(ctx context.Context, req *kmsg.UpdateFeaturesRequest) *kmsg.UpdateFeaturesResponse {
-	return decide(c, ctx, req, (*env).updateFeatures, updateFeaturesFailed)
-}
-
-// updateFeatures decides an UpdateFeatures request.
-func (e *env) updateFeatures(_ context.Context, img *metadata.Image, _ int64, req *kmsg.UpdateFeaturesRequest) ([]metadata.Record, *kmsg.UpdateFeaturesResponse) {
+// UpdateFeatures decides an UpdateFeatures request.
+func (e *Env) UpdateFeatures(_ context.Context, img *metadata.Image, _ int64, req *kmsg.UpdateFeaturesRequest) ([]metadata.Record, *kmsg.UpdateFeaturesResponse) {
 	var recs []metadata.Record
 	enablesELR := false
 	for _, u := range req.FeatureUpdates {
@@ -46,7 +41,7 @@ func (e *env) updateFeatures(_ context.Context, img *metadata.Image, _ int64, re
 		}
 		rec, err := e.updateFeature(img, u.Feature, u.MaxVersionLevel, upgradeType)
 		if err != nil {
-			return nil, updateFeaturesFailed(req, err)
+			return nil, UpdateFeaturesFailed(req, err)
 		}
 		recs = append(recs, rec)
 		enablesELR = enablesELR || u.Feature == metadata.EligibleLeaderReplicasFeature && u.MaxVersionLevel > 0
@@ -63,23 +58,23 @@ func (e *env) updateFeatures(_ context.Context, img *metadata.Image, _ int64, re
 		return nil, resp
 	}
 	if enablesELR {
-		recs = append(e.elrSafetyRecords(img), recs...)
+		recs = append(e.ELRSafetyRecords(img), recs...)
 	}
 	return recs, resp
 }
 
-// updateFeaturesFailed answers the whole request with e, the failure of
+// UpdateFeaturesFailed answers the whole request with e, the failure of
 // one update or of the commit: no feature is updated.
-func updateFeaturesFailed(req *kmsg.UpdateFeaturesRequest, e *apiError) *kmsg.UpdateFeaturesResponse {
+func UpdateFeaturesFailed(req *kmsg.UpdateFeaturesRequest, e *Error) *kmsg.UpdateFeaturesResponse {
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
-	resp.ErrorCode = e.code()
-	resp.ErrorMessage = strPtr("The update failed for all features since the following feature had an error: " + *e.message())
+	resp.ErrorCode = e.Code()
+	resp.ErrorMessage = strPtr("The update failed for all features since the following feature had an error: " + *e.Message())
 	return resp
 }
 
-func (e *env) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *apiError) {
-	invalid := func(format string, args ...any) *apiError {
-		return newAPIError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
+func (e *Env) updateFeature(img *metadata.Image, name string, level int16, upgradeType int8) (metadata.Record, *Error) {
+	invalid := func(format string, args ...any) *Error {
+		return NewError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", level, name, fmt.Sprintf(format, args...))
 	}
 	if upgradeType < upgradeTypeUpgrade || upgradeType > upgradeTypeUnsafeDowngrade {
 		return nil, invalid("The controller does not support the given upgrade type.")
@@ -99,8 +94,8 @@ func (e *env) updateFeature(img *metadata.Image, name string, level int16, upgra
 		return nil, invalid("Can't downgrade to a newer version.")
 	}
 	if name == metadata.MetadataVersionFeature {
-		invalidMV := func(msg string) *apiError {
-			return newAPIError(kerr.InvalidUpdateVersion, "Invalid metadata.version %d. %s", level, msg)
+		invalidMV := func(msg string) *Error {
+			return NewError(kerr.InvalidUpdateVersion, "Invalid metadata.version %d. %s", level, msg)
 		}
 		if level < minimumMetadataVersion {
 			return nil, invalidMV("Unable to set a metadata.version less than " + minimumMetadataVersionName)
@@ -119,12 +114,12 @@ func (e *env) updateFeature(img *metadata.Image, name string, level int16, upgra
 
 // reasonNotSupported says why level of feature is not supported by this
 // controller or a registered broker ("" if it is).
-func (e *env) reasonNotSupported(img *metadata.Image, name string, level int16) string {
-	r, ok := e.supportedFeatures[name]
+func (e *Env) reasonNotSupported(img *metadata.Image, name string, level int16) string {
+	r, ok := e.SupportedFeatures[name]
 	if !ok {
 		r = [2]int16{0, 0}
 	}
-	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", e.nodeID), r); why != "" {
+	if why := versionRangeReason(level, fmt.Sprintf("Local controller %d", e.NodeID), r); why != "" {
 		return why
 	}
 	for _, id := range sortedBrokerIDs(img) {
@@ -159,8 +154,4 @@ func versionRangeString(r [2]int16) string {
 		return fmt.Sprintf("%d+", r[0])
 	}
 	return fmt.Sprintf("%d-%d", r[0], r[1])
-}
-
-func init() {
-	decides((*Controller).UpdateFeatures)
 }

@@ -1,12 +1,13 @@
-package controller
+package decide
 
 import (
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregorbroker/gregor/metadata"
 )
 
 func placementImage(racks map[int32]string, fenced ...int32) *metadata.Image {
@@ -133,8 +134,8 @@ func TestPlacementOfADecisionFollowsTheEnvsRandomSource(t *testing.T) {
 	img := imageOf(t, recs...)
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Topics = []kmsg.CreateTopicsRequestTopic{topicReq("x", 12, 3), topicReq("y", 5, 2)}
-	replicasOf := func(e *env) [][]int32 {
-		recs, _, _ := decideOn(t, e, img, (*env).createTopics, req)
+	replicasOf := func(e *Env) [][]int32 {
+		recs, _, _ := decideOn(t, e, img, (*Env).CreateTopics, req)
 		var out [][]int32
 		for _, r := range recs {
 			if p, ok := r.(*metadata.PartitionRecord); ok {
@@ -148,7 +149,7 @@ func TestPlacementOfADecisionFollowsTheEnvsRandomSource(t *testing.T) {
 		t.Fatalf("placements differ:\n%v\n%v", first, second)
 	}
 	other := testEnv()
-	other.rng = rand.New(rand.NewPCG(9, 9))
+	other.Rand = rand.New(rand.NewPCG(9, 9))
 	if slices.EqualFunc(first, replicasOf(other), slices.Equal[[]int32]) {
 		t.Fatal("another random source placed every replica alike")
 	}
