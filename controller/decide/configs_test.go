@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"github.com/gregorbroker/gregor/controller/decide/decidetest"
+
 	"reflect"
 	"testing"
 
@@ -25,7 +27,7 @@ func configsTestImage(t *testing.T) *metadata.Image {
 
 func TestConfigDecisionsWithoutAQuorum(t *testing.T) {
 	e := testEnv()
-	e.Schema = testSchema{}
+	e.Schema = decidetest.Schema{}
 	img := configsTestImage(t)
 	topicT := metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "t"}
 

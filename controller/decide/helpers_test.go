@@ -3,11 +3,9 @@ package decide
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 	"time"
 
@@ -76,67 +74,6 @@ func commitError(err error) *Error {
 		code = kerr.RequestTimedOut
 	}
 	return NewError(code, "%s", err.Error())
-}
-
-// testSchema is a small config schema: cleanup.policy is a list defaulting
-// to "delete"; retention.ms must be an integer >= -1; everything else must
-// be a known key. Groups know two keys, whose values must be integers from
-// 5000 to 60000; the default group ("") is refused with INVALID_REQUEST.
-type testSchema struct{}
-
-var testGroupKeys = map[string]bool{"consumer.heartbeat.interval.ms": true, "consumer.session.timeout.ms": true}
-
-func validateTestGroup(name string, overrides map[string]string) error {
-	if name == "" {
-		return fmt.Errorf("Default group resources are not allowed.: %w", kerr.InvalidRequest)
-	}
-	for k, v := range overrides {
-		if !testGroupKeys[k] {
-			return errors.New("Unknown group config name: " + k)
-		}
-		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 5000 || n > 60000 {
-			return errors.New("Invalid value " + v + " for configuration " + k)
-		}
-	}
-	return nil
-}
-
-var testKnownKeys = map[string]bool{
-	"cleanup.policy": true, "retention.ms": true, "segment.bytes": true,
-	"log.retention.ms": true, "num.io.threads": true,
-	"min.insync.replicas": true, "unclean.leader.election.enable": true,
-}
-
-func (testSchema) Validate(t metadata.ConfigResourceType, name string, overrides map[string]string) error {
-	if t == metadata.ConfigResourceGroup {
-		return validateTestGroup(name, overrides)
-	}
-	for k, v := range overrides {
-		if !testKnownKeys[k] {
-			return errors.New("Unknown topic config name: " + k)
-		}
-		if k == "num.io.threads" && v == "0" {
-			return fmt.Errorf("num.io.threads must be at least 1: %w", kerr.InvalidRequest)
-		}
-		if k == "retention.ms" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < -1 {
-				return errors.New("Invalid value " + v + " for configuration retention.ms")
-			}
-		}
-	}
-	return nil
-}
-
-func (testSchema) IsList(t metadata.ConfigResourceType, key string) bool {
-	return key == "cleanup.policy"
-}
-
-func (testSchema) Default(t metadata.ConfigResourceType, key string) (string, bool) {
-	if key == "cleanup.policy" {
-		return "delete", true
-	}
-	return "", false
 }
 
 // (also in controller's acls_test.go)
