@@ -223,3 +223,45 @@ func TestImportTableKeepsTheControllerOffTheDataPath(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutTableNamesEveryPackage: the README's Layout table ("| folder |
+// what it holds |") has a row naming each package of the module, and
+// names no folder that holds none, so it matches the tree folder by folder.
+func TestLayoutTableNamesEveryPackage(t *testing.T) {
+	root := moduleRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	inTable := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "| folder | what it holds |") {
+			inTable = true
+			continue
+		}
+		if !inTable {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for _, m := range backquoted.FindAllStringSubmatch(cells[0], -1) {
+			named[m[1]] = true
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("README.md has no \"| folder | what it holds |\" table")
+	}
+	for pkg := range imports(t, root) {
+		if !named[pkg] {
+			t.Errorf("the README's Layout table has no row for %s", pkg)
+		}
+	}
+	for folder := range named {
+		if info, err := os.Stat(filepath.Join(root, folder)); err != nil || !info.IsDir() {
+			t.Errorf("the README's Layout table names %s, which is no folder of the tree", folder)
+		}
+	}
+}
