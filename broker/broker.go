@@ -12,6 +12,8 @@
 package broker
 
 import (
+	"github.com/gregorbroker/gregor/metrics"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -691,3 +693,7 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 		}
 	}
 }
+
+// RegisterMetrics registers the broker's network metrics (the requests it
+// received by API and version).
+func (b *Broker) RegisterMetrics(r *metrics.Registry) { b.server.RegisterMetrics(r) }

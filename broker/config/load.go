@@ -281,6 +281,12 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 	sort.Strings(names)
 	var unknown []string
 	for _, name := range names {
+		if strings.HasPrefix(name, "gregor.") {
+			if err := checkGregorKey(name, raw[name]); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if _, ok := schema.Lookup(name); ok {
 			continue
 		}

@@ -128,6 +128,10 @@ type Server struct {
 	// quotas are the client quotas the node enforces (broker/quota); nil
 	// when ServerOptions has none.
 	quotas *quota.Manager
+	// requests counts the requests received by API and version (Kafka's
+	// RequestsPerSec); built with the handlers, read-only afterwards
+	// but for its counters.
+	requests map[int16]*versionCounts
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -243,7 +247,9 @@ func NewServer(opts ServerOptions, handlers []*Handler) *Server {
 	if s.opts.QueuedMaxRequestBytes > 0 {
 		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
 	}
+	s.requests = map[int16]*versionCounts{}
 	for _, h := range handlers {
+		s.requests[int16(h.Key)] = &versionCounts{}
 		s.handlers[int16(h.Key)] = h
 		min := h.Min
 		if h.Unsupported != nil {

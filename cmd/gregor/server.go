@@ -22,6 +22,8 @@ import (
 	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metrics"
+	"github.com/gregorbroker/gregor/ops"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -32,15 +34,35 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	start := time.Now()
 	log := s.logger
 	fsys := vfs.OSFS{}
-	// The debug listener starts first, to profile the start-up too; the
-	// metadata it reports exists once the controller or follower does.
+	// The HTTP listener starts first, to answer /healthz and profile the
+	// start-up too; the metadata it reports exists once the controller or
+	// follower does, and the node is ready once it serves.
 	var metaView atomic.Pointer[broker.MetadataView]
-	startDebugListener(log, func() *metadata.Image {
-		if m := metaView.Load(); m != nil {
-			return (*m).Image()
+	var ready atomic.Bool
+	registry := metrics.NewRegistry()
+	if addr := httpListenerAddr(s, log); addr != "" {
+		srv, err := ops.Start(ops.Options{
+			Addr:     addr,
+			Registry: registry,
+			Image: func() *metadata.Image {
+				if m := metaView.Load(); m != nil {
+					return (*m).Image()
+				}
+				return nil
+			},
+			Ready: func() (bool, string) {
+				if !ready.Load() {
+					return false, "starting: catching up with the metadata log and registering"
+				}
+				return true, ""
+			},
+			Logger: log.With("component", "http"),
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		defer srv.Close()
+	}
 
 	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)
 	if err != nil {
@@ -74,6 +96,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		if transport != nil {
 			defer transport.Close()
 		}
+		ctrl.RegisterMetrics(registry)
 		meta = ctrl
 		metaView.Store(&meta)
 		opts.Metadata, opts.Controller, opts.LocalController = ctrl, ctrl, ctrl
@@ -119,7 +142,9 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			}
 		})
 		defer stopDynamicConfigs()
+		b.RegisterMetrics(registry)
 		printStarted(stdout, s, start, clusterID, b)
+		ready.Store(true)
 		<-ctx.Done()
 		log.Info("shutting down")
 		b.Shutdown()
@@ -173,6 +198,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			Size:    time.Duration(s.cfg.Int("replication.quota.window.size.seconds")) * time.Second,
 		},
 	})
+	opts.Replicas.RegisterMetrics(registry)
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
 	}
@@ -210,7 +236,9 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		defer close(bgDone)
 		logs.Run(bgCtx)
 	}()
+	b.RegisterMetrics(registry)
 	printStarted(stdout, s, start, clusterID, b)
+	ready.Store(true)
 
 	var failed error
 	select {

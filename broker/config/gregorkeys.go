@@ -1,0 +1,50 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+)
+
+// Gregor's own keys, with no Kafka equivalent, all under "gregor.".
+// DescribeConfigs lists one that is set as a static broker config, as Kafka
+// lists any other key of server.properties; a "gregor." key not listed here
+// stops start-up, as a typo in them would otherwise go unnoticed.
+var gregorKeys = map[string]func(value string) error{
+	// HTTPListenerKey is the operators' HTTP listener (package ops).
+	HTTPListenerKey: func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(v)); err != nil {
+			return fmt.Errorf("expected host:port, for example 127.0.0.1:9644: %w", err)
+		}
+		return nil
+	},
+}
+
+// HTTPListenerKey is gregor.http.listener: host:port of the node's HTTP
+// listener for /metrics, /healthz, /readyz and the debug pages; off when
+// empty.
+const HTTPListenerKey = "gregor.http.listener"
+
+// checkGregorKey validates a "gregor." key of the configuration.
+func checkGregorKey(name, value string) error {
+	check, ok := gregorKeys[name]
+	if !ok {
+		known := make([]string, 0, len(gregorKeys))
+		for k := range gregorKeys {
+			known = append(known, k)
+		}
+		slices.Sort(known)
+		return fmt.Errorf("%s is not one of Gregor's keys (%s)", name, strings.Join(known, ", "))
+	}
+	if err := check(value); err != nil {
+		return fmt.Errorf("%s=%s: %w", name, value, err)
+	}
+	return nil
+}
+
+// HTTPListener is gregor.http.listener, empty when the listener is off.
+func (b *Broker) HTTPListener() string { return strings.TrimSpace(b.Raw[HTTPListenerKey]) }

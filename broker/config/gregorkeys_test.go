@@ -1,0 +1,26 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGregorKeys(t *testing.T) {
+	b, warnings, err := Load(EmbeddedDefaults(), map[string]string{HTTPListenerKey: "127.0.0.1:9644"})
+	if err != nil || b.HTTPListener() != "127.0.0.1:9644" {
+		t.Fatalf("listener %q, %v", b.HTTPListener(), err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, HTTPListenerKey) {
+			t.Fatalf("warned of a key Gregor uses: %s", w)
+		}
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{HTTPListenerKey: "9644"}); err == nil ||
+		!strings.Contains(err.Error(), "gregor.http.listener=9644: expected host:port") {
+		t.Fatalf("a listener without a host: %v", err)
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener)") {
+		t.Fatalf("a misspelt Gregor key: %v", err)
+	}
+}

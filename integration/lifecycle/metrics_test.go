@@ -1,0 +1,141 @@
+package lifecycle
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/metrics"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var httpListening = regexp.MustCompile(`HTTP listener serving [^\n]* addr=(\S+)`)
+
+// httpGet fetches path from the node's HTTP listener.
+func httpGet(t *testing.T, addr, path, accept string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// samples parses the Prometheus text format: each sample line's name and
+// labels, as written, to its value.
+func samples(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// TestHTTPListenerServesMetricsHealthAndReadiness: a node started with
+// gregor.http.listener answers /healthz and /readyz, and /metrics lists
+// every metric of the catalog under Kafka's exporter names, with values
+// that are the node's state: the partitions it hosts and leads, the
+// cluster the controller sees, the requests it answered.
+func TestHTTPListenerServesMetricsHealthAndReadiness(t *testing.T) {
+	n := node.Start(t, "gregor.http.listener=127.0.0.1:0")
+	m := httpListening.FindStringSubmatch(n.Output())
+	if m == nil {
+		t.Fatalf("the node does not say where its HTTP listener is:\n%s", n.Output())
+	}
+	addr := m[1]
+	if code, body := httpGet(t, addr, "/healthz", ""); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	node.WaitFor(t, 10*time.Second, "ready /readyz", func() bool {
+		code, _ := httpGet(t, addr, "/readyz", "")
+		return code == http.StatusOK
+	})
+
+	createTopic(t, n, "metered", 3)
+	cl := n.Client(kgo.DefaultProduceTopic("metered"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("one")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]float64{
+		"kafka_server_replicamanager_partitioncount":                      3,
+		"kafka_server_replicamanager_leadercount":                         3,
+		"kafka_server_replicamanager_underreplicatedpartitions":           0,
+		"kafka_server_replicamanager_underminisrpartitioncount":           0,
+		"kafka_server_replicamanager_atminisrpartitioncount":              3,
+		"kafka_controller_kafkacontroller_activecontrollercount":          1,
+		"kafka_controller_kafkacontroller_activebrokercount":              1,
+		"kafka_controller_kafkacontroller_fencedbrokercount":              0,
+		"kafka_controller_kafkacontroller_globaltopiccount":               1,
+		"kafka_controller_kafkacontroller_globalpartitioncount":           3,
+		"kafka_controller_kafkacontroller_offlinepartitionscount":         0,
+		"kafka_controller_kafkacontroller_preferredreplicaimbalancecount": 0,
+	}
+	var text string
+	var got map[string]float64
+	node.WaitFor(t, 10*time.Second, "the node's state in /metrics", func() bool {
+		_, text = httpGet(t, addr, "/metrics", "")
+		got = samples(t, text)
+		for name, v := range want {
+			if got[name] != v {
+				return false
+			}
+		}
+		return true
+	})
+	for _, d := range metrics.Catalog() {
+		if !strings.Contains(text, "# TYPE "+d.Name+" "+d.Kind.String()+"\n") {
+			t.Errorf("/metrics has no %s", d.Name)
+		}
+	}
+	var produces, creates float64
+	for k, v := range got {
+		if strings.HasPrefix(k, `kafka_network_requestmetrics_requests_total{request="Produce",version=`) {
+			produces += v
+		}
+		if strings.HasPrefix(k, `kafka_network_requestmetrics_requests_total{request="CreateTopics",version=`) {
+			creates += v
+		}
+	}
+	if produces < 1 || creates < 1 {
+		t.Fatalf("requests counted: %v Produce, %v CreateTopics\n%s", produces, creates, text)
+	}
+
+	_, om := httpGet(t, addr, "/metrics", "application/openmetrics-text; version=1.0.0")
+	if !strings.HasSuffix(om, "# EOF\n") || !strings.Contains(om, "# TYPE kafka_network_requestmetrics_requests counter\n") {
+		t.Fatalf("OpenMetrics answer:\n%s", om)
+	}
+	if code, body := httpGet(t, addr, "/debug/metadata", ""); code != http.StatusOK || !strings.Contains(body, `"digest"`) {
+		t.Fatalf("/debug/metadata: %d %q", code, body)
+	}
+}

@@ -1,0 +1,328 @@
+// Package metrics holds a node's metrics as Prometheus scrapes them, under
+// the names Prometheus' JMX exporter gives Kafka's MBeans with its example
+// Kafka rules (kafka-2_0_0.yml): lower-cased kafka_<domain>_<type>_<name>,
+// a meter's Count as <name without PerSec>_total, the MBean's other keys
+// (topic, partition, request, version) as labels. Dashboards and alerts
+// built on a Kafka cluster's exporter read a Gregor node unchanged.
+//
+// Every metric is declared once in the catalog (catalog.go), which
+// docs/metrics.md lists (a test keeps the two equal). A component
+// registers what it measures with a Registry: counters it increments on
+// the way, and gauges computed at scrape time from the state they name,
+// never from a count someone must remember to keep. The registry writes the
+// Prometheus text format (0.0.4) or OpenMetrics (1.0.0) on request.
+//
+// The package imports nothing of Gregor's.
+package metrics
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Kind is a metric's Prometheus type.
+type Kind int
+
+const (
+	// CounterKind only goes up (a meter's Count).
+	CounterKind Kind = iota
+	// GaugeKind is a value read from state at scrape time.
+	GaugeKind
+)
+
+func (k Kind) String() string {
+	if k == CounterKind {
+		return "counter"
+	}
+	return "gauge"
+}
+
+// Desc declares a metric: its Prometheus name, kind and labels, the Kafka
+// MBean it stands for, and what it means.
+type Desc struct {
+	Name   string
+	Kind   Kind
+	Labels []string
+	// MBean is Kafka's object name and attribute, e.g.
+	// kafka.server:type=ReplicaManager,name=PartitionCount (Value).
+	MBean string
+	Help  string
+}
+
+// familyName is the name of the family in the exposition: OpenMetrics
+// names a counter's family without its _total suffix.
+func (d *Desc) familyName(openMetrics bool) string {
+	if openMetrics && d.Kind == CounterKind {
+		return strings.TrimSuffix(d.Name, "_total")
+	}
+	return d.Name
+}
+
+// Emit hands a collector's samples to the writer: a value and the label
+// values, in the order of the Desc's Labels.
+type Emit func(value float64, labelValues ...string)
+
+// Registry is the metrics of one node. Register before the first scrape
+// or while scrapes run; it is safe for concurrent use.
+type Registry struct {
+	// scrape serializes scrapes, so that what an OnScrape hook computes
+	// serves the collectors of the same scrape.
+	scrape     sync.Mutex
+	mu         sync.Mutex
+	collectors map[string]*registered
+	onScrape   []func()
+}
+
+type registered struct {
+	desc    *Desc
+	collect []func(Emit)
+}
+
+// NewRegistry is an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{collectors: map[string]*registered{}}
+}
+
+// Collect registers collect as a source of d's samples, called at every
+// scrape. Several sources may add to one metric (each component its
+// partitions); their samples must not share label values.
+func (r *Registry) Collect(d *Desc, collect func(Emit)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.collectors[d.Name]
+	if c == nil {
+		c = &registered{desc: d}
+		r.collectors[d.Name] = c
+	} else if c.desc != d {
+		panic(fmt.Sprintf("metrics: two declarations of %s", d.Name))
+	}
+	c.collect = append(c.collect, collect)
+}
+
+// OnScrape registers prepare to run at the start of every scrape, before
+// any collector: where several gauges are counted in one pass over the same
+// state (the partitions), the pass runs once per scrape.
+func (r *Registry) OnScrape(prepare func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onScrape = append(r.onScrape, prepare)
+}
+
+// Gauge registers value as the unlabelled gauge d.
+func (r *Registry) Gauge(d *Desc, value func() float64) {
+	r.Collect(d, func(emit Emit) { emit(value()) })
+}
+
+// Counter is a monotonic count, incremented on the way.
+type Counter struct{ n atomic.Uint64 }
+
+// Add adds n.
+func (c *Counter) Add(n uint64) { c.n.Add(n) }
+
+// Inc adds one.
+func (c *Counter) Inc() { c.n.Add(1) }
+
+// Value is the count so far.
+func (c *Counter) Value() uint64 { return c.n.Load() }
+
+// Counter registers and returns the unlabelled counter d.
+func (r *Registry) Counter(d *Desc) *Counter {
+	c := &Counter{}
+	r.Collect(d, func(emit Emit) { emit(float64(c.Value())) })
+	return c
+}
+
+// CounterVec is a counter per label values (a topic's), created on first
+// use. A label value set is never forgotten: use it for bounded labels
+// only (topics, request types), never client or member ids.
+type CounterVec struct {
+	m sync.Map // joined label values -> *vecEntry
+}
+
+type vecEntry struct {
+	values []string
+	Counter
+}
+
+// With is the counter of the label values.
+func (v *CounterVec) With(labelValues ...string) *Counter {
+	key := strings.Join(labelValues, "\x00")
+	if e, ok := v.m.Load(key); ok {
+		return &e.(*vecEntry).Counter
+	}
+	e, _ := v.m.LoadOrStore(key, &vecEntry{values: slices.Clone(labelValues)})
+	return &e.(*vecEntry).Counter
+}
+
+// Forget drops the counter of the label values (a deleted topic's).
+func (v *CounterVec) Forget(labelValues ...string) {
+	v.m.Delete(strings.Join(labelValues, "\x00"))
+}
+
+// CounterVec registers and returns the labelled counter d.
+func (r *Registry) CounterVec(d *Desc) *CounterVec {
+	v := &CounterVec{}
+	r.Collect(d, func(emit Emit) {
+		v.m.Range(func(_, e any) bool {
+			ve := e.(*vecEntry)
+			emit(float64(ve.Value()), ve.values...)
+			return true
+		})
+	})
+	return v
+}
+
+// Names lists the registered metrics' names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for n := range r.collectors {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+type sample struct {
+	labels []string
+	value  float64
+}
+
+// Write writes every registered metric, sorted by name and within a
+// metric by label values, in the Prometheus text format, or in OpenMetrics
+// (ending with # EOF) when openMetrics is set.
+func (r *Registry) Write(w io.Writer, openMetrics bool) error {
+	r.scrape.Lock()
+	defer r.scrape.Unlock()
+	r.mu.Lock()
+	prepare := slices.Clone(r.onScrape)
+	r.mu.Unlock()
+	for _, p := range prepare {
+		p()
+	}
+	r.mu.Lock()
+	regs := make([]*registered, 0, len(r.collectors))
+	for _, c := range r.collectors {
+		regs = append(regs, &registered{desc: c.desc, collect: slices.Clone(c.collect)})
+	}
+	r.mu.Unlock()
+	slices.SortFunc(regs, func(a, b *registered) int { return strings.Compare(a.desc.Name, b.desc.Name) })
+
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var buf []byte
+	var samples []sample
+	for _, reg := range regs {
+		d := reg.desc
+		samples = samples[:0]
+		for _, collect := range reg.collect {
+			collect(func(value float64, labelValues ...string) {
+				if len(labelValues) != len(d.Labels) {
+					panic(fmt.Sprintf("metrics: %s takes labels %v, given %v", d.Name, d.Labels, labelValues))
+				}
+				samples = append(samples, sample{labels: slices.Clone(labelValues), value: value})
+			})
+		}
+		slices.SortFunc(samples, func(a, b sample) int { return slices.Compare(a.labels, b.labels) })
+		family := d.familyName(openMetrics)
+		buf = append(buf[:0], "# HELP "...)
+		buf = append(buf, family...)
+		buf = append(buf, ' ')
+		buf = appendHelp(buf, d.Help)
+		buf = append(buf, "\n# TYPE "...)
+		buf = append(buf, family...)
+		buf = append(buf, ' ')
+		buf = append(buf, d.Kind.String()...)
+		buf = append(buf, '\n')
+		for _, s := range samples {
+			buf = append(buf, d.Name...)
+			// An empty label value is no label (Prometheus treats them
+			// alike): Kafka's all-topics series of a per-topic metric.
+			open := false
+			for i, l := range d.Labels {
+				if s.labels[i] == "" {
+					continue
+				}
+				if open {
+					buf = append(buf, ',')
+				} else {
+					buf = append(buf, '{')
+					open = true
+				}
+				buf = append(buf, l...)
+				buf = append(buf, '=', '"')
+				buf = appendLabelValue(buf, s.labels[i])
+				buf = append(buf, '"')
+			}
+			if open {
+				buf = append(buf, '}')
+			}
+			buf = append(buf, ' ')
+			buf = appendValue(buf, s.value)
+			buf = append(buf, '\n')
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	if openMetrics {
+		if _, err := bw.WriteString("# EOF\n"); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// appendHelp escapes a HELP text: backslash and newline.
+func appendHelp(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			buf = append(buf, `\\`...)
+		case '\n':
+			buf = append(buf, `\n`...)
+		default:
+			buf = append(buf, s[i])
+		}
+	}
+	return buf
+}
+
+// appendLabelValue escapes a label value: backslash, double quote and
+// newline.
+func appendLabelValue(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			buf = append(buf, `\\`...)
+		case '"':
+			buf = append(buf, `\"`...)
+		case '\n':
+			buf = append(buf, `\n`...)
+		default:
+			buf = append(buf, s[i])
+		}
+	}
+	return buf
+}
+
+func appendValue(buf []byte, v float64) []byte {
+	switch {
+	case math.IsInf(v, 1):
+		return append(buf, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(buf, "-Inf"...)
+	case math.IsNaN(v):
+		return append(buf, "NaN"...)
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.AppendInt(buf, int64(v), 10)
+	}
+	return strconv.AppendFloat(buf, v, 'g', -1, 64)
+}

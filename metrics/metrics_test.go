@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestWriteTextAndOpenMetrics(t *testing.T) {
+	r := NewRegistry()
+	d := &Desc{Name: "kafka_test_thing_events_total", Kind: CounterKind, Labels: []string{"topic"}, Help: "Events.\nMany \\ of them."}
+	v := r.CounterVec(d)
+	v.With("b").Add(2)
+	v.With("a\"x").Inc()
+	v.With("").Add(3)
+	r.Gauge(&Desc{Name: "kafka_test_thing_level", Kind: GaugeKind, Help: "Level."}, func() float64 { return 0.25 })
+
+	var text bytes.Buffer
+	if err := r.Write(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	want := `# HELP kafka_test_thing_events_total Events.\nMany \\ of them.
+# TYPE kafka_test_thing_events_total counter
+kafka_test_thing_events_total 3
+kafka_test_thing_events_total{topic="a\"x"} 1
+kafka_test_thing_events_total{topic="b"} 2
+# HELP kafka_test_thing_level Level.
+# TYPE kafka_test_thing_level gauge
+kafka_test_thing_level 0.25
+`
+	if text.String() != want {
+		t.Fatalf("text format:\n%s\nwant:\n%s", text.String(), want)
+	}
+	var om bytes.Buffer
+	if err := r.Write(&om, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(om.String(), "# TYPE kafka_test_thing_events counter\nkafka_test_thing_events_total 3\n") ||
+		!strings.HasSuffix(om.String(), "# EOF\n") {
+		t.Fatalf("OpenMetrics:\n%s", om.String())
+	}
+}
+
+func TestTwoDeclarationsOfOneNamePanic(t *testing.T) {
+	r := NewRegistry()
+	r.Gauge(&Desc{Name: "x", Kind: GaugeKind}, func() float64 { return 0 })
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	r.Gauge(&Desc{Name: "x", Kind: GaugeKind}, func() float64 { return 0 })
+}
+
+var docsRow = regexp.MustCompile("^\\| `([a-z_]+)` \\| (counter|gauge) \\| ([^|]*) \\| `([^`]+)` \\| [^|]+ \\|$")
+
+// TestDocsListTheCatalog: docs/metrics.md lists exactly the catalog, with
+// each metric's kind, labels and MBean.
+func TestDocsListTheCatalog(t *testing.T) {
+	raw, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		m := docsRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		listed[m[1]] = m[2] + " " + strings.NewReplacer("`", "", " ", "").Replace(m[3]) + " " + m[4]
+	}
+	seen := map[string]bool{}
+	for _, d := range Catalog() {
+		if seen[d.Name] {
+			t.Errorf("%s is twice in the catalog", d.Name)
+		}
+		seen[d.Name] = true
+		labels := strings.Join(d.Labels, ",")
+		if labels == "" {
+			labels = "–"
+		}
+		want := d.Kind.String() + " " + labels + " " + d.MBean
+		if got, ok := listed[d.Name]; !ok {
+			t.Errorf("docs/metrics.md does not list %s", d.Name)
+		} else if got != want {
+			t.Errorf("docs/metrics.md lists %s as %q, the catalog declares %q", d.Name, got, want)
+		}
+	}
+	for name := range listed {
+		if !seen[name] {
+			t.Errorf("docs/metrics.md lists %s, which the catalog does not declare", name)
+		}
+	}
+}
