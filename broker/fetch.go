@@ -206,7 +206,7 @@ func (b *Broker) respondFetch(r *network.Request, plan *fetchPlan, img *metadata
 		results[i] = fetchResult(plan, &entries[i])
 	}
 	if plan.replicaID == replica.ConsumerReplicaID && b.quotas.Active() && !r.QuotaExempt() {
-		b.respondFetchQuota(r, plan, img, results)
+		b.respondFetchQuota(r, plan, img, entries, results)
 		return
 	}
 	var include []bool
@@ -215,6 +215,7 @@ func (b *Broker) respondFetch(r *network.Request, plan *fetchPlan, img *metadata
 		body.sessionID = plan.session.id
 		include = b.sessions.respond(plan.session, plan.full, plan.items, results, true)
 	}
+	b.countBytesOut(plan, entries, include)
 	// A fetch of one topic keeps its topic list on the stack.
 	var oneTopic [1]fetchTopicResult
 	var leaders map[int32]bool
@@ -229,7 +230,7 @@ func (b *Broker) respondFetch(r *network.Request, plan *fetchPlan, img *metadata
 // request_percentage; when either throttles, the answer is empty (no
 // partitions, the session left as it was, the bytes not counted) and
 // carries the throttle time, and the connection is muted for it.
-func (b *Broker) respondFetchQuota(r *network.Request, plan *fetchPlan, img *metadata.Image, results []fetchPartitionResult) {
+func (b *Broker) respondFetchQuota(r *network.Request, plan *fetchPlan, img *metadata.Image, entries []replica.FetchEntry, results []fetchPartitionResult) {
 	var include []bool
 	if plan.session != nil {
 		// What the session would send, without changing it yet.
@@ -268,7 +269,25 @@ func (b *Broker) respondFetchQuota(r *network.Request, plan *fetchPlan, img *met
 	if plan.session != nil {
 		b.sessions.respond(plan.session, plan.full, plan.items, results, true)
 	}
+	b.countBytesOut(plan, entries, include)
 	r.RespondChunks(chunks)
+}
+
+// countBytesOut counts the records a fetch answer carries (the partitions
+// include marks, or all): a consumer's per topic and for all topics, a
+// follower's as replication (Kafka's BrokerTopicStats.updateBytesOut).
+func (b *Broker) countBytesOut(plan *fetchPlan, entries []replica.FetchEntry, include []bool) {
+	for i := range entries {
+		size := entries[i].Result.Records.Size
+		if size == 0 || (include != nil && !include[i]) {
+			continue
+		}
+		if plan.replicaID >= 0 {
+			b.replicationBytesOut.Add(uint64(size))
+		} else {
+			b.bytesOut.Add(entries[i].TopicPartition.Topic, uint64(size))
+		}
+	}
 }
 
 // fillFetchBody gathers the results to send (all, or those include

@@ -53,6 +53,46 @@ var (
 		Help:  "Partitions whose leader is not their preferred (first) replica."}
 )
 
+// What partitions this node leads took in and gave out (Kafka's
+// kafka.server:type=BrokerTopicMetrics), per topic and for all topics.
+var (
+	MessagesIn = &Desc{Name: "kafka_server_brokertopicmetrics_messagesin_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec[,topic=<t>] (Count)",
+		Help:  "Records appended to the partitions this broker leads."}
+	BytesIn = &Desc{Name: "kafka_server_brokertopicmetrics_bytesin_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec[,topic=<t>] (Count)",
+		Help:  "Bytes of record batches appended to the partitions this broker leads."}
+	BytesOut = &Desc{Name: "kafka_server_brokertopicmetrics_bytesout_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec[,topic=<t>] (Count)",
+		Help:  "Bytes of records sent to consumers (not to followers)."}
+	ReplicationBytesOut = &Desc{Name: "kafka_server_brokertopicmetrics_replicationbytesout_total", Kind: CounterKind,
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec (Count)",
+		Help:  "Bytes of records sent to followers."}
+	TotalProduceRequests = &Desc{Name: "kafka_server_brokertopicmetrics_totalproducerequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=TotalProduceRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Partition appends asked of this broker (one per partition of a Produce request that reached the log)."}
+	FailedProduceRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedproducerequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedProduceRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Partition appends that failed, but for the errors a client expects and retries (not leader, unknown partition, too large, corrupt, storage error), as Kafka counts them."}
+	TotalFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_totalfetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=TotalFetchRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Partition reads asked of this broker (one per partition of a Fetch, consumers' and followers')."}
+	FailedFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedfetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedFetchRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Partition reads that failed, but for the errors a client expects and retries, as Kafka counts them."}
+)
+
+// The ISR changes the partitions this node leads made (Kafka's
+// kafka.server:type=ReplicaManager meters).
+var (
+	ISRShrinks = &Desc{Name: "kafka_server_replicamanager_isrshrinks_total", Kind: CounterKind,
+		MBean: "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec (Count)",
+		Help:  "ISR shrinks of partitions this broker leads, committed by the controller."}
+	ISRExpands = &Desc{Name: "kafka_server_replicamanager_isrexpands_total", Kind: CounterKind,
+		MBean: "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec (Count)",
+		Help:  "ISR expansions of partitions this broker leads, committed by the controller."}
+)
+
 // The requests this node answered, by API and version.
 var Requests = &Desc{Name: "kafka_network_requestmetrics_requests_total", Kind: CounterKind,
 	Labels: []string{"request", "version"},
@@ -66,6 +106,8 @@ func Catalog() []*Desc {
 		PartitionCount, LeaderCount, UnderReplicatedPartitions, UnderMinISRPartitionCount, AtMinISRPartitionCount,
 		ActiveControllerCount, OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount, GlobalTopicCount,
 		GlobalPartitionCount, PreferredReplicaImbalanceCount,
+		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,
+		TotalFetchRequests, FailedFetchRequests, ISRShrinks, ISRExpands,
 		Requests,
 	}
 }

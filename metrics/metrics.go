@@ -132,18 +132,18 @@ func (c *Counter) Inc() { c.n.Add(1) }
 // Value is the count so far.
 func (c *Counter) Value() uint64 { return c.n.Load() }
 
-// Counter registers and returns the unlabelled counter d.
-func (r *Registry) Counter(d *Desc) *Counter {
-	c := &Counter{}
+// RegisterCounter registers c as the unlabelled counter d.
+func (r *Registry) RegisterCounter(d *Desc, c *Counter) {
 	r.Collect(d, func(emit Emit) { emit(float64(c.Value())) })
-	return c
 }
 
 // CounterVec is a counter per label values (a topic's), created on first
-// use. A label value set is never forgotten: use it for bounded labels
-// only (topics, request types), never client or member ids.
+// use; the zero value is ready. Use it for bounded labels only (topics,
+// request types), never client or member ids; Retain drops what is gone
+// (a deleted topic's).
 type CounterVec struct {
-	m sync.Map // joined label values -> *vecEntry
+	mu sync.RWMutex
+	m  map[string]*vecEntry // joined label values
 }
 
 type vecEntry struct {
@@ -151,32 +151,69 @@ type vecEntry struct {
 	Counter
 }
 
-// With is the counter of the label values.
+// With is the counter of the label values. With one label (a topic) it
+// allocates only the first time the value is seen.
 func (v *CounterVec) With(labelValues ...string) *Counter {
-	key := strings.Join(labelValues, "\x00")
-	if e, ok := v.m.Load(key); ok {
-		return &e.(*vecEntry).Counter
+	key := labelValues[0]
+	if len(labelValues) > 1 {
+		key = strings.Join(labelValues, "\x00")
 	}
-	e, _ := v.m.LoadOrStore(key, &vecEntry{values: slices.Clone(labelValues)})
-	return &e.(*vecEntry).Counter
+	v.mu.RLock()
+	e := v.m[key]
+	v.mu.RUnlock()
+	if e != nil {
+		return &e.Counter
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e = v.m[key]; e == nil {
+		if v.m == nil {
+			v.m = map[string]*vecEntry{}
+		}
+		e = &vecEntry{values: slices.Clone(labelValues)}
+		v.m[key] = e
+	}
+	return &e.Counter
 }
 
-// Forget drops the counter of the label values (a deleted topic's).
-func (v *CounterVec) Forget(labelValues ...string) {
-	v.m.Delete(strings.Join(labelValues, "\x00"))
+// Retain drops the counters whose label values keep refuses.
+func (v *CounterVec) Retain(keep func(labelValues []string) bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, e := range v.m {
+		if !keep(e.values) {
+			delete(v.m, k)
+		}
+	}
 }
 
-// CounterVec registers and returns the labelled counter d.
-func (r *Registry) CounterVec(d *Desc) *CounterVec {
-	v := &CounterVec{}
+// CounterVec registers v as the labelled counter d.
+func (r *Registry) CounterVec(d *Desc, v *CounterVec) {
 	r.Collect(d, func(emit Emit) {
-		v.m.Range(func(_, e any) bool {
-			ve := e.(*vecEntry)
-			emit(float64(ve.Value()), ve.values...)
-			return true
-		})
+		v.mu.RLock()
+		defer v.mu.RUnlock()
+		for _, e := range v.m {
+			emit(float64(e.Value()), e.values...)
+		}
 	})
-	return v
+}
+
+// TopicCounter counts per topic and for all topics at once, as Kafka's
+// BrokerTopicStats marks a topic's meter and the all-topics one: the
+// all-topics count is the sample with an empty topic (written without the
+// label).
+type TopicCounter struct{ CounterVec }
+
+// Add adds n to topic's count and to the all-topics count.
+func (c *TopicCounter) Add(topic string, n uint64) {
+	c.With(topic).Add(n)
+	c.With("").Add(n)
+}
+
+// RetainTopics drops the counts of topics exists refuses, keeping the
+// all-topics count.
+func (c *TopicCounter) RetainTopics(exists func(topic string) bool) {
+	c.Retain(func(v []string) bool { return v[0] == "" || exists(v[0]) })
 }
 
 // Names lists the registered metrics' names, sorted.

@@ -11,7 +11,8 @@ import (
 func TestWriteTextAndOpenMetrics(t *testing.T) {
 	r := NewRegistry()
 	d := &Desc{Name: "kafka_test_thing_events_total", Kind: CounterKind, Labels: []string{"topic"}, Help: "Events.\nMany \\ of them."}
-	v := r.CounterVec(d)
+	var v CounterVec
+	r.CounterVec(d, &v)
 	v.With("b").Add(2)
 	v.With("a\"x").Inc()
 	v.With("").Add(3)

@@ -102,13 +102,20 @@ func (m *Manager) Append(acks int16, timeout time.Duration, origin Origin, entri
 		p, ke, hint := m.leaderPartition(e.TopicPartition, -1, true)
 		if ke != nil {
 			e.Result.Err, e.Result.CurrentLeader = ke, hint
+			m.stats.produced(e.TopicPartition.Topic, ke, 0, 0)
 			continue
+		}
+		size := uint64(len(e.Records))
+		if e.Batch.Bytes != nil {
+			size = uint64(len(e.Batch.Bytes))
 		}
 		res, recErrs, msg, err, hwMoved := p.appendAsLeader(e, acks, origin)
 		if err != nil {
 			m.appendFailed(e, p, err, recErrs, msg)
+			m.stats.produced(e.TopicPartition.Topic, e.Result.Err, 0, 0)
 			continue
 		}
+		m.stats.produced(e.TopicPartition.Topic, nil, uint64(res.LastOffset-res.FirstOffset+1), size)
 		if hwMoved {
 			m.wake(e.TopicPartition)
 		} else {

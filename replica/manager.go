@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"github.com/gregorbroker/gregor/metrics"
 	"log/slog"
 	"maps"
 	"slices"
@@ -85,6 +86,11 @@ type Manager struct {
 	// UNKNOWN_TOPIC_OR_PARTITION), and the leader hints of partitions
 	// hosted elsewhere.
 	image atomic.Pointer[metadata.Image]
+	// stats are the topics' produce and fetch meters (topicstats.go);
+	// isrShrinks and isrExpands count the committed ISR changes of the
+	// partitions this node leads (replication.go).
+	stats                  topicStats
+	isrShrinks, isrExpands metrics.Counter
 
 	// produceWaits holds acks=all produces until the high watermark passes
 	// their batches; fetchWaits holds fetches until MinBytes arrive.

@@ -42,4 +42,10 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry) {
 	r.Gauge(metrics.UnderReplicatedPartitions, func() float64 { return float64(last.underReplicated) })
 	r.Gauge(metrics.UnderMinISRPartitionCount, func() float64 { return float64(last.underMinISR) })
 	r.Gauge(metrics.AtMinISRPartitionCount, func() float64 { return float64(last.atMinISR) })
+	r.RegisterCounter(metrics.ISRShrinks, &m.isrShrinks)
+	r.RegisterCounter(metrics.ISRExpands, &m.isrExpands)
+	m.stats.register(r, func(topic string) bool {
+		img := m.image.Load()
+		return img == nil || img.Topics[topic] != nil
+	})
 }

@@ -108,6 +108,10 @@ func (m *Manager) Fetch(params FetchParams, entries []FetchEntry, done FetchComp
 	complete := m.readFetch(params, entries)
 	var moved []TopicPartition
 	for i := range entries {
+		if !entries[i].preset {
+			// Once per partition of the request, on its first read.
+			m.stats.fetched(entries[i].TopicPartition.Topic, entries[i].Result.Err)
+		}
 		if entries[i].hwMoved {
 			moved = append(moved, entries[i].TopicPartition)
 		}

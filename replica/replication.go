@@ -275,6 +275,9 @@ type isrChange struct {
 	partitionEpoch int32
 	isr            []int32
 	brokerEpochs   []int64
+	// expand: the change adds a replica to the ISR (else it drops one),
+	// counted as an ISR expansion or shrink once committed.
+	expand bool
 }
 
 // proposeISRLocked queues an AlterPartition for p with isr. The caller
@@ -284,7 +287,8 @@ func (m *Manager) proposeISRLocked(p *Partition, isr []int32) {
 		return
 	}
 	p.pendingISR = isr
-	c := &isrChange{p: p, topicID: p.topicID, leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch, isr: isr}
+	c := &isrChange{p: p, topicID: p.topicID, leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch, isr: isr,
+		expand: len(isr) > len(p.isr)}
 	for _, id := range isr {
 		epoch := int64(-1)
 		if id == p.self {
@@ -462,6 +466,13 @@ func (s *isrSender) send(ctx context.Context, batch []*isrChange) (retry []*isrC
 				continue
 			}
 			c.settle(m, &rp)
+			// Counted once the controller committed it, as Kafka's
+			// Partition marks IsrShrinksPerSec and IsrExpandsPerSec.
+			if c.expand {
+				m.isrExpands.Inc()
+			} else {
+				m.isrShrinks.Inc()
+			}
 		}
 	}
 	for _, c := range changes {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,21 +39,12 @@ func httpGet(t *testing.T, addr, path, accept string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// samples parses the Prometheus text format: each sample line's name and
-// labels, as written, to its value.
+// samples parses a /metrics answer.
 func samples(t *testing.T, text string) map[string]float64 {
 	t.Helper()
-	out := map[string]float64{}
-	for _, line := range strings.Split(text, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("sample line %q: %v", line, err)
-		}
-		out[line[:i]] = v
+	out, err := node.ParseMetrics(text)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -118,6 +108,26 @@ func TestHTTPListenerServesMetricsHealthAndReadiness(t *testing.T) {
 			t.Errorf("/metrics has no %s", d.Name)
 		}
 	}
+	// What the topic took in, per topic and for all topics (one record
+	// of 3 bytes in a batch of more), and gave out once consumed.
+	for _, series := range []string{"", `{topic="metered"}`} {
+		if got["kafka_server_brokertopicmetrics_messagesin_total"+series] != 1 ||
+			got["kafka_server_brokertopicmetrics_bytesin_total"+series] < 3 ||
+			got["kafka_server_brokertopicmetrics_totalproducerequests_total"+series] != 1 ||
+			got["kafka_server_brokertopicmetrics_failedproducerequests_total"+series] != 0 {
+			t.Fatalf("produce meters%s:\n%s", series, text)
+		}
+	}
+	if recs := consumeAll(t, n, "metered", 1); len(recs) != 1 {
+		t.Fatalf("consumed %d records", len(recs))
+	}
+	node.WaitFor(t, 10*time.Second, "bytes out counted", func() bool {
+		_, text = httpGet(t, addr, "/metrics", "")
+		got = samples(t, text)
+		return got[`kafka_server_brokertopicmetrics_bytesout_total{topic="metered"}`] >= 3 &&
+			got["kafka_server_brokertopicmetrics_bytesout_total"] == got[`kafka_server_brokertopicmetrics_bytesout_total{topic="metered"}`] &&
+			got[`kafka_server_brokertopicmetrics_totalfetchrequests_total{topic="metered"}`] >= 1
+	})
 	var produces, creates float64
 	for k, v := range got {
 		if strings.HasPrefix(k, `kafka_network_requestmetrics_requests_total{request="Produce",version=`) {

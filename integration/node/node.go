@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -490,4 +491,62 @@ func (n *Node) Client(opts ...kgo.Opt) *kgo.Client {
 	}
 	n.t.Cleanup(cl.Close)
 	return cl
+}
+
+// Metrics scrapes the node's /metrics (its HTTP listener, DebugAddr): each
+// sample, its name and labels as written, to its value.
+func (n *Node) Metrics() (map[string]float64, error) {
+	if n.DebugAddr == "" {
+		return nil, fmt.Errorf("node %d has no HTTP listener", n.ID)
+	}
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + n.DebugAddr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("node %d: /metrics: %s", n.ID, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMetrics(string(body))
+}
+
+// ParseMetrics parses the Prometheus text format: each sample line's name
+// and labels, as written, to its value.
+func ParseMetrics(text string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			return nil, fmt.Errorf("sample line %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("sample line %q: %w", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets (a connection
+// to it is accepted by the kernel and never answered) and sends nothing.
+func (n *Node) Pause() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		syscall.Kill(-n.cmd.Process.Pid, syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused process (SIGCONT).
+func (n *Node) Resume() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		syscall.Kill(-n.cmd.Process.Pid, syscall.SIGCONT)
+	}
 }

@@ -1,0 +1,132 @@
+package replica
+
+import (
+	"sync"
+
+	"github.com/gregorbroker/gregor/metrics"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// topicMeters are one topic's counts (Kafka's BrokerTopicMetrics meters).
+type topicMeters struct {
+	messagesIn, bytesIn, totalProduce, failedProduce, totalFetch, failedFetch metrics.Counter
+}
+
+// topicStats are the topic meters, by topic and for all topics: each event
+// is counted on both, as Kafka's BrokerTopicStats marks a topic's meter and
+// the all-topics one. A topic's meters go when the topic is no longer in
+// the image (Kafka removes a deleted topic's metrics).
+type topicStats struct {
+	mu     sync.RWMutex // leaf
+	topics map[string]*topicMeters
+	all    topicMeters
+}
+
+// of is topic's meters: one map lookup under a read lock on the append
+// and read paths, a write lock the first time a topic is seen.
+func (s *topicStats) of(topic string) *topicMeters {
+	s.mu.RLock()
+	t := s.topics[topic]
+	s.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t = s.topics[topic]; t == nil {
+		if s.topics == nil {
+			s.topics = map[string]*topicMeters{}
+		}
+		t = &topicMeters{}
+		s.topics[topic] = t
+	}
+	return t
+}
+
+// expectedProduceError reports whether an append failure is one Kafka
+// does not count as a failed produce (ReplicaManager.appendToLocalLog): what
+// a client expects and handles by retrying elsewhere or splitting.
+func expectedProduceError(ke *kerr.Error) bool {
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotLeaderForPartition, kerr.MessageTooLarge,
+		kerr.RecordListTooLarge, kerr.CorruptMessage, kerr.KafkaStorageError:
+		return true
+	}
+	return false
+}
+
+// expectedFetchError is the same for a partition read
+// (ReplicaManager.readFromLog).
+func expectedFetchError(ke *kerr.Error) bool {
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotLeaderForPartition, kerr.UnknownLeaderEpoch,
+		kerr.FencedLeaderEpoch, kerr.ReplicaNotAvailable, kerr.KafkaStorageError,
+		kerr.OffsetOutOfRange, kerr.InconsistentTopicID:
+		return true
+	}
+	return false
+}
+
+// produced counts one partition append of topic: its outcome ke (nil on
+// success) and, on success, the records and bytes appended.
+func (s *topicStats) produced(topic string, ke *kerr.Error, records, bytes uint64) {
+	t := s.of(topic)
+	t.totalProduce.Inc()
+	s.all.totalProduce.Inc()
+	switch {
+	case ke == nil:
+		t.messagesIn.Add(records)
+		s.all.messagesIn.Add(records)
+		t.bytesIn.Add(bytes)
+		s.all.bytesIn.Add(bytes)
+	case !expectedProduceError(ke):
+		t.failedProduce.Inc()
+		s.all.failedProduce.Inc()
+	}
+}
+
+// fetched counts one partition read of topic with its outcome.
+func (s *topicStats) fetched(topic string, ke *kerr.Error) {
+	t := s.of(topic)
+	t.totalFetch.Inc()
+	s.all.totalFetch.Inc()
+	if ke != nil && !expectedFetchError(ke) {
+		t.failedFetch.Inc()
+		s.all.failedFetch.Inc()
+	}
+}
+
+func messagesIn(t *topicMeters) *metrics.Counter    { return &t.messagesIn }
+func bytesIn(t *topicMeters) *metrics.Counter       { return &t.bytesIn }
+func totalProduce(t *topicMeters) *metrics.Counter  { return &t.totalProduce }
+func failedProduce(t *topicMeters) *metrics.Counter { return &t.failedProduce }
+func totalFetch(t *topicMeters) *metrics.Counter    { return &t.totalFetch }
+func failedFetch(t *topicMeters) *metrics.Counter   { return &t.failedFetch }
+
+// register registers the meters, and forgets at each scrape the topics
+// exists refuses.
+func (s *topicStats) register(r *metrics.Registry, exists func(topic string) bool) {
+	r.OnScrape(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for topic := range s.topics {
+			if !exists(topic) {
+				delete(s.topics, topic)
+			}
+		}
+	})
+	for d, pick := range map[*metrics.Desc]func(*topicMeters) *metrics.Counter{
+		metrics.MessagesIn: messagesIn, metrics.BytesIn: bytesIn,
+		metrics.TotalProduceRequests: totalProduce, metrics.FailedProduceRequests: failedProduce,
+		metrics.TotalFetchRequests: totalFetch, metrics.FailedFetchRequests: failedFetch,
+	} {
+		r.Collect(d, func(emit metrics.Emit) {
+			emit(float64(pick(&s.all).Value()), "")
+			s.mu.RLock()
+			defer s.mu.RUnlock()
+			for topic, t := range s.topics {
+				emit(float64(pick(t).Value()), topic)
+			}
+		})
+	}
+}
