@@ -93,6 +93,24 @@ var (
 		Help:  "ISR expansions of partitions this broker leads, committed by the controller."}
 )
 
+// Each hosted partition's log (Kafka's kafka.log:type=Log), unless
+// gregor.metrics.per.partition=false leaves them out (nodes with very many
+// partitions).
+var (
+	LogSize = &Desc{Name: "kafka_log_log_size", Kind: GaugeKind, Labels: []string{"topic", "partition"},
+		MBean: "kafka.log:type=Log,name=Size,topic=<t>,partition=<p>",
+		Help:  "Bytes of the partition's log segments on this broker."}
+	LogStartOffset = &Desc{Name: "kafka_log_log_logstartoffset", Kind: GaugeKind, Labels: []string{"topic", "partition"},
+		MBean: "kafka.log:type=Log,name=LogStartOffset,topic=<t>,partition=<p>",
+		Help:  "The partition's log start offset on this broker."}
+	LogEndOffset = &Desc{Name: "kafka_log_log_logendoffset", Kind: GaugeKind, Labels: []string{"topic", "partition"},
+		MBean: "kafka.log:type=Log,name=LogEndOffset,topic=<t>,partition=<p>",
+		Help:  "The partition's log end offset on this broker."}
+	NumLogSegments = &Desc{Name: "kafka_log_log_numlogsegments", Kind: GaugeKind, Labels: []string{"topic", "partition"},
+		MBean: "kafka.log:type=Log,name=NumLogSegments,topic=<t>,partition=<p>",
+		Help:  "The partition's log segments on this broker."}
+)
+
 // The requests this node answered, by API and version.
 var Requests = &Desc{Name: "kafka_network_requestmetrics_requests_total", Kind: CounterKind,
 	Labels: []string{"request", "version"},
@@ -108,6 +126,7 @@ func Catalog() []*Desc {
 		GlobalPartitionCount, PreferredReplicaImbalanceCount,
 		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,
 		TotalFetchRequests, FailedFetchRequests, ISRShrinks, ISRExpands,
+		LogSize, LogStartOffset, LogEndOffset, NumLogSegments,
 		Requests,
 	}
 }

@@ -1,6 +1,10 @@
 package replica
 
-import "github.com/gregorbroker/gregor/metrics"
+import (
+	"strconv"
+
+	"github.com/gregorbroker/gregor/metrics"
+)
 
 // RegisterMetrics registers the replica manager's gauges (Kafka's
 // kafka.server:type=ReplicaManager), each counted at scrape time over the
@@ -8,7 +12,12 @@ import "github.com/gregorbroker/gregor/metrics"
 // partition is under-replicated, under or at its minimum ISR only on its
 // leader, and the minimum is min.insync.replicas capped at the replication
 // factor.
-func (m *Manager) RegisterMetrics(r *metrics.Registry) {
+//
+// With perPartition, each hosted partition's log size, start and end
+// offsets and segment count are series of their own (Kafka's
+// kafka.log:type=Log); without, a node with very many partitions keeps its
+// scrapes small.
+func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	type counts struct{ hosted, leading, underReplicated, underMinISR, atMinISR int }
 	count := func() counts {
 		var c counts
@@ -44,8 +53,51 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry) {
 	r.Gauge(metrics.AtMinISRPartitionCount, func() float64 { return float64(last.atMinISR) })
 	r.RegisterCounter(metrics.ISRShrinks, &m.isrShrinks)
 	r.RegisterCounter(metrics.ISRExpands, &m.isrExpands)
+	if perPartition {
+		m.registerLogMetrics(r)
+	}
 	m.stats.register(r, func(topic string) bool {
 		img := m.image.Load()
 		return img == nil || img.Topics[topic] != nil
 	})
+}
+
+// logState is one hosted partition's log, read at a scrape.
+type logState struct {
+	topic, partition           string
+	size, start, end, segments float64
+}
+
+// registerLogMetrics registers the per-partition log gauges, read in one
+// pass over the hosted partitions per scrape.
+func (m *Manager) registerLogMetrics(r *metrics.Registry) {
+	var logs []logState
+	r.OnScrape(func() {
+		logs = logs[:0]
+		for _, p := range m.partitions() {
+			p.mu.RLock()
+			l, removed := p.log, p.removed
+			p.mu.RUnlock()
+			if l == nil || removed {
+				continue
+			}
+			logs = append(logs, logState{
+				topic: p.tp.Topic, partition: strconv.Itoa(int(p.tp.Partition)),
+				size: float64(l.Size()), start: float64(l.LogStartOffset()), end: float64(l.LogEndOffset()),
+				segments: float64(l.NumSegments()),
+			})
+		}
+	})
+	for d, value := range map[*metrics.Desc]func(*logState) float64{
+		metrics.LogSize:        func(s *logState) float64 { return s.size },
+		metrics.LogStartOffset: func(s *logState) float64 { return s.start },
+		metrics.LogEndOffset:   func(s *logState) float64 { return s.end },
+		metrics.NumLogSegments: func(s *logState) float64 { return s.segments },
+	} {
+		r.Collect(d, func(emit metrics.Emit) {
+			for i := range logs {
+				emit(value(&logs[i]), logs[i].topic, logs[i].partition)
+			}
+		})
+	}
 }

@@ -12,6 +12,13 @@ import (
 // lists any other key of server.properties; a "gregor." key not listed here
 // stops start-up, as a typo in them would otherwise go unnoticed.
 var gregorKeys = map[string]func(value string) error{
+	MetricsPerPartitionKey: func(v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "false":
+			return nil
+		}
+		return fmt.Errorf("expected true or false")
+	},
 	// HTTPListenerKey is the operators' HTTP listener (package ops).
 	HTTPListenerKey: func(v string) error {
 		if strings.TrimSpace(v) == "" {
@@ -22,6 +29,16 @@ var gregorKeys = map[string]func(value string) error{
 		}
 		return nil
 	},
+}
+
+// MetricsPerPartitionKey is gregor.metrics.per.partition: whether /metrics
+// has series per partition (the logs' sizes and offsets); true by default,
+// false for nodes with very many partitions.
+const MetricsPerPartitionKey = "gregor.metrics.per.partition"
+
+// MetricsPerPartition is gregor.metrics.per.partition (default true).
+func (b *Broker) MetricsPerPartition() bool {
+	return !strings.EqualFold(strings.TrimSpace(b.Raw[MetricsPerPartitionKey]), "false")
 }
 
 // HTTPListenerKey is gregor.http.listener: host:port of the node's HTTP

@@ -20,7 +20,16 @@ func TestGregorKeys(t *testing.T) {
 		t.Fatalf("a listener without a host: %v", err)
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
-		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener)") {
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener, gregor.metrics.per.partition)") {
 		t.Fatalf("a misspelt Gregor key: %v", err)
+	}
+	if !b.MetricsPerPartition() {
+		t.Fatal("per-partition series are on by default")
+	}
+	if b, _, err := Load(EmbeddedDefaults(), map[string]string{MetricsPerPartitionKey: "false"}); err != nil || b.MetricsPerPartition() {
+		t.Fatalf("gregor.metrics.per.partition=false: %v", err)
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{MetricsPerPartitionKey: "no"}); err == nil {
+		t.Fatal("gregor.metrics.per.partition=no accepted")
 	}
 }

@@ -198,7 +198,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			Size:    time.Duration(s.cfg.Int("replication.quota.window.size.seconds")) * time.Second,
 		},
 	})
-	opts.Replicas.RegisterMetrics(registry)
+	opts.Replicas.RegisterMetrics(registry, s.cfg.MetricsPerPartition())
 	for _, d := range s.logDirs {
 		opts.LogDirIDs = append(opts.LogDirIDs, dirIDs[d])
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,19 @@ func TestHTTPListenerServesMetricsHealthAndReadiness(t *testing.T) {
 			got["kafka_server_brokertopicmetrics_bytesout_total"] == got[`kafka_server_brokertopicmetrics_bytesout_total{topic="metered"}`] &&
 			got[`kafka_server_brokertopicmetrics_totalfetchrequests_total{topic="metered"}`] >= 1
 	})
+	// The logs: one record in partition p of the three, its bytes on disk.
+	var end, size float64
+	for p := range 3 {
+		series := `{topic="metered",partition="` + strconv.Itoa(p) + `"}`
+		end += got["kafka_log_log_logendoffset"+series]
+		size += got["kafka_log_log_size"+series]
+		if got["kafka_log_log_numlogsegments"+series] != 1 || got["kafka_log_log_logstartoffset"+series] != 0 {
+			t.Fatalf("partition %d's log:\n%s", p, text)
+		}
+	}
+	if end != 1 || size < 3 {
+		t.Fatalf("log end offsets sum to %v, sizes to %v:\n%s", end, size, text)
+	}
 	var produces, creates float64
 	for k, v := range got {
 		if strings.HasPrefix(k, `kafka_network_requestmetrics_requests_total{request="Produce",version=`) {
