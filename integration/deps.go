@@ -23,6 +23,7 @@ const (
 	NewestClientVersion = "4.4.0"
 	FranzGoVersion      = "v1.22.3"
 	KafkaJSVersion      = "2.2.4"
+	JMXExporterVersion  = "1.0.1"
 	mavenDepPlugin      = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 )
 
@@ -34,6 +35,8 @@ const (
 	SetNewClients = "clients-" + NewestClientVersion
 	// SetStreams is Kafka Streams with its published examples (WordCountDemo).
 	SetStreams = "streams-" + KafkaVersion
+	// SetJMXExporter is Prometheus' JMX exporter java agent.
+	SetJMXExporter = "jmx-exporter-" + JMXExporterVersion
 )
 
 // toolsLog4j is Kafka's tools log config (WARN to stderr) in the properties

@@ -76,6 +76,7 @@ func Scenarios() []Scenario {
 	all = append(all, saslScenarios()...)
 	all = append(all, delegationTokenScenarios()...)
 	all = append(all, quotaScenarios()...)
+	all = append(all, opsScenarios()...)
 	return all
 }
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,11 @@ type NodeSpec struct {
 	// CPUList, when set, runs the node under `taskset -c CPUList` (the
 	// benchmarks pin the broker to one core and their load to another).
 	CPUList string
+	// Metrics has the node serve Prometheus metrics on its MetricsAddr:
+	// Gregor on its own HTTP listener (gregor.http.listener), Kafka
+	// through Prometheus' JMX exporter java agent with the exporter's
+	// Kafka naming convention, as operators scrape it.
+	Metrics bool
 }
 
 // SingleNode is a node started by StartNode.
@@ -61,6 +67,9 @@ type SingleNode struct {
 	Flavor string // "gregor" or "kafka"
 	Dir    string // the node's directory: server.properties, node.log, data/
 	LogDir string
+	// MetricsAddr serves /metrics when the node was started with
+	// NodeSpec.Metrics.
+	MetricsAddr string
 	// PropsFile is the node's server.properties; LogFile what it prints.
 	PropsFile string
 	LogFile   string
@@ -201,7 +210,7 @@ func StartNode(ctx context.Context, t *Tools, flavor, dir string, spec NodeSpec)
 	if n.host, err = ClaimLoopback(); err != nil {
 		return nil, err
 	}
-	if err := n.prepare(ctx, fl, names, protocols, spec); err != nil {
+	if err := n.prepare(ctx, t, fl, names, protocols, spec); err != nil {
 		n.host.Release()
 		return nil, err
 	}
@@ -210,7 +219,7 @@ func StartNode(ctx context.Context, t *Tools, flavor, dir string, spec NodeSpec)
 
 // prepare writes and formats the node on its claimed address, and starts
 // it.
-func (n *SingleNode) prepare(ctx context.Context, fl clusterFlavor, names []string, protocols map[string]string, spec NodeSpec) error {
+func (n *SingleNode) prepare(ctx context.Context, t *Tools, fl clusterFlavor, names []string, protocols map[string]string, spec NodeSpec) error {
 	for i, name := range names {
 		port := FirstExtraPort + i - 2
 		switch name {
@@ -221,7 +230,19 @@ func (n *SingleNode) prepare(ctx context.Context, fl clusterFlavor, names []stri
 		}
 		n.Addrs[name] = n.host.Addr(port)
 	}
-	if err := WriteProperties(n.PropsFile, n.serverProperties(names, protocols, spec.Properties)); err != nil {
+	props := spec.Properties
+	if spec.Metrics {
+		// The last extra port: listeners take them from the first.
+		n.MetricsAddr = n.host.Addr(FirstExtraPort + ExtraPorts - 1)
+		if fl.name == "gregor" {
+			props = maps.Clone(props)
+			if props == nil {
+				props = map[string]string{}
+			}
+			props["gregor.http.listener"] = n.MetricsAddr
+		}
+	}
+	if err := WriteProperties(n.PropsFile, n.serverProperties(names, protocols, props)); err != nil {
 		return fmt.Errorf("writing the node's properties: %w", err)
 	}
 	clusterID, err := fl.randomUUID(ctx)
@@ -233,6 +254,11 @@ func (n *SingleNode) prepare(ctx context.Context, fl clusterFlavor, names []stri
 	}
 	if n.cmd, err = fl.command(ctx, n.Dir, n.PropsFile); err != nil {
 		return err
+	}
+	if spec.Metrics && fl.name == "kafka" {
+		if n.cmd, err = withJMXExporter(ctx, t, n.cmd, n.Dir, n.MetricsAddr); err != nil {
+			return err
+		}
 	}
 	n.cmd = Pinned(spec.CPUList, n.cmd)
 	return n.launch(ctx)

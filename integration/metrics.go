@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// jmxExporterRules are the JMX exporter rules the kafka target's node is
+// scraped with: the naming convention of the exporter's example Kafka
+// rules, which Kafka operators' dashboards are built on (lower-cased
+// kafka_<domain>_<type>_<name>; a meter's Count as ..._total without
+// PerSec; a gauge's Value as is; the MBean's other keys as labels).
+const jmxExporterRules = `lowercaseOutputName: true
+rules:
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+)PerSec\w*, (.+)=(.+), (.+)=(.+)><>Count'
+    name: kafka_$1_$2_$3_total
+    type: COUNTER
+    labels: {"$4": "$5", "$6": "$7"}
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+)PerSec\w*, (.+)=(.+)><>Count'
+    name: kafka_$1_$2_$3_total
+    type: COUNTER
+    labels: {"$4": "$5"}
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+)PerSec\w*><>Count'
+    name: kafka_$1_$2_$3_total
+    type: COUNTER
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+), (.+)=(.+), (.+)=(.+)><>Value'
+    name: kafka_$1_$2_$3
+    type: GAUGE
+    labels: {"$4": "$5", "$6": "$7"}
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+), (.+)=(.+)><>Value'
+    name: kafka_$1_$2_$3
+    type: GAUGE
+    labels: {"$4": "$5"}
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+)><>Value'
+    name: kafka_$1_$2_$3
+    type: GAUGE
+`
+
+// withJMXExporter attaches Prometheus' JMX exporter to a java command,
+// serving on addr with jmxExporterRules (written into dir).
+func withJMXExporter(ctx context.Context, t *Tools, cmd Cmd, dir, addr string) (Cmd, error) {
+	libs, err := t.MavenLibs(ctx, SetJMXExporter)
+	if err != nil {
+		return cmd, err
+	}
+	rules := filepath.Join(dir, "jmx-exporter.yml")
+	if err := os.WriteFile(rules, []byte(jmxExporterRules), 0o644); err != nil {
+		return cmd, err
+	}
+	jar := filepath.Join(libs, "jmx_prometheus_javaagent-"+JMXExporterVersion+".jar")
+	cmd.Args = append([]string{"-javaagent:" + jar + "=" + addr + ":" + rules}, cmd.Args...)
+	return cmd, nil
+}
+
+// Sample is one sample of a Prometheus text exposition: the metric's name,
+// its labels and its value.
+type Sample struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// ParseExposition parses the Prometheus text format (0.0.4) as Gregor and
+// the JMX exporter write it.
+func ParseExposition(text string) ([]Sample, error) {
+	var out []Sample
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s := Sample{Labels: map[string]string{}}
+		rest := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 && line[i] == '{' {
+			s.Name = line[:i]
+			end := strings.LastIndexByte(line, '}')
+			if end < i {
+				return nil, fmt.Errorf("sample %q: unterminated labels", line)
+			}
+			for _, pair := range splitLabels(line[i+1 : end]) {
+				k, v, ok := strings.Cut(pair, "=")
+				if !ok {
+					return nil, fmt.Errorf("sample %q: label %q", line, pair)
+				}
+				uq, err := strconv.Unquote(v)
+				if err != nil {
+					return nil, fmt.Errorf("sample %q: label %q: %w", line, pair, err)
+				}
+				s.Labels[k] = uq
+			}
+			rest = strings.TrimSpace(line[end+1:])
+		} else {
+			name, value, _ := strings.Cut(line, " ")
+			s.Name, rest = name, value
+		}
+		value, _, _ := strings.Cut(rest, " ") // a timestamp may follow
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("sample %q: value: %w", line, err)
+		}
+		s.Value = v
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// splitLabels splits `a="x",b="y,z"` at the commas between pairs.
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, escaped, start := false, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			inQuote = !inQuote
+		case c == ',' && !inQuote:
+			if part := strings.TrimSpace(s[start:i]); part != "" {
+				out = append(out, part)
+			}
+			start = i + 1
+		}
+	}
+	if part := strings.TrimSpace(s[start:]); part != "" {
+		out = append(out, part)
+	}
+	return out
+}
