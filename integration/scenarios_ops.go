@@ -133,6 +133,8 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 		{"kafka_log_log_size", topicLabel, records * 8, true},
 		{"kafka_network_requestmetrics_requests_total", map[string]string{"request": "Produce"}, records, true},
 		{"kafka_network_requestmetrics_requests_total", map[string]string{"request": "CreateTopics"}, 1, true},
+		{"kafka_network_requestmetrics_requests_total", map[string]string{"request": "Fetch"}, 1, true},
+		{"kafka_network_requestmetrics_requests_total", map[string]string{"request": "FetchConsumer"}, 1, true},
 	}
 	// The gauges follow the state at once on Gregor; Kafka's JMX meters
 	// and gauges may lag a moment.

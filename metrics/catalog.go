@@ -115,7 +115,7 @@ var (
 var Requests = &Desc{Name: "kafka_network_requestmetrics_requests_total", Kind: CounterKind,
 	Labels: []string{"request", "version"},
 	MBean:  "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<api>,version=<v> (Count)",
-	Help:   "Requests received, by API name (Kafka's, e.g. Produce) and version."}
+	Help:   "Requests received, by API name (Kafka's, e.g. Produce; a Fetch counts also as FetchConsumer or FetchFollower) and version."}
 
 // Catalog is every metric declared above, in the order docs/metrics.md
 // lists them.

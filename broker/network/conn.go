@@ -601,7 +601,7 @@ func (c *Conn) handleFrame(frame []byte) bool {
 		return false
 	}
 	r := &Request{conn: c, Header: hdr, Body: kreq, slot: s}
-	c.srv.countRequest(key, version)
+	c.srv.countRequest(kreq, version)
 	if version < h.Min || version > h.Max {
 		if h.Unsupported != nil {
 			// Produce v0-2: advertised, answered with UNSUPPORTED_VERSION.

@@ -132,6 +132,9 @@ type Server struct {
 	// RequestsPerSec); built with the handlers, read-only afterwards
 	// but for its counters.
 	requests map[int16]*versionCounts
+	// fetchConsumer and fetchFollower count the Fetch requests again by
+	// who sent them (Kafka's FetchConsumer and FetchFollower).
+	fetchConsumer, fetchFollower versionCounts
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
