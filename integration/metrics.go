@@ -13,7 +13,8 @@ import (
 // scraped with: the naming convention of the exporter's example Kafka
 // rules, which Kafka operators' dashboards are built on (lower-cased
 // kafka_<domain>_<type>_<name>; a meter's Count as ..._total without
-// PerSec; a gauge's Value as is; the MBean's other keys as labels).
+// PerSec; a gauge's Value as is; a histogram's Count as ..._count and its
+// percentiles with a quantile label; the MBean's other keys as labels).
 const jmxExporterRules = `lowercaseOutputName: true
 rules:
   - pattern: 'kafka.(\w+)<type=(.+), name=(.+)PerSec\w*, (.+)=(.+), (.+)=(.+)><>Count'
@@ -38,6 +39,14 @@ rules:
   - pattern: 'kafka.(\w+)<type=(.+), name=(.+)><>Value'
     name: kafka_$1_$2_$3
     type: GAUGE
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+), (.+)=(.+)><>Count'
+    name: kafka_$1_$2_$3_count
+    type: COUNTER
+    labels: {"$4": "$5"}
+  - pattern: 'kafka.(\w+)<type=(.+), name=(.+), (.+)=(.*)><>(\d+)thPercentile'
+    name: kafka_$1_$2_$3
+    type: GAUGE
+    labels: {"$4": "$5", "quantile": "0.$6"}
 `
 
 // withJMXExporter attaches Prometheus' JMX exporter to a java command,

@@ -1,5 +1,7 @@
 package metrics
 
+import "strings"
+
 // The catalog: every metric a node exposes, declared once. docs/metrics.md
 // lists them with the same names, kinds, labels and MBeans
 // (TestDocsListTheCatalog). A label whose value is empty is left out of a
@@ -117,6 +119,44 @@ var Requests = &Desc{Name: "kafka_network_requestmetrics_requests_total", Kind: 
 	MBean:  "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<api>,version=<v> (Count)",
 	Help:   "Requests received, by API name (Kafka's, e.g. Produce; a Fetch counts also as FetchConsumer or FetchFollower) and version."}
 
+// The time requests took, by Kafka's API name (Kafka's
+// kafka.network:type=RequestMetrics histograms), as the JMX exporter
+// renders a histogram: its percentiles over the last five minutes as
+// samples with a quantile label (0.50, 0.75, 0.95, 0.98, 0.99, 0.999), its
+// count as <name>_count_total (the exporter's rules make the count a
+// counter, and the exporter since 1.0 ends a counter's name in _total). Received to dispatched is the request queue time,
+// the handler's own work the local time, waiting in a purgatory (acks=all,
+// a fetch's long poll) or for the controller the remote time, answered to
+// picked up by the connection's writer the response queue time, and the
+// write the response send time.
+var (
+	RequestQueueTimeMs, RequestQueueTimeMsCount   = requestTime("RequestQueueTimeMs", "waiting to be handled")
+	LocalTimeMs, LocalTimeMsCount                 = requestTime("LocalTimeMs", "in its handler")
+	RemoteTimeMs, RemoteTimeMsCount               = requestTime("RemoteTimeMs", "waiting for replicas, new data or the controller")
+	ResponseQueueTimeMs, ResponseQueueTimeMsCount = requestTime("ResponseQueueTimeMs", "answered, waiting to be written")
+	ResponseSendTimeMs, ResponseSendTimeMsCount   = requestTime("ResponseSendTimeMs", "being written")
+	TotalTimeMs, TotalTimeMsCount                 = requestTime("TotalTimeMs", "from received to written")
+)
+
+// requestTime declares one request histogram: its quantiles and its count.
+func requestTime(mbeanName, what string) (quantiles, count *Desc) {
+	name := "kafka_network_requestmetrics_" + strings.ToLower(mbeanName)
+	mbean := "kafka.network:type=RequestMetrics,name=" + mbeanName + ",request=<api>"
+	return &Desc{Name: name, Kind: GaugeKind, Labels: []string{"request", "quantile"},
+			MBean: mbean + " (50thPercentile ... 999thPercentile)",
+			Help:  "Milliseconds a request spent " + what + ", quantiles of the last five minutes."},
+		&Desc{Name: name + "_count_total", Kind: CounterKind, Labels: []string{"request"},
+			MBean: mbean + " (Count)",
+			Help:  "Requests timed."}
+}
+
+// RequestTimeQuantiles are the quantiles the request histograms give, as
+// the JMX exporter labels Kafka's percentiles.
+var RequestTimeQuantiles = []float64{0.50, 0.75, 0.95, 0.98, 0.99, 0.999}
+
+// RequestTimeQuantileLabels are their label values.
+var RequestTimeQuantileLabels = []string{"0.50", "0.75", "0.95", "0.98", "0.99", "0.999"}
+
 // Catalog is every metric declared above, in the order docs/metrics.md
 // lists them.
 func Catalog() []*Desc {
@@ -128,5 +168,7 @@ func Catalog() []*Desc {
 		TotalFetchRequests, FailedFetchRequests, ISRShrinks, ISRExpands,
 		LogSize, LogStartOffset, LogEndOffset, NumLogSegments,
 		Requests,
+		RequestQueueTimeMs, RequestQueueTimeMsCount, LocalTimeMs, LocalTimeMsCount, RemoteTimeMs, RemoteTimeMsCount,
+		ResponseQueueTimeMs, ResponseQueueTimeMsCount, ResponseSendTimeMs, ResponseSendTimeMsCount, TotalTimeMs, TotalTimeMsCount,
 	}
 }

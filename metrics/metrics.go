@@ -65,6 +65,16 @@ func (d *Desc) familyName(openMetrics bool) string {
 	return d.Name
 }
 
+// typeName is the family's TYPE: OpenMetrics requires a counter's samples
+// to end in _total, so a counter named otherwise (a histogram's count, as
+// the JMX exporter names it) is of unknown type there.
+func (d *Desc) typeName(openMetrics bool) string {
+	if openMetrics && d.Kind == CounterKind && !strings.HasSuffix(d.Name, "_total") {
+		return "unknown"
+	}
+	return d.Kind.String()
+}
+
 // Emit hands a collector's samples to the writer: a value and the label
 // values, in the order of the Desc's Labels.
 type Emit func(value float64, labelValues ...string)
@@ -276,7 +286,7 @@ func (r *Registry) Write(w io.Writer, openMetrics bool) error {
 		buf = append(buf, "\n# TYPE "...)
 		buf = append(buf, family...)
 		buf = append(buf, ' ')
-		buf = append(buf, d.Kind.String()...)
+		buf = append(buf, d.typeName(openMetrics)...)
 		buf = append(buf, '\n')
 		for _, s := range samples {
 			buf = append(buf, d.Name...)

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -57,12 +59,40 @@ func TestTwoDeclarationsOfOneNamePanic(t *testing.T) {
 
 var docsRow = regexp.MustCompile("^\\| `([a-z_]+)` \\| (counter|gauge) \\| ([^|]*) \\| `([^`]+)` \\| [^|]+ \\|$")
 
+var update = flag.Bool("update", false, "rewrite docs/metrics.md's table from the catalog")
+
+// docsTable is the table docs/metrics.md lists the catalog in.
+func docsTable() string {
+	var b strings.Builder
+	b.WriteString("| name | type | labels | Kafka MBean | meaning |\n|---|---|---|---|---|\n")
+	for _, d := range Catalog() {
+		labels := "–"
+		if len(d.Labels) > 0 {
+			labels = "`" + strings.Join(d.Labels, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | `%s` | %s |\n", d.Name, d.Kind, labels, d.MBean, d.Help)
+	}
+	return b.String()
+}
+
 // TestDocsListTheCatalog: docs/metrics.md lists exactly the catalog, with
-// each metric's kind, labels and MBean.
+// each metric's kind, labels and MBean. go test ./metrics -run
+// TestDocsListTheCatalog -update rewrites its table.
 func TestDocsListTheCatalog(t *testing.T) {
 	raw, err := os.ReadFile("../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *update {
+		text := string(raw)
+		i := strings.Index(text, "| name | type |")
+		if i < 0 {
+			t.Fatal("docs/metrics.md has no table")
+		}
+		raw = []byte(text[:i] + docsTable())
+		if err := os.WriteFile("../docs/metrics.md", raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	listed := map[string]string{}
 	for _, line := range strings.Split(string(raw), "\n") {

@@ -301,12 +301,23 @@ type slot struct {
 	closeAfter bool
 
 	mu        sync.Mutex
-	finished  bool // the outcome is set
+	answered  bool // the outcome is set
 	abandoned bool // the writer will never send it
 	// quota is what the client quotas measure of the request; nil
 	// while no quota exists (requestquota.go). It lives here, in the slot's
 	// spare room, so that requests cost nothing more without quotas.
 	quota *requestQuota
+
+	// The request's times (metrics.go): received at start; the others
+	// since then. times is nil for a request no handler was called for.
+	// dispatched is set before the handler runs and finished before done
+	// is closed, so the writer reads them after awaitHandler; localEnd is
+	// set by the reader once the handler returned, maybe while the writer
+	// reads it.
+	start                time.Time
+	dispatched, finished time.Duration
+	localEnd             atomic.Int64
+	times, fetchTimes    *lazyTimes
 }
 
 // Chunk is a piece of a response: bytes, or a file range (copied or
@@ -331,8 +342,11 @@ func (s *slot) finish() {
 	}
 	s.owner.add(resp - s.held)
 	s.held = resp
+	if s.times != nil {
+		s.finished = time.Since(s.start)
+	}
 	s.mu.Lock()
-	s.finished = true
+	s.answered = true
 	abandoned := s.abandoned
 	s.mu.Unlock()
 	close(s.done)
@@ -345,9 +359,9 @@ func (s *slot) finish() {
 func (s *slot) abandon() {
 	s.mu.Lock()
 	s.abandoned = true
-	finished := s.finished
+	answered := s.answered
 	s.mu.Unlock()
-	if finished {
+	if answered {
 		ReleaseChunks(s.chunks)
 	}
 }
@@ -613,6 +627,7 @@ func (c *Conn) handleFrame(frame []byte) bool {
 		s.finish()
 		return false
 	}
+	c.srv.timeRequest(s, kreq)
 	if q := c.srv.quotas; q != nil && q.Active() {
 		rq := &requestQuota{size: len(frame)}
 		s.quota = rq
@@ -624,6 +639,7 @@ func (c *Conn) handleFrame(frame []byte) bool {
 	} else {
 		c.srv.dispatch(c.ctx, h, r)
 	}
+	s.localEnd.Store(int64(time.Since(s.start)))
 	c.releaseFrame(key, frame, s)
 	return true
 }
@@ -675,7 +691,9 @@ func (c *Conn) writeLoop() {
 			drain()
 			return
 		}
+		writeStart := time.Since(s.start)
 		if s.noResponse {
+			observeTimes(s, writeStart, writeStart)
 			continue
 		}
 		var err error
@@ -706,6 +724,7 @@ func (c *Conn) writeLoop() {
 			drain()
 			return
 		}
+		observeTimes(s, writeStart, time.Since(s.start))
 	}
 	bw.Flush()
 }

@@ -3,6 +3,7 @@ package network
 import (
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregorbroker/gregor/metrics"
 	"github.com/gregorbroker/gregor/protocol"
@@ -55,6 +56,7 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 			}
 		}
 	}
+	s.registerTimes(r)
 	r.Collect(metrics.Requests, func(emit metrics.Emit) {
 		for key, counts := range s.requests {
 			emitCounts(emit, protocol.KafkaName(key), counts)
@@ -62,4 +64,108 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 		emitCounts(emit, "FetchConsumer", &s.fetchConsumer)
 		emitCounts(emit, "FetchFollower", &s.fetchFollower)
 	})
+}
+
+// requestTimes are one API's request histograms (Kafka's RequestMetrics).
+type requestTimes struct {
+	queue, local, remote, responseQueue, send, total metrics.Histogram
+}
+
+// lazyTimes allocate an API's histograms with its first request: most
+// APIs a node serves are never asked of it.
+type lazyTimes struct{ p atomic.Pointer[requestTimes] }
+
+func (l *lazyTimes) get() *requestTimes {
+	if t := l.p.Load(); t != nil {
+		return t
+	}
+	l.p.CompareAndSwap(nil, &requestTimes{})
+	return l.p.Load()
+}
+
+// timeRequest marks the request of s as timed, under its API's histograms
+// (and a Fetch's under FetchConsumer's or FetchFollower's too), as its
+// handler is called.
+func (s *Server) timeRequest(sl *slot, req kmsg.Request) {
+	sl.times = s.times[req.Key()]
+	if f, ok := req.(*kmsg.FetchRequest); ok {
+		if fetchFromFollower(f) {
+			sl.fetchTimes = &s.fetchFollowerTimes
+		} else {
+			sl.fetchTimes = &s.fetchConsumerTimes
+		}
+	}
+	sl.dispatched = time.Since(sl.start)
+}
+
+// observeTimes records a timed request's times once its response is
+// written (writeStart to end, both since the request was received), as
+// Kafka's RequestChannel splits them: received to dispatched, the
+// handler's own work (to its return, or to the answer when that came
+// first), the wait to the answer, the wait for the writer, the write.
+func observeTimes(sl *slot, writeStart, end time.Duration) {
+	if sl.times == nil {
+		return
+	}
+	finished := sl.finished
+	local := time.Duration(sl.localEnd.Load())
+	if local == 0 || local > finished {
+		local = finished
+	}
+	now := sl.start.Add(end)
+	for _, l := range []*lazyTimes{sl.times, sl.fetchTimes} {
+		if l == nil {
+			continue
+		}
+		t := l.get()
+		t.queue.Observe(sl.dispatched, now)
+		t.local.Observe(local-sl.dispatched, now)
+		t.remote.Observe(finished-local, now)
+		t.responseQueue.Observe(writeStart-finished, now)
+		t.send.Observe(end-writeStart, now)
+		t.total.Observe(end, now)
+	}
+}
+
+// registerTimes registers the request histograms.
+func (s *Server) registerTimes(r *metrics.Registry) {
+	type histogram struct {
+		quantiles, count *metrics.Desc
+		of               func(*requestTimes) *metrics.Histogram
+	}
+	for _, h := range []histogram{
+		{metrics.RequestQueueTimeMs, metrics.RequestQueueTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.queue }},
+		{metrics.LocalTimeMs, metrics.LocalTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.local }},
+		{metrics.RemoteTimeMs, metrics.RemoteTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.remote }},
+		{metrics.ResponseQueueTimeMs, metrics.ResponseQueueTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.responseQueue }},
+		{metrics.ResponseSendTimeMs, metrics.ResponseSendTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.send }},
+		{metrics.TotalTimeMs, metrics.TotalTimeMsCount, func(t *requestTimes) *metrics.Histogram { return &t.total }},
+	} {
+		each := func(fn func(name string, hist *metrics.Histogram)) {
+			for key, l := range s.times {
+				if t := l.p.Load(); t != nil {
+					fn(protocol.KafkaName(key), h.of(t))
+				}
+			}
+			if t := s.fetchConsumerTimes.p.Load(); t != nil {
+				fn("FetchConsumer", h.of(t))
+			}
+			if t := s.fetchFollowerTimes.p.Load(); t != nil {
+				fn("FetchFollower", h.of(t))
+			}
+		}
+		r.Collect(h.quantiles, func(emit metrics.Emit) {
+			now := time.Now()
+			values := make([]float64, len(metrics.RequestTimeQuantiles))
+			each(func(name string, hist *metrics.Histogram) {
+				hist.Quantiles(now, metrics.RequestTimeQuantiles, values)
+				for i, v := range values {
+					emit(v, name, metrics.RequestTimeQuantileLabels[i])
+				}
+			})
+		})
+		r.Collect(h.count, func(emit metrics.Emit) {
+			each(func(name string, hist *metrics.Histogram) { emit(float64(hist.Count()), name) })
+		})
+	}
 }

@@ -242,7 +242,7 @@ func (c *Conn) slotFor(frame []byte) (key, version int16, s *slot) {
 
 // queueSlot queues the response slot of a frame, in order with the rest.
 func (c *Conn) queueSlot(frame []byte) *slot {
-	s := &slot{done: make(chan struct{}), held: int64(cap(frame)), owner: &c.held}
+	s := &slot{done: make(chan struct{}), held: int64(cap(frame)), owner: &c.held, start: time.Now()}
 	c.held.add(s.held)
 	select {
 	case c.queue <- s:

@@ -135,6 +135,11 @@ type Server struct {
 	// fetchConsumer and fetchFollower count the Fetch requests again by
 	// who sent them (Kafka's FetchConsumer and FetchFollower).
 	fetchConsumer, fetchFollower versionCounts
+	// times are the request histograms by API (and a Fetch's again by
+	// who sent it); built with the handlers, each allocated with its
+	// first request.
+	times                                  map[int16]*lazyTimes
+	fetchConsumerTimes, fetchFollowerTimes lazyTimes
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -251,8 +256,10 @@ func NewServer(opts ServerOptions, handlers []*Handler) *Server {
 		s.requestPool = newRequestPool(s.opts.QueuedMaxRequestBytes)
 	}
 	s.requests = map[int16]*versionCounts{}
+	s.times = map[int16]*lazyTimes{}
 	for _, h := range handlers {
 		s.requests[int16(h.Key)] = &versionCounts{}
+		s.times[int16(h.Key)] = &lazyTimes{}
 		s.handlers[int16(h.Key)] = h
 		min := h.Min
 		if h.Unsupported != nil {

@@ -1,0 +1,6 @@
+//go:build race
+
+package metrics
+
+// The race detector allocates: allocation counts are meaningful without it.
+const raceEnabled = true
