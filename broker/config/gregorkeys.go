@@ -12,6 +12,13 @@ import (
 // lists any other key of server.properties; a "gregor." key not listed here
 // stops start-up, as a typo in them would otherwise go unnoticed.
 var gregorKeys = map[string]func(value string) error{
+	LogFormatKey: func(v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "", "text", "json":
+			return nil
+		}
+		return fmt.Errorf("expected text or json")
+	},
 	MetricsPerPartitionKey: func(v string) error {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "true", "false":
@@ -39,6 +46,15 @@ const MetricsPerPartitionKey = "gregor.metrics.per.partition"
 // MetricsPerPartition is gregor.metrics.per.partition (default true).
 func (b *Broker) MetricsPerPartition() bool {
 	return !strings.EqualFold(strings.TrimSpace(b.Raw[MetricsPerPartitionKey]), "false")
+}
+
+// LogFormatKey is gregor.log.format: text (log/slog's key=value lines, the
+// default) or json (one JSON object a line).
+const LogFormatKey = "gregor.log.format"
+
+// LogJSON says whether gregor.log.format is json.
+func (b *Broker) LogJSON() bool {
+	return strings.EqualFold(strings.TrimSpace(b.Raw[LogFormatKey]), "json")
 }
 
 // HTTPListenerKey is gregor.http.listener: host:port of the node's HTTP

@@ -20,7 +20,7 @@ func TestGregorKeys(t *testing.T) {
 		t.Fatalf("a listener without a host: %v", err)
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
-		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener, gregor.metrics.per.partition)") {
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener, gregor.log.format, gregor.metrics.per.partition)") {
 		t.Fatalf("a misspelt Gregor key: %v", err)
 	}
 	if !b.MetricsPerPartition() {
@@ -31,5 +31,11 @@ func TestGregorKeys(t *testing.T) {
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{MetricsPerPartitionKey: "no"}); err == nil {
 		t.Fatal("gregor.metrics.per.partition=no accepted")
+	}
+	if b, _, err := Load(EmbeddedDefaults(), map[string]string{LogFormatKey: "JSON"}); err != nil || !b.LogJSON() {
+		t.Fatalf("gregor.log.format=JSON: %v", err)
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{LogFormatKey: "xml"}); err == nil {
+		t.Fatal("gregor.log.format=xml accepted")
 	}
 }

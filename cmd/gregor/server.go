@@ -40,7 +40,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	var metaView atomic.Pointer[broker.MetadataView]
 	var ready atomic.Bool
 	registry := metrics.NewRegistry()
-	if addr := httpListenerAddr(s, log); addr != "" {
+	if addr, optional := httpListenerAddr(s, log); addr != "" {
 		srv, err := ops.Start(ops.Options{
 			Addr:     addr,
 			Registry: registry,
@@ -58,10 +58,14 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			},
 			Logger: log.With("component", "http"),
 		})
-		if err != nil {
+		switch {
+		case err != nil && optional:
+			log.Warn("no HTTP listener for /metrics: the dev mode's address is taken; set "+config.HTTPListenerKey+" to choose one", "addr", addr, "err", err)
+		case err != nil:
 			return err
+		default:
+			defer srv.Close()
 		}
-		defer srv.Close()
 	}
 
 	clusterID, dirIDs, err := ensureFormatted(fsys, s, log)

@@ -55,12 +55,14 @@ type settings struct {
 	// bootstrapScram are the --add-scram credentials of gregor storage
 	// format.
 	bootstrapScram []*metadata.UserScramCredentialRecord
+	// zeroConfig: gregor runs with its embedded defaults alone, no file
+	// and no override (the dev mode, debug.go).
+	zeroConfig bool
 }
 
 // loadSettings reads the properties file (or the embedded defaults when
 // there is none), applies the overrides and validates the result.
 func loadSettings(file string, overrides []string, stderr io.Writer) (*settings, error) {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	props := config.EmbeddedDefaults()
 	if file != "" {
 		raw, err := os.ReadFile(file)
@@ -80,12 +82,20 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	if err != nil {
 		return nil, err
 	}
+	handlerOpts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var logger *slog.Logger
+	if cfg.LogJSON() {
+		logger = slog.New(slog.NewJSONHandler(stderr, handlerOpts))
+	} else {
+		logger = slog.New(slog.NewTextHandler(stderr, handlerOpts))
+	}
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
 
 	s := &settings{
 		cfg:                    cfg,
+		zeroConfig:             file == "" && len(overrides) == 0,
 		nodeID:                 cfg.NodeID,
 		isController:           cfg.IsController,
 		isBroker:               cfg.IsBroker,
