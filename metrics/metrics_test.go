@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -123,5 +124,45 @@ func TestDocsListTheCatalog(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("docs/metrics.md lists %s, which the catalog does not declare", name)
 		}
+	}
+}
+
+var metricName = regexp.MustCompile(`kafka_[a-z_]+`)
+
+// TestDashboardUsesOnlyCatalogMetrics: every metric docs/grafana-dashboard.json
+// queries is in the catalog, so the dashboard shows what a node serves.
+func TestDashboardUsesOnlyCatalogMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, d := range Catalog() {
+		known[d.Name] = true
+	}
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, name := range metricName.FindAllString(target.Expr, -1) {
+				queried++
+				if !known[name] {
+					t.Errorf("panel %q queries %s, which the catalog does not declare", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried == 0 {
+		t.Fatal("the dashboard queries no metric")
 	}
 }

@@ -23,9 +23,10 @@ import (
 
 // startPrometheus starts Debian's Prometheus (installed when missing) on a
 // loopback address of the test's own, scraping targets every second, and
-// returns a PromQL query function over its HTTP API: the value of an
-// expression that gives one sample, false while it gives none.
-func startPrometheus(ctx context.Context, t *testing.T, targets []string) func(expr string) (float64, bool) {
+// returns PromQL over its HTTP API: query is the value of an expression
+// that gives one sample (false while it gives none), check whether
+// Prometheus evaluates an expression at all.
+func startPrometheus(ctx context.Context, t *testing.T, targets []string) (query func(expr string) (float64, bool), check func(expr string) error) {
 	t.Helper()
 	root, err := integration.FindRepoRoot()
 	if err != nil {
@@ -64,27 +65,42 @@ func startPrometheus(ctx context.Context, t *testing.T, targets []string) func(e
 		}
 	})
 	c := &http.Client{Timeout: 2 * time.Second}
-	return func(expr string) (float64, bool) {
+	type answer struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	ask := func(expr string) (answer, error) {
+		var a answer
 		resp, err := c.Get("http://" + listen + "/api/v1/query?query=" + url.QueryEscape(expr))
 		if err != nil {
-			return 0, false
+			return a, err
 		}
 		defer resp.Body.Close()
-		var answer struct {
-			Status string `json:"status"`
-			Data   struct {
-				Result []struct {
-					Value [2]any `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || answer.Status != "success" || len(answer.Data.Result) != 1 {
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		return a, err
+	}
+	query = func(expr string) (float64, bool) {
+		a, err := ask(expr)
+		if err != nil || a.Status != "success" || len(a.Data.Result) != 1 {
 			return 0, false
 		}
-		s, _ := answer.Data.Result[0].Value[1].(string)
+		s, _ := a.Data.Result[0].Value[1].(string)
 		v, err := strconv.ParseFloat(s, 64)
 		return v, err == nil
 	}
+	check = func(expr string) error {
+		a, err := ask(expr)
+		if err == nil && a.Status != "success" {
+			err = fmt.Errorf("%s: %s", a.Status, a.Error)
+		}
+		return err
+	}
+	return query, check
 }
 
 // TestPrometheusScrapesTheCluster: a real Prometheus scrapes a 3-node
@@ -101,7 +117,7 @@ func TestPrometheusScrapesTheCluster(t *testing.T) {
 	for i, n := range nodes {
 		targets[i] = n.DebugAddr
 	}
-	query := startPrometheus(ctx, t, targets)
+	query, check := startPrometheus(ctx, t, targets)
 	cl := node.NewClient(t, node.Addrs(nodes), kgo.RequiredAcks(kgo.AllISRAcks()))
 	const topic = "scraped"
 	createReplicated(ctx, t, kadm.NewClient(cl), topic, 4)
@@ -144,4 +160,33 @@ func TestPrometheusScrapesTheCluster(t *testing.T) {
 
 	victim.Restart()
 	answers("after the rejoin", map[string]float64{underReplicated: 0, offline: 0, activeCtrl: 1, targetsUp: 3})
+
+	// Every query of the dashboard in docs/ is PromQL that Prometheus
+	// evaluates over what the nodes serve.
+	root, err := integration.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			if err := check(target.Expr); err != nil {
+				t.Errorf("dashboard panel %q: %s: %v", p.Title, target.Expr, err)
+			}
+		}
+	}
 }
