@@ -11,6 +11,7 @@ package ops
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,9 @@ import (
 // Options configure the listener.
 type Options struct {
 	// Addr is host:port to listen on.
-	Addr     string
+	Addr string
+	// TLS, when set, serves HTTPS (gregor.http.ssl.*).
+	TLS      *tls.Config
 	Registry *metrics.Registry
 	// Image is the node's applied metadata image, nil until it follows
 	// the metadata.
@@ -49,6 +52,9 @@ func Start(opts Options) (*Server, error) {
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("gregor.http.listener %s: %w", opts.Addr, err)
+	}
+	if opts.TLS != nil {
+		ln = tls.NewListener(ln, opts.TLS)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +98,7 @@ func Start(opts Options) (*Server, error) {
 			opts.Logger.Error("the HTTP listener stopped", "err", err)
 		}
 	}()
-	opts.Logger.Info("HTTP listener serving /metrics, /healthz, /readyz", "addr", ln.Addr().String())
+	opts.Logger.Info("HTTP listener serving /metrics, /healthz, /readyz", "addr", ln.Addr().String(), "tls", opts.TLS != nil)
 	return s, nil
 }
 

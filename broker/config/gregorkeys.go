@@ -57,6 +57,9 @@ func (b *Broker) LogJSON() bool {
 	return strings.EqualFold(strings.TrimSpace(b.Raw[LogFormatKey]), "json")
 }
 
+// httpSSLPrefix prefixes the HTTP listener's ssl.* keys.
+const httpSSLPrefix = "gregor.http.ssl."
+
 // HTTPListenerKey is gregor.http.listener: host:port of the node's HTTP
 // listener for /metrics, /healthz, /readyz and the debug pages; off when
 // empty.
@@ -65,13 +68,18 @@ const HTTPListenerKey = "gregor.http.listener"
 // checkGregorKey validates a "gregor." key of the configuration.
 func checkGregorKey(name, value string) error {
 	check, ok := gregorKeys[name]
+	if !ok && strings.HasPrefix(name, httpSSLPrefix) {
+		// Any ssl.* key of the HTTP listener; the TLS set-up that reads
+		// them (broker/listeners' HTTPTLS) checks them as a listener's.
+		return nil
+	}
 	if !ok {
 		known := make([]string, 0, len(gregorKeys))
 		for k := range gregorKeys {
 			known = append(known, k)
 		}
 		slices.Sort(known)
-		return fmt.Errorf("%s is not one of Gregor's keys (%s)", name, strings.Join(known, ", "))
+		return fmt.Errorf("%s is not one of Gregor's keys (%s, %s*)", name, strings.Join(known, ", "), httpSSLPrefix)
 	}
 	if err := check(value); err != nil {
 		return fmt.Errorf("%s=%s: %w", name, value, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/gregorbroker/gregor/broker"
 	"github.com/gregorbroker/gregor/broker/config"
 	"github.com/gregorbroker/gregor/broker/controllerclient"
+	"github.com/gregorbroker/gregor/broker/listeners"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/metrics"
@@ -41,8 +42,13 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	var ready atomic.Bool
 	registry := metrics.NewRegistry()
 	if addr, optional := httpListenerAddr(s, log); addr != "" {
+		httpTLS, err := listeners.HTTPTLS(s.cfg, log)
+		if err != nil {
+			return err
+		}
 		srv, err := ops.Start(ops.Options{
 			Addr:     addr,
+			TLS:      httpTLS,
 			Registry: registry,
 			Image: func() *metadata.Image {
 				if m := metaView.Load(); m != nil {
