@@ -11,6 +11,8 @@ package ops
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -31,8 +33,12 @@ type Options struct {
 	// Addr is host:port to listen on.
 	Addr string
 	// TLS, when set, serves HTTPS (gregor.http.ssl.*).
-	TLS      *tls.Config
-	Registry *metrics.Registry
+	TLS *tls.Config
+	// Username and Password, when set, are asked for with HTTP Basic
+	// authentication on every page but /healthz and /readyz, which say
+	// nothing but whether the node is up and ready.
+	Username, Password string
+	Registry           *metrics.Registry
 	// Image is the node's applied metadata image, nil until it follows
 	// the metadata.
 	Image func() *metadata.Image
@@ -92,7 +98,11 @@ func Start(opts Options) (*Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	var handler http.Handler = mux
+	if opts.Username != "" {
+		handler = basicAuth(mux, opts.Username, opts.Password)
+	}
+	s := &Server{ln: ln, srv: &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			opts.Logger.Error("the HTTP listener stopped", "err", err)
@@ -110,4 +120,22 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return s.srv.Shutdown(ctx)
+}
+
+// basicAuth asks for user and password on every page but the health and
+// readiness probes, comparing in constant time.
+func basicAuth(next http.Handler, user, password string) http.Handler {
+	wantUser, wantPassword := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			u, p, ok := r.BasicAuth()
+			gotUser, gotPassword := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+			if !ok || subtle.ConstantTimeCompare(gotUser[:], wantUser[:])&subtle.ConstantTimeCompare(gotPassword[:], wantPassword[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Basic realm="gregor"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -12,6 +12,8 @@ import (
 // lists any other key of server.properties; a "gregor." key not listed here
 // stops start-up, as a typo in them would otherwise go unnoticed.
 var gregorKeys = map[string]func(value string) error{
+	HTTPBasicAuthUsernameKey: func(string) error { return nil },
+	HTTPBasicAuthPasswordKey: func(string) error { return nil },
 	LogFormatKey: func(v string) error {
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "", "text", "json":
@@ -60,6 +62,20 @@ func (b *Broker) LogJSON() bool {
 // httpSSLPrefix prefixes the HTTP listener's ssl.* keys.
 const httpSSLPrefix = "gregor.http.ssl."
 
+// HTTPBasicAuthUsernameKey and HTTPBasicAuthPasswordKey, set together,
+// have the HTTP listener ask for HTTP Basic authentication on every page
+// but /healthz and /readyz.
+const (
+	HTTPBasicAuthUsernameKey = "gregor.http.basic.auth.username"
+	HTTPBasicAuthPasswordKey = "gregor.http.basic.auth.password"
+)
+
+// HTTPBasicAuth is the HTTP listener's user and password, both empty when
+// it asks for none.
+func (b *Broker) HTTPBasicAuth() (username, password string) {
+	return b.Raw[HTTPBasicAuthUsernameKey], b.Raw[HTTPBasicAuthPasswordKey]
+}
+
 // HTTPListenerKey is gregor.http.listener: host:port of the node's HTTP
 // listener for /metrics, /healthz, /readyz and the debug pages; off when
 // empty.
@@ -89,3 +105,12 @@ func checkGregorKey(name, value string) error {
 
 // HTTPListener is gregor.http.listener, empty when the listener is off.
 func (b *Broker) HTTPListener() string { return strings.TrimSpace(b.Raw[HTTPListenerKey]) }
+
+// checkGregorPairs checks the Gregor keys that go together: the HTTP
+// listener's user and password.
+func checkGregorPairs(raw map[string]string) error {
+	if (raw[HTTPBasicAuthUsernameKey] == "") != (raw[HTTPBasicAuthPasswordKey] == "") {
+		return fmt.Errorf("%s and %s are set together (HTTP Basic authentication on the HTTP listener), or neither", HTTPBasicAuthUsernameKey, HTTPBasicAuthPasswordKey)
+	}
+	return nil
+}

@@ -20,7 +20,7 @@ func TestGregorKeys(t *testing.T) {
 		t.Fatalf("a listener without a host: %v", err)
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
-		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.listener, gregor.log.format, gregor.metrics.per.partition, gregor.http.ssl.*)") {
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.basic.auth.password, gregor.http.basic.auth.username, gregor.http.listener, gregor.log.format, gregor.metrics.per.partition, gregor.http.ssl.*)") {
 		t.Fatalf("a misspelt Gregor key: %v", err)
 	}
 	if !b.MetricsPerPartition() {
@@ -37,5 +37,14 @@ func TestGregorKeys(t *testing.T) {
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{LogFormatKey: "xml"}); err == nil {
 		t.Fatal("gregor.log.format=xml accepted")
+	}
+	if b, _, err := Load(EmbeddedDefaults(), map[string]string{HTTPBasicAuthUsernameKey: "ops", HTTPBasicAuthPasswordKey: "s3cret"}); err != nil {
+		t.Fatal(err)
+	} else if u, p := b.HTTPBasicAuth(); u != "ops" || p != "s3cret" {
+		t.Fatalf("basic auth %q %q", u, p)
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{HTTPBasicAuthUsernameKey: "ops"}); err == nil ||
+		!strings.Contains(err.Error(), "are set together") {
+		t.Fatalf("a user without a password: %v", err)
 	}
 }

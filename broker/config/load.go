@@ -301,6 +301,9 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 		}
 		unknown = append(unknown, name)
 	}
+	if err := checkGregorPairs(raw); err != nil {
+		return nil, nil, err
+	}
 	if len(unknown) > 0 {
 		warnings = append(warnings, fmt.Sprintf("These configurations '[%s]' were supplied but are not used yet.", strings.Join(unknown, ", ")))
 	}

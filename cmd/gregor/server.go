@@ -46,9 +46,12 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		httpUser, httpPassword := s.cfg.HTTPBasicAuth()
 		srv, err := ops.Start(ops.Options{
 			Addr:     addr,
 			TLS:      httpTLS,
+			Username: httpUser,
+			Password: httpPassword,
 			Registry: registry,
 			Image: func() *metadata.Image {
 				if m := metaView.Load(); m != nil {
