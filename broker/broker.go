@@ -181,19 +181,15 @@ type Options struct {
 
 // Broker is one broker node: its server, partitions and handlers.
 type Broker struct {
-	opts   Options
-	log    *slog.Logger
-	meta   MetadataView
-	ctrl   ActiveController
-	server *network.Server
-	// bytesOut and replicationBytesOut count the records fetches carried
-	// to consumers and to followers (fetch.go).
-	bytesOut            metrics.TopicCounter
-	replicationBytesOut metrics.Counter
-	replicas            *replica.Manager
-	sessions            *fetchSessionCache
-	producerIDs         producerIDBlocks
-	now                 func() time.Time
+	opts        Options
+	log         *slog.Logger
+	meta        MetadataView
+	ctrl        ActiveController
+	server      *network.Server
+	replicas    *replica.Manager
+	sessions    *fetchSessionCache
+	producerIDs producerIDBlocks
+	now         func() time.Time
 	// peers reaches other brokers (interbroker.go).
 	peers *brokerPeers
 	// groups is the group coordinator, created by Start.
@@ -698,14 +694,7 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// RegisterMetrics registers the broker's metrics: the requests it received
-// by API and version, and the bytes its fetches carried.
-func (b *Broker) RegisterMetrics(r *metrics.Registry) {
-	b.server.RegisterMetrics(r)
-	r.CounterVec(metrics.BytesOut, &b.bytesOut.CounterVec)
-	r.OnScrape(func() {
-		img := b.meta.Image()
-		b.bytesOut.RetainTopics(func(topic string) bool { return img == nil || img.Topics[topic] != nil })
-	})
-	r.RegisterCounter(metrics.ReplicationBytesOut, &b.replicationBytesOut)
-}
+// RegisterMetrics registers the broker's network metrics: the requests it
+// received, by API and version, and their times. What its fetches carried
+// is counted with the replica manager's topic meters.
+func (b *Broker) RegisterMetrics(r *metrics.Registry) { b.server.RegisterMetrics(r) }

@@ -282,11 +282,7 @@ func (b *Broker) countBytesOut(plan *fetchPlan, entries []replica.FetchEntry, in
 		if size == 0 || (include != nil && !include[i]) {
 			continue
 		}
-		if plan.replicaID >= 0 {
-			b.replicationBytesOut.Add(uint64(size))
-		} else {
-			b.bytesOut.Add(entries[i].TopicPartition.Topic, uint64(size))
-		}
+		b.replicas.CountBytesOut(entries[i].TopicPartition.Topic, plan.replicaID >= 0, uint64(size))
 	}
 }
 

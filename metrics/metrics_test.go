@@ -14,11 +14,11 @@ import (
 func TestWriteTextAndOpenMetrics(t *testing.T) {
 	r := NewRegistry()
 	d := &Desc{Name: "kafka_test_thing_events_total", Kind: CounterKind, Labels: []string{"topic"}, Help: "Events.\nMany \\ of them."}
-	var v CounterVec
-	r.CounterVec(d, &v)
-	v.With("b").Add(2)
-	v.With("a\"x").Inc()
-	v.With("").Add(3)
+	r.Collect(d, func(emit Emit) {
+		emit(2, "b")
+		emit(1, "a\"x")
+		emit(3, "")
+	})
 	r.Gauge(&Desc{Name: "kafka_test_thing_level", Kind: GaugeKind, Help: "Level."}, func() float64 { return 0.25 })
 
 	var text bytes.Buffer

@@ -9,7 +9,7 @@ import (
 
 // topicMeters are one topic's counts (Kafka's BrokerTopicMetrics meters).
 type topicMeters struct {
-	messagesIn, bytesIn, totalProduce, failedProduce, totalFetch, failedFetch metrics.Counter
+	messagesIn, bytesIn, bytesOut, totalProduce, failedProduce, totalFetch, failedFetch metrics.Counter
 }
 
 // topicStats are the topic meters, by topic and for all topics: each event
@@ -20,6 +20,9 @@ type topicStats struct {
 	mu     sync.RWMutex // leaf
 	topics map[string]*topicMeters
 	all    topicMeters
+	// replicationBytesOut is the records sent to followers (all topics
+	// only, as Kafka keeps it).
+	replicationBytesOut metrics.Counter
 }
 
 // of is topic's meters: one map lookup under a read lock on the append
@@ -96,7 +99,21 @@ func (s *topicStats) fetched(topic string, ke *kerr.Error) {
 	}
 }
 
+// CountBytesOut counts the bytes of records a fetch answer carried for
+// topic: a consumer's per topic and for all topics, a follower's as
+// replication (Kafka's BrokerTopicStats.updateBytesOut).
+func (m *Manager) CountBytesOut(topic string, follower bool, bytes uint64) {
+	s := &m.stats
+	if follower {
+		s.replicationBytesOut.Add(bytes)
+		return
+	}
+	s.of(topic).bytesOut.Add(bytes)
+	s.all.bytesOut.Add(bytes)
+}
+
 func messagesIn(t *topicMeters) *metrics.Counter    { return &t.messagesIn }
+func bytesOut(t *topicMeters) *metrics.Counter      { return &t.bytesOut }
 func bytesIn(t *topicMeters) *metrics.Counter       { return &t.bytesIn }
 func totalProduce(t *topicMeters) *metrics.Counter  { return &t.totalProduce }
 func failedProduce(t *topicMeters) *metrics.Counter { return &t.failedProduce }
@@ -115,8 +132,9 @@ func (s *topicStats) register(r *metrics.Registry, exists func(topic string) boo
 			}
 		}
 	})
+	r.RegisterCounter(metrics.ReplicationBytesOut, &s.replicationBytesOut)
 	for d, pick := range map[*metrics.Desc]func(*topicMeters) *metrics.Counter{
-		metrics.MessagesIn: messagesIn, metrics.BytesIn: bytesIn,
+		metrics.MessagesIn: messagesIn, metrics.BytesIn: bytesIn, metrics.BytesOut: bytesOut,
 		metrics.TotalProduceRequests: totalProduce, metrics.FailedProduceRequests: failedProduce,
 		metrics.TotalFetchRequests: totalFetch, metrics.FailedFetchRequests: failedFetch,
 	} {
