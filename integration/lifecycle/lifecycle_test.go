@@ -54,10 +54,17 @@ func consumeAll(t *testing.T, n *node.Node, topic string, want int) []*kgo.Recor
 func TestStartsOnEmptyDirAndPrintsWhereItListens(t *testing.T) {
 	n := node.Start(t)
 	t.Logf("ready %v after exec", n.StartupDur)
-	out := n.Output()
-	if !strings.Contains(out, "PLAINTEXT://"+n.Addr()) || !strings.Contains(out, "started") {
-		t.Fatalf("start-up message does not say where it listens:\n%s", out)
-	}
+	// The node answers ApiVersions as soon as its listener is up; the
+	// start-up line comes after the rest of start-up, on stdout, copied
+	// by its own goroutine, so the test waits for it rather than
+	// expecting it by the first answer.
+	await.Until(t, 15*time.Second, "the start-up line naming the listener", func() error {
+		out := n.Output()
+		if !strings.Contains(out, "PLAINTEXT://"+n.Addr()) || !strings.Contains(out, "started") {
+			return fmt.Errorf("start-up message does not say where it listens:\n%s", out)
+		}
+		return nil
+	})
 	if _, err := os.Stat(filepath.Join(n.Dir, "meta.properties")); err != nil {
 		t.Fatalf("not formatted: %v", err)
 	}
