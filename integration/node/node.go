@@ -208,9 +208,25 @@ func (n *Node) start() {
 	n.t.Helper()
 	n.launch()
 	if err := n.waitReady(15 * time.Second); err != nil {
-		n.Kill()
+		n.dumpGoroutinesAndKill()
 		n.t.Fatalf("gregor did not become ready: %v\n%s", err, n.out.String())
 	}
+	n.t.Logf("gregor at %s ready %v after exec", n.Addr(), n.StartupDur.Round(time.Millisecond))
+}
+
+// dumpGoroutinesAndKill stops a node that hangs with SIGQUIT first, so
+// the Go runtime writes every goroutine's stack into its output (what it
+// was waiting for is the finding), then with SIGKILL.
+func (n *Node) dumpGoroutinesAndKill() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-n.exited:
+	case <-time.After(5 * time.Second):
+	}
+	n.Kill()
 }
 
 // launch starts the process without waiting for it to serve.
