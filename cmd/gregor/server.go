@@ -39,7 +39,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	// start-up too; the metadata it reports exists once the controller or
 	// follower does, and the node is ready once it serves.
 	var metaView atomic.Pointer[broker.MetadataView]
-	var ready atomic.Bool
+	var ready, stopping atomic.Bool
 	registry := metrics.NewRegistry()
 	if addr, optional := httpListenerAddr(s, log); addr != "" {
 		httpTLS, err := listeners.HTTPTLS(s.cfg, log)
@@ -60,10 +60,16 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 				return nil
 			},
 			Ready: func() (bool, string) {
+				if stopping.Load() {
+					return false, "shutting down"
+				}
 				if !ready.Load() {
 					return false, "starting: catching up with the metadata log and registering"
 				}
-				return true, ""
+				if !s.isBroker {
+					return true, ""
+				}
+				return brokerReady(metaView.Load(), s.nodeID)
 			},
 			Logger: log.With("component", "http"),
 		})
@@ -160,6 +166,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		ready.Store(true)
 		<-ctx.Done()
 		log.Info("shutting down")
+		stopping.Store(true)
 		b.Shutdown()
 		return nil
 	}
@@ -261,10 +268,36 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		log.Error("every log dir is offline after I/O errors: shutting down, as Kafka halts the broker", "err", err)
 		failed = fmt.Errorf("every log dir is offline: %w", err)
 	}
+	stopping.Store(true)
 	b.Shutdown()
 	stopBackground()
 	<-bgDone
 	return failed
+}
+
+// brokerReady says whether a started broker takes traffic: the metadata
+// it follows lists it registered, unfenced and not shutting down. A
+// broker the controller fenced (its session lapsed) leads nothing until
+// it is unfenced again, and a load balancer or Kubernetes should send
+// clients elsewhere meanwhile.
+func brokerReady(view *broker.MetadataView, nodeID int32) (bool, string) {
+	if view == nil {
+		return false, "not following the metadata log yet"
+	}
+	img := (*view).Image()
+	if img == nil {
+		return false, "not following the metadata log yet"
+	}
+	reg := img.Brokers[nodeID]
+	switch {
+	case reg == nil:
+		return false, "not registered with the controller"
+	case reg.InControlledShutdown:
+		return false, "in controlled shutdown"
+	case reg.Fenced:
+		return false, "fenced by the controller (its heartbeats did not arrive in broker.session.timeout.ms)"
+	}
+	return true, ""
 }
 
 func printStarted(stdout io.Writer, s *settings, start time.Time, clusterID string, b *broker.Broker) {

@@ -163,3 +163,59 @@ func TestHTTPListenerServesMetricsHealthAndReadiness(t *testing.T) {
 		t.Fatalf("/debug/metadata: %d %q", code, body)
 	}
 }
+
+// TestReadyzTurnsReadyAsTheBrokerJoins: a broker whose controller is down
+// is alive (/healthz 200) but not ready (/readyz 503, saying why) while it
+// waits to register; once the controller is back it registers, is
+// unfenced and turns ready, which is what a Kubernetes readiness probe
+// waits for during a rolling restart.
+func TestReadyzTurnsReadyAsTheBrokerJoins(t *testing.T) {
+	ctrls, brks := node.StartSplit(t, 1, 1)
+	ctrl, brk := ctrls[0], brks[0]
+	node.WaitFor(t, 10*time.Second, "the joined broker's /readyz 200", func() bool {
+		code, _ := httpGet(t, brk.DebugAddr, "/readyz", "")
+		return code == http.StatusOK
+	})
+
+	if err := brk.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	brk.Launch()
+	node.WaitFor(t, 10*time.Second, "the restarted broker's /healthz", func() bool {
+		code, _, err := tryGet(brk.DebugAddr, "/healthz")
+		return err == nil && code == http.StatusOK
+	})
+	// The controller is down, so the broker cannot register: it stays
+	// not ready however long it waits. Two answers a second apart show
+	// that it is not a moment's state.
+	for range 2 {
+		code, body := httpGet(t, brk.DebugAddr, "/readyz", "")
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: starting") {
+			t.Fatalf("/readyz of a broker that cannot reach its controller: %d %q", code, body)
+		}
+		time.Sleep(time.Second)
+	}
+
+	ctrl.Restart()
+	node.WaitFor(t, 30*time.Second, "the broker's /readyz 200 once its controller is back", func() bool {
+		code, _ := httpGet(t, brk.DebugAddr, "/readyz", "")
+		return code == http.StatusOK
+	})
+	brk.AwaitReady(10 * time.Second)
+}
+
+// tryGet is httpGet that reports a refused connection instead of failing
+// the test (the listener may not be up yet).
+func tryGet(addr, path string) (int, string, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}

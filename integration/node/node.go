@@ -207,7 +207,21 @@ func (n *Node) Args() []string {
 func (n *Node) start() {
 	n.t.Helper()
 	n.launch()
-	if err := n.waitReady(15 * time.Second); err != nil {
+	n.AwaitReady(15 * time.Second)
+}
+
+// Launch starts the stopped node again without waiting for it to serve
+// (a broker whose controllers are down, say); AwaitReady waits.
+func (n *Node) Launch() {
+	n.t.Helper()
+	n.launch()
+}
+
+// AwaitReady waits until the node answers ApiVersions, and fails the test
+// with the node's output and goroutines if it does not within timeout.
+func (n *Node) AwaitReady(timeout time.Duration) {
+	n.t.Helper()
+	if err := n.waitReady(timeout); err != nil {
 		n.dumpGoroutinesAndKill()
 		n.t.Fatalf("gregor did not become ready: %v\n%s", err, n.out.String())
 	}
@@ -403,6 +417,7 @@ func launchAll(t testing.TB, nodes []*Node) {
 	}
 	for _, n := range nodes {
 		if err := n.waitReady(30 * time.Second); err != nil {
+			n.dumpGoroutinesAndKill()
 			for _, m := range nodes {
 				m.Kill()
 			}
