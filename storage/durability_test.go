@@ -255,9 +255,11 @@ func TestTruncatedProducerSnapshotStaysRemoved(t *testing.T) {
 	}
 }
 
-// What recovery claims (the recovery point it sets) is durable: a process
-// that died with appends in the page cache restarts, recovers them, and a
-// power loss afterwards keeps them.
+// What recovery claims is durable: a process that died with appends in
+// the page cache restarts and recovers them; the recovery point stays
+// where the checkpoint had it (Kafka's LogLoader advances it only with a
+// flush), and the flush that advances it makes the recovered data durable
+// first, so a power loss afterwards keeps all it claims.
 func TestRecoveredDataIsDurableBeforeItIsClaimed(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	cfg := smallConfig()
@@ -267,9 +269,18 @@ func TestRecoveredDataIsDurableBeforeItIsClaimed(t *testing.T) {
 	}
 	_ = l // the process dies: no flush, no close, no crash of the machine
 	l2 := openTest(t, fsys, "/d/t-0", cfg)
+	if rp := l2.RecoveryPoint(); rp != 0 {
+		t.Fatalf("recovery point %d right after recovery, want the checkpoint's 0", rp)
+	}
+	if l2.LogEndOffset() != 10 {
+		t.Fatalf("log end %d after recovery, want 10", l2.LogEndOffset())
+	}
+	if err := l2.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	claimed := l2.RecoveryPoint()
 	if claimed != 10 {
-		t.Fatalf("recovery point %d after recovery, want 10", claimed)
+		t.Fatalf("recovery point %d after the flush, want 10", claimed)
 	}
 	crash(fsys) // now the machine loses power
 	l3 := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) { o.RecoveryPoint = claimed })
