@@ -317,7 +317,15 @@ func (b *Broker) Addrs() map[string]string {
 // Start registers with the controller, follows the metadata image and
 // starts serving.
 func (b *Broker) Start(ctx context.Context) error {
-	ctx, b.cancel = context.WithCancel(ctx)
+	// ctx bounds the start-up (the registration may wait for a
+	// controller); what runs afterwards (listeners, connections,
+	// coordinators, heartbeats) runs until Shutdown, which hands the
+	// leaderships over first. A SIGTERM that cancels ctx must not close
+	// the connections before the controlled shutdown: clients and
+	// followers would find the partitions gone before their leaders moved,
+	// and a combined node's controller listener closed under its quorum.
+	startCtx := ctx
+	ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	b.runCtx = ctx
 	if b.authz != nil {
 		// The ACLs of the image this node starts with are loaded before
@@ -337,7 +345,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	// No partition is led before the controller has answered a
 	// heartbeat unfenced (the leader lease, replica/lease.go).
 	b.replicas.SetLeaderLease(time.Time{})
-	if err := b.register(ctx); err != nil {
+	if err := b.register(startCtx); err != nil {
 		return err
 	}
 	// Metadata lists a broker fenced from here on for a while
@@ -357,7 +365,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		defer b.bg.Done()
 		b.heartbeatLoop(ctx)
 	}()
-	if err := b.replicas.Start(ctx, b.meta); err != nil {
+	if err := b.replicas.Start(startCtx, b.meta); err != nil {
 		return err
 	}
 	b.groups = b.startGroups(ctx)

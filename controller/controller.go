@@ -488,6 +488,60 @@ func (c *Controller) report(fn func(*raft.RawNode)) {
 	}
 }
 
+// Resign hands the quorum's leadership to the most caught-up other voter
+// when this controller leads, and waits until another voter leads or ctx
+// ends. A leader that just stops leaves the cluster without a controller
+// for an election timeout and more, while the brokers' heartbeats fail
+// and their leader leases lapse; Kafka's leader resigns on shutdown
+// (EndQuorumEpoch) for the same reason. Called before Close, while the
+// listeners still carry raft's messages.
+func (c *Controller) Resign(ctx context.Context) {
+	var to uint64
+	asked := make(chan struct{})
+	c.report(func(rn *raft.RawNode) {
+		defer close(asked)
+		if !c.isLeader {
+			return
+		}
+		if to = c.mostCaughtUpPeer(rn); to == 0 {
+			return // the only voter: there is no one to hand over to
+		}
+		// No longer active from here, so that brokers never find two
+		// active controllers; the raft state follows when the other
+		// voter wins.
+		c.active.Store(false)
+		c.logger.Info("shutting down: handing the quorum's leadership over", "to", nodeIDOf(to))
+		rn.TransferLeader(to)
+	})
+	select {
+	case <-asked:
+	case <-ctx.Done():
+		return
+	}
+	if to == 0 {
+		return
+	}
+	for {
+		led := make(chan bool, 1)
+		c.report(func(rn *raft.RawNode) { led <- rn.Status().Lead != c.raftID && rn.Status().Lead != raft.None })
+		select {
+		case other := <-led:
+			if other {
+				return
+			}
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			c.logger.Warn("shutting down while still the quorum's leader: the handover did not finish in time")
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // Close stops raft and syncs the log.
 func (c *Controller) Close() error {
 	c.closeMu.Lock()

@@ -161,9 +161,17 @@ func (c *Controller) handOverIfRemoved(cc *pb.ConfChangeV2) {
 	// find both). The raft state follows when the change is applied
 	// (StepDownOnRemoval).
 	c.active.Store(false)
-	var best uint64
-	var bestMatch uint64
-	c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+	if best := c.mostCaughtUpPeer(c.rn); best != 0 {
+		c.logger.Info("removed from the voters: handing leadership over", "to", nodeIDOf(best))
+		c.rn.TransferLeader(best)
+	}
+}
+
+// mostCaughtUpPeer is the other voter whose log matches the leader's
+// furthest (0 when there is none): the one to hand leadership to.
+func (c *Controller) mostCaughtUpPeer(rn *raft.RawNode) uint64 {
+	var best, bestMatch uint64
+	rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 		if id == c.raftID || pr.IsLearner {
 			return
 		}
@@ -171,10 +179,7 @@ func (c *Controller) handOverIfRemoved(cc *pb.ConfChangeV2) {
 			best, bestMatch = id, pr.Match
 		}
 	})
-	if best != 0 {
-		c.logger.Info("removed from the voters: handing leadership over", "to", nodeIDOf(best))
-		c.rn.TransferLeader(best)
-	}
+	return best
 }
 
 // snapshotAfterConfChange writes a snapshot at the applied index so that

@@ -99,6 +99,7 @@ type Node struct {
 	Env         []string // added to the test process's environment
 	cmd         *exec.Cmd
 	out         *syncBuffer
+	earlierOut  []string // the output of each earlier run of this node
 	exited      chan struct{}
 	exitErr     error
 	StartupDur  time.Duration
@@ -246,6 +247,9 @@ func (n *Node) dumpGoroutinesAndKill() {
 // launch starts the process without waiting for it to serve.
 func (n *Node) launch() {
 	n.t.Helper()
+	if n.out != nil {
+		n.earlierOut = append(n.earlierOut, n.out.String())
+	}
 	n.out = &syncBuffer{}
 	n.cmd = exec.Command(Binary(n.t), n.Args()...)
 	if len(n.Env) > 0 {
@@ -303,6 +307,16 @@ func (n *Node) waitReady(timeout time.Duration) error {
 
 // Output is what the process printed so far.
 func (n *Node) Output() string { return n.out.String() }
+
+// AllOutput is the output of every run of the node, the earlier ones
+// first, each headed by its number.
+func (n *Node) AllOutput() string {
+	var b strings.Builder
+	for i, out := range append(slices.Clone(n.earlierOut), n.out.String()) {
+		fmt.Fprintf(&b, "--- node %d, run %d ---\n%s", n.ID, i+1, out)
+	}
+	return b.String()
+}
 
 // syncBuffer collects the process output, written by exec's copying
 // goroutines and read by the test.
