@@ -1,10 +1,14 @@
 package broker
 
 import (
+	"bytes"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gregorbroker/gregor/broker/authz"
+	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/controller"
 	"github.com/gregorbroker/gregor/internal/loglevel"
 	"github.com/gregorbroker/gregor/metadata"
@@ -248,4 +252,45 @@ func TestBrokerLoggersAuthorized(t *testing.T) {
 	if r.ErrorCode != kerr.ClusterAuthorizationFailed.Code || len(r.Configs) != 0 {
 		t.Fatalf("describe without DESCRIBE_CONFIGS: %v, %d configs", kerr.ErrorForCode(r.ErrorCode), len(r.Configs))
 	}
+}
+
+// The request logger logs each request at DEBUG, only once its level lets
+// DEBUG through.
+func TestRequestLoggerFollowsItsLevel(t *testing.T) {
+	var out syncWriter
+	levels := loglevel.New(slog.LevelInfo, "request")
+	reqLog := slog.New(levels.Handler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: loglevel.LevelTrace}))).With("component", "request")
+	n := startTestNodeWithOptions(t, nil, map[string]int16{"group.version": 1}, func(s *network.ServerOptions) {
+		s.RequestLogger = reqLog
+	}, nil, nil)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	call[*kmsg.MetadataResponse](t, n.addr, md)
+	if strings.Contains(out.String(), "api=Metadata") {
+		t.Fatalf("logged at INFO:\n%s", out.String())
+	}
+	levels.Set("request", slog.LevelDebug)
+	call[*kmsg.MetadataResponse](t, n.addr, md)
+	if got := out.String(); !strings.Contains(got, "level=DEBUG msg=request component=request api=Metadata version=12 correlation_id=1") ||
+		!strings.Contains(got, "principal=User:ANONYMOUS") || !strings.Contains(got, "listener=PLAINTEXT") {
+		t.Fatalf("not logged at DEBUG:\n%s", got)
+	}
+}
+
+// syncWriter is a buffer the connections' goroutines write to.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
