@@ -29,6 +29,7 @@ import (
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
+	"github.com/gregorbroker/gregor/internal/loglevel"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
@@ -175,8 +176,12 @@ type Options struct {
 	// computes the tokens' HMACs with it (delegationtokens.go); empty
 	// disables tokens here.
 	DelegationTokenSecret string
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// LogLevels are the node's logger levels, which BROKER_LOGGER
+	// resources describe and alter (loggers.go); nil: a registry of the
+	// broker's own, at INFO, that changes nothing of Logger's.
+	LogLevels *loglevel.Registry
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -248,6 +253,9 @@ func New(opts Options) *Broker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.LogLevels == nil {
+		opts.LogLevels = loglevel.New(slog.LevelInfo)
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 2 * time.Second

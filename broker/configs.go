@@ -10,9 +10,11 @@ package broker
 // (broker/config). Broker resources are this broker ("<node id>") or the
 // cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
 // resources (KIP-848's group configs) report Kafka 4.3's group keys for any
-// group id, existing or not. Broker logger resources report the logger
-// levels. Alter requests change metadata and go to the controller, after
-// the broker's own checks of its BROKER resources (dynamicbroker.go).
+// group id, existing or not. Broker logger resources report this node's
+// logger levels (loggers.go). Alter requests change metadata and go to the
+// controller, after the broker's own checks of its BROKER resources
+// (dynamicbroker.go), but for BROKER_LOGGER resources, which the broker
+// answers itself (loggers.go).
 //
 // Authorization: DescribeConfigs needs DESCRIBE_CONFIGS on the cluster for
 // BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the topic or group
@@ -84,11 +86,12 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 			}
 			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case metadata.ConfigResourceBrokerLogger:
-			if res.ResourceName != strconv.Itoa(int(b.opts.NodeID)) {
-				fail(kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d but received %s", b.opts.NodeID, res.ResourceName))
+			configs, e, msg := b.describeLoggers(res.ResourceName, res.ConfigNames)
+			if e != nil {
+				fail(e, msg)
 				break
 			}
-			rr.Configs = b.describeLoggers(res.ConfigNames)
+			rr.Configs = configs
 		default:
 			fail(kerr.InvalidRequest, fmt.Sprintf("Unsupported resource type %d", res.ResourceType))
 		}
@@ -119,30 +122,6 @@ func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, 
 		}
 	}
 	return nil
-}
-
-// describeLoggers reports logger levels for BROKER_LOGGER resources: Gregor
-// has one logger hierarchy, reported as Kafka's root logger.
-func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseResourceConfig {
-	level := "INFO"
-	if b.log.Enabled(context.Background(), -4) {
-		level = "DEBUG"
-	}
-	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name = "root"
-	c.Value = &level
-	c.Source = 6 // DYNAMIC_BROKER_LOGGER_CONFIG
-	c.ConfigType = 2
-	if names != nil {
-		found := false
-		for _, n := range names {
-			found = found || n == "root"
-		}
-		if !found {
-			return nil
-		}
-	}
-	return []kmsg.DescribeConfigsResponseResourceConfig{c}
 }
 
 // configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).

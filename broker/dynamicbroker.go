@@ -11,9 +11,11 @@ package broker
 // SSL listeners (it must load, and keep the certificate's subject and
 // names). A resource refused here is answered here with INVALID_REQUEST
 // and the check's message; the others are forwarded, and the answers are
-// put back together in the request's order. Requests on a controller
-// listener go to the controller as they are (Kafka's ControllerApis does
-// no such preprocessing).
+// put back together in the request's order. BROKER_LOGGER resources are
+// answered here too (loggers.go). Requests on a controller listener go to
+// the controller as they are (Kafka's ControllerApis does no such
+// preprocessing) but for their BROKER_LOGGER resources, which Kafka's
+// controller applies to its own loggers.
 
 import (
 	"context"
@@ -33,10 +35,14 @@ type resourceKey struct {
 	name string
 }
 
-// refusal is a resource refused before forwarding, and why.
+// refusal is a resource answered before forwarding: refused (a BROKER
+// resource the broker's checks fail, INVALID_REQUEST), or a BROKER_LOGGER
+// resource, which the broker answers itself (loggers.go). code is the
+// answer's error, 0 for none.
 type refusal struct {
 	resourceKey
-	msg string
+	code int16
+	msg  *string
 }
 
 // checkBrokerResource checks one BROKER resource whose dynamic configs
@@ -68,21 +74,18 @@ func (b *Broker) checkBrokerResource(name string, next func(current map[string]s
 }
 
 // refuseBrokerResources checks the BROKER resources among keys (next
-// gives resource i's resulting configs) and reports which to forward.
-func (b *Broker) refuseBrokerResources(keys []resourceKey, next func(i int, current map[string]string) map[string]string) ([]refusal, []bool) {
+// gives resource i's resulting configs) and returns the refused ones.
+func (b *Broker) refuseBrokerResources(keys []resourceKey, next func(i int, current map[string]string) map[string]string) []refusal {
 	var refused []refusal
-	keep := make([]bool, len(keys))
 	for i, k := range keys {
-		keep[i] = true
 		if metadata.ConfigResourceType(k.typ) != metadata.ConfigResourceBroker {
 			continue
 		}
 		if msg := b.checkBrokerResource(k.name, func(cur map[string]string) map[string]string { return next(i, cur) }); msg != "" {
-			refused = append(refused, refusal{k, msg})
-			keep[i] = false
+			refused = append(refused, refusal{resourceKey: k, code: kerr.InvalidRequest.Code, msg: &msg})
 		}
 	}
-	return refused, keep
+	return refused
 }
 
 // mergeAnswers puts the refusals and the controller's answers back in the
@@ -113,12 +116,15 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, r *network.R
 		next: func(res kmsg.IncrementalAlterConfigsRequestResource, current map[string]string) map[string]string {
 			return applyIncremental(current, res.Configs)
 		},
+		loggers: func(order []resourceKey) []refusal {
+			return b.incrementalLoggerAnswers(r, req, order)
+		},
 		answerKey: func(a kmsg.IncrementalAlterConfigsResponseResource) resourceKey {
 			return resourceKey{a.ResourceType, a.ResourceName}
 		},
 		refused: func(f refusal) kmsg.IncrementalAlterConfigsResponseResource {
 			a := kmsg.NewIncrementalAlterConfigsResponseResource()
-			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, f.code, f.msg
 			return a
 		},
 		answers: func(resp kmsg.Response) *[]kmsg.IncrementalAlterConfigsResponseResource {
@@ -145,12 +151,19 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, r *network.Request) {
 			}
 			return next
 		},
+		loggers: func(order []resourceKey) []refusal {
+			if r.ControllerListener() {
+				// Kafka's controller refuses them itself.
+				return nil
+			}
+			return legacyLoggerAnswers(order)
+		},
 		answerKey: func(a kmsg.AlterConfigsResponseResource) resourceKey {
 			return resourceKey{a.ResourceType, a.ResourceName}
 		},
 		refused: func(f refusal) kmsg.AlterConfigsResponseResource {
 			a := kmsg.NewAlterConfigsResponseResource()
-			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, kerr.InvalidRequest.Code, &f.msg
+			a.ResourceType, a.ResourceName, a.ErrorCode, a.ErrorMessage = f.typ, f.name, f.code, f.msg
 			return a
 		},
 		answers: func(resp kmsg.Response) *[]kmsg.AlterConfigsResponseResource {
@@ -166,36 +179,40 @@ type configAlteration[Res, Answer any] struct {
 	resources *[]Res
 	key       func(Res) resourceKey
 	// next is a resource's dynamic configs once altered, from current.
-	next      func(res Res, current map[string]string) map[string]string
+	next func(res Res, current map[string]string) map[string]string
+	// loggers answers the BROKER_LOGGER resources among the request's
+	// (in order) that are answered here.
+	loggers   func(order []resourceKey) []refusal
 	answerKey func(Answer) resourceKey
 	refused   func(refusal) Answer
 	answers   func(resp kmsg.Response) *[]Answer
 }
 
 // alterConfigsAfterBrokerChecks forwards an alter request after this
-// broker's own checks of its BROKER resources: the refused ones are taken
-// out and answered INVALID_REQUEST beside the controller's answers, in
-// the request's order. A controller listener forwards as it is.
+// broker's own checks of its BROKER resources and its answers to the
+// BROKER_LOGGER ones: those are taken out and answered beside the
+// controller's answers, in the request's order. A controller listener
+// forwards the others as they are.
 func alterConfigsAfterBrokerChecks[Res, Answer any](b *Broker, ctx context.Context, r *network.Request, a configAlteration[Res, Answer]) {
-	if r.ControllerListener() {
-		b.forwardRequest(ctx, r, nil)
-		return
-	}
 	resources := *a.resources
 	order := make([]resourceKey, len(resources))
 	for i, res := range resources {
 		order[i] = a.key(res)
 	}
-	refused, keep := b.refuseBrokerResources(order, func(i int, current map[string]string) map[string]string {
-		return a.next(resources[i], current)
-	})
+	var refused []refusal
+	if !r.ControllerListener() {
+		refused = b.refuseBrokerResources(order, func(i int, current map[string]string) map[string]string {
+			return a.next(resources[i], current)
+		})
+	}
+	refused = append(refused, a.loggers(order)...)
 	if len(refused) == 0 {
 		b.forwardRequest(ctx, r, nil)
 		return
 	}
 	var kept []Res
 	for i, res := range resources {
-		if keep[i] {
+		if !slices.ContainsFunc(refused, func(f refusal) bool { return f.resourceKey == order[i] }) {
 			kept = append(kept, res)
 		}
 	}

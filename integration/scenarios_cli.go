@@ -48,6 +48,7 @@ func cliScenarios() []Scenario {
 		{Name: "cli/groups-delete", Doc: "kafka-consumer-groups --delete", Run: cliGroupsDelete},
 		{Name: "cli/configs-topic", Doc: "kafka-configs topics --describe --all, --alter --add-config/--delete-config", Run: cliConfigsTopic},
 		{Name: "cli/configs-broker", Doc: "kafka-configs brokers --describe --all, --alter a dynamic broker config", Run: cliConfigsBroker},
+		{Name: "cli/configs-broker-loggers", Doc: "kafka-configs broker-loggers --describe, --alter --add-config root=WARN and back, refused level and --delete-config root", Run: cliConfigsBrokerLoggers},
 		{Name: "cli/configs-group", Doc: "kafka-configs groups --alter --add-config consumer.heartbeat.interval.ms on a group without members, --describe (--all), refused values, --delete-config", Run: cliConfigsGroup},
 		{Name: "cli/broker-api-versions", Doc: "kafka-broker-api-versions lists the broker with usable versions of core APIs", Run: cliAPIVersions},
 		{Name: "cli/metadata-quorum", Doc: "kafka-metadata-quorum describe --status and --replication", Run: cliQuorum},
@@ -693,6 +694,86 @@ func cliConfigsBroker(ctx context.Context, e *Env) error {
 	// A static-only config cannot be changed at run time.
 	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "brokers", "--entity-name", "1", "--alter", "--add-config", "log.dirs=/nonexistent"); err == nil {
 		return fmt.Errorf("--alter of read-only log.dirs succeeded")
+	}
+	return nil
+}
+
+// cliConfigsBrokerLoggers changes broker 1's root logger level at run time
+// with the stock tool (KIP-412): root is the one logger Gregor and Kafka
+// share (Kafka's others are its classes, Gregor's its components). The
+// level the broker started with is put back at the end.
+func cliConfigsBrokerLoggers(ctx context.Context, e *Env) error {
+	loggers := func(args ...string) (Output, error) {
+		return e.Kafka(ctx, mainConfigs, append([]string{"--entity-type", "broker-loggers", "--entity-name", "1"}, args...)...)
+	}
+	describe := func() (map[string]configEntry, error) {
+		out, err := loggers("--describe")
+		if err != nil {
+			return nil, err
+		}
+		if !strings.Contains(out.Stdout, "Dynamic configs for broker-logger 1 are:") {
+			return nil, fmt.Errorf("--describe: %s", out.Tail())
+		}
+		return parseConfigs(out.Stdout), nil
+	}
+	all, err := describe()
+	if err != nil {
+		return err
+	}
+	root, ok := all["root"]
+	if !ok || root.Value == "" {
+		return fmt.Errorf("--describe lists no root logger: %v", all)
+	}
+	for name, c := range all {
+		if c.Sensitive || c.Synonyms != "{}" {
+			return fmt.Errorf("logger %s described as %+v, want sensitive=false synonyms={}", name, c)
+		}
+	}
+	alter := func(args ...string) error {
+		out, err := loggers(append([]string{"--alter"}, args...)...)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out.Stdout, "Completed updating config for broker-logger 1.") {
+			return fmt.Errorf("--alter %s: %s", strings.Join(args, " "), out.Tail())
+		}
+		return nil
+	}
+	restore := func() error { return alter("--add-config", "root="+root.Value) }
+	if err := alter("--add-config", "root=WARN"); err != nil {
+		return err
+	}
+	if all, err = describe(); err != nil {
+		return err
+	}
+	if all["root"].Value != "WARN" {
+		_ = restore()
+		return fmt.Errorf("root is %q after --add-config root=WARN", all["root"].Value)
+	}
+	// Refused: a level Kafka does not know (its names are upper-case), and
+	// root's removal.
+	refusals := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--add-config", "root=debug"}, "Cannot set the log level of root to debug as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN"},
+		{[]string{"--delete-config", "root"}, "Removing the log level of the root logger is not allowed"},
+	}
+	for _, r := range refusals {
+		out, err := loggers(append([]string{"--alter"}, r.args...)...)
+		if err == nil || !strings.Contains(out.Stdout+out.Stderr, r.want) {
+			_ = restore()
+			return fmt.Errorf("--alter %s: want it refused with %q, got %v: %s", strings.Join(r.args, " "), r.want, err, out.Tail())
+		}
+	}
+	if err := restore(); err != nil {
+		return err
+	}
+	if all, err = describe(); err != nil {
+		return err
+	}
+	if all["root"].Value != root.Value {
+		return fmt.Errorf("root is %q after it was set back to %q", all["root"].Value, root.Value)
 	}
 	return nil
 }

@@ -628,6 +628,9 @@ func (c *Conn) handleFrame(frame []byte) bool {
 		return false
 	}
 	c.srv.timeRequest(s, kreq)
+	if rl := c.srv.opts.RequestLogger; rl != nil && rl.Enabled(c.ctx, slog.LevelDebug) {
+		c.logRequest(rl, r)
+	}
 	if q := c.srv.quotas; q != nil && q.Active() {
 		rq := &requestQuota{size: len(frame)}
 		s.quota = rq
@@ -642,6 +645,19 @@ func (c *Conn) handleFrame(frame []byte) bool {
 	s.localEnd.Store(int64(time.Since(s.start)))
 	c.releaseFrame(key, frame, s)
 	return true
+}
+
+// logRequest logs a request that is about to be handled, with who sent
+// it, where and how.
+func (c *Conn) logRequest(rl *slog.Logger, r *Request) {
+	rl.LogAttrs(c.ctx, slog.LevelDebug, "request",
+		slog.String("api", kmsg.NameForKey(r.Body.Key())),
+		slog.Int("version", int(r.Header.APIVersion)),
+		slog.Int("correlation_id", int(r.Header.CorrelationID)),
+		slog.String("client_id", r.Header.ClientID),
+		slog.String("listener", c.listener.Name),
+		slog.String("principal", c.session.principal.String()),
+		slog.String("from", c.session.hostAddress))
 }
 
 // releaseFrame gives a Produce request's frame buffer back to the pool once

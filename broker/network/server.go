@@ -198,6 +198,10 @@ type ServerOptions struct {
 	// requests and new connections; broker.New sets it (nil: none).
 	Quotas *quota.Manager
 	Logger *slog.Logger
+	// RequestLogger logs every request it is enabled for at DEBUG, as
+	// Kafka's kafka.request.logger does (nil: none); its level is changed
+	// at run time through BROKER_LOGGER resources.
+	RequestLogger *slog.Logger
 }
 
 // ConnectionLimits are Kafka's connection-count limits. Client listeners

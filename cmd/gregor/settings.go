@@ -14,6 +14,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/listeners"
 	"github.com/gregorbroker/gregor/broker/quota"
 	"github.com/gregorbroker/gregor/controller"
+	"github.com/gregorbroker/gregor/internal/loglevel"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/storage"
 )
@@ -60,6 +61,26 @@ type settings struct {
 	zeroConfig bool
 }
 
+// loggerNames are the components that log through a child logger of
+// their own (logger.With("component", name)): the loggers, besides root,
+// that kafka-configs --entity-type broker-loggers describes and sets.
+// TestLoggerNamesAreEveryComponent keeps the list whole.
+var loggerNames = []string{
+	"broker",                  // the broker: handlers, registration, the network server
+	"config",                  // the config provider (dynamic configs)
+	"controller",              // the metadata quorum's controller and etcd raft
+	"forwarding",              // requests forwarded to the active controller
+	"group-coordinator",       // consumer groups
+	"http",                    // the operators' HTTP listener
+	"metadata-follower",       // a broker-only node's copy of the metadata log
+	"oauth-jwks",              // OAUTHBEARER JWKS key sets
+	"raft-transport",          // messages between the controllers
+	"replica",                 // partitions as replicas, follower fetchers
+	"request",                 // every request at DEBUG (Kafka's kafka.request.logger)
+	"storage",                 // the log manager and partition logs
+	"transaction-coordinator", // transactions
+}
+
 // loadSettings reads the properties file (or the embedded defaults when
 // there is none), applies the overrides and validates the result.
 func loadSettings(file string, overrides []string, stderr io.Writer) (*settings, error) {
@@ -82,13 +103,17 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	if err != nil {
 		return nil, err
 	}
-	handlerOpts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	var logger *slog.Logger
+	// The registry decides what is logged; the handler below it keeps
+	// all it is given.
+	levels := loglevel.New(slog.LevelInfo, loggerNames...)
+	handlerOpts := &slog.HandlerOptions{Level: loglevel.LevelTrace}
+	var handler slog.Handler
 	if cfg.LogJSON() {
-		logger = slog.New(slog.NewJSONHandler(stderr, handlerOpts))
+		handler = slog.NewJSONHandler(stderr, handlerOpts)
 	} else {
-		logger = slog.New(slog.NewTextHandler(stderr, handlerOpts))
+		handler = slog.NewTextHandler(stderr, handlerOpts)
 	}
+	logger := slog.New(levels.Handler(handler))
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
@@ -170,7 +195,9 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		FencedBrokerLinger:            time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
 		Quotas:                        quota.OptionsFromConfig(cfg),
+		LogLevels:                     levels,
 	}
+	s.brokerOpts.Server.RequestLogger = logger.With("component", "request")
 	groups := cfg.GroupCoordinatorConfig(logger.With("component", "group-coordinator"))
 	if err := groups.Validate(); err != nil {
 		return nil, err

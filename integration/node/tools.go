@@ -17,6 +17,17 @@ import (
 // the jars cannot be fetched.
 func StockTool(ctx context.Context, t testing.TB) func(mainClass string, args ...string) string {
 	t.Helper()
+	run := StockToolMain(ctx, t)
+	return func(mainClass string, args ...string) string {
+		t.Helper()
+		return run("org.apache.kafka.tools."+mainClass, args...)
+	}
+}
+
+// StockToolMain is StockTool for tools named by their whole main class,
+// such as kafka-configs' kafka.admin.ConfigCommand.
+func StockToolMain(ctx context.Context, t testing.TB) func(mainClass string, args ...string) string {
+	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skip("java not found: the stock tools need a JRE")
 	}
@@ -30,7 +41,7 @@ func StockTool(ctx context.Context, t testing.TB) func(mainClass string, args ..
 	}
 	return func(mainClass string, args ...string) string {
 		t.Helper()
-		cmd, err := tools.JavaCmd(ctx, integration.SetKafka, "org.apache.kafka.tools."+mainClass, args...)
+		cmd, err := tools.JavaCmd(ctx, integration.SetKafka, mainClass, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
