@@ -711,6 +711,10 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 }
 
 // RegisterMetrics registers the broker's network metrics: the requests it
-// received, by API and version, and their times. What its fetches carried
-// is counted with the replica manager's topic meters.
-func (b *Broker) RegisterMetrics(r *metrics.Registry) { b.server.RegisterMetrics(r) }
+// received, by API and version, and their times; and, once Start has
+// built them, its coordinators' (coordmetrics.go). What its fetches
+// carried is counted with the replica manager's topic meters.
+func (b *Broker) RegisterMetrics(r *metrics.Registry) {
+	b.server.RegisterMetrics(r)
+	b.registerCoordinatorMetrics(r)
+}

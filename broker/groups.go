@@ -40,7 +40,10 @@ package broker
 // queued per connection; it is a leaf lock (LOCKS.md).
 
 import (
+	"time"
+
 	"context"
+	"github.com/gregorbroker/gregor/metrics"
 	"net"
 	"strings"
 	"sync"
@@ -59,6 +62,9 @@ type groupCoordinator struct {
 	cfg     group.Config
 	coord   *group.Coordinator
 	runtime *runtime.Runtime
+	// loadTimes are the milliseconds its partitions took to load
+	// (coordmetrics.go).
+	loadTimes metrics.Window
 
 	connMu    sync.Mutex
 	connTails map[*network.Conn]chan struct{}
@@ -98,6 +104,7 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 		Replicas:    b.replicas,
 		CreateTopic: b.createInternalTopic,
 		Logger:      cfg.Logger,
+		Loaded:      func(took time.Duration) { g.loadTimes.Record(millis(took), b.now()) },
 	})
 	return g
 }

@@ -38,8 +38,11 @@ package broker
 // (coordinator/runtime); this file only wires it in.
 
 import (
+	"time"
+
 	"context"
 	"fmt"
+	"github.com/gregorbroker/gregor/metrics"
 
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/group"
@@ -56,6 +59,9 @@ type txnCoordinator struct {
 	cfg     txn.Config
 	coord   *txn.Coordinator
 	runtime *runtime.Runtime
+	// loadTimes are the milliseconds its partitions took to load
+	// (coordmetrics.go).
+	loadTimes metrics.Window
 }
 
 // startTxns builds the transaction coordinator and its runtime. As for
@@ -94,6 +100,7 @@ func (b *Broker) startTxns(ctx context.Context) *txnCoordinator {
 		Replicas:    b.replicas,
 		CreateTopic: b.createInternalTopic,
 		Logger:      cfg.Logger,
+		Loaded:      func(took time.Duration) { t.loadTimes.Record(millis(took), b.now()) },
 	})
 	return t
 }

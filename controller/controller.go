@@ -208,6 +208,10 @@ type Controller struct {
 	pending       *metadata.Image // nil when inflight is empty
 	// inflightCount is len(inflight), readable outside the loop.
 	inflightCount atomic.Int64
+
+	// raftStats are raft-metrics' windowed stats (raftmetrics.go),
+	// recorded by the loop and read by scrapes.
+	raftStats raftStats
 }
 
 // brokerSession is the leader's view of a broker's liveness (not part of the
@@ -574,6 +578,7 @@ func (c *Controller) run() {
 		if c.canTakeEvents() {
 			events = c.events
 		}
+		waitStart := c.now()
 		select {
 		case <-c.stop:
 			c.failInflight(errStopped)
@@ -591,6 +596,7 @@ func (c *Controller) run() {
 		case report := <-c.reports:
 			report(c.rn)
 		}
+		c.raftStats.noteWait(waitStart, c.now())
 		c.drain()
 		c.maybeBootstrap()
 		c.drain()
@@ -774,6 +780,9 @@ func (c *Controller) applyRecords(e *pb.Entry, data []byte, what string) error {
 	}
 	c.committed = img
 	c.entriesSinceSn++
+	if !c.isLeader {
+		c.raftStats.fetchRecords.Record(float64(len(recs)), c.now())
+	}
 	c.publish(img)
 	return nil
 }

@@ -9,8 +9,10 @@ import (
 // kafka.controller:type=KafkaController), counted at scrape time from the
 // committed image every controller applies, as Kafka's
 // ControllerMetadataMetricsPublisher counts them; ActiveControllerCount is
-// 1 on the active controller only.
+// 1 on the active controller only; and Kafka's raft-metrics of the
+// metadata quorum (raftmetrics.go).
 func (c *Controller) RegisterMetrics(r *metrics.Registry) {
+	c.registerRaftMetrics(r)
 	var last clusterCounts
 	r.OnScrape(func() { last = countCluster(c.Image()) })
 	r.Gauge(metrics.ActiveControllerCount, func() float64 {

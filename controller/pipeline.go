@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gregorbroker/gregor/controller/decide"
 	"github.com/gregorbroker/gregor/metadata"
@@ -74,6 +75,8 @@ type proposal struct {
 	index uint64
 	term  uint64
 	data  []byte
+	// proposed is when, for raft-metrics' commit latency.
+	proposed time.Time
 	// done holds the proposer's callback, then those of the operations
 	// without records that were decided while this was the last pending
 	// entry; they are called in that order with nil once the entry is
@@ -181,7 +184,9 @@ func (c *Controller) proposeEntry(records []metadata.Record, index uint64, data 
 		done(fmt.Errorf("%w: proposing: %w", errNotController, err))
 		return
 	}
-	c.inflight = append(c.inflight, &proposal{index: index, term: c.term, data: data, done: []func(error){done}})
+	now := c.now()
+	c.inflight = append(c.inflight, &proposal{index: index, term: c.term, data: data, proposed: now, done: []func(error){done}})
+	c.raftStats.appendRecords.Record(float64(len(records)), now)
 	c.inflightBytes += len(data)
 	c.inflightCount.Store(int64(len(c.inflight)))
 	c.pending = next
@@ -207,6 +212,8 @@ func (c *Controller) settle(e *pb.Entry) {
 			c.inflight, c.pending = nil, nil
 		}
 		c.inflightCount.Store(int64(len(c.inflight)))
+		now := c.now()
+		c.raftStats.commitLatency.Record(float64(now.Sub(first.proposed))/float64(time.Millisecond), now)
 		for _, done := range first.done {
 			done(nil)
 		}

@@ -24,9 +24,13 @@ const clusterMetadataTopic = "__cluster_metadata"
 
 // quorumStatus is what the loop last knew about the quorum.
 type quorumStatus struct {
-	isLeader      bool
-	leaderID      int32
-	term          int64
+	isLeader bool
+	leaderID int32
+	term     int64
+	// state is Kafka's name of this node's raft state (raftmetrics.go);
+	// vote the node voted for in term, -1 for none.
+	state         string
+	vote          int32
 	highWatermark int64
 	lastIndex     int64
 	at            time.Time
@@ -82,6 +86,11 @@ func (c *Controller) updateQuorumStatus() {
 		highWatermark: int64(st.HardState.GetCommit()),
 		lastIndex:     int64(last),
 		at:            now,
+		state:         raftStateName(st.RaftState, st.Lead, isMember(c.confState, c.raftID) && !slices.Contains(c.confState.GetLearners(), c.raftID)),
+		vote:          -1,
+	}
+	if v := st.HardState.GetVote(); v != raft.None {
+		qs.vote = nodeIDOf(v)
 	}
 	var progress map[uint64]uint64
 	if qs.isLeader {

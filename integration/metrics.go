@@ -15,8 +15,61 @@ import (
 // kafka_<domain>_<type>_<name>; a meter's Count as ..._total without
 // PerSec; a gauge's Value as is; a histogram's Count as ..._count and its
 // percentiles with a quantile label; the MBean's other keys as labels).
+// Kafka's own metrics (kafka.server:type=raft-metrics and the other MBeans
+// without a name key) follow the exporter's KRaft example rules
+// (kafka-kraft-3_0_0.yml): kafka_server_<type>_<attribute>, dashes as
+// underscores, an attribute ending in -total a counter, raft's
+// current-state an info gauge labelled with the state; its quota rules go
+// before its generic ones here (in the example a generic rule takes the
+// quota MBeans first and folds user and client id into the name), and an
+// MBean's tags (socket-server-metrics' listener and networkProcessor, the
+// group coordinator's protocol and state) are labels, as Strimzi's rules
+// make them, instead of parts of the name. The kafka.coordinator rule is
+// kafka-2_0_0.yml's.
 const jmxExporterRules = `lowercaseOutputName: true
 rules:
+  - pattern: 'kafka.coordinator.(\w+)<type=(.+), name=(.+)><>Value'
+    name: kafka_coordinator_$1_$2_$3
+    type: GAUGE
+  - pattern: 'kafka.server<type=raft-metrics><>current-state: ([a-z-]+)'
+    name: kafka_server_raft_metrics_current_state_info
+    type: GAUGE
+    value: 1
+    labels: {"state": "$1"}
+  - pattern: 'kafka.server<type=(.+), user=(.+), client-id=(.*)><>([a-z-]+)'
+    name: kafka_server_quota_$4
+    type: GAUGE
+    labels: {"resource": "$1", "user": "$2", "clientId": "$3"}
+  - pattern: 'kafka.server<type=(.+), client-id=(.*)><>([a-z-]+)'
+    name: kafka_server_quota_$3
+    type: GAUGE
+    labels: {"resource": "$1", "clientId": "$2"}
+  - pattern: 'kafka.server<type=(.+), user=(.+)><>([a-z-]+)'
+    name: kafka_server_quota_$3
+    type: GAUGE
+    labels: {"resource": "$1", "user": "$2"}
+  - pattern: 'kafka.server<type=([a-z-]+), listener=(.+), networkProcessor=(.+)><>([a-z-]+)-total'
+    name: kafka_server_$1_$4_total
+    type: COUNTER
+    labels: {"listener": "$2", "networkProcessor": "$3"}
+  - pattern: 'kafka.server<type=([a-z-]+), listener=(.+), networkProcessor=(.+)><>([a-z-]+)'
+    name: kafka_server_$1_$4
+    type: GAUGE
+    labels: {"listener": "$2", "networkProcessor": "$3"}
+  - pattern: 'kafka.server<type=([a-z-]+), (\w+)=([\w-]+)><>([a-z-]+)-total'
+    name: kafka_server_$1_$4_total
+    type: COUNTER
+    labels: {"$2": "$3"}
+  - pattern: 'kafka.server<type=([a-z-]+), (\w+)=([\w-]+)><>([a-z-]+)'
+    name: kafka_server_$1_$4
+    type: GAUGE
+    labels: {"$2": "$3"}
+  - pattern: 'kafka.server<type=([a-z-]+)><>([a-z-]+)-total'
+    name: kafka_server_$1_$2_total
+    type: COUNTER
+  - pattern: 'kafka.server<type=([a-z-]+)><>([a-z-]+)'
+    name: kafka_server_$1_$2
+    type: GAUGE
   - pattern: 'kafka.(\w+)<type=(.+), name=(.+)PerSec\w*, (.+)=(.+), (.+)=(.+)><>Count'
     name: kafka_$1_$2_$3_total
     type: COUNTER

@@ -104,15 +104,7 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 	}
 
 	topicLabel := map[string]string{"topic": topic}
-	type check struct {
-		name  string
-		match map[string]string
-		// want is the value, summed over the matching samples, or with
-		// atLeast its lower bound.
-		want    float64
-		atLeast bool
-	}
-	checks := []check{
+	checks := []metricCheck{
 		{"kafka_server_replicamanager_partitioncount", nil, 2, false},
 		{"kafka_server_replicamanager_leadercount", nil, 2, false},
 		{"kafka_server_replicamanager_underreplicatedpartitions", nil, 0, false},
@@ -146,13 +138,82 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 		{"kafka_network_requestmetrics_localtimems", map[string]string{"request": "Produce", "quantile": "0.50"}, 0, true},
 		{"kafka_network_requestmetrics_remotetimems_count_total", map[string]string{"request": "FetchConsumer"}, 1, true},
 		{"kafka_network_requestmetrics_responsesendtimems_count_total", map[string]string{"request": "Fetch"}, 1, true},
+		// The metadata quorum of the single combined node.
+		{"kafka_server_raft_metrics_current_state", map[string]string{"state": "leader"}, 1, false},
+		{"kafka_server_raft_metrics_current_leader", nil, 1, false},
+		{"kafka_server_raft_metrics_current_epoch", nil, 1, true},
+		{"kafka_server_raft_metrics_high_watermark", nil, 1, true},
+		{"kafka_server_raft_metrics_log_end_offset", nil, 1, true},
+		{"kafka_server_raft_metrics_number_of_voters", nil, 1, false},
+		{"kafka_server_raft_metrics_commit_latency_max", nil, 0, true},
+		{"kafka_server_raft_metrics_append_records_rate", nil, 0, true},
+		{"kafka_server_raft_metrics_poll_idle_ratio_avg", nil, 0, true},
+		// The client listener's connections (summed over Kafka's network
+		// processors).
+		{"kafka_server_socket_server_metrics_connection_count", map[string]string{"listener": "PLAINTEXT"}, 1, true},
+		{"kafka_server_socket_server_metrics_connection_creation_total", map[string]string{"listener": "PLAINTEXT"}, 1, true},
+		{"kafka_server_socket_server_metrics_connection_close_total", map[string]string{"listener": "PLAINTEXT"}, 0, true},
+		{"kafka_server_socket_server_metrics_failed_authentication_total", map[string]string{"listener": "PLAINTEXT"}, 0, false},
+		{"kafka_server_socket_server_metrics_successful_authentication_total", map[string]string{"listener": "PLAINTEXT"}, 0, false},
 	}
+	if err := checkMetrics(ctx, e, n.MetricsAddr, checks, 30*time.Second); err != nil {
+		return err
+	}
+
+	// A classic group that joins, consumes and commits, and stays Stable
+	// while the metrics are read.
+	member, err := kgo.NewClient(kgo.SeedBrokers(n.Bootstrap()), kgo.ConsumerGroup("ops-metered-group"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	if err != nil {
+		return err
+	}
+	defer member.Close()
+	for consumed := 0; consumed < records; {
+		fs := member.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("the group consumed %d of %d records: %w", consumed, records, err)
+		}
+		consumed += len(fs.Records())
+	}
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		return fmt.Errorf("committing the group's offsets: %w", err)
+	}
+
+	groupChecks := []metricCheck{
+		{"kafka_coordinator_group_groupmetadatamanager_numgroups", nil, 1, false},
+		{"kafka_coordinator_group_groupmetadatamanager_numgroupsstable", nil, 1, false},
+		{"kafka_coordinator_group_groupmetadatamanager_numgroupspreparingrebalance", nil, 0, false},
+		{"kafka_coordinator_group_groupmetadatamanager_numoffsets", nil, 1, true},
+		{"kafka_server_group_coordinator_metrics_group_count", map[string]string{"protocol": "classic"}, 1, false},
+		{"kafka_server_group_coordinator_metrics_group_count", map[string]string{"protocol": "consumer"}, 0, false},
+		{"kafka_server_group_coordinator_metrics_consumer_group_count", map[string]string{"state": "Stable"}, 0, false},
+		{"kafka_server_group_coordinator_metrics_offset_commit_count", nil, 1, true},
+		{"kafka_server_group_coordinator_metrics_group_completed_rebalance_count", nil, 1, true},
+		{"kafka_server_group_coordinator_metrics_num_partitions", map[string]string{"state": "active"}, 1, true},
+		{"kafka_server_group_coordinator_metrics_partition_load_time_max", nil, 0, true},
+	}
+	// Kafka's group coordinator counts its groups by protocol and state
+	// once a minute; Gregor's gauges count them at the scrape.
+	return checkMetrics(ctx, e, n.MetricsAddr, groupChecks, 90*time.Second)
+}
+
+// metricCheck is a metric's expected value: summed over the samples whose
+// labels include match, equal to want, or with atLeast at least want.
+type metricCheck struct {
+	name    string
+	match   map[string]string
+	want    float64
+	atLeast bool
+}
+
+// checkMetrics scrapes addr until every check holds or wait has passed.
+func checkMetrics(ctx context.Context, e *Env, addr string, checks []metricCheck, wait time.Duration) error {
 	// The gauges follow the state at once on Gregor; Kafka's JMX meters
 	// and gauges may lag a moment.
 	var problems []error
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
-		samples, err := scrape(ctx, n.MetricsAddr, e.Dir)
+		samples, err := scrape(ctx, addr, e.Dir)
 		problems = nil
 		if err != nil {
 			problems = append(problems, err)

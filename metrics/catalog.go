@@ -150,6 +150,144 @@ func requestTime(mbeanName, what string) (quantiles, count *Desc) {
 			Help:  "Requests timed."}
 }
 
+// The metadata quorum as this controller sees it (Kafka's own metrics
+// kafka.server:type=raft-metrics, not Yammer's), named as the JMX
+// exporter's KRaft example rules (kafka-kraft-3_0_0.yml) render them: the
+// type and attribute lower-cased, dashes as underscores; the state as the
+// label of a gauge that is 1 (the rule names it ..._info, which the
+// exporter's Prometheus client drops as a reserved suffix).
+var (
+	RaftCurrentState = &Desc{Name: "kafka_server_raft_metrics_current_state", Kind: GaugeKind, Labels: []string{"state"},
+		MBean: "kafka.server:type=raft-metrics (current-state)",
+		Help:  "1, labelled with this controller's raft state: leader, candidate, prospective (a pre-vote), follower, or unattached (no leader known)."}
+	RaftCurrentLeader = &Desc{Name: "kafka_server_raft_metrics_current_leader", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (current-leader)",
+		Help:  "The quorum leader's node id, -1 when unknown."}
+	RaftCurrentVote = &Desc{Name: "kafka_server_raft_metrics_current_vote", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (current-vote)",
+		Help:  "The node this controller voted for in the current epoch, -1 when none."}
+	RaftCurrentEpoch = &Desc{Name: "kafka_server_raft_metrics_current_epoch", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (current-epoch)",
+		Help:  "The quorum's epoch (raft term)."}
+	RaftHighWatermark = &Desc{Name: "kafka_server_raft_metrics_high_watermark", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (high-watermark)",
+		Help:  "The metadata log's committed offset as this controller knows it."}
+	RaftLogEndOffset = &Desc{Name: "kafka_server_raft_metrics_log_end_offset", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (log-end-offset)",
+		Help:  "The offset after the last entry of this controller's metadata log."}
+	RaftNumberOfVoters = &Desc{Name: "kafka_server_raft_metrics_number_of_voters", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (number-of-voters)",
+		Help:  "Voters of the metadata quorum."}
+	RaftNumberOfObservers = &Desc{Name: "kafka_server_raft_metrics_number_of_observers", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (number-of-observers)",
+		Help:  "Controllers following the quorum without a vote (raft learners); brokers that follow the committed log are not counted."}
+	RaftCommitLatencyAvg = &Desc{Name: "kafka_server_raft_metrics_commit_latency_avg", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (commit-latency-avg)",
+		Help:  "Milliseconds from the leader proposing an entry to applying it committed, mean over the last 30 to 60 seconds; NaN when nothing was committed."}
+	RaftCommitLatencyMax = &Desc{Name: "kafka_server_raft_metrics_commit_latency_max", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (commit-latency-max)",
+		Help:  "Milliseconds from the leader proposing an entry to applying it committed, maximum over the last 30 to 60 seconds; NaN when nothing was committed."}
+	RaftAppendRecordsRate = &Desc{Name: "kafka_server_raft_metrics_append_records_rate", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (append-records-rate)",
+		Help:  "Metadata records a second this controller appended as the leader, over the last 30 to 60 seconds."}
+	RaftFetchRecordsRate = &Desc{Name: "kafka_server_raft_metrics_fetch_records_rate", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (fetch-records-rate)",
+		Help:  "Metadata records a second this controller took from the leader as a follower, over the last 30 to 60 seconds."}
+	RaftPollIdleRatioAvg = &Desc{Name: "kafka_server_raft_metrics_poll_idle_ratio_avg", Kind: GaugeKind,
+		MBean: "kafka.server:type=raft-metrics (poll-idle-ratio-avg)",
+		Help:  "The fraction of time the raft loop waited for work, over the last 30 to 60 seconds."}
+)
+
+// The group coordinator's groups and offsets on the partitions of
+// __consumer_offsets this node leads (Kafka's Yammer gauges
+// kafka.coordinator.group:type=GroupMetadataManager, and its own metrics
+// kafka.server:type=group-coordinator-metrics with their tags as labels),
+// counted at scrape time; Kafka's -count attributes are gauges under the
+// KRaft rules, as here.
+var (
+	NumGroups = &Desc{Name: "kafka_coordinator_group_groupmetadatamanager_numgroups", Kind: GaugeKind,
+		MBean: "kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups",
+		Help:  "Groups this node coordinates, classic and consumer."}
+	NumOffsets = &Desc{Name: "kafka_coordinator_group_groupmetadatamanager_numoffsets", Kind: GaugeKind,
+		MBean: "kafka.coordinator.group:type=GroupMetadataManager,name=NumOffsets",
+		Help:  "Committed offsets of the groups this node coordinates."}
+	NumGroupsEmpty               = classicGroupsIn("Empty")
+	NumGroupsPreparingRebalance  = classicGroupsIn("PreparingRebalance")
+	NumGroupsCompletingRebalance = classicGroupsIn("CompletingRebalance")
+	NumGroupsStable              = classicGroupsIn("Stable")
+	NumGroupsDead                = classicGroupsIn("Dead")
+	GroupCount                   = &Desc{Name: "kafka_server_group_coordinator_metrics_group_count", Kind: GaugeKind, Labels: []string{"protocol"},
+		MBean: "kafka.server:type=group-coordinator-metrics,protocol=<classic|consumer|share|streams> (group-count)",
+		Help:  "Groups this node coordinates, by rebalance protocol (share and streams groups are 0: Gregor has none yet)."}
+	ConsumerGroupCount = &Desc{Name: "kafka_server_group_coordinator_metrics_consumer_group_count", Kind: GaugeKind, Labels: []string{"state"},
+		MBean: "kafka.server:type=group-coordinator-metrics,state=<Empty|Assigning|Reconciling|Stable|Dead> (consumer-group-count)",
+		Help:  "Consumer (KIP-848) groups this node coordinates, by state."}
+	OffsetCommitCount = &Desc{Name: "kafka_server_group_coordinator_metrics_offset_commit_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (offset-commit-count)",
+		Help:  "Offsets committed (one per partition, OffsetCommit and TxnOffsetCommit) through this node since it started."}
+	OffsetExpirationCount = &Desc{Name: "kafka_server_group_coordinator_metrics_offset_expiration_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (offset-expiration-count)",
+		Help:  "Committed offsets this node removed after offsets.retention.minutes since it started."}
+	OffsetDeletionCount = &Desc{Name: "kafka_server_group_coordinator_metrics_offset_deletion_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (offset-deletion-count)",
+		Help:  "Committed offsets removed by OffsetDelete through this node since it started."}
+	GroupCompletedRebalanceCount = &Desc{Name: "kafka_server_group_coordinator_metrics_group_completed_rebalance_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (group-completed-rebalance-count)",
+		Help:  "Rebalances of classic groups this node completed (the leader's assignment stored) since it started."}
+	ConsumerGroupRebalanceCount = &Desc{Name: "kafka_server_group_coordinator_metrics_consumer_group_rebalance_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (consumer-group-rebalance-count)",
+		Help:  "Group epoch bumps of consumer groups this node coordinates since it started."}
+	GroupNumPartitions = &Desc{Name: "kafka_server_group_coordinator_metrics_num_partitions", Kind: GaugeKind, Labels: []string{"state"},
+		MBean: "kafka.server:type=group-coordinator-metrics,state=<loading|active|failed> (num-partitions)",
+		Help:  "Partitions of __consumer_offsets this node leads, by the state of their coordinator shard."}
+	GroupPartitionLoadTimeAvg = &Desc{Name: "kafka_server_group_coordinator_metrics_partition_load_time_avg", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (partition-load-time-avg)",
+		Help:  "Milliseconds loading a __consumer_offsets partition took, mean over the last 30 to 60 seconds; NaN when none loaded."}
+	GroupPartitionLoadTimeMax = &Desc{Name: "kafka_server_group_coordinator_metrics_partition_load_time_max", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (partition-load-time-max)",
+		Help:  "Milliseconds loading a __consumer_offsets partition took, maximum over the last 30 to 60 seconds; NaN when none loaded."}
+)
+
+// classicGroupsIn declares the GroupMetadataManager gauge of classic
+// groups in one state.
+func classicGroupsIn(state string) *Desc {
+	return &Desc{Name: "kafka_coordinator_group_groupmetadatamanager_numgroups" + strings.ToLower(state), Kind: GaugeKind,
+		MBean: "kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups" + state,
+		Help:  "Classic groups this node coordinates in state " + state + "."}
+}
+
+// The transaction coordinator's loads of __transaction_state partitions
+// (Kafka's kafka.server:type=transaction-coordinator-metrics).
+var (
+	TxnPartitionLoadTimeAvg = &Desc{Name: "kafka_server_transaction_coordinator_metrics_partition_load_time_avg", Kind: GaugeKind,
+		MBean: "kafka.server:type=transaction-coordinator-metrics (partition-load-time-avg)",
+		Help:  "Milliseconds loading a __transaction_state partition took, mean over the last 30 to 60 seconds; NaN when none loaded."}
+	TxnPartitionLoadTimeMax = &Desc{Name: "kafka_server_transaction_coordinator_metrics_partition_load_time_max", Kind: GaugeKind,
+		MBean: "kafka.server:type=transaction-coordinator-metrics (partition-load-time-max)",
+		Help:  "Milliseconds loading a __transaction_state partition took, maximum over the last 30 to 60 seconds; NaN when none loaded."}
+)
+
+// Each listener's connections and SASL authentications (Kafka's
+// kafka.server:type=socket-server-metrics,listener=<l>,networkProcessor=<n>).
+// Kafka keeps them per network thread; Gregor has no network threads (a
+// connection has goroutines of its own), so every listener reports one
+// networkProcessor, "0", holding all of its connections.
+var (
+	ConnectionCount               = socketServer("connection-count", GaugeKind, "Connections open on the listener.")
+	ConnectionCreationTotal       = socketServer("connection-creation-total", CounterKind, "Connections the listener accepted and served (not those refused by a connection limit or quota).")
+	ConnectionCloseTotal          = socketServer("connection-close-total", CounterKind, "Connections of the listener that closed.")
+	SuccessfulAuthenticationTotal = socketServer("successful-authentication-total", CounterKind, "SASL authentications that succeeded on the listener (not re-authentications).")
+	FailedAuthenticationTotal     = socketServer("failed-authentication-total", CounterKind, "SASL authentications that failed on the listener (not re-authentications).")
+)
+
+// socketServer declares a socket-server-metrics attribute.
+func socketServer(attribute string, kind Kind, help string) *Desc {
+	return &Desc{Name: "kafka_server_socket_server_metrics_" + strings.ReplaceAll(attribute, "-", "_"), Kind: kind,
+		Labels: []string{"listener", "networkProcessor"},
+		MBean:  "kafka.server:type=socket-server-metrics,listener=<l>,networkProcessor=<n> (" + attribute + ")",
+		Help:   help}
+}
+
 // RequestTimeQuantiles are the quantiles the request histograms give, as
 // the JMX exporter labels Kafka's percentiles.
 var RequestTimeQuantiles = []float64{0.50, 0.75, 0.95, 0.98, 0.99, 0.999}
@@ -170,5 +308,13 @@ func Catalog() []*Desc {
 		Requests,
 		RequestQueueTimeMs, RequestQueueTimeMsCount, LocalTimeMs, LocalTimeMsCount, RemoteTimeMs, RemoteTimeMsCount,
 		ResponseQueueTimeMs, ResponseQueueTimeMsCount, ResponseSendTimeMs, ResponseSendTimeMsCount, TotalTimeMs, TotalTimeMsCount,
+		RaftCurrentState, RaftCurrentLeader, RaftCurrentVote, RaftCurrentEpoch, RaftHighWatermark, RaftLogEndOffset,
+		RaftNumberOfVoters, RaftNumberOfObservers, RaftCommitLatencyAvg, RaftCommitLatencyMax, RaftAppendRecordsRate,
+		RaftFetchRecordsRate, RaftPollIdleRatioAvg,
+		NumGroups, NumOffsets, NumGroupsEmpty, NumGroupsPreparingRebalance, NumGroupsCompletingRebalance, NumGroupsStable,
+		NumGroupsDead, GroupCount, ConsumerGroupCount, OffsetCommitCount, OffsetExpirationCount, OffsetDeletionCount,
+		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
+		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
+		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
 	}
 }

@@ -57,6 +57,7 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 		}
 	}
 	s.registerTimes(r)
+	s.registerListenerMetrics(r)
 	r.Collect(metrics.Requests, func(emit metrics.Emit) {
 		for key, counts := range s.requests {
 			emitCounts(emit, protocol.KafkaName(key), counts)
@@ -168,4 +169,43 @@ func (s *Server) registerTimes(r *metrics.Registry) {
 			each(func(name string, hist *metrics.Histogram) { emit(float64(hist.Count()), name) })
 		})
 	}
+}
+
+// listenerStats count one listener's connections and SASL
+// authentications (Kafka's socket-server-metrics, kept per network
+// processor thread; Gregor has none, see registerListenerMetrics).
+type listenerStats struct {
+	created, closed atomic.Uint64
+	// authenticated and authFailed count first authentications, not
+	// re-authentications (Kafka counts those apart).
+	authenticated, authFailed atomic.Uint64
+}
+
+// networkProcessor is the networkProcessor label of every listener's
+// socket-server-metrics. Kafka keeps them per network thread
+// (num.network.threads, named 0, 1, ...); Gregor serves each connection on
+// goroutines of its own, so a listener's counts are all reported as
+// processor 0's, which keeps sums over the label right.
+const networkProcessor = "0"
+
+// registerListenerMetrics registers each listener's connection and
+// authentication counts, labelled with Kafka's listener name.
+func (s *Server) registerListenerMetrics(r *metrics.Registry) {
+	each := func(d *metrics.Desc, value func(*listenerStats) float64) {
+		r.Collect(d, func(emit metrics.Emit) {
+			for _, l := range s.listeners {
+				emit(value(&l.stats), l.Name, networkProcessor)
+			}
+		})
+	}
+	each(metrics.ConnectionCount, func(st *listenerStats) float64 {
+		// closed is read first: a connection closing in between is
+		// never counted below zero.
+		closed := st.closed.Load()
+		return float64(st.created.Load() - closed)
+	})
+	each(metrics.ConnectionCreationTotal, func(st *listenerStats) float64 { return float64(st.created.Load()) })
+	each(metrics.ConnectionCloseTotal, func(st *listenerStats) float64 { return float64(st.closed.Load()) })
+	each(metrics.SuccessfulAuthenticationTotal, func(st *listenerStats) float64 { return float64(st.authenticated.Load()) })
+	each(metrics.FailedAuthenticationTotal, func(st *listenerStats) float64 { return float64(st.authFailed.Load()) })
 }

@@ -352,6 +352,9 @@ func (c *Conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) 
 		c.session.principal = p
 		c.session.tokenAuthenticated = token
 	}
+	if !a.reauthenticating {
+		c.listener.stats.authenticated.Add(1)
+	}
 	lifetimeMs = a.complete(time.Now())
 	c.log.Debug("SASL authentication complete", "principal", p, "mechanism", a.mechanism, "sessionLifetimeMs", lifetimeMs)
 	return reply, lifetimeMs, nil
@@ -404,6 +407,9 @@ func (a *saslSession) beginReauthentication(now time.Time) {
 // connection. The reader stops at once; the connection lingers until the
 // writer has sent the answer.
 func (c *Conn) failAuthentication(r *Request, resp kmsg.Response) bool {
+	if !c.auth.reauthenticating {
+		c.listener.stats.authFailed.Add(1)
+	}
 	c.auth.state = authFailed
 	c.lingering = true
 	s := r.slot

@@ -71,6 +71,8 @@ type listener struct {
 	quotas *connQuotas
 	// serving is set once its accept loop runs (Server's caller goroutine).
 	serving bool
+	// stats are its socket-server-metrics (metrics.go).
+	stats listenerStats
 }
 
 func (l *listener) serves(key int16) bool { return l.allowed[key] }
@@ -435,6 +437,7 @@ func (s *Server) acceptLoop(l *listener) {
 		s.connsMu.Lock()
 		s.conns[c] = struct{}{}
 		s.connsMu.Unlock()
+		l.stats.created.Add(1)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -442,6 +445,7 @@ func (s *Server) acceptLoop(l *listener) {
 				s.connsMu.Lock()
 				delete(s.conns, c)
 				s.connsMu.Unlock()
+				l.stats.closed.Add(1)
 				l.quotas.release(l.Name, ip)
 			}()
 			c.serve()

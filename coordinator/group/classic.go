@@ -919,6 +919,7 @@ func (s *shard) classicSync(ctx context.Context, req *kmsg.SyncGroupRequest) (*k
 		return nil, ch
 	}
 	g.transition(classicStable, now)
+	s.c.events.classicRebalances.Add(1)
 	for _, o := range g.members {
 		if o.syncCh != nil {
 			o.syncCh <- g.syncResponse(o.syncVersion, o)

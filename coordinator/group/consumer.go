@@ -608,6 +608,7 @@ func (s *shard) updateConsumerMember(g *consumerGroup, m *consumerMember, member
 	}
 	if bump {
 		s.emit(recs, epochRecord(g.id, g.epoch+1))
+		s.c.events.consumerRebalances.Add(1)
 	}
 
 	if g.epoch > g.assignmentEpoch {
@@ -717,6 +718,7 @@ func (s *shard) fenceMember(g *consumerGroup, memberID string, recs *[]record) {
 	}
 	g.metadataHash = s.subscriptionHash(g)
 	s.emit(recs, epochRecord(g.id, g.epoch+1))
+	s.c.events.consumerRebalances.Add(1)
 }
 
 // --- subscriptions --------------------------------------------------------------
@@ -1001,6 +1003,7 @@ func (s *shard) consumerTimers(ctx context.Context, g *consumerGroup, now int64)
 	if s.consumer[g.id] == g {
 		g.metadataHash = s.subscriptionHash(g)
 		s.emit(&recs, epochRecord(g.id, g.epoch+1))
+		s.c.events.consumerRebalances.Add(1)
 	}
 	if err := s.write(ctx, recs); err != nil {
 		s.c.log.Warn("fencing members failed", "group", g.id, "err", err)

@@ -79,6 +79,8 @@ type Coordinator struct {
 	zeroDelayJoinWindow time.Duration
 
 	shards runtime.Shards[*shard]
+	// events are the counters Stats reports (stats.go).
+	events eventCounts
 
 	expiryMu   sync.Mutex
 	lastExpiry time.Time // guarded by expiryMu; only Run's goroutine and tests touch it

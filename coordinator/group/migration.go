@@ -195,6 +195,7 @@ func (s *shard) upgradeClassicGroup(cg *classicGroup, recs *[]record, now int64)
 		s.emit(recs, memberMetadataRecord(cg.id, m.id, &m.meta))
 	}
 	s.emit(recs, epochRecord(cg.id, epoch))
+	s.c.events.consumerRebalances.Add(1)
 	for _, m := range members {
 		s.emit(recs, targetMemberRecord(cg.id, m.id, m.part))
 	}
@@ -540,6 +541,7 @@ func (s *shard) classicLeaveToConsumer(ctx context.Context, g *consumerGroup, re
 	if len(recs) > 0 {
 		g.metadataHash = s.subscriptionHash(g)
 		s.emit(&recs, epochRecord(g.id, g.epoch+1))
+		s.c.events.consumerRebalances.Add(1)
 		if err := s.write(ctx, recs); err != nil {
 			code := appendErrorCode(err)
 			for i := range resp.Members {

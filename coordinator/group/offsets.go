@@ -244,6 +244,7 @@ func (s *shard) writeCommits(ctx context.Context, recs []record, nowMs int64, p 
 	for i := range recs {
 		_ = s.replayAt(base+int64(i), p.id, recs[i])
 	}
+	s.c.events.offsetCommits.Add(uint64(len(recs)))
 }
 
 // commitErrorCode is the answer to a commit whose append failed: a batch
@@ -551,6 +552,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	for _, r := range recs {
 		_ = s.replay(r)
 	}
+	s.c.events.offsetDeletions.Add(uint64(len(recs)))
 	return resp
 }
 
@@ -580,6 +582,7 @@ func (g *classicGroup) subscribedTopics() map[string]bool {
 func (s *shard) expireOffsets(ctx context.Context, now int64) {
 	retention := s.c.cfg.offsetsRetention().Milliseconds()
 	var recs []record
+	expiredOffsets := 0
 	groups := map[string]bool{}
 	for id := range s.classic {
 		groups[id] = true
@@ -609,6 +612,7 @@ func (s *shard) expireOffsets(ctx context.Context, now int64) {
 					}
 					if expired && !s.hasPendingOffset(id, topic, p) {
 						recs = append(recs, offsetTombstone(id, topic, p))
+						expiredOffsets++
 					} else {
 						remaining++
 					}
@@ -634,6 +638,7 @@ func (s *shard) expireOffsets(ctx context.Context, now int64) {
 	for _, r := range recs {
 		_ = s.replay(r)
 	}
+	s.c.events.offsetExpirations.Add(uint64(expiredOffsets))
 	s.c.log.Info("expired offsets and groups", "partition", s.partition, "records", len(recs))
 }
 

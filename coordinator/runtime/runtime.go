@@ -121,6 +121,10 @@ type Options struct {
 	// forwarding to the active controller); EnsureTopic uses it.
 	CreateTopic func(ctx context.Context, t kmsg.CreateTopicsRequestTopic) error
 	Logger      *slog.Logger
+	// Loaded, if set, is told how long each shard that loaded took, from
+	// the start of its replay to serving (Kafka's partition-load-time of
+	// the coordinator's metrics).
+	Loaded func(took time.Duration)
 }
 
 // Runtime loads and unloads one coordinator's shards.
@@ -204,8 +208,13 @@ func (l *listener) BecameLeader(tp replica.TopicPartition, epoch int32) {
 	}
 	plog := &partitionLog{replicas: rt.opts.Replicas, tp: tp, epoch: epoch}
 	rt.enqueueLocked(p, func() {
-		if err := rt.opts.Coordinator.Load(rt.ctx, p, plog); err != nil && rt.ctx.Err() == nil {
+		started := time.Now()
+		err := rt.opts.Coordinator.Load(rt.ctx, p, plog)
+		switch {
+		case err != nil && rt.ctx.Err() == nil:
 			rt.log.Error("loading coordinator partition", "topic", tp.Topic, "partition", p, "leader_epoch", epoch, "err", err)
+		case err == nil && rt.opts.Loaded != nil:
+			rt.opts.Loaded(time.Since(started))
 		}
 	})
 }

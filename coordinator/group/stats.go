@@ -1,0 +1,78 @@
+package group
+
+import "sync/atomic"
+
+// Stats is what the group coordinator's metrics report (Kafka's
+// group-coordinator-metrics and GroupMetadataManager gauges): the groups of
+// the partitions this node serves, counted when asked, and the events it
+// counted since start. Package metrics is not imported here: the broker
+// turns Stats into metrics.
+type Stats struct {
+	// ClassicGroups and ConsumerGroups count the groups by the state
+	// Kafka reports (Empty, PreparingRebalance, CompletingRebalance,
+	// Stable, Dead; Empty, Assigning, Reconciling, Stable).
+	ClassicGroups, ConsumerGroups map[string]int
+	// Offsets is the committed offsets held (Kafka's NumOffsets).
+	Offsets int
+	// Loading, Active and Failed count the __consumer_offsets partitions
+	// this node leads by the state of their shard.
+	Loading, Active, Failed int
+	Events
+}
+
+// Events are the coordinator's counters, each incremented once what it
+// counts is durable.
+type Events struct {
+	// OffsetCommits are the offsets committed (one per partition, by
+	// OffsetCommit and TxnOffsetCommit); OffsetExpirations those removed
+	// by offsets.retention.minutes; OffsetDeletions those removed by
+	// OffsetDelete.
+	OffsetCommits, OffsetExpirations, OffsetDeletions uint64
+	// ClassicRebalances are the rebalances of classic groups completed
+	// (the leader's assignment stored, the group Stable);
+	// ConsumerRebalances the epoch bumps of consumer groups.
+	ClassicRebalances, ConsumerRebalances uint64
+}
+
+// eventCounts are Events as the coordinator increments them.
+type eventCounts struct {
+	offsetCommits, offsetExpirations, offsetDeletions atomic.Uint64
+	classicRebalances, consumerRebalances             atomic.Uint64
+}
+
+// Stats counts the groups and offsets of every shard, each under its own
+// lock in turn (never two at once), so the counts of different shards may
+// be a moment apart.
+func (c *Coordinator) Stats() Stats {
+	st := Stats{ClassicGroups: map[string]int{}, ConsumerGroups: map[string]int{}, Events: Events{
+		OffsetCommits:      c.events.offsetCommits.Load(),
+		OffsetExpirations:  c.events.offsetExpirations.Load(),
+		OffsetDeletions:    c.events.offsetDeletions.Load(),
+		ClassicRebalances:  c.events.classicRebalances.Load(),
+		ConsumerRebalances: c.events.consumerRebalances.Load(),
+	}}
+	for _, s := range c.shards.All() {
+		s.mu.Lock()
+		switch s.status {
+		case shardLoading:
+			st.Loading++
+		case shardFailed:
+			st.Failed++
+		case shardActive:
+			st.Active++
+			for _, g := range s.classic {
+				st.ClassicGroups[g.state.String()]++
+			}
+			for _, g := range s.consumer {
+				st.ConsumerGroups[g.stateName()]++
+			}
+			for _, o := range s.offsets {
+				for _, ps := range o.topics {
+					st.Offsets += len(ps)
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return st
+}
