@@ -316,5 +316,7 @@ func Catalog() []*Desc {
 		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
 		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
+		ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs, ProcessStartTime,
+		GoGoroutines, GoAllocBytes, GoHeapInUse, GoGCCycles,
 	}
 }
