@@ -11,7 +11,8 @@ package broker
 // cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
 // resources (KIP-848's group configs) report Kafka 4.3's group keys for any
 // group id, existing or not. Broker logger resources report the logger
-// levels. Alter requests change metadata and go to the controller, after
+// levels. Client-metrics resources (KIP-714 subscriptions) report their
+// three keys for any name. Alter requests change metadata and go to the controller, after
 // the broker's own checks of its BROKER resources (dynamicbroker.go).
 //
 // Authorization: DescribeConfigs needs DESCRIBE_CONFIGS on the cluster for
@@ -83,6 +84,13 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 				break
 			}
 			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case metadata.ConfigResourceClientMetrics:
+			// Any subscription name may be described, as for groups.
+			if res.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Client metrics subscription name must not be empty")
+				break
+			}
+			rr.Configs = b.opts.Configs.DescribeClientMetrics(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case metadata.ConfigResourceBrokerLogger:
 			if res.ResourceName != strconv.Itoa(int(b.opts.NodeID)) {
 				fail(kerr.InvalidRequest, fmt.Sprintf("Unexpected broker id, expected %d but received %s", b.opts.NodeID, res.ResourceName))
@@ -105,7 +113,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 // principal may not describe, nil when it may (ConfigHelper).
 func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, name string) *kerr.Error {
 	switch metadata.ConfigResourceType(t) {
-	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger, configResourceClientMetrics:
+	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger, metadata.ConfigResourceClientMetrics:
 		if !b.clusterAllowed(who, kmsg.ACLOperationDescribeConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
@@ -144,9 +152,6 @@ func (b *Broker) describeLoggers(names []string) []kmsg.DescribeConfigsResponseR
 	}
 	return []kmsg.DescribeConfigsResponseResourceConfig{c}
 }
-
-// configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).
-const configResourceClientMetrics metadata.ConfigResourceType = 16
 
 func init() {
 	register(api{
