@@ -178,7 +178,7 @@ var (
 	ClientMetricsPluginErrors = &Desc{Name: "kafka_server_client_metrics_plugin_error_total", Kind: CounterKind,
 		MBean: "kafka.server:type=client-metrics,client_instance_id=<id> (plugin-error-count), all instances",
 		Help:  "Pushed telemetry payloads that did not decompress or decode (answered INVALID_RECORD)."}
-	ClientTelemetry = &Desc{Name: "gregor_client_", Kind: GaugeKind, Labels: []string{"client_instance_id"},
+	ClientTelemetry = &Desc{Name: "gregor_client_", Kind: GaugeKind, Labels: []string{"client_instance_id"}, Family: true,
 		MBean: "none: the OTLP metrics clients push (KIP-714), named gregor_client_<OTLP name, dots as underscores>",
 		Help: "A family per metric clients push: gauges and non-monotonic sums as gauges, monotonic sums as counters (_total; delta pushes added up), histograms as _bucket, _sum and _count; " +
 			"labels client_instance_id and the points' and resource's attributes; the series of at most gregor.metrics.client.telemetry.max.clients (100) instances, each dropped max(60 s, 3 push intervals) after its last push."}

@@ -54,6 +54,10 @@ type Desc struct {
 	// kafka.server:type=ReplicaManager,name=PartitionCount (Value).
 	MBean string
 	Help  string
+	// Family marks the catalog entry of families known only at scrape
+	// time (Registry.Dynamic): Name is the prefix of their names, and no
+	// metric of its own is written.
+	Family bool
 }
 
 // familyName is the name of the family in the exposition: OpenMetrics
