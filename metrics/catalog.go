@@ -288,6 +288,24 @@ func socketServer(attribute string, kind Kind, help string) *Desc {
 		Help:   help}
 }
 
+// The lag of the consumer groups this node coordinates (Gregor's own:
+// Kafka's brokers have no MBean for it; kafka-lag-exporter and Burrow
+// compute it outside), at scrape time: a partition's high watermark, as
+// kafka-consumer-groups --describe lists it as LOG-END-OFFSET, less the
+// group's committed offset (broker/lagmetrics.go). The per-partition
+// series only with gregor.metrics.per.partition.
+var (
+	ConsumerGroupLag = &Desc{Name: "gregor_consumergroup_lag", Kind: GaugeKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "none: Gregor's own",
+		Help:  "The partition's high watermark less the group's committed offset (kafka-consumer-groups' LAG), for the groups this node coordinates."}
+	ConsumerGroupLagSum = &Desc{Name: "gregor_consumergroup_lag_sum", Kind: GaugeKind, Labels: []string{"group", "topic"},
+		MBean: "none: Gregor's own",
+		Help:  "The group's lag summed over the topic's partitions it committed offsets of, for the groups this node coordinates."}
+	ConsumerGroupCommittedOffset = &Desc{Name: "gregor_consumergroup_committed_offset", Kind: GaugeKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "none: Gregor's own",
+		Help:  "The group's committed offset of the partition (kafka-consumer-groups' CURRENT-OFFSET), where its lag is known."}
+)
+
 // RequestTimeQuantiles are the quantiles the request histograms give, as
 // the JMX exporter labels Kafka's percentiles.
 var RequestTimeQuantiles = []float64{0.50, 0.75, 0.95, 0.98, 0.99, 0.999}
@@ -316,5 +334,6 @@ func Catalog() []*Desc {
 		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
 		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
+		ConsumerGroupLag, ConsumerGroupLagSum, ConsumerGroupCommittedOffset,
 	}
 }
