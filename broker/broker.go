@@ -719,10 +719,12 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 // received, by API and version, and their times; and, once Start has
 // built them, its coordinators' (coordmetrics.go) and the consumer lag of
 // the groups it coordinates (lagmetrics.go), per partition only with
-// perPartition (gregor.metrics.per.partition). What its fetches carried
-// is counted with the replica manager's topic meters.
+// perPartition (gregor.metrics.per.partition); and its client quotas'
+// measures (broker/quota). What its fetches carried is counted with the
+// replica manager's topic meters.
 func (b *Broker) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	b.server.RegisterMetrics(r)
+	b.quotas.RegisterMetrics(r)
 	b.registerCoordinatorMetrics(r)
 	b.registerLagMetrics(r, perPartition)
 }
