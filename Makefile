@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security fuzz lint soak faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics fuzz lint soak faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -133,6 +133,12 @@ bench-replication:
 # off; rewrites the security section of bench/RESULTS.md and keeps the rest
 bench-security:
 	$(GO) run ./bench/cmd/securitybench -rounds $(or $(ROUNDS),3)
+
+# what the metrics cost on the produce path: CPU per GB produced with
+# /metrics scraped every second against no HTTP listener, ROUNDS rounds of
+# two fresh nodes in alternating order; prints medians and their ratio
+bench-metrics:
+	$(GO) run ./bench/cmd/metricscost -rounds $(or $(ROUNDS),5)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -9,12 +9,13 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.etcd.io/raft/v3 v3.7.0
-	google.golang.org/protobuf v1.36.11
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	go.opentelemetry.io/proto/otlp v1.11.1
 	software.sslmate.com/src/go-pkcs12 v0.7.3
 )
 

@@ -139,3 +139,10 @@ func parseStatusKiB(status, field string) (float64, error) {
 	}
 	return 0, fmt.Errorf("no %s in /proc status", strings.TrimSuffix(field, ":"))
 }
+
+// CPUSeconds is the user+system CPU time of process pid, for the
+// benchmark commands of their own (bench/cmd/metricscost).
+func CPUSeconds(pid int) (float64, error) { return cpuSeconds(pid) }
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages.
+func LoadAvg() string { return loadAvg() }

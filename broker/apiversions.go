@@ -23,8 +23,13 @@ import (
 func (b *Broker) handleApiVersions(ctx context.Context, r *network.Request) {
 	req := r.Body.(*kmsg.ApiVersionsRequest)
 	resp := b.apiVersionsFor(r.APIKeys(), r.Version())
-	if r.Version() >= 3 && !network.ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) {
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	if r.Version() >= 3 {
+		if !network.ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		} else {
+			// Client telemetry subscriptions match on it (KIP-714).
+			r.SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+		}
 	}
 	r.Respond(resp)
 }

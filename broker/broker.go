@@ -26,6 +26,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/controllerclient"
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/broker/quota"
+	"github.com/gregorbroker/gregor/broker/telemetry"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
 	"github.com/gregorbroker/gregor/coordinator/txn"
@@ -47,6 +48,9 @@ type Configs interface {
 	DescribeTopic(img *metadata.Image, topic string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
 	DescribeBroker(img *metadata.Image, brokerID int32, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
 	DescribeGroup(img *metadata.Image, group string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
+	// DescribeClientMetrics answers DescribeConfigs for a client-metrics
+	// subscription (KIP-714).
+	DescribeClientMetrics(img *metadata.Image, name string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig
 	// GroupConfig is a group's effective configuration; false when the
 	// group has no dynamic configs.
 	GroupConfig(img *metadata.Image, group string) (cfgdef.Group, bool)
@@ -180,8 +184,15 @@ type Options struct {
 	// resources describe and alter (loggers.go); nil: a registry of the
 	// broker's own, at INFO, that changes nothing of Logger's.
 	LogLevels *loglevel.Registry
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// TelemetryMaxBytes is telemetry.max.bytes (KIP-714): the largest
+	// metrics payload a client may push; zero means Kafka's 1 MiB.
+	TelemetryMaxBytes int32
+	// TelemetryMaxClients is gregor.metrics.client.telemetry.max.clients:
+	// the client instances whose pushed metrics /metrics shows at most;
+	// zero means 100.
+	TelemetryMaxClients int
+	Logger              *slog.Logger
+	Now                 func() time.Time
 }
 
 // Broker is one broker node: its server, partitions and handlers.
@@ -227,6 +238,10 @@ type Broker struct {
 	// following of the image.
 	departed     *departedBrokers
 	stopDeparted func()
+	// telemetry is KIP-714's client telemetry (telemetry.go);
+	// stopTelemetry ends its following of the subscriptions in the image.
+	telemetry     *telemetry.Manager
+	stopTelemetry func()
 
 	// brokerEpoch is this broker's registration epoch.
 	brokerEpoch int64
@@ -278,6 +293,10 @@ func New(opts Options) *Broker {
 		now:          opts.Now,
 		autoCreating: map[string]bool{},
 		departed:     newDepartedBrokers(opts.FencedBrokerLinger, opts.Now),
+		telemetry: telemetry.New(telemetry.Options{
+			MaxBytes: opts.TelemetryMaxBytes, MaxClients: opts.TelemetryMaxClients,
+			Now: opts.Now, Logger: opts.Logger,
+		}),
 	}
 	if opts.Authorizer != nil {
 		b.authz = authz.New(*opts.Authorizer)
@@ -363,6 +382,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	// Metadata lists a broker fenced from here on for a while
 	// (departedbrokers.go); clients are served after this.
 	b.stopDeparted = b.meta.Subscribe(func(_, next *metadata.Image) { b.departed.observe(next) })
+	b.followTelemetrySubscriptions()
 	// Quotas apply from the registration on (clients are served after
 	// it; a combined node's controller listener meanwhile answers only
 	// the cluster's own start-up).
@@ -421,6 +441,9 @@ func (b *Broker) Shutdown() {
 		}
 		if b.stopDeparted != nil {
 			b.stopDeparted()
+		}
+		if b.stopTelemetry != nil {
+			b.stopTelemetry()
 		}
 		// The fetchers stop before the connections they use.
 		if b.replicas != nil {
@@ -716,15 +739,17 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 }
 
 // RegisterMetrics registers the broker's network metrics: the requests it
-// received, by API and version, and their times; and, once Start has
-// built them, its coordinators' (coordmetrics.go) and the consumer lag of
-// the groups it coordinates (lagmetrics.go), per partition only with
-// perPartition (gregor.metrics.per.partition); and its client quotas'
-// measures (broker/quota). What its fetches carried is counted with the
+// received, by API and version, and their times; once Start has built
+// them, its coordinators' (coordmetrics.go) and the consumer lag of the
+// groups it coordinates (lagmetrics.go), per partition only with
+// perPartition (gregor.metrics.per.partition); its client quotas'
+// measures (broker/quota); and its client telemetry's (KIP-714), with the
+// series clients pushed. What its fetches carried is counted with the
 // replica manager's topic meters.
 func (b *Broker) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	b.server.RegisterMetrics(r)
 	b.quotas.RegisterMetrics(r)
 	b.registerCoordinatorMetrics(r)
 	b.registerLagMetrics(r, perPartition)
+	b.telemetry.RegisterMetrics(r)
 }

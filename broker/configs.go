@@ -11,10 +11,11 @@ package broker
 // cluster default (""); another id is INVALID_REQUEST as in Kafka. Group
 // resources (KIP-848's group configs) report Kafka 4.3's group keys for any
 // group id, existing or not. Broker logger resources report this node's
-// logger levels (loggers.go). Alter requests change metadata and go to the
-// controller, after the broker's own checks of its BROKER resources
-// (dynamicbroker.go), but for BROKER_LOGGER resources, which the broker
-// answers itself (loggers.go).
+// logger levels (loggers.go). Client-metrics resources (KIP-714
+// subscriptions) report their three keys for any name. Alter requests
+// change metadata and go to the controller, after the broker's own checks
+// of its BROKER resources (dynamicbroker.go), but for BROKER_LOGGER
+// resources, which the broker answers itself (loggers.go).
 //
 // Authorization: DescribeConfigs needs DESCRIBE_CONFIGS on the cluster for
 // BROKER, BROKER_LOGGER and CLIENT_METRICS resources, on the topic or group
@@ -85,6 +86,13 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 				break
 			}
 			rr.Configs = b.opts.Configs.DescribeGroup(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
+		case metadata.ConfigResourceClientMetrics:
+			// Any subscription name may be described, as for groups.
+			if res.ResourceName == "" {
+				fail(kerr.InvalidRequest, "Client metrics subscription name must not be empty")
+				break
+			}
+			rr.Configs = b.opts.Configs.DescribeClientMetrics(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)
 		case metadata.ConfigResourceBrokerLogger:
 			configs, e, msg := b.describeLoggers(res.ResourceName, res.ConfigNames)
 			if e != nil {
@@ -108,7 +116,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 // principal may not describe, nil when it may (ConfigHelper).
 func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, name string) *kerr.Error {
 	switch metadata.ConfigResourceType(t) {
-	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger, configResourceClientMetrics:
+	case metadata.ConfigResourceBroker, metadata.ConfigResourceBrokerLogger, metadata.ConfigResourceClientMetrics:
 		if !b.clusterAllowed(who, kmsg.ACLOperationDescribeConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
@@ -123,9 +131,6 @@ func (b *Broker) describeConfigsDenied(who identity, t kmsg.ConfigResourceType, 
 	}
 	return nil
 }
-
-// configResourceClientMetrics is the CLIENT_METRICS resource type (KIP-714).
-const configResourceClientMetrics metadata.ConfigResourceType = 16
 
 func init() {
 	register(api{

@@ -285,7 +285,7 @@ func (f controllerFront) alterConfigsDenied(who identity, t kmsg.ConfigResourceT
 		if incremental && !f.b.clusterAllowed(who, kmsg.ACLOperationAlterConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}
-	case metadata.ConfigResourceBroker, configResourceClientMetrics:
+	case metadata.ConfigResourceBroker, metadata.ConfigResourceClientMetrics:
 		if !f.b.clusterAllowed(who, kmsg.ACLOperationAlterConfigs) {
 			return kerr.ClusterAuthorizationFailed
 		}

@@ -45,7 +45,7 @@ func init() {
 // order Kafka's handleListConfigResources adds them.
 func listedConfigTypes() []metadata.ConfigResourceType {
 	return []metadata.ConfigResourceType{
-		metadata.ConfigResourceGroup, configResourceClientMetrics, metadata.ConfigResourceBrokerLogger,
+		metadata.ConfigResourceGroup, metadata.ConfigResourceClientMetrics, metadata.ConfigResourceBrokerLogger,
 		metadata.ConfigResourceBroker, metadata.ConfigResourceTopic,
 	}
 }
@@ -60,7 +60,7 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *network.Reque
 	// v0 (ListClientMetricsResources) knows only client metrics.
 	supported := listedConfigTypes()
 	if req.Version == 0 {
-		supported = []metadata.ConfigResourceType{configResourceClientMetrics}
+		supported = []metadata.ConfigResourceType{metadata.ConfigResourceClientMetrics}
 	}
 	wanted := map[metadata.ConfigResourceType]bool{}
 	for _, t := range req.ResourceTypes {
@@ -91,7 +91,7 @@ func (b *Broker) handleListConfigResources(ctx context.Context, r *network.Reque
 func configResourceNames(img *metadata.Image, t metadata.ConfigResourceType, listener string) []string {
 	var names []string
 	switch t {
-	case metadata.ConfigResourceGroup, configResourceClientMetrics:
+	case metadata.ConfigResourceGroup, metadata.ConfigResourceClientMetrics:
 		for res := range img.Configs {
 			if res.Type == t {
 				names = append(names, res.Name)

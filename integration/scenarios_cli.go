@@ -28,6 +28,7 @@ const (
 	mainDeleteRecords  = "org.apache.kafka.tools.DeleteRecordsCommand"
 	mainTransactions   = "org.apache.kafka.tools.TransactionsCommand"
 	mainLogDirs        = "org.apache.kafka.tools.LogDirsCommand"
+	mainClientMetrics  = "org.apache.kafka.tools.ClientMetricsCommand"
 	mainLeaderElection = "org.apache.kafka.tools.LeaderElectionCommand"
 	mainDumpLog        = "org.apache.kafka.tools.DumpLogSegments"
 	mainPerfProducer   = "org.apache.kafka.tools.ProducerPerformance"
@@ -50,6 +51,7 @@ func cliScenarios() []Scenario {
 		{Name: "cli/configs-broker", Doc: "kafka-configs brokers --describe --all, --alter a dynamic broker config", Run: cliConfigsBroker},
 		{Name: "cli/configs-broker-loggers", Doc: "kafka-configs broker-loggers --describe, --alter --add-config root=WARN and back, refused level and --delete-config root", Run: cliConfigsBrokerLoggers},
 		{Name: "cli/configs-group", Doc: "kafka-configs groups --alter --add-config consumer.heartbeat.interval.ms on a group without members, --describe (--all), refused values, --delete-config", Run: cliConfigsGroup},
+		{Name: "cli/client-metrics", Doc: "kafka-client-metrics --alter (--metrics, --interval, --match), --list, --describe, refused values with Kafka's errors, --delete", Run: cliClientMetrics},
 		{Name: "cli/broker-api-versions", Doc: "kafka-broker-api-versions lists the broker with usable versions of core APIs", Run: cliAPIVersions},
 		{Name: "cli/metadata-quorum", Doc: "kafka-metadata-quorum describe --status and --replication", Run: cliQuorum},
 		{Name: "cli/features-describe", Doc: "kafka-features describe prints metadata.version and finalized levels", Run: cliFeatures},
@@ -853,6 +855,67 @@ func cliConfigsGroup(ctx context.Context, e *Env) error {
 	}
 	_, err = describeUntil("after --delete-config", "The group '"+group+"' doesn't exist and doesn't have dynamic config.")
 	return err
+}
+
+// cliClientMetrics: a KIP-714 telemetry subscription through its tool
+// (CLIENT_METRICS configs: IncrementalAlterConfigs, ListConfigResources,
+// DescribeConfigs).
+func cliClientMetrics(ctx context.Context, e *Env) error {
+	name := e.Name("client-metrics")
+	out, err := e.Kafka(ctx, mainClientMetrics, "--alter", "--name", name, "--metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+		"--interval", "1000", "--match", "client_software_name=apache-kafka-java,client_id=perf-.*")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out.Stdout, "Altered client metrics config for "+name+".") {
+		return fmt.Errorf("--alter: %s", out.Tail())
+	}
+	want := "Client metrics configs for " + name + " are:\n  interval.ms=1000\n  match=client_software_name=apache-kafka-java,client_id=perf-.*\n" +
+		"  metrics=org.apache.kafka.producer.,org.apache.kafka.consumer.\n"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if out, err = e.Kafka(ctx, mainClientMetrics, "--describe", "--name", name); err != nil {
+			return err
+		}
+		if out.Stdout == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--describe: %q, want %q", out.Stdout, want)
+		}
+		time.Sleep(time.Second)
+	}
+	if out, err = e.Kafka(ctx, mainClientMetrics, "--list"); err != nil || !slices.Contains(strings.Split(out.Stdout, "\n"), name) {
+		return fmt.Errorf("--list: %v %s", err, out.Tail())
+	}
+	for _, tc := range []struct{ args, why string }{
+		{"--interval 5", "InvalidRequestException: Invalid value 5 for interval.ms, interval must be between 100 and 3600000 (1 hour)"},
+		{"--match client_rack=a", "InvalidConfigurationException: Illegal client matching pattern: client_rack=a"},
+	} {
+		out, err = e.Kafka(ctx, mainClientMetrics, append([]string{"--alter", "--name", name}, strings.Fields(tc.args)...)...)
+		if err == nil {
+			return fmt.Errorf("--alter %s succeeded", tc.args)
+		}
+		if !strings.Contains(out.Stderr+out.Stdout, tc.why) {
+			return fmt.Errorf("--alter %s: want %q, got %s", tc.args, tc.why, out.Tail())
+		}
+	}
+	if out, err = e.Kafka(ctx, mainClientMetrics, "--delete", "--name", name); err != nil || !strings.Contains(out.Stdout, "Deleted client metrics config for "+name+".") {
+		return fmt.Errorf("--delete: %v %s", err, out.Tail())
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if out, err = e.Kafka(ctx, mainClientMetrics, "--list"); err != nil {
+			return err
+		}
+		if !slices.Contains(strings.Split(out.Stdout, "\n"), name) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--list after --delete: %s", out.Stdout)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 var apiLineRe = regexp.MustCompile(`^\s*(\w+)\((\d+)\): (\d+) to (\d+) \[usable: (\d+)\]`)

@@ -156,6 +156,13 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 		{"kafka_server_socket_server_metrics_connection_close_total", map[string]string{"listener": "PLAINTEXT"}, 0, true},
 		{"kafka_server_socket_server_metrics_failed_authentication_total", map[string]string{"listener": "PLAINTEXT"}, 0, false},
 		{"kafka_server_socket_server_metrics_successful_authentication_total", map[string]string{"listener": "PLAINTEXT"}, 0, false},
+		// The process, as Prometheus' process collector names it (the
+		// exporter's Java agent serves it for Kafka).
+		{"process_cpu_seconds_total", nil, 0, true},
+		{"process_resident_memory_bytes", nil, 1, true},
+		{"process_open_fds", nil, 1, true},
+		{"process_max_fds", nil, 1, true},
+		{"process_start_time_seconds", nil, 1, true},
 	}
 	if err := checkMetrics(ctx, e, n.MetricsAddr, checks, 30*time.Second); err != nil {
 		return err

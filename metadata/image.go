@@ -21,7 +21,9 @@ const (
 	ConfigResourceTopic        ConfigResourceType = 2
 	ConfigResourceBroker       ConfigResourceType = 4
 	ConfigResourceBrokerLogger ConfigResourceType = 8
-	ConfigResourceGroup        ConfigResourceType = 32
+	// ConfigResourceClientMetrics is a telemetry subscription (KIP-714).
+	ConfigResourceClientMetrics ConfigResourceType = 16
+	ConfigResourceGroup         ConfigResourceType = 32
 )
 
 // ConfigResource names what a config record applies to. Name "" with type

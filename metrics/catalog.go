@@ -339,6 +339,33 @@ var RequestTimeQuantiles = []float64{0.50, 0.75, 0.95, 0.98, 0.99, 0.999}
 // RequestTimeQuantileLabels are their label values.
 var RequestTimeQuantileLabels = []string{"0.50", "0.75", "0.95", "0.98", "0.99", "0.999"}
 
+// KIP-714 client telemetry: the broker's own counts (Kafka's
+// kafka.server:type=client-metrics; Kafka's per-instance throttle, export
+// and error meters are counted here for all instances together, for a
+// client instance id is an unbounded label), and the family of what
+// clients push.
+var (
+	ClientMetricsInstanceCount = &Desc{Name: "kafka_server_client_metrics_instance_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=client-metrics (instance-count)",
+		Help:  "Client instances (KIP-714) this broker keeps: they asked for their telemetry subscription or pushed telemetry lately."}
+	ClientMetricsUnknownSubscriptionRequests = &Desc{Name: "kafka_server_client_metrics_unknown_subscription_request_total", Kind: CounterKind,
+		MBean: "kafka.server:type=client-metrics (unknown-subscription-request-count)",
+		Help:  "PushTelemetry requests answered UNKNOWN_SUBSCRIPTION_ID: the client's subscription changed."}
+	ClientMetricsThrottles = &Desc{Name: "kafka_server_client_metrics_throttle_total", Kind: CounterKind,
+		MBean: "kafka.server:type=client-metrics,client_instance_id=<id> (throttle-count), all instances",
+		Help:  "Telemetry requests answered THROTTLING_QUOTA_EXCEEDED: sent before the push interval passed."}
+	ClientMetricsPluginExports = &Desc{Name: "kafka_server_client_metrics_plugin_export_total", Kind: CounterKind,
+		MBean: "kafka.server:type=client-metrics,client_instance_id=<id> (plugin-export-count), all instances",
+		Help:  "Pushed telemetry payloads decoded into the gregor_client_ series."}
+	ClientMetricsPluginErrors = &Desc{Name: "kafka_server_client_metrics_plugin_error_total", Kind: CounterKind,
+		MBean: "kafka.server:type=client-metrics,client_instance_id=<id> (plugin-error-count), all instances",
+		Help:  "Pushed telemetry payloads that did not decompress or decode (answered INVALID_RECORD)."}
+	ClientTelemetry = &Desc{Name: "gregor_client_", Kind: GaugeKind, Labels: []string{"client_instance_id"}, Family: true,
+		MBean: "none: the OTLP metrics clients push (KIP-714), named gregor_client_<OTLP name, dots as underscores>",
+		Help: "A family per metric clients push: gauges and non-monotonic sums as gauges, monotonic sums as counters (_total; delta pushes added up), histograms as _bucket, _sum and _count; " +
+			"labels client_instance_id and the points' and resource's attributes; the series of at most gregor.metrics.client.telemetry.max.clients (100) instances, each dropped max(60 s, 3 push intervals) after its last push."}
+)
+
 // Catalog is every metric declared above, in the order docs/metrics.md
 // lists them.
 func Catalog() []*Desc {
@@ -362,5 +389,9 @@ func Catalog() []*Desc {
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
 		QuotaByteRate, QuotaRequestTime, QuotaTokens, QuotaThrottleTime,
 		ConsumerGroupLag, ConsumerGroupLagSum, ConsumerGroupCommittedOffset,
+		ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs, ProcessStartTime,
+		GoGoroutines, GoAllocBytes, GoHeapInUse, GoGCCycles,
+		ClientMetricsInstanceCount, ClientMetricsUnknownSubscriptionRequests, ClientMetricsThrottles,
+		ClientMetricsPluginExports, ClientMetricsPluginErrors, ClientTelemetry,
 	}
 }

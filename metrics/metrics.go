@@ -54,6 +54,10 @@ type Desc struct {
 	// kafka.server:type=ReplicaManager,name=PartitionCount (Value).
 	MBean string
 	Help  string
+	// Family marks the catalog entry of families known only at scrape
+	// time (Registry.Dynamic): Name is the prefix of their names, and no
+	// metric of its own is written.
+	Family bool
 }
 
 // familyName is the name of the family in the exposition: OpenMetrics
@@ -88,6 +92,14 @@ type Registry struct {
 	mu         sync.Mutex
 	collectors map[string]*registered
 	onScrape   []func()
+	dynamic    []dynamicSource
+}
+
+// dynamicSource writes families whose names are known only at scrape
+// time, every one starting with family.Name.
+type dynamicSource struct {
+	family *Desc
+	source func(add func(d *Desc, collect func(Emit)))
 }
 
 type registered struct {
@@ -123,6 +135,17 @@ func (r *Registry) OnScrape(prepare func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onScrape = append(r.onScrape, prepare)
+}
+
+// Dynamic registers source as the writer of families whose names are
+// known only at scrape time (the metrics clients push, KIP-714): at each
+// scrape it hands add each family's Desc and collector. family is their
+// catalog entry, its Name the prefix every such family's name must have;
+// a family without it, or named like a registered metric, is left out.
+func (r *Registry) Dynamic(family *Desc, source func(add func(d *Desc, collect func(Emit)))) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dynamic = append(r.dynamic, dynamicSource{family: family, source: source})
 }
 
 // Gauge registers value as the unlabelled gauge d.
@@ -178,10 +201,22 @@ func (r *Registry) Write(w io.Writer, openMetrics bool) error {
 	}
 	r.mu.Lock()
 	regs := make([]*registered, 0, len(r.collectors))
+	taken := make(map[string]bool, len(r.collectors))
 	for _, c := range r.collectors {
 		regs = append(regs, &registered{desc: c.desc, collect: slices.Clone(c.collect)})
+		taken[c.desc.Name] = true
 	}
+	dynamic := slices.Clone(r.dynamic)
 	r.mu.Unlock()
+	for _, dyn := range dynamic {
+		dyn.source(func(d *Desc, collect func(Emit)) {
+			if !strings.HasPrefix(d.Name, dyn.family.Name) || taken[d.Name] {
+				return
+			}
+			taken[d.Name] = true
+			regs = append(regs, &registered{desc: d, collect: []func(Emit){collect}})
+		})
+	}
 	slices.SortFunc(regs, func(a, b *registered) int { return strings.Compare(a.desc.Name, b.desc.Name) })
 
 	bw := bufio.NewWriterSize(w, 32<<10)

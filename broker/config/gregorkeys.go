@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +21,12 @@ var gregorKeys = map[string]func(value string) error{
 			return nil
 		}
 		return fmt.Errorf("expected text or json")
+	},
+	TelemetryMaxClientsKey: func(v string) error {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
+			return fmt.Errorf("expected a whole number of at least 1")
+		}
+		return nil
 	},
 	MetricsPerPartitionKey: func(v string) error {
 		switch strings.ToLower(strings.TrimSpace(v)) {
@@ -49,6 +56,21 @@ const MetricsPerPartitionKey = "gregor.metrics.per.partition"
 // MetricsPerPartition is gregor.metrics.per.partition (default true).
 func (b *Broker) MetricsPerPartition() bool {
 	return !strings.EqualFold(strings.TrimSpace(b.Raw[MetricsPerPartitionKey]), "false")
+}
+
+// TelemetryMaxClientsKey is gregor.metrics.client.telemetry.max.clients:
+// how many client instances' pushed metrics (KIP-714) /metrics shows at
+// most, for the client instance id is an unbounded label; the instance
+// that pushed least recently is dropped for a new one.
+const TelemetryMaxClientsKey = "gregor.metrics.client.telemetry.max.clients"
+
+// TelemetryMaxClients is gregor.metrics.client.telemetry.max.clients
+// (default 100).
+func (b *Broker) TelemetryMaxClients() int {
+	if n, err := strconv.Atoi(strings.TrimSpace(b.Raw[TelemetryMaxClientsKey])); err == nil && n > 0 {
+		return n
+	}
+	return 100
 }
 
 // LogFormatKey is gregor.log.format: text (log/slog's key=value lines, the

@@ -20,7 +20,7 @@ func TestGregorKeys(t *testing.T) {
 		t.Fatalf("a listener without a host: %v", err)
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
-		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.basic.auth.password, gregor.http.basic.auth.username, gregor.http.listener, gregor.log.format, gregor.metrics.per.partition, gregor.http.ssl.*)") {
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.basic.auth.password, gregor.http.basic.auth.username, gregor.http.listener, gregor.log.format, gregor.metrics.client.telemetry.max.clients, gregor.metrics.per.partition, gregor.http.ssl.*)") {
 		t.Fatalf("a misspelt Gregor key: %v", err)
 	}
 	if !b.MetricsPerPartition() {
@@ -31,6 +31,15 @@ func TestGregorKeys(t *testing.T) {
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{MetricsPerPartitionKey: "no"}); err == nil {
 		t.Fatal("gregor.metrics.per.partition=no accepted")
+	}
+	if b.TelemetryMaxClients() != 100 {
+		t.Fatalf("gregor.metrics.client.telemetry.max.clients defaults to %d", b.TelemetryMaxClients())
+	}
+	if b, _, err := Load(EmbeddedDefaults(), map[string]string{TelemetryMaxClientsKey: "7"}); err != nil || b.TelemetryMaxClients() != 7 {
+		t.Fatalf("gregor.metrics.client.telemetry.max.clients=7: %v", err)
+	}
+	if _, _, err := Load(EmbeddedDefaults(), map[string]string{TelemetryMaxClientsKey: "0"}); err == nil {
+		t.Fatal("gregor.metrics.client.telemetry.max.clients=0 accepted")
 	}
 	if b, _, err := Load(EmbeddedDefaults(), map[string]string{LogFormatKey: "JSON"}); err != nil || !b.LogJSON() {
 		t.Fatalf("gregor.log.format=JSON: %v", err)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"sort"
 
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
@@ -80,4 +81,50 @@ func (p *Provider) GroupConfig(img *metadata.Image, group string) (cfgdef.Group,
 		return cfgdef.Group{}, false
 	}
 	return g, ok
+}
+
+// DescribeClientMetrics answers DescribeConfigs for a client-metrics
+// subscription (KIP-714) as Kafka's ConfigHelper does: its three keys,
+// each with its value or default, sourced CLIENT_METRICS_CONFIG when set
+// (then also its one synonym) and DEFAULT_CONFIG otherwise. Any name may
+// be described, whether or not it has configs.
+func (p *Provider) DescribeClientMetrics(img *metadata.Image, name string, keys []string, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var overrides map[string]string
+	if img != nil {
+		overrides = img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceClientMetrics, Name: name}]
+	}
+	defs := cfgdef.ClientMetricsKeys()
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	opts := DescribeOptions{Names: keys}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for i := range defs {
+		d := &defs[i]
+		if !opts.wants(d.Name) {
+			continue
+		}
+		raw, set := overrides[d.Name]
+		if !set {
+			raw = d.Default
+		}
+		if c, err := d.Canonical(raw); err == nil {
+			raw = c
+		}
+		e := kmsg.NewDescribeConfigsResponseResourceConfig()
+		e.Name, e.Value = d.Name, kmsg.StringPtr(raw)
+		e.ConfigType = kmsg.ConfigType(d.Type)
+		e.Source = kmsg.ConfigSourceDefaultConfig
+		if set {
+			e.Source = kmsg.ConfigSourceClientMetricsConfig
+			if synonyms {
+				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				s.Name, s.Value, s.Source = d.Name, kmsg.StringPtr(raw), kmsg.ConfigSourceClientMetricsConfig
+				e.ConfigSynonyms = append(e.ConfigSynonyms, s)
+			}
+		}
+		if docs {
+			e.Documentation = kmsg.StringPtr(d.Doc)
+		}
+		out = append(out, e)
+	}
+	return out
 }

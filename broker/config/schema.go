@@ -88,6 +88,19 @@ func (c *ControllerSchema) Validate(t metadata.ConfigResourceType, name string, 
 			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
 		return nil
+	case metadata.ConfigResourceClientMetrics:
+		// Kafka's ClientMetricsConfigs.validate: unknown keys, a bad
+		// interval and an empty name are INVALID_REQUEST, values that do
+		// not parse and illegal match patterns INVALID_CONFIG.
+		err := cfgdef.ValidateClientMetrics(name, overrides)
+		var re *cfgdef.ClientMetricsRequestError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &re):
+			return &ValidationError{Code: errInvalidRequest, Message: err.Error()}
+		}
+		return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 	}
 	return &ValidationError{Code: errInvalidRequest, Message: fmt.Sprintf("Unknown resource type %d", t)}
 }
@@ -200,6 +213,9 @@ func (c *ControllerSchema) IsList(t metadata.ConfigResourceType, key string) boo
 	case metadata.ConfigResourceGroup:
 		k, ok := cfgdef.LookupGroupKey(key)
 		return ok && k.Type == cfgdef.TypeList
+	case metadata.ConfigResourceClientMetrics:
+		k, ok := cfgdef.LookupClientMetricsKey(key)
+		return ok && k.Type == cfgdef.TypeList
 	}
 	return false
 }
@@ -231,6 +247,9 @@ func (c *ControllerSchema) Default(t metadata.ConfigResourceType, key string) (s
 			}
 		}
 		return k.Default, k.HasValue()
+	case metadata.ConfigResourceClientMetrics:
+		k, ok := cfgdef.LookupClientMetricsKey(key)
+		return k.Default, ok
 	}
 	return "", false
 }

@@ -100,6 +100,10 @@ type Conn struct {
 	listener *listener
 	// session is who the peer is (session.go).
 	session session
+	// software is what the client said it is in ApiVersions v3+
+	// (KIP-511), nil before; set by the reader or a handler, read by
+	// handlers on other goroutines (client telemetry matches on it).
+	software atomic.Pointer[ClientSoftware]
 	// auth is the SASL authentication state on a SASL listener, nil on
 	// others (sasl.go); the reader's alone.
 	auth *saslSession

@@ -176,7 +176,14 @@ func (c *Conn) validApiVersions(frame []byte, version int16) bool {
 	if err != nil || req.ReadFrom(body) != nil {
 		return false
 	}
-	return version < 3 || ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
+	if version < 3 {
+		return true
+	}
+	if !ValidClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion) {
+		return false
+	}
+	c.software.Store(&ClientSoftware{Name: req.ClientSoftwareName, Version: req.ClientSoftwareVersion})
+	return true
 }
 
 // softwareNameOrVersion is Kafka's rule for ClientSoftwareName and

@@ -42,6 +42,28 @@ type session struct {
 	tokenAuthenticated bool
 }
 
+// ClientSoftware is a client's name and version from ApiVersions v3+
+// (Kafka's ClientInformation).
+type ClientSoftware struct{ Name, Version string }
+
+// SetClientSoftware records what the client said it is in a valid
+// ApiVersions v3+ request.
+func (r *Request) SetClientSoftware(name, version string) {
+	r.conn.software.Store(&ClientSoftware{Name: name, Version: version})
+}
+
+// ClientSoftware is what the client said it is, zero when it did not
+// (ApiVersions below v3, or none yet).
+func (r *Request) ClientSoftware() ClientSoftware {
+	if s := r.conn.software.Load(); s != nil {
+		return *s
+	}
+	return ClientSoftware{}
+}
+
+// Done is closed when the request's connection ends.
+func (r *Request) Done() <-chan struct{} { return r.conn.ctx.Done() }
+
 func newSession(l *listener, addr netip.Addr) session {
 	return session{
 		listenerName:     l.Name,

@@ -41,6 +41,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 	var metaView atomic.Pointer[broker.MetadataView]
 	var ready, stopping atomic.Bool
 	registry := metrics.NewRegistry()
+	registry.RegisterProcess()
 	if addr, optional := httpListenerAddr(s, log); addr != "" {
 		httpTLS, err := listeners.HTTPTLS(s.cfg, log)
 		if err != nil {

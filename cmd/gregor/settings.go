@@ -194,6 +194,8 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		SessionTimeout:                time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		FencedBrokerLinger:            time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		DelegationTokenSecret:         cfg.String(config.TokenSecretKey),
+		TelemetryMaxBytes:             cfg.Int("telemetry.max.bytes"),
+		TelemetryMaxClients:           cfg.TelemetryMaxClients(),
 		Quotas:                        quota.OptionsFromConfig(cfg),
 		LogLevels:                     levels,
 	}

@@ -28,8 +28,6 @@ const (
 	opDelete   int8 = 1
 	opAppend   int8 = 2
 	opSubtract int8 = 3
-
-	configResourceClientMetrics metadata.ConfigResourceType = 16
 )
 
 func opName(op int8) string {
@@ -64,7 +62,7 @@ type configChange struct {
 // proceed.
 func checkResourceType(t int8) *Error {
 	switch metadata.ConfigResourceType(t) {
-	case metadata.ConfigResourceTopic, metadata.ConfigResourceBroker, metadata.ConfigResourceGroup, configResourceClientMetrics:
+	case metadata.ConfigResourceTopic, metadata.ConfigResourceBroker, metadata.ConfigResourceGroup, metadata.ConfigResourceClientMetrics:
 		return nil
 	case metadata.ConfigResourceBrokerLogger:
 		return NewError(kerr.InvalidRequest, "BROKER_LOGGER resources are altered by the broker that owns the loggers, not by the controller.")
@@ -446,6 +444,14 @@ func (e *Env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, 
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
 				return &Error{err: ke, msg: err.Error()}
+			}
+			// The broker's schema says its code this way (broker/config's
+			// ValidationError), as metadata.ConfigSchema allows.
+			var coded interface{ ErrorCode() int16 }
+			if errors.As(err, &coded) {
+				if ke, ok := kerr.ErrorForCode(coded.ErrorCode()).(*kerr.Error); ok {
+					return &Error{err: ke, msg: err.Error()}
+				}
 			}
 			return NewError(kerr.InvalidConfig, "%s", err.Error())
 		}

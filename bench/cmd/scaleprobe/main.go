@@ -12,7 +12,11 @@
 //	(d) Gregor only: a restart on the same data, the time from launch
 //	    until Metadata names a live leader for every partition, until a
 //	    produce is acknowledged, and until every partition has accepted
-//	    one.
+//	    one;
+//	(e) Gregor only, before (c): -scrapes scrapes of /metrics (the HTTP
+//	    listener, per-partition series on): the median time of one, and
+//	    the heap bytes one allocates (go_memstats_alloc_bytes_total's
+//	    growth across them, over their count).
 //
 // Each round starts the broker on fresh ports with a fresh data dir. The
 // medians of the rounds are printed last.
@@ -26,10 +30,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,12 +56,13 @@ type probe struct {
 	tools    *integration.Tools
 	work     string
 	gregor   string // the built binary
+	scrapes  int
 }
 
 // figures are one round's measurements; a missing one is -1.
 type figures map[string]time.Duration
 
-var order = []string{"create answered", "first record to all", "burst to all accepting", "SIGTERM to exit", "restart to leaders in metadata", "restart to first ack", "restart to all accepting"}
+var order = []string{"create answered", "first record to all", "burst to all accepting", "scrape /metrics", "SIGTERM to exit", "restart to leaders in metadata", "restart to first ack", "restart to all accepting"}
 
 func main() {
 	p := probe{}
@@ -63,6 +71,7 @@ func main() {
 	flag.IntVar(&p.topics, "topics", 50, "concurrent CreateTopics")
 	flag.IntVar(&p.perTopic, "per-topic", 100, "partitions per topic")
 	flag.DurationVar(&p.limit, "limit", 5*time.Minute, "give up on one measurement after this long")
+	flag.IntVar(&p.scrapes, "scrapes", 20, "scrapes of /metrics to time (gregor)")
 	flag.StringVar(&p.root, "root", ".", "module root")
 	flag.Parse()
 	root, err := filepath.Abs(p.root)
@@ -137,6 +146,7 @@ func loadAvg() string {
 // broker is one started broker process.
 type broker struct {
 	bootstrap string
+	metrics   string // host:port of the HTTP listener; "" for none
 	pid       func() int
 	done      <-chan struct{}
 	stop      func() error
@@ -182,6 +192,14 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 	}
 	f["first record to all"] = time.Since(answered)
 	f["burst to all accepting"] = time.Since(start)
+	if b.metrics != "" {
+		took, allocated, size, err := scrapeCost(ctx, b.metrics, p.scrapes)
+		if err != nil {
+			return f, fmt.Errorf("scraping /metrics: %w", err)
+		}
+		f["scrape /metrics"] = took
+		fmt.Printf("round %d: a scrape of /metrics: median %v, %d bytes of text, %d bytes allocated by the node\n", r, took.Round(time.Microsecond), size, allocated)
+	}
 
 	stopped := time.Now()
 	if err := b.terminate(p.limit); err != nil {
@@ -276,7 +294,8 @@ func (p *probe) gregorLauncher(dir string) (func() (*broker, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	args := integration.GregorArgs(data, host.IP)
+	metricsAddr := host.Addr(integration.DebugPort)
+	args := append(integration.GregorArgs(data, host.IP), "--override", "gregor.http.listener="+metricsAddr)
 	return func() (*broker, error) {
 		proc, err := integration.Start(integration.Cmd{Name: p.gregor, Args: args, Dir: dir}, filepath.Join(dir, "broker.log"))
 		if err != nil {
@@ -284,6 +303,7 @@ func (p *probe) gregorLauncher(dir string) (func() (*broker, error), error) {
 		}
 		return &broker{
 			bootstrap: host.Addr(integration.ClientPort),
+			metrics:   metricsAddr,
 			pid:       proc.Pid,
 			done:      proc.Done(),
 			stop:      func() error { return proc.Stop(10 * time.Second) },
@@ -387,4 +407,57 @@ func (p *probe) produce(ctx context.Context, bootstrap string, recs []*kgo.Recor
 		return fmt.Errorf("%d of %d records failed, first: %w", len(errs), len(recs), errs[0])
 	}
 	return nil
+}
+
+// scrapeCost scrapes addr's /metrics n times, one after the other: the
+// median time of one, the node's heap allocations per scrape (the growth of
+// go_memstats_alloc_bytes_total, read by a scrape before and after, over
+// n+1 scrapes), and the size of the last answer.
+func scrapeCost(ctx context.Context, addr string, n int) (median time.Duration, allocated int64, size int, err error) {
+	get := func() (string, time.Duration, error) {
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			return "", 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", 0, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), time.Since(start), err
+	}
+	allocs := func(text string) (float64, error) {
+		for _, line := range strings.Split(text, "\n") {
+			if v, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
+				return strconv.ParseFloat(v, 64)
+			}
+		}
+		return 0, errors.New("no go_memstats_alloc_bytes_total in /metrics")
+	}
+	text, _, err := get()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	before, err := allocs(text)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var times []time.Duration
+	for range n {
+		var took time.Duration
+		if text, took, err = get(); err != nil {
+			return 0, 0, 0, err
+		}
+		times = append(times, took)
+	}
+	after, err := allocs(text)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	slices.Sort(times)
+	// The first scrape's own allocations fall before its reading, the
+	// last's after: the growth spans n scrapes.
+	return times[len(times)/2], int64((after - before) / float64(n)), len(text), nil
 }
