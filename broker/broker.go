@@ -208,6 +208,9 @@ type Broker struct {
 	now         func() time.Time
 	// peers reaches other brokers (interbroker.go).
 	peers *brokerPeers
+	// lagEnds are the end offsets of partitions led elsewhere that the
+	// consumer lag metrics read (lagmetrics.go).
+	lagEnds *remoteEnds
 	// groups is the group coordinator, created by Start.
 	groups *groupCoordinator
 	// txns is the transaction coordinator, created by Start.
@@ -312,6 +315,7 @@ func New(opts Options) *Broker {
 	}
 	b.sessions = newFetchSessionCache(opts.MaxIncrementalFetchSessions, opts.Now)
 	b.peers = newBrokerPeers(b)
+	b.lagEnds = newRemoteEnds(b.listEndOffsets, opts.Now, b.log)
 	if opts.Replicas != nil && opts.Controller != nil {
 		opts.Replicas.SetPeers(b.peers)
 	}
@@ -431,6 +435,7 @@ func (b *Broker) Shutdown() {
 			b.cancel()
 		}
 		b.bg.Wait()
+		b.lagEnds.stop()
 		if b.stopACLs != nil {
 			b.stopACLs()
 		}
@@ -735,11 +740,16 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 
 // RegisterMetrics registers the broker's network metrics: the requests it
 // received, by API and version, and their times; once Start has built
-// them, its coordinators' (coordmetrics.go); and its client telemetry's
-// (KIP-714), with the series clients pushed. What its fetches carried is
-// counted with the replica manager's topic meters.
-func (b *Broker) RegisterMetrics(r *metrics.Registry) {
+// them, its coordinators' (coordmetrics.go) and the consumer lag of the
+// groups it coordinates (lagmetrics.go), per partition only with
+// perPartition (gregor.metrics.per.partition); its client quotas'
+// measures (broker/quota); and its client telemetry's (KIP-714), with the
+// series clients pushed. What its fetches carried is counted with the
+// replica manager's topic meters.
+func (b *Broker) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	b.server.RegisterMetrics(r)
+	b.quotas.RegisterMetrics(r)
 	b.registerCoordinatorMetrics(r)
+	b.registerLagMetrics(r, perPartition)
 	b.telemetry.RegisterMetrics(r)
 }

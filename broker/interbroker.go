@@ -41,6 +41,9 @@ type peerLane struct {
 const (
 	laneMarkers = 0
 	laneVerify  = -1
+	// laneLag carries the consumer lag metrics' ListOffsets
+	// (lagmetrics.go), apart from the markers it would delay.
+	laneLag = -2
 )
 
 func newBrokerPeers(b *Broker) *brokerPeers {

@@ -16,7 +16,7 @@ import (
 func TestSocketServerMetricsCountConnectionsAndLogins(t *testing.T) {
 	n, addr := startSASLNode(t, 0, 0, nil)
 	r := metrics.NewRegistry()
-	n.b.RegisterMetrics(r)
+	n.b.RegisterMetrics(r, true)
 
 	bad := dialRaw(t, addr)
 	bad.handshake(1, sasl.Plain)

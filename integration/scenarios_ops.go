@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -20,7 +21,7 @@ import (
 
 func opsScenarios() []Scenario {
 	return []Scenario{
-		{Name: "ops/metrics-names", Doc: "after a produce and a fetch, /metrics (Kafka through the JMX exporter's Kafka naming) has the replica manager's, controller's, topic's, log's and request metrics under the same names, labels and values", Timeout: 4 * time.Minute, OwnNodes: true, Run: opsMetricsNames},
+		{Name: "ops/metrics-names", Doc: "after a produce and a fetch, /metrics (Kafka through the JMX exporter's Kafka naming) has the replica manager's, controller's, topic's, log's, request, raft, group coordinator, socket server and (for a throttled client id) quota metrics under the same names, labels and values", Timeout: 4 * time.Minute, OwnNodes: true, Run: opsMetricsNames},
 	}
 }
 
@@ -201,7 +202,64 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 	}
 	// Kafka's group coordinator counts its groups by protocol and state
 	// once a minute; Gregor's gauges count them at the scrape.
-	return checkMetrics(ctx, e, n.MetricsAddr, groupChecks, 90*time.Second)
+	if err := checkMetrics(ctx, e, n.MetricsAddr, groupChecks, 90*time.Second); err != nil {
+		return err
+	}
+	return opsQuotaMetrics(ctx, e, n, topic)
+}
+
+// opsQuotaMetrics: a client id with a producer_byte_rate and a
+// request_percentage, throttled by the first, has its pair's quota
+// metrics, under the client id alone (the quotas name no user).
+func opsQuotaMetrics(ctx context.Context, e *Env, n *SingleNode, topic string) error {
+	const client = "ops-quota-client"
+	var throttled atomic.Bool
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Bootstrap()), kgo.ClientID(client), kgo.DefaultProduceTopic(topic),
+		kgo.WithHooks(throttleHook{&throttled}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	alter := []kadm.AlterClientQuotaEntry{{
+		Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: kadm.StringPtr(client)}},
+		Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: 1024},
+			{Key: "request_percentage", Value: 1000},
+		},
+	}}
+	if _, err := adm.AlterClientQuotas(ctx, alter); err != nil {
+		return fmt.Errorf("setting %s's quotas: %w", client, err)
+	}
+	// The quota applies once the node has the metadata record: produce
+	// until a produce is throttled.
+	value := make([]byte, 16<<10)
+	deadline := time.Now().Add(30 * time.Second)
+	for !throttled.Load() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no produce of %s was throttled in 30 s", client)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			return fmt.Errorf("producing as %s: %w", client, err)
+		}
+	}
+	clientLabel := func(resource string) map[string]string {
+		return map[string]string{"resource": resource, "clientId": client}
+	}
+	return checkMetrics(ctx, e, n.MetricsAddr, []metricCheck{
+		{"kafka_server_quota_byte_rate", clientLabel("Produce"), 1, true},
+		{"kafka_server_quota_throttle_time", clientLabel("Produce"), 1, true},
+		{"kafka_server_quota_request_time", clientLabel("Request"), 0, true},
+	}, 30*time.Second)
+}
+
+// throttleHook notes a broker's throttle.
+type throttleHook struct{ throttled *atomic.Bool }
+
+func (h throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.throttled.Store(true)
+	}
 }
 
 // metricCheck is a metric's expected value: summed over the samples whose

@@ -288,6 +288,50 @@ func socketServer(attribute string, kind Kind, help string) *Desc {
 		Help:   help}
 }
 
+// The client quotas' measures of each user and client id pair a quota
+// applies to or that was throttled (Kafka's
+// kafka.server:type=<Produce|Fetch|Request|ControllerMutation>,user=<u>,client-id=<c>;
+// the user or client id is left out when the pair is counted without it,
+// as Kafka's MBean name leaves it out), named as the JMX exporter's
+// example quota rules render them: kafka_server_quota_<attribute>, the
+// type as the resource label.
+var (
+	QuotaByteRate = quota("byte-rate", "<Produce|Fetch>",
+		"Bytes a second the pair produced (request bytes) or fetched (response bytes), over quota.window.num samples of quota.window.size.seconds.")
+	QuotaRequestTime = quota("request-time", "Request",
+		"The share of one thread's time (percent) the pair's requests took to handle, over quota.window.num samples of quota.window.size.seconds.")
+	QuotaTokens = quota("tokens", "ControllerMutation",
+		"Partition mutations left in the pair's controller_mutation_rate token bucket (negative: in debt).")
+	QuotaThrottleTime = quota("throttle-time", "<Produce|Fetch|Request|ControllerMutation>",
+		"Milliseconds the pair's throttled requests were throttled by this quota, mean over the last 30 to 60 seconds; NaN when none was.")
+)
+
+// quota declares a quota attribute of the MBeans of resources.
+func quota(attribute, resources, help string) *Desc {
+	return &Desc{Name: "kafka_server_quota_" + strings.ReplaceAll(attribute, "-", "_"), Kind: GaugeKind,
+		Labels: []string{"resource", "user", "clientId"},
+		MBean:  "kafka.server:type=" + resources + ",user=<u>,client-id=<c> (" + attribute + ")",
+		Help:   help}
+}
+
+// The lag of the consumer groups this node coordinates (Gregor's own:
+// Kafka's brokers have no MBean for it; kafka-lag-exporter and Burrow
+// compute it outside), at scrape time: a partition's high watermark, as
+// kafka-consumer-groups --describe lists it as LOG-END-OFFSET, less the
+// group's committed offset (broker/lagmetrics.go). The per-partition
+// series only with gregor.metrics.per.partition.
+var (
+	ConsumerGroupLag = &Desc{Name: "gregor_consumergroup_lag", Kind: GaugeKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "none: Gregor's own",
+		Help:  "The partition's high watermark less the group's committed offset (kafka-consumer-groups' LAG), for the groups this node coordinates."}
+	ConsumerGroupLagSum = &Desc{Name: "gregor_consumergroup_lag_sum", Kind: GaugeKind, Labels: []string{"group", "topic"},
+		MBean: "none: Gregor's own",
+		Help:  "The group's lag summed over the topic's partitions it committed offsets of, for the groups this node coordinates."}
+	ConsumerGroupCommittedOffset = &Desc{Name: "gregor_consumergroup_committed_offset", Kind: GaugeKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "none: Gregor's own",
+		Help:  "The group's committed offset of the partition (kafka-consumer-groups' CURRENT-OFFSET), where its lag is known."}
+)
+
 // RequestTimeQuantiles are the quantiles the request histograms give, as
 // the JMX exporter labels Kafka's percentiles.
 var RequestTimeQuantiles = []float64{0.50, 0.75, 0.95, 0.98, 0.99, 0.999}
@@ -343,6 +387,8 @@ func Catalog() []*Desc {
 		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
 		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
+		QuotaByteRate, QuotaRequestTime, QuotaTokens, QuotaThrottleTime,
+		ConsumerGroupLag, ConsumerGroupLagSum, ConsumerGroupCommittedOffset,
 		ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs, ProcessStartTime,
 		GoGoroutines, GoAllocBytes, GoHeapInUse, GoGCCycles,
 		ClientMetricsInstanceCount, ClientMetricsUnknownSubscriptionRequests, ClientMetricsThrottles,

@@ -48,8 +48,9 @@ var gregorKeys = map[string]func(value string) error{
 }
 
 // MetricsPerPartitionKey is gregor.metrics.per.partition: whether /metrics
-// has series per partition (the logs' sizes and offsets); true by default,
-// false for nodes with very many partitions.
+// has series per partition (the logs' sizes and offsets, the consumer
+// groups' lag); true by default, false for nodes with very many
+// partitions.
 const MetricsPerPartitionKey = "gregor.metrics.per.partition"
 
 // MetricsPerPartition is gregor.metrics.per.partition (default true).

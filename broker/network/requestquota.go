@@ -35,8 +35,10 @@ type requestQuota struct {
 	start    int64
 	localEnd atomic.Int64
 	// bandwidthThrottle is the byte-rate quota's throttle time for the
-	// request, decided by its handler (produce).
+	// request, decided by its handler (produce), and bandwidthType that
+	// quota's type.
 	bandwidthThrottle int32
+	bandwidthType     quota.Type
 }
 
 // requestTime is how long the request's handler ran on the connection's
@@ -73,7 +75,7 @@ func (r *Request) RequestThrottle() int32 {
 func (r *Request) RecordSize(t quota.Type) {
 	q := r.conn.srv.quotas
 	if rq := r.slot.quota; rq != nil && q.Enabled(t) {
-		rq.bandwidthThrottle = q.Record(t, r.Principal().Name, r.Header.ClientID, float64(rq.size))
+		rq.bandwidthThrottle, rq.bandwidthType = q.Record(t, r.Principal().Name, r.Header.ClientID, float64(rq.size)), t
 	}
 }
 
@@ -89,19 +91,31 @@ func (r *Request) applyQuotas(resp kmsg.Response) {
 	if q == nil || !q.Active() {
 		return
 	}
-	var throttle int32
+	var throttle, bandwidth, request int32
+	bandwidthType := quota.Produce
 	if r.slot.quota != nil {
-		throttle = r.slot.quota.bandwidthThrottle
+		bandwidth, bandwidthType = r.slot.quota.bandwidthThrottle, r.slot.quota.bandwidthType
+		throttle = bandwidth
 	}
 	if resp != nil {
 		if tr, ok := resp.(kmsg.ThrottleResponse); ok {
 			t, _ := tr.Throttle()
 			throttle = max(throttle, t)
 		}
-		throttle = max(throttle, r.RequestThrottle())
+		request = r.RequestThrottle()
+		throttle = max(throttle, request)
 	}
 	if throttle <= 0 {
 		return
+	}
+	// The throttle-time metric of the quota that throttled, the larger of
+	// the two, as Kafka's produce handler picks it; a controller
+	// mutation's throttle is counted where it is applied
+	// (quota.Mutation.ApplyThrottle).
+	if bandwidth > request {
+		q.Throttled(bandwidthType, r.Principal().Name, r.Header.ClientID, bandwidth)
+	} else {
+		q.Throttled(quota.Request, r.Principal().Name, r.Header.ClientID, request)
 	}
 	if st, ok := resp.(kmsg.SetThrottleResponse); ok {
 		st.SetThrottle(throttle)

@@ -8,7 +8,8 @@
 // connection (which request is exempt, muting a throttled connection,
 // putting the throttle into a response) is broker/network's
 // (requestquota.go); which requests mutate partitions is the broker's
-// (throttle.go). Of Gregor's packages it imports metadata only.
+// (throttle.go). Of Gregor's packages it imports metadata, and metrics for
+// the quota metrics (metrics.go).
 //
 // The quotas come from the metadata image (metadata/quotas.go). For each
 // quota type the broker keeps the entities that set its key; a request's
@@ -89,6 +90,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metrics"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -445,6 +447,10 @@ type sensor struct {
 	tokens   float64
 	tokensAt int64
 	lastMs   atomic.Int64
+	// throttles are the throttles applied to the pair, for its
+	// throttle-time metric; wasThrottled says there was one (metrics.go).
+	throttles    metrics.Window
+	wasThrottled atomic.Bool
 }
 
 // rateSample is one of SampledStat's samples (milliseconds).
@@ -681,5 +687,6 @@ func (m *Mutation) ApplyThrottle(resp kmsg.Response) {
 	}
 	if cur, _ := tr.Throttle(); cur < t {
 		resp.(kmsg.SetThrottleResponse).SetThrottle(t)
+		m.sensor.throttled(t, m.now())
 	}
 }

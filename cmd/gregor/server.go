@@ -162,7 +162,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 			}
 		})
 		defer stopDynamicConfigs()
-		b.RegisterMetrics(registry)
+		b.RegisterMetrics(registry, s.cfg.MetricsPerPartition())
 		printStarted(stdout, s, start, clusterID, b)
 		ready.Store(true)
 		<-ctx.Done()
@@ -257,7 +257,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		defer close(bgDone)
 		logs.Run(bgCtx)
 	}()
-	b.RegisterMetrics(registry)
+	b.RegisterMetrics(registry, s.cfg.MetricsPerPartition())
 	printStarted(stdout, s, start, clusterID, b)
 	ready.Store(true)
 

@@ -76,3 +76,34 @@ func (c *Coordinator) Stats() Stats {
 	}
 	return st
 }
+
+// CommittedOffset is one group's committed offset of one partition.
+type CommittedOffset struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// CommittedOffsets lists the committed offsets of the groups whose shard
+// this node serves, as OffsetFetch answers them (pending transactional
+// offsets are not visible yet), for the consumer lag metrics: each group
+// has one coordinator, so each group's offsets are reported by one node.
+// Shards are read each under its own lock in turn, as Stats reads them.
+func (c *Coordinator) CommittedOffsets() []CommittedOffset {
+	var out []CommittedOffset
+	for _, s := range c.shards.All() {
+		s.mu.Lock()
+		if s.status == shardActive {
+			for g, o := range s.offsets {
+				for topic, ps := range o.topics {
+					for p, e := range ps {
+						out = append(out, CommittedOffset{Group: g, Topic: topic, Partition: p, Offset: e.offset})
+					}
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"maps"
 	"testing"
 )
 
@@ -39,6 +40,18 @@ func TestStatsCountGroupsOffsetsAndEvents(t *testing.T) {
 	}
 	if st.Offsets != 3 || st.OffsetCommits != 3 {
 		t.Errorf("offsets %d, commits %d, want 3 and 3", st.Offsets, st.OffsetCommits)
+	}
+	got := map[CommittedOffset]bool{}
+	for _, o := range h.c.CommittedOffsets() {
+		got[o] = true
+	}
+	want := map[CommittedOffset]bool{
+		{Group: "classic-g", Topic: "foo", Partition: 0, Offset: 5}: true,
+		{Group: "classic-g", Topic: "foo", Partition: 1, Offset: 7}: true,
+		{Group: "simple-g", Topic: "bar", Partition: 0, Offset: 1}:  true,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("committed offsets %v, want %v", got, want)
 	}
 	if st.ClassicRebalances != 1 || st.ConsumerRebalances != 1 {
 		t.Errorf("rebalances: classic %d, consumer %d, want 1 and 1", st.ClassicRebalances, st.ConsumerRebalances)
