@@ -216,14 +216,31 @@ func cliTopicsList(ctx context.Context, e *Env) error {
 	if _, err := groupWithOffsetsOn(ctx, e, topic, e.Name("topics-list-group"), 0); err != nil {
 		return err
 	}
-	names, err := listTopics(ctx, e)
-	if err != nil {
-		return err
+	// The consumer's FindCoordinator has the coordinator's topic created,
+	// on Kafka and on Gregor alike, asynchronously: a consumer that gave
+	// up after its --timeout-ms (a slow JVM on a busy machine) may be
+	// gone before the topic exists, so --list is asked again until it
+	// shows it, for as long as a creation may take.
+	var names []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		if names, err = listTopics(ctx, e); err != nil {
+			return err
+		}
+		if slices.Contains(names, topic) && slices.Contains(names, "__consumer_offsets") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("--list does not show both %s and __consumer_offsets: %v", topic, firstN(names, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	if !slices.Contains(names, topic) || !slices.Contains(names, "__consumer_offsets") {
-		return fmt.Errorf("--list does not show both %s and __consumer_offsets: %v", topic, firstN(names, 20))
-	}
-	names, err = listTopics(ctx, e, "--exclude-internal")
+	names, err := listTopics(ctx, e, "--exclude-internal")
 	if err != nil {
 		return err
 	}
