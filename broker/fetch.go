@@ -254,13 +254,7 @@ func (b *Broker) respondFetchQuota(r *network.Request, plan *fetchPlan, img *met
 	}
 	throttle := max(requestThrottle, bandwidthThrottle)
 	if throttle > 0 {
-		// Counted against the quota that throttled, the larger one
-		// (Kafka's fetch handler).
-		if bandwidthThrottle > requestThrottle {
-			b.quotas.Throttled(quota.Fetch, user, client, bandwidthThrottle)
-		} else {
-			b.quotas.Throttled(quota.Request, user, client, requestThrottle)
-		}
+		b.quotas.ThrottledByLonger(quota.Fetch, user, client, bandwidthThrottle, requestThrottle)
 		if b.quotas.Enabled(quota.Fetch) {
 			b.quotas.Unrecord(quota.Fetch, user, client, float64(size))
 		}

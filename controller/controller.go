@@ -527,7 +527,10 @@ func (c *Controller) Resign(ctx context.Context) {
 	}
 	for {
 		led := make(chan bool, 1)
-		c.report(func(rn *raft.RawNode) { led <- rn.Status().Lead != c.raftID && rn.Status().Lead != raft.None })
+		c.report(func(rn *raft.RawNode) {
+			lead := rn.BasicStatus().Lead
+			led <- lead != c.raftID && lead != raft.None
+		})
 		select {
 		case other := <-led:
 			if other {

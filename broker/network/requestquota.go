@@ -112,11 +112,7 @@ func (r *Request) applyQuotas(resp kmsg.Response) {
 	// the two, as Kafka's produce handler picks it; a controller
 	// mutation's throttle is counted where it is applied
 	// (quota.Mutation.ApplyThrottle).
-	if bandwidth > request {
-		q.Throttled(bandwidthType, r.Principal().Name, r.Header.ClientID, bandwidth)
-	} else {
-		q.Throttled(quota.Request, r.Principal().Name, r.Header.ClientID, request)
-	}
+	q.ThrottledByLonger(bandwidthType, r.Principal().Name, r.Header.ClientID, bandwidth, request)
 	if st, ok := resp.(kmsg.SetThrottleResponse); ok {
 		st.SetThrottle(throttle)
 	}

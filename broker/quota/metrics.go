@@ -53,6 +53,17 @@ func (q *Manager) Throttled(t Type, user, clientID string, ms int32) {
 	}
 }
 
+// ThrottledByLonger records a request's throttle against whichever of its
+// two quotas throttled it longer, its bandwidth quota of type bandwidth or
+// its request quota, as Kafka's produce and fetch handlers count it.
+func (q *Manager) ThrottledByLonger(bandwidth Type, user, clientID string, bandwidthMs, requestMs int32) {
+	if bandwidthMs > requestMs {
+		q.Throttled(bandwidth, user, clientID, bandwidthMs)
+	} else {
+		q.Throttled(Request, user, clientID, requestMs)
+	}
+}
+
 // usage is one pair's measures at a scrape.
 type usage struct {
 	typ          Type

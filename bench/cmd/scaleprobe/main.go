@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregorbroker/gregor/bench"
 	"github.com/gregorbroker/gregor/integration"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,7 +102,7 @@ func main() {
 		}
 		all = append(all, f)
 	}
-	fmt.Printf("\n%s, %d × %d partitions, median of %d rounds (load %s)\n", p.target, p.topics, p.perTopic, len(all), loadAvg())
+	fmt.Printf("\n%s, %d × %d partitions, median of %d rounds (load %s)\n", p.target, p.topics, p.perTopic, len(all), bench.LoadAvg())
 	for _, name := range order {
 		var vals []time.Duration
 		for _, f := range all {
@@ -133,14 +134,6 @@ func secs(vals []time.Duration) string {
 		s = append(s, fmt.Sprintf("%.2f", v.Seconds()))
 	}
 	return strings.Join(s, " ")
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // broker is one started broker process.
