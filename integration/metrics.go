@@ -25,9 +25,14 @@ import (
 // MBean's tags (socket-server-metrics' listener and networkProcessor, the
 // group coordinator's protocol and state) are labels, as Strimzi's rules
 // make them, instead of parts of the name. The kafka.coordinator rule is
-// kafka-2_0_0.yml's.
+// kafka-2_0_0.yml's. The request handler pool's idle meter is read by its
+// one-minute rate, a fraction, as dashboards read it (the example rules
+// keep only a meter's Count, which for this meter is idle nanoseconds).
 const jmxExporterRules = `lowercaseOutputName: true
 rules:
+  - pattern: 'kafka.server<type=KafkaRequestHandlerPool, name=RequestHandlerAvgIdlePercent><>OneMinuteRate'
+    name: kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent
+    type: GAUGE
   - pattern: 'kafka.coordinator.(\w+)<type=(.+), name=(.+)><>Value'
     name: kafka_coordinator_$1_$2_$3
     type: GAUGE

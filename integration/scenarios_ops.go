@@ -139,6 +139,8 @@ func opsMetricsNames(ctx context.Context, e *Env) error {
 		{"kafka_network_requestmetrics_localtimems", map[string]string{"request": "Produce", "quantile": "0.50"}, 0, true},
 		{"kafka_network_requestmetrics_remotetimems_count_total", map[string]string{"request": "FetchConsumer"}, 1, true},
 		{"kafka_network_requestmetrics_responsesendtimems_count_total", map[string]string{"request": "Fetch"}, 1, true},
+		// A fraction; 0 (saturated) is a value too.
+		{"kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", nil, 0, true},
 		// The metadata quorum of the single combined node.
 		{"kafka_server_raft_metrics_current_state", map[string]string{"state": "leader"}, 1, false},
 		{"kafka_server_raft_metrics_current_leader", nil, 1, false},

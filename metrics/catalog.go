@@ -119,6 +119,23 @@ var Requests = &Desc{Name: "kafka_network_requestmetrics_requests_total", Kind: 
 	MBean:  "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<api>,version=<v> (Count)",
 	Help:   "Requests received, by API name (Kafka's, e.g. Produce; a Fetch counts also as FetchConsumer or FetchFollower) and version."}
 
+// RequestHandlerAvgIdlePercent is how much of the node's request-handling
+// capacity was idle. Kafka measures its request handler pool (num.io.threads
+// threads) and the JMX exporter shows the meter's one-minute rate as a
+// fraction. Gregor has no pool: each connection's goroutine runs its
+// requests' handlers (async handlers hand their waits to other goroutines,
+// as Kafka's purgatories do), and the Go scheduler runs at most GOMAXPROCS
+// of them at once. So the capacity is GOMAXPROCS handlers, the busy time is
+// the handlers' local time (LocalTimeMs, summed over every request), and
+// the value is 1 - busy / (GOMAXPROCS x elapsed), floored at 0, over the
+// last minute (measured between scrapes: from the oldest scrape of the last
+// minute, or the one before it, to this one; since start-up at the first).
+// Handlers blocked in a system call count as busy, as Kafka's blocked
+// handler threads do.
+var RequestHandlerAvgIdlePercent = &Desc{Name: "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", Kind: GaugeKind,
+	MBean: "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent (OneMinuteRate)",
+	Help:  "Fraction (0 to 1) of the node's request-handling capacity (GOMAXPROCS handlers) that was idle over the last minute."}
+
 // The time requests took, by Kafka's API name (Kafka's
 // kafka.network:type=RequestMetrics histograms), as the JMX exporter
 // renders a histogram: its percentiles over the last five minutes as
@@ -376,7 +393,7 @@ func Catalog() []*Desc {
 		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,
 		TotalFetchRequests, FailedFetchRequests, ISRShrinks, ISRExpands,
 		LogSize, LogStartOffset, LogEndOffset, NumLogSegments,
-		Requests,
+		Requests, RequestHandlerAvgIdlePercent,
 		RequestQueueTimeMs, RequestQueueTimeMsCount, LocalTimeMs, LocalTimeMsCount, RemoteTimeMs, RemoteTimeMsCount,
 		ResponseQueueTimeMs, ResponseQueueTimeMsCount, ResponseSendTimeMs, ResponseSendTimeMsCount, TotalTimeMs, TotalTimeMsCount,
 		RaftCurrentState, RaftCurrentLeader, RaftCurrentVote, RaftCurrentEpoch, RaftHighWatermark, RaftLogEndOffset,

@@ -646,7 +646,9 @@ func (c *Conn) handleFrame(frame []byte) bool {
 	} else {
 		c.srv.dispatch(c.ctx, h, r)
 	}
-	s.localEnd.Store(int64(time.Since(s.start)))
+	localEnd := time.Since(s.start)
+	s.localEnd.Store(int64(localEnd))
+	c.srv.idle.add(localEnd - s.dispatched)
 	c.releaseFrame(key, frame, s)
 	return true
 }

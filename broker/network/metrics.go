@@ -57,6 +57,9 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 		}
 	}
 	s.registerTimes(r)
+	r.Gauge(metrics.RequestHandlerAvgIdlePercent, func() float64 {
+		return s.idle.idleFraction(time.Now(), handlerCapacity())
+	})
 	s.registerListenerMetrics(r)
 	r.Collect(metrics.Requests, func(emit metrics.Emit) {
 		for key, counts := range s.requests {

@@ -142,6 +142,8 @@ type Server struct {
 	// first request.
 	times                                  map[int16]*lazyTimes
 	fetchConsumerTimes, fetchFollowerTimes lazyTimes
+	// idle sums the handlers' time for RequestHandlerAvgIdlePercent.
+	idle *handlerIdle
 	// panics counts handler panics (each closed only its connection);
 	// tests assert it stays zero.
 	panics  atomic.Int64
@@ -242,6 +244,7 @@ func NewServer(opts ServerOptions, handlers []*Handler) *Server {
 		drain:              make(chan struct{}),
 		async:              newAsyncPool(asyncWorkerIdle),
 		quotas:             opts.Quotas,
+		idle:               newHandlerIdle(time.Now()),
 	}
 	if s.opts.MaxIdle == 0 {
 		s.opts.MaxIdle = 10 * time.Minute

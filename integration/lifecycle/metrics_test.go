@@ -112,6 +112,11 @@ func TestHTTPListenerServesMetricsHealthAndReadiness(t *testing.T) {
 			t.Errorf("/metrics has no %s", d.Name)
 		}
 	}
+	// A node that answered a handful of requests had its handlers idle
+	// nearly all the time.
+	if idle, ok := got["kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"]; !ok || idle < 0.5 || idle > 1 {
+		t.Errorf("request handler idle fraction %v (present %v), want between 0.5 and 1 on a quiet node", idle, ok)
+	}
 	// What the topic took in, per topic and for all topics (one record
 	// of 3 bytes in a batch of more), and gave out once consumed.
 	for _, series := range []string{"", `{topic="metered"}`} {
