@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -67,7 +68,7 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		fset.BoolVar(&ignoreFormatted, n, false, "succeed when a directory is already formatted")
 	}
 	for _, n := range []string{"release-version", "r"} {
-		fset.StringVar(&releaseVersion, n, "", "the metadata.version to bootstrap (only the latest is supported)")
+		fset.StringVar(&releaseVersion, n, "", "the metadata.version to bootstrap, a release (3.9 to 4.3) or a level name (3.9-IV0 to 4.3-IV0); the features default to that release's")
 	}
 	for _, n := range []string{"feature", "f"} {
 		fset.Var(&features, n, "name=level of a feature to bootstrap")
@@ -106,12 +107,23 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gregor storage format: cluster id %s is not a valid UUID\n", clusterID)
 		return 1
 	}
-	if releaseVersion != "" && releaseVersion != "4.3" && releaseVersion != "4.3-IV0" {
-		fmt.Fprintf(stderr, "gregor storage format: unsupported release version %s: Gregor bootstraps metadata.version 4.3-IV0\n", releaseVersion)
-		return 1
+	mv := metadata.LatestMetadataVersion
+	if releaseVersion != "" {
+		var ok bool
+		if mv, ok = metadata.ParseMetadataVersion(releaseVersion); !ok || mv < oldestBootstrapMetadataVersion {
+			fmt.Fprintf(stderr, "gregor storage format: unsupported release version %s: Gregor bootstraps metadata.version %s to %s\n",
+				releaseVersion, metadata.MetadataVersionName(oldestBootstrapMetadataVersion), metadata.MetadataVersionName(metadata.LatestMetadataVersion))
+			return 1
+		}
+		s.bootstrapFeatures = metadata.BootstrapFeatures(mv)
+		s.bootstrapFeatures[metadata.MetadataVersionFeature] = mv
 	}
 	for _, f := range features {
 		name, level, ok := strings.Cut(f, "=")
+		if name == metadata.MetadataVersionFeature {
+			fmt.Fprintln(stderr, "gregor storage format: metadata.version cannot be set with --feature; use --release-version")
+			return 1
+		}
 		lv, err := strconv.ParseInt(level, 10, 16)
 		rng, known := s.supportedFeatures[name]
 		if !ok || err != nil || !known || int16(lv) < rng[0] || int16(lv) > rng[1] {
@@ -122,6 +134,12 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 			s.bootstrapFeatures = map[string]int16{}
 		}
 		s.bootstrapFeatures[name] = int16(lv)
+	}
+	levels := maps.Clone(s.bootstrapFeatures)
+	levels[metadata.MetadataVersionFeature] = mv
+	if why := metadata.FeatureDependencyViolation(levels); why != "" {
+		fmt.Fprintf(stderr, "gregor storage format: %s\n", why)
+		return 1
 	}
 	for _, arg := range scrams {
 		rec, err := parseAddScram(arg)
@@ -178,10 +196,19 @@ func storageFormat(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, d := range allDirs(s) {
-		fmt.Fprintf(stdout, "Formatting data directory %s with metadata.version 4.3-IV0.\n", d)
+		fmt.Fprintf(stdout, "Formatting data directory %s with metadata.version %s.\n", d, metadata.MetadataVersionName(mv))
 	}
 	return 0
 }
+
+// oldestBootstrapMetadataVersion is the oldest metadata.version a node is
+// formatted with: 3.9-IV0, the first with KIP-853's dynamic quorum
+// (kraft.version 1), which Gregor's quorum always runs. Older levels change
+// behaviour Gregor does not switch on metadata.version (controller
+// registration from 3.7-IV0, log directory assignment from 3.7-IV2), so it
+// refuses them rather than run them wrongly. A cluster formatted at 3.9 is
+// upgraded while it runs with kafka-features upgrade --metadata.
+const oldestBootstrapMetadataVersion int16 = 21
 
 // parseInitialControllers parses KIP-853's id@host:port:directory-id list.
 func parseInitialControllers(list, listener string) ([]metadata.Voter, error) {

@@ -10,6 +10,7 @@ package decide
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +46,9 @@ func (e *Env) UpdateFeatures(_ context.Context, img *metadata.Image, _ int64, re
 		}
 		recs = append(recs, rec)
 		enablesELR = enablesELR || u.Feature == metadata.EligibleLeaderReplicasFeature && u.MaxVersionLevel > 0
+	}
+	if err := e.checkDependencies(img, req); err != nil {
+		return nil, UpdateFeaturesFailed(req, err)
 	}
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	if req.Version <= 1 {
@@ -110,6 +114,31 @@ func (e *Env) updateFeature(img *metadata.Image, name string, level int16, upgra
 		}
 	}
 	return &metadata.FeatureLevelRecord{Name: name, FeatureLevel: level}, nil
+}
+
+// checkDependencies refuses updates that leave a feature at a level whose
+// dependency (metadata.FeatureDependencyViolation) the finalized levels
+// after the whole request do not meet, naming the first such update.
+func (e *Env) checkDependencies(img *metadata.Image, req *kmsg.UpdateFeaturesRequest) *Error {
+	levels := maps.Clone(img.Features)
+	if levels == nil {
+		levels = map[string]int16{}
+	}
+	for _, u := range req.FeatureUpdates {
+		levels[u.Feature] = u.MaxVersionLevel
+	}
+	why := metadata.FeatureDependencyViolation(levels)
+	if why == "" {
+		return nil
+	}
+	u := req.FeatureUpdates[0]
+	for _, cand := range req.FeatureUpdates {
+		if cand.Feature != metadata.MetadataVersionFeature {
+			u = cand
+			break
+		}
+	}
+	return NewError(kerr.InvalidUpdateVersion, "Invalid update version %d for feature %s. %s", u.MaxVersionLevel, u.Feature, why)
 }
 
 // reasonNotSupported says why level of feature is not supported by this

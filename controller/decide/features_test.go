@@ -2,6 +2,7 @@ package decide
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,6 +65,35 @@ func TestFeatureDecisionsWithoutAQuorum(t *testing.T) {
 	if len(recs) != 0 || resp.ErrorCode != kerr.InvalidUpdateVersion.Code || len(resp.Results) != 0 ||
 		resp.ErrorMessage == nil || *resp.ErrorMessage != prefix+"Invalid update version 5 for feature nope.version. Local controller 1 does not support this feature." {
 		t.Fatalf("refused: records %v, answer %+v", recs, resp)
+	}
+
+	// ELR needs metadata.version 4.0-IV1 (23): refused at 7, also when the
+	// same request upgrades metadata.version only to 22; accepted with an
+	// upgrade to 23 in the same request.
+	elrAt := func(mv int16) *kmsg.UpdateFeaturesRequest {
+		req := featureUpdate(1, metadata.MetadataVersionFeature, mv, upgradeTypeUpgrade)
+		req.FeatureUpdates = append(req.FeatureUpdates, featureUpdate(1, metadata.EligibleLeaderReplicasFeature, 1, upgradeTypeUpgrade).FeatureUpdates...)
+		return req
+	}
+	for _, req := range []*kmsg.UpdateFeaturesRequest{featureUpdate(1, metadata.EligibleLeaderReplicasFeature, 1, upgradeTypeUpgrade), elrAt(22)} {
+		mv := int16(7)
+		if len(req.FeatureUpdates) == 2 {
+			mv = 22
+		}
+		recs, resp, _ = decideOn(t, e, img, (*Env).UpdateFeatures, req)
+		wantMsg := prefix + "Invalid update version 1 for feature eligible.leader.replicas.version. eligible.leader.replicas.version 1 requires metadata.version at least 4.0-IV1 (23), and it would be " +
+			metadata.MetadataVersionName(mv) + " (" + strconv.Itoa(int(mv)) + ")."
+		if len(recs) != 0 || resp.ErrorCode != kerr.InvalidUpdateVersion.Code || resp.ErrorMessage == nil || *resp.ErrorMessage != wantMsg {
+			t.Fatalf("ELR at metadata.version %d: records %v, answer %+v, want %q", mv, recs, resp, wantMsg)
+		}
+	}
+	recs, resp, _ = decideOn(t, e, img, (*Env).UpdateFeatures, elrAt(23))
+	if resp.ErrorCode != 0 || len(recs) != 3 {
+		t.Fatalf("ELR with metadata.version 23: records %v, answer %+v", recs, resp)
+	}
+	recs, resp, img = decideOn(t, e, img, (*Env).UpdateFeatures, featureUpdate(1, metadata.MetadataVersionFeature, metadata.LatestMetadataVersion, upgradeTypeUpgrade))
+	if resp.ErrorCode != 0 || len(recs) != 1 || img.Features[metadata.MetadataVersionFeature] != metadata.LatestMetadataVersion {
+		t.Fatalf("metadata.version upgrade from 7: records %v, answer %+v", recs, resp)
 	}
 
 	// Turning ELR on first writes the cluster-wide min.insync.replicas it
