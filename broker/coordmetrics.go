@@ -47,15 +47,15 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 		for _, c := range classicStates {
 			r.Gauge(c.desc, func() float64 { return float64(st.ClassicGroups[c.state]) })
 		}
-		r.Collect(metrics.GroupCount, func(emit metrics.Emit) {
-			emit(float64(sum(st.ClassicGroups)), "classic")
-			emit(float64(sum(st.ConsumerGroups)), "consumer")
-			emit(0, "share")
-			emit(0, "streams")
+		r.Collect(metrics.GroupCount, func(emit *metrics.Emit) {
+			emit.Add(float64(sum(st.ClassicGroups)), "classic")
+			emit.Add(float64(sum(st.ConsumerGroups)), "consumer")
+			emit.Add(0, "share")
+			emit.Add(0, "streams")
 		})
-		r.Collect(metrics.ConsumerGroupCount, func(emit metrics.Emit) {
+		r.Collect(metrics.ConsumerGroupCount, func(emit *metrics.Emit) {
 			for _, s := range consumerStates {
-				emit(float64(st.ConsumerGroups[s]), s)
+				emit.Add(float64(st.ConsumerGroups[s]), s)
 			}
 		})
 		r.Gauge(metrics.OffsetCommitCount, func() float64 { return float64(st.OffsetCommits) })
@@ -63,10 +63,10 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 		r.Gauge(metrics.OffsetDeletionCount, func() float64 { return float64(st.OffsetDeletions) })
 		r.Gauge(metrics.GroupCompletedRebalanceCount, func() float64 { return float64(st.ClassicRebalances) })
 		r.Gauge(metrics.ConsumerGroupRebalanceCount, func() float64 { return float64(st.ConsumerRebalances) })
-		r.Collect(metrics.GroupNumPartitions, func(emit metrics.Emit) {
-			emit(float64(st.Loading), "loading")
-			emit(float64(st.Active), "active")
-			emit(float64(st.Failed), "failed")
+		r.Collect(metrics.GroupNumPartitions, func(emit *metrics.Emit) {
+			emit.Add(float64(st.Loading), "loading")
+			emit.Add(float64(st.Active), "active")
+			emit.Add(float64(st.Failed), "failed")
 		})
 		r.Gauge(metrics.GroupPartitionLoadTimeAvg, func() float64 { return g.loadTimes.Avg(b.now()) })
 		r.Gauge(metrics.GroupPartitionLoadTimeMax, func() float64 { return g.loadTimes.Max(b.now()) })

@@ -139,22 +139,22 @@ func (b *Broker) registerLagMetrics(r *metrics.Registry, perPartition bool) {
 		})
 	})
 	if perPartition {
-		r.Collect(metrics.ConsumerGroupLag, func(emit metrics.Emit) {
+		r.Collect(metrics.ConsumerGroupLag, func(emit *metrics.Emit) {
 			for i := range lags {
 				l := &lags[i]
-				emit(float64(l.lag()), l.group, l.topic, strconv.Itoa(int(l.partition)))
+				emit.Add(float64(l.lag()), l.group, l.topic, strconv.Itoa(int(l.partition)))
 			}
 		})
-		r.Collect(metrics.ConsumerGroupCommittedOffset, func(emit metrics.Emit) {
+		r.Collect(metrics.ConsumerGroupCommittedOffset, func(emit *metrics.Emit) {
 			for i := range lags {
 				l := &lags[i]
-				emit(float64(l.committed), l.group, l.topic, strconv.Itoa(int(l.partition)))
+				emit.Add(float64(l.committed), l.group, l.topic, strconv.Itoa(int(l.partition)))
 			}
 		})
 	}
-	r.Collect(metrics.ConsumerGroupLagSum, func(emit metrics.Emit) {
+	r.Collect(metrics.ConsumerGroupLagSum, func(emit *metrics.Emit) {
 		for k, sum := range lagSums(lags) {
-			emit(float64(sum), k[0], k[1])
+			emit.Add(float64(sum), k[0], k[1])
 		}
 	})
 }

@@ -69,7 +69,7 @@ func (c *Controller) registerRaftMetrics(r *metrics.Registry) {
 		}
 		return &quorumStatus{leaderID: -1, vote: -1, state: "unattached", highWatermark: -1, lastIndex: -1}
 	}
-	r.Collect(metrics.RaftCurrentState, func(emit metrics.Emit) { emit(1, status().state) })
+	r.Collect(metrics.RaftCurrentState, func(emit *metrics.Emit) { emit.Add(1, status().state) })
 	r.Gauge(metrics.RaftCurrentLeader, func() float64 { return float64(status().leaderID) })
 	r.Gauge(metrics.RaftCurrentVote, func() float64 { return float64(status().vote) })
 	r.Gauge(metrics.RaftCurrentEpoch, func() float64 { return float64(status().term) })

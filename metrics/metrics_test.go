@@ -14,10 +14,10 @@ import (
 func TestWriteTextAndOpenMetrics(t *testing.T) {
 	r := NewRegistry()
 	d := &Desc{Name: "kafka_test_thing_events_total", Kind: CounterKind, Labels: []string{"topic"}, Help: "Events.\nMany \\ of them."}
-	r.Collect(d, func(emit Emit) {
-		emit(2, "b")
-		emit(1, "a\"x")
-		emit(3, "")
+	r.Collect(d, func(emit *Emit) {
+		emit.Add(2, "b")
+		emit.Add(1, "a\"x")
+		emit.Add(3, "")
 	})
 	r.Gauge(&Desc{Name: "kafka_test_thing_level", Kind: GaugeKind, Help: "Level."}, func() float64 { return 0.25 })
 

@@ -54,31 +54,31 @@ func (r *Registry) RegisterProcess() {
 	started := float64(time.Now().UnixNano()) / 1e9
 	page := float64(os.Getpagesize())
 	r.Gauge(ProcessStartTime, func() float64 { return started })
-	r.Collect(ProcessCPUSeconds, func(emit Emit) {
+	r.Collect(ProcessCPUSeconds, func(emit *Emit) {
 		var ru syscall.Rusage
 		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-			emit(tvSeconds(ru.Utime) + tvSeconds(ru.Stime))
+			emit.Add(tvSeconds(ru.Utime) + tvSeconds(ru.Stime))
 		}
 	})
-	r.Collect(ProcessResidentMemory, func(emit Emit) {
+	r.Collect(ProcessResidentMemory, func(emit *Emit) {
 		if f := statm(); len(f) > 1 {
-			emit(f[1] * page)
+			emit.Add(f[1] * page)
 		}
 	})
-	r.Collect(ProcessVirtualMemory, func(emit Emit) {
+	r.Collect(ProcessVirtualMemory, func(emit *Emit) {
 		if f := statm(); len(f) > 0 {
-			emit(f[0] * page)
+			emit.Add(f[0] * page)
 		}
 	})
-	r.Collect(ProcessOpenFDs, func(emit Emit) {
+	r.Collect(ProcessOpenFDs, func(emit *Emit) {
 		if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
-			emit(float64(len(fds)))
+			emit.Add(float64(len(fds)))
 		}
 	})
-	r.Collect(ProcessMaxFDs, func(emit Emit) {
+	r.Collect(ProcessMaxFDs, func(emit *Emit) {
 		var lim syscall.Rlimit
 		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-			emit(float64(lim.Cur))
+			emit.Add(float64(lim.Cur))
 		}
 	})
 	r.Gauge(GoGoroutines, func() float64 { return float64(runtime.NumGoroutine()) })

@@ -94,9 +94,9 @@ func (m *Manager) registerLogMetrics(r *metrics.Registry) {
 		metrics.LogEndOffset:   func(s *logState) float64 { return s.end },
 		metrics.NumLogSegments: func(s *logState) float64 { return s.segments },
 	} {
-		r.Collect(d, func(emit metrics.Emit) {
+		r.Collect(d, func(emit *metrics.Emit) {
 			for i := range logs {
-				emit(value(&logs[i]), logs[i].topic, logs[i].partition)
+				emit.Add(value(&logs[i]), logs[i].topic, logs[i].partition)
 			}
 		})
 	}

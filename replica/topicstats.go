@@ -138,12 +138,12 @@ func (s *topicStats) register(r *metrics.Registry, exists func(topic string) boo
 		metrics.TotalProduceRequests: totalProduce, metrics.FailedProduceRequests: failedProduce,
 		metrics.TotalFetchRequests: totalFetch, metrics.FailedFetchRequests: failedFetch,
 	} {
-		r.Collect(d, func(emit metrics.Emit) {
-			emit(float64(pick(&s.all).Value()), "")
+		r.Collect(d, func(emit *metrics.Emit) {
+			emit.Add(float64(pick(&s.all).Value()), "")
 			s.mu.RLock()
 			defer s.mu.RUnlock()
 			for topic, t := range s.topics {
-				emit(float64(pick(t).Value()), topic)
+				emit.Add(float64(pick(t).Value()), topic)
 			}
 		})
 	}

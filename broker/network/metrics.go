@@ -49,10 +49,10 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 	for i := range versions {
 		versions[i] = strconv.Itoa(i)
 	}
-	emitCounts := func(emit metrics.Emit, name string, counts *versionCounts) {
+	emitCounts := func(emit *metrics.Emit, name string, counts *versionCounts) {
 		for v := range counts {
 			if n := counts[v].Load(); n > 0 {
-				emit(float64(n), name, versions[v])
+				emit.Add(float64(n), name, versions[v])
 			}
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Server) RegisterMetrics(r *metrics.Registry) {
 		return s.idle.idleFraction(time.Now(), handlerCapacity())
 	})
 	s.registerListenerMetrics(r)
-	r.Collect(metrics.Requests, func(emit metrics.Emit) {
+	r.Collect(metrics.Requests, func(emit *metrics.Emit) {
 		for key, counts := range s.requests {
 			emitCounts(emit, protocol.KafkaName(key), counts)
 		}
@@ -158,18 +158,18 @@ func (s *Server) registerTimes(r *metrics.Registry) {
 				fn("FetchFollower", h.of(t))
 			}
 		}
-		r.Collect(h.quantiles, func(emit metrics.Emit) {
+		r.Collect(h.quantiles, func(emit *metrics.Emit) {
 			now := time.Now()
 			values := make([]float64, len(metrics.RequestTimeQuantiles))
 			each(func(name string, hist *metrics.Histogram) {
 				hist.Quantiles(now, metrics.RequestTimeQuantiles, values)
 				for i, v := range values {
-					emit(v, name, metrics.RequestTimeQuantileLabels[i])
+					emit.Add(v, name, metrics.RequestTimeQuantileLabels[i])
 				}
 			})
 		})
-		r.Collect(h.count, func(emit metrics.Emit) {
-			each(func(name string, hist *metrics.Histogram) { emit(float64(hist.Count()), name) })
+		r.Collect(h.count, func(emit *metrics.Emit) {
+			each(func(name string, hist *metrics.Histogram) { emit.Add(float64(hist.Count()), name) })
 		})
 	}
 }
@@ -195,9 +195,9 @@ const networkProcessor = "0"
 // authentication counts, labelled with Kafka's listener name.
 func (s *Server) registerListenerMetrics(r *metrics.Registry) {
 	each := func(d *metrics.Desc, value func(*listenerStats) float64) {
-		r.Collect(d, func(emit metrics.Emit) {
+		r.Collect(d, func(emit *metrics.Emit) {
 			for _, l := range s.listeners {
-				emit(value(&l.stats), l.Name, networkProcessor)
+				emit.Add(value(&l.stats), l.Name, networkProcessor)
 			}
 		})
 	}

@@ -121,12 +121,12 @@ func (q *Manager) RegisterMetrics(r *metrics.Registry) {
 	var last []usage
 	r.OnScrape(func() { last = q.usages() })
 	each := func(d *metrics.Desc, value func(*usage) float64, types ...Type) {
-		r.Collect(d, func(emit metrics.Emit) {
+		r.Collect(d, func(emit *metrics.Emit) {
 			for i := range last {
 				u := &last[i]
 				for _, t := range types {
 					if u.typ == t {
-						emit(value(u), t.String(), u.user, u.client)
+						emit.Add(value(u), t.String(), u.user, u.client)
 					}
 				}
 			}

@@ -464,7 +464,7 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry) {
 	r.RegisterCounter(metrics.ClientMetricsThrottles, &m.throttled)
 	r.RegisterCounter(metrics.ClientMetricsPluginExports, &m.exported)
 	r.RegisterCounter(metrics.ClientMetricsPluginErrors, &m.exportErrors)
-	r.Dynamic(metrics.ClientTelemetry, func(add func(d *metrics.Desc, collect func(metrics.Emit))) {
+	r.Dynamic(metrics.ClientTelemetry, func(add func(d *metrics.Desc, collect func(*metrics.Emit))) {
 		m.store.collect(m.opts.Now(), add)
 	})
 }

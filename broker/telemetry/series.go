@@ -141,7 +141,7 @@ type sampleOf struct {
 
 // collect hands every family to add, as the metrics registry's dynamic
 // source. The points are copied under the lock, written after it.
-func (s *store) collect(now time.Time, add func(d *metrics.Desc, collect func(metrics.Emit))) {
+func (s *store) collect(now time.Time, add func(d *metrics.Desc, collect func(*metrics.Emit))) {
 	fams := map[string]*family{}
 	s.mu.Lock()
 	s.expire(now)
@@ -181,14 +181,14 @@ func (s *store) collect(now time.Time, add func(d *metrics.Desc, collect func(me
 			if f.kind == counterPoint {
 				kind = metrics.CounterKind
 			}
-			add(&metrics.Desc{Name: name, Kind: kind, Labels: labels, Help: help}, func(emit metrics.Emit) {
+			add(&metrics.Desc{Name: name, Kind: kind, Labels: labels, Help: help}, func(emit *metrics.Emit) {
 				for _, sm := range f.samples {
-					emit(sm.p.value, values(sm)...)
+					emit.Add(sm.p.value, values(sm)...)
 				}
 			})
 		case histogramPoint:
 			withLe := append(slices.Clone(labels), "le")
-			add(&metrics.Desc{Name: name + "_bucket", Kind: metrics.GaugeKind, Labels: withLe, Help: help}, func(emit metrics.Emit) {
+			add(&metrics.Desc{Name: name + "_bucket", Kind: metrics.GaugeKind, Labels: withLe, Help: help}, func(emit *metrics.Emit) {
 				for _, sm := range f.samples {
 					lv := append(values(sm), "")
 					var cum uint64
@@ -198,18 +198,18 @@ func (s *store) collect(now time.Time, add func(d *metrics.Desc, collect func(me
 						if i < len(sm.p.bounds) {
 							lv[len(lv)-1] = strconv.FormatFloat(sm.p.bounds[i], 'g', -1, 64)
 						}
-						emit(float64(cum), lv...)
+						emit.Add(float64(cum), lv...)
 					}
 				}
 			})
-			add(&metrics.Desc{Name: name + "_sum", Kind: metrics.GaugeKind, Labels: labels, Help: help}, func(emit metrics.Emit) {
+			add(&metrics.Desc{Name: name + "_sum", Kind: metrics.GaugeKind, Labels: labels, Help: help}, func(emit *metrics.Emit) {
 				for _, sm := range f.samples {
-					emit(sm.p.sum, values(sm)...)
+					emit.Add(sm.p.sum, values(sm)...)
 				}
 			})
-			add(&metrics.Desc{Name: name + "_count", Kind: metrics.CounterKind, Labels: labels, Help: help}, func(emit metrics.Emit) {
+			add(&metrics.Desc{Name: name + "_count", Kind: metrics.CounterKind, Labels: labels, Help: help}, func(emit *metrics.Emit) {
 				for _, sm := range f.samples {
-					emit(float64(sm.p.count), values(sm)...)
+					emit.Add(float64(sm.p.count), values(sm)...)
 				}
 			})
 		}
