@@ -24,10 +24,10 @@ func BenchmarkWrite10kPartitions(b *testing.B) {
 	}
 }
 
-// TestScrapeAllocationsDoNotGrowWithSamples: what a scrape allocates is
+// TestScrapeOfManySeriesAllocs: what a scrape allocates is
 // the same for 1,000 partitions as for 10,000 (the samples' memory is the
 // registry's, kept from the scrape before).
-func TestScrapeAllocationsDoNotGrowWithSamples(t *testing.T) {
+func TestScrapeOfManySeriesAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningful without the race detector")
 	}
