@@ -580,14 +580,18 @@ func (m *Manager) hosted(tp TopicPartition) *Partition {
 }
 
 // partitions is every hosted partition, as the map holds them now.
-func (m *Manager) partitions() []*Partition {
+func (m *Manager) partitions() []*Partition { return m.appendPartitions(nil) }
+
+// appendPartitions appends the hosted partitions to dst (the metrics
+// reuse one slice from scrape to scrape).
+func (m *Manager) appendPartitions(dst []*Partition) []*Partition {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	parts := make([]*Partition, 0, len(m.parts))
+	dst = slices.Grow(dst, len(m.parts))
 	for _, p := range m.parts {
-		parts = append(parts, p)
+		dst = append(dst, p)
 	}
-	return parts
+	return dst
 }
 
 // Hosts reports whether this node hosts tp with an open log.

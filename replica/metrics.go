@@ -1,10 +1,6 @@
 package replica
 
-import (
-	"strconv"
-
-	"github.com/gregorbroker/gregor/metrics"
-)
+import "github.com/gregorbroker/gregor/metrics"
 
 // RegisterMetrics registers the replica manager's gauges (Kafka's
 // kafka.server:type=ReplicaManager), each counted at scrape time over the
@@ -19,9 +15,13 @@ import (
 // scrapes small.
 func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	type counts struct{ hosted, leading, underReplicated, underMinISR, atMinISR int }
+	// The partitions a scrape reads, in slices kept from scrape to
+	// scrape (the registry serializes scrapes).
+	var countScratch []*Partition
 	count := func() counts {
 		var c counts
-		for _, p := range m.partitions() {
+		countScratch = m.appendPartitions(countScratch[:0])
+		for _, p := range countScratch {
 			p.mu.RLock()
 			if p.log != nil && !p.removed {
 				c.hosted++
@@ -40,6 +40,7 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 			}
 			p.mu.RUnlock()
 		}
+		clear(countScratch) // no partition kept alive past the scrape
 		return c
 	}
 	// One pass over the partitions per scrape (the registry serializes
@@ -72,9 +73,12 @@ type logState struct {
 // pass over the hosted partitions per scrape.
 func (m *Manager) registerLogMetrics(r *metrics.Registry) {
 	var logs []logState
+	var scratch []*Partition
 	r.OnScrape(func() {
 		logs = logs[:0]
-		for _, p := range m.partitions() {
+		scratch = m.appendPartitions(scratch[:0])
+		defer clear(scratch) // no partition kept alive past the scrape
+		for _, p := range scratch {
 			p.mu.RLock()
 			l, removed := p.log, p.removed
 			p.mu.RUnlock()
@@ -82,7 +86,7 @@ func (m *Manager) registerLogMetrics(r *metrics.Registry) {
 				continue
 			}
 			logs = append(logs, logState{
-				topic: p.tp.Topic, partition: strconv.Itoa(int(p.tp.Partition)),
+				topic: p.tp.Topic, partition: p.partitionLabel,
 				size: float64(l.Size()), start: float64(l.LogStartOffset()), end: float64(l.LogEndOffset()),
 				segments: float64(l.NumSegments()),
 			})

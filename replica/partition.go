@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -25,7 +26,10 @@ type AbortedTransaction = storage.AbortedTransaction
 type Partition struct {
 	tp      TopicPartition
 	topicID protocol.UUID
-	self    int32
+	// partitionLabel is tp.Partition in decimal, the partition label of
+	// its metrics, made once instead of at every scrape.
+	partitionLabel string
+	self           int32
 	// log is nil while the partition is offline: its log could not be
 	// opened (operations answer KAFKA_STORAGE_ERROR).
 	log *storage.Log
@@ -108,7 +112,7 @@ func newRemoteReplica(caughtUpMs int64) *remoteReplica {
 }
 
 func newPartition(tp TopicPartition, topicID protocol.UUID, self int32, log *storage.Log, lease *leaderLease) *Partition {
-	return &Partition{tp: tp, topicID: topicID, self: self, log: log, lease: lease, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
+	return &Partition{tp: tp, topicID: topicID, partitionLabel: strconv.Itoa(int(tp.Partition)), self: self, log: log, lease: lease, leader: -1, leaderEpoch: -1, announcedEpoch: -1}
 }
 
 // TopicPartition names the partition.
