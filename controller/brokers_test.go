@@ -280,7 +280,7 @@ func TestElectLeaders(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	c := startTest(t, fsys, func(cfg *Config) { cfg.Now = clock.Now })
-	registerBroker(t, c, 1)
+	e1 := registerBroker(t, c, 1)
 	e2 := registerBroker(t, c, 2)
 	createTopic(t, c, "t", 2, 2)
 	elect := func(typ int8, topics []kmsg.ElectLeadersRequestTopic) *kmsg.ElectLeadersResponse {
@@ -319,8 +319,15 @@ func TestElectLeaders(t *testing.T) {
 	// Broker 2 re-registers (new incarnation), catches up and rejoins.
 	reg := c.RegisterBroker(ctxT(t), registration(2, protocol.RandomUUID()))
 	if reg.ErrorCode != 0 {
-		// Its session is still valid: wait it out.
-		clock.Add(10 * time.Second)
+		// Its session is still valid: wait it out, in steps shorter than
+		// the session timeout with broker 1 heartbeating after each, so
+		// that the controller's session check (every tick) never finds
+		// broker 1's session lapsed and fences it: broker 1 leads the
+		// moved partition, and the elections below need that leader.
+		for range 2 {
+			clock.Add(c.cfg.BrokerSessionTimeout/2 + time.Second)
+			heartbeat(t, c, 1, e1)
+		}
 		reg = c.RegisterBroker(ctxT(t), registration(2, protocol.RandomUUID()))
 	}
 	if reg.ErrorCode != 0 {
@@ -384,9 +391,13 @@ func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
 	e2 := registerBroker(t, c, 2)
 	createTopic(t, c, "t", 4, 2)
 	// Broker 1 restarts without a controlled shutdown (new incarnation,
-	// after its old session expired); broker 2 keeps heartbeating.
-	clock.Add(10 * time.Second)
-	heartbeat(t, c, 2, e2)
+	// after its old session expired); broker 2 keeps heartbeating, in
+	// steps shorter than the session timeout so that the controller's
+	// session check (every tick) never finds broker 2's lapsed.
+	for range 2 {
+		clock.Add(c.cfg.BrokerSessionTimeout/2 + time.Second)
+		heartbeat(t, c, 2, e2)
+	}
 	reg := c.RegisterBroker(ctxT(t), registration(1, protocol.RandomUUID()))
 	if reg.ErrorCode != 0 {
 		t.Fatalf("re-register: %d", reg.ErrorCode)
