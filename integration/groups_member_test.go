@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(memberEnv) != "" {
 		os.Exit(runGroupMember())
 	}
-	os.Exit(m.Run())
+	os.Exit(node.Main(m))
 }
 
 // memberSpec describes one member.
