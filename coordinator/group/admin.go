@@ -76,6 +76,9 @@ func (c *Coordinator) describeGroup(version int16, id string, includeOps bool) k
 	if version >= 6 {
 		out.ErrorCode = kerr.GroupIDNotFound.Code
 		out.ErrorMessage = strPtr(fmt.Sprintf("Group %s not found.", id))
+		if s.share[id] != nil {
+			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s is not a classic group.", id))
+		}
 	}
 	return out
 }
@@ -156,6 +159,14 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 					})
 				}
 			}
+			for _, id := range sortedKeys(s.share) {
+				st := s.share[id].stateName()
+				if match(req.StatesFilter, st) && match(req.TypesFilter, "share") {
+					resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+						Group: id, ProtocolType: "share", GroupState: st, GroupType: "share",
+					})
+				}
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -215,6 +226,15 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 			return kerr.NonEmptyGroup.Code
 		}
 		recs = append(recs, s.deleteConsumerGroupRecords(g)...)
+	case s.share[id] != nil:
+		g := s.share[id]
+		if len(g.members) > 0 {
+			return kerr.NonEmptyGroup.Code
+		}
+		if code := s.deleteShareState(ctx, g); code != 0 {
+			return code
+		}
+		recs = append(recs, deleteShareGroupRecords(g)...)
 	default:
 		return kerr.GroupIDNotFound.Code
 	}
@@ -230,5 +250,6 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 		delete(s.classic, id)
 	}
 	delete(s.consumer, id)
+	delete(s.share, id)
 	return 0
 }

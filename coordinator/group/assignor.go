@@ -185,20 +185,16 @@ func assignUniform(members []assignMember, partitions map[[16]byte]int32) assign
 	return out
 }
 
-func sortedTopicIDs(m map[[16]byte]int32) [][16]byte {
+func sortedTopicIDs(m map[[16]byte]int32) [][16]byte { return sortedTopicIDsOf(m) }
+
+// sortedTopicIDsOf is the keys of a map by topic id, sorted.
+func sortedTopicIDsOf[V any](m map[[16]byte]V) [][16]byte {
 	ids := make([][16]byte, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	slices.SortFunc(ids, compareTopicID)
 	return ids
 }
 
-func sortedTopicIDsOf(m map[[16]byte][]int32) [][16]byte {
-	ids := make([][16]byte, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	return ids
-}
+func compareTopicID(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }

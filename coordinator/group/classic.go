@@ -344,6 +344,9 @@ func (s *shard) classicJoin(ctx context.Context, client Client, req *kmsg.JoinGr
 		return fail(kerr.InvalidSessionTimeout.Code)
 	}
 	unknownMember := req.MemberID == ""
+	if s.share[req.Group] != nil {
+		return classicJoinError(req.Version, "", kerr.InconsistentGroupProtocol.Code), nil
+	}
 	if cg := s.consumer[req.Group]; cg != nil {
 		if len(cg.members) > 0 {
 			// A classic member of a consumer group (migration.go).

@@ -40,6 +40,20 @@ type Config struct {
 	// RebalanceProtocols is group.coordinator.rebalance.protocols.
 	RebalanceProtocols []string
 
+	// Share groups (KIP-932).
+	ShareSessionTimeoutMs          int32 // group.share.session.timeout.ms
+	ShareHeartbeatIntervalMs       int32 // group.share.heartbeat.interval.ms
+	ShareMaxSize                   int32 // group.share.max.size
+	ShareAssignmentIntervalMs      int32 // group.share.assignment.interval.ms
+	ShareInitializeRetryIntervalMs int32 // group.share.initialize.retry.interval.ms
+	// ShareAssignors is group.share.assignors (Kafka allows exactly one).
+	ShareAssignors []string
+	// ShareState is the share coordinator, which initializes and deletes
+	// the share state of the partitions share groups consume; nil when
+	// share groups are not served (no partition is then ever initialized,
+	// so none is assigned).
+	ShareState ShareState
+
 	// Offsets.
 	OffsetsTopicNumPartitions       int32 // offsets.topic.num.partitions
 	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
@@ -77,6 +91,11 @@ type Config struct {
 type DynamicConfig struct {
 	ConsumerSessionTimeoutMs    int32 // consumer.session.timeout.ms
 	ConsumerHeartbeatIntervalMs int32 // consumer.heartbeat.interval.ms
+	ShareSessionTimeoutMs       int32 // share.session.timeout.ms
+	ShareHeartbeatIntervalMs    int32 // share.heartbeat.interval.ms
+	// ShareAssignmentIntervalMs is share.assignment.interval.ms, -1 when
+	// the group does not set it (the broker's applies, read live).
+	ShareAssignmentIntervalMs int32
 }
 
 // consumerSessionTimeoutMs is the session timeout of a consumer-protocol
@@ -99,6 +118,47 @@ func (c *Config) consumerHeartbeatIntervalMs(groupID string) int32 {
 		}
 	}
 	return c.ConsumerHeartbeatIntervalMs
+}
+
+// shareSessionTimeoutMs is the session timeout of a share group member
+// (Kafka's GroupMetadataManager.shareGroupSessionTimeoutMs).
+func (c *Config) shareSessionTimeoutMs(groupID string) int32 {
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok {
+			return d.ShareSessionTimeoutMs
+		}
+	}
+	return c.ShareSessionTimeoutMs
+}
+
+// shareHeartbeatIntervalMs is the heartbeat interval a share group member
+// is told.
+func (c *Config) shareHeartbeatIntervalMs(groupID string) int32 {
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok {
+			return d.ShareHeartbeatIntervalMs
+		}
+	}
+	return c.ShareHeartbeatIntervalMs
+}
+
+// shareAssignmentIntervalMs is the least time between two target
+// assignments of a share group.
+func (c *Config) shareAssignmentIntervalMs(groupID string) int32 {
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok && d.ShareAssignmentIntervalMs >= 0 {
+			return d.ShareAssignmentIntervalMs
+		}
+	}
+	return c.ShareAssignmentIntervalMs
+}
+
+// shareAssignor is the share assignor's name.
+func (c *Config) shareAssignor() string {
+	if len(c.ShareAssignors) > 0 {
+		return c.ShareAssignors[0]
+	}
+	return AssignorSimple
 }
 
 // TopicSpec is __consumer_offsets as Kafka creates it: the offsets.topic.*
@@ -138,6 +198,12 @@ func DefaultConfig() Config {
 		ConsumerAssignors:               []string{AssignorUniform, AssignorRange},
 		ConsumerMigrationPolicy:         MigrationBidirectional,
 		RebalanceProtocols:              []string{"classic", "consumer"},
+		ShareSessionTimeoutMs:           45000,
+		ShareHeartbeatIntervalMs:        5000,
+		ShareMaxSize:                    200,
+		ShareAssignmentIntervalMs:       1000,
+		ShareInitializeRetryIntervalMs:  30000,
+		ShareAssignors:                  []string{AssignorSimple},
 		OffsetsTopicNumPartitions:       50,
 		OffsetsTopicReplicationFactor:   3,
 		OffsetsTopicSegmentBytes:        100 * 1024 * 1024,

@@ -431,6 +431,9 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	joining := req.MemberEpoch == 0
 
 	g := s.consumer[req.Group]
+	if g == nil && s.share[req.Group] != nil {
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group)
+	}
 	if g == nil {
 		if cg := s.classic[req.Group]; cg != nil {
 			if !joining {
@@ -1038,7 +1041,7 @@ func (c *Coordinator) describeConsumerGroup(id string, includeOps bool) kmsg.Con
 	g := s.consumer[id]
 	if g == nil {
 		out.ErrorCode = kerr.GroupIDNotFound.Code
-		if s.classic[id] != nil {
+		if s.classic[id] != nil || s.share[id] != nil {
 			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s is not a consumer group.", id))
 		} else {
 			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s not found.", id))

@@ -160,6 +160,7 @@ type shard struct {
 	status   shardStatus
 	classic  map[string]*classicGroup
 	consumer map[string]*consumerGroup
+	share    map[string]*shareGroup
 	offsets  map[string]*groupOffsets
 	// pending holds transactional offsets (TxnOffsetCommit) by producer
 	// id until that producer's transaction marker commits or aborts them;
@@ -178,6 +179,7 @@ func newShard(c *Coordinator, partition int32, plog PartitionLog) *shard {
 func (s *shard) reset() {
 	s.classic = map[string]*classicGroup{}
 	s.consumer = map[string]*consumerGroup{}
+	s.share = map[string]*shareGroup{}
 	s.offsets = map[string]*groupOffsets{}
 	s.pending = map[int64]map[string]*groupOffsets{}
 	s.openTxns = map[string]map[int64]bool{}
@@ -214,12 +216,12 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 		s.status = shardFailed
 		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
 	}
-	s.classic, s.consumer, s.offsets = staging.classic, staging.consumer, staging.offsets
+	s.classic, s.consumer, s.share, s.offsets = staging.classic, staging.consumer, staging.share, staging.offsets
 	s.pending, s.openTxns = staging.pending, staging.openTxns
 	s.status = shardActive
 	s.afterLoad()
 	c.log.Info("loaded group coordinator partition", "partition", partition,
-		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "open_transactions", len(s.pending))
+		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "share_groups", len(s.share), "open_transactions", len(s.pending))
 	return nil
 }
 
@@ -386,6 +388,9 @@ func (s *shard) replayAt(offset, producerID int64, r record) error {
 	case recConsumerGroupMetadata, recConsumerMemberMetadata, recConsumerTargetMetadata,
 		recConsumerTargetMember, recConsumerCurrentMember, recConsumerRegex:
 		return s.replayConsumer(k, r.value)
+	case recShareMemberMetadata, recShareGroupMetadata, recShareTargetMetadata,
+		recShareTargetMember, recShareCurrentMember, recShareStatePartitions:
+		return s.replayShare(k, r.value)
 	}
 	return nil // deprecated or foreign record types
 }
@@ -406,6 +411,11 @@ func (s *shard) afterLoad() {
 		// Topics are assumed unchanged since the last epoch bump; a
 		// change found at the next heartbeat bumps the epoch.
 		g.metadataHash = s.subscriptionHash(g)
+	}
+	for _, g := range s.share {
+		for _, m := range g.members {
+			m.sessionDeadline = now + int64(s.c.cfg.shareSessionTimeoutMs(g.id))
+		}
 	}
 }
 
@@ -469,6 +479,11 @@ func (s *shard) fireTimers(ctx context.Context, now int64) {
 	for _, id := range sortedKeys(s.consumer) {
 		if g := s.consumer[id]; g != nil {
 			s.consumerTimers(ctx, g, now)
+		}
+	}
+	for _, id := range sortedKeys(s.share) {
+		if g := s.share[id]; g != nil {
+			s.shareTimers(ctx, g, now)
 		}
 	}
 }

@@ -3,8 +3,9 @@
 // protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed
 // offsets (OffsetCommit, OffsetFetch, OffsetDelete), transactional
 // offsets (TxnOffsetCommit, and CompleteTransaction for the transaction
-// markers of __consumer_offsets) and group administration
-// (DescribeGroups, ListGroups, DeleteGroups).
+// markers of __consumer_offsets), share group membership (KIP-932:
+// ShareGroupHeartbeat, ShareGroupDescribe; share.go) and group
+// administration (DescribeGroups, ListGroups, DeleteGroups).
 //
 // # Boundaries
 //
@@ -26,8 +27,9 @@
 // Everything that survives a restart is a record in Kafka's key/value
 // schemas (see records.go): OffsetCommit (key version 1; value v3, v1 with
 // an expire timestamp, v4 with a topic id), GroupMetadata (key version 2,
-// value v3) and the KIP-848 ConsumerGroup* records (key versions 3, 5, 6,
-// 7, 8, 16), with tombstones where Kafka writes them. A request that
+// value v3), the KIP-848 ConsumerGroup* records (key versions 3, 5, 6,
+// 7, 8, 16) and the KIP-932 ShareGroup* records (10-15), with tombstones
+// where Kafka writes them. A request that
 // changes persisted state is answered only after its batch is appended
 // (PartitionLog.Append has acks=all semantics). Transactional offsets are
 // OffsetCommit records in a transactional batch of the producer, pending
@@ -40,7 +42,8 @@
 //	OffsetCommit v2-v10 (v0-v1 are not served: Kafka 4 dropped them),
 //	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
 //	DeleteGroups v0-v2, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
-//	ConsumerGroupDescribe v0-v1, TxnOffsetCommit v0-v5. (kmsg knows DeleteGroups v3, newer than
+//	ConsumerGroupDescribe v0-v1, TxnOffsetCommit v0-v5,
+//	ShareGroupHeartbeat v1, ShareGroupDescribe v1. (kmsg knows DeleteGroups v3, newer than
 //	Kafka 4.3; its per-group error messages are not filled, so it is not
 //	advertised.)
 //
@@ -75,8 +78,20 @@
 //     consumer.heartbeat.interval.ms are honoured (Config.GroupConfigs,
 //     from a member's next heartbeat on, as in Kafka);
 //     consumer.assignment.interval.ms is not, as the broker-wide
-//     group.consumer.assignment.interval.ms is not either. The share.*
-//     and streams.* keys wait for share and streams groups.
+//     group.consumer.assignment.interval.ms is not either. Of the share.*
+//     keys, share.session.timeout.ms, share.heartbeat.interval.ms and
+//     share.assignment.interval.ms are honoured here; the streams.* keys
+//     wait for streams groups.
+//   - The share assignor places partitions in sorted order where Kafka's
+//     follows Java hash order: the same balance and stickiness, other
+//     placements. The share metadata hash (ShareGroupMetadataValue) is
+//     an FNV-64a of the subscribed topics' ids, names and partition
+//     counts, not Kafka's xxh3 (it is only compared with itself).
+//   - Deleting a share group asks the share coordinator to delete its
+//     share state while the shard's lock is held, and does not first
+//     record the topics as deleting (Kafka rewrites
+//     ShareGroupStatePartitionMetadata with them): a failed delete is
+//     answered with its error and leaves the group as it was.
 //
 // It imports, of Gregor's packages, coordinator/runtime and protocol; the
 // README's import table allows replica, metadata and config besides.

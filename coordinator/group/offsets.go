@@ -114,7 +114,7 @@ func (s *shard) putOffset(group, topic string, partition int32, e *offsetEntry) 
 }
 
 func (s *shard) ensureGroup(group string, nowMs int64) {
-	if s.classic[group] == nil && s.consumer[group] == nil {
+	if s.classic[group] == nil && s.consumer[group] == nil && s.share[group] == nil {
 		s.classic[group] = newClassicGroup(group, nowMs)
 	}
 }
@@ -275,6 +275,9 @@ type committer struct {
 // member, and the group's state does not matter to them), and a stale
 // member epoch is ILLEGAL_GENERATION to them, as Kafka answers.
 func (s *shard) validateCommit(cm committer) int16 {
+	if s.share[cm.group] != nil {
+		return kerr.GroupIDNotFound.Code // Kafka: "Group X is not a consumer group."
+	}
 	if cg := s.consumer[cm.group]; cg != nil {
 		if cm.generation < 0 && len(cg.members) == 0 {
 			return 0
@@ -413,6 +416,9 @@ func (c *Coordinator) fetchGroup(version int16, requireStable bool, rg kmsg.Offs
 		return failWith(code)
 	}
 	defer s.mu.Unlock()
+	if s.share[rg.Group] != nil {
+		return failWith(kerr.GroupIDNotFound.Code)
+	}
 	if cg := s.consumer[rg.Group]; cg != nil && rg.MemberID != nil && version >= 9 {
 		if !(rg.MemberEpoch < 0 && *rg.MemberID == "") {
 			m := cg.members[*rg.MemberID]
@@ -503,6 +509,10 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	}
 	defer s.mu.Unlock()
 	var subscribed func(topic string) bool
+	if s.share[req.Group] != nil {
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
 	if cg := s.consumer[req.Group]; cg != nil {
 		subscribed = func(topic string) bool { return cg.subscribedTopicNames()[topic] }
 	} else if g := s.classic[req.Group]; g != nil && g.state != classicDead {

@@ -95,16 +95,18 @@ func parseKey(b []byte) (parsedKey, error) {
 		k.group = r.String()
 		k.topic = r.String()
 		k.partition = r.Int32()
-	case recGroupMetadata, recConsumerGroupMetadata, recConsumerGroupPartitions, recConsumerTargetMetadata:
+	case recGroupMetadata, recConsumerGroupMetadata, recConsumerGroupPartitions, recConsumerTargetMetadata,
+		recShareGroupMetadata, recShareTargetMetadata, recShareStatePartitions:
 		k.group = r.String()
-	case recConsumerMemberMetadata, recConsumerTargetMember, recConsumerCurrentMember:
+	case recConsumerMemberMetadata, recConsumerTargetMember, recConsumerCurrentMember,
+		recShareMemberMetadata, recShareTargetMember, recShareCurrentMember:
 		k.group = r.String()
 		k.member = r.String()
 	case recConsumerRegex:
 		k.group = r.String()
 		k.regex = r.String()
 	default:
-		// Share, streams and other future record types: not ours to
+		// Streams and other future record types: not ours to
 		// interpret, but not corruption either.
 		return k, nil
 	}
