@@ -33,6 +33,7 @@
 package share
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -149,7 +150,7 @@ func NewPartition(start int64) *Partition { return &Partition{start: start, end:
 func Restore(start int64, batches []StateBatch) (*Partition, error) {
 	p := NewPartition(start)
 	batches = slices.Clone(batches)
-	slices.SortFunc(batches, func(a, b StateBatch) int { return cmpInt64(a.First, b.First) })
+	slices.SortFunc(batches, func(a, b StateBatch) int { return cmp.Compare(a.First, b.First) })
 	for _, b := range batches {
 		if b.Last < b.First {
 			return nil, fmt.Errorf("state batch %d-%d ends before it starts", b.First, b.Last)
@@ -509,14 +510,4 @@ func (p *Partition) normalize() {
 		out = append(out, s)
 	}
 	p.spans = out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -139,9 +140,9 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	for _, s := range shards {
 		s.mu.Lock()
 		switch s.status {
-		case shardLoading:
+		case runtime.ShardLoading:
 			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-		case shardActive:
+		case runtime.ShardActive:
 			for _, id := range sortedKeys(s.classic) {
 				g := s.classic[id]
 				if match(req.StatesFilter, g.state.String()) && match(req.TypesFilter, "classic") {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -682,7 +683,7 @@ func (s *shard) prepareRebalance(g *classicGroup, now int64, reason string) {
 		time.AfterFunc(s.c.zeroDelayJoinWindow, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.status == shardActive && s.classic[g.id] == g && g.state == classicPreparing && g.initialDelay {
+			if s.status == runtime.ShardActive && s.classic[g.id] == g && g.state == classicPreparing && g.initialDelay {
 				s.completeJoin(context.Background(), g, s.c.nowMs())
 			}
 		})

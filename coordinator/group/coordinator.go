@@ -133,22 +133,13 @@ func (c *Coordinator) CoordinatorFor(key string) (partition int32, errCode int16
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.status {
-	case shardLoading:
+	case runtime.ShardLoading:
 		return partition, kerr.CoordinatorLoadInProgress.Code
-	case shardActive:
+	case runtime.ShardActive:
 		return partition, 0
 	}
 	return partition, kerr.NotCoordinator.Code
 }
-
-type shardStatus int8
-
-const (
-	shardLoading shardStatus = iota
-	shardActive
-	shardFailed
-	shardUnloaded
-)
 
 // shard is one loaded __consumer_offsets partition.
 type shard struct {
@@ -157,7 +148,7 @@ type shard struct {
 	plog      PartitionLog
 
 	mu       sync.Mutex
-	status   shardStatus
+	status   runtime.ShardStatus
 	classic  map[string]*classicGroup
 	consumer map[string]*consumerGroup
 	share    map[string]*shareGroup
@@ -171,7 +162,7 @@ type shard struct {
 }
 
 func newShard(c *Coordinator, partition int32, plog PartitionLog) *shard {
-	s := &shard{c: c, partition: partition, plog: plog, status: shardLoading}
+	s := &shard{c: c, partition: partition, plog: plog, status: runtime.ShardLoading}
 	s.reset()
 	return s
 }
@@ -209,16 +200,16 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 	err := staging.replayAll(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.status != shardLoading {
+	if s.status != runtime.ShardLoading {
 		return fmt.Errorf("loading %s-%d: unloaded during load", OffsetsTopic, partition)
 	}
 	if err != nil {
-		s.status = shardFailed
+		s.status = runtime.ShardFailed
 		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
 	}
 	s.classic, s.consumer, s.share, s.offsets = staging.classic, staging.consumer, staging.share, staging.offsets
 	s.pending, s.openTxns = staging.pending, staging.openTxns
-	s.status = shardActive
+	s.status = runtime.ShardActive
 	s.afterLoad()
 	c.log.Info("loaded group coordinator partition", "partition", partition,
 		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "share_groups", len(s.share), "open_transactions", len(s.pending))
@@ -236,7 +227,7 @@ func (c *Coordinator) Unload(partition int32) {
 func (s *shard) unload() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.status = shardUnloaded
+	s.status = runtime.ShardUnloaded
 	s.failWaiters(kerr.NotCoordinator.Code)
 	s.reset()
 }
@@ -285,9 +276,9 @@ func (c *Coordinator) lockPartition(partition int32) (*shard, int16) {
 	}
 	s.mu.Lock()
 	switch s.status {
-	case shardActive:
+	case runtime.ShardActive:
 		return s, 0
-	case shardLoading:
+	case runtime.ShardLoading:
 		s.mu.Unlock()
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
@@ -339,7 +330,7 @@ func (s *shard) rebuild(ctx context.Context) {
 	if err := s.replayAll(context.WithoutCancel(ctx)); err != nil {
 		s.c.log.Error("rebuilding group state from the log failed; partition no longer served",
 			"partition", s.partition, "err", err)
-		s.status = shardFailed
+		s.status = runtime.ShardFailed
 		s.reset()
 		return
 	}
@@ -448,7 +439,7 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	now := c.nowMs()
 	for _, s := range shards {
 		s.mu.Lock()
-		if s.status == shardActive {
+		if s.status == runtime.ShardActive {
 			s.fireTimers(ctx, now)
 		}
 		s.mu.Unlock()
@@ -462,7 +453,7 @@ func (c *Coordinator) Tick(ctx context.Context) {
 	if due {
 		for _, s := range shards {
 			s.mu.Lock()
-			if s.status == shardActive {
+			if s.status == runtime.ShardActive {
 				s.expireOffsets(ctx, c.cfg.ExpiryNow().UnixMilli())
 			}
 			s.mu.Unlock()

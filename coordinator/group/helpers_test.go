@@ -10,60 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/coordinator/runtime/runtimetest"
 	"github.com/gregorbroker/gregor/protocol"
 )
 
-// memLog is an in-memory PartitionLog. fail, when set, makes the next
-// appends fail with its error.
-type memLog struct {
-	mu      sync.Mutex
-	batches [][]byte
-	next    int64
-	fail    error
-}
+// memLog is an in-memory PartitionLog.
+type memLog struct{ runtimetest.MemLog }
 
-func (l *memLog) Append(ctx context.Context, batch []byte) (int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.fail != nil {
-		return 0, l.fail
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	b := append([]byte(nil), batch...)
-	h, err := protocol.ParseBatchHeader(b)
-	if err != nil {
-		return 0, err
-	}
-	base := l.next
-	protocol.SetBaseOffset(b, base)
-	l.next += int64(h.LastOffsetDelta) + 1
-	l.batches = append(l.batches, b)
-	return base, nil
-}
-
-func (l *memLog) ReadFrom(ctx context.Context, offset int64, fn func([]byte) error) error {
-	l.mu.Lock()
-	batches := append([][]byte(nil), l.batches...)
-	l.mu.Unlock()
-	for _, b := range batches {
-		h, _ := protocol.ParseBatchHeader(b)
-		if h.LastOffset() < offset {
-			continue
-		}
-		if err := fn(b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *memLog) setFail(err error) {
-	l.mu.Lock()
-	l.fail = err
-	l.mu.Unlock()
-}
+func (l *memLog) setFail(err error) { l.Fail(err) }
 
 func (l *memLog) records(t *testing.T) []record {
 	t.Helper()

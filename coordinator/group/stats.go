@@ -1,6 +1,10 @@
 package group
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gregorbroker/gregor/coordinator/runtime"
+)
 
 // Stats is what the group coordinator's metrics report (Kafka's
 // group-coordinator-metrics and GroupMetadataManager gauges): the groups of
@@ -54,11 +58,11 @@ func (c *Coordinator) Stats() Stats {
 	for _, s := range c.shards.All() {
 		s.mu.Lock()
 		switch s.status {
-		case shardLoading:
+		case runtime.ShardLoading:
 			st.Loading++
-		case shardFailed:
+		case runtime.ShardFailed:
 			st.Failed++
-		case shardActive:
+		case runtime.ShardActive:
 			st.Active++
 			for _, g := range s.classic {
 				st.ClassicGroups[g.state.String()]++
@@ -94,7 +98,7 @@ func (c *Coordinator) CommittedOffsets() []CommittedOffset {
 	var out []CommittedOffset
 	for _, s := range c.shards.All() {
 		s.mu.Lock()
-		if s.status == shardActive {
+		if s.status == runtime.ShardActive {
 			for g, o := range s.offsets {
 				for topic, ps := range o.topics {
 					for p, e := range ps {

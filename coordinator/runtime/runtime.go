@@ -47,6 +47,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -55,6 +56,7 @@ import (
 
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -377,4 +379,28 @@ func javaStringHash(s string) int32 {
 		h = 31*h + int32(r)
 	}
 	return h
+}
+
+// AppendErrorCode maps a failed append of a coordinator's record to the
+// error Kafka's coordinators answer with (TransactionStateManager's
+// appendTransactionToLog, CoordinatorOperationExceptionHelper): the log's
+// replication trouble is COORDINATOR_NOT_AVAILABLE, lost leadership
+// NOT_COORDINATOR, a record too large UNKNOWN_SERVER_ERROR.
+func AppendErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return kerr.CoordinatorNotAvailable.Code
+		}
+		return kerr.UnknownServerError.Code
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
+		return kerr.NotCoordinator.Code
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge:
+		return kerr.UnknownServerError.Code
+	}
+	return ke.Code
 }

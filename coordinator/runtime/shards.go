@@ -84,3 +84,18 @@ func (s *Shards[S]) All() []S {
 	s.mu.RUnlock()
 	return out
 }
+
+// ShardStatus is where a coordinator's shard is in its life.
+type ShardStatus int8
+
+const (
+	// ShardLoading: this node leads the partition and replays it;
+	// requests are answered COORDINATOR_LOAD_IN_PROGRESS.
+	ShardLoading ShardStatus = iota
+	// ShardActive: loaded, serving its keys.
+	ShardActive
+	// ShardFailed: the replay or a rebuild failed; not served.
+	ShardFailed
+	// ShardUnloaded: the leadership moved away.
+	ShardUnloaded
+)

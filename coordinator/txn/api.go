@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -48,7 +49,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 			c.log.Warn("allocating a producer id", "transactional_id", id, "err", err)
 			return fail(kerr.CoordinatorNotAvailable.Code)
 		}
-		if s.status != shardActive {
+		if s.status != runtime.ShardActive {
 			return fail(kerr.NotCoordinator.Code)
 		}
 		if m = s.txns[id]; m == nil {
@@ -348,7 +349,7 @@ func (s *shard) prepareEnd(ctx context.Context, m *txnMeta, commit bool, clientT
 // startMarkersLocked starts the marker round of m's prepared transaction
 // unless one runs already. The caller holds s.mu.
 func (s *shard) startMarkersLocked(m *txnMeta) {
-	if m.markersOut || s.status != shardActive {
+	if m.markersOut || s.status != runtime.ShardActive {
 		return
 	}
 	m.markersOut = true
@@ -406,7 +407,7 @@ func (s *shard) finishTransaction(m *txnMeta, st txnState) {
 	backoff = markerBackoffMin
 	for {
 		s.mu.Lock()
-		if s.status != shardActive || s.txns[m.id] != m || m.producerID != st.producerID || m.epoch != st.epoch || m.state != st.state {
+		if s.status != runtime.ShardActive || s.txns[m.id] != m || m.producerID != st.producerID || m.epoch != st.epoch || m.state != st.state {
 			m.markersOut = false
 			s.mu.Unlock()
 			return
@@ -433,7 +434,7 @@ func (c *Coordinator) AbortTimedOut(ctx context.Context) {
 	for _, s := range c.activeShards() {
 		s.mu.Lock()
 		var due []*txnMeta
-		if s.status == shardActive {
+		if s.status == runtime.ShardActive {
 			for _, m := range s.txns {
 				if m.state == StateOngoing && !m.pending && m.startMs+int64(m.timeoutMs) < now {
 					due = append(due, m)
@@ -441,7 +442,7 @@ func (c *Coordinator) AbortTimedOut(ctx context.Context) {
 			}
 		}
 		for _, m := range due {
-			if m.pending || m.state != StateOngoing || s.txns[m.id] != m || s.status != shardActive {
+			if m.pending || m.state != StateOngoing || s.txns[m.id] != m || s.status != runtime.ShardActive {
 				continue
 			}
 			if code := s.persist(ctx, m, m.fencedAbort(c.transactionVersion(), c.nowMs())); code != 0 {
@@ -473,7 +474,7 @@ func (c *Coordinator) ExpireTransactionalIDs(ctx context.Context) {
 			}
 		}
 		for _, m := range due {
-			if s.status != shardActive || s.txns[m.id] != m || m.pending || m.updateMs+int64(c.cfg.IDExpirationMs) > now {
+			if s.status != runtime.ShardActive || s.txns[m.id] != m || m.pending || m.updateMs+int64(c.cfg.IDExpirationMs) > now {
 				continue
 			}
 			if code := s.writeTombstone(ctx, m); code != 0 {
@@ -534,7 +535,7 @@ func (c *Coordinator) List(f ListFilter) (out []Listing, unknownStates []string,
 	now := c.nowMs()
 	for _, s := range c.activeShards() {
 		s.mu.Lock()
-		if s.status == shardLoading {
+		if s.status == runtime.ShardLoading {
 			s.mu.Unlock()
 			return nil, nil, kerr.CoordinatorLoadInProgress.Code
 		}

@@ -2,7 +2,6 @@ package txn
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -103,14 +102,6 @@ func (c *Coordinator) PartitionFor(id string) int32 { return PartitionFor(id, c.
 // partitions (the same hash as the group mapping).
 func PartitionFor(id string, n int32) int32 { return runtime.PartitionFor(id, n) }
 
-type shardStatus int8
-
-const (
-	shardLoading shardStatus = iota
-	shardActive
-	shardUnloaded
-)
-
 // shard is one loaded __transaction_state partition.
 type shard struct {
 	c                *Coordinator
@@ -125,7 +116,7 @@ type shard struct {
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
-	status shardStatus
+	status runtime.ShardStatus
 	txns   map[string]*txnMeta
 	// written is closed, and replaced, whenever a state write of the shard
 	// ends (AddPartitionsWaiting waits on it for the previous
@@ -134,7 +125,7 @@ type shard struct {
 }
 
 func (c *Coordinator) newShard(partition int32, plog PartitionLog) *shard {
-	s := &shard{c: c, partition: partition, plog: plog, coordinatorEpoch: -1, status: shardLoading, txns: map[string]*txnMeta{},
+	s := &shard{c: c, partition: partition, plog: plog, coordinatorEpoch: -1, status: runtime.ShardLoading, txns: map[string]*txnMeta{},
 		written: make(chan struct{})}
 	if e, ok := plog.(interface{ LeaderEpoch() int32 }); ok {
 		s.coordinatorEpoch = e.LeaderEpoch()
@@ -169,15 +160,15 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionL
 	})
 	if err != nil {
 		s.mu.Lock()
-		s.status = shardUnloaded
+		s.status = runtime.ShardUnloaded
 		s.mu.Unlock()
 		c.shards.RemoveIf(partition, s)
 		s.cancel()
 		return err
 	}
 	s.mu.Lock()
-	if s.status == shardLoading {
-		s.status = shardActive
+	if s.status == runtime.ShardLoading {
+		s.status = runtime.ShardActive
 		for _, m := range s.txns {
 			if m.state == StatePrepareCommit || m.state == StatePrepareAbort {
 				s.startMarkersLocked(m)
@@ -220,7 +211,7 @@ func (c *Coordinator) Unload(partition int32) {
 
 func (s *shard) unload() {
 	s.mu.Lock()
-	s.status = shardUnloaded
+	s.status = runtime.ShardUnloaded
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
@@ -239,9 +230,9 @@ func (c *Coordinator) shardFor(id string) (*shard, int16) {
 	status := s.status
 	s.mu.Unlock()
 	switch status {
-	case shardLoading:
+	case runtime.ShardLoading:
 		return nil, kerr.CoordinatorLoadInProgress.Code
-	case shardActive:
+	case runtime.ShardActive:
 		return s, 0
 	}
 	return nil, kerr.NotCoordinator.Code
@@ -289,37 +280,16 @@ func (s *shard) write(ctx context.Context, m *txnMeta, value []byte, to State, a
 	close(s.written)
 	s.written = make(chan struct{})
 	if err != nil {
-		code := appendErrorCode(err)
+		code := runtime.AppendErrorCode(err)
 		s.c.log.Info("writing transaction state failed", "transactional_id", m.id, "state", to, "err", err, "answer", kerr.ErrorForCode(code))
 		return code
 	}
-	if s.status != shardActive || s.txns[m.id] != m {
+	if s.status != runtime.ShardActive || s.txns[m.id] != m {
 		// Unloaded meanwhile: the next coordinator replays the record.
 		return kerr.NotCoordinator.Code
 	}
 	apply()
 	return 0
-}
-
-// appendErrorCode is TransactionStateManager.appendTransactionToLog's
-// mapping of a failed append to the client's error.
-func appendErrorCode(err error) int16 {
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return kerr.CoordinatorNotAvailable.Code
-		}
-		return kerr.UnknownServerError.Code
-	}
-	switch ke {
-	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
-		return kerr.CoordinatorNotAvailable.Code
-	case kerr.NotLeaderForPartition, kerr.KafkaStorageError:
-		return kerr.NotCoordinator.Code
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge:
-		return kerr.UnknownServerError.Code
-	}
-	return ke.Code
 }
 
 // Run fires the coordinator's timers until ctx ends: aborting transactions
