@@ -782,3 +782,35 @@ func TestAuthzDecidesOnTheImageACLChangesWereAnsweredWith(t *testing.T) {
 		t.Fatalf("a produce right after the DENY was answered: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestAuthzShareState: the share group state RPCs and FindCoordinator's
+// share keys need CLUSTER_ACTION, as Kafka's KafkaApis checks.
+func TestAuthzShareState(t *testing.T) {
+	n := startAuthzNode(t, &authz.Options{}, nil)
+	topic := [16]byte{7}
+	read := kmsg.NewPtrReadShareGroupStateRequest()
+	read.GroupID = "q"
+	read.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: topic, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+	for _, p := range call[*kmsg.ReadShareGroupStateResponse](t, n.addr, read).Topics[0].Partitions {
+		if p.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Fatalf("read share state, partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	write := kmsg.NewPtrWriteShareGroupStateRequest()
+	write.GroupID = "q"
+	write.Topics = []kmsg.WriteShareGroupStateRequestTopic{{TopicID: topic, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+	if c := call[*kmsg.WriteShareGroupStateResponse](t, n.addr, write).Topics[0].Partitions[0].ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("write share state: %v", kerr.ErrorForCode(c))
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(6)
+	fc.CoordinatorType = 2
+	fc.CoordinatorKeys = []string{"q:AAAAAAAAAAAAAAAAAAAAAA:0"}
+	if c := call[*kmsg.FindCoordinatorResponse](t, n.addr, fc).Coordinators[0].ErrorCode; c != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("find a share coordinator: %v", kerr.ErrorForCode(c))
+	}
+	setACLs(t, n, allow(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationClusterAction))
+	if c := call[*kmsg.ReadShareGroupStateResponse](t, n.addr, read).Topics[0].Partitions[0].ErrorCode; c == kerr.ClusterAuthorizationFailed.Code {
+		t.Fatal("read share state with CLUSTER_ACTION: still refused")
+	}
+}

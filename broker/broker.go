@@ -29,6 +29,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/telemetry"
 	cfgdef "github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/group"
+	"github.com/gregorbroker/gregor/coordinator/share"
 	"github.com/gregorbroker/gregor/coordinator/txn"
 	"github.com/gregorbroker/gregor/internal/loglevel"
 	"github.com/gregorbroker/gregor/metadata"
@@ -135,6 +136,9 @@ type Options struct {
 	// Transactions configures the transaction coordinator; nil means
 	// Kafka's defaults.
 	Transactions *txn.Config
+	// ShareCoordinator configures the share coordinator
+	// (share.coordinator.*); nil means Kafka's defaults.
+	ShareCoordinator *share.Config
 	// TransactionVerification is transaction.partition.verification.enable
 	// at start; SetTransactionVerification follows its dynamic changes.
 	TransactionVerification bool
@@ -215,6 +219,8 @@ type Broker struct {
 	groups *groupCoordinator
 	// txns is the transaction coordinator, created by Start.
 	txns *txnCoordinator
+	// shares is the share coordinator, created by Start.
+	shares *shareCoordinator
 	// txnVerification is transaction.partition.verification.enable (a
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
@@ -402,6 +408,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.groups = b.startGroups(ctx)
 	b.txns = b.startTxns(ctx)
+	b.shares = b.startShares(ctx)
 	b.server.Serve(ctx)
 	return nil
 }
@@ -422,6 +429,9 @@ func (b *Broker) Shutdown() {
 		if b.txns != nil {
 			// Marker rounds stop; the next start finishes them.
 			b.txns.runtime.Stop()
+		}
+		if b.shares != nil {
+			b.shares.runtime.Stop()
 		}
 		b.server.Shutdown()
 		if b.stopQuotas != nil {

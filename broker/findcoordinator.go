@@ -11,9 +11,10 @@ package broker
 // meanwhile.
 //
 // A transactional id's coordinator (type 1) is likewise the leader of its
-// __transaction_state partition. Deliberate deviation until a later
-// issue: share keys (type 2) get INVALID_REQUEST, Kafka's answer when it
-// runs without a share coordinator.
+// __transaction_state partition, and a share partition's (type 2, v6+,
+// "group:topicId:partition", sent by brokers' share group state
+// persisters) the leader of its __share_group_state partition; a share key
+// before v6, or one that does not parse, is INVALID_REQUEST.
 //
 // Deliberate deviation: Kafka names the partition's leader from its image
 // whatever that broker's state. Gregor fences a killed broker within a
@@ -28,7 +29,8 @@ package broker
 // (metadata.go, departedbrokers.go) so that the client can resolve it.
 //
 // Authorization: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on
-// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key.
+// the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key;
+// CLUSTER_ACTION for share keys (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -36,6 +38,7 @@ import (
 
 	"github.com/gregorbroker/gregor/broker/network"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
+	"github.com/gregorbroker/gregor/coordinator/share"
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +49,7 @@ import (
 const (
 	coordinatorGroup       int8 = 0
 	coordinatorTransaction int8 = 1
+	coordinatorShare       int8 = 2
 )
 
 // kafkaErrorMessage is Kafka's default message for the errors
@@ -60,7 +64,8 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, r *network.Request) 
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	img := b.meta.Image()
 	v := r.Version()
-	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction
+	validType := req.CoordinatorType == coordinatorGroup || req.CoordinatorType == coordinatorTransaction ||
+		req.CoordinatorType == coordinatorShare && v >= 6
 
 	if v < 4 {
 		c := b.findCoordinator(r, img, req.CoordinatorType, req.CoordinatorKey)
@@ -104,6 +109,22 @@ func (b *Broker) findCoordinator(r *network.Request, img *metadata.Image, keyTyp
 		return noCoordinator(key, kerr.GroupAuthorizationFailed.Code)
 	case keyType == coordinatorTransaction && !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key):
 		return noCoordinator(key, kerr.TransactionalIDAuthorizationFailed.Code)
+	case keyType == coordinatorShare && !b.clusterAllowed(identityOf(r), kmsg.ACLOperationClusterAction):
+		c := noCoordinator(key, kerr.ClusterAuthorizationFailed.Code)
+		c.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
+		return c
+	case keyType == coordinatorShare && b.shares != nil:
+		k, ok := share.ParseCoordinatorKey(key)
+		if !ok {
+			c := noCoordinator(key, kerr.InvalidRequest.Code)
+			c.ErrorMessage = kafkaErrorMessage(c.ErrorCode)
+			return c
+		}
+		n := b.shares.cfg.NumPartitions
+		if t := img.Topics[share.StateTopic]; t != nil && len(t.Partitions) > 0 {
+			n = int32(len(t.Partitions))
+		}
+		return b.coordinatorOn(img, listenerName, b.shares.runtime, share.PartitionFor(k, n), key)
 	case keyType == coordinatorGroup && b.groups != nil:
 		return b.coordinatorOn(img, listenerName, b.groups.runtime, b.groups.coord.PartitionFor(key), key)
 	case keyType == coordinatorTransaction && b.txns != nil:
@@ -167,7 +188,7 @@ func init() {
 	register(api{
 		key: kmsg.FindCoordinator, min: 0, max: 6,
 		listeners:    clientListeners,
-		authorizedAs: "DESCRIBE on the group or transactional id",
+		authorizedAs: "DESCRIBE on the group or transactional id, CLUSTER_ACTION for share keys",
 		handle:       (*Broker).handleFindCoordinator,
 	})
 }

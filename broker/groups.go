@@ -97,6 +97,9 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 	if cfg.GroupConfigs == nil && b.opts.Configs != nil {
 		cfg.GroupConfigs = b.groupConfigs
 	}
+	if cfg.ShareState == nil {
+		cfg.ShareState = &sharePersister{b: b}
+	}
 	g := &groupCoordinator{cfg: cfg, coord: group.New(cfg, imageTopics{meta: b.meta}), connTails: map[*network.Conn]chan struct{}{}}
 	g.runtime = runtime.Start(ctx, runtime.Options{
 		Topic:       spec,
@@ -117,7 +120,11 @@ func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
 	if !ok {
 		return group.DynamicConfig{}, false
 	}
-	return group.DynamicConfig{ConsumerSessionTimeoutMs: g.ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs: g.ConsumerHeartbeatIntervalMs}, true
+	return group.DynamicConfig{
+		ConsumerSessionTimeoutMs: g.ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs: g.ConsumerHeartbeatIntervalMs,
+		ShareSessionTimeoutMs: g.ShareSessionTimeoutMs, ShareHeartbeatIntervalMs: g.ShareHeartbeatIntervalMs,
+		ShareAssignmentIntervalMs: g.ShareAssignmentIntervalMs,
+	}, true
 }
 
 // imageTopics answers the coordinator's topic questions from the current

@@ -126,6 +126,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 	}
 	groups := cfg.GroupCoordinatorConfig(log)
 	txns := cfg.TransactionCoordinatorConfig(log)
+	shares := cfg.ShareCoordinatorConfig(log)
 	configs := config.NewProvider(cfg, log)
 	replicas := replica.NewManager(replica.Options{NodeID: 1, Logs: logs, Configs: configs, Logger: log})
 	// As cmd/gregor's settings fill them in, on this test's listeners.
@@ -154,6 +155,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		SupportedFeatures:             features,
 		Groups:                        &groups,
 		Transactions:                  &txns,
+		ShareCoordinator:              &shares,
 		TransactionVerification:       cfg.TransactionPartitionVerificationEnable,
 		LogDirIDs:                     []protocol.UUID{voters[0].DirectoryID},
 		Metadata:                      ctrl,

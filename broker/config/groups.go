@@ -31,6 +31,12 @@ func (cfg *Broker) GroupCoordinatorConfig(logger *slog.Logger) group.Config {
 		OffsetsRetentionCheckIntervalMs: cfg.OffsetsRetentionCheckIntervalMs,
 		OffsetMetadataMaxBytes:          cfg.OffsetMetadataMaxBytes,
 		OffsetsCommitTimeoutMs:          cfg.OffsetsCommitTimeoutMs,
+		ShareSessionTimeoutMs:           cfg.Int("group.share.session.timeout.ms"),
+		ShareHeartbeatIntervalMs:        cfg.Int("group.share.heartbeat.interval.ms"),
+		ShareMaxSize:                    cfg.Int("group.share.max.size"),
+		ShareAssignmentIntervalMs:       cfg.Int("group.share.assignment.interval.ms"),
+		ShareInitializeRetryIntervalMs:  cfg.Int("group.share.initialize.retry.interval.ms"),
+		ShareAssignors:                  cfg.List("group.share.assignors"),
 		Logger:                          logger,
 	}
 }

@@ -218,6 +218,14 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		}
 	}
 	s.brokerOpts.Transactions = &txns
+	if err := cfg.ValidateShareGroupKeys(); err != nil {
+		return nil, err
+	}
+	shares := cfg.ShareCoordinatorConfig(logger.With("component", "share-coordinator"))
+	if err := shares.Validate(); err != nil {
+		return nil, err
+	}
+	s.brokerOpts.ShareCoordinator = &shares
 	s.brokerOpts.Authorizer = s.authorizer
 	s.brokerOpts.TransactionVerification = cfg.TransactionPartitionVerificationEnable
 	return s, nil
