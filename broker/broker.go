@@ -55,6 +55,9 @@ type Configs interface {
 	// GroupConfig is a group's effective configuration; false when the
 	// group has no dynamic configs.
 	GroupConfig(img *metadata.Image, group string) (cfgdef.Group, bool)
+	// EffectiveGroupConfig is a group's configuration whether or not it
+	// has dynamic configs (the broker's group.* settings beneath).
+	EffectiveGroupConfig(img *metadata.Image, group string) cfgdef.Group
 	// CreateTopicConfigs is the Configs list of a CreateTopics v5+ answer.
 	CreateTopicConfigs(img *metadata.Image, topic string, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig
 }
@@ -139,6 +142,9 @@ type Options struct {
 	// ShareCoordinator configures the share coordinator
 	// (share.coordinator.*); nil means Kafka's defaults.
 	ShareCoordinator *share.Config
+	// MaxShareSessions is group.share.max.share.sessions (0: Kafka's
+	// 2000).
+	MaxShareSessions int32
 	// TransactionVerification is transaction.partition.verification.enable
 	// at start; SetTransactionVerification follows its dynamic changes.
 	TransactionVerification bool
@@ -221,6 +227,9 @@ type Broker struct {
 	txns *txnCoordinator
 	// shares is the share coordinator, created by Start.
 	shares *shareCoordinator
+	// shareParts are the share partitions and sessions this broker
+	// serves as their partitions' leader (sharefetch.go).
+	shareParts *shareManager
 	// txnVerification is transaction.partition.verification.enable (a
 	// cluster-wide dynamic config in Kafka).
 	txnVerification atomic.Bool
@@ -409,6 +418,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.groups = b.startGroups(ctx)
 	b.txns = b.startTxns(ctx)
 	b.shares = b.startShares(ctx)
+	b.shareParts = newShareManager(b)
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		b.shareParts.expireLocks(ctx)
+	}()
 	b.server.Serve(ctx)
 	return nil
 }

@@ -128,3 +128,15 @@ func (p *Provider) DescribeClientMetrics(img *metadata.Image, name string, keys 
 	}
 	return out
 }
+
+// EffectiveGroupConfig is a group's configuration whether or not it has
+// dynamic configs: its overrides on top of this broker's group.*
+// settings (a share partition's leader reads the share.* keys from it).
+func (p *Provider) EffectiveGroupConfig(img *metadata.Image, group string) cfgdef.Group {
+	g, err := cfgdef.EvaluateGroup(groupOverrides(img, group), LayersFromImage(p.static, img).EffectiveValue)
+	if err != nil {
+		p.log.Debug("group configuration is invalid; using the broker's settings", "group", group, "err", err)
+		g, _ = cfgdef.EvaluateGroup(nil, LayersFromImage(p.static, img).EffectiveValue)
+	}
+	return g
+}

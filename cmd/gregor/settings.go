@@ -77,6 +77,7 @@ var loggerNames = []string{
 	"raft-transport",          // messages between the controllers
 	"replica",                 // partitions as replicas, follower fetchers
 	"request",                 // every request at DEBUG (Kafka's kafka.request.logger)
+	"share-coordinator",       // share group state (KIP-932)
 	"storage",                 // the log manager and partition logs
 	"transaction-coordinator", // transactions
 }
@@ -226,6 +227,7 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 		return nil, err
 	}
 	s.brokerOpts.ShareCoordinator = &shares
+	s.brokerOpts.MaxShareSessions = cfg.Int("group.share.max.share.sessions")
 	s.brokerOpts.Authorizer = s.authorizer
 	s.brokerOpts.TransactionVerification = cfg.TransactionPartitionVerificationEnable
 	return s, nil
