@@ -65,6 +65,7 @@ func Skipf(format string, args ...any) error { return &SkipError{Reason: fmt.Spr
 func Scenarios() []Scenario {
 	var all []Scenario
 	all = append(all, cliScenarios()...)
+	all = append(all, shareScenarios()...)
 	all = append(all, lifecycleScenarios()...)
 	all = append(all, verifierScenarios()...)
 	all = append(all, kgoScenarios()...)

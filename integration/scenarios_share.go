@@ -1,0 +1,143 @@
+package integration
+
+// Share groups (KIP-932) with the stock tools: kafka-console-share-consumer
+// and kafka-share-groups.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	mainShareConsumer = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+	mainShareGroups   = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+)
+
+func shareScenarios() []Scenario {
+	return []Scenario{
+		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
+	}
+}
+
+// shareValues are the lines of a console share consumer's log that are
+// records of the scenario (the log holds its stderr too).
+func shareValues(path, prefix string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
+	topic, group := e.Name("share-console"), e.Name("share-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	var logs []string
+	for _, name := range []string{"one", "two"} {
+		logPath := filepath.Join(e.Dir, "share-consumer-"+name+".log")
+		c, err := e.javaCmd(ctx, SetKafka, mainShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+			"--group", group, "--timeout-ms", "30000", "--consumer-property", "client.id=share-"+name, "--consumer-property", "max.poll.records=10")
+		if err != nil {
+			return err
+		}
+		p, err := Start(c, logPath)
+		if err != nil {
+			return err
+		}
+		defer p.Stop(5 * time.Second)
+		logs = append(logs, logPath)
+	}
+	// Both members in the group before a record is produced, so that
+	// both get some.
+	var members []map[string]string
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out, err := e.Kafka(ctx, mainShareGroups, "--describe", "--group", group, "--members")
+		if err == nil {
+			members = parseColumns(out.Stdout, "GROUP")
+			if len(members) == 2 && members[0]["#PARTITIONS"] == "1" && members[1]["#PARTITIONS"] == "1" {
+				break
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("--describe --members never showed both console share consumers with the partition: %s", out.Tail())
+		}
+		time.Sleep(time.Second)
+	}
+	ids := map[string]bool{members[0]["CLIENT-ID"]: true, members[1]["CLIENT-ID"]: true}
+	if !ids["share-one"] || !ids["share-two"] {
+		return fmt.Errorf("--members rows %v, want the clients share-one and share-two", members)
+	}
+	out, err := e.Kafka(ctx, mainShareGroups, "--list")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out.Stdout, group) {
+		return fmt.Errorf("--list does not show %s: %s", group, out.Tail())
+	}
+
+	// 200 records in batches of ten (a share consumer acquires whole
+	// batches), a little apart.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const total = 200
+	for i := 0; i < total; i += 10 {
+		var rs []*kgo.Record
+		for j := i; j < i+10; j++ {
+			rs = append(rs, kgo.StringRecord(fmt.Sprintf("share-record-%03d", j)))
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var got [2][]string
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		got[0], got[1] = shareValues(logs[0], "share-record-"), shareValues(logs[1], "share-record-")
+		if len(got[0])+len(got[1]) >= total || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	seen := map[string]int{}
+	for _, vs := range got {
+		for _, v := range vs {
+			seen[v]++
+		}
+	}
+	for v, n := range seen {
+		if n > 1 {
+			return fmt.Errorf("%s was delivered %d times", v, n)
+		}
+	}
+	if len(seen) != total {
+		return fmt.Errorf("the two consumers printed %d distinct records of %d (%d and %d)", len(seen), total, len(got[0]), len(got[1]))
+	}
+	if len(got[0]) == 0 || len(got[1]) == 0 {
+		return fmt.Errorf("one consumer got every record (%d and %d): the partition was not shared", len(got[0]), len(got[1]))
+	}
+	e.Notef("share-one printed %d, share-two %d", len(got[0]), len(got[1]))
+	return nil
+}
