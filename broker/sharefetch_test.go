@@ -63,7 +63,6 @@ func TestShareGroupTwoConsumersShareAPartition(t *testing.T) {
 	n := startShareNode(t)
 	createTopicOn(t, n, "queue", 1)
 	const total = 300
-	produceStrings(t, n.addr, "queue", total)
 	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -103,6 +102,29 @@ func TestShareGroupTwoConsumersShareAPartition(t *testing.T) {
 			}
 		}()
 	}
+	// Both members hold the partition before a record is produced:
+	// otherwise the first to poll may take them all, as with Kafka.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d := kmsg.NewPtrShareGroupDescribeRequest()
+		d.SetVersion(1)
+		d.GroupIDs = []string{"q"}
+		g := call[*kmsg.ShareGroupDescribeResponse](t, n.addr, d).Groups[0]
+		assigned := 0
+		for _, m := range g.Members {
+			if len(m.Assignment.TopicPartitions) == 1 {
+				assigned++
+			}
+		}
+		if assigned == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the two members were never both assigned the partition: %+v", g)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	produceStrings(t, n.addr, "queue", total)
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
@@ -201,5 +223,100 @@ func TestShareGroupReleaseRejectAndRestart(t *testing.T) {
 	}
 	if len(after) != 1 || after[0] != "0@40" {
 		t.Fatalf("after the share state was read back: %v, want only the new record 0@40", after)
+	}
+}
+
+// shareFetchReq is a ShareFetch v2 of one partition.
+func shareFetchReq(member string, epoch int32, topic [16]byte, maxWait int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchRequest {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.SetVersion(2)
+	req.GroupID, req.MemberID = kmsg.StringPtr("q"), kmsg.StringPtr(member)
+	req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = epoch, maxWait, 1, 1<<20, 100, 100
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topic, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0, AcknowledgementBatches: acks}}}}
+	return req
+}
+
+func acquiredOf(resp *kmsg.ShareFetchResponse) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	var out []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, p.AcquiredRecords...)
+		}
+	}
+	return out
+}
+
+// TestShareLockExpiryRedelivers: records a member acquires and never
+// acknowledges go to another member once their lock expires, delivered a
+// second time; the first member's late acknowledgement is refused.
+func TestShareLockExpiryRedelivers(t *testing.T) {
+	n := startTestNodeWithFeatures(t, map[string]string{
+		"offsets.topic.num.partitions":                 "1",
+		"share.coordinator.state.topic.num.partitions": "1",
+		"group.share.assignment.interval.ms":           "0",
+		"group.share.min.record.lock.duration.ms":      "1000",
+		"group.share.record.lock.duration.ms":          "1000",
+	}, map[string]int16{"group.version": 1, "transaction.version": 2, "share.version": 1}, nil, nil)
+	createTopicOn(t, n, "locks", 1)
+	produceStrings(t, n.addr, "locks", 10)
+	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
+	topic := n.ctrl.Image().Topics["locks"].ID
+
+	// The group's share state of the partition is initialized once a
+	// member subscribes; the member is assigned it afterwards.
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "q", "member-a", []string{"locks"}
+	call[*kmsg.FindCoordinatorResponse](t, n.addr, findCoordinatorReq(4, 0, "q")) // creates __consumer_offsets
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp := call[*kmsg.ShareGroupHeartbeatResponse](t, n.addr, hb)
+		switch resp.ErrorCode {
+		case 0, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		default:
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if resp.ErrorCode == 0 {
+			hb.MemberEpoch = resp.MemberEpoch
+			if resp.Assignment != nil && len(resp.Assignment.TopicPartitions) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member was never assigned the partition")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a := call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-a", 0, topic, 2000))
+	if got := acquiredOf(a); a.ErrorCode != 0 || len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 9 || got[0].DeliveryCount != 1 {
+		t.Fatalf("a acquired %+v (error %v)", got, kerr.ErrorForCode(a.ErrorCode))
+	}
+	if a.AcquisitionLockTimeoutMillis != 1000 {
+		t.Fatalf("lock timeout %d, want 1000", a.AcquisitionLockTimeoutMillis)
+	}
+	b := call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-b", 0, topic, 100))
+	if got := acquiredOf(b); len(got) != 0 {
+		t.Fatalf("b acquired records a holds: %+v", got)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	b = call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-b", 1, topic, 2000))
+	if got := acquiredOf(b); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 9 || got[0].DeliveryCount != 2 {
+		t.Fatalf("after a's lock expired b acquired %+v", got)
+	}
+	ack := kmsg.NewPtrShareAcknowledgeRequest()
+	ack.SetVersion(2)
+	ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = kmsg.StringPtr("q"), kmsg.StringPtr("member-a"), 1
+	ack.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: topic, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 0, LastOffset: 9, AcknowledgeTypes: []int8{1}}}}}}}
+	if code := call[*kmsg.ShareAcknowledgeResponse](t, n.addr, ack).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRecordState.Code {
+		t.Fatalf("a's late acknowledgement: %v", kerr.ErrorForCode(code))
+	}
+	// Session epochs: a's session is at 2 now; a stale epoch is refused.
+	if code := call[*kmsg.ShareAcknowledgeResponse](t, n.addr, ack).ErrorCode; code != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("a stale session epoch: %v", kerr.ErrorForCode(code))
+	}
+	ack.MemberID = kmsg.StringPtr("nobody")
+	if code := call[*kmsg.ShareAcknowledgeResponse](t, n.addr, ack).ErrorCode; code != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("no session: %v", kerr.ErrorForCode(code))
 	}
 }
