@@ -217,17 +217,31 @@ func (p *sharePersister) local(ctx context.Context, req kmsg.Request) kmsg.Respo
 	panic(fmt.Sprintf("share persister: unexpected request %T", req))
 }
 
-// Initialize is group.ShareState's: each partition initialized on its own.
+// Initialize is group.ShareState's: each partition initialized on its own,
+// its start left to share.auto.offset.reset.
 func (p *sharePersister) Initialize(ctx context.Context, group string, stateEpoch int32, partitions map[[16]byte][]int32) error {
+	offsets := map[[16]byte]map[int32]int64{}
+	for topic, ps := range partitions {
+		offsets[topic] = map[int32]int64{}
+		for _, part := range ps {
+			offsets[topic][part] = -1
+		}
+	}
+	return p.InitializeAt(ctx, group, stateEpoch, offsets)
+}
+
+// InitializeAt is group.ShareState's: each partition initialized at its
+// start offset.
+func (p *sharePersister) InitializeAt(ctx context.Context, group string, stateEpoch int32, offsets map[[16]byte]map[int32]int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var errs []error
-	for topic, ps := range partitions {
-		for _, part := range ps {
+	for topic, ps := range offsets {
+		for part, start := range ps {
 			req := kmsg.NewPtrInitializeShareGroupStateRequest()
 			req.GroupID = group
 			req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: topic,
-				Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: part, StateEpoch: stateEpoch, StartOffset: -1}}}}
+				Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: part, StateEpoch: stateEpoch, StartOffset: start}}}}
 			_, err := p.call(ctx, share.Key{Group: group, TopicID: topic, Partition: part}, req, func(r kmsg.Response) int16 {
 				return r.(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode
 			})
@@ -259,6 +273,22 @@ func (p *sharePersister) Delete(ctx context.Context, group string, partitions ma
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Summary reads key's share state summary (DescribeShareGroupOffsets).
+func (p *sharePersister) Summary(ctx context.Context, key share.Key) (kmsg.ReadShareGroupStateSummaryResponseTopicPartition, error) {
+	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.Version = 1
+	req.GroupID = key.Group
+	req.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{TopicID: key.TopicID,
+		Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: key.Partition, LeaderEpoch: -1}}}}
+	resp, err := p.call(ctx, key, req, func(r kmsg.Response) int16 {
+		return r.(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0].ErrorCode
+	})
+	if resp == nil {
+		return kmsg.ReadShareGroupStateSummaryResponseTopicPartition{}, err
+	}
+	return resp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0], err
 }
 
 // Read reads key's share state for its partition's leader at leaderEpoch.

@@ -43,7 +43,9 @@
 //	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
 //	DeleteGroups v0-v2, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
 //	ConsumerGroupDescribe v0-v1, TxnOffsetCommit v0-v5,
-//	ShareGroupHeartbeat v1, ShareGroupDescribe v1. (kmsg knows DeleteGroups v3, newer than
+//	ShareGroupHeartbeat v1, ShareGroupDescribe v1, and the coordinator's
+//	half of AlterShareGroupOffsets v0 and DeleteShareGroupOffsets v0
+//	(shareoffsets.go). (kmsg knows DeleteGroups v3, newer than
 //	Kafka 4.3; its per-group error messages are not filled, so it is not
 //	advertised.)
 //

@@ -41,6 +41,9 @@ type ShareState interface {
 	// the partition's leader starts it from share.auto.offset.reset), at
 	// stateEpoch.
 	Initialize(ctx context.Context, group string, stateEpoch int32, partitions map[[16]byte][]int32) error
+	// InitializeAt sets up the state of each partition at the given start
+	// offset (AlterShareGroupOffsets).
+	InitializeAt(ctx context.Context, group string, stateEpoch int32, offsets map[[16]byte]map[int32]int64) error
 	// Delete removes the state of the partitions.
 	Delete(ctx context.Context, group string, partitions map[[16]byte][]int32) error
 }

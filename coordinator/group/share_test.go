@@ -41,6 +41,18 @@ func (f *fakeShareState) Initialize(_ context.Context, group string, epoch int32
 	return f.fail
 }
 
+func (f *fakeShareState) InitializeAt(_ context.Context, group string, epoch int32, offsets map[[16]byte]map[int32]int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := fmt.Sprintf("%s %d", group, epoch)
+	for _, id := range sortedTopicIDsOf(offsets) {
+		info, _ := f.topics.TopicByID(id)
+		s += fmt.Sprintf(" %s%v", info.Name, offsets[id])
+	}
+	f.inits = append(f.inits, s)
+	return f.fail
+}
+
 func (f *fakeShareState) Delete(_ context.Context, group string, parts map[[16]byte][]int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -321,5 +333,71 @@ func TestShareAssignorBalanceAndStickiness(t *testing.T) {
 	het := assignShare([]shareAssignMember{{id: "a", topics: [][16]byte{t1}}, {id: "b", topics: [][16]byte{t2}}}, parts)
 	if len(het["a"][t1]) != 5 || len(het["b"][t2]) != 2 || len(het["a"][t2]) != 0 {
 		t.Fatalf("heterogeneous %v", het)
+	}
+}
+
+func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
+	h, st := newShareHarness(t)
+	alter := func(group string, offsets map[int32]int64) *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = group
+		rt := kmsg.AlterShareGroupOffsetsRequestTopic{Topic: "bar"}
+		for p, o := range offsets {
+			rt.Partitions = append(rt.Partitions, kmsg.AlterShareGroupOffsetsRequestTopicPartition{Partition: p, StartOffset: o})
+		}
+		req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{rt}
+		return h.c.AlterShareGroupOffsets(context.Background(), req)
+	}
+	// A group that does not exist is created by the alter; partition 9
+	// of the four-partition topic does not exist.
+	resp := alter("q", map[int32]int64{1: 42, 9: 0})
+	codes := map[int32]int16{}
+	for _, p := range resp.Topics[0].Partitions {
+		codes[p.Partition] = p.ErrorCode
+	}
+	if resp.ErrorCode != 0 || codes[1] != 0 || codes[9] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("alter: %d %v", resp.ErrorCode, codes)
+	}
+	if want := []string{"q 1 barmap[1:42]"}; !slices.Equal(st.inits, want) {
+		t.Fatalf("initialized %v, want %v", st.inits, want)
+	}
+	parts, _ := h.c.InitializedSharePartitions("q")
+	bar, _ := h.topics.TopicByName("bar")
+	if !slices.Equal(parts[bar.ID], []int32{1}) {
+		t.Fatalf("initialized partitions %v", parts)
+	}
+	// With a member the group is not empty.
+	h.shareHB(&shareMemberSim{group: "q", id: "m", topics: []string{"bar"}}, false)
+	if resp := alter("q", map[int32]int64{1: 0}); resp.ErrorCode != kerr.NonEmptyGroup.Code || *resp.ErrorMessage != "The group is not empty." {
+		t.Fatalf("alter of a group with a member: %d %v", resp.ErrorCode, resp.ErrorMessage)
+	}
+	h.shareHB(&shareMemberSim{group: "q", id: "m", epoch: -1}, false)
+	del := func(topics ...string) *kmsg.DeleteShareGroupOffsetsResponse {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID = "q"
+		for _, tn := range topics {
+			req.Topics = append(req.Topics, kmsg.DeleteShareGroupOffsetsRequestTopic{Topic: tn})
+		}
+		return h.c.DeleteShareGroupOffsets(context.Background(), req)
+	}
+	h.waitShareInitialized("q", "bar", 4)
+	d := del("bar", "foo")
+	got := map[string]int16{}
+	for _, rt := range d.Topics {
+		got[rt.Topic] = rt.ErrorCode
+	}
+	if d.ErrorCode != 0 || got["bar"] != 0 || got["foo"] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("delete: %d %v", d.ErrorCode, got)
+	}
+	if want := []string{"q bar[0 1 2 3]"}; !slices.Equal(st.deletes, want) {
+		t.Fatalf("deleted %v, want %v", st.deletes, want)
+	}
+	if parts, _ := h.c.InitializedSharePartitions("q"); len(parts) != 0 {
+		t.Fatalf("initialized after delete: %v", parts)
+	}
+	req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	req.GroupID = "nope"
+	if r := h.c.DeleteShareGroupOffsets(context.Background(), req); r.ErrorCode != kerr.GroupIDNotFound.Code || *r.ErrorMessage != "Group nope not found." {
+		t.Fatalf("delete of an unknown group: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 }

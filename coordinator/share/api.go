@@ -36,8 +36,14 @@ func (c *Coordinator) InitializeShareGroupState(ctx context.Context, req *kmsg.I
 					return kerr.FencedStateEpoch.Code
 				}
 				now := c.now().UnixMilli()
+				// An explicit start (AlterShareGroupOffsets) has nothing
+				// delivered after it yet; -1 leaves the count unknown.
+				complete := int32(-1)
+				if p.StartOffset >= 0 {
+					complete = 0
+				}
 				v := &snapshotValue{StateEpoch: p.StateEpoch, LeaderEpoch: -1, StartOffset: p.StartOffset,
-					DeliveryCompleteCount: -1, CreateTimestamp: now, WriteTimestamp: now}
+					DeliveryCompleteCount: complete, CreateTimestamp: now, WriteTimestamp: now}
 				if st != nil {
 					v.SnapshotEpoch = st.snapshotEpoch + 1
 				}
