@@ -54,7 +54,7 @@ func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
 	for _, name := range []string{"one", "two"} {
 		logPath := filepath.Join(e.Dir, "share-consumer-"+name+".log")
 		c, err := e.javaCmd(ctx, SetKafka, mainShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
-			"--group", group, "--timeout-ms", "30000", "--consumer-property", "client.id=share-"+name, "--consumer-property", "max.poll.records=10")
+			"--group", group, "--timeout-ms", "120000", "--consumer-property", "client.id=share-"+name, "--consumer-property", "max.poll.records=10")
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
 
 	// 200 records in batches of ten (a share consumer acquires whole
 	// batches), a little apart.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.DefaultProduceTopic(topic))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return err
 	}
