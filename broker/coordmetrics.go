@@ -42,7 +42,9 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 			}
 			return n
 		}
-		r.Gauge(metrics.NumGroups, func() float64 { return float64(sum(st.ClassicGroups) + sum(st.ConsumerGroups)) })
+		r.Gauge(metrics.NumGroups, func() float64 {
+			return float64(sum(st.ClassicGroups) + sum(st.ConsumerGroups) + sum(st.ShareGroups))
+		})
 		r.Gauge(metrics.NumOffsets, func() float64 { return float64(st.Offsets) })
 		for _, c := range classicStates {
 			r.Gauge(c.desc, func() float64 { return float64(st.ClassicGroups[c.state]) })
@@ -50,7 +52,7 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 		r.Collect(metrics.GroupCount, func(emit *metrics.Emit) {
 			emit.Add(float64(sum(st.ClassicGroups)), "classic")
 			emit.Add(float64(sum(st.ConsumerGroups)), "consumer")
-			emit.Add(0, "share")
+			emit.Add(float64(sum(st.ShareGroups)), "share")
 			emit.Add(0, "streams")
 		})
 		r.Collect(metrics.ConsumerGroupCount, func(emit *metrics.Emit) {

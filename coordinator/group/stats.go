@@ -16,6 +16,8 @@ type Stats struct {
 	// Kafka reports (Empty, PreparingRebalance, CompletingRebalance,
 	// Stable, Dead; Empty, Assigning, Reconciling, Stable).
 	ClassicGroups, ConsumerGroups map[string]int
+	// ShareGroups count the share groups by state (Empty, Stable).
+	ShareGroups map[string]int
 	// Offsets is the committed offsets held (Kafka's NumOffsets).
 	Offsets int
 	// Loading, Active and Failed count the __consumer_offsets partitions
@@ -48,7 +50,7 @@ type eventCounts struct {
 // lock in turn (never two at once), so the counts of different shards may
 // be a moment apart.
 func (c *Coordinator) Stats() Stats {
-	st := Stats{ClassicGroups: map[string]int{}, ConsumerGroups: map[string]int{}, Events: Events{
+	st := Stats{ClassicGroups: map[string]int{}, ConsumerGroups: map[string]int{}, ShareGroups: map[string]int{}, Events: Events{
 		OffsetCommits:      c.events.offsetCommits.Load(),
 		OffsetExpirations:  c.events.offsetExpirations.Load(),
 		OffsetDeletions:    c.events.offsetDeletions.Load(),
@@ -69,6 +71,9 @@ func (c *Coordinator) Stats() Stats {
 			}
 			for _, g := range s.consumer {
 				st.ConsumerGroups[g.stateName()]++
+			}
+			for _, g := range s.share {
+				st.ShareGroups[g.stateName()]++
 			}
 			for _, o := range s.offsets {
 				for _, ps := range o.topics {
