@@ -36,8 +36,10 @@ package broker
 //     they are answered; lock expiries and releases are written too.
 //
 // Deliberate deviations and gaps (this slice):
-//   - share.isolation.level=read_committed is refused at fetch time with
-//     an error message (its aborted-transaction archiving is not built).
+//   - share.isolation.level=read_committed reads up to the last stable
+//     offset; an aborted transaction's records are archived as they are
+//     acquired and never delivered, as Kafka does; the transaction markers
+//     are left to the client to acknowledge as gaps.
 //   - Records are read into memory, not sent with sendfile.
 //   - A partition's state change is applied before its write to the share
 //     coordinator; a failed write is answered with its error but not rolled
@@ -56,8 +58,10 @@ package broker
 // applied in order (LOCKS.md).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -640,9 +644,6 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 		case id.partition < 0 || int(id.partition) >= len(t.Partitions):
 			fail(kerr.UnknownTopicOrPartition.Code, "")
 			continue
-		case st.isolation == "read_committed":
-			fail(kerr.InvalidConfig.Code, "share.isolation.level=read_committed is not served by Gregor yet")
-			continue
 		}
 		sp := m.part(share.Key{Group: group, TopicID: id.topic, Partition: id.partition}, t.Name)
 		if !b.replicas.Leads(sp.tp) {
@@ -673,8 +674,12 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 		return
 	}
 	done := make(chan []replica.FetchEntry, 1)
+	isolation := replica.ReadUncommitted
+	if st.isolation == "read_committed" {
+		isolation = replica.ReadCommitted
+	}
 	b.replicas.Fetch(replica.FetchParams{ReplicaID: -1, ReplicaEpoch: -1, MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond,
-		MinBytes: max(req.MinBytes, 1), MaxBytes: req.MaxBytes, Isolation: replica.ReadUncommitted}, entries, shareFetchDone(done))
+		MinBytes: max(req.MinBytes, 1), MaxBytes: req.MaxBytes, Isolation: isolation}, entries, shareFetchDone(done))
 	var got []replica.FetchEntry
 	select {
 	case got = <-done:
@@ -708,6 +713,11 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 		var acquired []sharepart.AcquiredRecords
 		if sp.p != nil {
 			acquired = sp.p.Acquire(member, batches, left, now, st.limits)
+			// read_committed: an aborted transaction's records are
+			// archived as they are acquired, never delivered.
+			for _, ab := range abortedBatches(data, e.Result.AbortedTransactions) {
+				acquired = sp.p.ArchiveAcquired(member, ab.First, ab.Last, acquired)
+			}
 		}
 		sp.mu.Unlock()
 		if len(acquired) == 0 {
@@ -754,6 +764,45 @@ func batchBounds(data []byte) []sharepart.Batch {
 			break
 		}
 		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: h.LastOffset()})
+		data = data[size:]
+	}
+	return out
+}
+
+// abortedBatches are the offsets of the batches of data that belong to the
+// aborted transactions (a read_committed fetch's list): a producer's
+// transactional batches from the transaction's first offset up to its abort
+// marker, which is itself left to the client (a gap it acknowledges).
+func abortedBatches(data []byte, aborted []replica.AbortedTransaction) []sharepart.Batch {
+	if len(aborted) == 0 {
+		return nil
+	}
+	// As a consumer does: each aborted transaction opens its producer's
+	// abort once the read reaches its first offset, and the producer's
+	// marker closes it.
+	pending := slices.Clone(aborted)
+	slices.SortFunc(pending, func(a, b replica.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	open := map[int64]bool{}
+	var out []sharepart.Batch
+	for len(data) >= protocol.BatchHeaderSize {
+		h, err := protocol.ParseBatchHeader(data)
+		if err != nil {
+			break
+		}
+		size := int(h.Length) + protocol.BatchOverhead
+		if size > len(data) {
+			break
+		}
+		for len(pending) > 0 && pending[0].FirstOffset <= h.LastOffset() {
+			open[pending[0].ProducerID] = true
+			pending = pending[1:]
+		}
+		switch {
+		case h.IsControl():
+			delete(open, h.ProducerID)
+		case h.IsTransactional() && open[h.ProducerID]:
+			out = append(out, sharepart.Batch{First: h.BaseOffset, Last: h.LastOffset()})
+		}
 		data = data[size:]
 	}
 	return out

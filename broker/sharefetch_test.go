@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -318,5 +319,56 @@ func TestShareLockExpiryRedelivers(t *testing.T) {
 	ack.MemberID = kmsg.StringPtr("nobody")
 	if code := call[*kmsg.ShareAcknowledgeResponse](t, n.addr, ack).ErrorCode; code != kerr.ShareSessionNotFound.Code {
 		t.Fatalf("no session: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestShareGroupReadCommitted: with share.isolation.level=read_committed a
+// share group gets the committed transactions' records and never an
+// aborted one's.
+func TestShareGroupReadCommitted(t *testing.T) {
+	n := startShareNode(t)
+	createTopicOn(t, n, "txns", 1)
+	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
+	setGroupConfig(t, n.addr, "q", "share.isolation.level", "read_committed")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.DefaultProduceTopic("txns"), kgo.TransactionalID("share-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i, commit := range []bool{true, false, true, false, true} {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var rs []*kgo.Record
+		for j := range 5 {
+			rs = append(rs, kgo.StringRecord(fmt.Sprintf("%v-%d-%d", commit, i, j)))
+		}
+		if err := prod.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.ConsumeTopics("txns"), kgo.ShareGroup("q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[string]bool{}
+	for len(got) < 15 && ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+			if !strings.HasPrefix(string(r.Value), "true-") {
+				t.Errorf("an aborted transaction's record was delivered: %s", r.Value)
+			}
+			got[string(r.Value)] = true
+		})
+		pcancel()
+	}
+	if len(got) != 15 {
+		t.Fatalf("got %d committed records, want 15: %v", len(got), got)
 	}
 }

@@ -275,6 +275,36 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 	return out
 }
 
+// ArchiveAcquired archives what member just acquired of [first, last]
+// (the records of an aborted transaction, which read_committed never
+// delivers), and returns the acquired ranges less those offsets.
+func (p *Partition) ArchiveAcquired(member string, first, last int64, acquired []AcquiredRecords) []AcquiredRecords {
+	p.split(first)
+	p.split(last + 1)
+	for i := range p.spans {
+		s := &p.spans[i]
+		if s.first >= first && s.last <= last && s.state == Acquired && s.owner == member {
+			p.settle(s, Archived)
+		}
+	}
+	p.advance()
+	p.normalize()
+	var out []AcquiredRecords
+	for _, a := range acquired {
+		if a.Last < first || a.First > last {
+			out = append(out, a)
+			continue
+		}
+		if a.First < first {
+			out = append(out, AcquiredRecords{First: a.First, Last: first - 1, Deliveries: a.Deliveries})
+		}
+		if a.Last > last {
+			out = append(out, AcquiredRecords{First: last + 1, Last: a.Last, Deliveries: a.Deliveries})
+		}
+	}
+	return out
+}
+
 // appendAcquired appends a, merged into the last entry when they touch and
 // were delivered as often.
 func appendAcquired(out []AcquiredRecords, a AcquiredRecords) []AcquiredRecords {

@@ -206,3 +206,18 @@ func TestMoveStartDropsGoneRecords(t *testing.T) {
 		t.Fatalf("start %d, want 40", q.Start())
 	}
 }
+
+func TestArchiveAcquired(t *testing.T) {
+	p := NewPartition(0)
+	got := p.Acquire("a", batches(0, 4, 5, 9, 10, 14), 100, 0, testLimits)
+	got = p.ArchiveAcquired("a", 5, 9, got)
+	if want := []AcquiredRecords{{0, 4, 1}, {10, 14, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	if code, _ := p.Acknowledge("a", []AckBatch{accept(0, 4), accept(10, 14)}, 0, testLimits); code != 0 {
+		t.Fatal(code)
+	}
+	if p.Start() != 15 || p.InFlight() != 0 {
+		t.Fatalf("start %d in flight %d: the archived batch holds the start back", p.Start(), p.InFlight())
+	}
+}
