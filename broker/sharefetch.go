@@ -45,8 +45,9 @@ package broker
 //     coordinator; a failed write is answered with its error but not rolled
 //     back in memory (the persisted state is behind until the next write;
 //     a new leader redelivers from it: at least once, never lost).
-//   - A member's records are released when its session closes or their
-//     locks expire, not when its connection drops.
+//   - A member's records are released when its session closes, its
+//     connection drops or their locks expire; a broker forgets a group's
+//     share partitions when the group's last session on it closes.
 //   - A waiting fetch is woken by new records only, not by records that
 //     become available again (released, expired): they are handed out at
 //     the next fetch.
@@ -83,11 +84,16 @@ type shareManager struct {
 	mu       sync.Mutex
 	parts    map[share.Key]*sharePart
 	sessions map[shareSessionKey]*shareSession
+	// conns are the sessions each connection opened: they are closed,
+	// and their members' records released, when it goes (Kafka's
+	// ConnectionDisconnectListener).
+	conns map[*network.Conn]map[shareSessionKey]bool
 }
 
 type shareSessionKey struct{ group, member string }
 
 type shareSession struct {
+	conn  *network.Conn
 	epoch int32 // the next epoch expected
 	parts map[sharePartitionID]bool
 	order []sharePartitionID
@@ -110,7 +116,8 @@ type sharePart struct {
 }
 
 func newShareManager(b *Broker) *shareManager {
-	return &shareManager{b: b, parts: map[share.Key]*sharePart{}, sessions: map[shareSessionKey]*shareSession{}}
+	return &shareManager{b: b, parts: map[share.Key]*sharePart{}, sessions: map[shareSessionKey]*shareSession{},
+		conns: map[*network.Conn]map[shareSessionKey]bool{}}
 }
 
 // shareEnabled is Kafka's gate for the share group APIs.
@@ -255,6 +262,11 @@ func (m *shareManager) persist(ctx context.Context, sp *sharePart) error {
 	err := (&sharePersister{b: m.b}).Write(wctx, sp.key, part)
 	if err != nil {
 		m.b.log.Warn("writing share state failed", "key", sp.key.CoordinatorKey(), "err", err)
+		if err == kerr.FencedStateEpoch || err == kerr.FencedLeaderEpoch {
+			// Another leader, or an AlterShareGroupOffsets, owns the
+			// state now: take it up again at the next fetch.
+			sp.p = nil
+		}
 	}
 	return err
 }
@@ -293,8 +305,8 @@ func (m *shareManager) expireLocks(ctx context.Context) {
 // --- sessions -------------------------------------------------------------------
 
 // openSession applies a ShareFetch's session epoch: the session, or the
-// top-level error.
-func (m *shareManager) openSession(group, member string, epoch int32, topics []kmsg.ShareFetchRequestTopic, forgotten []kmsg.ShareFetchRequestForgottenTopicsData, maxSessions int32) (*shareSession, int16) {
+// top-level error. A session opened on r's connection closes with it.
+func (m *shareManager) openSession(r *network.Request, group, member string, epoch int32, topics []kmsg.ShareFetchRequestTopic, forgotten []kmsg.ShareFetchRequestForgottenTopicsData, maxSessions int32) (*shareSession, int16) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := shareSessionKey{group, member}
@@ -304,8 +316,20 @@ func (m *shareManager) openSession(group, member string, epoch int32, topics []k
 		if s == nil && int32(len(m.sessions)) >= maxSessions {
 			return nil, kerr.ShareSessionLimitReached.Code
 		}
-		s = &shareSession{epoch: 1, parts: map[sharePartitionID]bool{}}
+		if s != nil && m.conns[s.conn] != nil {
+			delete(m.conns[s.conn], k)
+		}
+		s = &shareSession{conn: r.Conn(), epoch: 1, parts: map[sharePartitionID]bool{}}
 		m.sessions[k] = s
+		if m.conns[s.conn] == nil {
+			m.conns[s.conn] = map[shareSessionKey]bool{}
+			done, conn := r.Done(), s.conn
+			go func() {
+				<-done
+				m.connectionClosed(conn)
+			}()
+		}
+		m.conns[s.conn][k] = true
 	case s == nil:
 		return nil, kerr.ShareSessionNotFound.Code
 	case epoch == -1:
@@ -365,11 +389,42 @@ func (m *shareManager) ackSession(group, member string, epoch int32) (*shareSess
 	return s, 0
 }
 
-// closeSession removes the session and releases the member's records in
-// its partitions.
-func (m *shareManager) closeSession(ctx context.Context, group, member string, s *shareSession) {
+// connectionClosed closes the sessions conn opened (that it still holds).
+func (m *shareManager) connectionClosed(conn *network.Conn) {
 	m.mu.Lock()
-	delete(m.sessions, shareSessionKey{group, member})
+	keys := m.conns[conn]
+	delete(m.conns, conn)
+	var closing []shareSessionKey
+	for k := range keys {
+		if s := m.sessions[k]; s != nil && s.conn == conn {
+			closing = append(closing, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, k := range closing {
+		m.mu.Lock()
+		s := m.sessions[k]
+		m.mu.Unlock()
+		if s != nil && s.conn == conn {
+			m.closeSession(context.Background(), k.group, k.member, s)
+		}
+	}
+}
+
+// closeSession removes the session and releases the member's records in
+// its partitions. When the group has no session left on this broker, its
+// share partitions are forgotten (Kafka's onGroupEmpty): the next fetch
+// takes them up again from the share coordinator, seeing what an
+// AlterShareGroupOffsets or DeleteShareGroupOffsets did meanwhile.
+func (m *shareManager) closeSession(ctx context.Context, group, member string, s *shareSession) {
+	k := shareSessionKey{group, member}
+	m.mu.Lock()
+	if m.sessions[k] == s {
+		delete(m.sessions, k)
+	}
+	if m.conns[s.conn] != nil {
+		delete(m.conns[s.conn], k)
+	}
 	var parts []*sharePart
 	for _, id := range s.order {
 		if sp := m.parts[share.Key{Group: group, TopicID: id.topic, Partition: id.partition}]; sp != nil {
@@ -384,6 +439,18 @@ func (m *shareManager) closeSession(ctx context.Context, group, member string, s
 			_ = m.persist(ctx, sp)
 		}
 		sp.mu.Unlock()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for sk := range m.sessions {
+		if sk.group == group {
+			return
+		}
+	}
+	for key := range m.parts {
+		if key.Group == group {
+			delete(m.parts, key)
+		}
 	}
 }
 
@@ -537,7 +604,7 @@ func (m *shareManager) fetch(ctx context.Context, r *network.Request, req *kmsg.
 	if b.opts.MaxShareSessions > 0 {
 		maxSessions = b.opts.MaxShareSessions
 	}
-	s, code := m.openSession(group, member, req.ShareSessionEpoch, req.Topics, req.ForgottenTopicsData, maxSessions)
+	s, code := m.openSession(r, group, member, req.ShareSessionEpoch, req.Topics, req.ForgottenTopicsData, maxSessions)
 	if code != 0 {
 		if code == kerr.ShareSessionLimitReached.Code && req.MaxWaitMillis > 0 {
 			// Kafka answers a full cache after the fetch's wait.

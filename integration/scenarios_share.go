@@ -21,6 +21,7 @@ const (
 
 func shareScenarios() []Scenario {
 	return []Scenario{
+		{Name: "cli/share-groups-offsets", Doc: "kafka-share-groups --describe (start offset and lag after a console share consumer read everything), --reset-offsets --to-earliest --execute (the records are delivered again), --delete-offsets, --delete", Run: cliShareGroupsOffsets},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -139,5 +140,122 @@ func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
 		return fmt.Errorf("one consumer got every record (%d and %d): the partition was not shared", len(got[0]), len(got[1]))
 	}
 	e.Notef("share-one printed %d, share-two %d", len(got[0]), len(got[1]))
+	return nil
+}
+
+// shareConsumeAll runs one console share consumer until it has printed n
+// records, and returns them.
+func shareConsumeAll(ctx context.Context, e *Env, topic, group string, n int) ([]string, error) {
+	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+		"--group", group, "--max-messages", fmt.Sprint(n), "--timeout-ms", "60000")
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	for _, line := range strings.Split(out.Stdout, "\n") {
+		if strings.HasPrefix(line, "share-record-") {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	if len(got) != n {
+		return got, fmt.Errorf("the console share consumer printed %d records, want %d: %s", len(got), n, out.Tail())
+	}
+	return got, nil
+}
+
+// shareOffsetsRow is the --describe row of a topic's partition 0.
+func shareOffsetsRow(ctx context.Context, e *Env, group, topic string) (map[string]string, error) {
+	out, err := e.Kafka(ctx, mainShareGroups, "--describe", "--group", group)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range parseColumns(out.Stdout, "GROUP") {
+		if row["TOPIC"] == topic && row["PARTITION"] == "0" {
+			return row, nil
+		}
+	}
+	return nil, fmt.Errorf("--describe shows no row for %s-0: %s", topic, out.Tail())
+}
+
+func cliShareGroupsOffsets(ctx context.Context, e *Env) error {
+	topic, group := e.Name("share-offsets"), e.Name("share-offsets-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const total = 30
+	var rs []*kgo.Record
+	for i := range total {
+		rs = append(rs, kgo.StringRecord(fmt.Sprintf("share-record-%03d", i)))
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("producing: %w", err)
+	}
+	if _, err := shareConsumeAll(ctx, e, topic, group, total); err != nil {
+		return err
+	}
+	// Everything acknowledged: no lag. (The start offset itself may
+	// trail by the last acknowledgement, as Kafka writes it; the lag
+	// counts what is delivered for good past it.)
+	var row map[string]string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		row, err = shareOffsetsRow(ctx, e, group, topic)
+		if err == nil && row["LAG"] == "0" {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("--describe after everything was read: %v %v, want lag 0", row, err)
+		}
+		time.Sleep(time.Second)
+	}
+	out, err := e.Kafka(ctx, mainShareGroups, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+	if err != nil {
+		return err
+	}
+	reset := parseColumns(out.Stdout, "GROUP")
+	if len(reset) != 1 || reset[0]["NEW-OFFSET"] != "0" {
+		return fmt.Errorf("--reset-offsets --to-earliest printed %v, want partition 0 at 0: %s", reset, out.Tail())
+	}
+	row, err = shareOffsetsRow(ctx, e, group, topic)
+	if err != nil {
+		return err
+	}
+	if row["START-OFFSET"] != "0" || row["LAG"] != fmt.Sprint(total) {
+		return fmt.Errorf("--describe after the reset: %v, want start 0 and lag %d", row, total)
+	}
+	// The reset records are delivered again.
+	if _, err := shareConsumeAll(ctx, e, topic, group, total); err != nil {
+		return fmt.Errorf("after the reset: %w", err)
+	}
+	out, err = e.Kafka(ctx, mainShareGroups, "--delete-offsets", "--group", group, "--topic", topic)
+	if err != nil {
+		return err
+	}
+	if rows := parseColumns(out.Stdout, "TOPIC"); len(rows) != 1 || rows[0]["STATUS"] != "Successful" {
+		return fmt.Errorf("--delete-offsets printed %v: %s", rows, out.Tail())
+	}
+	out, err = e.Kafka(ctx, mainShareGroups, "--delete", "--group", group)
+	if err != nil {
+		return err
+	}
+	if want := "Deletion of requested share groups ('" + group + "') was successful."; !strings.Contains(out.Stdout, want) {
+		return fmt.Errorf("--delete printed %q, want %q", out.Tail(), want)
+	}
+	out, err = e.Kafka(ctx, mainShareGroups, "--list")
+	if err != nil {
+		return err
+	}
+	if strings.Contains(out.Stdout, group) {
+		return fmt.Errorf("--list still shows %s after --delete", group)
+	}
 	return nil
 }
