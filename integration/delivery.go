@@ -35,6 +35,9 @@ type VerifiablePartition struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
+	// Count is VerifiableShareConsumer's records of the partition in a
+	// records_consumed or offsets_acknowledged event.
+	Count int64 `json:"count"`
 }
 
 // ParseVerifiable decodes the JSON lines of a verifiable client's stdout,

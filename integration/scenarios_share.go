@@ -15,13 +15,15 @@ import (
 )
 
 const (
-	mainShareConsumer = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
-	mainShareGroups   = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+	mainShareConsumer    = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+	mainShareGroups      = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+	mainVerShareConsumer = "org.apache.kafka.tools.VerifiableShareConsumer"
 )
 
 func shareScenarios() []Scenario {
 	return []Scenario{
 		{Name: "cli/share-groups-offsets", Doc: "kafka-share-groups --describe (start offset and lag after a console share consumer read everything), --reset-offsets --to-earliest --execute (the records are delivered again), --delete-offsets, --delete", Run: cliShareGroupsOffsets},
+		{Name: "verify/share-consumer", Doc: "VerifiableProducer (idempotent, acks=-1) then VerifiableShareConsumer (sync acknowledgements, earliest) reads every acknowledged record exactly once and acknowledges them all", Run: verifyShareConsumer},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -256,6 +258,62 @@ func cliShareGroupsOffsets(ctx context.Context, e *Env) error {
 	}
 	if strings.Contains(out.Stdout, group) {
 		return fmt.Errorf("--list still shows %s after --delete", group)
+	}
+	return nil
+}
+
+func verifyShareConsumer(ctx context.Context, e *Env) error {
+	const n = 2000
+	topic := e.Name("verifiable-share")
+	if err := createTopic(ctx, e, topic, 3); err != nil {
+		return err
+	}
+	pprops, err := writeProps(e, "producer.properties", "enable.idempotence=true", "retries=2147483647", "max.in.flight.requests.per.connection=5")
+	if err != nil {
+		return err
+	}
+	pout, err := e.Java(ctx, 2*time.Minute, SetKafka, mainVerProducer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+		"--max-messages", fmt.Sprint(n), "--acks", "-1", "--repeating-keys", "101", configFlag(SetKafka, "producer"), pprops)
+	if err != nil {
+		return fmt.Errorf("VerifiableProducer: %w", err)
+	}
+	pev, err := ParseVerifiable(pout.Stdout)
+	if err != nil {
+		return err
+	}
+	acked, sendErr := ackedValues(pev)
+	if sendErr != "" || len(acked) != n {
+		return fmt.Errorf("VerifiableProducer acked %d of %d (%s)", len(acked), n, sendErr)
+	}
+	// The consumer exits after n records; with records missing the step
+	// timeout ends it and the check says which.
+	cout, cerr := e.Java(ctx, 2*time.Minute, SetKafka, mainVerShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+		"--group-id", e.Name("verifiable-share-group"), "--max-messages", fmt.Sprint(n), "--offset-reset-strategy", "earliest",
+		"--acknowledgement-mode", "sync", "--verbose")
+	cev, err := ParseVerifiable(cout.Stdout)
+	if err != nil {
+		return err
+	}
+	if err := validateDelivery(acked, consumedValues(cev), true); err != nil {
+		if cerr != nil {
+			return fmt.Errorf("%w (share consumer: %v)", err, cerr)
+		}
+		return err
+	}
+	acknowledged := 0
+	for _, ev := range cev {
+		if ev.Name != "offsets_acknowledged" {
+			continue
+		}
+		if ev.Success != nil && !*ev.Success {
+			return fmt.Errorf("an acknowledgement failed: %s", ev.Error)
+		}
+		for _, p := range ev.Partitions {
+			acknowledged += int(p.Count)
+		}
+	}
+	if acknowledged != n {
+		return fmt.Errorf("VerifiableShareConsumer acknowledged %d records, want %d", acknowledged, n)
 	}
 	return nil
 }
