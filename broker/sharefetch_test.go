@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/share"
+	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +22,10 @@ func startShareNode(t *testing.T) *testNode {
 		"offsets.topic.num.partitions":                 "3",
 		"share.coordinator.state.topic.num.partitions": "3",
 		"group.share.assignment.interval.ms":           "0",
+		// Pruned often, cold partitions included: the state read back
+		// after a prune must be whole.
+		"share.coordinator.state.topic.prune.interval.ms":       "200",
+		"share.coordinator.cold.partition.snapshot.interval.ms": "1",
 	}, map[string]int16{"group.version": 1, "transaction.version": 2, "share.version": 1}, nil, nil)
 }
 
@@ -225,6 +230,13 @@ func TestShareGroupReleaseRejectAndRestart(t *testing.T) {
 	if len(after) != 1 || after[0] != "0@40" {
 		t.Fatalf("after the share state was read back: %v, want only the new record 0@40", after)
 	}
+	// The state topic was pruned meanwhile (every 200 ms here).
+	key := share.Key{Group: "q", TopicID: n.ctrl.Image().Topics["jobs"].ID, Partition: 0}
+	tp := replica.TopicPartition{Topic: share.StateTopic, Partition: share.PartitionFor(key, 3)}
+	waitFor(t, "the share state topic pruned", func() bool {
+		lo := n.b.replicas.ListOffset(tp, -1, -2, replica.ReadUncommitted, -1)
+		return lo.Err == nil && lo.Offset > 0
+	})
 }
 
 // shareFetchReq is a ShareFetch v2 of one partition.

@@ -12,13 +12,15 @@ import (
 // settings (share.coordinator.*).
 func (cfg *Broker) ShareCoordinatorConfig(logger *slog.Logger) share.Config {
 	return share.Config{
-		NumPartitions:      cfg.Int("share.coordinator.state.topic.num.partitions"),
-		ReplicationFactor:  cfg.Short("share.coordinator.state.topic.replication.factor"),
-		MinISR:             cfg.Short("share.coordinator.state.topic.min.isr"),
-		SegmentBytes:       cfg.Int("share.coordinator.state.topic.segment.bytes"),
-		UpdatesPerSnapshot: cfg.Int("share.coordinator.snapshot.update.records.per.snapshot"),
-		WriteTimeoutMs:     cfg.Int("share.coordinator.write.timeout.ms"),
-		Logger:             logger,
+		NumPartitions:          cfg.Int("share.coordinator.state.topic.num.partitions"),
+		ReplicationFactor:      cfg.Short("share.coordinator.state.topic.replication.factor"),
+		MinISR:                 cfg.Short("share.coordinator.state.topic.min.isr"),
+		SegmentBytes:           cfg.Int("share.coordinator.state.topic.segment.bytes"),
+		UpdatesPerSnapshot:     cfg.Int("share.coordinator.snapshot.update.records.per.snapshot"),
+		WriteTimeoutMs:         cfg.Int("share.coordinator.write.timeout.ms"),
+		PruneIntervalMs:        cfg.Int("share.coordinator.state.topic.prune.interval.ms"),
+		ColdSnapshotIntervalMs: cfg.Int("share.coordinator.cold.partition.snapshot.interval.ms"),
+		Logger:                 logger,
 	}
 }
 

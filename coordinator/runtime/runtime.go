@@ -90,6 +90,7 @@ type Replicas interface {
 	AddLeadershipListener(topic string, l replica.LeadershipListener) (remove func())
 	AppendWait(ctx context.Context, acks int16, origin replica.Origin, entries []replica.AppendEntry) error
 	ReadForLoad(tp replica.TopicPartition, offset int64, maxBytes int32) ([]byte, error)
+	DeleteRecords(tp replica.TopicPartition, offset int64) (lowWatermark int64, ke *kerr.Error, msg string)
 }
 
 // TopicSpec is how an internal topic is created.
@@ -347,6 +348,15 @@ func (l *partitionLog) ReadFrom(ctx context.Context, offset int64, fn func(batch
 		}
 		pos = next
 	}
+}
+
+// DeleteBelow deletes the partition's records below offset (a coordinator
+// that prunes its own log: the share coordinator), as DeleteRecords does.
+func (l *partitionLog) DeleteBelow(offset int64) error {
+	if _, ke, msg := l.replicas.DeleteRecords(l.tp, offset); ke != nil {
+		return fmt.Errorf("deleting the records of %s below %d: %s: %w", l.tp, offset, msg, ke)
+	}
+	return nil
 }
 
 // LeaderEpoch is the leader epoch the shard was loaded at (the transaction

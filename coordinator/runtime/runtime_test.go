@@ -80,6 +80,10 @@ func (f *fakeReplicas) AppendWait(ctx context.Context, acks int16, origin replic
 
 // ReadForLoad has nothing to replay (ReadFrom is tested over the real
 // replica layer in group_test.go).
+func (f *fakeReplicas) DeleteRecords(replica.TopicPartition, int64) (int64, *kerr.Error, string) {
+	return 0, nil, ""
+}
+
 func (f *fakeReplicas) ReadForLoad(replica.TopicPartition, int64, int32) ([]byte, error) {
 	return nil, nil
 }

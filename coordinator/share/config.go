@@ -22,6 +22,14 @@ type Config struct {
 	// UpdatesPerSnapshot is share.coordinator.snapshot.update.records.per.snapshot.
 	UpdatesPerSnapshot int32
 	WriteTimeoutMs     int32 // share.coordinator.write.timeout.ms
+	// PruneIntervalMs is share.coordinator.state.topic.prune.interval.ms:
+	// how often the records no share partition needs any more are deleted.
+	PruneIntervalMs int32
+	// ColdSnapshotIntervalMs is
+	// share.coordinator.cold.partition.snapshot.interval.ms: a share
+	// partition whose snapshot is older is snapshotted again at a prune,
+	// so that it does not hold the pruning back.
+	ColdSnapshotIntervalMs int32
 
 	// Logger receives the coordinator's logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -33,7 +41,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NumPartitions: 50, ReplicationFactor: 3, MinISR: 2, SegmentBytes: 100 * 1024 * 1024,
-		UpdatesPerSnapshot: 500, WriteTimeoutMs: 5000,
+		UpdatesPerSnapshot: 500, WriteTimeoutMs: 5000, PruneIntervalMs: 300000, ColdSnapshotIntervalMs: 300000,
 	}
 }
 

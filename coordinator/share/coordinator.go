@@ -53,6 +53,12 @@ type shard struct {
 	mu     sync.Mutex
 	status runtime.ShardStatus
 	states map[Key]*state
+	// snapshots is where each share partition's current snapshot record
+	// is in the log: nothing below the lowest is needed (pruning).
+	snapshots map[Key]int64
+	// next is one past the last record; pruned is where the log was last
+	// pruned to.
+	next, pruned int64
 }
 
 // Coordinator serves the share partitions whose __share_group_state
@@ -82,13 +88,13 @@ func New(cfg Config) *Coordinator {
 // Prepare marks partition as loading from the moment this node leads it.
 func (c *Coordinator) Prepare(partition int32) {
 	c.shards.AddIfAbsent(partition, func() *shard {
-		return &shard{c: c, partition: partition, status: runtime.ShardLoading, states: map[Key]*state{}}
+		return &shard{c: c, partition: partition, status: runtime.ShardLoading, states: map[Key]*state{}, snapshots: map[Key]int64{}}
 	})
 }
 
 // Load replays partition and then serves its share partitions.
 func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionLog) error {
-	s := &shard{c: c, partition: partition, plog: plog, status: runtime.ShardLoading, states: map[Key]*state{}}
+	s := &shard{c: c, partition: partition, plog: plog, status: runtime.ShardLoading, states: map[Key]*state{}, snapshots: map[Key]int64{}}
 	if old, ok := c.shards.Replace(partition, s); ok {
 		old.unload()
 	}
@@ -102,7 +108,9 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionL
 		}
 		return protocol.ForEachRecord(batch, &scratch, func(r *protocol.Record) error {
 			records++
-			return s.replay(r.Key, r.Value)
+			offset := h.BaseOffset + int64(r.OffsetDelta)
+			s.next = offset + 1
+			return s.replay(offset, r.Key, r.Value)
 		})
 	})
 	s.mu.Lock()
@@ -120,6 +128,70 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, plog PartitionL
 	return nil
 }
 
+// Run prunes the state topic every share.coordinator.state.topic.prune.interval.ms
+// until ctx ends (the runtime runs it).
+func (c *Coordinator) Run(ctx context.Context) {
+	every := time.Duration(c.cfg.PruneIntervalMs) * time.Millisecond
+	if every <= 0 {
+		every = 5 * time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Prune()
+		}
+	}
+}
+
+// Prune deletes, in every partition this node leads, the records below the
+// oldest current snapshot of a share partition: no state needs them (a
+// later snapshot or tombstone shadows each of them).
+func (c *Coordinator) Prune() {
+	for _, s := range c.shards.All() {
+		s.mu.Lock()
+		if s.status == runtime.ShardActive {
+			s.prune()
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *shard) prune() {
+	// Cold share partitions are snapshotted again first.
+	cold := s.c.now().UnixMilli() - int64(s.c.cfg.ColdSnapshotIntervalMs)
+	for k, st := range s.states {
+		if st.written > cold || s.snapshots[k] >= s.next-1 {
+			continue
+		}
+		v := &snapshotValue{SnapshotEpoch: st.snapshotEpoch + 1, StateEpoch: st.stateEpoch, LeaderEpoch: st.leaderEpoch,
+			StartOffset: st.startOffset, DeliveryCompleteCount: st.complete, CreateTimestamp: st.created,
+			WriteTimestamp: s.c.now().UnixMilli(), Batches: slices.Clone(st.batches)}
+		if code := s.write(context.Background(), k, recSnapshot, v); code != 0 {
+			return
+		}
+	}
+	below := s.next
+	for _, off := range s.snapshots {
+		below = min(below, off)
+	}
+	if below <= s.pruned {
+		return
+	}
+	d, ok := s.plog.(interface{ DeleteBelow(offset int64) error })
+	if !ok {
+		return
+	}
+	if err := d.DeleteBelow(below); err != nil {
+		s.c.log.Warn("pruning the share state topic failed", "partition", s.partition, "err", err)
+		return
+	}
+	s.pruned = below
+}
+
 // Unload stops serving partition.
 func (c *Coordinator) Unload(partition int32) {
 	if s, ok := c.shards.Remove(partition); ok {
@@ -134,8 +206,8 @@ func (s *shard) unload() {
 	s.mu.Unlock()
 }
 
-// replay applies one record of the log.
-func (s *shard) replay(key, value []byte) error {
+// replay applies one record of the log, found at offset.
+func (s *shard) replay(offset int64, key, value []byte) error {
 	typ, k, err := decodeKey(key)
 	if err != nil {
 		return err
@@ -146,12 +218,16 @@ func (s *shard) replay(key, value []byte) error {
 	if value == nil {
 		if typ == recSnapshot {
 			delete(s.states, k)
+			delete(s.snapshots, k)
 		}
 		return nil
 	}
 	v, err := decodeValue(typ, value)
 	if err != nil {
 		return fmt.Errorf("decoding share state of %s: %w", k.CoordinatorKey(), err)
+	}
+	if typ == recSnapshot {
+		s.snapshots[k] = offset
 	}
 	s.apply(k, typ, &v)
 	return nil
@@ -327,15 +403,21 @@ func (s *shard) write(ctx context.Context, k Key, typ int16, v *snapshotValue) i
 	}
 	timeout := time.Duration(s.c.cfg.WriteTimeoutMs) * time.Millisecond
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	_, err = s.plog.Append(actx, batch)
+	base, err := s.plog.Append(actx, batch)
 	cancel()
 	if err != nil {
 		s.c.log.Info("writing share state failed", "key", k.CoordinatorKey(), "err", err)
 		return runtime.AppendErrorCode(err)
 	}
-	if v == nil {
+	s.next = base + 1
+	switch {
+	case v == nil:
 		delete(s.states, k)
-	} else {
+		delete(s.snapshots, k)
+	case typ == recSnapshot:
+		s.snapshots[k] = base
+		s.apply(k, typ, v)
+	default:
 		s.apply(k, typ, v)
 	}
 	return 0

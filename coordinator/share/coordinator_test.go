@@ -213,3 +213,51 @@ func FuzzDecodeValue(f *testing.F) {
 		_, _, _ = decodeKey(b)
 	})
 }
+
+func TestPruneKeepsWhatTheStateNeeds(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.UpdatesPerSnapshot = 2 })
+	h.initialize("g", 0, 1, 0)
+	h.initialize("h", 0, 1, 0)
+	for i := int64(0); i < 10; i++ {
+		if code := h.write("g", 0, 1, 0, i, Batch{i, i, 2, 1}); code != 0 {
+			t.Fatal(code)
+		}
+	}
+	want := batchesOf(h.read("g", 0, 0))
+	pg := PartitionFor(Key{Group: "g", TopicID: topicA, Partition: 0}, h.cfg.NumPartitions)
+	before := h.logs[pg].Len()
+	h.c.Prune()
+	after := h.logs[pg].Len()
+	if after >= before {
+		t.Fatalf("prune kept %d of %d records", after, before)
+	}
+	h.reload()
+	if got := batchesOf(h.read("g", 0, 0)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after pruning and a reload: %v, want %v", got, want)
+	}
+	if r := h.read("h", 0, 0); r.ErrorCode != 0 || r.StartOffset != 0 {
+		t.Fatalf("the other share partition after pruning: %+v", r)
+	}
+	t.Logf("%d records before pruning, %d after", before, after)
+}
+
+func TestPruneSnapshotsColdPartitionsAgain(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.NumPartitions = 1; c.UpdatesPerSnapshot = 500; c.ColdSnapshotIntervalMs = -1 })
+	h.initialize("cold", 0, 1, 0) // never written again
+	h.initialize("hot", 0, 1, 0)
+	for i := int64(0); i < 20; i++ {
+		h.write("hot", 0, 1, 0, i, Batch{i, i, 2, 1})
+	}
+	want := batchesOf(h.read("hot", 0, 0))
+	h.c.Prune()
+	if n := h.logs[0].Len(); n > 3 {
+		t.Fatalf("%d records left: the cold partition held the pruning back", n)
+	}
+	h.reload()
+	if got := batchesOf(h.read("hot", 0, 0)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("hot after pruning: %v, want %v", got, want)
+	}
+	if r := h.read("cold", 0, 0); r.ErrorCode != 0 || r.StartOffset != 0 {
+		t.Fatalf("cold after pruning: %+v", r)
+	}
+}

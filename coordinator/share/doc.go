@@ -40,10 +40,13 @@
 //     leader one after the other, and a write with an older leader epoch
 //     is refused, so the later write is the newer truth; the two rules
 //     agree on every sequence a leader produces.
-//   - The state topic is not pruned yet (Kafka deletes the records below
-//     the oldest snapshot still needed, every
-//     share.coordinator.state.topic.prune.interval.ms): it grows, and a
-//     load replays it all.
+//   - The state topic is pruned as Kafka prunes it, every
+//     share.coordinator.state.topic.prune.interval.ms: the records below
+//     the oldest current snapshot of a share partition are deleted. A share
+//     partition whose snapshot is older than
+//     share.coordinator.cold.partition.snapshot.interval.ms is snapshotted
+//     again first, so that a partition never written again does not hold
+//     the pruning back.
 //   - One append per partition of a request, under the shard's lock
 //     (Kafka batches the writes of its event loop).
 //

@@ -64,6 +64,20 @@ func (l *MemLog) Fail(err error) {
 	l.mu.Unlock()
 }
 
+// DeleteBelow drops the batches that end below offset.
+func (l *MemLog) DeleteBelow(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept := l.batches[:0]
+	for _, b := range l.batches {
+		if h, _ := protocol.ParseBatchHeader(b); h.LastOffset() >= offset {
+			kept = append(kept, b)
+		}
+	}
+	l.batches = kept
+	return nil
+}
+
 // Len is how many batches the log holds.
 func (l *MemLog) Len() int {
 	l.mu.Lock()
