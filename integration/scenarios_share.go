@@ -15,6 +15,7 @@ import (
 )
 
 const (
+	mainSharePerf        = "org.apache.kafka.tools.ShareConsumerPerformance"
 	mainShareConsumer    = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 	mainShareGroups      = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 	mainVerShareConsumer = "org.apache.kafka.tools.VerifiableShareConsumer"
@@ -24,6 +25,7 @@ func shareScenarios() []Scenario {
 	return []Scenario{
 		{Name: "cli/share-groups-offsets", Doc: "kafka-share-groups --describe (start offset and lag after a console share consumer read everything), --reset-offsets --to-earliest --execute (the records are delivered again), --delete-offsets, --delete", Run: cliShareGroupsOffsets},
 		{Name: "verify/share-consumer", Doc: "VerifiableProducer (idempotent, acks=-1) then VerifiableShareConsumer (sync acknowledgements, earliest) reads every acknowledged record exactly once and acknowledges them all", Run: verifyShareConsumer},
+		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -316,4 +318,50 @@ func verifyShareConsumer(ctx context.Context, e *Env) error {
 		return fmt.Errorf("VerifiableShareConsumer acknowledged %d records, want %d", acknowledged, n)
 	}
 	return nil
+}
+
+func cliSharePerfTest(ctx context.Context, e *Env) error {
+	const n = 20000
+	topic, group := e.Name("share-perf"), e.Name("share-perf-group")
+	if err := createTopic(ctx, e, topic, 4); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	out, err := e.Kafka(ctx, mainPerfProducer, "--topic", topic, "--num-records", fmt.Sprint(n), "--record-size", "100", "--throughput", "-1")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out.Stdout, fmt.Sprintf("%d records sent", n)) {
+		return fmt.Errorf("producer-perf-test did not send %d records: %s", n, out.Tail())
+	}
+	out, err = e.Kafka(ctx, mainSharePerf, "--topic", topic, "--group", group, "--num-records", fmt.Sprint(n), "--threads", "2", "--timeout", "30000")
+	if err != nil {
+		return err
+	}
+	// One header line and one line of figures; the message count is the
+	// column data.consumed.in.nMsg.
+	var header, figures []string
+	for _, line := range strings.Split(out.Stdout, "\n") {
+		fields := strings.Split(strings.TrimSpace(line), ", ")
+		switch {
+		case len(fields) < 4:
+		case header == nil && strings.Contains(line, "nMsg"):
+			header = fields
+		case header != nil && figures == nil:
+			figures = fields
+		}
+	}
+	for i, h := range header {
+		if strings.TrimSpace(h) == "data.consumed.in.nMsg" && i < len(figures) {
+			if got := strings.TrimSpace(figures[i]); got != fmt.Sprint(n) {
+				return fmt.Errorf("share-consumer-perf-test consumed %s records, want %d: %s", got, n, out.Tail())
+			}
+			e.Notef("%s", strings.Join(figures, ", "))
+			return nil
+		}
+	}
+	return fmt.Errorf("share-consumer-perf-test printed no data.consumed.in.nMsg: %s", out.Tail())
 }
