@@ -33,6 +33,13 @@ func startShareNode(t *testing.T) *testNode {
 // are acquired whole log batch by whole log batch).
 func produceStrings(t *testing.T, addr, topic string, n int) {
 	t.Helper()
+	produceStringsPaced(t, addr, topic, n, 0)
+}
+
+// produceStringsPaced waits gap after each batch, so that consumers
+// polling meanwhile each get some.
+func produceStringsPaced(t *testing.T, addr, topic string, n int, gap time.Duration) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +53,7 @@ func produceStrings(t *testing.T, addr, topic string, n int) {
 		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(gap)
 	}
 }
 
@@ -130,7 +138,9 @@ func TestShareGroupTwoConsumersShareAPartition(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	produceStrings(t, n.addr, "queue", total)
+	// Paced over about 1.5 s: on a loaded machine one member could
+	// otherwise take every batch before the other's first poll.
+	produceStringsPaced(t, n.addr, "queue", total, 50*time.Millisecond)
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()

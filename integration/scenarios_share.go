@@ -26,7 +26,7 @@ func shareScenarios() []Scenario {
 		{Name: "cli/share-groups-offsets", Doc: "kafka-share-groups --describe (start offset and lag after a console share consumer read everything), --reset-offsets --to-earliest --execute (the records are delivered again), --delete-offsets, --delete", Run: cliShareGroupsOffsets},
 		{Name: "verify/share-consumer", Doc: "VerifiableProducer (idempotent, acks=-1) then VerifiableShareConsumer (sync acknowledgements, earliest) reads every acknowledged record exactly once and acknowledges them all", Run: verifyShareConsumer},
 		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
-		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
+		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
 
@@ -99,14 +99,15 @@ func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
 		return fmt.Errorf("--list does not show %s: %s", group, out.Tail())
 	}
 
-	// 200 records in batches of ten (a share consumer acquires whole
-	// batches), a little apart.
+	// 400 records in batches of ten (a share consumer acquires whole
+	// batches), 100 ms apart: over 4 s, so that on a loaded machine both
+	// consumers poll while records come.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	const total = 200
+	const total = 400
 	for i := 0; i < total; i += 10 {
 		var rs []*kgo.Record
 		for j := i; j < i+10; j++ {
@@ -115,7 +116,7 @@ func cliShareConsoleConsumers(ctx context.Context, e *Env) error {
 		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 			return fmt.Errorf("producing: %w", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	var got [2][]string
 	deadline = time.Now().Add(60 * time.Second)
