@@ -271,22 +271,9 @@ func verifyShareConsumer(ctx context.Context, e *Env) error {
 	if err := createTopic(ctx, e, topic, 3); err != nil {
 		return err
 	}
-	pprops, err := writeProps(e, "producer.properties", "enable.idempotence=true", "retries=2147483647", "max.in.flight.requests.per.connection=5")
+	acked, err := verifiableProduce(ctx, e, SetKafka, topic, n)
 	if err != nil {
 		return err
-	}
-	pout, err := e.Java(ctx, 2*time.Minute, SetKafka, mainVerProducer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
-		"--max-messages", fmt.Sprint(n), "--acks", "-1", "--repeating-keys", "101", configFlag(SetKafka, "producer"), pprops)
-	if err != nil {
-		return fmt.Errorf("VerifiableProducer: %w", err)
-	}
-	pev, err := ParseVerifiable(pout.Stdout)
-	if err != nil {
-		return err
-	}
-	acked, sendErr := ackedValues(pev)
-	if sendErr != "" || len(acked) != n {
-		return fmt.Errorf("VerifiableProducer acked %d of %d (%s)", len(acked), n, sendErr)
 	}
 	// The consumer exits after n records; with records missing the step
 	// timeout ends it and the check says which.

@@ -84,27 +84,9 @@ func verifyProduceConsume(ctx context.Context, e *Env, set, protocol string) err
 	if err := createTopic(ctx, e, topic, 3); err != nil {
 		return err
 	}
-	// VerifiableProducer defaults to retries=0, which idempotence refuses;
-	// ducktape's config is the same as this one.
-	pprops, err := writeProps(e, "producer.properties", "enable.idempotence=true", "retries=2147483647", "max.in.flight.requests.per.connection=5")
+	acked, err := verifiableProduce(ctx, e, set, topic, n)
 	if err != nil {
 		return err
-	}
-	pout, err := e.Java(ctx, 2*time.Minute, set, mainVerProducer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
-		"--max-messages", fmt.Sprint(n), "--acks", "-1", "--repeating-keys", "101", configFlag(set, "producer"), pprops)
-	if err != nil {
-		return fmt.Errorf("VerifiableProducer: %w", err)
-	}
-	pev, err := ParseVerifiable(pout.Stdout)
-	if err != nil {
-		return err
-	}
-	acked, sendErr := ackedValues(pev)
-	if sendErr != "" {
-		return fmt.Errorf("VerifiableProducer send error: %s", sendErr)
-	}
-	if len(acked) != n {
-		return fmt.Errorf("VerifiableProducer acked %d of %d", len(acked), n)
 	}
 
 	cprops, err := writeProps(e, "consumer.properties", "auto.offset.reset=earliest")
@@ -143,6 +125,35 @@ func verifyProduceConsume(ctx context.Context, e *Env, set, protocol string) err
 		return fmt.Errorf("VerifiableConsumer never committed offsets")
 	}
 	return nil
+}
+
+// verifiableProduce runs VerifiableProducer (idempotent, acks=-1) for n
+// records to topic and returns the values it reports acknowledged, all n
+// of them or an error.
+func verifiableProduce(ctx context.Context, e *Env, set, topic string, n int) ([]string, error) {
+	// VerifiableProducer defaults to retries=0, which idempotence refuses;
+	// ducktape's config is the same as this one.
+	pprops, err := writeProps(e, "producer.properties", "enable.idempotence=true", "retries=2147483647", "max.in.flight.requests.per.connection=5")
+	if err != nil {
+		return nil, err
+	}
+	pout, err := e.Java(ctx, 2*time.Minute, set, mainVerProducer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+		"--max-messages", fmt.Sprint(n), "--acks", "-1", "--repeating-keys", "101", configFlag(set, "producer"), pprops)
+	if err != nil {
+		return nil, fmt.Errorf("VerifiableProducer: %w", err)
+	}
+	pev, err := ParseVerifiable(pout.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	acked, sendErr := ackedValues(pev)
+	if sendErr != "" {
+		return nil, fmt.Errorf("VerifiableProducer send error: %s", sendErr)
+	}
+	if len(acked) != n {
+		return nil, fmt.Errorf("VerifiableProducer acked %d of %d", len(acked), n)
+	}
+	return acked, nil
 }
 
 func verifyTxnCopier(ctx context.Context, e *Env) error {
