@@ -14,8 +14,9 @@ import (
 // RESULTS.md holds the single-node report (Render, rewritten by `make
 // bench`) and, after it, marked sections that other commands rewrite: the
 // cluster one (RenderCluster, `make bench-cluster`), the replication one
-// (RenderReplication, `make bench-replication`) and the security one
-// (RenderSecurity, `make bench-security`). Each writer keeps what the
+// (RenderReplication, `make bench-replication`), the security one
+// (RenderSecurity, `make bench-security`) and the metrics-cost one
+// (RenderMetricsCost, `make bench-metrics`). Each writer keeps what the
 // others wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
@@ -75,7 +76,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 func KeepSections(old, fresh []byte) []byte {
 	type span struct{ start, end int }
 	var kept []span
-	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection()} {
+	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection()} {
 		if start, end, ok := s.cut(old); ok {
 			kept = append(kept, span{start, end})
 		}

@@ -3,8 +3,9 @@
 // acks=1, bench/loadgen) on a node whose /metrics a scraper reads every
 // second, against the same node with no HTTP listener at all. Each round
 // starts two fresh nodes, one of each, in alternating order (so that
-// drift in the machine's load falls on both); the medians of the rounds
-// and their ratio are printed last, with the command lines.
+// drift in the machine's load falls on both), and each run starts with a
+// clean page cache; the medians of the rounds and their ratio are printed
+// last, with the command lines, and written to bench/RESULTS.md.
 //
 //	go run ./bench/cmd/metricscost -rounds 5 -records 1000000
 package main
@@ -15,50 +16,59 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gregorbroker/gregor/bench"
 	"github.com/gregorbroker/gregor/integration"
 )
 
-func main() {
+func main() { os.Exit(measure()) }
+
+func measure() int {
 	rounds := flag.Int("rounds", 5, "rounds (each on two fresh nodes)")
 	records := flag.Int("records", 1_000_000, "1 KiB records each produce run sends")
 	scrapeEvery := flag.Duration("scrape-every", time.Second, "how often the scraper reads /metrics")
-	rootFlag := flag.String("root", ".", "module root")
+	out := flag.String("out", "", "report path (default bench/RESULTS.md); its metrics-cost section is replaced, the rest kept")
 	flag.Parse()
-	root, err := filepath.Abs(*rootFlag)
+	cmd, err := bench.StartCommand("metricscost", *rounds)
 	if err != nil {
-		log.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 2
 	}
-	ctx := context.Background()
+	defer cmd.Close()
+	ctx, root := cmd.Ctx, cmd.Root
 	work := filepath.Join(root, "bench", ".work", "metricscost")
 	_ = os.RemoveAll(work)
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		log.Fatal(err)
+		cmd.Log.Error("work directory", "err", err)
+		return 1
 	}
+	defer os.RemoveAll(work)
 	gregor := filepath.Join(work, "gregor")
 	loadgen := filepath.Join(work, "loadgen")
 	for _, b := range []struct{ out, dir, pkg string }{{gregor, root, "./cmd/gregor"}, {loadgen, filepath.Join(root, "bench", "loadgen"), "."}} {
 		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", b.out, b.pkg}, Dir: b.dir, Timeout: 10 * time.Minute}); err != nil {
-			log.Fatalf("building %s: %v", b.pkg, err)
+			cmd.Log.Error("building", "package", b.pkg, "err", err)
+			return 1
 		}
 	}
 	payloads := filepath.Join(work, "payloads.txt")
 	if _, err := integration.Run(ctx, integration.Cmd{Name: loadgen, Args: []string{"payloads", "-out", payloads, "-n", "10000", "-size", "1024"}, Timeout: time.Minute}); err != nil {
-		log.Fatalf("writing payloads: %v", err)
+		cmd.Log.Error("writing payloads", "err", err)
+		return 1
 	}
 
-	modes := []string{"no HTTP listener", "scraped every " + scrapeEvery.String()}
-	results := map[string][]float64{}
-	var cmdLine string
+	res := &bench.MetricsCostRun{Started: time.Now(), Rounds: *rounds, Records: *records, ScrapeEvery: *scrapeEvery,
+		ModeOff: "no HTTP listener", ModeOn: "scraped every " + scrapeEvery.String(), Runs: map[string][]float64{}}
+	res.LoadAvg[0] = bench.LoadAvg()
+	modes := []string{res.ModeOff, res.ModeOn}
+	syscall.Sync()
 	for r := 1; r <= *rounds; r++ {
 		order := []int{0, 1}
 		if r%2 == 0 {
@@ -68,24 +78,38 @@ func main() {
 			dir := filepath.Join(work, fmt.Sprintf("round-%d-%d", r, m))
 			cpuPerGB, line, err := run(ctx, gregor, loadgen, payloads, dir, *records, m == 1, *scrapeEvery)
 			if err != nil {
-				log.Fatalf("round %d, %s: %v", r, modes[m], err)
+				cmd.Log.Error("run failed", "round", r, "mode", modes[m], "err", err, "logs", dir)
+				return 1
 			}
-			cmdLine = line
-			results[modes[m]] = append(results[modes[m]], cpuPerGB)
+			res.LoadLine = line
+			// The run's gigabyte goes, and what is left dirty is written
+			// out, before the next run starts: otherwise the runs after
+			// the first few write into a page cache full of the earlier
+			// ones' dirty pages, where the kernel's writeback throttling
+			// and reclaim (charged to the broker as system time) make
+			// CPU per GB several times higher and the two modes
+			// incomparable.
+			if err := os.RemoveAll(dir); err != nil {
+				cmd.Log.Error("removing a run's data", "err", err)
+				return 1
+			}
+			syscall.Sync()
+			res.Runs[modes[m]] = append(res.Runs[modes[m]], cpuPerGB)
 			fmt.Printf("round %d, %-22s %.2f CPU s/GB\n", r, modes[m]+":", cpuPerGB)
 		}
 	}
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
+	res.Elapsed = time.Since(res.Started)
+	res.LoadAvg[1] = bench.LoadAvg()
+	ratio := res.Ratio()
+	fmt.Printf("\nGregor CPU per GB produced, median of %d rounds (load %s):\n", *rounds, res.LoadAvg[1])
+	for _, m := range modes {
+		fmt.Printf("  %-28s %.2f s/GB   (runs: %s)\n", m, res.Median(m), list(res.Runs[m]))
 	}
-	off, on := med(results[modes[0]]), med(results[modes[1]])
-	fmt.Printf("\nGregor CPU per GB produced, median of %d rounds (load %s):\n", *rounds, bench.LoadAvg())
-	fmt.Printf("  %-28s %.2f s/GB   (runs: %s)\n", modes[0], off, list(results[modes[0]]))
-	fmt.Printf("  %-28s %.2f s/GB   (runs: %s)\n", modes[1], on, list(results[modes[1]]))
-	fmt.Printf("  ratio scraped / none        %.3f (%+.1f%%)\n", on/off, (on/off-1)*100)
-	fmt.Printf("\nload: %s\n", cmdLine)
+	fmt.Printf("  ratio scraped / none        %.3f (%+.1f%%)\n", ratio, (ratio-1)*100)
+	fmt.Printf("\nload: %s\n", res.LoadLine)
+	return cmd.Finish(*out, nil, nil, func(old []byte, commit string) []byte {
+		return bench.MetricsCostSection().Put(old, bench.RenderMetricsCost(res, bench.DescribeMachine(), commit, cmd.Line))
+	})
 }
 
 // run starts a fresh node (with its HTTP listener scraped every interval
