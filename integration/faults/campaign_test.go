@@ -2,8 +2,9 @@ package faults
 
 // The campaign: FAULTS_SCHEDULES (20) randomized schedules, each a fresh
 // cluster (a layout of FAULTS_LAYOUTS, every node in its own network
-// namespace) running the queue, transactions and metadata workloads together
-// for FAULTS_DURATION under the nemesis its plan drew, then checked. The
+// namespace) running the queue, transactions, metadata and share-group
+// workloads together for FAULTS_DURATION under the nemesis its plan
+// drew, then checked. The
 // plans come from FAULTS_SEED (random when unset, printed first and
 // last), so FAULTS_SEED=<seed> replays a campaign and
 // `-run 'TestFaultCampaign/s07-'` one schedule of it; FAULTS_NEMESIS=a
@@ -148,28 +149,38 @@ func runSchedule(t *testing.T, p Plan) []campaignRow {
 	if err := CreateTopic(ctx, e.target, f.Admin, txnTopic); err != nil {
 		t.Fatal(err)
 	}
+	const shareTopic, shareGroup = "faults-share", "faults-share-group"
+	if err := CreateTopic(ctx, e.target, f.Admin, shareTopic); err != nil {
+		t.Fatal(err)
+	}
+	if err := ConfigureShareGroup(ctx, f.Client, shareGroup); err != nil {
+		t.Fatal(err)
+	}
 	h := NewHistory()
 	queue := e.queueWorkload(h)
 	queue.Churn = 10 * time.Second // members leave and join all along
 	txns := &TxnWorkload{Seeds: e.seeds, Topic: txnTopic, TxnPrefix: "faults-txn", Producers: 2, Partitions: TopicPartitions,
 		Rate: 10, Abort: 0.2, History: h, Log: e.log}
 	meta := &MetaWorkload{Seeds: e.seeds, Prefix: "meta", Rate: 2, History: h, Log: e.log}
+	share := &ShareWorkload{Seeds: e.seeds, Topic: shareTopic, Group: shareGroup, Consumers: 2, Rate: 20, Keys: 30,
+		DeliveryTimeout: 30 * time.Second, Drain: 90 * time.Second, History: h, Log: e.log}
 	nem := p.Nemesis(f)
 	healOnCleanup(t, nem)
 	runCtx, stop := context.WithTimeout(ctx, duration(t))
 	defer stop()
 	var wg sync.WaitGroup
-	var queueErr, txnErr, metaErr, nemErr error
-	wg.Add(4)
+	var queueErr, txnErr, metaErr, shareErr, nemErr error
+	wg.Add(5)
 	go func() { defer wg.Done(); queueErr = queue.Run(runCtx) }()
 	go func() { defer wg.Done(); txnErr = txns.Run(runCtx) }()
 	go func() { defer wg.Done(); metaErr = meta.Run(runCtx) }()
+	go func() { defer wg.Done(); shareErr = share.Run(runCtx, f.Admin) }()
 	go func() {
 		defer wg.Done()
 		nemErr = RunNemesis(runCtx, h, e.log, f, nem, Schedule{Hold: p.Hold, Settle: 40 * time.Second, Between: 3 * time.Second})
 	}()
 	wg.Wait()
-	for what, err := range map[string]error{"nemesis " + nem.Name(): nemErr, "queue workload": queueErr, "transactions workload": txnErr, "metadata workload": metaErr} {
+	for what, err := range map[string]error{"nemesis " + nem.Name(): nemErr, "queue workload": queueErr, "transactions workload": txnErr, "metadata workload": metaErr, "share workload": shareErr} {
 		if err != nil {
 			t.Errorf("%s: %v", what, err)
 		}
@@ -189,16 +200,17 @@ func runSchedule(t *testing.T, p Plan) []campaignRow {
 		t.Error(err)
 	}
 	ops := h.Ops()
-	qs, ts, ms := Check(ops), CheckTxn(ops), CheckMeta(ops)
+	qs, ts, ms, ss := Check(ops), CheckTxn(ops), CheckMeta(ops), CheckShare(ops)
 	t.Logf("queue workload:\n%s", qs)
 	t.Logf("transactions workload:\n%s", ts)
 	t.Logf("metadata workload:\n%s", ms)
-	if n := len(qs.Violations) + len(ts.Violations) + len(ms.Violations); n > 0 {
+	t.Logf("share workload:\n%s", ss)
+	if n := len(qs.Violations) + len(ts.Violations) + len(ms.Violations) + len(ss.Violations); n > 0 {
 		t.Errorf("%d violations (history: %s)", n, path)
 	}
-	if qs.Acked == 0 || qs.Faults == 0 || ts.Committed == 0 || ms.Acked == 0 {
-		t.Errorf("the run proves nothing: %d acknowledged writes, %d committed transactions, %d acknowledged metadata requests, %d faults",
-			qs.Acked, ts.Committed, ms.Acked, qs.Faults)
+	if qs.Acked == 0 || qs.Faults == 0 || ts.Committed == 0 || ms.Acked == 0 || ss.Accepted == 0 {
+		t.Errorf("the run proves nothing: %d acknowledged writes, %d committed transactions, %d acknowledged metadata requests, %d share records accepted, %d faults",
+			qs.Acked, ts.Committed, ms.Acked, ss.Accepted, qs.Faults)
 	}
 	return []campaignRow{
 		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "queue+group", faults: qs.Faults,
@@ -209,5 +221,8 @@ func runSchedule(t *testing.T, p Plan) []campaignRow {
 			lost: ts.Count(TxnLost), duplicated: ts.Count(Duplicate), broken: len(ts.Violations)},
 		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "metadata", faults: qs.Faults,
 			ops: ms.Requests, acked: ms.Acked, lost: ms.Count(MetaLost), broken: len(ms.Violations)},
+		{schedule: p.Name(), nemesis: p.NemesisName(), workload: "share group", faults: qs.Faults,
+			ops: ss.Sends + ss.Polls + ss.AcceptsOK + ss.AcceptsUnknown, acked: ss.Acked,
+			lost: ss.Count(ShareLost) + ss.Count(ShareStuck), duplicated: ss.Count(ShareAcceptedAgain), broken: len(ss.Violations)},
 	}
 }

@@ -114,24 +114,11 @@ type send struct {
 // lost violation of its own rather than passed.
 func Check(ops []Op) Summary {
 	var s Summary
-	sends := map[string]*send{} // by value: values are unique
-	var order []*send
+	sends, order := collectSends(ops, Send)
 	var final *Op
 	for i := range ops {
 		op := &ops[i]
 		switch op.F {
-		case Send:
-			switch op.Type {
-			case Invoke:
-				sd := &send{process: op.Process, seq: op.Seq, value: op.Value, outcome: Info}
-				sends[op.Value] = sd
-				order = append(order, sd)
-			case OK, Fail, Info:
-				if sd := sends[op.Value]; sd != nil {
-					sd.outcome = op.Type
-					sd.at = position{op.Partition, op.Offset}
-				}
-			}
 		case FinalRead:
 			if op.Type == OK {
 				final = op
@@ -197,6 +184,30 @@ func Check(ops []Op) Summary {
 	checkCommits(add, ops)
 	checkGroupSkip(add, ops)
 	return s
+}
+
+// collectSends is the sends of ops whose Func is f: by value (values are
+// unique) and in invocation order, each with its outcome.
+func collectSends(ops []Op, f Func) (map[string]*send, []*send) {
+	sends := map[string]*send{}
+	var order []*send
+	for _, op := range ops {
+		if op.F != f {
+			continue
+		}
+		switch op.Type {
+		case Invoke:
+			sd := &send{process: op.Process, seq: op.Seq, value: op.Value, outcome: Info}
+			sends[op.Value] = sd
+			order = append(order, sd)
+		case OK, Fail, Info:
+			if sd := sends[op.Value]; sd != nil {
+				sd.outcome = op.Type
+				sd.at = position{op.Partition, op.Offset}
+			}
+		}
+	}
+	return sends, order
 }
 
 func checkValues(s *Summary, add func(Kind, string, ...any), order []*send, sends map[string]*send,

@@ -14,6 +14,11 @@
 // of them (Metadata and DescribeConfigs) and, on Gregor, every node's
 // metadata image (offset and digest from /debug/metadata at
 // GREGOR_PPROF_ADDR, port DebugPort in its namespace) are recorded too.
+// A ShareWorkload (KIP-932) sends to a topic of its own that the members
+// of a share group consume, accept and flush, recording each record's
+// delivery count and whether its acceptance was confirmed; at the end the
+// group's share-partition start offsets are recorded beside the
+// partitions' end offsets.
 // In the campaign the group's members leave and join all along
 // (Workload.Churn). A Nemesis meanwhile injects and heals one kind of
 // fault again and again: kill -9 of a partition leader, a follower or any
@@ -29,9 +34,10 @@
 // storage fault hook (environment.go); or a process fault and a network
 // one together, or a network one and one of the environment's (Combine). After the faults are healed a final read takes every
 // partition from offset 0 to its end (and, once no transaction is open,
-// the transactions' topic with read_committed), and Check, CheckTxn and
-// CheckMeta hold the history to the queue's and group's, the
-// transactions' and the metadata's invariants (see the Kind constants).
+// the transactions' topic with read_committed), and Check, CheckTxn,
+// CheckMeta and CheckShare hold the history to the queue's and group's,
+// the transactions', the metadata's and the share group's invariants (see
+// the Kind constants).
 //
 // The campaign (TestFaultCampaign) is Jepsen's randomized method:
 // FAULTS_SCHEDULES schedules, each drawn by NewPlan from FAULTS_SEED and

@@ -64,6 +64,18 @@ const (
 	// Image is one node's final report of its metadata image: Partition
 	// is the node, Offset and Value the image's offset and digest.
 	Image Func = "image"
+	// ShareSend is one record ShareWorkload's producer sent (as Send).
+	ShareSend Func = "share-send"
+	// SharePoll is one poll of a share-group member: its records, each
+	// with the delivery count the broker gave it.
+	SharePoll Func = "share-poll"
+	// ShareAccept is a member's acceptance of the records of its last
+	// poll: ok when the brokers confirmed it for every partition, info
+	// otherwise.
+	ShareAccept Func = "share-accept"
+	// ShareFinal is the share group's state at the end: Offsets holds
+	// each partition's share-partition start offset, Ends its end offset.
+	ShareFinal Func = "share-final"
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
 	Fault Func = "fault"
@@ -80,6 +92,8 @@ type Record struct {
 	Partition int32  `json:"p"`
 	Offset    int64  `json:"o"`
 	Value     string `json:"v"`
+	// Deliveries is a share-group delivery's count (SharePoll only).
+	Deliveries int32 `json:"d,omitempty"`
 }
 
 // Op is one entry of a history. Which fields are set depends on F (see
@@ -100,6 +114,7 @@ type Op struct {
 
 	Records []Record          `json:"records,omitempty"`
 	Offsets map[int32]int64   `json:"offsets,omitempty"`
+	Ends    map[int32]int64   `json:"ends,omitempty"`
 	Configs map[string]string `json:"configs,omitempty"`
 	Error   string            `json:"error,omitempty"`
 }

@@ -55,7 +55,7 @@ func (w *Workload) Run(ctx context.Context) error {
 		clients = append(clients, cl)
 		fns = append(fns, func() error {
 			defer cl.Close()
-			w.produce(ctx, cl, fmt.Sprintf("producer-%d", i))
+			w.produce(ctx, cl, fmt.Sprintf("producer-%d", i), Send)
 			return nil
 		})
 	}
@@ -96,8 +96,9 @@ func (w *Workload) producerClient() (*kgo.Client, error) {
 }
 
 // produce sends at w.Rate until ctx ends, then flushes: every invoked
-// send completes in the history before produce returns.
-func (w *Workload) produce(ctx context.Context, cl *kgo.Client, process string) {
+// send completes in the history before produce returns. f is the sends'
+// Func in the history (Send, or ShareSend for ShareWorkload's producer).
+func (w *Workload) produce(ctx context.Context, cl *kgo.Client, process string, f Func) {
 	tick := time.NewTicker(time.Second / time.Duration(w.Rate))
 	defer tick.Stop()
 	var seq int64
@@ -114,7 +115,7 @@ func (w *Workload) produce(ctx context.Context, cl *kgo.Client, process string) 
 		}
 		key := fmt.Sprintf("k%d", rand.IntN(w.Keys))
 		value := fmt.Sprintf("%s-%d", process, seq)
-		inv := Op{Process: process, Type: Invoke, F: Send, Seq: seq, Key: key, Value: value}
+		inv := Op{Process: process, Type: Invoke, F: f, Seq: seq, Key: key, Value: value}
 		w.History.Add(inv)
 		// The record's own context is not ctx: the end of the run must not
 		// abort sends in flight, which would only make them indeterminate.
