@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics fuzz lint soak faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share fuzz lint soak faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -139,6 +139,15 @@ bench-security:
 # two fresh nodes in alternating order; prints medians and their ratio
 bench-metrics:
 	$(GO) run ./bench/cmd/metricscost -rounds $(or $(ROUNDS),5)
+
+# the share-group benchmark (KIP-932): one fresh node per target and
+# round, gregor and kafka alternated, ROUNDS rounds (default 3): share
+# consume throughput with kafka-share-consumer-perf-test (1 and 4
+# consumers on 1 and 16 partitions), acknowledgement flush latency, and
+# how late an expired lock's records reach another member; rewrites the
+# share section of bench/RESULTS.md and keeps the rest
+bench-share:
+	$(GO) run ./bench/cmd/sharebench -rounds $(or $(ROUNDS),3)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -130,6 +130,18 @@ func (ri *runInfo) alternate(ctx context.Context, log *slog.Logger, what string,
 	return nil
 }
 
+// describeSingleNodes describes the single nodes integration.StartNode
+// starts for each of targets.
+func (ri *runInfo) describeSingleNodes(targets []string) {
+	for _, t := range targets {
+		if t == "kafka" {
+			ri.Describe[t] = "Apache Kafka " + integration.KafkaVersion + " (kafka_2.13 from Maven Central), `-Xms1G -Xmx1G` and kafka-server-start.sh's G1 flags"
+		} else {
+			ri.Describe[t] = "`./cmd/gregor` built from this commit"
+		}
+	}
+}
+
 // noteCluster records c's description and, for the first cluster, node
 // 1's properties.
 func (ri *runInfo) noteCluster(target string, c *integration.Cluster) {

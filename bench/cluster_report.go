@@ -15,9 +15,10 @@ import (
 // bench`) and, after it, marked sections that other commands rewrite: the
 // cluster one (RenderCluster, `make bench-cluster`), the replication one
 // (RenderReplication, `make bench-replication`), the security one
-// (RenderSecurity, `make bench-security`) and the metrics-cost one
-// (RenderMetricsCost, `make bench-metrics`). Each writer keeps what the
-// others wrote.
+// (RenderSecurity, `make bench-security`), the metrics-cost one
+// (RenderMetricsCost, `make bench-metrics`) and the share-group one
+// (RenderShare, `make bench-share`). Each writer keeps what the others
+// wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
 	clusterEnd       = "<!-- cluster bench: end -->"
@@ -76,7 +77,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 func KeepSections(old, fresh []byte) []byte {
 	type span struct{ start, end int }
 	var kept []span
-	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection()} {
+	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection()} {
 		if start, end, ok := s.cut(old); ok {
 			kept = append(kept, span{start, end})
 		}

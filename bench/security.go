@@ -218,13 +218,7 @@ func ExecuteSecurity(ctx context.Context, cfg SecurityConfig) (*SecurityRun, err
 		return nil, fmt.Errorf("creating the test PKI: %w", err)
 	}
 	run := &SecurityRun{Config: cfg, runInfo: newRunInfo(), Payload: lb.payloadDesc, NoAuthorizer: map[string]string{}, TLS: map[string]string{}}
-	for _, t := range cfg.Targets {
-		if t == "kafka" {
-			run.Describe[t] = "Apache Kafka " + integration.KafkaVersion + " (kafka_2.13 from Maven Central), `-Xms1G -Xmx1G` and kafka-server-start.sh's G1 flags"
-		} else {
-			run.Describe[t] = "`./cmd/gregor` built from this commit"
-		}
-	}
+	run.describeSingleNodes(cfg.Targets)
 	var commands commandLog
 	err = run.alternate(ctx, cfg.Log, "security bench", cfg.Targets, cfg.Rounds, func(round int, t string) Round {
 		sr := &secRound{cfg: cfg, run: run, tools: lb.tools, commands: &commands, loadgen: lb.loadgen, payloadFile: lb.payloadFile,

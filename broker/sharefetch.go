@@ -48,9 +48,11 @@ package broker
 //   - A member's records are released when its session closes, its
 //     connection drops or their locks expire; a broker forgets a group's
 //     share partitions when the group's last session on it closes.
-//   - A waiting fetch is woken by new records only, not by records that
-//     become available again (released, expired): they are handed out at
-//     the next fetch.
+//   - A waiting fetch is woken by new records, and by records of its
+//     partitions that become acquirable again (locks expired, records
+//     released, acknowledgements freeing room under the in-flight limit),
+//     the longest waiting first, as Kafka completes its delayed share
+//     fetches then.
 //   - ShareAcquireMode record_limit (v2) is served as batch_optimized.
 //
 // Locks: shareManager.mu guards the maps of partitions and sessions and is
@@ -113,6 +115,46 @@ type sharePart struct {
 	p           *sharepart.Partition // nil until taken up
 	leaderEpoch int32
 	stateEpoch  int32
+	// waiters are the parked fetches of the partition's members, oldest
+	// first. When records may have become acquirable again (locks
+	// expired, records released, acknowledgements that free room under
+	// the in-flight limit) the oldest is signalled; a woken fetch that
+	// acquires records signals the next: Kafka tries its delayed share
+	// fetches in the order they were parked, so the member that waited
+	// longest is offered the records first.
+	waiters []chan struct{}
+}
+
+// watchLocked parks wake at the end of the partition's waiters (sp.mu
+// held).
+func (sp *sharePart) watchLocked(wake chan struct{}) {
+	sp.waiters = append(sp.waiters, wake)
+}
+
+func (sp *sharePart) unwatch(wake chan struct{}) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for i, w := range sp.waiters {
+		if w == wake {
+			sp.waiters = append(sp.waiters[:i], sp.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// wakeLocked signals the oldest parked fetch of the partition, without
+// blocking, and takes it off the list (sp.mu held): what it waits for
+// (records past the log end) is no longer all it could be handed.
+func (sp *sharePart) wakeLocked() {
+	if len(sp.waiters) == 0 {
+		return
+	}
+	w := sp.waiters[0]
+	sp.waiters = sp.waiters[1:]
+	select {
+	case w <- struct{}{}:
+	default:
+	}
 }
 
 func newShareManager(b *Broker) *shareManager {
@@ -271,10 +313,15 @@ func (m *shareManager) persist(ctx context.Context, sp *sharePart) error {
 	return err
 }
 
-// expireLocks releases the records whose locks expired, every 100ms, and
-// writes the changes.
+// expireLocks releases the records whose locks expired and writes the
+// changes. It looks at every share partition at least every 100ms and,
+// in between, at the earliest lock deadline it saw: a lock (at least the
+// 1 s group.share.min.record.lock.duration.ms allows) is seen by a pass
+// well before it expires, so records come back when their lock ends, not
+// up to a tick later.
 func (m *shareManager) expireLocks(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
+	const every = 100 * time.Millisecond
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -289,16 +336,22 @@ func (m *shareManager) expireLocks(ctx context.Context) {
 		}
 		m.mu.Unlock()
 		now := m.b.now().UnixMilli()
+		next := now + every.Milliseconds()
 		for _, sp := range parts {
 			sp.mu.Lock()
 			if sp.p != nil && sp.p.NextDeadline() > 0 && sp.p.NextDeadline() <= now {
 				st := m.b.shareSettings(sp.key.Group)
 				if sp.p.Expire(now, st.limits) {
+					sp.wakeLocked()
 					_ = m.persist(ctx, sp)
 				}
 			}
+			if sp.p != nil && sp.p.NextDeadline() > 0 {
+				next = min(next, sp.p.NextDeadline())
+			}
 			sp.mu.Unlock()
 		}
+		t.Reset(max(time.Duration(next-m.b.now().UnixMilli())*time.Millisecond, time.Millisecond))
 	}
 }
 
@@ -436,6 +489,7 @@ func (m *shareManager) closeSession(ctx context.Context, group, member string, s
 	for _, sp := range parts {
 		sp.mu.Lock()
 		if sp.p != nil && sp.p.ReleaseMember(member, st.limits) {
+			sp.wakeLocked()
 			_ = m.persist(ctx, sp)
 		}
 		sp.mu.Unlock()
@@ -523,6 +577,7 @@ func (m *shareManager) acknowledge(ctx context.Context, r *network.Request, grou
 	if code, msg := sp.p.Acknowledge(member, a.batches, b.now().UnixMilli(), st.limits); code != 0 {
 		return code, msg
 	}
+	sp.wakeLocked()
 	if err := m.persist(ctx, sp); err != nil {
 		return persisterErrorCode(err), err.Error()
 	}
@@ -686,12 +741,46 @@ func (o *shareFetchOut) partition(id sharePartitionID) *kmsg.ShareFetchResponseT
 	return &o.resp.Topics[ti].Partitions[len(o.resp.Topics[ti].Partitions)-1]
 }
 
-// acquire reads and acquires records of the session's partitions for member.
+// acquire reads and acquires records of the session's partitions for
+// member. A read that waits for new records is abandoned, and the
+// partitions looked at again, when one of them signals that records may
+// be acquirable below the log end (sharePart.wakeLocked).
 func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kmsg.ShareFetchRequest, group, member string, ids []sharePartitionID, st shareSettings, out *shareFetchOut) {
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	wake := make(chan struct{}, 1)
+	woken := false
+	for {
+		parts, got := m.read(ctx, r, req, group, member, ids, st, out, time.Until(deadline), wake)
+		if got == nil && parts != nil && ctx.Err() == nil {
+			woken = true
+			continue // look again, with what is left of the wait
+		}
+		if got != nil {
+			m.take(member, req, parts, got, st, out, woken)
+		}
+		return
+	}
+}
+
+// read selects the partitions that can hand out records, parks a read of
+// them for up to wait, and returns them with what was read; or them and
+// nil when wake was signalled first (their abandoned read completes in
+// the purgatory later, unread); or nil, nil when there was nothing to read
+// or ctx ended.
+func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.ShareFetchRequest, group, member string, ids []sharePartitionID, st shareSettings, out *shareFetchOut, wait time.Duration, wake chan struct{}) ([]*sharePart, []replica.FetchEntry) {
 	b := m.b
 	img := b.meta.Image()
 	var entries []replica.FetchEntry
 	var parts []*sharePart
+	defer func() {
+		for _, sp := range parts {
+			sp.unwatch(wake)
+		}
+	}()
+	select { // a signal left from an earlier pass
+	case <-wake:
+	default:
+	}
 	for _, id := range ids {
 		t := img.TopicsByID[protocol.UUID(id.topic)]
 		fail := func(code int16, msg string) {
@@ -725,6 +814,9 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 		next, can := int64(0), false
 		if code == 0 {
 			next, can = sp.p.NextFetchOffset(), sp.p.CanAcquire(st.limits)
+			if can {
+				sp.watchLocked(wake)
+			}
 		}
 		sp.mu.Unlock()
 		if code != 0 {
@@ -738,21 +830,36 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 		parts = append(parts, sp)
 	}
 	if len(entries) == 0 {
-		return
+		return nil, nil
 	}
 	done := make(chan []replica.FetchEntry, 1)
 	isolation := replica.ReadUncommitted
 	if st.isolation == "read_committed" {
 		isolation = replica.ReadCommitted
 	}
-	b.replicas.Fetch(replica.FetchParams{ReplicaID: -1, ReplicaEpoch: -1, MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond,
+	b.replicas.Fetch(replica.FetchParams{ReplicaID: -1, ReplicaEpoch: -1, MaxWait: max(wait, 0),
 		MinBytes: max(req.MinBytes, 1), MaxBytes: req.MaxBytes, Isolation: isolation}, entries, shareFetchDone(done))
-	var got []replica.FetchEntry
 	select {
-	case got = <-done:
-	case <-ctx.Done():
-		return
+	case got := <-done: // read at once: taken even if a wake came too
+		return parts, got
+	default:
 	}
+	select {
+	case got := <-done:
+		return parts, got
+	case <-wake:
+		return parts, nil
+	case <-ctx.Done():
+		return nil, nil
+	}
+}
+
+// take acquires for member what read got of parts, and writes the
+// acquired records into out. A fetch woken by a partition that acquires
+// records from it passes the signal on to the partition's next waiter
+// (there may be more than it took).
+func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []*sharePart, got []replica.FetchEntry, st shareSettings, out *shareFetchOut, woken bool) {
+	b := m.b
 	left := int64(req.MaxRecords)
 	if req.Version == 0 || left <= 0 {
 		left = 500
@@ -784,6 +891,9 @@ func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kms
 			// archived as they are acquired, never delivered.
 			for _, ab := range abortedBatches(data, e.Result.AbortedTransactions) {
 				acquired = sp.p.ArchiveAcquired(member, ab.First, ab.Last, acquired)
+			}
+			if woken && len(acquired) > 0 {
+				sp.wakeLocked()
 			}
 		}
 		sp.mu.Unlock()

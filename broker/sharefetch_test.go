@@ -321,10 +321,16 @@ func TestShareLockExpiryRedelivers(t *testing.T) {
 	if got := acquiredOf(b); len(got) != 0 {
 		t.Fatalf("b acquired records a holds: %+v", got)
 	}
-	time.Sleep(1500 * time.Millisecond)
-	b = call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-b", 1, topic, 2000))
+	// b's next fetch waits up to 10 s for records; a's lock expiring
+	// wakes it (long before the wait ends), as Kafka completes a delayed
+	// share fetch when records become acquirable again.
+	start := time.Now()
+	b = call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-b", 1, topic, 10000))
 	if got := acquiredOf(b); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 9 || got[0].DeliveryCount != 2 {
 		t.Fatalf("after a's lock expired b acquired %+v", got)
+	}
+	if waited := time.Since(start); waited > 8*time.Second {
+		t.Fatalf("b's fetch was answered after %s: the lock's expiry did not wake it", waited)
 	}
 	ack := kmsg.NewPtrShareAcknowledgeRequest()
 	ack.SetVersion(2)

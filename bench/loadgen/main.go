@@ -79,7 +79,7 @@ func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|produce-latency|first-produce|group-stable|commits|compaction|txn-produce|txn-e2e [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen payloads|produce|consume|e2e|produce-latency|first-produce|group-stable|commits|compaction|txn-produce|txn-e2e|share-ack|share-lock-expiry [flags]")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -97,7 +97,7 @@ func main() {
 	rate := fs.Int("rate", 1000, "records per second (e2e)")
 	duration := fs.Duration("duration", 20*time.Second, "how long to produce (e2e) or commit (commits)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "bound on the whole mode")
-	group := fs.String("group", "", "consumer group (group-stable, commits)")
+	group := fs.String("group", "", "consumer group (group-stable, commits) or share group (share-ack)")
 	members := fs.Int("members", 30, "group members, one client each (group-stable)")
 	protocol := fs.String("protocol", "classic", "group protocol: classic or consumer (KIP-848) (group-stable)")
 	committers := fs.Int("committers", 1, "concurrent committers, one client each (commits)")
@@ -107,6 +107,9 @@ func main() {
 	tlsCA := fs.String("tls-ca", "", "PEM file of the CA certificates to trust: connect over TLS")
 	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain (mTLS; with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "PEM client private key (mTLS; with -tls-cert)")
+	maxRecords := fs.Int("max-records", 500, "records a share consumer's poll returns at most (share-ack)")
+	samples := fs.Int("samples", 5, "measurements (share-lock-expiry)")
+	lock := fs.Duration("lock", 2*time.Second, "the brokers' group.share.record.lock.duration.ms (share-lock-expiry)")
 	create := fs.Bool("create", true, "create the topic first (produce, e2e, produce-latency)")
 	_ = fs.Parse(os.Args[2:])
 	if *tlsCA != "" {
@@ -145,6 +148,10 @@ func main() {
 		res, err = txnProduce(ctx, *bootstrap, *topic, *partitions, *records, *perTxn, *payloadFile)
 	case "txn-e2e":
 		res, err = txnEndToEnd(ctx, *bootstrap, *topic, *partitions, *rate, *perTxn, *duration, *payloadFile)
+	case "share-ack":
+		res, err = shareAck(ctx, *bootstrap, *topic, *group, *records, *maxRecords)
+	case "share-lock-expiry":
+		res, err = shareLockExpiry(ctx, *bootstrap, *topic, *samples, *lock)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

@@ -74,7 +74,10 @@ const (
 	// otherwise.
 	ShareAccept Func = "share-accept"
 	// ShareFinal is the share group's state at the end: Offsets holds
-	// each partition's share-partition start offset, Ends its end offset.
+	// each partition's share-partition start offset, Lags its lag as
+	// DescribeShareGroupOffsets gives it (KIP-1226: records from the start
+	// offset to the end not yet accepted or archived; -1 unknown), Ends
+	// its end offset.
 	ShareFinal Func = "share-final"
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
@@ -114,6 +117,7 @@ type Op struct {
 
 	Records []Record          `json:"records,omitempty"`
 	Offsets map[int32]int64   `json:"offsets,omitempty"`
+	Lags    map[int32]int64   `json:"lags,omitempty"`
 	Ends    map[int32]int64   `json:"ends,omitempty"`
 	Configs map[string]string `json:"configs,omitempty"`
 	Error   string            `json:"error,omitempty"`

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ShareWorkload is the suite's queue of share-group consumers (KIP-932):
@@ -54,31 +53,19 @@ const ShareDeliveryLimit = 5
 // brokers allow by default (15 s), so that records held by a member cut
 // off from the cluster come back within a run.
 func ConfigureShareGroup(ctx context.Context, cl *kgo.Client, group string) error {
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	for k, v := range map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"} {
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = k, kmsg.StringPtr(v)
-		res.Configs = append(res.Configs, c)
-	}
-	req.Resources = append(req.Resources, res)
-	var last error
+	configs := map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"}
+	var err error
 	for attempt := 0; attempt < 30; attempt++ {
-		resp, err := req.RequestWith(ctx, cl)
-		if err == nil {
-			if err = kerr.ErrorForCode(resp.Resources[0].ErrorCode); err == nil {
-				return nil
-			}
+		if err = integration.SetGroupConfigs(ctx, cl, group, configs); err == nil {
+			return nil
 		}
-		last = err
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("configuring share group %s: %w", group, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
-	return fmt.Errorf("configuring share group %s: %w", group, last)
+	return err
 }
 
 // Run runs the producer and the members until ctx ends and the members
@@ -140,8 +127,8 @@ func (w *ShareWorkload) Run(ctx context.Context, adm *kadm.Client) error {
 }
 
 // settled is "" once every acknowledged send was handed to a member and
-// every partition's share-partition start offset is at its end offset
-// (every record accepted or archived), or else what is still missing.
+// no partition has records left to deliver (shareBehind), or else what is
+// still missing.
 // A record whose acceptance was applied but never confirmed is not handed
 // over again, so confirmations alone cannot tell.
 func (w *ShareWorkload) settled(ctx context.Context, adm *kadm.Client) string {
@@ -163,21 +150,20 @@ func (w *ShareWorkload) settled(ctx context.Context, adm *kadm.Client) string {
 	if undelivered > 0 {
 		return fmt.Sprintf("%d acknowledged sends not handed over", undelivered)
 	}
-	starts, ends, err := w.offsets(ctx, adm)
+	final, err := w.offsets(ctx, adm)
 	if err != nil {
 		return err.Error()
 	}
-	for p, end := range ends {
-		if start, ok := starts[p]; end > 0 && (!ok || start < end) {
-			return fmt.Sprintf("partition %d: start offset %s, end offset %d", p, committedString(start, ok), end)
-		}
+	if behind := shareBehind(final); len(behind) > 0 {
+		return behind[0]
 	}
 	return ""
 }
 
-// offsets are the group's share-partition start offsets and the topic's
-// end offsets, by partition.
-func (w *ShareWorkload) offsets(ctx context.Context, adm *kadm.Client) (starts, ends map[int32]int64, err error) {
+// offsets are the group's share-partition start offsets and lags
+// (DescribeShareGroupOffsets) and the topic's end offsets, by partition,
+// as a ShareFinal op.
+func (w *ShareWorkload) offsets(ctx context.Context, adm *kadm.Client) (Op, error) {
 	listed, err := adm.ListEndOffsets(ctx, w.Topic)
 	if err == nil {
 		err = listed.Error()
@@ -190,17 +176,17 @@ func (w *ShareWorkload) offsets(ctx context.Context, adm *kadm.Client) (starts, 
 		err = described.Error()
 	}
 	if err != nil {
-		return nil, nil, err
+		return Op{}, err
 	}
-	starts, ends = map[int32]int64{}, map[int32]int64{}
-	listed.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+	op := Op{Process: "share-final", Type: OK, F: ShareFinal, Offsets: map[int32]int64{}, Lags: map[int32]int64{}, Ends: map[int32]int64{}}
+	listed.Each(func(o kadm.ListedOffset) { op.Ends[o.Partition] = o.Offset })
 	for p, o := range described[w.Group].Offsets[w.Topic] {
 		if o.Err != nil {
-			return nil, nil, fmt.Errorf("share group %s, partition %d: %w", w.Group, p, o.Err)
+			return Op{}, fmt.Errorf("share group %s, partition %d: %w", w.Group, p, o.Err)
 		}
-		starts[p] = o.StartOffset
+		op.Offsets[p], op.Lags[p] = o.StartOffset, o.Lag
 	}
-	return starts, ends, nil
+	return op, nil
 }
 
 // member is one share consumer until ctx ends.
@@ -275,9 +261,9 @@ func (w *ShareWorkload) member(ctx context.Context, process string) error {
 // topic's end offsets.
 func (w *ShareWorkload) recordFinal(ctx context.Context, adm *kadm.Client) error {
 	for {
-		starts, ends, err := w.offsets(ctx, adm)
+		op, err := w.offsets(ctx, adm)
 		if err == nil {
-			w.History.Add(Op{Process: "share-final", Type: OK, F: ShareFinal, Offsets: starts, Ends: ends})
+			w.History.Add(op)
 			return nil
 		}
 		select {

@@ -12,9 +12,8 @@ import (
 const (
 	// ShareLost: an acknowledged send that no member was ever handed.
 	ShareLost Kind = "share-lost"
-	// ShareStuck: at the end, a partition's share-partition start offset
-	// is below its end offset: records neither accepted nor archived, or
-	// a start offset that went back.
+	// ShareStuck: at the end, a partition still has records to deliver
+	// (shareBehind).
 	ShareStuck Kind = "share-stuck"
 	// ShareAcceptedAgain: a record handed over again after a member's
 	// acceptance of it was confirmed.
@@ -124,16 +123,37 @@ func CheckShare(ops []Op) ShareSummary {
 		add(ShareStuck, "no final share-group offsets: nothing shows that the %d acknowledged records were all accepted or archived", s.Acked)
 		return s
 	}
+	for _, b := range shareBehind(*final) {
+		add(ShareStuck, "%s", b)
+	}
+	return s
+}
+
+// shareBehind describes each partition of a ShareFinal op that still has
+// records neither accepted nor archived: a lag above 0 where the broker
+// gives one (KIP-1226; Kafka's start offset may stay behind records
+// already accepted, which the lag counts as delivered), else a start
+// offset below the end offset.
+func shareBehind(final Op) []string {
 	var ps []int32
 	for p := range final.Ends {
 		ps = append(ps, p)
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	var out []string
 	for _, p := range ps {
 		end := final.Ends[p]
-		if start, ok := final.Offsets[p]; end > 0 && (!ok || start < end) {
-			add(ShareStuck, "partition %d: share-partition start offset %s, end offset %d", p, committedString(start, ok), end)
+		start, known := final.Offsets[p]
+		lag, hasLag := final.Lags[p]
+		switch {
+		case end == 0:
+		case hasLag && lag >= 0:
+			if lag > 0 {
+				out = append(out, fmt.Sprintf("partition %d: lag %d (start offset %d, end offset %d)", p, lag, start, end))
+			}
+		case !known || start < end:
+			out = append(out, fmt.Sprintf("partition %d: share-partition start offset %s, end offset %d, no lag given", p, committedString(start, known), end))
 		}
 	}
-	return s
+	return out
 }

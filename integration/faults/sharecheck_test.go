@@ -40,6 +40,10 @@ func (b *builder) shareFinal(starts, ends map[int32]int64) {
 	b.add(Op{Process: "share-final", Type: OK, F: ShareFinal, Offsets: starts, Ends: ends})
 }
 
+func (b *builder) shareFinalLags(starts, lags, ends map[int32]int64) {
+	b.add(Op{Process: "share-final", Type: OK, F: ShareFinal, Offsets: starts, Lags: lags, Ends: ends})
+}
+
 func TestCheckShareCleanRun(t *testing.T) {
 	b := shareHistory()
 	b.shareFinal(map[int32]int64{0: 2, 1: 1}, map[int32]int64{0: 2, 1: 1, 2: 0})
@@ -49,6 +53,13 @@ func TestCheckShareCleanRun(t *testing.T) {
 	}
 	if s.Acked != 3 || s.Polls != 3 || s.Delivered != 4 || s.Redelivered != 1 || s.AcceptsOK != 2 || s.AcceptsUnknown != 1 || s.Accepted != 3 || s.MaxDeliveries != 2 {
 		t.Fatalf("counts: %+v", s)
+	}
+	// Kafka 4.3 leaves the persisted start offset behind records it has
+	// accepted; a lag of 0 says they are done.
+	b = shareHistory()
+	b.shareFinalLags(map[int32]int64{0: 0, 1: 0}, map[int32]int64{0: 0, 1: 0}, map[int32]int64{0: 2, 1: 1})
+	if s := CheckShare(b.ops); len(s.Violations) > 0 {
+		t.Fatalf("violations with start offsets behind and lags 0:\n%s", s)
 	}
 	// The queue checker ignores the share operations.
 	if q := Check(b.ops); q.Sends != 0 || q.Polls != 0 {
@@ -71,6 +82,12 @@ func TestCheckShareViolations(t *testing.T) {
 		"no final offsets": {ShareStuck, func(b *builder) {}},
 		"start offset behind the end": {ShareStuck, func(b *builder) {
 			b.shareFinal(map[int32]int64{0: 1, 1: 1}, map[int32]int64{0: 2, 1: 1})
+		}},
+		"lag above 0": {ShareStuck, func(b *builder) {
+			b.shareFinalLags(map[int32]int64{0: 2, 1: 0}, map[int32]int64{0: 0, 1: 1}, map[int32]int64{0: 2, 1: 1})
+		}},
+		"lag unknown and start offset behind": {ShareStuck, func(b *builder) {
+			b.shareFinalLags(map[int32]int64{0: 2, 1: 0}, map[int32]int64{0: -1, 1: -1}, map[int32]int64{0: 2, 1: 1})
 		}},
 		"partition with records and no start offset": {ShareStuck, func(b *builder) {
 			b.shareFinal(map[int32]int64{0: 2}, map[int32]int64{0: 2, 1: 1})
