@@ -24,7 +24,9 @@ const (
 func shareScenarios() []Scenario {
 	return []Scenario{
 		{Name: "cli/share-groups-offsets", Doc: "kafka-share-groups --describe (start offset and lag after a console share consumer read everything), --reset-offsets --to-earliest --execute (the records are delivered again), --delete-offsets, --delete", Run: cliShareGroupsOffsets},
-		{Name: "verify/share-consumer", Doc: "VerifiableProducer (idempotent, acks=-1) then VerifiableShareConsumer (sync acknowledgements, earliest) reads every acknowledged record exactly once and acknowledges them all", Run: verifyShareConsumer},
+		{Name: "verify/share-consumer", Doc: "VerifiableProducer (idempotent, acks=-1) then VerifiableShareConsumer (sync acknowledgements, earliest) reads every acknowledged record exactly once and acknowledges them all", Run: verifyShareConsumer("sync")},
+		{Name: "verify/share-consumer-async", Doc: "as verify/share-consumer with --acknowledgement-mode async (commitAsync after each poll, results through the acknowledgement commit callback)", Run: verifyShareConsumer("async")},
+		{Name: "verify/share-consumer-auto", Doc: "as verify/share-consumer with --acknowledgement-mode auto (acknowledgements piggy-backed on the next poll, no commit call)", Run: verifyShareConsumer("auto")},
 		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
@@ -265,7 +267,14 @@ func cliShareGroupsOffsets(ctx context.Context, e *Env) error {
 	return nil
 }
 
-func verifyShareConsumer(ctx context.Context, e *Env) error {
+// verifyShareConsumer is the verify/share-consumer scenario with
+// VerifiableShareConsumer's --acknowledgement-mode mode (auto, sync or
+// async).
+func verifyShareConsumer(mode string) func(ctx context.Context, e *Env) error {
+	return func(ctx context.Context, e *Env) error { return verifyShareConsumerMode(ctx, e, mode) }
+}
+
+func verifyShareConsumerMode(ctx context.Context, e *Env, mode string) error {
 	const n = 2000
 	topic := e.Name("verifiable-share")
 	if err := createTopic(ctx, e, topic, 3); err != nil {
@@ -279,7 +288,7 @@ func verifyShareConsumer(ctx context.Context, e *Env) error {
 	// timeout ends it and the check says which.
 	cout, cerr := e.Java(ctx, 2*time.Minute, SetKafka, mainVerShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
 		"--group-id", e.Name("verifiable-share-group"), "--max-messages", fmt.Sprint(n), "--offset-reset-strategy", "earliest",
-		"--acknowledgement-mode", "sync", "--verbose")
+		"--acknowledgement-mode", mode, "--verbose")
 	cev, err := ParseVerifiable(cout.Stdout)
 	if err != nil {
 		return err
