@@ -22,11 +22,15 @@
 // acknowledgements of one request apply to a partition all or nothing;
 // the SPSO moves past every leading terminal offset.
 //
-// Deliberate differences: Kafka's delivery-count throttling (records near
-// the limit handed out in smaller groups, KIP-1222's last attempt alone)
-// is not done; offsets in the window with no record (compacted away, or
-// transaction markers) are acquired with the batches around them, and the
-// client acknowledges them as gaps, as Kafka's client does.
+// Delivery-count throttling (Kafka 4.2+) is done as Kafka does it, span
+// by span: records delivered at least half the limit times go out in
+// groups halved with each further delivery, and a record on its last
+// attempt alone (throttle).
+//
+// Deliberate differences: offsets in the window with no record
+// (compacted away, or transaction markers) are acquired with the batches
+// around them, and the client acknowledges them as gaps, as Kafka's
+// client does.
 //
 // A Partition is not safe for concurrent use: its owner (the share
 // partition manager) holds a lock around every call.
@@ -245,10 +249,27 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 			last := min(b.Last, p.end-1)
 			p.split(first)
 			p.split(last + 1)
-			for i := range p.spans {
+			for i := 0; i < len(p.spans); i++ {
 				s := &p.spans[i]
 				if s.first < first || s.last > last || s.state != Available || left <= 0 {
 					continue
+				}
+				if n, throttled := throttle(s.deliveries, b.Last-b.First+1, lim.DeliveryLimit); throttled {
+					// Records delivered often already go out in
+					// smaller groups, and on their last attempt alone,
+					// so that a record that makes its consumer fail
+					// does not use up the attempts of its neighbours.
+					if len(out) > 0 {
+						p.normalize()
+						return out
+					}
+					p.split(s.first + min(n, s.count()))
+					s = &p.spans[i]
+					s.state, s.owner, s.deadline = Acquired, member, deadline
+					s.deliveries++
+					out = appendAcquired(out, AcquiredRecords{First: s.first, Last: s.last, Deliveries: s.deliveries})
+					p.normalize()
+					return out
 				}
 				s.state, s.owner, s.deadline = Acquired, member, deadline
 				s.deliveries++
@@ -273,6 +294,24 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 	}
 	p.normalize()
 	return out
+}
+
+// throttle is Kafka's delivery-count throttling (4.2+) for available
+// records delivered deliveries times already, in a log batch of
+// batchSize records: from half the delivery limit (rounded up, at least
+// 2) on, an acquisition takes at most n of them (batchSize halved for
+// each delivery from that point, at least one) and nothing after them,
+// and only if it has taken nothing before them; a record on its last
+// attempt (a limit above 2) goes alone.
+func throttle(deliveries int16, batchSize int64, limit int16) (n int64, throttled bool) {
+	if limit > 2 && deliveries == limit-1 {
+		return 1, true
+	}
+	from := max(2, (limit+1)/2)
+	if deliveries < from {
+		return 0, false
+	}
+	return max(1, batchSize>>(deliveries-from+1)), true
 }
 
 // ArchiveAcquired archives what member just acquired of [first, last]

@@ -177,11 +177,16 @@ func TestRestoreAndStateBatches(t *testing.T) {
 	if p.Start() != 9 || p.NextFetchOffset() != 9 || p.End() != 14 {
 		t.Fatalf("start %d next %d end %d, want 9, 9 and 14", p.Start(), p.NextFetchOffset(), p.End())
 	}
+	// 10-12 are on their last attempt (limit 3): not with 9, and alone.
 	got := p.Acquire("a", batches(9, 13), 100, 0, testLimits)
-	if want := []AcquiredRecords{{9, 9, 1}, {10, 12, 3}}; !reflect.DeepEqual(got, want) {
+	if want := []AcquiredRecords{{9, 9, 1}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("acquired %v, want %v", got, want)
 	}
-	want := []StateBatch{{9, 9, Available, 1}, {10, 12, Available, 3}, {13, 13, Acknowledged, 1}}
+	got = p.Acquire("a", batches(9, 13), 100, 0, testLimits)
+	if want := []AcquiredRecords{{10, 10, 3}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	want := []StateBatch{{9, 9, Available, 1}, {10, 10, Available, 3}, {11, 12, Available, 2}, {13, 13, Acknowledged, 1}}
 	if got := p.StateBatches(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("state batches %v, want %v", got, want)
 	}
@@ -219,5 +224,46 @@ func TestArchiveAcquired(t *testing.T) {
 	}
 	if p.Start() != 15 || p.InFlight() != 0 {
 		t.Fatalf("start %d in flight %d: the archived batch holds the start back", p.Start(), p.InFlight())
+	}
+}
+
+// TestDeliveryCountThrottling: with Kafka's default limit of 5, records
+// delivered three times go out half a log batch at a time, and records on
+// their fifth (last) attempt one at a time; throttled records are never
+// handed out with others taken before them.
+func TestDeliveryCountThrottling(t *testing.T) {
+	lim := Limits{DeliveryLimit: 5, MaxInFlight: 1000, LockMs: 1000}
+	p := NewPartition(0)
+	log := batches(0, 99, 100, 109)
+	release := func(first, last int64) {
+		t.Helper()
+		if code, _ := p.Acknowledge("a", []AckBatch{{First: first, Last: last, Types: []AckType{AckRelease}}}, 0, lim); code != 0 {
+			t.Fatalf("release %d-%d: code %d", first, last, code)
+		}
+	}
+	acquire := func(want ...AcquiredRecords) {
+		t.Helper()
+		if got := p.Acquire("a", log, 500, 0, lim); !reflect.DeepEqual(got, want) {
+			t.Fatalf("acquired %v, want %v", got, want)
+		}
+	}
+	acquire(AcquiredRecords{0, 109, 1})
+	release(0, 99) // 100-109 stay acquired, delivered once
+	acquire(AcquiredRecords{0, 99, 2})
+	release(0, 99)
+	acquire(AcquiredRecords{0, 99, 3})
+	release(0, 99)
+	// Delivered three times (half of 5, rounded up): 100 >> 1 at a time.
+	acquire(AcquiredRecords{0, 49, 4})
+	acquire(AcquiredRecords{50, 99, 4})
+	// Available records before throttled ones go first, alone.
+	release(100, 109)
+	release(0, 49)
+	acquire(AcquiredRecords{0, 0, 5})
+	acquire(AcquiredRecords{1, 1, 5})
+	release(50, 50)
+	acquire(AcquiredRecords{2, 2, 5})
+	if got := p.Acquire("b", log, 500, 0, lim); len(got) != 1 || got[0].Last-got[0].First != 0 {
+		t.Fatalf("b acquired %v, want one record on its last attempt", got)
 	}
 }
