@@ -72,6 +72,7 @@ import (
 	"github.com/gregorbroker/gregor/broker/network"
 	sharepart "github.com/gregorbroker/gregor/broker/share"
 	"github.com/gregorbroker/gregor/coordinator/share"
+	"github.com/gregorbroker/gregor/metrics"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/vfs"
@@ -90,6 +91,9 @@ type shareManager struct {
 	// and their members' records released, when it goes (Kafka's
 	// ConnectionDisconnectListener).
 	conns map[*network.Conn]map[shareSessionKey]bool
+	// acks count the records acknowledged, by AcknowledgeTypes value
+	// (ShareGroupMetrics' RecordAcknowledgementsPerSec).
+	acks [sharepart.AckRenew + 1]metrics.Counter
 }
 
 type shareSessionKey struct{ group, member string }
@@ -123,12 +127,17 @@ type sharePart struct {
 	// fetches in the order they were parked, so the member that waited
 	// longest is offered the records first.
 	waiters []chan struct{}
+	// lockTimeouts counts the expiry passes that released records of the
+	// partition (SharePartitionMetrics' AcquisitionLockTimeoutPerSec).
+	lockTimeouts uint64
 }
 
-// watchLocked parks wake at the end of the partition's waiters (sp.mu
-// held).
+// watchLocked parks wake at the end of the partition's waiters, unless
+// it is among them already (sp.mu held).
 func (sp *sharePart) watchLocked(wake chan struct{}) {
-	sp.waiters = append(sp.waiters, wake)
+	if !slices.Contains(sp.waiters, wake) {
+		sp.waiters = append(sp.waiters, wake)
+	}
 }
 
 func (sp *sharePart) unwatch(wake chan struct{}) {
@@ -342,6 +351,7 @@ func (m *shareManager) expireLocks(ctx context.Context) {
 			if sp.p != nil && sp.p.NextDeadline() > 0 && sp.p.NextDeadline() <= now {
 				st := m.b.shareSettings(sp.key.Group)
 				if sp.p.Expire(now, st.limits) {
+					sp.lockTimeouts++
 					sp.wakeLocked()
 					_ = m.persist(ctx, sp)
 				}
@@ -577,6 +587,7 @@ func (m *shareManager) acknowledge(ctx context.Context, r *network.Request, grou
 	if code, msg := sp.p.Acknowledge(member, a.batches, b.now().UnixMilli(), st.limits); code != 0 {
 		return code, msg
 	}
+	m.countAcknowledged(a.batches)
 	sp.wakeLocked()
 	if err := m.persist(ctx, sp); err != nil {
 		return persisterErrorCode(err), err.Error()
@@ -676,6 +687,8 @@ func (m *shareManager) fetch(ctx context.Context, r *network.Request, req *kmsg.
 	out := newShareFetchOut(resp)
 
 	// Acknowledgements first: what they release may be acquired below.
+	ackTopics := map[[16]byte]bool{}
+	defer b.countRequestTopics(ackTopics, b.replicas.CountShareAcknowledgement)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			if len(p.AcknowledgementBatches) == 0 {
@@ -686,6 +699,7 @@ func (m *shareManager) fetch(ctx context.Context, r *network.Request, req *kmsg.
 				a.batches = append(a.batches, sharepart.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ackTypes(ab.AcknowledgeTypes)})
 			}
 			code, msg := m.acknowledge(ctx, r, group, member, a, req.Version, req.IsRenewAck)
+			ackTopics[t.TopicID] = ackTopics[t.TopicID] || code != 0
 			rp := out.partition(a.id)
 			rp.AcknowledgeErrorCode = code
 			if msg != "" {
@@ -704,6 +718,7 @@ func (m *shareManager) fetch(ctx context.Context, r *network.Request, req *kmsg.
 	ids := append([]sharePartitionID(nil), s.order...)
 	m.mu.Unlock()
 	m.acquire(ctx, r, req, group, member, ids, st, out)
+	b.countRequestTopics(shareFetchOutcomes(resp, ids), b.replicas.CountShareFetch)
 	return resp
 }
 
@@ -748,35 +763,46 @@ func (o *shareFetchOut) partition(id sharePartitionID) *kmsg.ShareFetchResponseT
 func (m *shareManager) acquire(ctx context.Context, r *network.Request, req *kmsg.ShareFetchRequest, group, member string, ids []sharePartitionID, st shareSettings, out *shareFetchOut) {
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	wake := make(chan struct{}, 1)
+	watched := map[*sharePart]bool{}
+	defer func() {
+		for sp := range watched {
+			sp.unwatch(wake)
+		}
+	}()
 	woken := false
 	for {
 		parts, got := m.read(ctx, r, req, group, member, ids, st, out, time.Until(deadline), wake)
-		if got == nil && parts != nil && ctx.Err() == nil {
+		for _, sp := range parts {
+			watched[sp] = true
+		}
+		switch {
+		case got == nil && parts != nil && ctx.Err() == nil:
 			woken = true
 			continue // look again, with what is left of the wait
-		}
-		if got != nil {
-			m.take(member, req, parts, got, st, out, woken)
+		case got != nil:
+			taken, failed := m.take(member, req, parts, got, st, out, woken)
+			if taken == 0 && !failed && time.Now().Before(deadline) && ctx.Err() == nil {
+				// Other members took what came: wait on, in the
+				// place this fetch holds among the waiters, as Kafka
+				// keeps a delayed share fetch that acquired nothing.
+				continue
+			}
 		}
 		return
 	}
 }
 
-// read selects the partitions that can hand out records, parks a read of
-// them for up to wait, and returns them with what was read; or them and
-// nil when wake was signalled first (their abandoned read completes in
-// the purgatory later, unread); or nil, nil when there was nothing to read
-// or ctx ended.
+// read selects the partitions that can hand out records, has wake
+// signalled by them (the caller takes it off them when the request is
+// done), parks a read of them for up to wait, and returns them with what
+// was read; or them and nil when wake was signalled first (their
+// abandoned read completes in the purgatory later, unread); or nil, nil
+// when there was nothing to read or ctx ended.
 func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.ShareFetchRequest, group, member string, ids []sharePartitionID, st shareSettings, out *shareFetchOut, wait time.Duration, wake chan struct{}) ([]*sharePart, []replica.FetchEntry) {
 	b := m.b
 	img := b.meta.Image()
 	var entries []replica.FetchEntry
 	var parts []*sharePart
-	defer func() {
-		for _, sp := range parts {
-			sp.unwatch(wake)
-		}
-	}()
 	select { // a signal left from an earlier pass
 	case <-wake:
 	default:
@@ -854,11 +880,12 @@ func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.S
 	}
 }
 
-// take acquires for member what read got of parts, and writes the
-// acquired records into out. A fetch woken by a partition that acquires
-// records from it passes the signal on to the partition's next waiter
-// (there may be more than it took).
-func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []*sharePart, got []replica.FetchEntry, st shareSettings, out *shareFetchOut, woken bool) {
+// take acquires for member what read got of parts, writes the acquired
+// records into out, and returns how many it acquired and whether a
+// partition's read failed (its error is in out). A fetch woken by a
+// partition that acquires records from it passes the signal on to the
+// partition's next waiter (there may be more than it took).
+func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []*sharePart, got []replica.FetchEntry, st shareSettings, out *shareFetchOut, woken bool) (taken int64, failed bool) {
 	b := m.b
 	left := int64(req.MaxRecords)
 	if req.Version == 0 || left <= 0 {
@@ -877,6 +904,7 @@ func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []
 			} else {
 				rp.ErrorCode = kerr.KafkaStorageError.Code
 			}
+			failed = true
 			continue
 		}
 		if len(data) == 0 || left <= 0 {
@@ -904,9 +932,11 @@ func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []
 		for _, a := range acquired {
 			rp.AcquiredRecords = append(rp.AcquiredRecords, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: a.First, LastOffset: a.Last, DeliveryCount: a.Deliveries})
 			left -= a.Last - a.First + 1
+			taken += a.Last - a.First + 1
 		}
 		rp.Records = sliceBatches(data, acquired[0].First, acquired[len(acquired)-1].Last)
 	}
+	return taken, failed
 }
 
 // shareFetchDone hands a fetch's entries to a channel.
@@ -1035,6 +1065,8 @@ func (m *shareManager) acknowledgeRequest(ctx context.Context, r *network.Reques
 		return resp
 	}
 	resp.AcquisitionLockTimeoutMillis = m.b.shareSettings(group).lockTimeout
+	ackTopics := map[[16]byte]bool{}
+	defer m.b.countRequestTopics(ackTopics, m.b.replicas.CountShareAcknowledgement)
 	for _, t := range req.Topics {
 		rt := kmsg.ShareAcknowledgeResponseTopic{TopicID: t.TopicID}
 		for _, p := range t.Partitions {
@@ -1046,6 +1078,7 @@ func (m *shareManager) acknowledgeRequest(ctx context.Context, r *network.Reques
 			rp.Partition = p.Partition
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
 			code, msg := m.acknowledge(ctx, r, group, member, a, req.Version, req.IsRenewAck)
+			ackTopics[t.TopicID] = ackTopics[t.TopicID] || code != 0
 			rp.ErrorCode = code
 			if msg != "" {
 				rp.ErrorMessage = kmsg.StringPtr(msg)
