@@ -776,5 +776,6 @@ func (b *Broker) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	b.quotas.RegisterMetrics(r)
 	b.registerCoordinatorMetrics(r)
 	b.registerLagMetrics(r, perPartition)
+	b.registerShareMetrics(r, perPartition)
 	b.telemetry.RegisterMetrics(r)
 }

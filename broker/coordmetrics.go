@@ -55,6 +55,12 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 			emit.Add(float64(sum(st.ShareGroups)), "share")
 			emit.Add(0, "streams")
 		})
+		r.Collect(metrics.ShareGroupCount, func(emit *metrics.Emit) {
+			for _, s := range []string{"Empty", "Stable", "Dead"} {
+				emit.Add(float64(st.ShareGroups[s]), s)
+			}
+		})
+		r.Gauge(metrics.ShareGroupRebalanceCount, func() float64 { return float64(st.ShareRebalances) })
 		r.Collect(metrics.ConsumerGroupCount, func(emit *metrics.Emit) {
 			for _, s := range consumerStates {
 				emit.Add(float64(st.ConsumerGroups[s]), s)

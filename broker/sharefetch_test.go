@@ -1,14 +1,17 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/share"
+	"github.com/gregorbroker/gregor/metrics"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -75,6 +78,9 @@ func setGroupConfig(t *testing.T, addr, group, key, value string) {
 // record exactly once (all are accepted, no lock expires).
 func TestShareGroupTwoConsumersShareAPartition(t *testing.T) {
 	n := startShareNode(t)
+	reg := metrics.NewRegistry()
+	n.b.RegisterMetrics(reg, true)
+	n.b.replicas.RegisterMetrics(reg, true)
 	createTopicOn(t, n, "queue", 1)
 	const total = 300
 	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
@@ -156,6 +162,38 @@ func TestShareGroupTwoConsumersShareAPartition(t *testing.T) {
 		t.Fatalf("one member got nothing: a %d, b %d", by["a"], by["b"])
 	}
 	t.Logf("a %d, b %d", by["a"], by["b"])
+
+	// The share metrics saw it: the fetches and acknowledgements of the
+	// topic, the accepted records (all but the last polls', accepted when
+	// the members poll again or close), the stable group with its
+	// partition's window.
+	want := map[string]func(float64) bool{
+		`kafka_server_brokertopicmetrics_totalsharefetchrequests_total{topic="queue"}`:                   func(v float64) bool { return v >= 2 },
+		`kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total{topic="queue"}`:         func(v float64) bool { return v >= 1 },
+		`kafka_server_brokertopicmetrics_failedsharefetchrequests_total{topic="queue"}`:                  func(v float64) bool { return v == 0 },
+		`kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType="Accept"}`:                  func(v float64) bool { return v >= total/2 },
+		`kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType="Reject"}`:                  func(v float64) bool { return v == 0 },
+		`kafka_server_group_coordinator_metrics_share_group_count{state="Stable"}`:                       func(v float64) bool { return v == 1 },
+		`kafka_server_group_coordinator_metrics_share_group_rebalance_count`:                             func(v float64) bool { return v >= 1 },
+		`kafka_server_sharepartitionmetrics_inflightmessagecount{group="q",topic="queue",partition="0"}`: func(v float64) bool { return v >= 0 && v <= total },
+	}
+	var text bytes.Buffer
+	if err := reg.Write(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if name, value, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				got[name] = v
+			}
+		}
+	}
+	for series, ok := range want {
+		if v, found := got[series]; !found || !ok(v) {
+			t.Errorf("%s = %v (found %v)", series, v, found)
+		}
+	}
 }
 
 // TestShareGroupReleaseRejectAndRestart: records one member releases go to

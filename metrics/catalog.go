@@ -82,6 +82,32 @@ var (
 	FailedFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedfetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
 		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedFetchRequestsPerSec[,topic=<t>] (Count)",
 		Help:  "Partition reads that failed, but for the errors a client expects and retries, as Kafka counts them."}
+	TotalShareFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_totalsharefetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=TotalShareFetchRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "ShareFetch requests that asked this broker for records of the topic (one per topic of a request, as Kafka counts them)."}
+	FailedShareFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedsharefetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedShareFetchRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "ShareFetch requests answered with an error for a partition of the topic (one per topic of a request)."}
+	TotalShareAcknowledgementRequests = &Desc{Name: "kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=TotalShareAcknowledgementRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Requests (ShareAcknowledge, or ShareFetch carrying acknowledgements) that acknowledged records of the topic (one per topic of a request)."}
+	FailedShareAcknowledgementRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedshareacknowledgementrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedShareAcknowledgementRequestsPerSec[,topic=<t>] (Count)",
+		Help:  "Acknowledgements refused for a partition of the topic (one per topic of a request)."}
+)
+
+// Share groups on the partitions this node leads (Kafka's
+// kafka.server:type=ShareGroupMetrics and SharePartitionMetrics).
+var (
+	RecordAcknowledgements = &Desc{Name: "kafka_server_sharegroupmetrics_recordacknowledgements_total", Kind: CounterKind, Labels: []string{"ackType"},
+		MBean: "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=<Accept|Release|Reject|Renew> (Count)",
+		Help:  "Records acknowledged by share consumers, by acknowledgement type."}
+	ShareInFlightMessageCount = &Desc{Name: "kafka_server_sharepartitionmetrics_inflightmessagecount", Kind: GaugeKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount,group=<g>,topic=<t>,partition=<p>",
+		Help:  "Offsets in the share partition's in-flight window, from its start offset (the first not acknowledged or archived) to one past the last acquired."}
+	ShareAcquisitionLockTimeouts = &Desc{Name: "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total", Kind: CounterKind, Labels: []string{"group", "topic", "partition"},
+		MBean: "kafka.server:type=SharePartitionMetrics,name=AcquisitionLockTimeoutPerSec,group=<g>,topic=<t>,partition=<p> (Count)",
+		Help:  "Acquisition locks of the share partition that expired before their records were acknowledged (one per expiry pass that released records)."}
 )
 
 // The ISR changes the partitions this node leads made (Kafka's
@@ -235,7 +261,13 @@ var (
 	NumGroupsDead                = classicGroupsIn("Dead")
 	GroupCount                   = &Desc{Name: "kafka_server_group_coordinator_metrics_group_count", Kind: GaugeKind, Labels: []string{"protocol"},
 		MBean: "kafka.server:type=group-coordinator-metrics,protocol=<classic|consumer|share|streams> (group-count)",
-		Help:  "Groups this node coordinates, by rebalance protocol (share and streams groups are 0: Gregor has none yet)."}
+		Help:  "Groups this node coordinates, by rebalance protocol (streams groups are 0: Gregor has none yet)."}
+	ShareGroupCount = &Desc{Name: "kafka_server_group_coordinator_metrics_share_group_count", Kind: GaugeKind, Labels: []string{"state"},
+		MBean: "kafka.server:type=group-coordinator-metrics,state=<Empty|Stable|Dead> (share-group-count)",
+		Help:  "Share groups this node coordinates, by state."}
+	ShareGroupRebalanceCount = &Desc{Name: "kafka_server_group_coordinator_metrics_share_group_rebalance_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (share-group-rebalance-count)",
+		Help:  "Group epoch bumps of share groups this node coordinates since it started."}
 	ConsumerGroupCount = &Desc{Name: "kafka_server_group_coordinator_metrics_consumer_group_count", Kind: GaugeKind, Labels: []string{"state"},
 		MBean: "kafka.server:type=group-coordinator-metrics,state=<Empty|Assigning|Reconciling|Stable|Dead> (consumer-group-count)",
 		Help:  "Consumer (KIP-848) groups this node coordinates, by state."}
@@ -391,7 +423,9 @@ func Catalog() []*Desc {
 		ActiveControllerCount, OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount, GlobalTopicCount,
 		GlobalPartitionCount, PreferredReplicaImbalanceCount,
 		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,
-		TotalFetchRequests, FailedFetchRequests, ISRShrinks, ISRExpands,
+		TotalFetchRequests, FailedFetchRequests,
+		TotalShareFetchRequests, FailedShareFetchRequests, TotalShareAcknowledgementRequests, FailedShareAcknowledgementRequests,
+		ISRShrinks, ISRExpands,
 		LogSize, LogStartOffset, LogEndOffset, NumLogSegments,
 		Requests, RequestHandlerAvgIdlePercent,
 		RequestQueueTimeMs, RequestQueueTimeMsCount, LocalTimeMs, LocalTimeMsCount, RemoteTimeMs, RemoteTimeMsCount,
@@ -400,12 +434,13 @@ func Catalog() []*Desc {
 		RaftNumberOfVoters, RaftNumberOfObservers, RaftCommitLatencyAvg, RaftCommitLatencyMax, RaftAppendRecordsRate,
 		RaftFetchRecordsRate, RaftPollIdleRatioAvg,
 		NumGroups, NumOffsets, NumGroupsEmpty, NumGroupsPreparingRebalance, NumGroupsCompletingRebalance, NumGroupsStable,
-		NumGroupsDead, GroupCount, ConsumerGroupCount, OffsetCommitCount, OffsetExpirationCount, OffsetDeletionCount,
+		NumGroupsDead, GroupCount, ConsumerGroupCount, ShareGroupCount, ShareGroupRebalanceCount, OffsetCommitCount, OffsetExpirationCount, OffsetDeletionCount,
 		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
 		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
 		QuotaByteRate, QuotaRequestTime, QuotaTokens, QuotaThrottleTime,
 		ConsumerGroupLag, ConsumerGroupLagSum, ConsumerGroupCommittedOffset,
+		RecordAcknowledgements, ShareInFlightMessageCount, ShareAcquisitionLockTimeouts,
 		ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs, ProcessStartTime,
 		GoGoroutines, GoAllocBytes, GoHeapInUse, GoGCCycles,
 		ClientMetricsInstanceCount, ClientMetricsUnknownSubscriptionRequests, ClientMetricsThrottles,

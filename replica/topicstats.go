@@ -10,6 +10,7 @@ import (
 // topicMeters are one topic's counts (Kafka's BrokerTopicMetrics meters).
 type topicMeters struct {
 	messagesIn, bytesIn, bytesOut, totalProduce, failedProduce, totalFetch, failedFetch metrics.Counter
+	totalShareFetch, failedShareFetch, totalShareAck, failedShareAck                    metrics.Counter
 }
 
 // topicStats are the topic meters, by topic and for all topics: each event
@@ -99,6 +100,31 @@ func (s *topicStats) fetched(topic string, ke *kerr.Error) {
 	}
 }
 
+// CountShareFetch counts a ShareFetch request that asked for records of
+// topic, and whether a partition of it was answered with an error (Kafka
+// marks the topic's meters once a request: SharePartitionManager and
+// ShareFetch).
+func (m *Manager) CountShareFetch(topic string, failed bool) {
+	m.stats.count(topic, failed, totalShareFetch, failedShareFetch)
+}
+
+// CountShareAcknowledgement counts a request that acknowledged records of
+// topic, and whether an acknowledgement of a partition of it was refused.
+func (m *Manager) CountShareAcknowledgement(topic string, failed bool) {
+	m.stats.count(topic, failed, totalShareAck, failedShareAck)
+}
+
+// count marks total, and failed when it failed, for topic and all topics.
+func (s *topicStats) count(topic string, failed bool, total, failures func(*topicMeters) *metrics.Counter) {
+	t := s.of(topic)
+	total(t).Inc()
+	total(&s.all).Inc()
+	if failed {
+		failures(t).Inc()
+		failures(&s.all).Inc()
+	}
+}
+
 // CountBytesOut counts the bytes of records a fetch answer carried for
 // topic: a consumer's per topic and for all topics, a follower's as
 // replication (Kafka's BrokerTopicStats.updateBytesOut).
@@ -112,13 +138,17 @@ func (m *Manager) CountBytesOut(topic string, follower bool, bytes uint64) {
 	s.all.bytesOut.Add(bytes)
 }
 
-func messagesIn(t *topicMeters) *metrics.Counter    { return &t.messagesIn }
-func bytesOut(t *topicMeters) *metrics.Counter      { return &t.bytesOut }
-func bytesIn(t *topicMeters) *metrics.Counter       { return &t.bytesIn }
-func totalProduce(t *topicMeters) *metrics.Counter  { return &t.totalProduce }
-func failedProduce(t *topicMeters) *metrics.Counter { return &t.failedProduce }
-func totalFetch(t *topicMeters) *metrics.Counter    { return &t.totalFetch }
-func failedFetch(t *topicMeters) *metrics.Counter   { return &t.failedFetch }
+func messagesIn(t *topicMeters) *metrics.Counter       { return &t.messagesIn }
+func bytesOut(t *topicMeters) *metrics.Counter         { return &t.bytesOut }
+func bytesIn(t *topicMeters) *metrics.Counter          { return &t.bytesIn }
+func totalProduce(t *topicMeters) *metrics.Counter     { return &t.totalProduce }
+func failedProduce(t *topicMeters) *metrics.Counter    { return &t.failedProduce }
+func totalFetch(t *topicMeters) *metrics.Counter       { return &t.totalFetch }
+func failedFetch(t *topicMeters) *metrics.Counter      { return &t.failedFetch }
+func totalShareFetch(t *topicMeters) *metrics.Counter  { return &t.totalShareFetch }
+func failedShareFetch(t *topicMeters) *metrics.Counter { return &t.failedShareFetch }
+func totalShareAck(t *topicMeters) *metrics.Counter    { return &t.totalShareAck }
+func failedShareAck(t *topicMeters) *metrics.Counter   { return &t.failedShareAck }
 
 // register registers the meters, and forgets at each scrape the topics
 // exists refuses.
@@ -137,6 +167,8 @@ func (s *topicStats) register(r *metrics.Registry, exists func(topic string) boo
 		metrics.MessagesIn: messagesIn, metrics.BytesIn: bytesIn, metrics.BytesOut: bytesOut,
 		metrics.TotalProduceRequests: totalProduce, metrics.FailedProduceRequests: failedProduce,
 		metrics.TotalFetchRequests: totalFetch, metrics.FailedFetchRequests: failedFetch,
+		metrics.TotalShareFetchRequests: totalShareFetch, metrics.FailedShareFetchRequests: failedShareFetch,
+		metrics.TotalShareAcknowledgementRequests: totalShareAck, metrics.FailedShareAcknowledgementRequests: failedShareAck,
 	} {
 		r.Collect(d, func(emit *metrics.Emit) {
 			emit.Add(float64(pick(&s.all).Value()), "")

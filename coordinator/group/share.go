@@ -252,6 +252,7 @@ func (s *shard) fenceShareMember(g *shareGroup, m *shareMember, recs *[]record) 
 	s.emit(recs, record{key: consumerMemberKey(recShareTargetMember, g.id, m.id)})
 	s.emit(recs, record{key: consumerMemberKey(recShareMemberMetadata, g.id, m.id)})
 	s.emit(recs, shareEpochRecord(g, g.epoch+1, s.shareMetadataHash(g)))
+	s.c.events.shareRebalances.Add(1)
 }
 
 // deleteShareGroupRecords are the tombstones that delete g, in Kafka's
@@ -404,6 +405,7 @@ func (s *shard) shareHeartbeat(client Client, req *kmsg.ShareGroupHeartbeatReque
 	hash := s.shareMetadataHash(g)
 	if bump || hash != g.metadataHash {
 		s.emit(recs, shareEpochRecord(g, g.epoch+1, hash))
+		s.c.events.shareRebalances.Add(1)
 	}
 	// 4. A new target, at most once per assignment interval.
 	if g.assignmentEpoch < g.epoch && (g.assignmentTimestamp == 0 || now >= g.assignmentTimestamp+int64(cfg.shareAssignmentIntervalMs(g.id))) {

@@ -36,14 +36,16 @@ type Events struct {
 	OffsetCommits, OffsetExpirations, OffsetDeletions uint64
 	// ClassicRebalances are the rebalances of classic groups completed
 	// (the leader's assignment stored, the group Stable);
-	// ConsumerRebalances the epoch bumps of consumer groups.
-	ClassicRebalances, ConsumerRebalances uint64
+	// ConsumerRebalances and ShareRebalances the epoch bumps of consumer
+	// and share groups.
+	ClassicRebalances, ConsumerRebalances, ShareRebalances uint64
 }
 
 // eventCounts are Events as the coordinator increments them.
 type eventCounts struct {
 	offsetCommits, offsetExpirations, offsetDeletions atomic.Uint64
 	classicRebalances, consumerRebalances             atomic.Uint64
+	shareRebalances                                   atomic.Uint64
 }
 
 // Stats counts the groups and offsets of every shard, each under its own
@@ -56,6 +58,7 @@ func (c *Coordinator) Stats() Stats {
 		OffsetDeletions:    c.events.offsetDeletions.Load(),
 		ClassicRebalances:  c.events.classicRebalances.Load(),
 		ConsumerRebalances: c.events.consumerRebalances.Load(),
+		ShareRebalances:    c.events.shareRebalances.Load(),
 	}}
 	for _, s := range c.shards.All() {
 		s.mu.Lock()
