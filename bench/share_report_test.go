@@ -23,7 +23,7 @@ func TestParseSharePerf(t *testing.T) {
 
 func TestRenderShare(t *testing.T) {
 	cfg := ShareConfig{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 100000, AckRecords: 20000, MaxPoll: 100, LockSamples: 5,
-		Lock: 2 * time.Second, BrokerCPU: "0", LoadCPU: "1"}
+		Lock: 10 * time.Second, BrokerCPU: "0", LoadCPU: "1"}
 	run := &ShareRun{Config: cfg, runInfo: newRunInfo(), Payload: "payloads", Commands: []string{"share-ack\n    loadgen share-ack"}}
 	rec := figShareThroughput(4, 16, "records/s")
 	run.Rounds = []Round{
@@ -39,7 +39,7 @@ func TestRenderShare(t *testing.T) {
 	for _, want := range []string{
 		"**A trial, not the full benchmark:** 2 round(s).",
 		"- commit: abc123",
-		"`group.share.record.lock.duration.ms=2000`",
+		"`group.share.record.lock.duration.ms=10000`",
 		"| " + rec + " | 50000 | 20000 | 2.50 |",
 		"| " + figShareLockP50 + " | 20.0 | 100.0 | 0.20 |",
 		"### Share bench failures (kafka)\n\n- round 2: share-ack: boom",

@@ -108,8 +108,8 @@ func main() {
 	tlsCert := fs.String("tls-cert", "", "PEM client certificate chain (mTLS; with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "PEM client private key (mTLS; with -tls-cert)")
 	maxRecords := fs.Int("max-records", 500, "records a share consumer's poll returns at most (share-ack)")
-	samples := fs.Int("samples", 5, "measurements (share-lock-expiry)")
-	lock := fs.Duration("lock", 2*time.Second, "the brokers' group.share.record.lock.duration.ms (share-lock-expiry)")
+	samples := fs.Int("samples", 3, "measurements (share-lock-expiry)")
+	lock := fs.Duration("lock", 10*time.Second, "the brokers' group.share.record.lock.duration.ms (share-lock-expiry)")
 	create := fs.Bool("create", true, "create the topic first (produce, e2e, produce-latency)")
 	_ = fs.Parse(os.Args[2:])
 	if *tlsCA != "" {

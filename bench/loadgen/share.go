@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -120,12 +119,16 @@ type lockExpiry struct {
 }
 
 // shareLockExpiry measures, samples times, how long after its lock
-// expires a record reaches another member: two members of a new share
-// group on a new one-partition topic, ten records produced in one batch;
-// the member handed them first (delivery count 1) holds them and stops
-// polling, and the clock runs from that poll's return until the other
-// member is handed one of them again (delivery count 2). The delay is
-// that time less lock (the brokers' group.share.record.lock.duration.ms).
+// expires a record reaches another member. Each sample has a new
+// one-partition topic holding ten records (one batch) and a new group: a
+// member that speaks the protocol directly joins, acquires the ten with
+// one ShareFetch and then stops, as a consumer that hangs while holding
+// records (it neither fetches nor acknowledges again); a franz-go member
+// then joins and polls. The clock runs from the holder's ShareFetch
+// answer until the franz-go member is handed one of the records (delivery
+// count 2); the delay is that time less lock (the brokers'
+// group.share.record.lock.duration.ms, long enough for the second member
+// to join and wait first).
 func shareLockExpiry(ctx context.Context, bootstrap, prefix string, samples int, lock time.Duration) (lockExpiry, error) {
 	admin, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ProducerLinger(0))
 	if err != nil {
@@ -141,7 +144,14 @@ func shareLockExpiry(ctx context.Context, bootstrap, prefix string, samples int,
 		if err := setShareEarliest(ctx, admin, group); err != nil {
 			return res, err
 		}
-		d, err := lockExpirySample(ctx, admin, bootstrap, topic, group)
+		rs := make([]*kgo.Record, 10)
+		for i := range rs {
+			rs[i] = &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("record-%d", i))}
+		}
+		if err := admin.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			return res, fmt.Errorf("producing: %w", err)
+		}
+		d, err := lockExpirySample(ctx, admin, bootstrap, topic, group, lock)
 		if err != nil {
 			return res, fmt.Errorf("sample %d: %w", i+1, err)
 		}
@@ -153,79 +163,99 @@ func shareLockExpiry(ctx context.Context, bootstrap, prefix string, samples int,
 	return res, nil
 }
 
-func lockExpirySample(ctx context.Context, producer *kgo.Client, bootstrap, topic, group string) (time.Duration, error) {
+func lockExpirySample(ctx context.Context, admin *kgo.Client, bootstrap, topic, group string, lock time.Duration) (time.Duration, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	var mu sync.Mutex
-	var held time.Time
-	done := make(chan time.Duration, 1)
-	var wg sync.WaitGroup
-	var errs [2]error
-	for m := range 2 {
-		cl, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(fmt.Sprintf("member-%d", m)), kgo.ConsumeTopics(topic),
-			kgo.ShareGroup(group), kgo.ShareMaxRecords(10))
-		if err != nil {
-			return 0, err
+	held, err := holdRecords(sctx, admin, topic, group)
+	if err != nil {
+		return 0, fmt.Errorf("the holding member: %w", err)
+	}
+	cl, err := newClient(kgo.SeedBrokers(bootstrap), kgo.ClientID("waiting-member"), kgo.ConsumeTopics(topic),
+		kgo.ShareGroup(group), kgo.ShareMaxRecords(10))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	for sctx.Err() == nil {
+		for _, r := range cl.PollRecords(sctx, 10).Records() {
+			if r.DeliveryCount() >= 2 {
+				d := time.Since(held)
+				if d < lock {
+					return 0, fmt.Errorf("a held record came back after %s, before its %s lock expired", d, lock)
+				}
+				return d, nil
+			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			for sctx.Err() == nil {
-				recs := cl.PollRecords(sctx, 10).Records()
-				now := time.Now()
-				for _, r := range recs {
-					mu.Lock()
-					first := held.IsZero()
-					switch {
-					case r.DeliveryCount() == 1 && first:
-						held = now
-					case r.DeliveryCount() >= 2 && !first:
-						select {
-						case done <- now.Sub(held):
-						default:
-						}
-						mu.Unlock()
-						<-sctx.Done()
-						return
-					}
-					mu.Unlock()
+	}
+	return 0, fmt.Errorf("no held record came back within 2 minutes: %w", sctx.Err())
+}
+
+// holdRecords joins group as a member of its own (ShareGroupHeartbeat)
+// and acquires records of topic's partition 0 with ShareFetch, and
+// returns when the answer came; the member then does nothing more.
+func holdRecords(ctx context.Context, cl *kgo.Client, topic, group string) (time.Time, error) {
+	member := fmt.Sprintf("holder-%d", time.Now().UnixNano())
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, member, []string{topic}
+	var topicID [16]byte
+	for {
+		resp, err := hb.RequestWith(ctx, cl)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("ShareGroupHeartbeat: %w", err)
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err == nil {
+			hb.MemberEpoch = resp.MemberEpoch
+			if resp.Assignment != nil && len(resp.Assignment.TopicPartitions) > 0 {
+				topicID = resp.Assignment.TopicPartitions[0].TopicID
+				break
+			}
+		} else if !kerr.IsRetriable(err) {
+			return time.Time{}, fmt.Errorf("ShareGroupHeartbeat: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil || len(md.Brokers) == 0 {
+		return time.Time{}, fmt.Errorf("metadata: %v", err)
+	}
+	var leader int32 = -1
+	for _, t := range md.Topics {
+		if t.TopicID == topicID && len(t.Partitions) > 0 {
+			leader = t.Partitions[0].Leader
+		}
+	}
+	fetch := kmsg.NewPtrShareFetchRequest()
+	fetch.GroupID, fetch.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes, fetch.MaxRecords, fetch.BatchSize = 500, 1, 1<<20, 10, 10
+	ft := kmsg.NewShareFetchRequestTopic()
+	ft.TopicID = topicID
+	ft.Partitions = []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}
+	fetch.Topics = []kmsg.ShareFetchRequestTopic{ft}
+	for {
+		resp, err := fetch.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("ShareFetch: %w", err)
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return time.Time{}, fmt.Errorf("ShareFetch: %w", err)
+		}
+		fetch.ShareSessionEpoch++
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return time.Time{}, fmt.Errorf("ShareFetch partition %d: %w", p.Partition, err)
 				}
-				mu.Lock()
-				holder := !held.IsZero() && len(recs) > 0 && recs[0].DeliveryCount() == 1
-				mu.Unlock()
-				if holder {
-					// Holds its records unacknowledged until the end
-					// (polling again would accept them).
-					<-sctx.Done()
-					return
+				if len(p.AcquiredRecords) > 0 {
+					return time.Now(), nil
 				}
 			}
-			if ctx.Err() != nil {
-				errs[m] = ctx.Err()
-			}
-		}()
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
 	}
-	// Both members poll before the records exist.
-	time.Sleep(3 * time.Second)
-	rs := make([]*kgo.Record, 10)
-	for i := range rs {
-		rs[i] = &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("record-%d", i))}
-	}
-	if err := producer.ProduceSync(sctx, rs...).FirstErr(); err != nil {
-		cancel()
-		wg.Wait()
-		return 0, fmt.Errorf("producing: %w", err)
-	}
-	var d time.Duration
-	select {
-	case d = <-done:
-	case <-sctx.Done():
-	}
-	cancel()
-	wg.Wait()
-	if d == 0 {
-		return 0, errors.Join(errors.New("no record came back to another member within 2 minutes"), errs[0], errs[1])
-	}
-	return d, nil
 }
