@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ func shareScenarios() []Scenario {
 		{Name: "verify/share-consumer-async", Doc: "as verify/share-consumer with --acknowledgement-mode async (commitAsync after each poll, results through the acknowledgement commit callback)", Run: verifyShareConsumer("async")},
 		{Name: "verify/share-consumer-auto", Doc: "as verify/share-consumer with --acknowledgement-mode auto (acknowledgements piggy-backed on the next poll, no commit call)", Run: verifyShareConsumer("auto")},
 		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
+		{Name: "client/confluent-kafka-python-share", Doc: "confluent-kafka 2.16 (librdkafka's share consumer, a preview there): two ShareConsumers in explicit acknowledgement mode share a partition's 200 records; the released ones come back with delivery count 2, the rejected and accepted ones never, and commit_sync succeeds", Timeout: 4 * time.Minute, Run: clientConfluentShare},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -361,4 +363,38 @@ func cliSharePerfTest(ctx context.Context, e *Env) error {
 		}
 	}
 	return fmt.Errorf("share-consumer-perf-test printed no data.consumed.in.nMsg: %s", out.Tail())
+}
+
+func clientConfluentShare(ctx context.Context, e *Env) error {
+	topic, group := e.Name("confluent-share"), e.Name("confluent-share-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	out, err := runPython(ctx, e, "confluent_share_check.py", topic, group, clientRecords)
+	if err != nil {
+		return err
+	}
+	var line string
+	for _, l := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "{") {
+			line = l
+		}
+	}
+	var r struct {
+		Produced, Accepted, Released, Rejected, Redelivered int
+		ByMember                                            []int `json:"by_member"`
+	}
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		return fmt.Errorf("the share check printed no JSON report (%v): %s", err, out.Tail())
+	}
+	tenth := clientRecords / 10
+	if r.Produced != clientRecords || r.Accepted != clientRecords-tenth || r.Released != tenth || r.Rejected != tenth || r.Redelivered != tenth {
+		return fmt.Errorf("share check report %+v: want %d produced, %d accepted, %d released, rejected and redelivered", r, clientRecords, clientRecords-tenth, tenth)
+	}
+	e.Notef("accepted %d (deliveries by member %v), released %d and redelivered, rejected %d", r.Accepted, r.ByMember, r.Released, r.Rejected)
+	return nil
 }
