@@ -135,6 +135,11 @@ func renderCompat(all []Scenario, data compatData) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(d.topic), cell(d.kafka), cell(d.gregor), cell(d.proof))
 	}
 
+	b.WriteString("\n## Share consumers (KIP-932) by client\n\nWhich of the clients above can consume from a share group in the version tested, and the scenarios that prove it against each target.\n\n| client | share consumer | proved by |\n|---|---|---|\n")
+	for _, c := range shareClients() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(c.client), cell(c.consumer), cell(c.proof))
+	}
+
 	b.WriteString("\n## Tool versions\n")
 	for _, t := range targets {
 		r := data.Runs[t]
@@ -208,4 +213,23 @@ func GitCommit(ctx context.Context, root string) string {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	return gitDescribe(ctx, root)
+}
+
+// shareClient is one row of the share consumers table.
+type shareClient struct{ client, consumer, proof string }
+
+// shareClients says which tested clients have a share consumer (KIP-932).
+func shareClients() []shareClient {
+	return []shareClient{
+		{"Java 4.3.1 (kafka-clients)", "yes: KafkaShareConsumer, implicit and explicit acknowledgement, commitSync and commitAsync",
+			"cli/share-console-consumers, cli/share-groups-offsets, cli/share-perf-test, verify/share-consumer (sync), verify/share-consumer-async, verify/share-consumer-auto"},
+		{"franz-go v1.22.3", "yes: kgo.ShareGroup, Record.Ack (accept, release, reject, renew), FlushAcks",
+			"kgo/suite (TestShareGroup*, TestConsumeRegexShareSkipsInternal in kgo-ALLOWLIST); integration/replication TestShareGroupSurvives*Kill; the fault campaign's share workload"},
+		{"confluent-kafka 2.16.1 (librdkafka 2.16.0)", "yes, a preview there: ShareConsumer, explicit acknowledgement, commit_sync",
+			"client/confluent-kafka-python-share"},
+		{"kcat 1.7.1 (librdkafka 2.0.2)", "no", "–"},
+		{"kafka-python 3.0.12", "no", "–"},
+		{"kafkajs 2.2.4", "no", "–"},
+		{"sarama v1.61.1, kafka-go v0.4.51", "no", "–"},
+	}
 }
