@@ -30,6 +30,7 @@ func shareScenarios() []Scenario {
 		{Name: "verify/share-consumer-auto", Doc: "as verify/share-consumer with --acknowledgement-mode auto (acknowledgements piggy-backed on the next poll, no commit call)", Run: verifyShareConsumer("auto")},
 		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
 		{Name: "client/confluent-kafka-python-share", Doc: "confluent-kafka 2.16 (librdkafka's share consumer, a preview there): two ShareConsumers in explicit acknowledgement mode share a partition's 200 records; the released ones come back with delivery count 2, the rejected and accepted ones never, and commit_sync succeeds", Timeout: 4 * time.Minute, Run: clientConfluentShare},
+		{Name: "cli/share-consumer-killed", Doc: "a console share consumer killed with kill -9 while it holds records (acquired, not yet acknowledged): a second one in the group gets every record the first did not finish, so between them all 400 are delivered, and only the killed one's last unacknowledged polls twice", Timeout: 4 * time.Minute, Run: cliShareConsumerKilled},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -396,5 +397,93 @@ func clientConfluentShare(ctx context.Context, e *Env) error {
 		return fmt.Errorf("share check report %+v: want %d produced, %d accepted, %d released, rejected and redelivered", r, clientRecords, clientRecords-tenth, tenth)
 	}
 	e.Notef("accepted %d (deliveries by member %v), released %d and redelivered, rejected %d", r.Accepted, r.ByMember, r.Released, r.Rejected)
+	return nil
+}
+
+func cliShareConsumerKilled(ctx context.Context, e *Env) error {
+	topic, group := e.Name("share-killed"), e.Name("share-killed-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000"); err != nil {
+		return err
+	}
+	const total = 400
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for i := 0; i < total; i += 10 {
+		var rs []*kgo.Record
+		for j := i; j < i+10; j++ {
+			rs = append(rs, kgo.StringRecord(fmt.Sprintf("killed-record-%03d", j)))
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing: %w", err)
+		}
+	}
+	consumer := func(name string) (*Proc, string, error) {
+		logPath := filepath.Join(e.Dir, "share-consumer-"+name+".log")
+		c, err := e.javaCmd(ctx, SetKafka, mainShareConsumer, "--bootstrap-server", e.Bootstrap(), "--topic", topic,
+			"--group", group, "--timeout-ms", "120000", "--consumer-property", "client.id=share-"+name, "--consumer-property", "max.poll.records=10")
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := Start(c, logPath)
+		return p, logPath, err
+	}
+	// The first takes some records, ten a poll, each poll acknowledging
+	// the one before: at any moment it holds its last poll's records.
+	first, firstLog, err := consumer("first")
+	if err != nil {
+		return err
+	}
+	defer first.Stop(5 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
+	for len(shareValues(firstLog, "killed-record-")) < 50 {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the first console share consumer printed %d records in 90 s: %s", len(shareValues(firstLog, "killed-record-")), first.LogTail(5))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first.Kill()
+	<-first.Done()
+	byFirst := shareValues(firstLog, "killed-record-")
+	second, secondLog, err := consumer("second")
+	if err != nil {
+		return err
+	}
+	defer second.Stop(5 * time.Second)
+	seen := map[string]int{}
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		clear(seen)
+		for _, v := range byFirst {
+			seen[v]++
+		}
+		for _, v := range shareValues(secondLog, "killed-record-") {
+			seen[v]++
+		}
+		if len(seen) == total || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(seen) != total {
+		return fmt.Errorf("after the kill, %d of %d records were delivered (the first printed %d); the second's log: %s", len(seen), total, len(byFirst), second.LogTail(5))
+	}
+	twice := 0
+	for _, n := range seen {
+		twice += n - 1
+	}
+	// What the killed one held unacknowledged comes again: its last
+	// polls (it may have printed a poll and fetched the next), never
+	// more.
+	if twice > 30 {
+		return fmt.Errorf("%d records delivered twice after the kill, more than the killed consumer's last polls", twice)
+	}
+	e.Notef("the killed consumer printed %d records; %d were delivered again to the second", len(byFirst), twice)
 	return nil
 }
