@@ -53,7 +53,10 @@ package broker
 //     released, acknowledgements freeing room under the in-flight limit),
 //     the longest waiting first, as Kafka completes its delayed share
 //     fetches then.
-//   - ShareAcquireMode record_limit (v2) is served as batch_optimized.
+//   - ShareAcquireMode (v2): batch_optimized (0) acquires whole log
+//     batches, max records a soft limit; record_limit (1) exactly max
+//     records, splitting a batch. Another value is refused with
+//     INVALID_REQUEST (Kafka fails such a fetch with an internal error).
 //
 // Locks: shareManager.mu guards the maps of partitions and sessions and is
 // never held while a sharePart.mu is; sharePart.mu is held across the
@@ -662,9 +665,19 @@ func (b *Broker) handleShareFetch(ctx context.Context, r *network.Request) {
 	r.GoAsync(func() { r.Respond(b.shareParts.fetch(ctx, r, req)) })
 }
 
+// ShareFetch's acquire modes (v2+).
+const (
+	shareAcquireBatchOptimized int8 = 0
+	shareAcquireRecordLimit    int8 = 1
+)
+
 func (m *shareManager) fetch(ctx context.Context, r *network.Request, req *kmsg.ShareFetchRequest) kmsg.Response {
 	b := m.b
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	if req.ShareAcquireMode != shareAcquireBatchOptimized && req.ShareAcquireMode != shareAcquireRecordLimit {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
 	group, member := *req.GroupID, *req.MemberID
 	maxSessions := int32(2000)
 	if b.opts.MaxShareSessions > 0 {
@@ -914,7 +927,11 @@ func (m *shareManager) take(member string, req *kmsg.ShareFetchRequest, parts []
 		sp.mu.Lock()
 		var acquired []sharepart.AcquiredRecords
 		if sp.p != nil {
-			acquired = sp.p.Acquire(member, batches, left, now, st.limits)
+			if req.Version >= 2 && req.ShareAcquireMode == shareAcquireRecordLimit {
+				acquired = sp.p.AcquireExactly(member, batches, left, now, st.limits)
+			} else {
+				acquired = sp.p.Acquire(member, batches, left, now, st.limits)
+			}
 			// read_committed: an aborted transaction's records are
 			// archived as they are acquired, never delivered.
 			for _, ab := range abortedBatches(data, e.Result.AbortedTransactions) {

@@ -307,6 +307,72 @@ func acquiredOf(resp *kmsg.ShareFetchResponse) []kmsg.ShareFetchResponseTopicPar
 	return out
 }
 
+// joinShareGroup has member join group, subscribed to topic, and returns
+// once it is assigned a partition (the group's share state of the
+// partition is initialized once a member subscribes; the member is
+// assigned it afterwards).
+func joinShareGroup(t *testing.T, n *testNode, group, member, topic string) {
+	t.Helper()
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.SetVersion(1)
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, member, []string{topic}
+	call[*kmsg.FindCoordinatorResponse](t, n.addr, findCoordinatorReq(4, 0, group)) // creates __consumer_offsets
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp := call[*kmsg.ShareGroupHeartbeatResponse](t, n.addr, hb)
+		switch resp.ErrorCode {
+		case 0, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		default:
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if resp.ErrorCode == 0 {
+			hb.MemberEpoch = resp.MemberEpoch
+			if resp.Assignment != nil && len(resp.Assignment.TopicPartitions) >= 1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member was never assigned the partition")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestShareFetchRecordLimitMode: ShareFetch v2's record_limit acquire
+// mode hands out exactly MaxRecords records, splitting a log batch; the
+// rest of the batch goes to the next fetch. An unknown mode is refused.
+func TestShareFetchRecordLimitMode(t *testing.T) {
+	n := startShareNode(t)
+	createTopicOn(t, n, "limited", 1)
+	produceStrings(t, n.addr, "limited", 10) // one batch of ten
+	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
+	topic := n.ctrl.Image().Topics["limited"].ID
+	joinShareGroup(t, n, "q", "member-a", "limited")
+
+	req := shareFetchReq("member-a", 0, topic, 2000)
+	req.MaxRecords, req.ShareAcquireMode = 3, 1
+	resp := call[*kmsg.ShareFetchResponse](t, n.addr, req)
+	if got := acquiredOf(resp); resp.ErrorCode != 0 || len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 {
+		t.Fatalf("record_limit of 3 acquired %+v (error %v)", got, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	req = shareFetchReq("member-a", 1, topic, 2000)
+	req.MaxRecords, req.ShareAcquireMode = 3, 1
+	if got := acquiredOf(call[*kmsg.ShareFetchResponse](t, n.addr, req)); len(got) != 1 || got[0].FirstOffset != 3 || got[0].LastOffset != 5 || got[0].DeliveryCount != 1 {
+		t.Fatalf("the next record_limit fetch acquired %+v, want 3-5", got)
+	}
+	// batch_optimized takes the rest of the batch whatever the limit.
+	req = shareFetchReq("member-a", 2, topic, 2000)
+	req.MaxRecords = 1
+	if got := acquiredOf(call[*kmsg.ShareFetchResponse](t, n.addr, req)); len(got) != 1 || got[0].FirstOffset != 6 || got[0].LastOffset != 9 {
+		t.Fatalf("batch_optimized acquired %+v, want 6-9", got)
+	}
+	req = shareFetchReq("member-a", 3, topic, 100)
+	req.ShareAcquireMode = 2
+	if code := call[*kmsg.ShareFetchResponse](t, n.addr, req).ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("acquire mode 2: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+}
+
 // TestShareLockExpiryRedelivers: records a member acquires and never
 // acknowledges go to another member once their lock expires, delivered a
 // second time; the first member's late acknowledgement is refused.
@@ -323,31 +389,7 @@ func TestShareLockExpiryRedelivers(t *testing.T) {
 	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
 	topic := n.ctrl.Image().Topics["locks"].ID
 
-	// The group's share state of the partition is initialized once a
-	// member subscribes; the member is assigned it afterwards.
-	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-	hb.SetVersion(1)
-	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "q", "member-a", []string{"locks"}
-	call[*kmsg.FindCoordinatorResponse](t, n.addr, findCoordinatorReq(4, 0, "q")) // creates __consumer_offsets
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp := call[*kmsg.ShareGroupHeartbeatResponse](t, n.addr, hb)
-		switch resp.ErrorCode {
-		case 0, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
-		default:
-			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		if resp.ErrorCode == 0 {
-			hb.MemberEpoch = resp.MemberEpoch
-			if resp.Assignment != nil && len(resp.Assignment.TopicPartitions) == 1 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the member was never assigned the partition")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	joinShareGroup(t, n, "q", "member-a", "locks")
 	a := call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-a", 0, topic, 2000))
 	if got := acquiredOf(a); a.ErrorCode != 0 || len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 9 || got[0].DeliveryCount != 1 {
 		t.Fatalf("a acquired %+v (error %v)", got, kerr.ErrorForCode(a.ErrorCode))

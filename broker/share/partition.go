@@ -15,7 +15,8 @@
 //
 // What Kafka does and this follows: records are acquired whole log batch
 // by whole log batch (max records is a soft limit, as Kafka extends the
-// last batch to its end), at most group.share.partition.max.record.locks
+// last batch to its end; in ShareFetch's record_limit mode,
+// AcquireExactly, it is exact and a batch is split), at most group.share.partition.max.record.locks
 // offsets are in the window, a record goes back to AVAILABLE when its lock
 // expires or its holder releases it, unless it has been delivered
 // share.delivery.count.limit times already (it is ARCHIVED then);
@@ -233,6 +234,18 @@ func (p *Partition) MoveStart(offset int64) {
 // that are AVAILABLE, and records past the window's end while it has room.
 // Locks expire at now plus the lock duration.
 func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, now int64, lim Limits) []AcquiredRecords {
+	return p.acquire(member, batches, maxRecords, now, lim, false)
+}
+
+// AcquireExactly is Acquire in ShareFetch's record_limit acquire mode:
+// at most maxRecords offsets, splitting a log batch where the limit falls
+// (the window still takes the whole batch in; its offsets past the limit
+// stay AVAILABLE, never delivered), as Kafka's record_limit mode does.
+func (p *Partition) AcquireExactly(member string, batches []Batch, maxRecords int64, now int64, lim Limits) []AcquiredRecords {
+	return p.acquire(member, batches, maxRecords, now, lim, true)
+}
+
+func (p *Partition) acquire(member string, batches []Batch, maxRecords int64, now int64, lim Limits, exact bool) []AcquiredRecords {
 	var out []AcquiredRecords
 	left := maxRecords
 	deadline := now + lim.LockMs
@@ -263,6 +276,9 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 						p.normalize()
 						return out
 					}
+					if exact {
+						n = min(n, left)
+					}
 					p.split(s.first + min(n, s.count()))
 					s = &p.spans[i]
 					s.state, s.owner, s.deadline = Acquired, member, deadline
@@ -270,6 +286,10 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 					out = appendAcquired(out, AcquiredRecords{First: s.first, Last: s.last, Deliveries: s.deliveries})
 					p.normalize()
 					return out
+				}
+				if exact && s.count() > left {
+					p.split(s.first + left)
+					s = &p.spans[i]
 				}
 				s.state, s.owner, s.deadline = Acquired, member, deadline
 				s.deliveries++
@@ -286,7 +306,13 @@ func (p *Partition) Acquire(member string, batches []Batch, maxRecords int64, no
 				p.start, p.end = first, first
 			}
 			s := span{first: p.end, last: b.Last, state: Acquired, deliveries: 1, owner: member, deadline: deadline}
-			p.spans = append(p.spans, s)
+			if exact && s.count() > left {
+				// The rest of the batch joins the window undelivered.
+				s.last = s.first + left - 1
+				p.spans = append(p.spans, s, span{first: s.last + 1, last: b.Last, state: Available})
+			} else {
+				p.spans = append(p.spans, s)
+			}
 			p.end = b.Last + 1
 			out = appendAcquired(out, AcquiredRecords{First: s.first, Last: s.last, Deliveries: 1})
 			left -= s.count()

@@ -267,3 +267,30 @@ func TestDeliveryCountThrottling(t *testing.T) {
 		t.Fatalf("b acquired %v, want one record on its last attempt", got)
 	}
 }
+
+// TestAcquireExactly: record_limit takes exactly max records, splitting a
+// log batch; the rest of the batch is in the window, available with no
+// delivery, and goes to the next acquisition.
+func TestAcquireExactly(t *testing.T) {
+	p := NewPartition(0)
+	log := batches(0, 9, 10, 19)
+	if got, want := p.AcquireExactly("a", log, 7, 0, testLimits), []AcquiredRecords{{0, 6, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	if p.End() != 10 || p.NextFetchOffset() != 7 {
+		t.Fatalf("end %d next %d, want 10 and 7", p.End(), p.NextFetchOffset())
+	}
+	if got, want := p.AcquireExactly("b", batches(0, 9, 10, 19), 5, 0, testLimits), []AcquiredRecords{{7, 11, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	// Released offsets are split too.
+	if code, _ := p.Acknowledge("a", []AckBatch{{First: 0, Last: 6, Types: []AckType{AckRelease}}}, 0, testLimits); code != 0 {
+		t.Fatal(code)
+	}
+	if got, want := p.AcquireExactly("b", log, 3, 0, testLimits), []AcquiredRecords{{0, 2, 2}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acquired %v, want %v", got, want)
+	}
+	if got, want := p.Acquire("c", log, 100, 0, testLimits), []AcquiredRecords{{3, 6, 2}, {12, 19, 1}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("batch_optimized acquired %v, want %v", got, want)
+	}
+}
