@@ -31,6 +31,7 @@ func shareScenarios() []Scenario {
 		{Name: "cli/share-perf-test", Doc: "kafka-share-consumer-perf-test with two share consumers reads all of 20,000 records kafka-producer-perf-test wrote to 4 partitions", Run: cliSharePerfTest},
 		{Name: "client/confluent-kafka-python-share", Doc: "confluent-kafka 2.16 (librdkafka's share consumer, a preview there): two ShareConsumers in explicit acknowledgement mode share a partition's 200 records; the released ones come back with delivery count 2, the rejected and accepted ones never, and commit_sync succeeds", Timeout: 4 * time.Minute, Run: clientConfluentShare},
 		{Name: "cli/share-consumer-killed", Doc: "a console share consumer killed with kill -9 while it holds records (acquired, not yet acknowledged): a second one in the group gets every record the first did not finish, so between them all 400 are delivered, and only the killed one's last unacknowledged polls twice", Timeout: 4 * time.Minute, Run: cliShareConsumerKilled},
+		{Name: "cli/share-console-release", Doc: "kafka-console-share-consumer --release (explicit acknowledgement) on ten records: each is delivered share.delivery.count.limit (5) times, then archived: a second consumer gets nothing and kafka-share-groups --describe --offsets shows lag 0", Timeout: 4 * time.Minute, Run: cliShareConsoleRelease},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -485,5 +486,68 @@ func cliShareConsumerKilled(ctx context.Context, e *Env) error {
 		return fmt.Errorf("%d records delivered twice after the kill, more than the killed consumer's last polls", twice)
 	}
 	e.Notef("the killed consumer printed %d records; %d were delivered again to the second", len(byFirst), twice)
+	return nil
+}
+
+func cliShareConsoleRelease(ctx context.Context, e *Env) error {
+	topic, group := e.Name("share-release"), e.Name("share-release-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const total, limit = 10, 5
+	var rs []*kgo.Record
+	for i := range total {
+		rs = append(rs, kgo.StringRecord(fmt.Sprintf("release-record-%d", i)))
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("producing: %w", err)
+	}
+	// Every delivery released: each record comes back until its fifth,
+	// after which it is archived; the consumer stops at 50 messages.
+	out, err := e.Kafka(ctx, mainShareConsumer, "--topic", topic, "--group", group,
+		"--release", "--max-messages", fmt.Sprint(total*limit), "--timeout-ms", "60000")
+	if err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(out.Stdout, "\n") {
+		if v := strings.TrimSpace(line); strings.HasPrefix(v, "release-record-") {
+			counts[v]++
+		}
+	}
+	for i := range total {
+		if v := fmt.Sprintf("release-record-%d", i); counts[v] != limit {
+			return fmt.Errorf("%s delivered %d times, want %d (share.delivery.count.limit): %v", v, counts[v], limit, counts)
+		}
+	}
+	// Archived for good: nothing comes to another consumer.
+	// (It exits when nothing came for 10 s, with an error status on
+	// some versions: only what it printed matters.)
+	out, _ = e.Kafka(ctx, mainShareConsumer, "--topic", topic, "--group", group, "--timeout-ms", "10000")
+	if strings.Contains(out.Stdout, "release-record-") {
+		return fmt.Errorf("a record came again after its last delivery: %s", out.Tail())
+	}
+	var row map[string]string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		row, err = shareOffsetsRow(ctx, e, group, topic)
+		if err == nil && row["LAG"] == "0" {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("--describe --offsets after the last delivery: %v %v, want lag 0", row, err)
+		}
+		time.Sleep(time.Second)
+	}
+	e.Notef("each of %d records delivered %d times, then archived; start offset %s, lag 0", total, limit, row["START-OFFSET"])
 	return nil
 }
