@@ -32,6 +32,7 @@ func shareScenarios() []Scenario {
 		{Name: "client/confluent-kafka-python-share", Doc: "confluent-kafka 2.16 (librdkafka's share consumer, a preview there): two ShareConsumers in explicit acknowledgement mode share a partition's 200 records; the released ones come back with delivery count 2, the rejected and accepted ones never, and commit_sync succeeds", Timeout: 4 * time.Minute, Run: clientConfluentShare},
 		{Name: "cli/share-consumer-killed", Doc: "a console share consumer killed with kill -9 while it holds records (acquired, not yet acknowledged): a second one in the group gets every record the first did not finish, so between them all 400 are delivered, and only the killed one's last unacknowledged polls twice", Timeout: 4 * time.Minute, Run: cliShareConsumerKilled},
 		{Name: "cli/share-console-release", Doc: "kafka-console-share-consumer --release (explicit acknowledgement) on ten records: each is delivered share.delivery.count.limit (5) times, then archived: a second consumer gets nothing and kafka-share-groups --describe --offsets shows lag 0", Timeout: 4 * time.Minute, Run: cliShareConsoleRelease},
+		{Name: "cli/dump-log-share-state", Doc: "after a console share consumer read 20 records, kafka-dump-log --share-group-state-decoder decodes the __share_group_state segments: the group's ShareSnapshot or ShareUpdate records for the partition, with Kafka's field names", Timeout: 4 * time.Minute, Run: cliDumpLogShareState},
 		{Name: "cli/share-console-consumers", Doc: "two kafka-console-share-consumer in one share group read one partition at once and share its 400 records, each record once; kafka-share-groups --list and --describe --members show the group and both members", Run: cliShareConsoleConsumers},
 	}
 }
@@ -411,19 +412,8 @@ func cliShareConsumerKilled(ctx context.Context, e *Env) error {
 		return err
 	}
 	const total = 400
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
+	if err := produceValues(ctx, e, topic, "killed-record-", total, 10); err != nil {
 		return err
-	}
-	defer cl.Close()
-	for i := 0; i < total; i += 10 {
-		var rs []*kgo.Record
-		for j := i; j < i+10; j++ {
-			rs = append(rs, kgo.StringRecord(fmt.Sprintf("killed-record-%03d", j)))
-		}
-		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			return fmt.Errorf("producing: %w", err)
-		}
 	}
 	consumer := func(name string) (*Proc, string, error) {
 		logPath := filepath.Join(e.Dir, "share-consumer-"+name+".log")
@@ -498,18 +488,9 @@ func cliShareConsoleRelease(ctx context.Context, e *Env) error {
 		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	const total, limit = 10, 5
-	var rs []*kgo.Record
-	for i := range total {
-		rs = append(rs, kgo.StringRecord(fmt.Sprintf("release-record-%d", i)))
-	}
-	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		return fmt.Errorf("producing: %w", err)
+	if err := produceValues(ctx, e, topic, "release-record-", total, total); err != nil {
+		return err
 	}
 	// Every delivery released: each record comes back until its fifth,
 	// after which it is archived; the consumer stops at 50 messages.
@@ -525,7 +506,7 @@ func cliShareConsoleRelease(ctx context.Context, e *Env) error {
 		}
 	}
 	for i := range total {
-		if v := fmt.Sprintf("release-record-%d", i); counts[v] != limit {
+		if v := fmt.Sprintf("release-record-%03d", i); counts[v] != limit {
 			return fmt.Errorf("%s delivered %d times, want %d (share.delivery.count.limit): %v", v, counts[v], limit, counts)
 		}
 	}
@@ -549,5 +530,89 @@ func cliShareConsoleRelease(ctx context.Context, e *Env) error {
 		time.Sleep(time.Second)
 	}
 	e.Notef("each of %d records delivered %d times, then archived; start offset %s, lag 0", total, limit, row["START-OFFSET"])
+	return nil
+}
+
+func cliDumpLogShareState(ctx context.Context, e *Env) error {
+	if !e.logDirsVisible() {
+		return Skipf("the target's log.dirs is not visible to the harness")
+	}
+	topic, group := e.Name("share-dump"), e.Name("share-dump-group")
+	if err := createTopic(ctx, e, topic, 1); err != nil {
+		return err
+	}
+	if _, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", group,
+		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
+		return err
+	}
+	const total = 20
+	if err := produceValues(ctx, e, topic, "share-record-", total, total); err != nil {
+		return err
+	}
+	if _, err := shareConsumeAll(ctx, e, topic, group, total); err != nil {
+		return err
+	}
+	// Every replica of a state partition holds the same records: one
+	// copy of each partition's segments, from whichever broker has it.
+	seen := map[string]bool{}
+	var logs []string
+	for _, b := range e.Target.Topology().Brokers {
+		dirs, _ := filepath.Glob(filepath.Join(b.LogDir, "__share_group_state-*"))
+		for _, d := range dirs {
+			if seen[filepath.Base(d)] {
+				continue
+			}
+			seen[filepath.Base(d)] = true
+			files, err := segmentFiles(d)
+			if err != nil {
+				return err
+			}
+			logs = append(logs, files[".log"]...)
+		}
+	}
+	if len(logs) == 0 {
+		return fmt.Errorf("no __share_group_state segments under the brokers' log dirs")
+	}
+	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--files", strings.Join(logs, ","), "--share-group-state-decoder")
+	if err != nil {
+		return err
+	}
+	// A decoded record names the group in its key, and its value the
+	// share partition's start offset and state batches.
+	var found string
+	for _, line := range strings.Split(out.Stdout, "\n") {
+		if strings.Contains(line, `"groupId":"`+group+`"`) && strings.Contains(line, `"startOffset"`) {
+			found = line
+			break
+		}
+	}
+	if found == "" {
+		return fmt.Errorf("kafka-dump-log --share-group-state-decoder shows no record of group %s with a startOffset: %s", group, out.Tail())
+	}
+	if !strings.Contains(found, `"stateBatches"`) || !strings.Contains(found, `"leaderEpoch"`) {
+		return fmt.Errorf("a decoded share state record lacks stateBatches or leaderEpoch: %s", found)
+	}
+	e.Notef("%d segments decoded; e.g. %s", len(logs), truncate(found, 200))
+	return nil
+}
+
+// produceValues writes n records to topic, valued prefix and their index
+// (as %03d), in batches of batch records (one produce each, so one log
+// batch each).
+func produceValues(ctx context.Context, e *Env, topic, prefix string, n, batch int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for i := 0; i < n; i += batch {
+		var rs []*kgo.Record
+		for j := i; j < min(i+batch, n); j++ {
+			rs = append(rs, kgo.StringRecord(fmt.Sprintf("%s%03d", prefix, j)))
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing to %s: %w", topic, err)
+		}
+	}
 	return nil
 }
