@@ -222,7 +222,7 @@ type shareClient struct{ client, consumer, proof string }
 func shareClients() []shareClient {
 	return []shareClient{
 		{"Java 4.3.1 (kafka-clients)", "yes: KafkaShareConsumer, implicit and explicit acknowledgement, commitSync and commitAsync",
-			"cli/share-console-consumers, cli/share-groups-offsets, cli/share-perf-test, verify/share-consumer (sync), verify/share-consumer-async, verify/share-consumer-auto"},
+			"cli/share-console-consumers, cli/share-console-release (explicit, every record released to the delivery limit), cli/share-consumer-killed, cli/share-groups-offsets, cli/share-perf-test, verify/share-consumer (sync), verify/share-consumer-async, verify/share-consumer-auto"},
 		{"franz-go v1.22.3", "yes: kgo.ShareGroup, Record.Ack (accept, release, reject, renew), FlushAcks",
 			"kgo/suite (TestShareGroup*, TestConsumeRegexShareSkipsInternal in kgo-ALLOWLIST); integration/replication TestShareGroupSurvives*Kill; the fault campaign's share workload"},
 		{"confluent-kafka 2.16.1 (librdkafka 2.16.0)", "yes, a preview there: ShareConsumer, explicit acknowledgement, commit_sync",
