@@ -978,19 +978,14 @@ func copyFetched(fr vfs.FileRange) ([]byte, error) {
 // batchBounds lists the offsets of each whole batch in data.
 func batchBounds(data []byte) []sharepart.Batch {
 	var out []sharepart.Batch
-	for len(data) >= protocol.BatchHeaderSize {
-		h, err := protocol.ParseBatchHeader(data)
+	for {
+		_, rest, h, err := protocol.NextBatch(data)
 		if err != nil {
-			break
-		}
-		size := int(h.Length) + protocol.BatchOverhead
-		if size > len(data) {
-			break
+			return out
 		}
 		out = append(out, sharepart.Batch{First: h.BaseOffset, Last: h.LastOffset()})
-		data = data[size:]
+		data = rest
 	}
-	return out
 }
 
 // abortedBatches are the offsets of the batches of data that belong to the
@@ -1008,14 +1003,10 @@ func abortedBatches(data []byte, aborted []replica.AbortedTransaction) []sharepa
 	slices.SortFunc(pending, func(a, b replica.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	open := map[int64]bool{}
 	var out []sharepart.Batch
-	for len(data) >= protocol.BatchHeaderSize {
-		h, err := protocol.ParseBatchHeader(data)
+	for {
+		_, rest, h, err := protocol.NextBatch(data)
 		if err != nil {
-			break
-		}
-		size := int(h.Length) + protocol.BatchOverhead
-		if size > len(data) {
-			break
+			return out
 		}
 		for len(pending) > 0 && pending[0].FirstOffset <= h.LastOffset() {
 			open[pending[0].ProducerID] = true
@@ -1027,32 +1018,26 @@ func abortedBatches(data []byte, aborted []replica.AbortedTransaction) []sharepa
 		case h.IsTransactional() && open[h.ProducerID]:
 			out = append(out, sharepart.Batch{First: h.BaseOffset, Last: h.LastOffset()})
 		}
-		data = data[size:]
+		data = rest
 	}
-	return out
 }
 
 // sliceBatches keeps the whole batches of data that hold offsets in
 // [first, last].
 func sliceBatches(data []byte, first, last int64) []byte {
 	start, end := -1, 0
-	pos := 0
-	for pos+protocol.BatchHeaderSize <= len(data) {
-		h, err := protocol.ParseBatchHeader(data[pos:])
+	for pos := 0; ; {
+		batch, _, h, err := protocol.NextBatch(data[pos:])
 		if err != nil {
-			break
-		}
-		size := int(h.Length) + protocol.BatchOverhead
-		if pos+size > len(data) {
 			break
 		}
 		if h.LastOffset() >= first && h.BaseOffset <= last {
 			if start < 0 {
 				start = pos
 			}
-			end = pos + size
+			end = pos + len(batch)
 		}
-		pos += size
+		pos += len(batch)
 	}
 	if start < 0 {
 		return []byte{}
