@@ -175,6 +175,24 @@ func shareConsumeAll(ctx context.Context, e *Env, topic, group string, n int) ([
 	return got, nil
 }
 
+// waitShareLagZero waits up to 30 s for kafka-share-groups --describe to
+// show lag 0 for the topic's partition 0, and returns that row. (The start
+// offset itself may trail by the last acknowledgement, as Kafka writes it;
+// the lag counts what is delivered for good past it.)
+func waitShareLagZero(ctx context.Context, e *Env, group, topic, when string) (map[string]string, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		row, err := shareOffsetsRow(ctx, e, group, topic)
+		if err == nil && row["LAG"] == "0" {
+			return row, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("kafka-share-groups --describe %s: %v %v, want lag 0", when, row, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // shareOffsetsRow is the --describe row of a topic's partition 0.
 func shareOffsetsRow(ctx context.Context, e *Env, group, topic string) (map[string]string, error) {
 	out, err := e.Kafka(ctx, mainShareGroups, "--describe", "--group", group)
@@ -198,36 +216,16 @@ func cliShareGroupsOffsets(ctx context.Context, e *Env) error {
 		"--alter", "--add-config", "share.auto.offset.reset=earliest"); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	const total = 30
-	var rs []*kgo.Record
-	for i := range total {
-		rs = append(rs, kgo.StringRecord(fmt.Sprintf("share-record-%03d", i)))
-	}
-	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		return fmt.Errorf("producing: %w", err)
+	if err := produceValues(ctx, e, topic, "share-record-", total, total); err != nil {
+		return err
 	}
 	if _, err := shareConsumeAll(ctx, e, topic, group, total); err != nil {
 		return err
 	}
-	// Everything acknowledged: no lag. (The start offset itself may
-	// trail by the last acknowledgement, as Kafka writes it; the lag
-	// counts what is delivered for good past it.)
-	var row map[string]string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		row, err = shareOffsetsRow(ctx, e, group, topic)
-		if err == nil && row["LAG"] == "0" {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("--describe after everything was read: %v %v, want lag 0", row, err)
-		}
-		time.Sleep(time.Second)
+	// Everything acknowledged: no lag.
+	if _, err := waitShareLagZero(ctx, e, group, topic, "after everything was read"); err != nil {
+		return err
 	}
 	out, err := e.Kafka(ctx, mainShareGroups, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
 	if err != nil {
@@ -237,7 +235,7 @@ func cliShareGroupsOffsets(ctx context.Context, e *Env) error {
 	if len(reset) != 1 || reset[0]["NEW-OFFSET"] != "0" {
 		return fmt.Errorf("--reset-offsets --to-earliest printed %v, want partition 0 at 0: %s", reset, out.Tail())
 	}
-	row, err = shareOffsetsRow(ctx, e, group, topic)
+	row, err := shareOffsetsRow(ctx, e, group, topic)
 	if err != nil {
 		return err
 	}
@@ -517,17 +515,9 @@ func cliShareConsoleRelease(ctx context.Context, e *Env) error {
 	if strings.Contains(out.Stdout, "release-record-") {
 		return fmt.Errorf("a record came again after its last delivery: %s", out.Tail())
 	}
-	var row map[string]string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		row, err = shareOffsetsRow(ctx, e, group, topic)
-		if err == nil && row["LAG"] == "0" {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("--describe --offsets after the last delivery: %v %v, want lag 0", row, err)
-		}
-		time.Sleep(time.Second)
+	row, err := waitShareLagZero(ctx, e, group, topic, "after the last delivery")
+	if err != nil {
+		return err
 	}
 	e.Notef("each of %d records delivered %d times, then archived; start offset %s, lag 0", total, limit, row["START-OFFSET"])
 	return nil
