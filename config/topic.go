@@ -449,3 +449,71 @@ func DefaultTopic() Topic {
 		LocalRetentionMs:            -2,
 	}
 }
+
+// ValidateTopicRemote is Kafka's tiered storage checks of a topic's
+// configs (LogConfig.validateTopicLogConfigValues), on overrides over base
+// as ValidateTopic takes them: remote.storage.enable only when the broker
+// has remote.log.storage.system.enable, never on a compacted topic,
+// local.retention.* within retention.*, equal to them when
+// remote.log.copy.disable is set; and, for a change (before is the
+// topic's overrides before it, nil for a new topic), remote storage turned
+// off only with remote.log.delete.on.disable. Call it after ValidateTopic.
+func ValidateTopicRemote(base, overrides map[string]string, systemEnabled bool, before map[string]string) error {
+	defs := topicKeys()
+	byName := make(map[string]*TopicKey, len(defs))
+	for i := range defs {
+		byName[defs[i].Name] = &defs[i]
+	}
+	value := func(m map[string]string, key string) any {
+		raw, ok := m[key]
+		if !ok {
+			raw, ok = base[key]
+		}
+		if !ok {
+			raw = byName[key].Default
+		}
+		v, err := byName[key].Parse(raw)
+		if err != nil {
+			v, _ = byName[key].Parse(byName[key].Default)
+		}
+		return v
+	}
+	long := func(key string) int64 { return value(overrides, key).(int64) }
+	flag := func(m map[string]string, key string) bool { return value(m, key).(bool) }
+	if !flag(overrides, "remote.storage.enable") {
+		if before != nil && flag(before, "remote.storage.enable") && !flag(overrides, "remote.log.delete.on.disable") {
+			return fmt.Errorf("It is invalid to disable remote storage without deleting remote data. " +
+				"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. " +
+				"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+		}
+		return nil
+	}
+	if !systemEnabled {
+		return fmt.Errorf("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+	}
+	for _, p := range value(overrides, "cleanup.policy").([]string) {
+		if strings.EqualFold(p, "compact") {
+			return fmt.Errorf("Remote log storage is unsupported for the compacted topics")
+		}
+	}
+	for _, pair := range [][2]string{{"retention.bytes", "local.retention.bytes"}, {"retention.ms", "local.retention.ms"}} {
+		total, local := long(pair[0]), long(pair[1])
+		if total == -1 || local == -2 {
+			continue
+		}
+		if local == -1 {
+			return fmt.Errorf("Invalid value %d for configuration %s: Value must not be -1 as %s value is set as %d.", local, pair[1], pair[0], total)
+		}
+		if local > total {
+			return fmt.Errorf("Invalid value %d for configuration %s: Value must not be more than %s property value: %d", local, pair[1], pair[0], total)
+		}
+	}
+	if flag(overrides, "remote.log.copy.disable") {
+		for _, pair := range [][2]string{{"retention.bytes", "local.retention.bytes"}, {"retention.ms", "local.retention.ms"}} {
+			if local := long(pair[1]); local != -2 && local != long(pair[0]) {
+				return fmt.Errorf("When `remote.log.copy.disable` is set to true, the `%s` and `%s` must be set to the identical value because there will be no more logs copied to the remote storage.", pair[1], pair[0])
+			}
+		}
+	}
+	return nil
+}

@@ -3,6 +3,13 @@ package metadata
 // Configs: the image holds each resource's overrides (Image.Configs, by
 // ConfigResource); ConfigSchema is what knows the keys.
 
+// ConfigChangeSchema is a ConfigSchema that also checks a change of a
+// resource's overrides against those before it (Kafka refuses to turn a
+// topic's remote storage off without deleting its remote data).
+type ConfigChangeSchema interface {
+	ValidateChange(t ConfigResourceType, name string, before, after map[string]string) error
+}
+
 // ConfigSchema is what the controller needs to know about config keys to
 // validate AlterConfigs, IncrementalAlterConfigs and CreateTopics configs.
 // The broker's config package implements it.

@@ -16,6 +16,7 @@ import (
 	"github.com/gregorbroker/gregor/metadata"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
+	"github.com/gregorbroker/gregor/tiered"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -57,6 +58,10 @@ type Options struct {
 	// QuotaWindow measures the replication throttles (DefaultQuotaWindow
 	// when zero).
 	QuotaWindow QuotaWindow
+	// Tiered configures the remote log manager (tiered.go); nil: the
+	// broker has no tiered storage (remote.log.storage.system.enable
+	// false).
+	Tiered *tiered.Options
 }
 
 // Manager hosts this node's partitions and serves every operation on
@@ -134,6 +139,12 @@ type Manager struct {
 	lease      *leaderLease
 	leaseState leaseState
 
+	// tiered is the remote log manager (nil: none); its Run loop is
+	// stopped by stopTiered and awaited with tieredDone.
+	tiered     *tiered.Manager
+	stopTiered context.CancelFunc
+	tieredDone sync.WaitGroup
+
 	// openHook, when set (tests), sees every batch of logs reconciliation
 	// opens, before it opens them.
 	openHook func([]storage.LogRequest)
@@ -182,6 +193,9 @@ func NewManager(opts Options) *Manager {
 	if opts.Peers != nil {
 		m.isr = newISRSender(m)
 	}
+	if opts.Tiered != nil {
+		m.tiered = tiered.New(*opts.Tiered, m)
+	}
 	return m
 }
 
@@ -214,6 +228,15 @@ func (m *Manager) Start(ctx context.Context, src ImageSource) error {
 		}()
 		m.fetchers.start(wctx)
 	}
+	if m.tiered != nil {
+		tctx, cancel := context.WithCancel(context.Background())
+		m.stopTiered = cancel
+		m.tieredDone.Add(1)
+		go func() {
+			defer m.tieredDone.Done()
+			m.tiered.Run(tctx)
+		}()
+	}
 	m.unsubscribe = src.Subscribe(m.ApplyImage)
 	select {
 	case <-m.ready:
@@ -230,6 +253,10 @@ func (m *Manager) Stop() {
 		m.unsubscribe()
 	}
 	m.stopLease()
+	if m.stopTiered != nil {
+		m.stopTiered()
+		m.tieredDone.Wait()
+	}
 	if m.stopWorkers != nil {
 		m.stopWorkers()
 		m.fetchers.stop()
@@ -344,6 +371,7 @@ func (m *Manager) reconcile(prev, img *metadata.Image) error {
 		for name, old := range prev.Topics {
 			if img.Topics[name] == nil {
 				r.dropTopic(old, 0)
+				m.deleteRemote(old)
 				delete(m.retry, name)
 			}
 		}
@@ -424,6 +452,7 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		// Same name, new topic ID: the old topic was deleted and
 		// recreated; its logs must not serve the new one.
 		r.dropTopic(old, 0)
+		m.deleteRemote(old)
 		old = nil
 	}
 	for i, meta := range t.Partitions {
@@ -457,6 +486,7 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		if cfgChanged {
 			c := topicCfg()
 			p.log.SetConfig(c)
+			m.setTiered(p.log)
 			newCfg = &c
 		}
 		p.update(meta, newCfg, m.nowMs())
@@ -529,6 +559,7 @@ func (r *reconciliation) openNew() {
 			r.errs = append(r.errs, res.Err)
 			m.retry[n.tp.Topic] = true
 		}
+		m.setTiered(res.Log)
 		p := newPartition(n.tp, n.id, m.self, res.Log, m.lease)
 		p.update(n.meta, &n.cfg, m.nowMs())
 		m.mu.Lock()

@@ -65,13 +65,28 @@ func (m *Manager) ListOffset(tp TopicPartition, currentEpoch int32, timestamp in
 	case LatestTimestamp:
 		out.Offset, out.LeaderEpoch = visible, epoch
 		return out
-	case EarliestTimestamp, EarliestLocalTimestamp:
+	case EarliestTimestamp:
 		out.Offset = l.LogStartOffset()
 		if e, ok := l.EpochForOffset(out.Offset); ok {
 			out.LeaderEpoch = e
 		}
 		return out
-	case LatestTieredTimestamp, EarliestPendingUploadTimestamp:
+	case EarliestLocalTimestamp:
+		out.Offset = l.LocalLogStartOffset()
+		if e, ok := l.EpochForOffset(out.Offset); ok {
+			out.LeaderEpoch = e
+		}
+		return out
+	case LatestTieredTimestamp:
+		if !m.tieredLog(l) {
+			return out
+		}
+		out.Offset = l.HighestRemoteOffset()
+		if e, ok := l.EpochForOffset(out.Offset); ok && out.Offset >= 0 {
+			out.LeaderEpoch = e
+		}
+		return out
+	case EarliestPendingUploadTimestamp:
 		return out
 	case MaxTimestamp:
 		off, ts, ep = l.MaxTimestamp()
@@ -82,7 +97,16 @@ func (m *Manager) ListOffset(tp TopicPartition, currentEpoch int32, timestamp in
 		}
 		var found bool
 		var err error
-		off, ts, ep, found, err = l.OffsetForTimestamp(timestamp)
+		if m.tieredLog(l) && l.LocalLogStartOffset() > l.LogStartOffset() {
+			off, ts, ep, found, err = m.tiered.FindOffsetByTimestamp(context.Background(), l, p.topicID, timestamp)
+			if err != nil {
+				out.Err = storageErr(err)
+				return out
+			}
+		}
+		if !found {
+			off, ts, ep, found, err = l.OffsetForTimestamp(timestamp)
+		}
 		if err != nil {
 			out.Err = storageErr(err)
 			return out

@@ -213,6 +213,29 @@ func (m *Manager) readPartition(params FetchParams, e *FetchEntry, budget *int64
 	} else {
 		fr, err = l.Read(e.FetchOffset, int32(limit), hw, *minOne)
 	}
+	if err != nil && isTieredRead(err) {
+		maxOffset := hw
+		if params.Isolation == ReadCommitted {
+			maxOffset = lso
+		}
+		if m.readRemote(p, params, e, limit, maxOffset, *minOne) {
+			if e.Result.Err == nil && e.Result.Records.Size > 0 {
+				*budget -= e.Result.Records.Size
+				*minOne = false
+			}
+			return
+		}
+		// Nothing remote from there on: the local log's start is next.
+		local := l.LocalLogStartOffset()
+		if params.Isolation == ReadCommitted {
+			fr, aborted, err = l.ReadWithAborted(local, int32(limit), lso, *minOne, aborted)
+			if len(aborted) > 0 {
+				e.Result.AbortedTransactions = aborted
+			}
+		} else {
+			fr, err = l.Read(local, int32(limit), hw, *minOne)
+		}
+	}
 	if err != nil {
 		e.Result.Err = storageErr(err)
 		return

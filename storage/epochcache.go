@@ -168,6 +168,13 @@ func (c *epochCache) truncateFromStart(startOffset int64) bool {
 	return changed
 }
 
+// snapshot copies the entries.
+func (c *epochCache) snapshot() []EpochEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]EpochEntry(nil), c.entries...)
+}
+
 // takeSnapshot copies the entries for a write, which will save them.
 func (c *epochCache) takeSnapshot() []EpochEntry {
 	c.mu.Lock()

@@ -159,9 +159,13 @@ type Log struct {
 	logStartOffset atomic.Int64
 	highWatermark  atomic.Int64
 	recoveryPoint  atomic.Int64
-	lastFlushMs    atomic.Int64
-	dirDirty       atomic.Bool // a segment was created since the last dir fsync
-	failure        atomic.Pointer[error]
+	// tiered and highestRemote: see tiered.go (set by the remote log
+	// manager).
+	tiered        atomic.Bool
+	highestRemote atomic.Int64
+	lastFlushMs   atomic.Int64
+	dirDirty      atomic.Bool // a segment was created since the last dir fsync
+	failure       atomic.Pointer[error]
 	// dirHealth is the log dir's; a move to another dir changes it.
 	dirHealth atomic.Pointer[dirHealth]
 
@@ -248,6 +252,10 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	l.cleanerHorizonMs.Store(math.MaxInt64)
 	l.firstUnstable.Store(math.MaxInt64)
 	l.abortedEnd.Store(-1)
+	l.highestRemote.Store(-1)
+	// Until the replica layer says otherwise, a tiered topic's log keeps
+	// what is not copied yet.
+	l.tiered.Store(cfg.RemoteStorageEnable)
 	// The partition dir is an entry in the log dir: durable only once the
 	// log dir is synced. It must be before the log takes data: a flush
 	// syncs the partition dir, not its entry in the log dir.
@@ -423,6 +431,12 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	leo := active.nextOffset
 	start := max(opts.LogStartOffset, l.segments[0].baseOffset)
+	if cfg.RemoteStorageEnable && opts.LogStartOffset >= 0 && opts.LogStartOffset < start {
+		// The older offsets are in remote storage: the checkpoint's log
+		// start stands below the local one (Kafka's UnifiedLog with
+		// remote storage enabled).
+		start = opts.LogStartOffset
+	}
 	if start > leo {
 		// The log start moved past data lost in a crash: start over there.
 		l.logger.Warn("log start offset is beyond the recovered log end, emptying the log", "logStart", start, "logEnd", leo)
@@ -1254,6 +1268,9 @@ func (l *Log) readLocked(offset int64, maxBytes int32, maxOffset int64, minOneBa
 	start, end := l.logStartOffset.Load(), l.logEndOffset.Load()
 	if offset < start || offset > end {
 		return vfs.FileRange{}, 0, fmt.Errorf("offset %d is outside [%d, %d] of %s: %w", offset, start, end, l.tp, kerr.OffsetOutOfRange)
+	}
+	if offset < l.segments[0].baseOffset {
+		return vfs.FileRange{}, 0, l.errTiered(offset)
 	}
 	if offset == end || offset >= maxOffset {
 		return vfs.FileRange{}, 0, nil

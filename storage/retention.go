@@ -17,6 +17,11 @@ import (
 // file's time) with the clock; a segment without timestamps uses its
 // creation time. retention.bytes deletes the oldest segments while what
 // remains would still be at least retention.bytes. Both apply, time first.
+//
+// A tiered log (tiered.go) is kept by local.retention.ms and
+// local.retention.bytes instead (-2: as retention.*), deletes only
+// segments already in remote storage, and leaves the log start where it
+// is: the remote log manager's retention moves it.
 
 // RetentionResult says what one retention pass deleted.
 type RetentionResult struct {
@@ -51,24 +56,34 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 		}
 		return l.logEndOffset.Load()
 	}
+	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
+	tiered := l.tiered.Load()
+	if tiered {
+		retentionMs, retentionBytes = localRetention(cfg.LocalRetentionMs, cfg.LocalRetentionBytes, retentionMs, retentionBytes)
+	}
+	copied := l.highestRemote.Load()
 	deletable := func(i int) bool {
 		if i == len(segs)-1 && segs[i].size.Load() == 0 {
+			return false
+		}
+		if tiered && upper(i)-1 > copied {
+			// Not all of it is in remote storage yet.
 			return false
 		}
 		return upper(i) <= hw
 	}
 	n := 0
-	if cfg.RetentionMs >= 0 {
-		for n < len(segs) && deletable(n) && nowMs-segs[n].largestTimestamp() > cfg.RetentionMs {
+	if retentionMs >= 0 {
+		for n < len(segs) && deletable(n) && nowMs-segs[n].largestTimestamp() > retentionMs {
 			n++
 		}
 	}
-	if cfg.RetentionBytes >= 0 {
+	if retentionBytes >= 0 {
 		var total int64
 		for _, s := range segs[n:] {
 			total += s.size.Load()
 		}
-		excess := total - cfg.RetentionBytes
+		excess := total - retentionBytes
 		for n < len(segs) && deletable(n) && excess-segs[n].size.Load() >= 0 {
 			excess -= segs[n].size.Load()
 			n++
@@ -82,6 +97,19 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 	}
 	res.Segments = n
 	newStart := upper(n - 1)
+	if tiered {
+		// Local retention: the segments are in remote storage, the log
+		// start stays.
+		l.logger.Info("deleting local segments past local retention", "segments", n,
+			"bytes", res.Bytes, "local_log_start_offset", newStart, "local_retention_ms", retentionMs, "local_retention_bytes", retentionBytes)
+		if err := l.deleteSegments(n, nowMs); err != nil {
+			return res, fmt.Errorf("local retention of %s: %w", l.tp, l.fail(err))
+		}
+		if err := l.producers.deleteSnapshotsBefore(l.segments[0].baseOffset); err != nil {
+			return res, fmt.Errorf("local retention of %s: %w", l.tp, l.fail(err))
+		}
+		return res, nil
+	}
 	if newStart <= l.logStartOffset.Load() {
 		// DeleteRecords deletes the segments wholly below the log start,
 		// so this does not happen; nothing to do if it did.

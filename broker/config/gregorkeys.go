@@ -35,6 +35,13 @@ var gregorKeys = map[string]func(value string) error{
 		}
 		return fmt.Errorf("expected true or false")
 	},
+	RemoteStorageKey: func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		_, err := parseRemoteStorage(strings.TrimSpace(v))
+		return err
+	},
 	// HTTPListenerKey is the operators' HTTP listener (package ops).
 	HTTPListenerKey: func(v string) error {
 		if strings.TrimSpace(v) == "" {

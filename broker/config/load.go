@@ -296,6 +296,9 @@ func loadWithSchema(schema *Schema, fileProps, overrides map[string]string) (*Br
 		if name == DeprecatedTokenSecretKey {
 			continue
 		}
+		if isRemotePluginKey(raw, name) {
+			continue // the remote storage and metadata managers' own keys
+		}
 		if isAuthorizerKey(name) && strings.TrimSpace(raw["authorizer.class.name"]) != "" {
 			continue // the authorizer's own keys
 		}

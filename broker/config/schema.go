@@ -63,6 +63,9 @@ func (c *ControllerSchema) Validate(t metadata.ConfigResourceType, name string, 
 		if err := cfgdef.ValidateTopic(c.topicBase, overrides); err != nil {
 			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 		}
+		if err := cfgdef.ValidateTopicRemote(c.topicBase, overrides, c.static.Bool(RemoteStorageSystemEnableKey), nil); err != nil {
+			return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
+		}
 		return nil
 	case metadata.ConfigResourceBroker:
 		if name != "" {
@@ -103,6 +106,22 @@ func (c *ControllerSchema) Validate(t metadata.ConfigResourceType, name string, 
 		return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
 	}
 	return &ValidationError{Code: errInvalidRequest, Message: fmt.Sprintf("Unknown resource type %d", t)}
+}
+
+// ValidateChange checks a topic's overrides against those before the
+// change: Kafka refuses to turn remote storage off without
+// remote.log.delete.on.disable (metadata.ConfigChangeSchema).
+func (c *ControllerSchema) ValidateChange(t metadata.ConfigResourceType, name string, before, after map[string]string) error {
+	if t != metadata.ConfigResourceTopic {
+		return nil
+	}
+	if before == nil {
+		before = map[string]string{}
+	}
+	if err := cfgdef.ValidateTopicRemote(c.topicBase, after, c.static.Bool(RemoteStorageSystemEnableKey), before); err != nil {
+		return &ValidationError{Code: errInvalidConfig, Message: err.Error()}
+	}
+	return nil
 }
 
 // javaSet prints names the way Kafka prints a Java set in these messages

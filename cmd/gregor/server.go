@@ -199,7 +199,12 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		}
 	}()
 
+	tieredOpts, err := s.tieredOptions(hooks.fs, log)
+	if err != nil {
+		return err
+	}
 	opts.Replicas = replica.NewManager(replica.Options{
+		Tiered:  tieredOpts,
 		NodeID:  s.nodeID,
 		Logs:    logs,
 		Configs: s.configs,

@@ -24,7 +24,10 @@ type settings struct {
 	cfg *config.Broker
 	// rackAwareReads: replica.selector.class is Kafka's
 	// RackAwareReplicaSelector.
-	rackAwareReads         bool
+	rackAwareReads bool
+	// remoteStorage is tiered storage's store, nil without
+	// remote.log.storage.system.enable.
+	remoteStorage          *config.RemoteStorage
 	nodeID                 int32
 	isController           bool
 	isBroker               bool
@@ -147,6 +150,9 @@ func loadSettings(file string, overrides []string, stderr io.Writer) (*settings,
 	}
 
 	if s.rackAwareReads, err = cfg.RackAwareReads(); err != nil {
+		return nil, err
+	}
+	if s.remoteStorage, err = cfg.RemoteStorage(); err != nil {
 		return nil, err
 	}
 	if s.authorizer, err = authz.OptionsFromConfig(cfg); err != nil {

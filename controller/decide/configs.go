@@ -440,7 +440,11 @@ func (e *Env) validateConfigs(img *metadata.Image, res metadata.ConfigResource, 
 		}
 	}
 	if e.Schema != nil {
-		if err := e.Schema.Validate(res.Type, res.Name, after); err != nil {
+		err := e.Schema.Validate(res.Type, res.Name, after)
+		if cs, ok := e.Schema.(metadata.ConfigChangeSchema); ok && err == nil {
+			err = cs.ValidateChange(res.Type, res.Name, img.Configs[res], after)
+		}
+		if err != nil {
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
 				return &Error{err: ke, msg: err.Error()}

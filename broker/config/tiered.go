@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tiered storage (KIP-405) settings. Kafka loads a RemoteStorageManager
+// and a RemoteLogMetadataManager by class name; Gregor runs no Java, so it
+// maps Kafka's class names to its own backends and refuses any other
+// class with the list of what it has.
+
+const (
+	// RemoteStorageSystemEnableKey turns tiered storage on for the broker.
+	RemoteStorageSystemEnableKey = "remote.log.storage.system.enable"
+	// RemoteStorageKey is Gregor's own way to name the store:
+	// dir:<path> or s3://<bucket>[/<prefix>].
+	RemoteStorageKey = "gregor.remote.storage"
+	// LocalTieredStorageClass is Kafka's directory-backed
+	// RemoteStorageManager (rsm.config.dir names the directory): Gregor's
+	// directory backend.
+	LocalTieredStorageClass = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+	// TopicBasedRLMMClass is Kafka's default RemoteLogMetadataManager.
+	TopicBasedRLMMClass = "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"
+)
+
+// RemoteStorage is the store tiered storage keeps segments in.
+type RemoteStorage struct {
+	// Dir is the directory backend's root ("" for another backend).
+	Dir string
+	// S3Bucket and S3Prefix name an S3-compatible store.
+	S3Bucket, S3Prefix string
+}
+
+// backendsHelp says what Gregor has, for errors.
+const backendsHelp = "Gregor's backends are a directory (" + RemoteStorageKey + "=dir:<path>, or remote.log.storage.manager.class.name=" +
+	LocalTieredStorageClass + " with rsm.config.dir=<path>) and S3-compatible object storage (" + RemoteStorageKey + "=s3://<bucket>/<prefix>)"
+
+// RemoteStorage is the broker's tiered storage, nil when
+// remote.log.storage.system.enable is false.
+func (b *Broker) RemoteStorage() (*RemoteStorage, error) {
+	if !b.Bool(RemoteStorageSystemEnableKey) {
+		return nil, nil
+	}
+	if rlmm := b.String("remote.log.metadata.manager.class.name"); rlmm != "" && rlmm != TopicBasedRLMMClass {
+		return nil, fmt.Errorf("remote.log.metadata.manager.class.name %s: Gregor runs no Java classes; it keeps remote log metadata itself, as %s does", rlmm, TopicBasedRLMMClass)
+	}
+	if v := strings.TrimSpace(b.Raw[RemoteStorageKey]); v != "" {
+		return parseRemoteStorage(v)
+	}
+	switch class := b.String("remote.log.storage.manager.class.name"); class {
+	case LocalTieredStorageClass:
+		prefix := b.String("remote.log.storage.manager.impl.prefix")
+		dir := strings.TrimSpace(b.Raw[prefix+"dir"])
+		if dir == "" {
+			return nil, fmt.Errorf("remote.log.storage.manager.class.name is %s but %sdir is not set: it names the directory segments are kept in", class, prefix)
+		}
+		return &RemoteStorage{Dir: dir}, nil
+	case "":
+		return nil, fmt.Errorf("%s is true but no remote storage is configured: %s", RemoteStorageSystemEnableKey, backendsHelp)
+	default:
+		return nil, fmt.Errorf("remote.log.storage.manager.class.name %s: Gregor runs no Java classes; %s", class, backendsHelp)
+	}
+}
+
+func parseRemoteStorage(v string) (*RemoteStorage, error) {
+	switch {
+	case strings.HasPrefix(v, "dir:"):
+		dir := strings.TrimPrefix(v, "dir:")
+		if dir == "" {
+			return nil, fmt.Errorf("%s=%s: the directory is missing", RemoteStorageKey, v)
+		}
+		return &RemoteStorage{Dir: dir}, nil
+	case strings.HasPrefix(v, "s3://"):
+		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(v, "s3://"), "/")
+		if bucket == "" {
+			return nil, fmt.Errorf("%s=%s: the bucket is missing", RemoteStorageKey, v)
+		}
+		return &RemoteStorage{S3Bucket: bucket, S3Prefix: strings.Trim(prefix, "/")}, nil
+	}
+	return nil, fmt.Errorf("%s=%s: expected dir:<path> or s3://<bucket>/<prefix>", RemoteStorageKey, v)
+}
+
+// isRemotePluginKey reports whether name is under the prefix of the remote
+// storage manager's or metadata manager's own keys (rsm.config.,
+// rlmm.config. unless set otherwise).
+func isRemotePluginKey(raw map[string]string, name string) bool {
+	for key, def := range map[string]string{"remote.log.storage.manager.impl.prefix": "rsm.config.", "remote.log.metadata.manager.impl.prefix": "rlmm.config."} {
+		prefix := def
+		if v := strings.TrimSpace(raw[key]); v != "" {
+			prefix = v
+		}
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,146 @@
+package tiered
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// tieredNode starts a node with tiered storage in a directory of the
+// test's, working every half second.
+func tieredNode(t *testing.T, extra ...string) (*node.Node, string) {
+	remote := filepath.Join(t.TempDir(), "remote")
+	n := node.Start(t, append([]string{
+		"remote.log.storage.system.enable=true",
+		"gregor.remote.storage=dir:" + remote,
+		"remote.log.manager.task.interval.ms=500",
+		"log.retention.check.interval.ms=500",
+		"file.delete.delay.ms=1000",
+	}, extra...)...)
+	return n, remote
+}
+
+// listOffset asks ListOffsets v9 for one special timestamp of partition 0.
+func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, ts int64) (offset int64, epoch int32) {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = 9
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = 0
+	rp.Timestamp = ts
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ListOffsets %d: %v", ts, err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("ListOffsets %d: error %d", ts, p.ErrorCode)
+	}
+	return p.Offset, p.LeaderEpoch
+}
+
+func produceN(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("%08d-%s", i, strings.Repeat("v", 1000)))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+}
+
+// consumeAll reads n records from the beginning and checks each value.
+func consumeAll(ctx context.Context, t *testing.T, n *node.Node, topic string, want int) {
+	t.Helper()
+	cl := n.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cl.Close()
+	got := 0
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, want, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch error after %d records: %v", got, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != int64(got) || !strings.HasPrefix(string(r.Value), fmt.Sprintf("%08d-", got)) {
+				t.Fatalf("record %d: offset %d value %.12q", got, r.Offset, r.Value)
+			}
+			got++
+		})
+	}
+}
+
+// A tiered topic's old segments move to the store and leave the local
+// disk; a consumer from the beginning reads every record (the old ones
+// from the store); ListOffsets -2, -4 and -5 tell the log start, the local
+// log start and the last tiered offset apart.
+func TestTieredTopicReadsOldSegmentsFromTheStore(t *testing.T) {
+	n, remote := tieredNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := n.Client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	topic := "tiered"
+	cfg := map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.ms":    kadm.StringPtr("1000"),
+		"segment.bytes":         kadm.StringPtr("1048576"),
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || resp.Err != nil {
+		t.Fatalf("creating the topic: %v %v", err, resp.Err)
+	}
+	const records = 5000 // about 5 MiB: four rolled segments and more
+	for i := 0; i < records; i += 500 {
+		produceN(ctx, t, cl, topic, i, 500)
+	}
+	var local, tiered int64
+	for {
+		local, _ = listOffset(ctx, t, cl, topic, -4)
+		tiered, _ = listOffset(ctx, t, cl, topic, -5)
+		if local > 0 && tiered == local-1 && local >= 3000 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("local log start %d, last tiered offset %d: the segments did not move to the store", local, tiered)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if start, _ := listOffset(ctx, t, cl, topic, -2); start != 0 {
+		t.Fatalf("log start %d, want 0", start)
+	}
+	if end, _ := listOffset(ctx, t, cl, topic, -1); end != records {
+		t.Fatalf("log end %d, want %d", end, records)
+	}
+	if _, err := os.Stat(filepath.Join(n.Dir, topic+"-0", "00000000000000000000.log")); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(filepath.Join(n.Dir, topic+"-0"))
+		t.Fatalf("the first segment is still on the local disk (%v): %v", err, entries)
+	}
+	var remoteLogs int
+	_ = filepath.Walk(remote, func(path string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(path, ".log") {
+			remoteLogs++
+		}
+		return nil
+	})
+	if remoteLogs < 3 {
+		t.Fatalf("%d segment files in the store, want at least 3", remoteLogs)
+	}
+	t.Logf("local log start %d, last tiered offset %d, %d segments in the store", local, tiered, remoteLogs)
+	consumeAll(ctx, t, n, topic, records)
+}
