@@ -25,6 +25,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"sync"
@@ -373,6 +374,12 @@ func (f *fetcher) processPartition(ctx context.Context, st *fetchState, rp *kmsg
 			f.delayOne(st)
 		}
 		return
+	case errors.Is(ke, kerr.OffsetMovedToTieredStorage):
+		if err := f.movedToTiered(ctx, st); err != nil {
+			f.log.Warn("starting over at the leader's local log start", "topic", p.tp.Topic, "partition", p.tp.Partition, "offset", offset, "err", err)
+			f.delayOne(st)
+		}
+		return
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
 		// UNKNOWN_TOPIC_ID, ...: the metadata will say what changed.
@@ -494,10 +501,54 @@ func (f *fetcher) outOfRange(ctx context.Context, st *fetchState) error {
 	return nil
 }
 
+// movedToTiered handles OFFSET_MOVED_TO_TIERED_STORAGE as Kafka's
+// handleOffsetMovedToTieredStorage: the follower's log ends below the
+// leader's local log start, so it starts over there, with the leader
+// epochs and producer state of the remote segment before it, and with the
+// leader's log start (the offsets between are in remote storage).
+func (f *fetcher) movedToTiered(ctx context.Context, st *fetchState) error {
+	p := st.p
+	localStart, err := f.leaderOffset(ctx, st, EarliestLocalTimestamp)
+	if err != nil {
+		return err
+	}
+	logStart, err := f.leaderOffset(ctx, st, EarliestTimestamp)
+	if err != nil {
+		return err
+	}
+	var epochs []storage.EpochEntry
+	var snapshot []byte
+	if t := f.fs.m.tiered; t != nil && localStart > 0 {
+		var found bool
+		epochs, snapshot, found, err = t.AuxState(ctx, p.tp, p.topicID, localStart-1)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("no remote segment holds offset %d, before the leader's local log start", localStart-1)
+		}
+	}
+	err = p.asFollower(st, func(l *storage.Log) error {
+		if l.LogEndOffset() >= localStart {
+			return nil // caught up meanwhile (or a stale answer)
+		}
+		return l.StartOverFromRemote(localStart, logStart, epochs, snapshot)
+	})
+	if err != nil {
+		return err
+	}
+	f.log.Info("follower log behind the leader's local log start; started over there from remote storage", "topic", p.tp.Topic, "partition", p.tp.Partition, "local_log_start", localStart, "log_start", logStart)
+	f.reset(st)
+	return nil
+}
+
 // leaderOffset asks the leader for its latest or earliest offset.
 func (f *fetcher) leaderOffset(ctx context.Context, st *fetchState, timestamp int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 4
+	if timestamp < EarliestTimestamp {
+		req.Version = 9 // -4 and -5 (KIP-1005)
+	}
 	req.ReplicaID = f.fs.m.self
 	t := kmsg.NewListOffsetsRequestTopic()
 	t.Topic = st.p.tp.Topic

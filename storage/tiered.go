@@ -201,3 +201,46 @@ func (l *Log) LocalSizeAbove(offset int64) int64 {
 	}
 	return n
 }
+
+// StartOverFromRemote empties the log and starts it at localStart, the
+// leader's local log start, with what the remote segment ending there
+// says came before: the leader epochs and the producer state (Kafka's
+// buildRemoteLogAuxState for a follower behind the leader's local log).
+// The log start is set to logStart, the leader's, below which nothing
+// is; the offsets between are in remote storage.
+func (l *Log) StartOverFromRemote(localStart, logStart int64, epochs []EpochEntry, producerSnapshot []byte) error {
+	if err := l.TruncateFullyAndStartAt(localStart); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.Err(); err != nil {
+		return err
+	}
+	for _, e := range epochs {
+		if e.StartOffset <= localStart {
+			l.epochs.assign(e.Epoch, e.StartOffset)
+		}
+	}
+	l.epochs.truncateFromStart(min(max(logStart, 0), localStart))
+	if err := l.epochs.write(); err != nil {
+		return l.fail(err)
+	}
+	if producerSnapshot != nil {
+		if _, err := decodeSnapshot(producerSnapshot); err != nil {
+			return fmt.Errorf("the remote producer snapshot of %s at %d: %w", l.tp, localStart, err)
+		}
+		if err := vfs.WriteFileAtomic(l.fsys, snapshotFileName(l.dir, localStart), producerSnapshot); err != nil {
+			return l.fail(err)
+		}
+		if err := l.rebuildProducerState(localStart, localStart, l.now().UnixMilli()); err != nil {
+			return l.fail(err)
+		}
+	}
+	if logStart >= 0 && logStart < localStart {
+		l.hwMu.Lock()
+		l.logStartOffset.Store(logStart)
+		l.hwMu.Unlock()
+	}
+	return nil
+}

@@ -346,3 +346,46 @@ func firstRecordAtOrAfter(batch []byte, h protocol.BatchHeader, ts, minOffset in
 	}
 	return offset, timestamp, ok, err
 }
+
+// AuxState is what a follower starting at the leader's local log start
+// needs of the remote segment holding the offset before it: its leader
+// epochs and the producer state at its end (Kafka's
+// buildRemoteLogAuxState). found is false when no remote segment holds
+// offset.
+func (m *Manager) AuxState(ctx context.Context, tp storage.TopicPartition, topicID [16]byte, offset int64) (epochs []storage.EpochEntry, snapshot []byte, found bool, err error) {
+	segs, err := m.segments(ctx, tp, topicID, true)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	i := -1
+	for j, s := range segs {
+		if s.StartOffset <= offset && offset <= s.EndOffset && (i < 0 || s.EndOffset == offset) {
+			i = j
+		}
+	}
+	if i < 0 {
+		return nil, nil, false, nil
+	}
+	s := segs[i]
+	stem := partitionDir(s.Topic, s.Partition, s.TopicID) + segmentStem(s.StartOffset, s.SegmentID)
+	b, err := m.opts.Store.Get(ctx, stem+suffixEpochs, 0, -1)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if epochs, err = storage.DecodeEpochCheckpoint(b); err != nil {
+		return nil, nil, false, fmt.Errorf("the remote leader epochs of %s segment %d: %w", tp, s.StartOffset, err)
+	}
+	snapshot, err = m.opts.Store.Get(ctx, stem+suffixSnapshot, 0, -1)
+	if errors.Is(err, ErrNotFound) {
+		snapshot, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if s.EndOffset != offset {
+		// The snapshot is at the segment's end, past offset: the
+		// producer state is rebuilt from what the follower fetches.
+		snapshot = nil
+	}
+	return epochs, snapshot, true, nil
+}

@@ -44,3 +44,14 @@ func MetaProperty(t testing.TB, n *Node, key string) string {
 	t.Fatalf("no %s in %s/meta.properties", key, n.Dir)
 	return ""
 }
+
+// WipeBroker replaces the stopped broker-only node n's data dir with an
+// empty one formatted into clusterID, as an operator does for a broker
+// whose disk was lost; Restart then starts it with nothing of its own.
+func WipeBroker(t testing.TB, n *Node, clusterID string) {
+	t.Helper()
+	if err := os.RemoveAll(n.Dir); err != nil {
+		t.Fatal(err)
+	}
+	format(t, n, clusterID, "--no-initial-controllers")
+}

@@ -1,0 +1,192 @@
+package tiered
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// leaderOf is partition 0's leader and ISR as one of addrs reports them.
+func leaderOf(ctx context.Context, addrs []string, topic string) (int32, []int32) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return -1, nil
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil || len(td[topic].Partitions) == 0 {
+		return -1, nil
+	}
+	p := td[topic].Partitions[0]
+	return p.Leader, p.ISR
+}
+
+func byID(nodes []*node.Node, id int32) *node.Node {
+	for _, n := range nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// The leader of a tiered partition is killed with kill -9 while it copies
+// segments, its whole data dir is deleted and it is restarted empty: it
+// rebuilds its log from the leader's local log start (with the epochs and
+// producer state of the remote segment before it), not from offset 0.
+// Then the two other brokers are killed, so it leads alone: every
+// acknowledged record is read back through it, the old ones from the
+// store.
+func TestTieredLeaderWipedLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes")
+	}
+	remote := filepath.Join(t.TempDir(), "remote")
+	_, brokers := node.StartSplit(t, 1, 3,
+		"remote.log.storage.system.enable=true",
+		"gregor.remote.storage=dir:"+remote,
+		"remote.log.manager.task.interval.ms=300",
+		"log.retention.check.interval.ms=500",
+		"file.delete.delay.ms=1000",
+		"broker.heartbeat.interval.ms=500",
+		"broker.session.timeout.ms=3000",
+		"replica.lag.time.max.ms=4000",
+		"unclean.leader.election.enable=false",
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	addrs := node.Addrs(brokers)
+	cl := node.NewClient(t, addrs, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.DefaultProduceTopic("wiped"))
+	adm := kadm.NewClient(cl)
+	const topic = "wiped"
+	cfg := map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.ms":    kadm.StringPtr("1000"),
+		"segment.bytes":         kadm.StringPtr("1048576"),
+		"min.insync.replicas":   kadm.StringPtr("1"),
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 3, cfg, topic); err != nil || resp.Err != nil {
+		t.Fatalf("creating the topic: %v %v", err, resp.Err)
+	}
+
+	// A producer writes on through everything; acked holds what was
+	// acknowledged.
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	pctx, stopProducing := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; pctx.Err() == nil; i++ {
+			v := fmt.Sprintf("%08d-%0990d", i, 0)
+			cl.Produce(pctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				if err == nil {
+					mu.Lock()
+					acked[string(r.Value)] = true
+					mu.Unlock()
+				}
+			})
+			if i%200 == 199 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}()
+
+	// Kill the leader once it has copied at least two segments: it is
+	// then in the middle of copying the next ones as they roll.
+	var victim *node.Node
+	node.WaitFor(t, 90*time.Second, "two segments copied to the store", func() bool {
+		tiered, _ := listOffset(ctx, t, cl, topic, -5)
+		return tiered > 0 && tiered >= 2000
+	})
+	leader, _ := leaderOf(ctx, addrs, topic)
+	victim = byID(brokers, leader)
+	clusterID := node.ClusterID(t, victim)
+	victim.Kill()
+	node.WipeBroker(t, victim, clusterID)
+	t.Logf("killed broker %d, the leader, and deleted its data dir", victim.ID)
+	var others []string
+	for _, n := range brokers {
+		if n != victim {
+			others = append(others, n.Addr())
+		}
+	}
+	node.WaitFor(t, 30*time.Second, "a new leader", func() bool {
+		l, _ := leaderOf(ctx, others, topic)
+		return l >= 0 && l != victim.ID
+	})
+	time.Sleep(2 * time.Second) // more records and copies under the new leader
+	victim.Restart()
+	node.WaitFor(t, 90*time.Second, "the wiped broker back in the ISR", func() bool {
+		_, isr := leaderOf(ctx, others, topic)
+		return slices.Contains(isr, victim.ID)
+	})
+	if out := victim.Output(); !containsLine(out, "started over there from remote storage") {
+		t.Errorf("the wiped broker did not start its log over from remote storage:\n%s", tail(out, 30))
+	}
+	stopProducing()
+	wg.Wait()
+	if err := cl.Flush(ctx); err != nil && ctx.Err() != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	want := len(acked)
+	mu.Unlock()
+	t.Logf("%d records acknowledged", want)
+
+	// The wiped broker leads alone: everything is read through it.
+	for _, n := range brokers {
+		if n != victim {
+			n.Kill()
+		}
+	}
+	node.WaitFor(t, 60*time.Second, "the wiped broker leading", func() bool {
+		l, _ := leaderOf(ctx, []string{victim.Addr()}, topic)
+		return l == victim.ID
+	})
+	rcl := node.NewClient(t, []string{victim.Addr()}, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	for {
+		mu.Lock()
+		missing := 0
+		for v := range acked {
+			if seen[v] == 0 {
+				missing++
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			break
+		}
+		fs := rcl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d acknowledged records never read back (%d read)", missing, len(seen))
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch error: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	t.Logf("all %d acknowledged records read back through the wiped broker (%d distinct values read)", want, len(seen))
+}
+
+func containsLine(out, s string) bool { return strings.Contains(out, s) }
+
+func splitLines(s string) []string { return strings.Split(s, "\n") }
+
+func tail(s string, n int) string {
+	lines := splitLines(s)
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
