@@ -55,6 +55,45 @@ var (
 		Help:  "Partitions whose leader is not their preferred (first) replica."}
 )
 
+// Tiered storage (KIP-405): Kafka's BrokerTopicMetrics of the remote log
+// manager, per topic, for the partitions this node leads (copies,
+// deletions) or serves remote reads of.
+var (
+	RemoteCopyBytes = &Desc{Name: "kafka_server_brokertopicmetrics_remotecopybytes_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteCopyBytesPerSec,topic=<t> (Count)",
+		Help:  "Bytes of segments copied to remote storage."}
+	RemoteCopyRequests = &Desc{Name: "kafka_server_brokertopicmetrics_remotecopyrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteCopyRequestsPerSec,topic=<t> (Count)",
+		Help:  "Segment copies to remote storage attempted."}
+	FailedRemoteCopyRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedremotecopyrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedRemoteCopyRequestsPerSec,topic=<t> (Count)",
+		Help:  "Segment copies to remote storage that failed (retried at the next task)."}
+	RemoteFetchBytes = &Desc{Name: "kafka_server_brokertopicmetrics_remotefetchbytes_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteFetchBytesPerSec,topic=<t> (Count)",
+		Help:  "Bytes of records read from remote storage for fetches."}
+	RemoteFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_remotefetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteFetchRequestsPerSec,topic=<t> (Count)",
+		Help:  "Partition reads from remote storage (fetches below the local log start)."}
+	FailedRemoteFetchRequests = &Desc{Name: "kafka_server_brokertopicmetrics_failedremotefetchrequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=FailedRemoteFetchRequestsPerSec,topic=<t> (Count)",
+		Help:  "Partition reads from remote storage that failed."}
+	RemoteDeleteRequests = &Desc{Name: "kafka_server_brokertopicmetrics_remotedeleterequests_total", Kind: CounterKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteDeleteRequestsPerSec,topic=<t> (Count)",
+		Help:  "Remote segments deleted (retention, DeleteRecords)."}
+	RemoteCopyLagBytes = &Desc{Name: "kafka_server_brokertopicmetrics_remotecopylagbytes", Kind: GaugeKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteCopyLagBytes,topic=<t> (Value)",
+		Help:  "Bytes of rolled segments ready to copy and not in remote storage yet, on the partitions this node leads."}
+	RemoteCopyLagSegments = &Desc{Name: "kafka_server_brokertopicmetrics_remotecopylagsegments", Kind: GaugeKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteCopyLagSegments,topic=<t> (Value)",
+		Help:  "Rolled segments ready to copy and not in remote storage yet, on the partitions this node leads."}
+	RemoteLogSizeBytes = &Desc{Name: "kafka_server_brokertopicmetrics_remotelogsizebytes", Kind: GaugeKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteLogSizeBytes,topic=<t> (Value)",
+		Help:  "Bytes in remote storage of the partitions this node leads."}
+	RemoteLogMetadataCount = &Desc{Name: "kafka_server_brokertopicmetrics_remotelogmetadatacount", Kind: GaugeKind, Labels: []string{"topic"},
+		MBean: "kafka.server:type=BrokerTopicMetrics,name=RemoteLogMetadataCount,topic=<t> (Value)",
+		Help:  "Remote segments of the partitions this node leads."}
+)
+
 // What partitions this node leads took in and gave out (Kafka's
 // kafka.server:type=BrokerTopicMetrics), per topic and for all topics.
 var (
@@ -425,6 +464,8 @@ func Catalog() []*Desc {
 		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,
 		TotalFetchRequests, FailedFetchRequests,
 		TotalShareFetchRequests, FailedShareFetchRequests, TotalShareAcknowledgementRequests, FailedShareAcknowledgementRequests,
+		RemoteCopyBytes, RemoteCopyRequests, FailedRemoteCopyRequests, RemoteFetchBytes, RemoteFetchRequests, FailedRemoteFetchRequests,
+		RemoteDeleteRequests, RemoteCopyLagBytes, RemoteCopyLagSegments, RemoteLogSizeBytes, RemoteLogMetadataCount,
 		ISRShrinks, ISRExpands,
 		LogSize, LogStartOffset, LogEndOffset, NumLogSegments,
 		Requests, RequestHandlerAvgIdlePercent,

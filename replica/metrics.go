@@ -57,6 +57,9 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	if perPartition {
 		m.registerLogMetrics(r)
 	}
+	if m.tiered != nil {
+		m.tiered.RegisterMetrics(r)
+	}
 	m.stats.register(r, func(topic string) bool {
 		img := m.image.Load()
 		return img == nil || img.Topics[topic] != nil

@@ -244,3 +244,19 @@ func (l *Log) StartOverFromRemote(localStart, logStart int64, epochs []EpochEntr
 	}
 	return nil
 }
+
+// TieringLag is what is ready to copy and not in remote storage yet: the
+// rolled segments above copied whose records are all below the last
+// stable offset (Kafka's RemoteCopyLagBytes and RemoteCopyLagSegments).
+func (l *Log) TieringLag(copied int64) (bytes int64, segments int) {
+	lso := l.LastStableOffset()
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	for i := 0; i+1 < len(l.segments); i++ {
+		if next := l.segments[i+1].baseOffset; next-1 > copied && next <= lso {
+			bytes += l.segments[i].size.Load()
+			segments++
+		}
+	}
+	return bytes, segments
+}

@@ -91,6 +91,11 @@ type partState struct {
 	// last removed uncommitted copies (-1: not as leader).
 	listed       bool
 	cleanedEpoch int32
+	// leading, lagBytes and lagSegments are the last leader task's view
+	// (for the metrics): this node led, and what was left to copy.
+	leading     bool
+	lagBytes    int64
+	lagSegments int
 }
 
 // New returns a manager; Run drives it.
@@ -257,7 +262,7 @@ func (m *Manager) followerTask(ctx context.Context, st *partState, p Partition) 
 		return err
 	}
 	st.mu.Lock()
-	st.segs, st.listed, st.cleanedEpoch = segs, true, -1
+	st.segs, st.listed, st.cleanedEpoch, st.leading = segs, true, -1, false
 	st.mu.Unlock()
 	p.Log.SetHighestRemoteOffset(highest(segs))
 	return nil
@@ -284,12 +289,18 @@ func (m *Manager) leaderTask(ctx context.Context, st *partState, p Partition) er
 	st.mu.Unlock()
 	p.Log.SetHighestRemoteOffset(copied)
 	cfg := p.Log.Config()
+	var err error
 	if !cfg.RemoteLogCopyDisable {
-		if err := m.copySegments(ctx, st, p, copied); err != nil {
-			return err
-		}
+		err = m.copySegments(ctx, st, p, copied)
 	}
-	return m.expire(ctx, st, p)
+	if err == nil {
+		err = m.expire(ctx, st, p)
+	}
+	st.mu.Lock()
+	st.leading = true
+	st.lagBytes, st.lagSegments = p.Log.TieringLag(highest(st.segs))
+	st.mu.Unlock()
+	return err
 }
 
 // copySegments copies the rolled segments above copied, oldest first.

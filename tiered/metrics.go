@@ -3,6 +3,8 @@ package tiered
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/gregorbroker/gregor/metrics"
 )
 
 // TopicMetrics are one topic's tiered storage counters, as Kafka's
@@ -75,3 +77,67 @@ func (m *Metrics) Each(fn func(topic string, t *TopicMetrics)) {
 
 // Metrics returns the manager's counters.
 func (m *Manager) Metrics() *Metrics { return &m.metrics }
+
+// RegisterMetrics registers the manager's BrokerTopicMetrics: the counters
+// per topic, and the copy lag and remote size of the partitions this node
+// leads, summed per topic at each scrape.
+func (m *Manager) RegisterMetrics(r *metrics.Registry) {
+	counters := map[*metrics.Desc]func(*TopicMetrics) int64{
+		metrics.RemoteCopyBytes:           func(t *TopicMetrics) int64 { return t.CopyBytes.Load() },
+		metrics.RemoteCopyRequests:        func(t *TopicMetrics) int64 { return t.CopyRequests.Load() },
+		metrics.FailedRemoteCopyRequests:  func(t *TopicMetrics) int64 { return t.FailedCopyRequests.Load() },
+		metrics.RemoteFetchBytes:          func(t *TopicMetrics) int64 { return t.FetchBytes.Load() },
+		metrics.RemoteFetchRequests:       func(t *TopicMetrics) int64 { return t.FetchRequests.Load() },
+		metrics.FailedRemoteFetchRequests: func(t *TopicMetrics) int64 { return t.FailedFetchRequests.Load() },
+		metrics.RemoteDeleteRequests:      func(t *TopicMetrics) int64 { return t.DeleteRequests.Load() },
+	}
+	for d, value := range counters {
+		r.Collect(d, func(emit *metrics.Emit) {
+			m.metrics.Each(func(topic string, t *TopicMetrics) { emit.Add(float64(value(t)), topic) })
+		})
+	}
+	type topicState struct {
+		lagBytes, remoteBytes int64
+		lagSegments, segments int
+	}
+	var byTopic map[string]*topicState
+	r.OnScrape(func() {
+		byTopic = map[string]*topicState{}
+		m.mu.Lock()
+		parts := make([]*partState, 0, len(m.parts))
+		for _, st := range m.parts {
+			parts = append(parts, st)
+		}
+		m.mu.Unlock()
+		for _, st := range parts {
+			st.mu.Lock()
+			if st.leading {
+				ts := byTopic[st.tp.Topic]
+				if ts == nil {
+					ts = &topicState{}
+					byTopic[st.tp.Topic] = ts
+				}
+				ts.lagBytes += st.lagBytes
+				ts.lagSegments += st.lagSegments
+				ts.segments += len(st.segs)
+				for _, s := range st.segs {
+					ts.remoteBytes += int64(s.SizeInBytes)
+				}
+			}
+			st.mu.Unlock()
+		}
+	})
+	gauges := map[*metrics.Desc]func(*topicState) float64{
+		metrics.RemoteCopyLagBytes:     func(t *topicState) float64 { return float64(t.lagBytes) },
+		metrics.RemoteCopyLagSegments:  func(t *topicState) float64 { return float64(t.lagSegments) },
+		metrics.RemoteLogSizeBytes:     func(t *topicState) float64 { return float64(t.remoteBytes) },
+		metrics.RemoteLogMetadataCount: func(t *topicState) float64 { return float64(t.segments) },
+	}
+	for d, value := range gauges {
+		r.Collect(d, func(emit *metrics.Emit) {
+			for topic, ts := range byTopic {
+				emit.Add(value(ts), topic)
+			}
+		})
+	}
+}

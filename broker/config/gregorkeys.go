@@ -42,6 +42,16 @@ var gregorKeys = map[string]func(value string) error{
 		_, err := parseRemoteStorage(strings.TrimSpace(v))
 		return err
 	},
+	S3EndpointKey: func(string) error { return nil },
+	S3RegionKey:   func(string) error { return nil },
+	S3CAFileKey:   func(string) error { return nil },
+	S3PathStyleKey: func(v string) error {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "", "true", "false":
+			return nil
+		}
+		return fmt.Errorf("expected true or false")
+	},
 	// HTTPListenerKey is the operators' HTTP listener (package ops).
 	HTTPListenerKey: func(v string) error {
 		if strings.TrimSpace(v) == "" {

@@ -20,7 +20,7 @@ func TestGregorKeys(t *testing.T) {
 		t.Fatalf("a listener without a host: %v", err)
 	}
 	if _, _, err := Load(EmbeddedDefaults(), map[string]string{"gregor.http.listner": "127.0.0.1:9644"}); err == nil ||
-		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.basic.auth.password, gregor.http.basic.auth.username, gregor.http.listener, gregor.log.format, gregor.metrics.client.telemetry.max.clients, gregor.metrics.per.partition, gregor.remote.storage, gregor.http.ssl.*)") {
+		!strings.Contains(err.Error(), "gregor.http.listner is not one of Gregor's keys (gregor.http.basic.auth.password, gregor.http.basic.auth.username, gregor.http.listener, gregor.log.format, gregor.metrics.client.telemetry.max.clients, gregor.metrics.per.partition, gregor.remote.storage, gregor.remote.storage.s3.ca.file, gregor.remote.storage.s3.endpoint, gregor.remote.storage.s3.path.style, gregor.remote.storage.s3.region, gregor.http.ssl.*)") {
 		t.Fatalf("a misspelt Gregor key: %v", err)
 	}
 	if !b.MetricsPerPartition() {

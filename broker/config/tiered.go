@@ -28,9 +28,23 @@ const (
 type RemoteStorage struct {
 	// Dir is the directory backend's root ("" for another backend).
 	Dir string
-	// S3Bucket and S3Prefix name an S3-compatible store.
+	// S3Bucket and S3Prefix name an S3-compatible store; the
+	// gregor.remote.storage.s3.* keys say where and how to reach it.
 	S3Bucket, S3Prefix string
+	S3Endpoint         string
+	S3Region           string
+	S3PathStyle        bool
+	S3CAFile           string
 }
+
+// The S3 backend's keys (credentials come from the AWS variables and
+// files, never from the broker config, which DescribeConfigs shows).
+const (
+	S3EndpointKey  = "gregor.remote.storage.s3.endpoint"
+	S3RegionKey    = "gregor.remote.storage.s3.region"
+	S3PathStyleKey = "gregor.remote.storage.s3.path.style"
+	S3CAFileKey    = "gregor.remote.storage.s3.ca.file"
+)
 
 // backendsHelp says what Gregor has, for errors.
 const backendsHelp = "Gregor's backends are a directory (" + RemoteStorageKey + "=dir:<path>, or remote.log.storage.manager.class.name=" +
@@ -46,7 +60,15 @@ func (b *Broker) RemoteStorage() (*RemoteStorage, error) {
 		return nil, fmt.Errorf("remote.log.metadata.manager.class.name %s: Gregor runs no Java classes; it keeps remote log metadata itself, as %s does", rlmm, TopicBasedRLMMClass)
 	}
 	if v := strings.TrimSpace(b.Raw[RemoteStorageKey]); v != "" {
-		return parseRemoteStorage(v)
+		rs, err := parseRemoteStorage(v)
+		if err != nil || rs.S3Bucket == "" {
+			return rs, err
+		}
+		rs.S3Endpoint = strings.TrimSpace(b.Raw[S3EndpointKey])
+		rs.S3Region = strings.TrimSpace(b.Raw[S3RegionKey])
+		rs.S3PathStyle = strings.EqualFold(strings.TrimSpace(b.Raw[S3PathStyleKey]), "true")
+		rs.S3CAFile = strings.TrimSpace(b.Raw[S3CAFileKey])
+		return rs, nil
 	}
 	switch class := b.String("remote.log.storage.manager.class.name"); class {
 	case LocalTieredStorageClass:

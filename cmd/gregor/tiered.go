@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,7 +26,20 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 		}
 		store = d
 	default:
-		return nil, fmt.Errorf("remote storage s3://%s/%s: the S3 backend is not built yet; use dir:<path>", rs.S3Bucket, rs.S3Prefix)
+		s3, err := tiered.NewS3Store(tiered.S3Options{Endpoint: rs.S3Endpoint, Region: rs.S3Region, Bucket: rs.S3Bucket,
+			Prefix: rs.S3Prefix, PathStyle: rs.S3PathStyle, CAFile: rs.S3CAFile})
+		if err != nil {
+			return nil, fmt.Errorf("tiered storage: %w", err)
+		}
+		// An unreachable bucket does not stop the broker: local service
+		// goes on, and copies and remote reads fail (and are retried)
+		// until it is reachable.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s3.Check(ctx); err != nil {
+			log.Error("tiered storage: the remote store cannot be used yet; segments stay local until it can", "store", s3.String(), "err", err)
+		}
+		cancel()
+		store = s3
 	}
 	log.Info("tiered storage enabled", "store", store.String())
 	return &tiered.Options{

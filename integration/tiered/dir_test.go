@@ -3,8 +3,11 @@ package tiered
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +94,7 @@ func consumeAll(ctx context.Context, t *testing.T, n *node.Node, topic string, w
 // from the store); ListOffsets -2, -4 and -5 tell the log start, the local
 // log start and the last tiered offset apart.
 func TestTieredTopicReadsOldSegmentsFromTheStore(t *testing.T) {
-	n, remote := tieredNode(t)
+	n, remote := tieredNode(t, "gregor.http.listener=127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cl := n.Client(kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -143,4 +146,33 @@ func TestTieredTopicReadsOldSegmentsFromTheStore(t *testing.T) {
 	}
 	t.Logf("local log start %d, last tiered offset %d, %d segments in the store", local, tiered, remoteLogs)
 	consumeAll(ctx, t, n, topic, records)
+
+	// The remote log manager's BrokerTopicMetrics.
+	m := regexp.MustCompile(`HTTP listener serving [^\n]* addr=(\S+)`).FindStringSubmatch(n.Output())
+	if m == nil {
+		t.Fatalf("the node does not say where its HTTP listener is")
+	}
+	scrape := func() []byte {
+		resp, err := http.Get("http://" + m[1] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return body
+	}
+	// Every rolled segment is copied within a task or two.
+	lagZero := regexp.MustCompile(`(?m)^kafka_server_brokertopicmetrics_remotecopylagsegments\{topic="tiered"\} 0$`)
+	var body []byte
+	node.WaitFor(t, 10*time.Second, "remote copy lag 0", func() bool {
+		body = scrape()
+		return lagZero.Match(body)
+	})
+	for _, name := range []string{"remotecopybytes_total", "remotecopyrequests_total", "remotefetchbytes_total", "remotefetchrequests_total", "remotelogsizebytes", "remotelogmetadatacount"} {
+		re := regexp.MustCompile(`(?m)^kafka_server_brokertopicmetrics_` + name + `\{topic="tiered"\} ([0-9.e+]+)$`)
+		got := re.FindSubmatch(body)
+		if got == nil || string(got[1]) == "0" {
+			t.Errorf("/metrics: %s of the topic missing or 0", name)
+		}
+	}
 }
