@@ -70,6 +70,11 @@ func (m *Manager) readRemote(p *Partition, params FetchParams, e *FetchEntry, li
 	if m.tiered == nil {
 		return false
 	}
+	if m.tiered.FetchQuotaExceeded() {
+		// remote.log.manager.fetch.max.bytes.per.second: no remote read
+		// now; the partition is answered without records.
+		return true
+	}
 	l := p.log
 	res, err := m.tiered.Read(context.Background(), l, p.topicID, e.FetchOffset, int32(limit), maxOffset, minOne, params.Isolation == ReadCommitted)
 	if err != nil {

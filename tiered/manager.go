@@ -46,8 +46,11 @@ type Options struct {
 	// CacheBytes bounds the chunks and indexes of remote segments kept in
 	// memory for reads.
 	CacheBytes int64
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// CopyQuotaWindow and FetchQuotaWindow measure the copy and fetch
+	// quotas (quota.go); 11 samples of a second when zero.
+	CopyQuotaWindow, FetchQuotaWindow QuotaWindow
+	Logger                            *slog.Logger
+	Now                               func() time.Time
 }
 
 // Manager is Gregor's RemoteLogManager: for every hosted partition of a
@@ -75,6 +78,8 @@ type Manager struct {
 	parts map[storage.TopicPartition]*partState
 
 	metrics Metrics
+
+	copyQuota, fetchQuota *rateQuota
 }
 
 // partState is what the manager knows of one partition's remote segments.
@@ -115,7 +120,8 @@ func New(opts Options, src Source) *Manager {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
-	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), parts: map[storage.TopicPartition]*partState{}}
+	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), parts: map[storage.TopicPartition]*partState{},
+		copyQuota: newRateQuota(opts.CopyQuotaWindow), fetchQuota: newRateQuota(opts.FetchQuotaWindow)}
 }
 
 // Store is the manager's object store.
@@ -307,6 +313,9 @@ func (m *Manager) leaderTask(ctx context.Context, st *partState, p Partition) er
 func (m *Manager) copySegments(ctx context.Context, st *partState, p Partition, copied int64) error {
 	from := max(copied+1, p.Log.LocalLogStartOffset())
 	for ctx.Err() == nil {
+		if err := m.waitCopyQuota(ctx); err != nil {
+			return err
+		}
 		seg, ok, err := p.Log.NextTieringSegment(from)
 		if err != nil || !ok {
 			return err
@@ -322,9 +331,23 @@ func (m *Manager) copySegments(ctx context.Context, st *partState, p Partition, 
 		st.mu.Unlock()
 		p.Log.SetHighestRemoteOffset(md.EndOffset)
 		m.metrics.copied(p.TP.Topic, seg.Size)
+		m.copyQuota.record(seg.Size, m.opts.Now())
 		from = seg.NextOffset
 	}
 	return ctx.Err()
+}
+
+// waitCopyQuota waits while the copy rate is above
+// remote.log.manager.copy.max.bytes.per.second.
+func (m *Manager) waitCopyQuota(ctx context.Context) error {
+	for m.copyQuota.exceeded(m.opts.Now()) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // copySegment puts the segment's objects in the store, then its metadata,

@@ -254,6 +254,10 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		verify, _ := layers.EffectiveValue("transaction.partition.verification.enable")
 		b.SetTransactionVerification(verify == "true")
 		opts.Replicas.SetReplicationThrottles(effectiveLong(layers, "leader.replication.throttled.rate"), effectiveLong(layers, "follower.replication.throttled.rate"))
+		if t := opts.Replicas.Tiered(); t != nil {
+			t.SetCopyQuota(effectiveLong(layers, "remote.log.manager.copy.max.bytes.per.second"))
+			t.SetFetchQuota(effectiveLong(layers, "remote.log.manager.fetch.max.bytes.per.second"))
+		}
 	})
 	defer stopDynamicConfigs()
 	bgCtx, stopBackground := context.WithCancel(context.Background())

@@ -47,6 +47,10 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 		BrokerID:      s.nodeID,
 		TaskInterval:  time.Duration(s.cfg.Long("remote.log.manager.task.interval.ms")) * time.Millisecond,
 		CopierThreads: int(s.cfg.Int("remote.log.manager.copier.thread.pool.size")),
-		Logger:        log.With("component", "tiered"),
+		CopyQuotaWindow: tiered.QuotaWindow{Samples: int(s.cfg.Int("remote.log.manager.copy.quota.window.num")),
+			Size: time.Duration(s.cfg.Int("remote.log.manager.copy.quota.window.size.seconds")) * time.Second},
+		FetchQuotaWindow: tiered.QuotaWindow{Samples: int(s.cfg.Int("remote.log.manager.fetch.quota.window.num")),
+			Size: time.Duration(s.cfg.Int("remote.log.manager.fetch.quota.window.size.seconds")) * time.Second},
+		Logger: log.With("component", "tiered"),
 	}, nil
 }
