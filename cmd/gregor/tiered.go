@@ -34,11 +34,13 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 		// An unreachable bucket does not stop the broker: local service
 		// goes on, and copies and remote reads fail (and are retried)
 		// until it is reachable.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := s3.Check(ctx); err != nil {
-			log.Error("tiered storage: the remote store cannot be used yet; segments stay local until it can", "store", s3.String(), "err", err)
-		}
-		cancel()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s3.Check(ctx); err != nil {
+				log.Error("tiered storage: the remote store cannot be used yet; segments stay local until it can", "store", s3.String(), "err", err)
+			}
+		}()
 		store = s3
 	}
 	log.Info("tiered storage enabled", "store", store.String())

@@ -95,6 +95,21 @@ func consumeAll(ctx context.Context, t *testing.T, n *node.Node, topic string, w
 // log start and the last tiered offset apart.
 func TestTieredTopicReadsOldSegmentsFromTheStore(t *testing.T) {
 	n, remote := tieredNode(t, "gregor.http.listener=127.0.0.1:0")
+	readsOldSegmentsFromTheStore(t, n, func() int {
+		var remoteLogs int
+		_ = filepath.Walk(remote, func(path string, info os.FileInfo, err error) error {
+			if err == nil && strings.HasSuffix(path, ".log") {
+				remoteLogs++
+			}
+			return nil
+		})
+		return remoteLogs
+	})
+}
+
+// readsOldSegmentsFromTheStore is the test above on node n, whose store
+// holds remoteLogs() segment files.
+func readsOldSegmentsFromTheStore(t *testing.T, n *node.Node, remoteLogs func() int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cl := n.Client(kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -134,17 +149,11 @@ func TestTieredTopicReadsOldSegmentsFromTheStore(t *testing.T) {
 		entries, _ := os.ReadDir(filepath.Join(n.Dir, topic+"-0"))
 		t.Fatalf("the first segment is still on the local disk (%v): %v", err, entries)
 	}
-	var remoteLogs int
-	_ = filepath.Walk(remote, func(path string, info os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(path, ".log") {
-			remoteLogs++
-		}
-		return nil
-	})
-	if remoteLogs < 3 {
-		t.Fatalf("%d segment files in the store, want at least 3", remoteLogs)
+	logs := remoteLogs()
+	if logs < 3 {
+		t.Fatalf("%d segment files in the store, want at least 3", logs)
 	}
-	t.Logf("local log start %d, last tiered offset %d, %d segments in the store", local, tiered, remoteLogs)
+	t.Logf("local log start %d, last tiered offset %d, %d segments in the store", local, tiered, logs)
 	consumeAll(ctx, t, n, topic, records)
 
 	// The remote log manager's BrokerTopicMetrics.
