@@ -486,7 +486,7 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		if cfgChanged {
 			c := topicCfg()
 			p.log.SetConfig(c)
-			m.setTiered(p.log)
+			m.setTiered(p, p.log)
 			newCfg = &c
 		}
 		p.update(meta, newCfg, m.nowMs())
@@ -559,7 +559,7 @@ func (r *reconciliation) openNew() {
 			r.errs = append(r.errs, res.Err)
 			m.retry[n.tp.Topic] = true
 		}
-		m.setTiered(res.Log)
+		m.setTiered(nil, res.Log)
 		p := newPartition(n.tp, n.id, m.self, res.Log, m.lease)
 		p.update(n.meta, &n.cfg, m.nowMs())
 		m.mu.Lock()

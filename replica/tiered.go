@@ -58,9 +58,38 @@ func (m *Manager) Tiered() *tiered.Manager { return m.tiered }
 
 // setTiered marks a log tiered when its topic has remote.storage.enable
 // and this broker has tiered storage.
-func (m *Manager) setTiered(l *storage.Log) {
-	if l != nil {
-		l.SetTiered(m.tiered != nil && l.Config().RemoteStorageEnable)
+func (m *Manager) setTiered(p *Partition, l *storage.Log) {
+	if l == nil {
+		return
+	}
+	cfg := l.Config()
+	on := m.tiered != nil && cfg.RemoteStorageEnable
+	was := l.Tiered()
+	l.SetTiered(on)
+	if was && !on && m.tiered != nil && cfg.RemoteLogDeleteOnDisable {
+		// remote.storage.enable=false with remote.log.delete.on.disable:
+		// the remote data goes, and the log starts where the local log
+		// does (Kafka's RemoteLogManager on disabling).
+		if err := l.AdvanceLogStartOffset(l.LocalLogStartOffset()); err != nil {
+			m.log.Warn("moving the log start past the remote data of a topic whose tiered storage was turned off", "partition", l.TopicPartition().String(), "err", err)
+		}
+		if p == nil {
+			return
+		}
+		p.mu.RLock()
+		leader := p.isLeaderLocked()
+		p.mu.RUnlock()
+		if !leader {
+			return // the leader deletes the remote data
+		}
+		tp, id := p.tp, p.topicID
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), remoteDeleteTimeout)
+			defer cancel()
+			if err := m.tiered.DeletePartition(ctx, tp, id); err != nil {
+				m.log.Warn("deleting the remote data of a topic whose tiered storage was turned off", "partition", tp.String(), "err", err)
+			}
+		}()
 	}
 }
 

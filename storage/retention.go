@@ -66,8 +66,10 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 		if i == len(segs)-1 && segs[i].size.Load() == 0 {
 			return false
 		}
-		if tiered && upper(i)-1 > copied {
-			// Not all of it is in remote storage yet.
+		if tiered && !cfg.RemoteLogCopyDisable && upper(i)-1 > copied {
+			// Not all of it is in remote storage yet. (With copying
+			// turned off, local.retention.* equals retention.*, and
+			// retention deletes what is past it, copied or not.)
 			return false
 		}
 		return upper(i) <= hw

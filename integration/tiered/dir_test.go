@@ -185,3 +185,86 @@ func readsOldSegmentsFromTheStore(t *testing.T, n *node.Node, remoteLogs func() 
 		}
 	}
 }
+
+// Turning remote storage off with remote.log.delete.on.disable deletes the
+// remote data and starts the log at the local log start; deleting the
+// topic deletes what is left in the store.
+func TestTieredDisableAndDeleteRemoveRemoteData(t *testing.T) {
+	n, remote := tieredNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := n.Client(kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	objects := func() int {
+		count := 0
+		_ = filepath.Walk(remote, func(path string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				count++
+			}
+			return nil
+		})
+		return count
+	}
+	cfg := map[string]*string{
+		"remote.storage.enable": kadm.StringPtr("true"),
+		"local.retention.ms":    kadm.StringPtr("1000"),
+		"segment.bytes":         kadm.StringPtr("1048576"),
+	}
+	for _, topic := range []string{"disabled", "deleted"} {
+		if resp, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil || resp.Err != nil {
+			t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
+		}
+		produceN(ctx, t, cl, topic, 0, 3000)
+	}
+	node.WaitFor(t, 60*time.Second, "both topics' first segments copied and gone from the disk", func() bool {
+		a, _ := listOffset(ctx, t, cl, "disabled", -4)
+		b, _ := listOffset(ctx, t, cl, "deleted", -4)
+		return a > 0 && b > 0
+	})
+	// Kafka refuses to turn remote storage off without deleting the
+	// remote data.
+	resps, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "remote.storage.enable", Value: kadm.StringPtr("false")}}, "disabled")
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resps.On("disabled", nil); err == nil && r.Err != nil {
+			err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "It is invalid to disable remote storage without deleting remote data") {
+		t.Fatalf("turning remote storage off alone: %v", err)
+	}
+	resps, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "remote.storage.enable", Value: kadm.StringPtr("false")},
+		{Op: kadm.SetConfig, Name: "remote.log.delete.on.disable", Value: kadm.StringPtr("true")},
+	}, "disabled")
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resps.On("disabled", nil); err == nil && r.Err != nil {
+			err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		}
+	}
+	if err != nil {
+		t.Fatalf("turning remote storage off with remote.log.delete.on.disable: %v", err)
+	}
+	local, _ := listOffset(ctx, t, cl, "disabled", -4)
+	node.WaitFor(t, 10*time.Second, "the log start at the local log start", func() bool {
+		start, _ := listOffset(ctx, t, cl, "disabled", -2)
+		return start == local
+	})
+	dirs, _ := os.ReadDir(remote)
+	for _, d := range dirs {
+		if strings.HasPrefix(d.Name(), "disabled-0-") {
+			node.WaitFor(t, 10*time.Second, "the disabled topic's remote data deleted", func() bool {
+				_, err := os.Stat(filepath.Join(remote, d.Name()))
+				return os.IsNotExist(err)
+			})
+		}
+	}
+	if objects() == 0 {
+		t.Fatal("the other topic's remote data went too")
+	}
+	if resp, err := adm.DeleteTopic(ctx, "deleted"); err != nil || resp.Err != nil {
+		t.Fatalf("deleting the topic: %v %v", err, resp.Err)
+	}
+	node.WaitFor(t, 10*time.Second, "the deleted topic's remote data deleted", func() bool { return objects() == 0 })
+}
