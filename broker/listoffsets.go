@@ -7,9 +7,12 @@ package broker
 // watermark, or the last stable offset for read_committed), -2 earliest
 // (log start), -3 max timestamp (v7+, the exact record, KAFKA-16310; -1/-1
 // when that record is not below the high watermark yet, as in Kafka), -4
-// earliest local (v8+, the log start: nothing is tiered), -5 latest tiered
-// (v9+) and -6 earliest pending upload (v11+), both -1 without tiered
-// storage. Any other timestamp finds the first record at or after it. A
+// earliest local (v8+, the first offset on local disk: the log start
+// without tiered storage), -5 latest tiered (v9+, the last offset in remote
+// storage) and -6 earliest pending upload (v11+, the first offset not
+// copied yet), both -1 without tiered storage. Any other timestamp finds
+// the first record at or after it (in remote storage first when it is
+// older than the local log). A
 // partition named twice is INVALID_REQUEST. Leader epochs are checked
 // (v4+) and reported. A topic the principal may not DESCRIBE gets
 // TOPIC_AUTHORIZATION_FAILED on each of its partitions, listed after the

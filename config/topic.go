@@ -493,7 +493,7 @@ func ValidateTopicRemote(base, overrides map[string]string, systemEnabled bool, 
 	}
 	for _, p := range value(overrides, "cleanup.policy").([]string) {
 		if strings.EqualFold(p, "compact") {
-			return fmt.Errorf("Remote log storage is unsupported for the compacted topics")
+			return fmt.Errorf("Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list.")
 		}
 	}
 	for _, pair := range [][2]string{{"retention.bytes", "local.retention.bytes"}, {"retention.ms", "local.retention.ms"}} {

@@ -37,6 +37,10 @@ const (
 	SetStreams = "streams-" + KafkaVersion
 	// SetJMXExporter is Prometheus' JMX exporter java agent.
 	SetJMXExporter = "jmx-exporter-" + JMXExporterVersion
+	// SetTieredStorage is kafka-storage's test jar alone, which holds
+	// LocalTieredStorage, the directory-backed RemoteStorageManager the
+	// tiered storage scenarios run the reference broker with.
+	SetTieredStorage = "tiered-storage-" + KafkaVersion
 )
 
 // toolsLog4j is Kafka's tools log config (WARN to stderr) in the properties
@@ -165,6 +169,21 @@ func (t *Tools) MavenLibs(ctx context.Context, set string) (string, error) {
 		}
 		return libs, os.WriteFile(stamp, pomBytes, 0o644)
 	})
+}
+
+// LocalTieredStorageJar returns the path of kafka-storage's test jar
+// (SetTieredStorage), which holds Kafka's LocalTieredStorage, fetching it
+// on first use.
+func (t *Tools) LocalTieredStorageJar(ctx context.Context) (string, error) {
+	libs, err := t.MavenLibs(ctx, SetTieredStorage)
+	if err != nil {
+		return "", err
+	}
+	jar := filepath.Join(libs, "kafka-storage-"+KafkaVersion+"-test.jar")
+	if _, err := os.Stat(jar); err != nil {
+		return "", fmt.Errorf("the %s set holds no test jar: %w", SetTieredStorage, err)
+	}
+	return jar, nil
 }
 
 // Log4jConfig writes the tools' (or the broker's) log4j2 config into the
@@ -441,7 +460,8 @@ func (t *Tools) Versions(ctx context.Context) map[string]string {
 	return v
 }
 
-// mavenJarVersions names the kafka-clients and kafka-tools jars in libs.
+// mavenJarVersions names the kafka-clients and kafka-tools jars in libs
+// (and test jars: LocalTieredStorage's).
 func mavenJarVersions(libs string) string {
 	ents, err := os.ReadDir(libs)
 	if err != nil {
@@ -450,7 +470,8 @@ func mavenJarVersions(libs string) string {
 	var names []string
 	for _, e := range ents {
 		n := e.Name()
-		if strings.HasPrefix(n, "kafka-clients-") || strings.HasPrefix(n, "kafka-streams-4") || strings.HasPrefix(n, "kafka-tools-4") || strings.HasPrefix(n, "kafka-tools-3") || strings.HasPrefix(n, "kafka_2.13-") {
+		if strings.HasPrefix(n, "kafka-clients-") || strings.HasPrefix(n, "kafka-streams-4") || strings.HasPrefix(n, "kafka-tools-4") || strings.HasPrefix(n, "kafka-tools-3") || strings.HasPrefix(n, "kafka_2.13-") ||
+			strings.HasSuffix(n, "-test.jar") {
 			names = append(names, strings.TrimSuffix(n, ".jar"))
 		}
 	}

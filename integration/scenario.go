@@ -78,6 +78,7 @@ func Scenarios() []Scenario {
 	all = append(all, delegationTokenScenarios()...)
 	all = append(all, quotaScenarios()...)
 	all = append(all, opsScenarios()...)
+	all = append(all, tieredScenarios()...)
 	return all
 }
 

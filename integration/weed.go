@@ -45,6 +45,12 @@ func (t *Tools) Weed(ctx context.Context) (string, error) {
 		if err := os.RemoveAll(src); err != nil {
 			return "", err
 		}
+		if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			return "", err
+		}
 		if _, err := Run(ctx, Cmd{Name: "cp", Args: []string{"-r", mod.Dir, src}, Timeout: 5 * time.Minute}); err != nil {
 			return "", err
 		}

@@ -44,8 +44,8 @@ type ListedOffset struct {
 // alone). Other replica ids see up to the log end.
 //
 // Special timestamps: -1 latest (that visible end, with the current leader
-// epoch), -2 earliest and -4 earliest local (the log start: nothing is
-// tiered), -3 the record with the largest timestamp (KIP-734, the exact
+// epoch), -2 earliest, -4 earliest local (the first offset on local disk),
+// -3 the record with the largest timestamp (KIP-734, the exact
 // record since KAFKA-16310), -5 latest tiered and -6 earliest pending
 // upload (-1 without tiered storage, as in Kafka). Any other negative
 // timestamp is INVALID_REQUEST.
@@ -87,6 +87,23 @@ func (m *Manager) ListOffset(tp TopicPartition, currentEpoch int32, timestamp in
 		}
 		return out
 	case EarliestPendingUploadTimestamp:
+		// Kafka's fetchEarliestPendingUploadOffset.
+		if !m.tieredLog(l) {
+			return out
+		}
+		start, copied := l.LogStartOffset(), l.HighestRemoteOffset()
+		switch {
+		case copied >= 0:
+			out.Offset = max(copied+1, start)
+		case l.LocalLogStartOffset() == start:
+			out.Offset = start // nothing copied yet
+		default:
+			return out // this leader does not know the remote segments yet
+		}
+		out.LeaderEpoch = -1
+		if e, ok := l.EpochForOffset(out.Offset); ok {
+			out.LeaderEpoch = e
+		}
 		return out
 	case MaxTimestamp:
 		off, ts, ep = l.MaxTimestamp()

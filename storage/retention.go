@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -57,7 +58,11 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 		return l.logEndOffset.Load()
 	}
 	retentionMs, retentionBytes := cfg.RetentionMs, cfg.RetentionBytes
-	tiered := l.tiered.Load()
+	// With remote.log.copy.disable the log is kept as an untiered one
+	// (local.retention.* must equal retention.* then), its log start
+	// moving with local deletions, as Kafka's
+	// remoteLogEnabledAndRemoteCopyEnabled.
+	tiered := l.tiered.Load() && !cfg.RemoteLogCopyDisable
 	if tiered {
 		retentionMs, retentionBytes = localRetention(cfg.LocalRetentionMs, cfg.LocalRetentionBytes, retentionMs, retentionBytes)
 	}
@@ -66,13 +71,35 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 		if i == len(segs)-1 && segs[i].size.Load() == 0 {
 			return false
 		}
-		if tiered && !cfg.RemoteLogCopyDisable && upper(i)-1 > copied {
-			// Not all of it is in remote storage yet. (With copying
-			// turned off, local.retention.* equals retention.*, and
-			// retention deletes what is past it, copied or not.)
+		if tiered && upper(i)-1 > copied && upper(i) > l.logStartOffset.Load() {
+			// Not all of it is in remote storage yet.
 			return false
 		}
 		return upper(i) <= hw
+	}
+	if tiered {
+		// An active segment past local retention is rolled, so that it is
+		// copied and then deleted (Kafka's deletableSegments rolls it).
+		last := len(segs) - 1
+		act := segs[last]
+		breached := retentionMs >= 0 && nowMs-act.largestTimestamp() > retentionMs
+		if !breached && retentionBytes >= 0 {
+			var total int64
+			for _, s := range segs {
+				total += s.size.Load()
+			}
+			breached = total-act.size.Load() < retentionBytes && total > retentionBytes
+		}
+		if breached && act.size.Load() > 0 && upper(last) <= hw && act.nextOffset <= l.LastStableOffset() {
+			if err := l.roll(l.logEndOffset.Load(), l.now().UnixMilli()); err != nil {
+				if !errors.As(err, new(*rollUndoneError)) {
+					err = l.fail(err)
+				}
+				return res, fmt.Errorf("rolling %s past local retention: %w", l.tp, err)
+			}
+			l.logger.Info("rolled the active segment past local retention, to copy it", "base_offset", act.baseOffset)
+			segs = l.segments
+		}
 	}
 	n := 0
 	if retentionMs >= 0 {

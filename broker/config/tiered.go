@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -77,7 +78,10 @@ func (b *Broker) RemoteStorage() (*RemoteStorage, error) {
 		if dir == "" {
 			return nil, fmt.Errorf("remote.log.storage.manager.class.name is %s but %sdir is not set: it names the directory segments are kept in", class, prefix)
 		}
-		return &RemoteStorage{Dir: dir}, nil
+		// LocalTieredStorage keeps its segments under this directory of
+		// its dir: the same layout, so that tools and people find them
+		// where Kafka puts them.
+		return &RemoteStorage{Dir: filepath.Join(dir, "kafka-tiered-storage")}, nil
 	case "":
 		return nil, fmt.Errorf("%s is true but no remote storage is configured: %s", RemoteStorageSystemEnableKey, backendsHelp)
 	default:
