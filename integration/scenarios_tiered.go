@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,6 +31,7 @@ func tieredScenarios() []Scenario {
 	return []Scenario{
 		onTieredNode(Scenario{Name: "cli/tiered-dir-consume", Doc: "on a node with tiered storage in a directory (Kafka's LocalTieredStorage): a topic with remote.storage.enable=true, local.retention.ms=10000 and 1 MiB segments; 3,000 records of 1,000 bytes, one a batch, end up all in the remote directory (retention rolls the active segment too): kafka-get-offsets --time earliest-local 3000, latest-tiered 2999 (nothing before any copy), earliest 0; the first segment file is gone from the local disk; the console consumer reads every record from the beginning, in order; --describe shows remote.storage.enable=true", Timeout: 6 * time.Minute, Run: cliTieredDirConsume}),
 		onTieredNode(Scenario{Name: "cli/tiered-dir-timestamps", Doc: "on a node with tiered storage in a directory: 3,000 records an hour old, 10 ms apart, all tiered and gone from the local disk; kafka-get-offsets with their timestamps finds their offsets in the remote segments (before the first, between two, a segment's first, the last; nothing after the last), and max-timestamp, which Kafka looks up locally, prints nothing", Timeout: 6 * time.Minute, Run: cliTieredDirTimestamps}),
+		{Name: "cli/tiered-s3-consume", OwnNodes: true, Doc: "cli/tiered-dir-consume with the segments in an S3 bucket: SeaweedFS's S3 gateway on loopback, gregor.remote.storage=s3://<bucket>/<prefix> with the gateway as endpoint, path-style; the objects under the prefix hold the records (Gregor only: Kafka 4.3.1 ships no S3 RemoteStorageManager)", Timeout: 6 * time.Minute, Run: cliTieredS3Consume},
 		{Name: "cli/tiered-config-errors", Doc: "kafka-topics --create --config remote.storage.enable=true refused where the broker has no tiered storage; on a tiered node of its own, local.retention.ms above retention.ms, local.retention.bytes above retention.bytes and cleanup.policy=compact refused on a tiered topic (not the retentions on a plain one), and kafka-configs turning remote.storage.enable off refused without remote.log.delete.on.disable=true and accepted with it; Kafka's messages", Timeout: 4 * time.Minute, Run: cliTieredConfigErrors},
 	}
 }
@@ -271,6 +275,14 @@ func remoteHolds(dir string, minBytes int64, want ...string) error {
 }
 
 func cliTieredDirConsume(ctx context.Context, e *Env) error {
+	return tieredConsume(ctx, e, func(minBytes int64, want ...string) error {
+		return remoteHolds(tieredRemoteDir(e), minBytes, want...)
+	})
+}
+
+// tieredConsume is cli/tiered-dir-consume on the target's node, whose
+// remote storage holds checks with.
+func tieredConsume(ctx context.Context, e *Env, holds func(minBytes int64, want ...string) error) error {
 	topic := e.Name("tiered")
 	if err := createTopic(ctx, e, topic, 1, "remote.storage.enable=true", "local.retention.ms=10000",
 		"segment.bytes="+strconv.Itoa(tieredSegmentBytes)); err != nil {
@@ -302,7 +314,7 @@ func cliTieredDirConsume(ctx context.Context, e *Env) error {
 	if _, err := os.Stat(filepath.Join(partDir, "00000000000000000000.log")); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("the first segment is still in %s (%v)", partDir, err)
 	}
-	if err := remoteHolds(tieredRemoteDir(e), tieredRecords*tieredBatchBytes, tieredValue(0), tieredValue(tieredRecords-1)); err != nil {
+	if err := holds(tieredRecords*tieredBatchBytes, tieredValue(0), tieredValue(tieredRecords-1)); err != nil {
 		return err
 	}
 	for _, c := range []struct {
@@ -501,4 +513,77 @@ func describeTopicOn(ctx context.Context, e *Env, addr, name string) (*topicDesc
 		return t, nil
 	}
 	return nil, fmt.Errorf("--describe did not list %s: %s", name, out.Tail())
+}
+
+// cliTieredS3Consume runs cli/tiered-dir-consume on a node of its own whose
+// remote storage is a bucket of SeaweedFS's S3 gateway, started for it.
+func cliTieredS3Consume(ctx context.Context, e *Env) error {
+	if FlavorOf(e.Target.Name()) == "kafka" {
+		return Skipf("Kafka %s ships no S3 RemoteStorageManager (only the test jar's LocalTieredStorage), and no S3 plugin is on Maven Central", KafkaVersion)
+	}
+	host, err := ClaimLoopback()
+	if err != nil {
+		return err
+	}
+	defer host.Release()
+	w, err := StartWeed(ctx, e.Tools, host.IP, filepath.Join(e.Dir, "weed"))
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	const bucket, prefix = "gregor-tiered", "compat"
+	s3, err := minio.New(strings.TrimPrefix(w.S3, "http://"), &minio.Options{BucketLookup: minio.BucketLookupPath,
+		Creds: credentials.NewStaticV4(WeedAccessKey, WeedSecretKey, "")})
+	if err != nil {
+		return err
+	}
+	if err := s3.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}); err != nil {
+		return fmt.Errorf("making bucket %s: %w", bucket, err)
+	}
+	n, err := e.StartNode(ctx, NodeSpec{Properties: map[string]string{
+		"remote.log.storage.system.enable":    "true",
+		"gregor.remote.storage":               "s3://" + bucket + "/" + prefix,
+		"gregor.remote.storage.s3.endpoint":   w.S3,
+		"gregor.remote.storage.s3.path.style": "true",
+		"remote.log.manager.task.interval.ms": "1000",
+	}, Env: []string{"AWS_ACCESS_KEY_ID=" + WeedAccessKey, "AWS_SECRET_ACCESS_KEY=" + WeedSecretKey}})
+	if err != nil {
+		return err
+	}
+	shared := e.Target
+	e.Target = ownNodeTarget{n}
+	defer func() { e.Target = shared }()
+	return tieredConsume(ctx, e, func(minBytes int64, want ...string) error {
+		var total int64
+		found := map[string]bool{}
+		for obj := range s3.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
+			if obj.Err != nil {
+				return fmt.Errorf("listing the bucket: %w", obj.Err)
+			}
+			total += obj.Size
+			r, err := s3.GetObject(ctx, bucket, obj.Key, minio.GetObjectOptions{})
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", obj.Key, err)
+			}
+			for _, v := range want {
+				if bytes.Contains(b, []byte(v)) {
+					found[v] = true
+				}
+			}
+		}
+		if total < minBytes {
+			return fmt.Errorf("the bucket holds %d bytes under %s/, want at least %d", total, prefix, minBytes)
+		}
+		for _, v := range want {
+			if !found[v] {
+				return fmt.Errorf("no object under %s/ holds %q", prefix, truncate(v, 20))
+			}
+		}
+		return nil
+	})
 }

@@ -55,6 +55,9 @@ type NodeSpec struct {
 	// CPUList, when set, runs the node under `taskset -c CPUList` (the
 	// benchmarks pin the broker to one core and their load to another).
 	CPUList string
+	// Env is added to the node's environment (KEY=VALUE): the AWS
+	// credentials of an S3 store, say.
+	Env []string
 	// Metrics has the node serve Prometheus metrics on its MetricsAddr:
 	// Gregor on its own HTTP listener (gregor.http.listener), Kafka
 	// through Prometheus' JMX exporter java agent with the exporter's
@@ -255,6 +258,7 @@ func (n *SingleNode) prepare(ctx context.Context, t *Tools, fl clusterFlavor, na
 	if n.cmd, err = fl.command(ctx, n.Dir, n.PropsFile); err != nil {
 		return err
 	}
+	n.cmd.Env = append(n.cmd.Env, spec.Env...)
 	if spec.Metrics && fl.name == "kafka" {
 		if n.cmd, err = withJMXExporter(ctx, t, n.cmd, n.Dir, n.MetricsAddr); err != nil {
 			return err

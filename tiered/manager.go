@@ -354,12 +354,12 @@ func (m *Manager) waitCopyQuota(ctx context.Context) error {
 // which commits it. A crash before the metadata leaves objects that the
 // next leader deletes; the metadata is written only while this node still
 // leads at the epoch it copied under.
-func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, seg *storage.TieringSegment) (SegmentMetadata, error) {
+func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, seg *storage.TieringSegment) (md SegmentMetadata, err error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return SegmentMetadata{}, err
 	}
-	md := SegmentMetadata{
+	md = SegmentMetadata{
 		Topic: p.TP.Topic, TopicID: p.TopicID, Partition: p.TP.Partition, SegmentID: id,
 		StartOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, BrokerID: m.opts.BrokerID,
 		MaxTimestamp: seg.MaxTimestamp, EventTimeMs: m.opts.Now().UnixMilli(),
@@ -374,6 +374,21 @@ func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, s
 		md.LeaderEpochs = append(md.LeaderEpochs, EpochStart{Epoch: e.Epoch, Offset: off})
 	}
 	stem := st.dir + segmentStem(seg.BaseOffset, id)
+	defer func() {
+		if err == nil {
+			return
+		}
+		// A copy cut short leaves no objects behind when the store can
+		// still be reached (a new leader deletes those it cannot).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for _, suffix := range []string{suffixMetadata, suffixLog, suffixIndex, suffixTime, suffixEpochs, suffixTxn, suffixSnapshot} {
+			if derr := m.opts.Store.Delete(dctx, stem+suffix); derr != nil {
+				m.opts.Logger.Warn("deleting the objects of a copy that failed", "partition", p.TP.String(), "object", stem+suffix, "err", derr)
+				return
+			}
+		}
+	}()
 	put := func(suffix string, b []byte) error {
 		return m.opts.Store.Put(ctx, stem+suffix, bytes.NewReader(b), int64(len(b)))
 	}

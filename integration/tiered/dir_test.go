@@ -128,14 +128,15 @@ func readsOldSegmentsFromTheStore(t *testing.T, n *node.Node, remoteLogs func() 
 		produceN(ctx, t, cl, topic, i, 500)
 	}
 	var local, tiered int64
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		local, _ = listOffset(ctx, t, cl, topic, -4)
 		tiered, _ = listOffset(ctx, t, cl, topic, -5)
 		if local > 0 && tiered == local-1 && local >= 3000 {
 			break
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("local log start %d, last tiered offset %d: the segments did not move to the store", local, tiered)
+		if time.Until(deadline) < 0 {
+			t.Fatalf("local log start %d, last tiered offset %d: the segments did not move to the store; the node's log ends:\n%s", local, tiered, tail(n.Output(), 20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

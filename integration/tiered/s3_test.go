@@ -35,7 +35,7 @@ func s3Store(t *testing.T, bucket string) (*integration.Weed, *minio.Client) {
 	}
 	t.Cleanup(w.Stop)
 	cl, err := minio.New(strings.TrimPrefix(w.S3, "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4("gregor", "gregor-secret", ""), BucketLookup: minio.BucketLookupPath})
+		Creds: credentials.NewStaticV4(integration.WeedAccessKey, integration.WeedSecretKey, ""), BucketLookup: minio.BucketLookupPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func s3Store(t *testing.T, bucket string) (*integration.Weed, *minio.Client) {
 // segments go to the bucket under the prefix, and come back from it.
 func TestTieredS3ReadsOldSegmentsFromTheBucket(t *testing.T) {
 	w, s3 := s3Store(t, "tiered")
-	n := node.StartEnv(t, []string{"AWS_ACCESS_KEY_ID=gregor", "AWS_SECRET_ACCESS_KEY=gregor-secret"},
+	n := node.StartEnv(t, []string{"AWS_ACCESS_KEY_ID=" + integration.WeedAccessKey, "AWS_SECRET_ACCESS_KEY=" + integration.WeedSecretKey},
 		"remote.log.storage.system.enable=true",
 		"gregor.remote.storage=s3://tiered/cluster-a",
 		"gregor.remote.storage.s3.endpoint="+w.S3,
