@@ -38,6 +38,7 @@ var targets = []struct {
 	pkgs []string
 }{
 	{"storage/*.go", []string{"./storage"}},
+	{"tiered/*.go", []string{"./tiered"}},
 	{"controller/raftlog/*.go", []string{"./controller/raftlog", "./controller"}},
 	{"controller/format.go", []string{"./controller"}},
 	{"vfs/fs.go", []string{"./vfs", "./storage", "./controller/raftlog", "./controller"}},
@@ -81,7 +82,7 @@ func main() {
 	defer os.RemoveAll(tmp)
 
 	// The unmodified tree must pass, or every site looks caught.
-	for _, pkg := range []string{"./vfs", "./storage", "./controller/raftlog", "./controller"} {
+	for _, pkg := range []string{"./vfs", "./storage", "./tiered", "./controller/raftlog", "./controller"} {
 		if failed, out := runTests(pkg, "", *run); len(failed) > 0 || out != "" {
 			fmt.Fprintf(os.Stderr, "teeth: the unmodified tests of %s fail: %v\n%s", pkg, failed, out)
 			os.Exit(2)
