@@ -283,7 +283,7 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[fetchPartKey]*fetchState, tim
 			wait = min(wait, d)
 			continue
 		}
-		if st.p.followerThrottled() && m.followerQuota.exceeded(now) {
+		if st.p.followerThrottled() && m.followerQuota.Exceeded(now) {
 			// Over follower.replication.throttled.rate: left out until
 			// the rate falls.
 			wait = min(wait, throttleRecheck)
@@ -393,7 +393,7 @@ func (f *fetcher) processPartition(ctx context.Context, st *fetchState, rp *kmsg
 	}
 	if records := wholeBatches(rp.RecordBatches); len(records) > 0 {
 		if p.followerThrottled() {
-			f.fs.m.followerQuota.record(int64(len(records)), time.Now())
+			f.fs.m.followerQuota.Record(int64(len(records)), time.Now())
 		}
 		if err := p.appendAsFollower(st, records); err != nil {
 			if errors.Is(err, storage.ErrUnexpectedAppendOffset) {

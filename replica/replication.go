@@ -125,7 +125,7 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 		return
 	}
 	now := m.now()
-	if !throttled || !m.leaderQuota.exceeded(now) {
+	if !throttled || !m.leaderQuota.Exceeded(now) {
 		limit := max(min(int64(e.MaxBytes), *budget), 0)
 		fr, err := l.Read(e.FetchOffset, int32(limit), leaderEnd, *minOne)
 		if err != nil {
@@ -137,7 +137,7 @@ func (m *Manager) readForFollower(p *Partition, params FetchParams, e *FetchEntr
 			*budget -= fr.Size
 			*minOne = false
 			if throttled {
-				m.leaderQuota.record(fr.Size, now)
+				m.leaderQuota.Record(fr.Size, now)
 			}
 		}
 	}

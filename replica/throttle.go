@@ -15,108 +15,31 @@ package replica
 // Locks: a quota's mu is a leaf.
 
 import (
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/gregorbroker/gregor/metrics"
 )
 
 // QuotaWindow is replication.quota.window.num samples of
 // replication.quota.window.size.seconds.
-type QuotaWindow struct {
-	Samples int
-	Size    time.Duration
-}
+type QuotaWindow = metrics.RateWindow
 
 // DefaultQuotaWindow is Kafka's: 11 samples of a second.
-func DefaultQuotaWindow() QuotaWindow { return QuotaWindow{Samples: 11, Size: time.Second} }
+func DefaultQuotaWindow() QuotaWindow { return metrics.DefaultRateWindow() }
 
 // replicationQuota is one direction's throttle.
-type replicationQuota struct {
-	limit  atomic.Int64 // bytes per second; math.MaxInt64: none
-	window QuotaWindow
+type replicationQuota = metrics.ByteRate
 
-	mu      sync.Mutex
-	samples []quotaSample
-}
-
-type quotaSample struct {
-	start time.Time
-	bytes int64
-}
-
-func newReplicationQuota(w QuotaWindow) *replicationQuota {
-	if w.Samples < 1 || w.Size <= 0 {
-		w = DefaultQuotaWindow()
-	}
-	q := &replicationQuota{window: w}
-	q.limit.Store(math.MaxInt64)
-	return q
-}
-
-// record counts bytes sent or fetched for throttled partitions.
-func (q *replicationQuota) record(bytes int64, now time.Time) {
-	if bytes <= 0 {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.expireLocked(now)
-	if n := len(q.samples); n > 0 && now.Sub(q.samples[n-1].start) < q.window.Size {
-		q.samples[n-1].bytes += bytes
-		return
-	}
-	q.samples = append(q.samples, quotaSample{start: now, bytes: bytes})
-}
-
-// exceeded reports whether the measured rate is above the limit (Kafka's
-// Rate: the bytes over the samples kept, divided by the time they span,
-// at least all but one of the samples' length).
-func (q *replicationQuota) exceeded(now time.Time) bool {
-	limit := q.limit.Load()
-	if limit == math.MaxInt64 {
-		return false
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.expireLocked(now)
-	if len(q.samples) == 0 {
-		return false
-	}
-	var total int64
-	for _, s := range q.samples {
-		total += s.bytes
-	}
-	elapsed := now.Sub(q.samples[0].start)
-	elapsed = max(elapsed, time.Duration(q.window.Samples-1)*q.window.Size)
-	return float64(total)/elapsed.Seconds() > float64(limit)
-}
-
-// expireLocked drops samples older than the window; the caller holds mu.
-func (q *replicationQuota) expireLocked(now time.Time) {
-	span := time.Duration(q.window.Samples) * q.window.Size
-	i := 0
-	for i < len(q.samples) && now.Sub(q.samples[i].start) >= span {
-		i++
-	}
-	if i > 0 {
-		q.samples = append(q.samples[:0], q.samples[i:]...)
-	}
-}
+func newReplicationQuota(w QuotaWindow) *replicationQuota { return metrics.NewByteRate(w) }
 
 // SetReplicationThrottles sets leader.replication.throttled.rate and
 // follower.replication.throttled.rate (bytes per second; math.MaxInt64 or
 // less than 0: none), as a dynamic broker config change does.
 func (m *Manager) SetReplicationThrottles(leaderRate, followerRate int64) {
-	for q, r := range map[*replicationQuota]int64{m.leaderQuota: leaderRate, m.followerQuota: followerRate} {
-		if r < 0 {
-			r = math.MaxInt64
-		}
-		q.limit.Store(r)
-	}
+	m.leaderQuota.SetLimit(leaderRate)
+	m.followerQuota.SetLimit(followerRate)
 }
 
 // throttledReplica reports whether a throttled-replicas list (the topic

@@ -10,21 +10,21 @@ import (
 func TestReplicationQuotaRate(t *testing.T) {
 	q := newReplicationQuota(QuotaWindow{Samples: 3, Size: time.Second})
 	start := time.Unix(1000, 0)
-	if q.exceeded(start) {
+	if q.Exceeded(start) {
 		t.Fatal("no limit, yet exceeded")
 	}
-	q.limit.Store(100)
+	q.SetLimit(100)
 	// 250 bytes over the minimum span of 2 s is 125 B/s.
-	q.record(250, start)
-	if !q.exceeded(start.Add(500 * time.Millisecond)) {
+	q.Record(250, start)
+	if !q.Exceeded(start.Add(500 * time.Millisecond)) {
 		t.Fatal("125 B/s against 100 B/s not exceeded")
 	}
 	// Once the sample leaves the 3 s window, nothing is counted.
-	if q.exceeded(start.Add(3 * time.Second)) {
+	if q.Exceeded(start.Add(3 * time.Second)) {
 		t.Fatal("exceeded after the window passed")
 	}
-	q.record(150, start.Add(3*time.Second))
-	if q.exceeded(start.Add(3500 * time.Millisecond)) {
+	q.Record(150, start.Add(3*time.Second))
+	if q.Exceeded(start.Add(3500 * time.Millisecond)) {
 		t.Fatal("75 B/s against 100 B/s exceeded")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/metrics"
 	"github.com/gregorbroker/gregor/storage"
 )
 
@@ -79,7 +80,7 @@ type Manager struct {
 
 	metrics Metrics
 
-	copyQuota, fetchQuota *rateQuota
+	copyQuota, fetchQuota *metrics.ByteRate
 }
 
 // partState is what the manager knows of one partition's remote segments.
@@ -121,7 +122,7 @@ func New(opts Options, src Source) *Manager {
 		opts.CacheBytes = 64 << 20
 	}
 	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), parts: map[storage.TopicPartition]*partState{},
-		copyQuota: newRateQuota(opts.CopyQuotaWindow), fetchQuota: newRateQuota(opts.FetchQuotaWindow)}
+		copyQuota: metrics.NewByteRate(opts.CopyQuotaWindow), fetchQuota: metrics.NewByteRate(opts.FetchQuotaWindow)}
 }
 
 // Store is the manager's object store.
@@ -331,7 +332,7 @@ func (m *Manager) copySegments(ctx context.Context, st *partState, p Partition, 
 		st.mu.Unlock()
 		p.Log.SetHighestRemoteOffset(md.EndOffset)
 		m.metrics.copied(p.TP.Topic, seg.Size)
-		m.copyQuota.record(seg.Size, m.opts.Now())
+		m.copyQuota.Record(seg.Size, m.opts.Now())
 		from = seg.NextOffset
 	}
 	return ctx.Err()
@@ -340,7 +341,7 @@ func (m *Manager) copySegments(ctx context.Context, st *partState, p Partition, 
 // waitCopyQuota waits while the copy rate is above
 // remote.log.manager.copy.max.bytes.per.second.
 func (m *Manager) waitCopyQuota(ctx context.Context) error {
-	for m.copyQuota.exceeded(m.opts.Now()) {
+	for m.copyQuota.Exceeded(m.opts.Now()) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -47,7 +47,7 @@ func (m *Manager) Read(ctx context.Context, l *storage.Log, topicID [16]byte, of
 			m.metrics.fetchFailed(tp.Topic)
 		} else if res.Records.Size > 0 {
 			m.metrics.fetched(tp.Topic, res.Records.Size)
-			m.fetchQuota.record(res.Records.Size, m.opts.Now())
+			m.fetchQuota.Record(res.Records.Size, m.opts.Now())
 		}
 	}()
 	segs, err := m.segments(ctx, tp, topicID, false)
