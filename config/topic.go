@@ -197,6 +197,29 @@ type UnknownTopicKeyError struct{ Name string }
 
 func (e *UnknownTopicKeyError) Error() string { return "Unknown topic config name: " + e.Name }
 
+// topicKeysByName indexes the topic keys by name.
+func topicKeysByName() map[string]*TopicKey {
+	defs := topicKeys()
+	byName := make(map[string]*TopicKey, len(defs))
+	for i := range defs {
+		byName[defs[i].Name] = &defs[i]
+	}
+	return byName
+}
+
+// effectiveTopicValue is key's value in overrides, else in base (the
+// broker-derived defaults), else the key's default, parsed.
+func effectiveTopicValue(byName map[string]*TopicKey, base, overrides map[string]string, key string) (any, error) {
+	raw, ok := overrides[key]
+	if !ok {
+		raw, ok = base[key]
+	}
+	if !ok {
+		raw = byName[key].Default
+	}
+	return byName[key].Parse(raw)
+}
+
 // ValidateTopic checks a topic's complete set of overrides as Kafka's
 // LogConfig.validate does: every name must be a topic key, every value must
 // parse and pass its validator, and min.compaction.lag.ms may not exceed
@@ -204,11 +227,7 @@ func (e *UnknownTopicKeyError) Error() string { return "Unknown topic config nam
 // broker-derived topic defaults, keyed by topic name; nil means Kafka's
 // defaults). Keys are checked in sorted order so the error is stable.
 func ValidateTopic(base, overrides map[string]string) error {
-	defs := topicKeys()
-	byName := make(map[string]*TopicKey, len(defs))
-	for i := range defs {
-		byName[defs[i].Name] = &defs[i]
-	}
+	byName := topicKeysByName()
 	names := make([]string, 0, len(overrides))
 	for name := range overrides {
 		names = append(names, name)
@@ -225,14 +244,7 @@ func ValidateTopic(base, overrides map[string]string) error {
 		}
 	}
 	lag := func(key string) (int64, error) {
-		raw, ok := overrides[key]
-		if !ok {
-			raw, ok = base[key]
-		}
-		if !ok {
-			raw = byName[key].Default
-		}
-		v, err := byName[key].Parse(raw)
+		v, err := effectiveTopicValue(byName, base, overrides, key)
 		if err != nil {
 			return 0, err
 		}
@@ -459,21 +471,12 @@ func DefaultTopic() Topic {
 // topic's overrides before it, nil for a new topic), remote storage turned
 // off only with remote.log.delete.on.disable. Call it after ValidateTopic.
 func ValidateTopicRemote(base, overrides map[string]string, systemEnabled bool, before map[string]string) error {
-	defs := topicKeys()
-	byName := make(map[string]*TopicKey, len(defs))
-	for i := range defs {
-		byName[defs[i].Name] = &defs[i]
-	}
+	byName := topicKeysByName()
 	value := func(m map[string]string, key string) any {
-		raw, ok := m[key]
-		if !ok {
-			raw, ok = base[key]
-		}
-		if !ok {
-			raw = byName[key].Default
-		}
-		v, err := byName[key].Parse(raw)
+		v, err := effectiveTopicValue(byName, base, m, key)
 		if err != nil {
+			// ValidateTopic refused what does not parse; an old
+			// override that no longer does counts as the default.
 			v, _ = byName[key].Parse(byName[key].Default)
 		}
 		return v
