@@ -42,7 +42,7 @@ func NewDirStore(fsys vfs.FS, root string) (*DirStore, error) {
 
 func (d *DirStore) String() string { return "dir:" + d.Root }
 
-// tmpMark is in every temporary file's name; List leaves them out.
+// tmpMark is in every temporary file's name.
 const tmpMark = ".tmp-"
 
 func (d *DirStore) path(key string) (string, error) {
@@ -151,10 +151,12 @@ func (d *DirStore) List(ctx context.Context, dir string) ([]string, error) {
 	}
 	var keys []string
 	for _, e := range entries {
-		if e.IsDir() || strings.Contains(e.Name(), tmpMark) {
-			continue
+		if !e.IsDir() {
+			// A put's temporary file is listed too: it is an object of
+			// a copy in progress, or cut short by a crash, which a new
+			// leader's clean-up deletes with the rest of that copy.
+			keys = append(keys, e.Name())
 		}
-		keys = append(keys, e.Name())
 	}
 	slices.Sort(keys)
 	return keys, nil

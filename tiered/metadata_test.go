@@ -100,8 +100,7 @@ func TestDirStore(t *testing.T) {
 }
 
 // An object the directory store put is there whole after a power loss
-// (its data synced before the rename, the rename synced), and a put cut
-// short by the crash leaves no object a List shows.
+// (its data synced before the rename, the rename synced).
 func TestDirStorePutSurvivesACrash(t *testing.T) {
 	ctx := context.Background()
 	fsys := vfs.NewMemFS()

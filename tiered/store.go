@@ -21,6 +21,7 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 	// List returns the keys directly under dir (a key prefix ending in
 	// "/"), sorted, without dir; a dir with nothing under it is empty.
+	// It may list objects of puts in progress, under names of their own.
 	List(ctx context.Context, dir string) ([]string, error)
 	// String names the store for logs and errors.
 	String() string

@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,9 +114,27 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 	leader, _ := leaderOf(ctx, addrs, topic)
 	victim = byID(brokers, leader)
 	clusterID := node.ClusterID(t, victim)
-	victim.Kill()
+	// Kill it in the middle of a copy: when the store holds a segment's
+	// objects (or a temporary file of one) but not its metadata yet.
+	var partDir string
+	node.WaitFor(t, 60*time.Second, "a copy in progress", func() bool {
+		if partDir == "" {
+			dirs, _ := filepath.Glob(filepath.Join(remote, topic+"-0-*"))
+			if len(dirs) == 0 {
+				return false
+			}
+			partDir = dirs[0]
+		}
+		if len(uncommitted(t, partDir)) > 0 {
+			victim.Kill()
+			return true
+		}
+		time.Sleep(2 * time.Millisecond)
+		return false
+	})
+	cut := uncommitted(t, partDir)
 	node.WipeBroker(t, victim, clusterID)
-	t.Logf("killed broker %d, the leader, and deleted its data dir", victim.ID)
+	t.Logf("killed broker %d, the leader, in the middle of a copy (in the store without metadata: %v), and deleted its data dir", victim.ID, cut)
 	var others []string
 	for _, n := range brokers {
 		if n != victim {
@@ -135,6 +154,17 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 	if out := victim.Output(); !containsLine(out, "started over there from remote storage") {
 		t.Errorf("the wiped broker did not start its log over from remote storage:\n%s", tail(out, 30))
 	}
+	// The new leader deleted what the cut copy left (and commits its own
+	// copies whole).
+	node.WaitFor(t, 30*time.Second, "the cut copy's objects deleted", func() bool {
+		left := uncommitted(t, partDir)
+		for _, c := range cut {
+			if slices.Contains(left, c) {
+				return false
+			}
+		}
+		return true
+	})
 	stopProducing()
 	wg.Wait()
 	if err := cl.Flush(ctx); err != nil && ctx.Err() != nil {
@@ -189,4 +219,36 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// uncommitted lists the segment stems in a partition's store directory
+// that have objects (or a temporary file of one) but no metadata object:
+// copies in progress, or cut short.
+func uncommitted(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	objects, committed := map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		stem, _, ok := strings.Cut(name, ".")
+		if !ok || len(stem) != 20+1+22 {
+			continue
+		}
+		if strings.HasSuffix(name, ".rlmetadata") {
+			committed[stem] = true
+		} else {
+			objects[stem] = true
+		}
+	}
+	var out []string
+	for stem := range objects {
+		if !committed[stem] {
+			out = append(out, stem)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
