@@ -16,8 +16,9 @@ import (
 // cluster one (RenderCluster, `make bench-cluster`), the replication one
 // (RenderReplication, `make bench-replication`), the security one
 // (RenderSecurity, `make bench-security`), the metrics-cost one
-// (RenderMetricsCost, `make bench-metrics`) and the share-group one
-// (RenderShare, `make bench-share`). Each writer keeps what the others
+// (RenderMetricsCost, `make bench-metrics`), the share-group one
+// (RenderShare, `make bench-share`) and the tiered-storage one
+// (RenderTiered, `make bench-tiered`). Each writer keeps what the others
 // wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
@@ -77,7 +78,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 func KeepSections(old, fresh []byte) []byte {
 	type span struct{ start, end int }
 	var kept []span
-	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection()} {
+	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection()} {
 		if start, end, ok := s.cut(old); ok {
 			kept = append(kept, span{start, end})
 		}

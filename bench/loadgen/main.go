@@ -3,10 +3,10 @@
 // client. Every mode prints one JSON object on stdout.
 //
 //	loadgen payloads      -out FILE [-n 10000] [-size 1024] [-seed 1]
-//	loadgen produce       -bootstrap B -topic T -partitions P -records N -acks 1|all -payloads FILE
+//	loadgen produce       -bootstrap B -topic T -partitions P -records N -acks 1|all -payloads FILE [-compression lz4|none]
 //	loadgen consume       -bootstrap B -topic T -records N
 //	loadgen e2e           -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
-//	loadgen produce-latency -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE
+//	loadgen produce-latency -bootstrap B -topic T -partitions P -rate R -duration D -payloads FILE [-compression lz4|none]
 //	loadgen first-produce -bootstrap B -topic T [-timeout 3m]
 //	loadgen group-stable  -bootstrap B -topic T -group G -partitions P -members M -protocol classic|consumer
 //	loadgen commits       -bootstrap B -topic T -group G -committers C -partitions-each P -duration D
@@ -20,7 +20,8 @@
 // benchmark can run over a broker's SSL listener. produce, e2e and
 // produce-latency create their topic first (TOPIC_ALREADY_EXISTS is fine)
 // unless given -create=false: a principal that the authorizer lets only
-// write must find its topic made beforehand.
+// write must find its topic made beforehand. The producing modes
+// compress with lz4 unless given -compression none.
 package main
 
 import (
@@ -49,6 +50,10 @@ import (
 // clientOpts are added to every client's options (TLS), set once from the
 // flags before any client is made.
 var clientOpts []kgo.Opt
+
+// produceCodec is what producers compress with (-compression), set once
+// from the flags before any client is made.
+var produceCodec = kgo.Lz4Compression()
 
 // newClient is kgo.NewClient with clientOpts.
 func newClient(opts ...kgo.Opt) (*kgo.Client, error) {
@@ -111,7 +116,16 @@ func main() {
 	samples := fs.Int("samples", 3, "measurements (share-lock-expiry)")
 	lock := fs.Duration("lock", 10*time.Second, "the brokers' group.share.record.lock.duration.ms (share-lock-expiry)")
 	create := fs.Bool("create", true, "create the topic first (produce, e2e, produce-latency)")
+	compression := fs.String("compression", "lz4", "what producers compress with: lz4 or none")
 	_ = fs.Parse(os.Args[2:])
+	switch *compression {
+	case "lz4":
+	case "none":
+		produceCodec = kgo.NoCompression()
+	default:
+		fmt.Fprintln(os.Stderr, "loadgen: -compression must be lz4 or none")
+		os.Exit(2)
+	}
 	if *tlsCA != "" {
 		cfg, err := tlsConfig(*tlsCA, *tlsCert, *tlsKey)
 		if err != nil {
@@ -252,7 +266,7 @@ func readPayloads(path string) ([][]byte, error) {
 }
 
 func producerOpts(bootstrap, acks string) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+	opts := []kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(produceCodec),
 		kgo.ProducerLinger(5 * time.Millisecond), kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(100_000)}
 	if acks == "1" {
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -272,6 +286,11 @@ type throughput struct {
 	Seconds       float64 `json:"seconds"`
 	RecordsPerSec float64 `json:"records_per_sec"`
 	MBPerSec      float64 `json:"mb_per_sec"` // MiB of payload per second, as the perf tools print
+	// EndedUnixNanos is when produce had the last acknowledgement.
+	EndedUnixNanos int64 `json:"ended_unix_nanos,omitempty"`
+	// FirstRecordMs is how long consume waited for its first record,
+	// from its first poll (its clock's start).
+	FirstRecordMs float64 `json:"first_record_ms,omitempty"`
 }
 
 func newThroughput(n int, bytes int64, d time.Duration) throughput {
@@ -314,11 +333,14 @@ func produce(ctx context.Context, bootstrap, topic string, partitions, n int, ac
 		})
 	}
 	wg.Wait()
-	d := time.Since(start)
+	ended := time.Now()
+	d := ended.Sub(start)
 	if e := failed.Load(); e != nil {
 		return throughput{}, fmt.Errorf("produce: %w", *e)
 	}
-	return newThroughput(n, bytes, d), nil
+	res := newThroughput(n, bytes, d)
+	res.EndedUnixNanos = ended.UnixNano()
+	return res, nil
 }
 
 func consume(ctx context.Context, bootstrap, topic string, n int) (throughput, error) {
@@ -330,6 +352,7 @@ func consume(ctx context.Context, bootstrap, topic string, n int) (throughput, e
 	defer cl.Close()
 	var got int
 	var bytes int64
+	var first time.Duration
 	start := time.Now()
 	for got < n {
 		fs := cl.PollFetches(ctx)
@@ -341,12 +364,17 @@ func consume(ctx context.Context, bootstrap, topic string, n int) (throughput, e
 		if ferr != nil {
 			return throughput{}, fmt.Errorf("fetch: %w", ferr)
 		}
+		if got == 0 && !fs.Empty() {
+			first = time.Since(start)
+		}
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
 			bytes += int64(len(r.Value))
 		})
 	}
-	return newThroughput(got, bytes, time.Since(start)), nil
+	res := newThroughput(got, bytes, time.Since(start))
+	res.FirstRecordMs = float64(first) / float64(time.Millisecond)
+	return res, nil
 }
 
 type latency struct {
@@ -356,6 +384,9 @@ type latency struct {
 	P99Ms   float64 `json:"p99_ms"`
 	P999Ms  float64 `json:"p999_ms"`
 	MaxMs   float64 `json:"max_ms"`
+	// SentSeconds is how long produce-latency took to send every record
+	// (its rate was kept if it is about records/rate).
+	SentSeconds float64 `json:"sent_seconds,omitempty"`
 }
 
 // endToEnd produces at a fixed rate with acks=all and measures, in the

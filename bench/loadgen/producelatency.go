@@ -40,7 +40,8 @@ func produceLatency(ctx context.Context, bootstrap, topic string, partitions, ra
 	total := max(1, int(dur.Seconds()*float64(rate)))
 	acks := newAckLatencies(total)
 	interval := time.Second / time.Duration(rate)
-	next := time.Now()
+	began := time.Now()
+	next := began
 	for i := 0; i < total; i++ {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
@@ -51,10 +52,13 @@ func produceLatency(ctx context.Context, bootstrap, topic string, partitions, ra
 			acks.add(time.Since(sent), err)
 		})
 	}
+	sent := time.Since(began)
 	if err := cl.Flush(ctx); err != nil {
 		return latency{}, fmt.Errorf("flushing: %w", err)
 	}
-	return acks.result(rate)
+	res, err := acks.result(rate)
+	res.SentSeconds = sent.Seconds()
+	return res, err
 }
 
 // ackLatencies collects acknowledgement latencies from the client's
