@@ -47,6 +47,11 @@ type Options struct {
 	// CacheBytes bounds the chunks and indexes of remote segments kept in
 	// memory for reads.
 	CacheBytes int64
+	// ReaderThreads is remote.log.reader.threads: the remote reads run at
+	// once; FetchMaxWait is remote.fetch.max.wait.ms: how long a fetch
+	// waits for its remote read (read.go).
+	ReaderThreads int
+	FetchMaxWait  time.Duration
 	// CopyQuotaWindow and FetchQuotaWindow measure the copy and fetch
 	// quotas (quota.go); 11 samples of a second when zero.
 	CopyQuotaWindow, FetchQuotaWindow QuotaWindow
@@ -81,6 +86,8 @@ type Manager struct {
 	metrics Metrics
 
 	copyQuota, fetchQuota *metrics.ByteRate
+	// readers holds a token per remote read running (ReaderThreads).
+	readers chan struct{}
 }
 
 // partState is what the manager knows of one partition's remote segments.
@@ -121,8 +128,15 @@ func New(opts Options, src Source) *Manager {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
+	if opts.ReaderThreads <= 0 {
+		opts.ReaderThreads = 10
+	}
+	if opts.FetchMaxWait <= 0 {
+		opts.FetchMaxWait = 500 * time.Millisecond
+	}
 	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), parts: map[storage.TopicPartition]*partState{},
-		copyQuota: metrics.NewByteRate(opts.CopyQuotaWindow), fetchQuota: metrics.NewByteRate(opts.FetchQuotaWindow)}
+		copyQuota: metrics.NewByteRate(opts.CopyQuotaWindow), fetchQuota: metrics.NewByteRate(opts.FetchQuotaWindow),
+		readers: make(chan struct{}, opts.ReaderThreads)}
 }
 
 // Store is the manager's object store.

@@ -194,3 +194,49 @@ func TestCopyByADeposedLeaderIsNotCommitted(t *testing.T) {
 		t.Fatalf("a deposed leader left %v and highest remote offset %d", left, l.HighestRemoteOffset())
 	}
 }
+
+// slowStore answers reads after a delay.
+type slowStore struct {
+	Store
+	delay time.Duration
+}
+
+func (s slowStore) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	time.Sleep(s.delay)
+	return s.Store.Get(ctx, key, off, n)
+}
+
+// A remote read slower than remote.fetch.max.wait.ms answers without
+// records, and goes on into the cache: the next fetch gets the records.
+func TestSlowRemoteReadAnswersEmptyThenFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	fsys := vfs.NewMemFS()
+	l := tieredLog(t, fsys, 40)
+	dir, err := NewDirStore(fsys, "/remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{part: Partition{TP: l.TopicPartition(), TopicID: l.TopicID(), Log: l, Leader: true, LeaderEpoch: 3}, leader: true}
+	newTestManager(fsys, src, dir).round(ctx, src.TieredPartitions(nil))
+	m := New(Options{Store: slowStore{dir, 200 * time.Millisecond}, FetchMaxWait: 20 * time.Millisecond, ReaderThreads: 1,
+		Logger: slog.New(slog.DiscardHandler)}, src)
+	start := time.Now()
+	res, err := m.Read(ctx, l, l.TopicID(), 0, 1<<20, l.HighWatermark(), true, false)
+	if err != nil || res.Records.Size != 0 || res.Local {
+		t.Fatalf("a slow read: %+v %v; want no records", res, err)
+	}
+	if took := time.Since(start); took > 150*time.Millisecond {
+		t.Fatalf("a slow read held the fetch %s, past remote.fetch.max.wait.ms", took)
+	}
+	var got ReadResult
+	deadline := time.Now().Add(10 * time.Second)
+	for got.Records.Size == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		if got, err = m.Read(ctx, l, l.TopicID(), 0, 1<<20, l.HighWatermark(), true, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.Records.Size == 0 {
+		t.Fatal("the records never came from the cache")
+	}
+}

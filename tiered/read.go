@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
@@ -40,7 +41,45 @@ type ReadResult struct {
 // Read reads whole batches of a tiered partition from offset on, below
 // maxOffset (the high watermark, or the last stable offset), up to
 // maxBytes unless minOne lets the first batch pass it.
-func (m *Manager) Read(ctx context.Context, l *storage.Log, topicID [16]byte, offset int64, maxBytes int32, maxOffset int64, minOne, readCommitted bool) (res ReadResult, err error) {
+//
+// At most remote.log.reader.threads reads run at once, each on a
+// goroutine of its own, and the fetch waits for its read up to
+// remote.fetch.max.wait.ms: past that (or when no reader frees up in
+// time) the partition is answered without records, as Kafka's
+// DelayedRemoteFetch answers, and the read goes on into the cache, where
+// the consumer's next fetch finds it.
+func (m *Manager) Read(ctx context.Context, l *storage.Log, topicID [16]byte, offset int64, maxBytes int32, maxOffset int64, minOne, readCommitted bool) (ReadResult, error) {
+	timer := time.NewTimer(m.opts.FetchMaxWait)
+	defer timer.Stop()
+	select {
+	case m.readers <- struct{}{}:
+	case <-timer.C:
+		return ReadResult{}, nil
+	case <-ctx.Done():
+		return ReadResult{}, ctx.Err()
+	}
+	type answer struct {
+		res ReadResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() { <-m.readers }()
+		res, err := m.read(context.WithoutCancel(ctx), l, topicID, offset, maxBytes, maxOffset, minOne, readCommitted)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-timer.C:
+		return ReadResult{}, nil
+	case <-ctx.Done():
+		return ReadResult{}, ctx.Err()
+	}
+}
+
+// read is Read on the reader's goroutine.
+func (m *Manager) read(ctx context.Context, l *storage.Log, topicID [16]byte, offset int64, maxBytes int32, maxOffset int64, minOne, readCommitted bool) (res ReadResult, err error) {
 	tp := l.TopicPartition()
 	defer func() {
 		if err != nil {

@@ -49,6 +49,8 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 		BrokerID:      s.nodeID,
 		TaskInterval:  time.Duration(s.cfg.Long("remote.log.manager.task.interval.ms")) * time.Millisecond,
 		CopierThreads: int(s.cfg.Int("remote.log.manager.copier.thread.pool.size")),
+		ReaderThreads: int(s.cfg.Int("remote.log.reader.threads")),
+		FetchMaxWait:  time.Duration(s.cfg.Int("remote.fetch.max.wait.ms")) * time.Millisecond,
 		CopyQuotaWindow: tiered.QuotaWindow{Samples: int(s.cfg.Int("remote.log.manager.copy.quota.window.num")),
 			Size: time.Duration(s.cfg.Int("remote.log.manager.copy.quota.window.size.seconds")) * time.Second},
 		FetchQuotaWindow: tiered.QuotaWindow{Samples: int(s.cfg.Int("remote.log.manager.fetch.quota.window.num")),
