@@ -57,9 +57,7 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	if perPartition {
 		m.registerLogMetrics(r)
 	}
-	if m.tiered != nil {
-		m.tiered.RegisterMetrics(r)
-	}
+	m.tiered.RegisterMetrics(r)
 	m.stats.register(r, func(topic string) bool {
 		img := m.image.Load()
 		return img == nil || img.Topics[topic] != nil

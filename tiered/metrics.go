@@ -81,7 +81,19 @@ func (m *Manager) Metrics() *Metrics { return &m.metrics }
 // RegisterMetrics registers the manager's BrokerTopicMetrics: the counters
 // per topic, and the copy lag and remote size of the partitions this node
 // leads, summed per topic at each scrape.
+//
+// A nil manager (no tiered storage) registers the same metrics without
+// series, so that /metrics lists every metric of the catalog on every
+// node.
 func (m *Manager) RegisterMetrics(r *metrics.Registry) {
+	if m == nil {
+		for _, d := range []*metrics.Desc{metrics.RemoteCopyBytes, metrics.RemoteCopyRequests, metrics.FailedRemoteCopyRequests,
+			metrics.RemoteFetchBytes, metrics.RemoteFetchRequests, metrics.FailedRemoteFetchRequests, metrics.RemoteDeleteRequests,
+			metrics.RemoteCopyLagBytes, metrics.RemoteCopyLagSegments, metrics.RemoteLogSizeBytes, metrics.RemoteLogMetadataCount} {
+			r.Collect(d, func(*metrics.Emit) {})
+		}
+		return
+	}
 	counters := map[*metrics.Desc]func(*TopicMetrics) int64{
 		metrics.RemoteCopyBytes:           func(t *TopicMetrics) int64 { return t.CopyBytes.Load() },
 		metrics.RemoteCopyRequests:        func(t *TopicMetrics) int64 { return t.CopyRequests.Load() },

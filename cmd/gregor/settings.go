@@ -82,6 +82,7 @@ var loggerNames = []string{
 	"request",                 // every request at DEBUG (Kafka's kafka.request.logger)
 	"share-coordinator",       // share group state (KIP-932)
 	"storage",                 // the log manager and partition logs
+	"tiered",                  // tiered storage: the remote log manager
 	"transaction-coordinator", // transactions
 }
 
