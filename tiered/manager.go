@@ -104,6 +104,8 @@ type partState struct {
 	// last removed uncommitted copies (-1: not as leader).
 	listed       bool
 	cleanedEpoch int32
+	// known are the metadata objects read so far, by name.
+	known map[string]SegmentMetadata
 	// leading, lagBytes and lagSegments are the last leader task's view
 	// (for the metrics): this node led, and what was left to copy.
 	leading     bool
@@ -211,6 +213,10 @@ func (m *Manager) list(ctx context.Context, st *partState, clean bool) ([]Segmen
 	if err != nil {
 		return nil, err
 	}
+	st.mu.Lock()
+	known := st.known
+	st.mu.Unlock()
+	fresh := make(map[string]SegmentMetadata, len(known))
 	committed := map[string]bool{}
 	var segs []SegmentMetadata
 	for _, name := range names {
@@ -218,23 +224,31 @@ func (m *Manager) list(ctx context.Context, st *partState, clean bool) ([]Segmen
 		if !ok || suffix != suffixMetadata {
 			continue
 		}
-		b, err := m.opts.Store.Get(ctx, st.dir+name, 0, -1)
-		if errors.Is(err, ErrNotFound) {
-			continue // deleted meanwhile
+		md, seen := known[name]
+		if !seen {
+			b, err := m.opts.Store.Get(ctx, st.dir+name, 0, -1)
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, err
+			}
+			if md, err = DecodeSegmentMetadata(b); err != nil {
+				return nil, fmt.Errorf("reading %s%s: %w", st.dir, name, err)
+			}
 		}
-		if err != nil {
-			return nil, err
-		}
-		md, err := DecodeSegmentMetadata(b)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s%s: %w", st.dir, name, err)
-		}
+		fresh[name] = md
 		if md.State != CopySegmentFinished {
 			continue
 		}
 		committed[stem] = true
 		segs = append(segs, md)
 	}
+	// Metadata objects never change: the next listing reads only new
+	// ones.
+	st.mu.Lock()
+	st.known = fresh
+	st.mu.Unlock()
 	if clean {
 		for _, name := range names {
 			stem, _, ok := parseObjectName(name)
