@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/minio/minio-go/v7"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -52,9 +55,49 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 		t.Skip("starts a cluster of gregor processes")
 	}
 	remote := filepath.Join(t.TempDir(), "remote")
-	_, brokers := node.StartSplit(t, 1, 3,
+	leaderWipedLosesNothing(t, nil, []string{"gregor.remote.storage=dir:" + remote}, func() []string {
+		dirs, _ := filepath.Glob(filepath.Join(remote, "wiped-0-*"))
+		if len(dirs) == 0 {
+			return nil
+		}
+		entries, _ := os.ReadDir(dirs[0])
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	})
+}
+
+// The same with the segments in an S3 bucket (SeaweedFS).
+func TestTieredS3LeaderWipedLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of gregor processes")
+	}
+	w, s3 := s3Store(t, "wiped")
+	leaderWipedLosesNothing(t, []string{"AWS_ACCESS_KEY_ID=" + integration.WeedAccessKey, "AWS_SECRET_ACCESS_KEY=" + integration.WeedSecretKey},
+		[]string{"gregor.remote.storage=s3://wiped/c", "gregor.remote.storage.s3.endpoint=" + w.S3, "gregor.remote.storage.s3.path.style=true"},
+		func() []string {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var names []string
+			for obj := range s3.ListObjects(ctx, "wiped", minio.ListObjectsOptions{Prefix: "c/wiped-0-", Recursive: true}) {
+				if obj.Err == nil {
+					names = append(names, path.Base(obj.Key))
+				}
+			}
+			return names
+		})
+}
+
+// leaderWipedLosesNothing is the test above with the store the overrides
+// name, whose partition's object names storeNames lists.
+func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func() []string) {
+	_, brokers := node.StartSplitWith(t, 1, 3, func(n *node.Node) []string {
+		n.Env = append(n.Env, env...)
+		return nil
+	}, append([]string{
 		"remote.log.storage.system.enable=true",
-		"gregor.remote.storage=dir:"+remote,
 		"remote.log.manager.task.interval.ms=300",
 		"log.retention.check.interval.ms=500",
 		"file.delete.delay.ms=1000",
@@ -62,7 +105,7 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 		"broker.session.timeout.ms=3000",
 		"replica.lag.time.max.ms=4000",
 		"unclean.leader.election.enable=false",
-	)
+	}, store...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	addrs := node.Addrs(brokers)
@@ -116,23 +159,15 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 	clusterID := node.ClusterID(t, victim)
 	// Kill it in the middle of a copy: when the store holds a segment's
 	// objects (or a temporary file of one) but not its metadata yet.
-	var partDir string
 	node.WaitFor(t, 60*time.Second, "a copy in progress", func() bool {
-		if partDir == "" {
-			dirs, _ := filepath.Glob(filepath.Join(remote, topic+"-0-*"))
-			if len(dirs) == 0 {
-				return false
-			}
-			partDir = dirs[0]
-		}
-		if len(uncommitted(t, partDir)) > 0 {
+		if len(uncommitted(storeNames())) > 0 {
 			victim.Kill()
 			return true
 		}
 		time.Sleep(2 * time.Millisecond)
 		return false
 	})
-	cut := uncommitted(t, partDir)
+	cut := uncommitted(storeNames())
 	node.WipeBroker(t, victim, clusterID)
 	t.Logf("killed broker %d, the leader, in the middle of a copy (in the store without metadata: %v), and deleted its data dir", victim.ID, cut)
 	var others []string
@@ -157,7 +192,7 @@ func TestTieredLeaderWipedLosesNothing(t *testing.T) {
 	// The new leader deleted what the cut copy left (and commits its own
 	// copies whole).
 	node.WaitFor(t, 30*time.Second, "the cut copy's objects deleted", func() bool {
-		left := uncommitted(t, partDir)
+		left := uncommitted(storeNames())
 		for _, c := range cut {
 			if slices.Contains(left, c) {
 				return false
@@ -221,18 +256,12 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// uncommitted lists the segment stems in a partition's store directory
+// uncommitted lists the segment stems among a partition's object names
 // that have objects (or a temporary file of one) but no metadata object:
 // copies in progress, or cut short.
-func uncommitted(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
+func uncommitted(names []string) []string {
 	objects, committed := map[string]bool{}, map[string]bool{}
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range names {
 		stem, _, ok := strings.Cut(name, ".")
 		if !ok || len(stem) != 20+1+22 {
 			continue
