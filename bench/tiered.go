@@ -364,7 +364,7 @@ func (tr *tieredRound) produceBoth(ctx context.Context, b *kgo.Broker, addr stri
 		tr.failWithLog("listing %s: %v (%d segments)", partDir, err, len(segs))
 		return false
 	}
-	active := segs[len(segs)-1].base
+	active := segs[len(segs)-1].Base
 	perRecord := bytesPerRecord(segs)
 	if perRecord == 0 {
 		tr.fail("%s holds %d segment(s) when producing ended: too few rolled segments to size a record", partDir, len(segs))
@@ -497,37 +497,11 @@ func (tr *tieredRound) loadgen(workload string, timeout time.Duration, mode, add
 }
 
 // segment is a segment file on disk: its base offset and size.
-type segment struct {
-	base int64
-	size int64
-}
+type segment = integration.SegmentFile
 
 // segmentSizes lists the segment files (*.log) of a partition directory,
 // in offset order.
-func segmentSizes(dir string) ([]segment, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var segs []segment
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok || len(name) != 20 {
-			continue
-		}
-		base, err := strconv.ParseInt(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // deleted meanwhile
-		}
-		segs = append(segs, segment{base, info.Size()})
-	}
-	slices.SortFunc(segs, func(a, b segment) int { return int(a.base - b.base) })
-	return segs, nil
-}
+func segmentSizes(dir string) ([]segment, error) { return integration.SegmentFiles(dir) }
 
 // bytesPerRecord is the rolled segments' bytes per offset (every segment
 // but the last, which is sized by the next one's base), 0 when there are
@@ -535,8 +509,8 @@ func segmentSizes(dir string) ([]segment, error) {
 func bytesPerRecord(segs []segment) float64 {
 	var bytes, offsets int64
 	for i := 0; i+1 < len(segs); i++ {
-		bytes += segs[i].size
-		offsets += segs[i+1].base - segs[i].base
+		bytes += segs[i].Size
+		offsets += segs[i+1].Base - segs[i].Base
 	}
 	if offsets == 0 {
 		return 0
@@ -548,17 +522,7 @@ func bytesPerRecord(segs []segment) float64 {
 // special timestamp ts: -1 latest, -2 earliest, -4 earliest local, -5
 // latest tiered.
 func listOffset(ctx context.Context, b *kgo.Broker, topic string, ts int64) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 9
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = 0
-	rp.Timestamp = ts
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := integration.ListOffsetsRequest(topic, ts)
 	resp, err := requestOn(ctx, b, req, 10*time.Second)
 	if err != nil {
 		return 0, fmt.Errorf("ListOffsets %d: %w", ts, err)

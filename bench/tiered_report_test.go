@@ -57,7 +57,7 @@ func TestSegmentSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(segs) != 3 || segs[0] != (segment{0, 1000}) || segs[1] != (segment{10, 2000}) || segs[2] != (segment{30, 5}) {
+	if len(segs) != 3 || segs[0] != (segment{Base: 0, Size: 1000}) || segs[1] != (segment{Base: 10, Size: 2000}) || segs[2] != (segment{Base: 30, Size: 5}) {
 		t.Fatalf("segments: %v", segs)
 	}
 	// 3000 bytes over offsets 0-29; the active segment does not count.

@@ -215,23 +215,12 @@ func waitTiered(ctx context.Context, e *Env, topic string, n int64) error {
 // segmentBases lists the base offsets of the segment files (*.log) in a
 // partition directory, in order.
 func segmentBases(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
+	segs, err := SegmentFiles(dir)
 	var bases []int64
-	for _, ent := range ents {
-		name, ok := strings.CutSuffix(ent.Name(), ".log")
-		if !ok || len(name) != 20 {
-			continue
-		}
-		b, err := strconv.ParseInt(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		bases = append(bases, b)
+	for _, s := range segs {
+		bases = append(bases, s.Base)
 	}
-	return bases, nil
+	return bases, err
 }
 
 // remoteHolds checks that the remote storage directory holds at least

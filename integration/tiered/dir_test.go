@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // tieredNode starts a node with tiered storage in a directory of the
@@ -35,17 +35,7 @@ func tieredNode(t *testing.T, extra ...string) (*node.Node, string) {
 // listOffset asks ListOffsets v9 for one special timestamp of partition 0.
 func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, ts int64) (offset int64, epoch int32) {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.Version = 9
-	req.ReplicaID = -1
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Partition = 0
-	rp.Timestamp = ts
-	rp.CurrentLeaderEpoch = -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := integration.ListOffsetsRequest(topic, ts)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatalf("ListOffsets %d: %v", ts, err)
