@@ -63,6 +63,19 @@ func tieredLog(t *testing.T, fsys vfs.FS, n int) *storage.Log {
 	return l
 }
 
+// tieredSetup is a 40-batch tiered log this node leads at epoch 3 (and
+// still leads when stillLeader), and a directory store, on one MemFS.
+func tieredSetup(t *testing.T, stillLeader bool) (vfs.FS, *storage.Log, *DirStore, *fakeSource) {
+	t.Helper()
+	fsys := vfs.NewMemFS()
+	l := tieredLog(t, fsys, 40)
+	dir, err := NewDirStore(fsys, "/remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fsys, l, dir, &fakeSource{part: Partition{TP: l.TopicPartition(), TopicID: l.TopicID(), Log: l, Leader: true, LeaderEpoch: 3}, leader: stillLeader}
+}
+
 func newTestManager(fsys vfs.FS, src Source, store Store) *Manager {
 	return New(Options{Store: store, BrokerID: 1, Logger: slog.New(slog.DiscardHandler),
 		Now: func() time.Time { return time.UnixMilli(baseTs + 1_000_000) }}, src)
@@ -152,13 +165,7 @@ func (failingDeleteStore) Delete(context.Context, string) error { return errors.
 // deletes what it left.
 func TestCopyCutShortIsNeverReadAndIsCleanedUp(t *testing.T) {
 	ctx := context.Background()
-	fsys := vfs.NewMemFS()
-	l := tieredLog(t, fsys, 40)
-	dir, err := NewDirStore(fsys, "/remote")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &fakeSource{part: Partition{TP: l.TopicPartition(), TopicID: l.TopicID(), Log: l, Leader: true, LeaderEpoch: 3}, leader: true}
+	fsys, l, dir, src := tieredSetup(t, true)
 	m := newTestManager(fsys, src, failingDeleteStore{failingMetadataStore{dir}})
 	m.round(ctx, src.TieredPartitions(nil))
 	pdir := partitionDir("t", 0, l.TopicID())
@@ -181,13 +188,7 @@ func TestCopyCutShortIsNeverReadAndIsCleanedUp(t *testing.T) {
 // A leader that lost its leadership while copying does not commit.
 func TestCopyByADeposedLeaderIsNotCommitted(t *testing.T) {
 	ctx := context.Background()
-	fsys := vfs.NewMemFS()
-	l := tieredLog(t, fsys, 40)
-	dir, err := NewDirStore(fsys, "/remote")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &fakeSource{part: Partition{TP: l.TopicPartition(), TopicID: l.TopicID(), Log: l, Leader: true, LeaderEpoch: 3}, leader: false}
+	fsys, l, dir, src := tieredSetup(t, false)
 	m := newTestManager(fsys, src, dir)
 	m.round(ctx, src.TieredPartitions(nil))
 	if left, _ := dir.List(ctx, partitionDir("t", 0, l.TopicID())); len(left) != 0 || l.HighestRemoteOffset() != -1 {
@@ -210,13 +211,7 @@ func (s slowStore) Get(ctx context.Context, key string, off, n int64) ([]byte, e
 // records, and goes on into the cache: the next fetch gets the records.
 func TestSlowRemoteReadAnswersEmptyThenFromTheCache(t *testing.T) {
 	ctx := context.Background()
-	fsys := vfs.NewMemFS()
-	l := tieredLog(t, fsys, 40)
-	dir, err := NewDirStore(fsys, "/remote")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &fakeSource{part: Partition{TP: l.TopicPartition(), TopicID: l.TopicID(), Log: l, Leader: true, LeaderEpoch: 3}, leader: true}
+	fsys, l, dir, src := tieredSetup(t, true)
 	newTestManager(fsys, src, dir).round(ctx, src.TieredPartitions(nil))
 	m := New(Options{Store: slowStore{dir, 200 * time.Millisecond}, FetchMaxWait: 20 * time.Millisecond, ReaderThreads: 1,
 		Logger: slog.New(slog.DiscardHandler)}, src)
