@@ -41,7 +41,7 @@ func RenderTiered(run *TieredRun, m Machine, commit, command string) []byte {
 			case "kafka":
 				d += "; LocalTieredStorage (Kafka's directory-backed RemoteStorageManager for tests) from `org.apache.kafka:kafka-storage:" + "4.3.1" + ":test` (`remote.log.storage.manager.class.path`), the topic-based RemoteLogMetadataManager, every other remote.log.* key at its default"
 			case "gregor":
-				d += "; it maps LocalTieredStorage to its own directory backend, in LocalTieredStorage's layout under `<rsm.config.dir>/kafka-tiered-storage`, keeps each remote segment's metadata record as a file beside the segment (no `__remote_log_metadata` topic) and loads no class path"
+				d += "; it maps LocalTieredStorage to its own directory backend, in LocalTieredStorage's layout under `<rsm.config.dir>/kafka-tiered-storage`, keeps the remote log metadata in `__remote_log_metadata` as Kafka's topic-based manager does, and loads no class path"
 			}
 			fmt.Fprintf(&b, "- %s: %s\n", t, d)
 		}

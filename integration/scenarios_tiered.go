@@ -10,6 +10,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +32,7 @@ import (
 func tieredScenarios() []Scenario {
 	return []Scenario{
 		onTieredNode(Scenario{Name: "cli/tiered-dir-consume", Doc: "on a node with tiered storage in a directory (Kafka's LocalTieredStorage): a topic with remote.storage.enable=true, local.retention.ms=10000 and 1 MiB segments; 3,000 records of 1,000 bytes, one a batch, end up all in the remote directory (retention rolls the active segment too): kafka-get-offsets --time earliest-local 3000, latest-tiered 2999 (nothing before any copy), earliest 0; the first segment file is gone from the local disk; the console consumer reads every record from the beginning, in order; --describe shows remote.storage.enable=true", Timeout: 6 * time.Minute, Run: cliTieredDirConsume}),
+		onTieredNode(Scenario{Name: "cli/tiered-remote-log-metadata", Doc: "on a node with tiered storage in a directory: once 3,000 records of a tiered topic are all in the remote storage, kafka-dump-log --remote-log-metadata-decoder decodes __remote_log_metadata-0, each segment txnIdxEmpty=true (Kafka's TopicBasedRemoteLogMetadataManager records) without an error: for the topic's id and name, every segment has a RemoteLogSegmentMetadata with state COPY_SEGMENT_STARTED and later a RemoteLogSegmentMetadataUpdate with COPY_SEGMENT_FINISHED for the same segment id, and the copied segments' offsets run from 0 to 2999 without a gap or an overlap", Timeout: 6 * time.Minute, Run: cliTieredRemoteLogMetadata}),
 		onTieredNode(Scenario{Name: "cli/tiered-dir-timestamps", Doc: "on a node with tiered storage in a directory: 3,000 records an hour old, 10 ms apart, all tiered and gone from the local disk; kafka-get-offsets with their timestamps finds their offsets in the remote segments (before the first, between two, a segment's first, the last; nothing after the last), and max-timestamp, which Kafka looks up locally, prints nothing", Timeout: 6 * time.Minute, Run: cliTieredDirTimestamps}),
 		{Name: "cli/tiered-s3-consume", OwnNodes: true, Doc: "cli/tiered-dir-consume with the segments in an S3 bucket: SeaweedFS's S3 gateway on loopback, gregor.remote.storage=s3://<bucket>/<prefix> with the gateway as endpoint, path-style; the objects under the prefix hold the records (Gregor only: Kafka 4.3.1 ships no S3 RemoteStorageManager)", Timeout: 6 * time.Minute, Run: cliTieredS3Consume},
 		{Name: "cli/tiered-config-errors", Doc: "kafka-topics --create --config remote.storage.enable=true refused where the broker has no tiered storage; on a tiered node of its own, local.retention.ms above retention.ms, local.retention.bytes above retention.bytes and cleanup.policy=compact refused on a tiered topic (not the retentions on a plain one), and kafka-configs turning remote.storage.enable off refused without remote.log.delete.on.disable=true and accepted with it; Kafka's messages", Timeout: 4 * time.Minute, Run: cliTieredConfigErrors},
@@ -386,6 +389,184 @@ func cliTieredDirTimestamps(ctx context.Context, e *Env) error {
 		}
 	}
 	return nil
+}
+
+// cliTieredRemoteLogMetadata reads the target's __remote_log_metadata
+// with Kafka's own decoder (DumpLogSegments --remote-log-metadata-decoder,
+// which deserializes each value as TopicBasedRemoteLogMetadataManager
+// does): every segment of a topic tiered whole must have been announced
+// (COPY_SEGMENT_STARTED, txnIdxEmpty=true since the topic has no
+// transactions) and then finished (COPY_SEGMENT_FINISHED), and the
+// finished segments must hold the topic's offsets exactly once.
+func cliTieredRemoteLogMetadata(ctx context.Context, e *Env) error {
+	if !e.logDirsVisible() {
+		return Skipf("the target's log.dirs is not visible to the harness")
+	}
+	topic := e.Name("tiered-rlmm")
+	if err := createTopic(ctx, e, topic, 1, "remote.storage.enable=true", "local.retention.ms=10000",
+		"segment.bytes="+strconv.Itoa(tieredSegmentBytes)); err != nil {
+		return err
+	}
+	if err := produceTiered(ctx, e, topic, tieredRecords, nil); err != nil {
+		return err
+	}
+	// Kafka moves latest-tiered only once a segment's
+	// COPY_SEGMENT_FINISHED is in __remote_log_metadata.
+	if err := waitTiered(ctx, e, topic, tieredRecords); err != nil {
+		return err
+	}
+	t, err := describeTopic(ctx, e, topic)
+	if err != nil {
+		return err
+	}
+	// tieredNodeSpec gives __remote_log_metadata one partition.
+	dir := filepath.Join(e.Target.LogDir(), "__remote_log_metadata-0")
+	files, err := segmentFiles(dir)
+	if err != nil {
+		return err
+	}
+	logs := files[".log"]
+	if len(logs) == 0 {
+		return fmt.Errorf("no segment of __remote_log_metadata-0 in %s", dir)
+	}
+	out, err := e.Java(ctx, 2*time.Minute, SetKafka, mainDumpLog, "--remote-log-metadata-decoder", "--files", strings.Join(logs, ","))
+	if err != nil {
+		return err
+	}
+	if strings.Contains(out.Stderr, "Exception") {
+		return fmt.Errorf("kafka-dump-log --remote-log-metadata-decoder reported: %s", out.Tail())
+	}
+	recs, err := parseRemoteLogMetadata(out.Stdout)
+	if err != nil {
+		return fmt.Errorf("kafka-dump-log --remote-log-metadata-decoder: %w", err)
+	}
+	var started []remoteLogMetadata // in the order of the log
+	finished := map[string]bool{}
+	for _, r := range recs {
+		if r.Topic != topic {
+			continue
+		}
+		if r.TopicID != t.TopicID || r.Partition != 0 {
+			return fmt.Errorf("__remote_log_metadata offset %d is for %s:%s-%d, want %s:%s-0: %s", r.Offset, r.TopicID, r.Topic, r.Partition, t.TopicID, topic, r.Payload)
+		}
+		isStarted := slices.ContainsFunc(started, func(s remoteLogMetadata) bool { return s.SegmentID == r.SegmentID })
+		switch {
+		case r.Kind == "RemoteLogSegmentMetadata" && r.State == "COPY_SEGMENT_STARTED" && !isStarted:
+			// No transaction wrote to the topic: no segment has a
+			// transaction index for a reader to fetch.
+			if !strings.Contains(r.Payload, "txnIdxEmpty=true") {
+				return fmt.Errorf("__remote_log_metadata offset %d: segment %s of a topic without transactions is not txnIdxEmpty=true: %s", r.Offset, r.SegmentID, r.Payload)
+			}
+			started = append(started, r)
+		case r.Kind == "RemoteLogSegmentMetadataUpdate" && r.State == "COPY_SEGMENT_FINISHED" && isStarted && !finished[r.SegmentID]:
+			finished[r.SegmentID] = true
+		default:
+			// Nothing is deleted, and a segment is copied once.
+			return fmt.Errorf("__remote_log_metadata offset %d: a %s in state %s for segment %s (started before: %v, finished before: %v), want a RemoteLogSegmentMetadata in COPY_SEGMENT_STARTED for a new segment or a RemoteLogSegmentMetadataUpdate in COPY_SEGMENT_FINISHED for a started one: %s",
+				r.Offset, r.Kind, r.State, r.SegmentID, isStarted, finished[r.SegmentID], r.Payload)
+		}
+	}
+	if len(started) == 0 {
+		return fmt.Errorf("kafka-dump-log --remote-log-metadata-decoder shows no segment of %s in %d records: %s", topic, len(recs), out.Tail())
+	}
+	slices.SortFunc(started, func(a, b remoteLogMetadata) int { return cmp.Compare(a.StartOffset, b.StartOffset) })
+	var spans []string
+	next := int64(0)
+	for _, s := range started {
+		if !finished[s.SegmentID] {
+			return fmt.Errorf("segment %s (offsets %d-%d) of %s has COPY_SEGMENT_STARTED (at offset %d of __remote_log_metadata) and no COPY_SEGMENT_FINISHED", s.SegmentID, s.StartOffset, s.EndOffset, topic, s.Offset)
+		}
+		if s.StartOffset != next || s.EndOffset < s.StartOffset {
+			return fmt.Errorf("the copied segments of %s hold offsets %s then %d-%d, want the next to start at %d", topic, strings.Join(spans, ", "), s.StartOffset, s.EndOffset, next)
+		}
+		spans = append(spans, fmt.Sprintf("%d-%d", s.StartOffset, s.EndOffset))
+		next = s.EndOffset + 1
+	}
+	if next != tieredRecords {
+		return fmt.Errorf("the copied segments of %s hold offsets %s, want up to %d", topic, strings.Join(spans, ", "), tieredRecords-1)
+	}
+	e.Notef("%d segments copied, offsets %s", len(started), strings.Join(spans, ", "))
+	return nil
+}
+
+// remoteLogMetadata is one record of __remote_log_metadata as
+// kafka-dump-log --remote-log-metadata-decoder prints it: the payload is
+// the toString of Kafka's RemoteLogSegmentMetadata,
+// RemoteLogSegmentMetadataUpdate or RemotePartitionDeleteMetadata.
+type remoteLogMetadata struct {
+	Offset                 int64  // in __remote_log_metadata
+	Kind                   string // the class: RemoteLogSegmentMetadata, ...
+	TopicID, Topic         string
+	Partition              int
+	SegmentID              string // not in a RemotePartitionDeleteMetadata
+	StartOffset, EndOffset int64  // in a RemoteLogSegmentMetadata only
+	State                  string
+	Payload                string
+}
+
+var (
+	// TopicIdPartition's toString: "<topic id>:<topic>-<partition>".
+	rlmTopicIDPartition = regexp.MustCompile(`[tT]opic(?:Id)?Partition=([A-Za-z0-9_-]+):(.+?)-([0-9]+)[,}]`)
+	rlmSegmentID        = regexp.MustCompile(`, id=([A-Za-z0-9_-]+)\}`)
+	rlmStartOffset      = regexp.MustCompile(`[{ ]startOffset=([0-9]+),`)
+	rlmEndOffset        = regexp.MustCompile(` endOffset=([0-9]+),`)
+	rlmState            = regexp.MustCompile(` state=([A-Z_]+)[,}]`)
+)
+
+// parseRemoteLogMetadata parses DumpLogSegments --remote-log-metadata-decoder
+// output: a "| offset: N ... payload: <record>" line per record. A payload
+// the decoder could not read ("Error at offset N, skipping. ...") is an
+// error.
+func parseRemoteLogMetadata(out string) ([]remoteLogMetadata, error) {
+	var recs []remoteLogMetadata
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "| offset: ") {
+			continue
+		}
+		i := strings.Index(line, " payload: ")
+		if i < 0 {
+			return nil, fmt.Errorf("a record without a payload: %q", line)
+		}
+		off, err := strconv.ParseInt(spacedPairs(strings.TrimPrefix(line[:i], "| "))["offset"], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("offset in %q", line)
+		}
+		r := remoteLogMetadata{Offset: off, Payload: line[i+len(" payload: "):]}
+		kind, _, ok := strings.Cut(r.Payload, "{")
+		switch kind {
+		case "RemoteLogSegmentMetadata", "RemoteLogSegmentMetadataUpdate", "RemotePartitionDeleteMetadata":
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, fmt.Errorf("offset %d is no remote log metadata record: %q", off, r.Payload)
+		}
+		r.Kind = kind
+		m := rlmTopicIDPartition.FindStringSubmatch(r.Payload)
+		s := rlmState.FindStringSubmatch(r.Payload)
+		if m == nil || s == nil {
+			return nil, fmt.Errorf("offset %d: no topic partition or state in %q", off, r.Payload)
+		}
+		r.TopicID, r.Topic, r.State = m[1], m[2], s[1]
+		r.Partition, _ = strconv.Atoi(m[3])
+		if kind != "RemotePartitionDeleteMetadata" {
+			id := rlmSegmentID.FindStringSubmatch(r.Payload)
+			if id == nil {
+				return nil, fmt.Errorf("offset %d: no segment id in %q", off, r.Payload)
+			}
+			r.SegmentID = id[1]
+		}
+		if kind == "RemoteLogSegmentMetadata" {
+			so, eo := rlmStartOffset.FindStringSubmatch(r.Payload), rlmEndOffset.FindStringSubmatch(r.Payload)
+			if so == nil || eo == nil {
+				return nil, fmt.Errorf("offset %d: no startOffset or endOffset in %q", off, r.Payload)
+			}
+			r.StartOffset, _ = strconv.ParseInt(so[1], 10, 64)
+			r.EndOffset, _ = strconv.ParseInt(eo[1], 10, 64)
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
 }
 
 // cliTieredConfigErrors checks Kafka 4's rules on the tiered storage

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -160,6 +161,25 @@ func (d *DirStore) List(ctx context.Context, dir string) ([]string, error) {
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// RemoveTemporaries removes the temporary files of puts of a segment's
+// objects (stem: the partition directory and the segment's name without
+// a suffix) that a crash cut short; no other store has them.
+func (d *DirStore) RemoveTemporaries(ctx context.Context, stem string) error {
+	dir, base := path.Split(stem)
+	names, err := d.List(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, base+".") && strings.Contains(name, tmpMark) {
+			if err := d.Delete(ctx, dir+name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // RemoveDir removes an emptied partition directory (after the partition's

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregorbroker/gregor/metrics"
@@ -35,8 +33,14 @@ type Source interface {
 
 // Options configure a Manager.
 type Options struct {
-	Store    Store
-	BrokerID int32
+	Store Store
+	// Metadata is __remote_log_metadata (TopicLog).
+	Metadata MetadataLog
+	// MetadataWait is remote.log.metadata.consume.wait.ms: how long a
+	// publication waits to be read back, and a read for the metadata to
+	// load.
+	MetadataWait time.Duration
+	BrokerID     int32
 	// TaskInterval is remote.log.manager.task.interval.ms: how often each
 	// partition's copy and expiration run (and a follower's view of the
 	// remote metadata is refreshed).
@@ -65,20 +69,27 @@ type Options struct {
 // what is remote (so local retention may delete what is copied), and reads
 // remote segments for fetches and offset lookups.
 //
-// Remote log metadata: each segment's SegmentMetadata (Kafka's
-// RemoteLogSegmentMetadataRecord) is an object beside its files, written
-// after them; a replica learns the partition's remote segments by listing
-// the partition's directory. Segments whose files are there without the
-// metadata object are copies a crash cut short: a new leader deletes them.
+// Remote log metadata lives in __remote_log_metadata as Kafka's
+// TopicBasedRemoteLogMetadataManager keeps it (metaview.go): a copy
+// publishes its segment as COPY_SEGMENT_STARTED before the first object
+// is put and COPY_SEGMENT_FINISHED after the last, and a deletion
+// DELETE_SEGMENT_STARTED before the first object goes and
+// DELETE_SEGMENT_FINISHED after the last. Only finished copies are read.
+// A leader deletes the segments it finds started and never finished (a
+// crash cut them short).
 //
 // Goroutines: Run's loop works on the partitions CopierThreads at a time
-// and waits for them before its next round; reads run on the fetching
-// goroutine. A partition's state is guarded by its mu (a leaf); m.mu
-// guards the map.
+// and waits for them before its next round; its consumer goroutine
+// applies the metadata records; reads run on the fetching goroutine. A
+// partition's state is guarded by its mu, the view by its own; both are
+// leaves, and m.mu guards the map.
 type Manager struct {
 	opts  Options
 	src   Source
 	cache *cache
+	view  *metaView
+	// initialized: the metadata topic exists (Init succeeded).
+	initialized atomic.Bool
 
 	mu    sync.Mutex
 	parts map[storage.TopicPartition]*partState
@@ -97,17 +108,10 @@ type partState struct {
 	dir     string
 
 	mu sync.Mutex
-	// segs are the committed segments, by start offset.
-	segs []SegmentMetadata
-	// listed: segs reflect a listing of the store (or this node's own
-	// writes since); cleanedEpoch is the leader epoch at which this node
-	// last removed uncommitted copies (-1: not as leader).
-	listed       bool
-	cleanedEpoch int32
-	// known are the metadata objects read so far, by name.
-	known map[string]SegmentMetadata
-	// leading, lagBytes and lagSegments are the last leader task's view
-	// (for the metrics): this node led, and what was left to copy.
+	// segs, leading, lagBytes and lagSegments are the last leader task's
+	// view (for the metrics): the committed segments, that this node led,
+	// and what was left to copy.
+	segs        []SegmentMetadata
 	leading     bool
 	lagBytes    int64
 	lagSegments int
@@ -136,7 +140,11 @@ func New(opts Options, src Source) *Manager {
 	if opts.FetchMaxWait <= 0 {
 		opts.FetchMaxWait = 500 * time.Millisecond
 	}
-	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), parts: map[storage.TopicPartition]*partState{},
+	if opts.MetadataWait <= 0 {
+		opts.MetadataWait = 2 * time.Minute
+	}
+	return &Manager{opts: opts, src: src, cache: newCache(opts.CacheBytes), view: newMetaView(opts.Metadata, opts.Logger),
+		parts:     map[storage.TopicPartition]*partState{},
 		copyQuota: metrics.NewByteRate(opts.CopyQuotaWindow), fetchQuota: metrics.NewByteRate(opts.FetchQuotaWindow),
 		readers: make(chan struct{}, opts.ReaderThreads)}
 }
@@ -144,14 +152,26 @@ func New(opts Options, src Source) *Manager {
 // Store is the manager's object store.
 func (m *Manager) Store() Store { return m.opts.Store }
 
-// Run works on the tiered partitions every TaskInterval until ctx ends.
+// Run works on the tiered partitions every TaskInterval until ctx ends,
+// and reads the metadata topic meanwhile; it closes the metadata log when
+// it returns.
 func (m *Manager) Run(ctx context.Context) {
+	defer m.opts.Metadata.Close()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.consume(ctx)
+	}()
+	defer wg.Wait()
 	t := time.NewTicker(m.opts.TaskInterval)
 	defer t.Stop()
 	var parts []Partition
 	for {
-		parts = m.src.TieredPartitions(parts[:0])
-		m.round(ctx, parts)
+		if m.initMetadata(ctx) {
+			parts = m.src.TieredPartitions(parts[:0])
+			m.round(ctx, parts)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -160,14 +180,60 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// round runs one task for each partition.
+// initMetadata creates (or checks) the metadata topic until it can; ok
+// once it has.
+func (m *Manager) initMetadata(ctx context.Context) bool {
+	if m.initialized.Load() {
+		return true
+	}
+	if err := m.opts.Metadata.Init(ctx); err != nil {
+		if ctx.Err() == nil {
+			m.opts.Logger.Error("tiered storage waits for __remote_log_metadata: segments stay local until it can be used", "err", err)
+		}
+		return false
+	}
+	m.initialized.Store(true)
+	return true
+}
+
+// consume applies the metadata records of the followed partitions.
+func (m *Manager) consume(ctx context.Context) {
+	for ctx.Err() == nil {
+		entries, err := m.opts.Metadata.Poll(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.opts.Logger.Warn("reading __remote_log_metadata", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		m.view.apply(entries)
+	}
+}
+
+// round runs one task for each partition whose metadata is loaded.
 func (m *Manager) round(ctx context.Context, parts []Partition) {
+	metaParts := make([]int32, 0, len(parts))
+	for _, p := range parts {
+		metaParts = append(metaParts, m.view.partitionOf(partKey{p.TopicID, p.TP.Partition}))
+	}
+	if err := m.view.follow(ctx, metaParts); err != nil {
+		m.opts.Logger.Warn("following __remote_log_metadata", "err", err)
+	}
 	sem := make(chan struct{}, m.opts.CopierThreads)
 	var wg sync.WaitGroup
 	seen := make(map[storage.TopicPartition]bool, len(parts))
 	for _, p := range parts {
 		seen[p.TP] = true
 		st := m.state(p.TP, p.TopicID)
+		if !m.view.ready(partKey{p.TopicID, p.TP.Partition}) {
+			// Its metadata is still loading: what this node would copy
+			// or delete may be what another leader already did.
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -199,75 +265,10 @@ func (m *Manager) state(tp storage.TopicPartition, topicID [16]byte) *partState 
 	defer m.mu.Unlock()
 	st := m.parts[tp]
 	if st == nil || st.topicID != topicID {
-		st = &partState{tp: tp, topicID: topicID, dir: partitionDir(tp.Topic, tp.Partition, topicID), cleanedEpoch: -1}
+		st = &partState{tp: tp, topicID: topicID, dir: partitionDir(tp.Topic, tp.Partition, topicID)}
 		m.parts[tp] = st
 	}
 	return st
-}
-
-// list reads the partition's committed segments from the store. With
-// clean, segment objects without their metadata are deleted (a copy cut
-// short; only a leader does this).
-func (m *Manager) list(ctx context.Context, st *partState, clean bool) ([]SegmentMetadata, error) {
-	names, err := m.opts.Store.List(ctx, st.dir)
-	if err != nil {
-		return nil, err
-	}
-	st.mu.Lock()
-	known := st.known
-	st.mu.Unlock()
-	fresh := make(map[string]SegmentMetadata, len(known))
-	committed := map[string]bool{}
-	var segs []SegmentMetadata
-	for _, name := range names {
-		stem, suffix, ok := parseObjectName(name)
-		if !ok || suffix != suffixMetadata {
-			continue
-		}
-		md, seen := known[name]
-		if !seen {
-			b, err := m.opts.Store.Get(ctx, st.dir+name, 0, -1)
-			if errors.Is(err, ErrNotFound) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return nil, err
-			}
-			if md, err = DecodeSegmentMetadata(b); err != nil {
-				return nil, fmt.Errorf("reading %s%s: %w", st.dir, name, err)
-			}
-		}
-		fresh[name] = md
-		if md.State != CopySegmentFinished {
-			continue
-		}
-		committed[stem] = true
-		segs = append(segs, md)
-	}
-	// Metadata objects never change: the next listing reads only new
-	// ones.
-	st.mu.Lock()
-	st.known = fresh
-	st.mu.Unlock()
-	if clean {
-		for _, name := range names {
-			stem, _, ok := parseObjectName(name)
-			if !ok || committed[stem] {
-				continue
-			}
-			m.opts.Logger.Info("deleting an uncommitted remote segment object", "partition", st.tp.String(), "object", st.dir+name)
-			if err := m.opts.Store.Delete(ctx, st.dir+name); err != nil {
-				return nil, err
-			}
-		}
-	}
-	slices.SortFunc(segs, func(a, b SegmentMetadata) int {
-		if a.StartOffset != b.StartOffset {
-			return cmpInt64(a.StartOffset, b.StartOffset)
-		}
-		return cmpInt64(a.EndOffset, b.EndOffset)
-	})
-	return segs, nil
 }
 
 func cmpInt64(a, b int64) int {
@@ -289,53 +290,51 @@ func highest(segs []SegmentMetadata) int64 {
 	return h
 }
 
-// followerTask refreshes a follower's view of the remote segments, so that
+// followerTask keeps a follower's highest remote offset current, so that
 // its local retention deletes what the leader copied.
-func (m *Manager) followerTask(ctx context.Context, st *partState, p Partition) error {
-	segs, err := m.list(ctx, st, false)
-	if err != nil {
-		return err
-	}
+func (m *Manager) followerTask(_ context.Context, st *partState, p Partition) error {
 	st.mu.Lock()
-	st.segs, st.listed, st.cleanedEpoch, st.leading = segs, true, -1, false
+	st.segs, st.leading = nil, false
 	st.mu.Unlock()
-	p.Log.SetHighestRemoteOffset(highest(segs))
+	p.Log.SetHighestRemoteOffset(highest(m.view.committed(partKey{p.TopicID, p.TP.Partition})))
 	return nil
 }
 
-// leaderTask copies what is ready and deletes what retention lets go.
+// leaderTask deletes what copies and deletions cut short left, copies
+// what is ready and deletes what retention lets go.
 func (m *Manager) leaderTask(ctx context.Context, st *partState, p Partition) error {
-	st.mu.Lock()
-	fresh := st.cleanedEpoch != p.LeaderEpoch
-	st.mu.Unlock()
-	if fresh {
-		// A new leadership starts from the store, not from what this node
-		// knew: another leader may have copied and deleted meanwhile.
-		segs, err := m.list(ctx, st, true)
-		if err != nil {
-			return err
-		}
-		st.mu.Lock()
-		st.segs, st.listed, st.cleanedEpoch = segs, true, p.LeaderEpoch
-		st.mu.Unlock()
-	}
-	st.mu.Lock()
-	copied := highest(st.segs)
-	st.mu.Unlock()
+	k := partKey{p.TopicID, p.TP.Partition}
+	err := m.cleanUnfinished(ctx, p)
+	copied := highest(m.view.committed(k))
 	p.Log.SetHighestRemoteOffset(copied)
 	cfg := p.Log.Config()
-	var err error
-	if !cfg.RemoteLogCopyDisable {
+	if err == nil && !cfg.RemoteLogCopyDisable {
 		err = m.copySegments(ctx, st, p, copied)
 	}
 	if err == nil {
-		err = m.expire(ctx, st, p)
+		err = m.expire(ctx, p)
 	}
+	segs := m.view.committed(k)
 	st.mu.Lock()
-	st.leading = true
-	st.lagBytes, st.lagSegments = p.Log.TieringLag(highest(st.segs))
+	st.segs, st.leading = segs, true
+	st.lagBytes, st.lagSegments = p.Log.TieringLag(highest(segs))
 	st.mu.Unlock()
 	return err
+}
+
+// cleanUnfinished deletes the segments whose copy or deletion started and
+// never finished: no copy of this node's is running for the partition
+// (its copies run in its leader task), and a deposed leader's late commit
+// does not apply after DELETE_SEGMENT_STARTED (metaview.go).
+func (m *Manager) cleanUnfinished(ctx context.Context, p Partition) error {
+	for _, s := range m.view.unfinished(partKey{p.TopicID, p.TP.Partition}) {
+		m.opts.Logger.Info("deleting a remote segment whose copy or deletion was cut short", "partition", p.TP.String(),
+			"start_offset", s.StartOffset, "state", s.State)
+		if err := m.deleteSegment(ctx, p.TP, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copySegments copies the rolled segments above copied, oldest first.
@@ -355,9 +354,6 @@ func (m *Manager) copySegments(ctx context.Context, st *partState, p Partition, 
 			m.metrics.copyFailed(p.TP.Topic)
 			return err
 		}
-		st.mu.Lock()
-		st.segs = append(st.segs, md)
-		st.mu.Unlock()
 		p.Log.SetHighestRemoteOffset(md.EndOffset)
 		m.metrics.copied(p.TP.Topic, seg.Size)
 		m.copyQuota.Record(seg.Size, m.opts.Now())
@@ -379,10 +375,30 @@ func (m *Manager) waitCopyQuota(ctx context.Context) error {
 	return nil
 }
 
-// copySegment puts the segment's objects in the store, then its metadata,
-// which commits it. A crash before the metadata leaves objects that the
-// next leader deletes; the metadata is written only while this node still
-// leads at the epoch it copied under.
+// publish appends a metadata record and waits until this node's view has
+// applied it.
+func (m *Manager) publish(ctx context.Context, rec MetadataRecord) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.MetadataWait)
+	defer cancel()
+	k := rec.key()
+	off, err := m.opts.Metadata.Append(ctx, m.view.partitionOf(k), rec.Encode())
+	if err != nil {
+		return fmt.Errorf("publishing to __remote_log_metadata: %w", err)
+	}
+	return m.view.waitApplied(ctx, k, off+1)
+}
+
+// update publishes a segment's move to state.
+func (m *Manager) update(ctx context.Context, s SegmentMetadata, state SegmentState) error {
+	return m.publish(ctx, MetadataRecord{Update: &SegmentUpdate{Topic: s.Topic, TopicID: s.TopicID, Partition: s.Partition,
+		SegmentID: s.SegmentID, BrokerID: m.opts.BrokerID, EventTimeMs: m.opts.Now().UnixMilli(), State: state}})
+}
+
+// copySegment publishes the segment as started, puts its objects in the
+// store, and publishes it as finished, which commits it; only while this
+// node still leads at the epoch it copied under. A copy this node stops
+// is deleted at once; one the store failed is left to the next leader
+// task's cleanUnfinished, since the store is likely still failing.
 func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, seg *storage.TieringSegment) (md SegmentMetadata, err error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
@@ -392,7 +408,7 @@ func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, s
 		Topic: p.TP.Topic, TopicID: p.TopicID, Partition: p.TP.Partition, SegmentID: id,
 		StartOffset: seg.BaseOffset, EndOffset: seg.NextOffset - 1, BrokerID: m.opts.BrokerID,
 		MaxTimestamp: seg.MaxTimestamp, EventTimeMs: m.opts.Now().UnixMilli(),
-		SizeInBytes: int32(seg.Size), State: CopySegmentFinished,
+		SizeInBytes: int32(seg.Size), State: CopySegmentStarted, TxnIndexEmpty: seg.TxnIndex == nil,
 	}
 	for _, e := range seg.LeaderEpochs {
 		off := max(e.StartOffset, seg.BaseOffset)
@@ -402,27 +418,31 @@ func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, s
 		}
 		md.LeaderEpochs = append(md.LeaderEpochs, EpochStart{Epoch: e.Epoch, Offset: off})
 	}
+	if err := m.publish(ctx, MetadataRecord{Segment: &md}); err != nil {
+		return md, err
+	}
 	stem := st.dir + segmentStem(seg.BaseOffset, id)
+	storeFailed := false
 	defer func() {
-		if err == nil {
+		if err == nil || storeFailed {
 			return
 		}
-		// A copy cut short leaves no objects behind when the store can
-		// still be reached (a new leader deletes those it cannot).
+		// A copy cut short leaves nothing behind when the store and the
+		// metadata topic can still be reached.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		for _, suffix := range []string{suffixMetadata, suffixLog, suffixIndex, suffixTime, suffixEpochs, suffixTxn, suffixSnapshot} {
-			if derr := m.opts.Store.Delete(dctx, stem+suffix); derr != nil {
-				m.opts.Logger.Warn("deleting the objects of a copy that failed", "partition", p.TP.String(), "object", stem+suffix, "err", derr)
-				return
-			}
+		if derr := m.deleteSegment(dctx, p.TP, md); derr != nil {
+			m.opts.Logger.Warn("deleting a copy that failed; the next leader task deletes it", "partition", p.TP.String(), "start_offset", md.StartOffset, "err", derr)
 		}
 	}()
 	put := func(suffix string, b []byte) error {
-		return m.opts.Store.Put(ctx, stem+suffix, bytes.NewReader(b), int64(len(b)))
+		err := m.opts.Store.Put(ctx, stem+suffix, bytes.NewReader(b), int64(len(b)))
+		storeFailed = err != nil
+		return err
 	}
 	start := m.opts.Now()
 	if err := m.opts.Store.Put(ctx, stem+suffixLog, seg.Log.File, seg.Size); err != nil {
+		storeFailed = true
 		return md, err
 	}
 	objs := []struct {
@@ -452,9 +472,10 @@ func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, s
 	if !m.src.StillLeader(p.TP, p.LeaderEpoch) {
 		return md, fmt.Errorf("copying segment %d of %s: no longer the leader at epoch %d", seg.BaseOffset, p.TP, p.LeaderEpoch)
 	}
-	if err := put(suffixMetadata, md.Encode()); err != nil {
+	if err := m.update(ctx, md, CopySegmentFinished); err != nil {
 		return md, err
 	}
+	md.State = CopySegmentFinished
 	m.opts.Logger.Info("copied a segment to remote storage", "partition", p.TP.String(), "start_offset", md.StartOffset,
 		"end_offset", md.EndOffset, "bytes", seg.Size, "store", m.opts.Store.String(), "took", m.opts.Now().Sub(start))
 	return md, nil
@@ -463,11 +484,9 @@ func (m *Manager) copySegment(ctx context.Context, st *partState, p Partition, s
 // expire deletes the remote segments below the log start (DeleteRecords)
 // and past retention.ms and retention.bytes (counting the local bytes not
 // yet copied, as Kafka does), and moves the log start past them.
-func (m *Manager) expire(ctx context.Context, st *partState, p Partition) error {
+func (m *Manager) expire(ctx context.Context, p Partition) error {
 	cfg := p.Log.Config()
-	st.mu.Lock()
-	segs := slices.Clone(st.segs)
-	st.mu.Unlock()
+	segs := m.view.committed(partKey{p.TopicID, p.TP.Partition})
 	if len(segs) == 0 {
 		return nil
 	}
@@ -511,25 +530,39 @@ func (m *Manager) expire(ctx context.Context, st *partState, p Partition) error 
 		m.opts.Logger.Info("deleting remote segments past retention", "partition", p.TP.String(), "segments", n, "log_start_offset", newStart)
 	}
 	for _, s := range gone {
-		if err := m.deleteSegment(ctx, st, s); err != nil {
+		if err := m.deleteSegment(ctx, p.TP, s); err != nil {
 			return err
 		}
 		m.metrics.deleted(p.TP.Topic)
 	}
-	st.mu.Lock()
-	st.segs = slices.DeleteFunc(slices.Clone(st.segs), func(s SegmentMetadata) bool {
-		return slices.ContainsFunc(gone, func(g SegmentMetadata) bool { return g.SegmentID == s.SegmentID })
-	})
-	st.mu.Unlock()
 	return nil
 }
 
-// deleteSegment removes a segment: its metadata first (it is no longer
-// committed), then its objects.
-func (m *Manager) deleteSegment(ctx context.Context, st *partState, s SegmentMetadata) error {
-	stem := st.dir + segmentStem(s.StartOffset, s.SegmentID)
-	for _, suffix := range []string{suffixMetadata, suffixLog, suffixIndex, suffixTime, suffixEpochs, suffixTxn, suffixSnapshot} {
+// deleteSegment publishes the segment's deletion as started, deletes its
+// objects, and publishes it as finished.
+func (m *Manager) deleteSegment(ctx context.Context, tp storage.TopicPartition, s SegmentMetadata) error {
+	if s.State != DeleteSegmentStarted {
+		if err := m.update(ctx, s, DeleteSegmentStarted); err != nil {
+			return err
+		}
+	}
+	if err := m.deleteObjects(ctx, s); err != nil {
+		return err
+	}
+	return m.update(ctx, s, DeleteSegmentFinished)
+}
+
+// deleteObjects deletes a segment's objects from the store.
+func (m *Manager) deleteObjects(ctx context.Context, s SegmentMetadata) error {
+	stem := partitionDir(s.Topic, s.Partition, s.TopicID) + segmentStem(s.StartOffset, s.SegmentID)
+	for _, suffix := range segmentSuffixes {
 		if err := m.opts.Store.Delete(ctx, stem+suffix); err != nil {
+			return err
+		}
+	}
+	if d, ok := m.opts.Store.(*DirStore); ok && s.State != CopySegmentFinished {
+		// A copy a crash cut short may have left a put's temporary file.
+		if err := d.RemoveTemporaries(ctx, stem); err != nil {
 			return err
 		}
 	}
@@ -538,25 +571,35 @@ func (m *Manager) deleteSegment(ctx context.Context, st *partState, s SegmentMet
 }
 
 // DeletePartition removes all of a deleted partition's remote data (topic
-// deletion, Kafka's RemotePartitionDeleteMetadata).
+// deletion): DELETE_PARTITION_STARTED, the objects of every segment the
+// metadata knows and any other under the partition's directory, then
+// DELETE_PARTITION_FINISHED, as Kafka's RemoteLogManager does when a
+// partition stops with its remote log deleted.
 func (m *Manager) DeletePartition(ctx context.Context, tp storage.TopicPartition, topicID [16]byte) error {
+	k := partKey{topicID, tp.Partition}
+	if err := m.view.catchUp(ctx, k); err != nil {
+		return err
+	}
+	mark := func(state PartitionDeleteState) error {
+		return m.publish(ctx, MetadataRecord{PartitionDelete: &PartitionDelete{Topic: tp.Topic, TopicID: topicID, Partition: tp.Partition,
+			BrokerID: m.opts.BrokerID, EventTimeMs: m.opts.Now().UnixMilli(), State: state}})
+	}
+	if err := mark(DeletePartitionStarted); err != nil {
+		return err
+	}
+	segs := m.view.all(k)
+	for _, s := range segs {
+		if err := m.deleteObjects(ctx, s); err != nil {
+			return err
+		}
+	}
+	// Objects no record names: a deposed leader's put after its copy was
+	// deleted, say.
 	dir := partitionDir(tp.Topic, tp.Partition, topicID)
 	names, err := m.opts.Store.List(ctx, dir)
 	if err != nil {
 		return err
 	}
-	// Metadata first: a half-done deletion leaves objects no reader
-	// uses.
-	slices.SortStableFunc(names, func(a, b string) int {
-		am, bm := strings.HasSuffix(a, suffixMetadata), strings.HasSuffix(b, suffixMetadata)
-		switch {
-		case am && !bm:
-			return -1
-		case bm && !am:
-			return 1
-		}
-		return 0
-	})
 	for _, name := range names {
 		if err := m.opts.Store.Delete(ctx, dir+name); err != nil {
 			return err
@@ -567,36 +610,35 @@ func (m *Manager) DeletePartition(ctx context.Context, tp storage.TopicPartition
 			return err
 		}
 	}
+	if err := mark(DeletePartitionFinished); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	if st := m.parts[tp]; st != nil && st.topicID == topicID {
 		delete(m.parts, tp)
 	}
 	m.mu.Unlock()
-	if len(names) > 0 {
-		m.opts.Logger.Info("deleted a partition's remote data", "partition", tp.String(), "objects", len(names))
+	if len(segs)+len(names) > 0 {
+		m.opts.Logger.Info("deleted a partition's remote data", "partition", tp.String(), "segments", len(segs), "other_objects", len(names))
 	}
 	return nil
 }
 
-// segments returns the partition's committed segments, listing the store
-// when this node has not yet.
+// segments returns the partition's committed segments once its metadata
+// is loaded; with refresh, once what was published before now is read
+// too (a follower serving what its leader copied since).
 func (m *Manager) segments(ctx context.Context, tp storage.TopicPartition, topicID [16]byte, refresh bool) ([]SegmentMetadata, error) {
-	st := m.state(tp, topicID)
-	st.mu.Lock()
-	listed := st.listed
-	segs := st.segs
-	st.mu.Unlock()
-	if listed && !refresh {
-		return segs, nil
+	k := partKey{topicID, tp.Partition}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.MetadataWait)
+	defer cancel()
+	var err error
+	if refresh {
+		err = m.view.catchUp(ctx, k)
+	} else {
+		err = m.view.waitApplied(ctx, k, -1)
 	}
-	segs, err := m.list(ctx, st, false)
 	if err != nil {
 		return nil, err
 	}
-	st.mu.Lock()
-	if !st.listed || refresh {
-		st.segs, st.listed = segs, true
-	}
-	st.mu.Unlock()
-	return segs, nil
+	return m.view.committed(k), nil
 }

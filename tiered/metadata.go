@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -28,9 +27,8 @@ type EpochStart struct {
 }
 
 // SegmentMetadata is Kafka's RemoteLogSegmentMetadata: one segment in
-// remote storage. It is stored as Kafka's RemoteLogSegmentMetadataRecord
-// (the value schema of __remote_log_metadata, with its frame), beside the
-// segment's files, as the object that commits the copy.
+// remote storage, published to __remote_log_metadata as Kafka's
+// RemoteLogSegmentMetadataRecord (records.go) when its copy starts.
 type SegmentMetadata struct {
 	Topic        string
 	TopicID      [16]byte
@@ -47,28 +45,15 @@ type SegmentMetadata struct {
 	SizeInBytes    int32
 	CustomMetadata []byte
 	State          SegmentState
+	// TxnIndexEmpty: the segment has no transaction index (the
+	// record's tagged field 0, which Kafka writes when true).
+	TxnIndexEmpty bool
 }
-
-// Frame of an ApiMessage value in Kafka's metadata serdes (frame version,
-// api key, version, all unsigned varints) and the record's key.
-const (
-	frameVersion              = 0
-	segmentMetadataRecordKey  = 0
-	segmentMetadataRecordVers = 0
-)
 
 // Encode renders m as Kafka's serialized RemoteLogSegmentMetadataRecord.
 func (m *SegmentMetadata) Encode() []byte {
-	dst := kbin.AppendUvarint(nil, frameVersion)
-	dst = kbin.AppendUvarint(dst, segmentMetadataRecordKey)
-	dst = kbin.AppendUvarint(dst, segmentMetadataRecordVers)
-	// RemoteLogSegmentId { TopicIdPartition { Name, Id, Partition }, Id }
-	dst = kbin.AppendCompactString(dst, m.Topic)
-	dst = kbin.AppendUuid(dst, m.TopicID)
-	dst = kbin.AppendInt32(dst, m.Partition)
-	dst = kbin.AppendUvarint(dst, 0) // TopicIdPartition's tagged fields
-	dst = kbin.AppendUuid(dst, m.SegmentID)
-	dst = kbin.AppendUvarint(dst, 0) // RemoteLogSegmentId's tagged fields
+	dst := appendFrame(nil, apiKeySegmentMetadata)
+	dst = appendSegmentID(dst, m.Topic, m.TopicID, m.Partition, m.SegmentID)
 	dst = kbin.AppendInt64(dst, m.StartOffset)
 	dst = kbin.AppendInt64(dst, m.EndOffset)
 	dst = kbin.AppendInt32(dst, m.BrokerID)
@@ -83,24 +68,22 @@ func (m *SegmentMetadata) Encode() []byte {
 	dst = kbin.AppendInt32(dst, m.SizeInBytes)
 	dst = kbin.AppendCompactNullableBytes(dst, m.CustomMetadata)
 	dst = kbin.AppendInt8(dst, int8(m.State))
-	return kbin.AppendUvarint(dst, 0)
+	if !m.TxnIndexEmpty {
+		return kbin.AppendUvarint(dst, 0)
+	}
+	dst = kbin.AppendUvarint(dst, 1) // one tagged field
+	dst = kbin.AppendUvarint(dst, 0) // TxnIndexEmpty's tag
+	dst = kbin.AppendUvarint(dst, 1) // its size
+	return kbin.AppendBool(dst, true)
 }
 
-var errBadMetadata = errors.New("malformed remote log segment metadata")
+var errBadMetadata = errors.New("malformed remote log metadata record")
 
-// DecodeSegmentMetadata parses what Encode wrote (tagged fields skipped).
-func DecodeSegmentMetadata(b []byte) (SegmentMetadata, error) {
-	r := kbin.Reader{Src: b}
+// decodeSegmentMetadata parses the body of a RemoteLogSegmentMetadataRecord
+// (tagged fields skipped).
+func decodeSegmentMetadata(r *kbin.Reader) (SegmentMetadata, error) {
 	var m SegmentMetadata
-	if r.Uvarint() != frameVersion || r.Uvarint() != segmentMetadataRecordKey || r.Uvarint() != segmentMetadataRecordVers {
-		return m, fmt.Errorf("%w: not a RemoteLogSegmentMetadataRecord v0", errBadMetadata)
-	}
-	m.Topic = r.CompactString()
-	m.TopicID = r.Uuid()
-	m.Partition = r.Int32()
-	skipTags(&r)
-	m.SegmentID = r.Uuid()
-	skipTags(&r)
+	m.Topic, m.TopicID, m.Partition, m.SegmentID = readSegmentID(r)
 	m.StartOffset = r.Int64()
 	m.EndOffset = r.Int64()
 	m.BrokerID = r.Int32()
@@ -112,13 +95,22 @@ func DecodeSegmentMetadata(b []byte) (SegmentMetadata, error) {
 	}
 	for range n {
 		e := EpochStart{Epoch: r.Int32(), Offset: r.Int64()}
-		skipTags(&r)
+		skipTags(r)
 		m.LeaderEpochs = append(m.LeaderEpochs, e)
 	}
 	m.SizeInBytes = r.Int32()
 	m.CustomMetadata = r.CompactNullableBytes()
 	m.State = SegmentState(r.Int8())
-	skipTags(&r)
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		tag, size := r.Uvarint(), int(r.Uvarint())
+		field := r.Span(size)
+		if tag == 0 {
+			if len(field) != 1 {
+				return m, fmt.Errorf("%w: TxnIndexEmpty of %d bytes", errBadMetadata, len(field))
+			}
+			m.TxnIndexEmpty = field[0] != 0
+		}
+	}
 	if err := r.Complete(); err != nil {
 		return m, fmt.Errorf("%w: %v", errBadMetadata, err)
 	}
@@ -147,10 +139,10 @@ const (
 	suffixTxn      = ".txnindex"
 	suffixSnapshot = ".snapshot"
 	suffixEpochs   = ".leader_epoch_checkpoint"
-	// suffixMetadata is the metadata object, written last: a segment
-	// without it was never committed.
-	suffixMetadata = ".rlmetadata"
 )
+
+// segmentSuffixes are the objects a segment may have.
+var segmentSuffixes = []string{suffixLog, suffixIndex, suffixTime, suffixEpochs, suffixTxn, suffixSnapshot}
 
 var b64 = base64.RawURLEncoding
 
@@ -162,14 +154,4 @@ func partitionDir(topic string, partition int32, topicID [16]byte) string {
 // segmentStem is a segment's object name without its suffix.
 func segmentStem(startOffset int64, segmentID [16]byte) string {
 	return fmt.Sprintf("%020d-%s", startOffset, b64.EncodeToString(segmentID[:]))
-}
-
-// parseObjectName splits a name under a partition dir into its segment
-// stem and suffix.
-func parseObjectName(name string) (stem, suffix string, ok bool) {
-	i := strings.IndexByte(name, '.')
-	if i != 20+1+22 || name[20] != '-' {
-		return "", "", false
-	}
-	return name[:i], name[i:], true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 
@@ -17,44 +18,6 @@ func sampleMetadata() SegmentMetadata {
 		LeaderEpochs: []EpochStart{{Epoch: 2, Offset: 100}, {Epoch: 4, Offset: 150}},
 		SizeInBytes:  4096, State: CopySegmentFinished,
 	}
-}
-
-// The metadata object is Kafka's RemoteLogSegmentMetadataRecord with its
-// ApiMessage frame; decoding gives back what was encoded.
-func TestSegmentMetadataRoundTrip(t *testing.T) {
-	m := sampleMetadata()
-	b := m.Encode()
-	if !bytes.HasPrefix(b, []byte{0, 0, 0, 7, 'o', 'r', 'd', 'e', 'r', 's'}) {
-		t.Fatalf("frame and topic name: % x", b[:10])
-	}
-	got, err := DecodeSegmentMetadata(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, m) {
-		t.Fatalf("decoded %+v, want %+v", got, m)
-	}
-	for cut := range len(b) {
-		if _, err := DecodeSegmentMetadata(b[:cut]); err == nil {
-			t.Fatalf("a record cut at %d of %d bytes decoded", cut, len(b))
-		}
-	}
-}
-
-func FuzzDecodeSegmentMetadata(f *testing.F) {
-	m := sampleMetadata()
-	f.Add(m.Encode())
-	f.Add([]byte{0, 0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := DecodeSegmentMetadata(b)
-		if err != nil {
-			return
-		}
-		again, err := DecodeSegmentMetadata(got.Encode())
-		if err != nil || !reflect.DeepEqual(again, got) {
-			t.Fatalf("re-encoding %+v: %+v, %v", got, again, err)
-		}
-	})
 }
 
 // The directory store keeps objects whole, lists a directory's objects
@@ -123,5 +86,32 @@ func TestDirStorePutSurvivesACrash(t *testing.T) {
 	}
 	if keys, err := d.List(ctx, "p-0-x/"); err != nil || len(keys) != 1 {
 		t.Fatalf("after a crash: %v %v", keys, err)
+	}
+}
+
+// A put a crash cut short leaves a temporary file, which the clean-up of
+// its segment removes with nothing else.
+func TestDirStoreRemovesTemporariesOfASegment(t *testing.T) {
+	ctx := context.Background()
+	fsys := vfs.NewMemFS()
+	d, err := NewDirStore(fsys, "/remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"p-0-x/00-a.log", "p-0-x/00-b.log"} {
+		if err := d.Put(ctx, key, bytes.NewReader([]byte("x")), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := fsys.OpenFile("/remote/p-0-x/00-a.index"+tmpMark+"7", os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := d.RemoveTemporaries(ctx, "p-0-x/00-a"); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := d.List(ctx, "p-0-x/"); !reflect.DeepEqual(names, []string{"00-a.log", "00-b.log"}) {
+		t.Fatalf("left %v", names)
 	}
 }

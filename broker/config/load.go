@@ -32,6 +32,8 @@ func EmbeddedDefaults() map[string]string {
 		"transaction.state.log.min.isr":                    "1",
 		"share.coordinator.state.topic.replication.factor": "1",
 		"share.coordinator.state.topic.min.isr":            "1",
+		// __remote_log_metadata, when tiered storage is turned on.
+		"rlmm.config.remote.log.metadata.topic.replication.factor": "1",
 	}
 }
 

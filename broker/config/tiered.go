@@ -3,7 +3,9 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Tiered storage (KIP-405) settings. Kafka loads a RemoteStorageManager
@@ -36,6 +38,23 @@ type RemoteStorage struct {
 	S3Region           string
 	S3PathStyle        bool
 	S3CAFile           string
+
+	// Metadata is __remote_log_metadata as the rlmm.config. keys set it.
+	Metadata RemoteLogMetadata
+}
+
+// RemoteLogMetadata is Kafka's TopicBasedRemoteLogMetadataManagerConfig:
+// the remote.log.metadata.* keys under the metadata manager's prefix
+// (rlmm.config.), with Kafka's defaults.
+type RemoteLogMetadata struct {
+	Partitions        int32 // remote.log.metadata.topic.num.partitions (50)
+	ReplicationFactor int16 // remote.log.metadata.topic.replication.factor (3)
+	RetentionMs       int64 // remote.log.metadata.topic.retention.ms (-1)
+	ConsumeWait       time.Duration
+	// Listener is the listener the manager's client connects to
+	// (remote.log.metadata.manager.listener.name; the inter-broker one
+	// when unset).
+	Listener string
 }
 
 // The S3 backend's keys (credentials come from the AWS variables and
@@ -60,6 +79,73 @@ func (b *Broker) RemoteStorage() (*RemoteStorage, error) {
 	if rlmm := b.String("remote.log.metadata.manager.class.name"); rlmm != "" && rlmm != TopicBasedRLMMClass {
 		return nil, fmt.Errorf("remote.log.metadata.manager.class.name %s: Gregor runs no Java classes; it keeps remote log metadata itself, as %s does", rlmm, TopicBasedRLMMClass)
 	}
+	md, err := b.remoteLogMetadata()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := b.remoteStore()
+	if err != nil {
+		return nil, err
+	}
+	rs.Metadata = md
+	return rs, nil
+}
+
+// remoteLogMetadata reads the metadata manager's keys.
+func (b *Broker) remoteLogMetadata() (RemoteLogMetadata, error) {
+	prefix := b.String("remote.log.metadata.manager.impl.prefix")
+	md := RemoteLogMetadata{Listener: b.InterBrokerListenerName}
+	if l := strings.TrimSpace(b.String("remote.log.metadata.manager.listener.name")); l != "" {
+		md.Listener = strings.ToUpper(l)
+	}
+	if _, ok := b.ListenerSecurityProtocolMap[md.Listener]; !ok {
+		return md, fmt.Errorf("remote.log.metadata.manager.listener.name %s is not a listener of listener.security.protocol.map", md.Listener)
+	}
+	num := func(key string, def, least int64) (int64, error) {
+		v := strings.TrimSpace(b.Raw[prefix+key])
+		if v == "" {
+			return def, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("Invalid value %s for configuration %s%s: Not a number of type %s", v, prefix, key, map[bool]string{true: "LONG", false: "INT"}[key == "remote.log.metadata.topic.retention.ms" || key == "remote.log.metadata.consume.wait.ms"])
+		}
+		if n < least {
+			return 0, fmt.Errorf("Invalid value %d for configuration %s%s: Value must be at least %d", n, prefix, key, least)
+		}
+		return n, nil
+	}
+	parts, err := num("remote.log.metadata.topic.num.partitions", 50, 1)
+	if err != nil || parts > 1<<31-1 {
+		return md, firstErr(err, fmt.Errorf("%sremote.log.metadata.topic.num.partitions %d is too large", prefix, parts))
+	}
+	rf, err := num("remote.log.metadata.topic.replication.factor", 3, 1)
+	if err != nil || rf > 1<<15-1 {
+		return md, firstErr(err, fmt.Errorf("%sremote.log.metadata.topic.replication.factor %d is too large", prefix, rf))
+	}
+	retention, err := num("remote.log.metadata.topic.retention.ms", -1, -1<<63)
+	if err != nil {
+		return md, err
+	}
+	wait, err := num("remote.log.metadata.consume.wait.ms", 2*60*1000, 0)
+	if err != nil {
+		return md, err
+	}
+	md.Partitions, md.ReplicationFactor, md.RetentionMs = int32(parts), int16(rf), retention
+	md.ConsumeWait = time.Duration(wait) * time.Millisecond
+	return md, nil
+}
+
+// firstErr is err, or else other.
+func firstErr(err, other error) error {
+	if err != nil {
+		return err
+	}
+	return other
+}
+
+// remoteStore reads which store the segments go to.
+func (b *Broker) remoteStore() (*RemoteStorage, error) {
 	if v := strings.TrimSpace(b.Raw[RemoteStorageKey]); v != "" {
 		rs, err := parseRemoteStorage(v)
 		if err != nil || rs.S3Bucket == "" {

@@ -106,3 +106,19 @@ func New(cfg *config.Broker, logger *slog.Logger) (*Set, error) {
 	}
 	return s, nil
 }
+
+// PeerDial connects to other brokers' listener as this node's own clients
+// do (nil: plain TCP): InterBrokerDial for the inter-broker listener, and
+// for another the same TLS and SASL set-up, with the inter-broker SASL
+// mechanism. The remote log metadata manager's client uses it
+// (remote.log.metadata.manager.listener.name).
+func (s *Set) PeerDial(listener string) (controllerclient.DialFunc, error) {
+	if listener == s.cfg.InterBrokerListenerName {
+		return s.InterBrokerDial, nil
+	}
+	dial, _, err := peerDialer(s.cfg, listener, s.logger)
+	if err != nil {
+		return nil, err
+	}
+	return saslPeerDial(s.cfg, listener, "sasl.mechanism.inter.broker.protocol", dial, s.cfg.NodeID)
+}

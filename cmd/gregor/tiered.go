@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/gregorbroker/gregor/tiered"
@@ -43,9 +44,15 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 		}()
 		store = s3
 	}
+	md, err := s.remoteLogMetadata(log)
+	if err != nil {
+		return nil, err
+	}
 	log.Info("tiered storage enabled", "store", store.String())
 	return &tiered.Options{
 		Store:         store,
+		Metadata:      md,
+		MetadataWait:  rs.Metadata.ConsumeWait,
 		BrokerID:      s.nodeID,
 		TaskInterval:  time.Duration(s.cfg.Long("remote.log.manager.task.interval.ms")) * time.Millisecond,
 		CopierThreads: int(s.cfg.Int("remote.log.manager.copier.thread.pool.size")),
@@ -57,4 +64,32 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 			Size: time.Duration(s.cfg.Int("remote.log.manager.fetch.quota.window.size.seconds")) * time.Second},
 		Logger: log.With("component", "tiered"),
 	}, nil
+}
+
+// remoteLogMetadata is the client of __remote_log_metadata: it bootstraps
+// from this broker's own endpoint on the metadata manager's listener, and
+// connects as the broker's own clients do there.
+func (s *settings) remoteLogMetadata(log *slog.Logger) (*tiered.TopicLog, error) {
+	md := s.remoteStorage.Metadata
+	var seed string
+	for _, l := range s.cfg.AdvertisedListeners {
+		if l.Name == md.Listener {
+			seed = l.Endpoint().Addr()
+		}
+	}
+	if seed == "" {
+		return nil, fmt.Errorf("tiered storage: this broker advertises no %s listener for remote.log.metadata.manager.listener.name", md.Listener)
+	}
+	dial, err := s.listeners.PeerDial(md.Listener)
+	if err != nil {
+		return nil, fmt.Errorf("tiered storage: the client of __remote_log_metadata: %w", err)
+	}
+	return tiered.NewTopicLog(tiered.TopicLogOptions{
+		Seeds: []string{seed}, Dial: dial,
+		// Kafka's manager names its clients after this prefix and the
+		// broker id.
+		ClientID:   "__remote_log_metadata_client_" + strconv.Itoa(int(s.nodeID)),
+		Partitions: md.Partitions, ReplicationFactor: md.ReplicationFactor, RetentionMs: md.RetentionMs,
+		Logger: log.With("component", "tiered"),
+	})
 }

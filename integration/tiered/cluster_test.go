@@ -2,6 +2,7 @@ package tiered
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
+	"github.com/gregorbroker/gregor/tiered"
 	"github.com/minio/minio-go/v7"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -98,6 +100,9 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 		return nil
 	}, append([]string{
 		"remote.log.storage.system.enable=true",
+		// Kafka's default, which the embedded single-node defaults lower
+		// to 1: the metadata must outlive the wiped broker.
+		"rlmm.config.remote.log.metadata.topic.replication.factor=3",
 		"remote.log.manager.task.interval.ms=300",
 		"log.retention.check.interval.ms=500",
 		"file.delete.delay.ms=1000",
@@ -108,7 +113,18 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 	}, store...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	if dir := os.Getenv("GREGOR_FAILED_NODE_LOGS"); dir != "" {
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, n := range brokers {
+					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-broker-%d.log", t.Name(), n.ID)), []byte(n.AllOutput()), 0o644)
+				}
+			}
+		})
+	}
 	addrs := node.Addrs(brokers)
+	meta := watchRemoteMetadata(ctx, t, addrs)
+	uncommitted := func(names []string) []string { return meta.uncommitted(names) }
 	cl := node.NewClient(t, addrs, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.DefaultProduceTopic("wiped"))
 	adm := kadm.NewClient(cl)
@@ -150,17 +166,18 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 	// Kill the leader once it has copied at least two segments: it is
 	// then in the middle of copying the next ones as they roll.
 	var victim *node.Node
-	node.WaitFor(t, 90*time.Second, "two segments copied to the store", func() bool {
-		tiered, _ := listOffset(ctx, t, cl, topic, -5)
-		return tiered > 0 && tiered >= 2000
+	node.WaitFor(t, 90*time.Second, "two segments copied to the store, as __remote_log_metadata says", func() bool {
+		tiered, _, err := tryListOffset(ctx, cl, topic, -5)
+		return err == nil && tiered >= 2000 && meta.finished() >= 2
 	})
 	leader, _ := leaderOf(ctx, addrs, topic)
 	victim = byID(brokers, leader)
 	clusterID := node.ClusterID(t, victim)
 	// Kill it in the middle of a copy: when the store holds a segment's
-	// objects (or a temporary file of one) but not its metadata yet.
+	// objects (or a temporary file of one) that __remote_log_metadata
+	// does not have as COPY_SEGMENT_FINISHED yet.
 	node.WaitFor(t, 60*time.Second, "a copy in progress", func() bool {
-		if len(uncommitted(storeNames())) > 0 {
+		if slices.ContainsFunc(uncommitted(storeNames()), func(stem string) bool { return meta.history(stem) == "0" }) {
 			victim.Kill()
 			return true
 		}
@@ -169,7 +186,7 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 	})
 	cut := uncommitted(storeNames())
 	node.WipeBroker(t, victim, clusterID)
-	t.Logf("killed broker %d, the leader, in the middle of a copy (in the store without metadata: %v), and deleted its data dir", victim.ID, cut)
+	t.Logf("killed broker %d, the leader, in the middle of a copy (in the store, not finished in __remote_log_metadata: %v), and deleted its data dir", victim.ID, cut)
 	var others []string
 	for _, n := range brokers {
 		if n != victim {
@@ -181,6 +198,12 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 		return l >= 0 && l != victim.ID
 	})
 	time.Sleep(2 * time.Second) // more records and copies under the new leader
+	// A copy the watcher saw as unfinished only because it read the
+	// topic late is not one the kill cut short.
+	cut = slices.DeleteFunc(cut, func(stem string) bool { return strings.Contains(" "+meta.history(stem)+" ", " 1 ") })
+	if len(cut) == 0 {
+		t.Logf("the kill cut no copy short after all")
+	}
 	victim.Restart()
 	node.WaitFor(t, 90*time.Second, "the wiped broker back in the ISR", func() bool {
 		_, isr := leaderOf(ctx, others, topic)
@@ -190,7 +213,8 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 		t.Errorf("the wiped broker did not start its log over from remote storage:\n%s", tail(out, 30))
 	}
 	// The new leader deleted what the cut copy left (and commits its own
-	// copies whole).
+	// copies whole), and said so in __remote_log_metadata: the cut copy
+	// went from COPY_SEGMENT_STARTED to DELETE_SEGMENT_FINISHED.
 	node.WaitFor(t, 30*time.Second, "the cut copy's objects deleted", func() bool {
 		left := uncommitted(storeNames())
 		for _, c := range cut {
@@ -200,6 +224,17 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 		}
 		return true
 	})
+	node.WaitFor(t, 30*time.Second, "the cut copy's deletion in __remote_log_metadata", func() bool {
+		for _, c := range cut {
+			if h := meta.history(c); !strings.HasPrefix(h, "0 ") || !strings.HasSuffix(h, " 3") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, c := range cut {
+		t.Logf("segment %s in __remote_log_metadata: states %s", c, meta.history(c))
+	}
 	stopProducing()
 	wg.Wait()
 	if err := cl.Flush(ctx); err != nil && ctx.Err() != nil {
@@ -256,25 +291,80 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// uncommitted lists the segment stems among a partition's object names
-// that have objects (or a temporary file of one) but no metadata object:
-// copies in progress, or cut short.
-func uncommitted(names []string) []string {
-	objects, committed := map[string]bool{}, map[string]bool{}
-	for _, name := range names {
-		stem, _, ok := strings.Cut(name, ".")
-		if !ok || len(stem) != 20+1+22 {
-			continue
+// remoteMetadata follows __remote_log_metadata as a consumer would, and
+// keeps each segment's states by its object stem.
+type remoteMetadata struct {
+	mu     sync.Mutex
+	states map[string][]tiered.SegmentState
+	stems  map[[16]byte]string
+}
+
+// watchRemoteMetadata reads __remote_log_metadata through addrs until ctx
+// ends.
+func watchRemoteMetadata(ctx context.Context, t *testing.T, addrs []string) *remoteMetadata {
+	cl := node.NewClient(t, addrs, kgo.ConsumeTopics(tiered.MetadataTopicName), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	m := &remoteMetadata{states: map[string][]tiered.SegmentState{}, stems: map[[16]byte]string{}}
+	go func() {
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				rec, err := tiered.DecodeMetadataRecord(r.Value)
+				if err != nil {
+					t.Errorf("a record of %s at %d: %v", tiered.MetadataTopicName, r.Offset, err)
+					return
+				}
+				m.mu.Lock()
+				defer m.mu.Unlock()
+				switch {
+				case rec.Segment != nil:
+					stem := fmt.Sprintf("%020d-%s", rec.Segment.StartOffset, base64.RawURLEncoding.EncodeToString(rec.Segment.SegmentID[:]))
+					m.stems[rec.Segment.SegmentID] = stem
+					m.states[stem] = append(m.states[stem], rec.Segment.State)
+				case rec.Update != nil:
+					if stem, ok := m.stems[rec.Update.SegmentID]; ok {
+						m.states[stem] = append(m.states[stem], rec.Update.State)
+					}
+				}
+			})
 		}
-		if strings.HasSuffix(name, ".rlmetadata") {
-			committed[stem] = true
-		} else {
-			objects[stem] = true
+	}()
+	return m
+}
+
+// finished counts the segments whose copy finished.
+func (m *remoteMetadata) finished() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, states := range m.states {
+		if slices.Contains(states, tiered.CopySegmentFinished) {
+			n++
 		}
 	}
+	return n
+}
+
+// history is a segment's states in the order published, as "0 1".
+func (m *remoteMetadata) history(stem string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Trim(fmt.Sprint(m.states[stem]), "[]")
+}
+
+// uncommitted lists the segment stems among a partition's object names
+// that have objects (or a temporary file of one) but are not
+// COPY_SEGMENT_FINISHED in the metadata: copies in progress, or cut short.
+func (m *remoteMetadata) uncommitted(names []string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
 	var out []string
-	for stem := range objects {
-		if !committed[stem] {
+	for _, name := range names {
+		stem, _, ok := strings.Cut(name, ".")
+		if !ok || len(stem) != 20+1+22 || seen[stem] {
+			continue
+		}
+		seen[stem] = true
+		if !slices.Contains(m.states[stem], tiered.CopySegmentFinished) {
 			out = append(out, stem)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gregorbroker/gregor/integration"
 	"github.com/gregorbroker/gregor/integration/node"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -35,16 +36,25 @@ func tieredNode(t *testing.T, extra ...string) (*node.Node, string) {
 // listOffset asks ListOffsets v9 for one special timestamp of partition 0.
 func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, ts int64) (offset int64, epoch int32) {
 	t.Helper()
-	req := integration.ListOffsetsRequest(topic, ts)
-	resp, err := req.RequestWith(ctx, cl)
+	offset, epoch, err := tryListOffset(ctx, cl, topic, ts)
 	if err != nil {
-		t.Fatalf("ListOffsets %d: %v", ts, err)
+		t.Fatal(err)
+	}
+	return offset, epoch
+}
+
+// tryListOffset is listOffset for a caller that waits through errors (a
+// leader moving, say).
+func tryListOffset(ctx context.Context, cl *kgo.Client, topic string, ts int64) (offset int64, epoch int32, err error) {
+	resp, err := integration.ListOffsetsRequest(topic, ts).RequestWith(ctx, cl)
+	if err != nil {
+		return 0, 0, fmt.Errorf("ListOffsets %d: %w", ts, err)
 	}
 	p := resp.Topics[0].Partitions[0]
-	if p.ErrorCode != 0 {
-		t.Fatalf("ListOffsets %d: error %d", ts, p.ErrorCode)
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, 0, fmt.Errorf("ListOffsets %d: %w", ts, err)
 	}
-	return p.Offset, p.LeaderEpoch
+	return p.Offset, p.LeaderEpoch, nil
 }
 
 func produceN(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, n int) {

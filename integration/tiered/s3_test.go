@@ -12,6 +12,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // s3Store starts SeaweedFS's S3 gateway on a loopback address of the
@@ -92,7 +93,9 @@ func TestTieredS3UnreachableKeepsServing(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl := n.Client()
+	// Uncompressed: 2,000 records of 1 KB roll a segment of 1 MiB, which
+	// the leader then tries to copy.
+	cl := n.Client(kgo.ProducerBatchCompression(kgo.NoCompression()))
 	cfg := map[string]*string{"remote.storage.enable": kadm.StringPtr("true"), "segment.bytes": kadm.StringPtr("1048576"), "local.retention.ms": kadm.StringPtr("1000")}
 	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, cfg, "local"); err != nil || resp.Err != nil {
 		t.Fatalf("creating the topic: %v %v", err, resp.Err)
@@ -102,8 +105,8 @@ func TestTieredS3UnreachableKeepsServing(t *testing.T) {
 	if start, _ := listOffset(ctx, t, cl, "local", -4); start != 0 {
 		t.Fatalf("local log start %d: segments left the disk without a store", start)
 	}
-	// Each store call is retried (about 8 s with minio-go's backoff)
-	// before the task fails and says so.
+	// The copy of the rolled segment fails once minio-go has retried the
+	// put (about 8 s with its backoff), and the task says so.
 	node.WaitFor(t, 30*time.Second, "the failing task logged", func() bool {
 		return strings.Contains(n.Output(), "tiered storage task failed")
 	})
