@@ -716,6 +716,9 @@ func cliTieredS3Consume(ctx context.Context, e *Env) error {
 		"gregor.remote.storage.s3.endpoint":   w.S3,
 		"gregor.remote.storage.s3.path.style": "true",
 		"remote.log.manager.task.interval.ms": "1000",
+		// __remote_log_metadata on one node, as tieredNodeSpec has it.
+		"rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+		"rlmm.config.remote.log.metadata.topic.num.partitions":     "1",
 	}, Env: []string{"AWS_ACCESS_KEY_ID=" + WeedAccessKey, "AWS_SECRET_ACCESS_KEY=" + WeedSecretKey}})
 	if err != nil {
 		return err
