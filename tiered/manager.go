@@ -108,10 +108,8 @@ type partState struct {
 	dir     string
 
 	mu sync.Mutex
-	// segs, leading, lagBytes and lagSegments are the last leader task's
-	// view (for the metrics): the committed segments, that this node led,
-	// and what was left to copy.
-	segs        []SegmentMetadata
+	// leading, lagBytes and lagSegments are the last leader task's view
+	// (for the metrics): this node led, and what was left to copy.
 	leading     bool
 	lagBytes    int64
 	lagSegments int
@@ -271,16 +269,6 @@ func (m *Manager) state(tp storage.TopicPartition, topicID [16]byte) *partState 
 	return st
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // highest is the last offset of the segments, -1 with none.
 func highest(segs []SegmentMetadata) int64 {
 	h := int64(-1)
@@ -294,7 +282,7 @@ func highest(segs []SegmentMetadata) int64 {
 // its local retention deletes what the leader copied.
 func (m *Manager) followerTask(_ context.Context, st *partState, p Partition) error {
 	st.mu.Lock()
-	st.segs, st.leading = nil, false
+	st.leading = false
 	st.mu.Unlock()
 	p.Log.SetHighestRemoteOffset(highest(m.view.committed(partKey{p.TopicID, p.TP.Partition})))
 	return nil
@@ -314,10 +302,10 @@ func (m *Manager) leaderTask(ctx context.Context, st *partState, p Partition) er
 	if err == nil {
 		err = m.expire(ctx, p)
 	}
-	segs := m.view.committed(k)
+	lagBytes, lagSegments := p.Log.TieringLag(highest(m.view.committed(k)))
 	st.mu.Lock()
-	st.segs, st.leading = segs, true
-	st.lagBytes, st.lagSegments = p.Log.TieringLag(highest(segs))
+	st.leading = true
+	st.lagBytes, st.lagSegments = lagBytes, lagSegments
 	st.mu.Unlock()
 	return err
 }
@@ -587,14 +575,13 @@ func (m *Manager) DeletePartition(ctx context.Context, tp storage.TopicPartition
 	if err := mark(DeletePartitionStarted); err != nil {
 		return err
 	}
+	// Every object under the partition's directory goes: those of the
+	// segments the metadata names, and any other (a deposed leader's put
+	// after its copy was deleted, say).
 	segs := m.view.all(k)
 	for _, s := range segs {
-		if err := m.deleteObjects(ctx, s); err != nil {
-			return err
-		}
+		m.cache.dropSegment(s.SegmentID)
 	}
-	// Objects no record names: a deposed leader's put after its copy was
-	// deleted, say.
 	dir := partitionDir(tp.Topic, tp.Partition, topicID)
 	names, err := m.opts.Store.List(ctx, dir)
 	if err != nil {

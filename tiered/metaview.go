@@ -1,6 +1,7 @@
 package tiered
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -305,9 +306,9 @@ func (v *metaView) segments(k partKey, keep func(SegmentState) bool) []SegmentMe
 	v.mu.Unlock()
 	slices.SortFunc(segs, func(a, b SegmentMetadata) int {
 		if a.StartOffset != b.StartOffset {
-			return cmpInt64(a.StartOffset, b.StartOffset)
+			return cmp.Compare(a.StartOffset, b.StartOffset)
 		}
-		return cmpInt64(a.EndOffset, b.EndOffset)
+		return cmp.Compare(a.EndOffset, b.EndOffset)
 	})
 	return segs
 }

@@ -123,20 +123,23 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry) {
 		m.mu.Unlock()
 		for _, st := range parts {
 			st.mu.Lock()
-			if st.leading {
-				ts := byTopic[st.tp.Topic]
-				if ts == nil {
-					ts = &topicState{}
-					byTopic[st.tp.Topic] = ts
-				}
-				ts.lagBytes += st.lagBytes
-				ts.lagSegments += st.lagSegments
-				ts.segments += len(st.segs)
-				for _, s := range st.segs {
-					ts.remoteBytes += int64(s.SizeInBytes)
-				}
-			}
+			leading, lagBytes, lagSegments := st.leading, st.lagBytes, st.lagSegments
 			st.mu.Unlock()
+			if !leading {
+				continue
+			}
+			ts := byTopic[st.tp.Topic]
+			if ts == nil {
+				ts = &topicState{}
+				byTopic[st.tp.Topic] = ts
+			}
+			ts.lagBytes += lagBytes
+			ts.lagSegments += lagSegments
+			segs := m.view.committed(partKey{st.topicID, st.tp.Partition})
+			ts.segments += len(segs)
+			for _, s := range segs {
+				ts.remoteBytes += int64(s.SizeInBytes)
+			}
 		}
 	})
 	gauges := map[*metrics.Desc]func(*topicState) float64{

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,47 +102,41 @@ func (b *Broker) remoteLogMetadata() (RemoteLogMetadata, error) {
 	if _, ok := b.ListenerSecurityProtocolMap[md.Listener]; !ok {
 		return md, fmt.Errorf("remote.log.metadata.manager.listener.name %s is not a listener of listener.security.protocol.map", md.Listener)
 	}
-	num := func(key string, def, least int64) (int64, error) {
+	// Each key with Kafka's type (its bit size) and default; ParseInt
+	// refuses what the type cannot hold, as Kafka's ConfigDef does.
+	num := func(key, typ string, bits int, def, least int64) (int64, error) {
 		v := strings.TrimSpace(b.Raw[prefix+key])
 		if v == "" {
 			return def, nil
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := strconv.ParseInt(v, 10, bits)
 		if err != nil {
-			return 0, fmt.Errorf("Invalid value %s for configuration %s%s: Not a number of type %s", v, prefix, key, map[bool]string{true: "LONG", false: "INT"}[key == "remote.log.metadata.topic.retention.ms" || key == "remote.log.metadata.consume.wait.ms"])
+			return 0, fmt.Errorf("Invalid value %s for configuration %s%s: Not a number of type %s", v, prefix, key, typ)
 		}
 		if n < least {
 			return 0, fmt.Errorf("Invalid value %d for configuration %s%s: Value must be at least %d", n, prefix, key, least)
 		}
 		return n, nil
 	}
-	parts, err := num("remote.log.metadata.topic.num.partitions", 50, 1)
-	if err != nil || parts > 1<<31-1 {
-		return md, firstErr(err, fmt.Errorf("%sremote.log.metadata.topic.num.partitions %d is too large", prefix, parts))
-	}
-	rf, err := num("remote.log.metadata.topic.replication.factor", 3, 1)
-	if err != nil || rf > 1<<15-1 {
-		return md, firstErr(err, fmt.Errorf("%sremote.log.metadata.topic.replication.factor %d is too large", prefix, rf))
-	}
-	retention, err := num("remote.log.metadata.topic.retention.ms", -1, -1<<63)
+	parts, err := num("remote.log.metadata.topic.num.partitions", "INT", 32, 50, 1)
 	if err != nil {
 		return md, err
 	}
-	wait, err := num("remote.log.metadata.consume.wait.ms", 2*60*1000, 0)
+	rf, err := num("remote.log.metadata.topic.replication.factor", "SHORT", 16, 3, 1)
+	if err != nil {
+		return md, err
+	}
+	retention, err := num("remote.log.metadata.topic.retention.ms", "LONG", 64, -1, math.MinInt64)
+	if err != nil {
+		return md, err
+	}
+	wait, err := num("remote.log.metadata.consume.wait.ms", "LONG", 64, 2*60*1000, 0)
 	if err != nil {
 		return md, err
 	}
 	md.Partitions, md.ReplicationFactor, md.RetentionMs = int32(parts), int16(rf), retention
 	md.ConsumeWait = time.Duration(wait) * time.Millisecond
 	return md, nil
-}
-
-// firstErr is err, or else other.
-func firstErr(err, other error) error {
-	if err != nil {
-		return err
-	}
-	return other
 }
 
 // remoteStore reads which store the segments go to.
