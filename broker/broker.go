@@ -270,6 +270,9 @@ type Broker struct {
 	// flight, so that a burst of requests asks the controller once.
 	autoCreateMu sync.Mutex
 	autoCreating map[string]bool
+	// streamsCreateErrors are the failed creations of streams groups'
+	// internal topics (streamsgroups.go), guarded by autoCreateMu.
+	streamsCreateErrors streamsCreateErrors
 
 	stopOnce sync.Once
 	// runCtx is Start's context, cancelled by Shutdown; background work

@@ -123,7 +123,11 @@ func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
 	return group.DynamicConfig{
 		ConsumerSessionTimeoutMs: g.ConsumerSessionTimeoutMs, ConsumerHeartbeatIntervalMs: g.ConsumerHeartbeatIntervalMs,
 		ShareSessionTimeoutMs: g.ShareSessionTimeoutMs, ShareHeartbeatIntervalMs: g.ShareHeartbeatIntervalMs,
-		ShareAssignmentIntervalMs: g.ShareAssignmentIntervalMs,
+		ShareAssignmentIntervalMs:  g.ShareAssignmentIntervalMs,
+		StreamsSessionTimeoutMs:    g.StreamsSessionTimeoutMs,
+		StreamsHeartbeatIntervalMs: g.StreamsHeartbeatIntervalMs,
+		StreamsNumStandbyReplicas:  g.StreamsNumStandbyReplicas, StreamsInitialRebalanceDelayMs: g.StreamsInitialRebalanceDelayMs,
+		StreamsAssignmentIntervalMs: g.StreamsAssignmentIntervalMs,
 	}, true
 }
 

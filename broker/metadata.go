@@ -192,6 +192,22 @@ const autoCreationTimeout = 30 * time.Second
 // set, is the client the creation is for: the controller authorizes it for
 // them, as Kafka forwards the creation with the client's principal.
 func (b *Broker) autoCreateTopics(names []string, who *identity) {
+	specs := make([]kmsg.CreateTopicsRequestTopic, 0, len(names))
+	for _, name := range names {
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
+		if spec, ok := b.internalTopic(name); ok {
+			t = spec
+		}
+		specs = append(specs, t)
+	}
+	b.createInBackground(specs, who, nil)
+}
+
+// createInBackground sends one CreateTopics to the controller for the
+// topics of specs not being created already, without waiting for it;
+// done, when set, is told each topic's outcome.
+func (b *Broker) createInBackground(specs []kmsg.CreateTopicsRequestTopic, who *identity, done func(kmsg.CreateTopicsResponseTopic)) {
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = int32(autoCreationTimeout / time.Millisecond)
 	b.autoCreateMu.Lock()
@@ -199,16 +215,11 @@ func (b *Broker) autoCreateTopics(names []string, who *identity) {
 		b.autoCreateMu.Unlock()
 		return // shutting down, or not started
 	}
-	for _, name := range names {
-		if b.autoCreating[name] {
+	for _, t := range specs {
+		if b.autoCreating[t.Topic] {
 			continue
 		}
-		b.autoCreating[name] = true
-		t := kmsg.NewCreateTopicsRequestTopic()
-		t.Topic, t.NumPartitions, t.ReplicationFactor = name, -1, -1
-		if spec, ok := b.internalTopic(name); ok {
-			t = spec
-		}
+		b.autoCreating[t.Topic] = true
 		req.Topics = append(req.Topics, t)
 	}
 	if len(req.Topics) == 0 {
@@ -236,10 +247,20 @@ func (b *Broker) autoCreateTopics(names []string, who *identity) {
 			if b.runCtx.Err() == nil {
 				b.log.Warn("auto topic creation failed", "err", err)
 			}
+			if done != nil {
+				for _, t := range req.Topics {
+					r := kmsg.NewCreateTopicsResponseTopic()
+					r.Topic, r.ErrorCode, r.ErrorMessage = t.Topic, kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
+					done(r)
+				}
+			}
 			return
 		}
 		created := false
 		for _, t := range answer.(*kmsg.CreateTopicsResponse).Topics {
+			if done != nil {
+				done(t)
+			}
 			if t.ErrorCode != 0 && t.ErrorCode != kerr.TopicAlreadyExists.Code {
 				b.log.Info("auto topic creation failed", "topic", t.Topic, "err", errFromCode(t.ErrorCode))
 			}

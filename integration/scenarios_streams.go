@@ -24,11 +24,18 @@ func streamsScenarios() []Scenario {
 		Doc: "Kafka Streams " + KafkaVersion + " WordCountDemo, exactly_once_v2, 2 threads, input before and while it runs: a read_committed consumer reads each word's counts as exactly 1..n; " +
 			"its -repartition (cleanup.policy=delete, retention.ms=-1) and -changelog (cleanup.policy=compact) topics exist as Streams configured them, and the repartition topic is purged",
 		Timeout: 8 * time.Minute,
-		Run:     streamsWordCountEOS,
+		Run:     func(ctx context.Context, e *Env) error { return streamsWordCountEOS(ctx, e, "classic") },
+	}, {
+		Name: "streams/wordcount-eos-v2-streams-protocol",
+		Doc: "the same WordCountDemo run with group.protocol=streams (KIP-1071): the coordinator takes the topology, creates the -repartition and -changelog topics with the configs Streams asked for, assigns the tasks to both threads; " +
+			"every count exact, and the group is listed and described as a streams group",
+		Timeout: 8 * time.Minute,
+		Run:     func(ctx context.Context, e *Env) error { return streamsWordCountEOS(ctx, e, "streams") },
 	}}
 }
 
-func streamsWordCountEOS(ctx context.Context, e *Env) error {
+// streamsWordCountEOS runs WordCountDemo with the given group.protocol.
+func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 	const lines = 2000
 	input, want := WordCountLines(lines, 9)
 	total := 0
@@ -43,7 +50,8 @@ func streamsWordCountEOS(ctx context.Context, e *Env) error {
 	if err := produceLines(ctx, e, WordCountInputTopic, input[:lines/2]); err != nil {
 		return err
 	}
-	app := WordCountApp{Bootstrap: e.Bootstrap(), AppID: e.Name("wordcount"), Dir: filepath.Join(e.Dir, "wordcount")}
+	app := WordCountApp{Bootstrap: e.Bootstrap(), AppID: e.Name("wordcount"), Dir: filepath.Join(e.Dir, "wordcount"),
+		Extra: []string{"group.protocol=" + protocol}}
 	proc, err := e.Tools.StartWordCount(ctx, app)
 	if err != nil {
 		return err

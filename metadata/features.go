@@ -37,7 +37,7 @@ func SupportedFeatures() map[string][2]int16 {
 		"group.version":               {0, 1},
 		EligibleLeaderReplicasFeature: {0, 1},
 		"share.version":               {0, 1},
-		"streams.version":             {0, 0},
+		"streams.version":             {0, 1},
 	}
 }
 
@@ -54,10 +54,9 @@ func DefaultBootstrapFeatures() map[string]int16 {
 // and kraft.version that Kafka's format finalizes with metadata.version mv
 // (kafka-features version-mapping): group.version 1 from 4.0-IV0,
 // transaction.version 2 from 4.0-IV2, eligible.leader.replicas.version 1
-// from 4.1-IV0, share.version 1 (KIP-932 share groups) from 4.2-IV0. Kafka
-// 4.3 also finalizes streams.version 1 from 4.2-IV0; Gregor does not
-// implement streams groups yet (SupportedFeatures). Features at level 0
-// are left out.
+// from 4.1-IV0, share.version 1 (KIP-932 share groups) from 4.2-IV0,
+// streams.version 1 (KIP-1071 streams groups) from 4.2-IV1. Features at
+// level 0 are left out.
 func BootstrapFeatures(mv int16) map[string]int16 {
 	out := map[string]int16{}
 	if mv >= 22 {
@@ -71,6 +70,9 @@ func BootstrapFeatures(mv int16) map[string]int16 {
 	}
 	if mv >= 28 {
 		out["share.version"] = 1
+	}
+	if mv >= 29 {
+		out["streams.version"] = 1
 	}
 	return out
 }

@@ -33,7 +33,8 @@ func TestMetadataVersionsAsKafkaNamesThem(t *testing.T) {
 		26: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1},
 		27: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1},
 		28: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1, "share.version": 1},
-		30: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1, "share.version": 1},
+		29: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1, "share.version": 1, "streams.version": 1},
+		30: {"group.version": 1, "transaction.version": 2, EligibleLeaderReplicasFeature: 1, "share.version": 1, "streams.version": 1},
 	} {
 		if got := BootstrapFeatures(mv); !maps.Equal(got, want) {
 			t.Errorf("BootstrapFeatures(%d) = %v, want %v", mv, got, want)

@@ -77,7 +77,7 @@ func (c *Coordinator) describeGroup(version int16, id string, includeOps bool) k
 	if version >= 6 {
 		out.ErrorCode = kerr.GroupIDNotFound.Code
 		out.ErrorMessage = strPtr(fmt.Sprintf("Group %s not found.", id))
-		if s.share[id] != nil {
+		if s.share[id] != nil || s.streams[id] != nil {
 			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s is not a classic group.", id))
 		}
 	}
@@ -168,6 +168,14 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 					})
 				}
 			}
+			for _, id := range sortedKeys(s.streams) {
+				st := s.streams[id].stateName()
+				if match(req.StatesFilter, streamsStateFilterName(st)) && match(req.TypesFilter, "streams") {
+					resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
+						Group: id, ProtocolType: "streams", GroupState: st, GroupType: "streams",
+					})
+				}
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -227,6 +235,12 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 			return kerr.NonEmptyGroup.Code
 		}
 		recs = append(recs, s.deleteConsumerGroupRecords(g)...)
+	case s.streams[id] != nil:
+		g := s.streams[id]
+		if len(g.members) > 0 {
+			return kerr.NonEmptyGroup.Code
+		}
+		recs = append(recs, deleteStreamsGroupRecords(g)...)
 	case s.share[id] != nil:
 		g := s.share[id]
 		if len(g.members) > 0 {
@@ -252,5 +266,17 @@ func (c *Coordinator) deleteGroup(ctx context.Context, id string) int16 {
 	}
 	delete(s.consumer, id)
 	delete(s.share, id)
+	delete(s.streams, id)
 	return 0
+}
+
+// streamsStateFilterName is the name a ListGroups state filter must give
+// to match a streams group: Kafka compares the filter with its states'
+// lower-case names, in which NotReady is "not_ready" (so that the
+// tools' "NotReady" matches nothing, as on Kafka).
+func streamsStateFilterName(state string) string {
+	if state == "NotReady" {
+		return "not_ready"
+	}
+	return state
 }

@@ -348,6 +348,20 @@ func (s *shard) classicJoin(ctx context.Context, client Client, req *kmsg.JoinGr
 	if s.share[req.Group] != nil {
 		return classicJoinError(req.Version, "", kerr.InconsistentGroupProtocol.Code), nil
 	}
+	if sg := s.streams[req.Group]; sg != nil {
+		if len(sg.members) > 0 {
+			return classicJoinError(req.Version, "", kerr.InconsistentGroupProtocol.Code), nil
+		}
+		// An empty streams group is replaced by a classic one.
+		recs := deleteStreamsGroupRecords(sg)
+		if err := s.write(ctx, recs); err != nil {
+			return fail(appendErrorCode(err))
+		}
+		for _, r := range recs {
+			_ = s.replay(r)
+		}
+		delete(s.streams, req.Group)
+	}
 	if cg := s.consumer[req.Group]; cg != nil {
 		if len(cg.members) > 0 {
 			// A classic member of a consumer group (migration.go).

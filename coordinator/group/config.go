@@ -54,6 +54,25 @@ type Config struct {
 	// so none is assigned).
 	ShareState ShareState
 
+	// Streams groups (KIP-1071).
+	StreamsSessionTimeoutMs        int32 // group.streams.session.timeout.ms
+	StreamsMinSessionTimeoutMs     int32 // group.streams.min.session.timeout.ms
+	StreamsMaxSessionTimeoutMs     int32 // group.streams.max.session.timeout.ms
+	StreamsHeartbeatIntervalMs     int32 // group.streams.heartbeat.interval.ms
+	StreamsMinHeartbeatIntervalMs  int32 // group.streams.min.heartbeat.interval.ms
+	StreamsMaxHeartbeatIntervalMs  int32 // group.streams.max.heartbeat.interval.ms
+	StreamsMaxSize                 int32 // group.streams.max.size
+	StreamsNumStandbyReplicas      int32 // group.streams.num.standby.replicas
+	StreamsMaxStandbyReplicas      int32 // group.streams.max.standby.replicas
+	StreamsInitialRebalanceDelayMs int32 // group.streams.initial.rebalance.delay.ms
+	StreamsMinAssignmentIntervalMs int32 // group.streams.min.assignment.interval.ms
+	StreamsMaxAssignmentIntervalMs int32 // group.streams.max.assignment.interval.ms
+	// StreamsAssignmentIntervalMs is group.streams.assignment.interval.ms,
+	// which Kafka lets kafka-configs change at run time: nil means the
+	// static StreamsAssignmentIntervalMsStatic.
+	StreamsAssignmentIntervalMs       func() int32
+	StreamsAssignmentIntervalMsStatic int32
+
 	// Offsets.
 	OffsetsTopicNumPartitions       int32 // offsets.topic.num.partitions
 	OffsetsTopicReplicationFactor   int16 // offsets.topic.replication.factor
@@ -96,6 +115,42 @@ type DynamicConfig struct {
 	// ShareAssignmentIntervalMs is share.assignment.interval.ms, -1 when
 	// the group does not set it (the broker's applies, read live).
 	ShareAssignmentIntervalMs int32
+
+	StreamsSessionTimeoutMs        int32 // streams.session.timeout.ms
+	StreamsHeartbeatIntervalMs     int32 // streams.heartbeat.interval.ms
+	StreamsNumStandbyReplicas      int32 // streams.num.standby.replicas
+	StreamsInitialRebalanceDelayMs int32 // streams.initial.rebalance.delay.ms
+	// StreamsAssignmentIntervalMs is streams.assignment.interval.ms, -1
+	// when the group does not set it (the broker's applies, read live).
+	StreamsAssignmentIntervalMs int32
+}
+
+// streamsSettings are the settings a streams group runs with now: its own
+// dynamic configs where it has any, else the broker's (Kafka's
+// GroupMetadataManager.streamsGroup*).
+type streamsSettings struct {
+	sessionTimeoutMs, heartbeatIntervalMs, numStandby, initialDelayMs, assignmentIntervalMs int32
+}
+
+func (c *Config) streamsSettings(groupID string) streamsSettings {
+	st := streamsSettings{
+		sessionTimeoutMs: c.StreamsSessionTimeoutMs, heartbeatIntervalMs: c.StreamsHeartbeatIntervalMs,
+		numStandby: c.StreamsNumStandbyReplicas, initialDelayMs: c.StreamsInitialRebalanceDelayMs,
+		assignmentIntervalMs: c.StreamsAssignmentIntervalMsStatic,
+	}
+	if c.StreamsAssignmentIntervalMs != nil {
+		st.assignmentIntervalMs = c.StreamsAssignmentIntervalMs()
+	}
+	if c.GroupConfigs != nil {
+		if d, ok := c.GroupConfigs(groupID); ok {
+			st.sessionTimeoutMs, st.heartbeatIntervalMs = d.StreamsSessionTimeoutMs, d.StreamsHeartbeatIntervalMs
+			st.numStandby, st.initialDelayMs = d.StreamsNumStandbyReplicas, d.StreamsInitialRebalanceDelayMs
+			if d.StreamsAssignmentIntervalMs >= 0 {
+				st.assignmentIntervalMs = d.StreamsAssignmentIntervalMs
+			}
+		}
+	}
+	return st
 }
 
 // consumerSessionTimeoutMs is the session timeout of a consumer-protocol
@@ -184,33 +239,47 @@ func (c *Config) TopicSpec() runtime.TopicSpec {
 // DefaultConfig returns Kafka 4.3's defaults.
 func DefaultConfig() Config {
 	return Config{
-		MinSessionTimeoutMs:             6000,
-		MaxSessionTimeoutMs:             1800000,
-		InitialRebalanceDelayMs:         3000,
-		MaxSize:                         1<<31 - 1,
-		ConsumerSessionTimeoutMs:        45000,
-		ConsumerMinSessionTimeoutMs:     45000,
-		ConsumerMaxSessionTimeoutMs:     60000,
-		ConsumerHeartbeatIntervalMs:     5000,
-		ConsumerMinHeartbeatInterval:    5000,
-		ConsumerMaxHeartbeatInterval:    15000,
-		ConsumerMaxSize:                 1<<31 - 1,
-		ConsumerAssignors:               []string{AssignorUniform, AssignorRange},
-		ConsumerMigrationPolicy:         MigrationBidirectional,
-		RebalanceProtocols:              []string{"classic", "consumer"},
-		ShareSessionTimeoutMs:           45000,
-		ShareHeartbeatIntervalMs:        5000,
-		ShareMaxSize:                    200,
-		ShareAssignmentIntervalMs:       1000,
-		ShareInitializeRetryIntervalMs:  30000,
-		ShareAssignors:                  []string{AssignorSimple},
-		OffsetsTopicNumPartitions:       50,
-		OffsetsTopicReplicationFactor:   3,
-		OffsetsTopicSegmentBytes:        100 * 1024 * 1024,
-		OffsetsRetentionMinutes:         7 * 24 * 60,
-		OffsetsRetentionCheckIntervalMs: 600000,
-		OffsetMetadataMaxBytes:          4096,
-		OffsetsCommitTimeoutMs:          5000,
+		MinSessionTimeoutMs:            6000,
+		MaxSessionTimeoutMs:            1800000,
+		InitialRebalanceDelayMs:        3000,
+		MaxSize:                        1<<31 - 1,
+		ConsumerSessionTimeoutMs:       45000,
+		ConsumerMinSessionTimeoutMs:    45000,
+		ConsumerMaxSessionTimeoutMs:    60000,
+		ConsumerHeartbeatIntervalMs:    5000,
+		ConsumerMinHeartbeatInterval:   5000,
+		ConsumerMaxHeartbeatInterval:   15000,
+		ConsumerMaxSize:                1<<31 - 1,
+		ConsumerAssignors:              []string{AssignorUniform, AssignorRange},
+		ConsumerMigrationPolicy:        MigrationBidirectional,
+		RebalanceProtocols:             []string{"classic", "consumer", "streams"},
+		ShareSessionTimeoutMs:          45000,
+		ShareHeartbeatIntervalMs:       5000,
+		ShareMaxSize:                   200,
+		ShareAssignmentIntervalMs:      1000,
+		ShareInitializeRetryIntervalMs: 30000,
+		ShareAssignors:                 []string{AssignorSimple},
+
+		StreamsSessionTimeoutMs:           45000,
+		StreamsMinSessionTimeoutMs:        45000,
+		StreamsMaxSessionTimeoutMs:        60000,
+		StreamsHeartbeatIntervalMs:        5000,
+		StreamsMinHeartbeatIntervalMs:     5000,
+		StreamsMaxHeartbeatIntervalMs:     15000,
+		StreamsMaxSize:                    2147483647,
+		StreamsNumStandbyReplicas:         0,
+		StreamsMaxStandbyReplicas:         2,
+		StreamsInitialRebalanceDelayMs:    3000,
+		StreamsAssignmentIntervalMsStatic: 1000,
+		StreamsMinAssignmentIntervalMs:    0,
+		StreamsMaxAssignmentIntervalMs:    15000,
+		OffsetsTopicNumPartitions:         50,
+		OffsetsTopicReplicationFactor:     3,
+		OffsetsTopicSegmentBytes:          100 * 1024 * 1024,
+		OffsetsRetentionMinutes:           7 * 24 * 60,
+		OffsetsRetentionCheckIntervalMs:   600000,
+		OffsetMetadataMaxBytes:            4096,
+		OffsetsCommitTimeoutMs:            5000,
 	}
 }
 

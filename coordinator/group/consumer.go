@@ -431,7 +431,7 @@ func (s *shard) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	joining := req.MemberEpoch == 0
 
 	g := s.consumer[req.Group]
-	if g == nil && s.share[req.Group] != nil {
+	if g == nil && (s.share[req.Group] != nil || s.streams[req.Group] != nil) {
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", req.Group)
 	}
 	if g == nil {

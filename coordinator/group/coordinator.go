@@ -152,6 +152,7 @@ type shard struct {
 	classic  map[string]*classicGroup
 	consumer map[string]*consumerGroup
 	share    map[string]*shareGroup
+	streams  map[string]*streamsGroup
 	offsets  map[string]*groupOffsets
 	// pending holds transactional offsets (TxnOffsetCommit) by producer
 	// id until that producer's transaction marker commits or aborts them;
@@ -171,6 +172,7 @@ func (s *shard) reset() {
 	s.classic = map[string]*classicGroup{}
 	s.consumer = map[string]*consumerGroup{}
 	s.share = map[string]*shareGroup{}
+	s.streams = map[string]*streamsGroup{}
 	s.offsets = map[string]*groupOffsets{}
 	s.pending = map[int64]map[string]*groupOffsets{}
 	s.openTxns = map[string]map[int64]bool{}
@@ -208,11 +210,12 @@ func (c *Coordinator) Load(ctx context.Context, partition int32, log PartitionLo
 		return fmt.Errorf("loading %s-%d: %w", OffsetsTopic, partition, err)
 	}
 	s.classic, s.consumer, s.share, s.offsets = staging.classic, staging.consumer, staging.share, staging.offsets
+	s.streams = staging.streams
 	s.pending, s.openTxns = staging.pending, staging.openTxns
 	s.status = runtime.ShardActive
 	s.afterLoad()
 	c.log.Info("loaded group coordinator partition", "partition", partition,
-		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "share_groups", len(s.share), "open_transactions", len(s.pending))
+		"classic_groups", len(s.classic), "consumer_groups", len(s.consumer), "share_groups", len(s.share), "streams_groups", len(s.streams), "open_transactions", len(s.pending))
 	return nil
 }
 
@@ -382,6 +385,9 @@ func (s *shard) replayAt(offset, producerID int64, r record) error {
 	case recShareMemberMetadata, recShareGroupMetadata, recShareTargetMetadata,
 		recShareTargetMember, recShareCurrentMember, recShareStatePartitions:
 		return s.replayShare(k, r.value)
+	case recStreamsGroupMetadata, recStreamsPartitionMetadata, recStreamsMemberMetadata, recStreamsTargetMetadata,
+		recStreamsTargetMember, recStreamsCurrentMember, recStreamsTopology:
+		return s.replayStreams(k, r.value)
 	}
 	return nil // deprecated or foreign record types
 }
@@ -406,6 +412,15 @@ func (s *shard) afterLoad() {
 	for _, g := range s.share {
 		for _, m := range g.members {
 			m.sessionDeadline = now + int64(s.c.cfg.shareSessionTimeoutMs(g.id))
+		}
+	}
+	for _, g := range s.streams {
+		session := int64(s.c.cfg.streamsSettings(g.id).sessionTimeoutMs)
+		for _, m := range g.members {
+			m.sessionDeadline = now + session
+			if m.state == streamsUnrevoked {
+				m.rebalanceDeadline, m.rebalanceEpoch = now+int64(max(m.meta.RebalanceTimeoutMs, 0)), m.epoch
+			}
 		}
 	}
 }
@@ -475,6 +490,11 @@ func (s *shard) fireTimers(ctx context.Context, now int64) {
 	for _, id := range sortedKeys(s.share) {
 		if g := s.share[id]; g != nil {
 			s.shareTimers(ctx, g, now)
+		}
+	}
+	for _, id := range sortedKeys(s.streams) {
+		if g := s.streams[id]; g != nil {
+			s.streamsTimers(ctx, g, now)
 		}
 	}
 }

@@ -8,6 +8,7 @@ package group
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -114,7 +115,7 @@ func (s *shard) putOffset(group, topic string, partition int32, e *offsetEntry) 
 }
 
 func (s *shard) ensureGroup(group string, nowMs int64) {
-	if s.classic[group] == nil && s.consumer[group] == nil && s.share[group] == nil {
+	if s.classic[group] == nil && s.consumer[group] == nil && s.share[group] == nil && s.streams[group] == nil {
 		s.classic[group] = newClassicGroup(group, nowMs)
 	}
 }
@@ -169,8 +170,19 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return commitResponse(req, code)
 	}
 	defer s.mu.Unlock()
+	parts := map[string][]int32{}
+	for _, t := range req.Topics {
+		name := t.Topic
+		if req.Version >= 10 {
+			info, _ := c.topics.TopicByID(t.TopicID)
+			name = info.Name
+		}
+		for _, p := range t.Partitions {
+			parts[name] = append(parts[name], p.Partition)
+		}
+	}
 	if code := s.validateCommit(committer{group: req.Group, memberID: req.MemberID, instanceID: req.InstanceID,
-		generation: req.Generation, version: req.Version}); code != 0 {
+		generation: req.Generation, version: req.Version, partitions: parts}); code != 0 {
 		return commitResponse(req, code)
 	}
 	resp := commitResponse(req, 0)
@@ -268,6 +280,9 @@ type committer struct {
 	// version is OffsetCommit's; transactional commits do not depend on it.
 	version       int16
 	transactional bool
+	// partitions are the partitions committed, by topic name (a streams
+	// member one epoch behind may commit only its own active tasks).
+	partitions map[string][]int32
 }
 
 // validateCommit is Kafka's validateOffsetCommit of both groups' kinds.
@@ -277,6 +292,13 @@ type committer struct {
 func (s *shard) validateCommit(cm committer) int16 {
 	if s.share[cm.group] != nil {
 		return kerr.GroupIDNotFound.Code // Kafka: "Group X is not a consumer group."
+	}
+	if sg := s.streams[cm.group]; sg != nil {
+		code := s.validateStreamsCommit(sg, cm)
+		if code == kerr.StaleMemberEpoch.Code && cm.transactional {
+			code = kerr.IllegalGeneration.Code
+		}
+		return code
 	}
 	if cg := s.consumer[cm.group]; cg != nil {
 		if cm.generation < 0 && len(cg.members) == 0 {
@@ -419,6 +441,15 @@ func (c *Coordinator) fetchGroup(version int16, requireStable bool, rg kmsg.Offs
 	if s.share[rg.Group] != nil {
 		return failWith(kerr.GroupIDNotFound.Code)
 	}
+	if sg := s.streams[rg.Group]; sg != nil && rg.MemberID != nil && version >= 9 && !(rg.MemberEpoch < 0 && *rg.MemberID == "") {
+		m := sg.members[*rg.MemberID]
+		if m == nil {
+			return failWith(kerr.UnknownMemberID.Code)
+		}
+		if rg.MemberEpoch != m.epoch {
+			return failWith(kerr.StaleMemberEpoch.Code)
+		}
+	}
 	if cg := s.consumer[rg.Group]; cg != nil && rg.MemberID != nil && version >= 9 {
 		if !(rg.MemberEpoch < 0 && *rg.MemberID == "") {
 			m := cg.members[*rg.MemberID]
@@ -515,6 +546,8 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 	}
 	if cg := s.consumer[req.Group]; cg != nil {
 		subscribed = func(topic string) bool { return cg.subscribedTopicNames()[topic] }
+	} else if sg := s.streams[req.Group]; sg != nil {
+		subscribed = sg.streamsSubscribed
 	} else if g := s.classic[req.Group]; g != nil && g.state != classicDead {
 		if g.state != classicEmpty && g.protocolType != "consumer" {
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
@@ -636,6 +669,8 @@ func (s *shard) expireOffsets(ctx context.Context, now int64) {
 			recs = append(recs, record{key: groupMetadataKey(id)})
 		} else if cg := s.consumer[id]; cg != nil && len(cg.members) == 0 {
 			recs = append(recs, s.deleteConsumerGroupRecords(cg)...)
+		} else if sg := s.streams[id]; sg != nil && len(sg.members) == 0 {
+			recs = append(recs, deleteStreamsGroupRecords(sg)...)
 		}
 	}
 	if len(recs) == 0 {
@@ -669,6 +704,20 @@ func (s *shard) expirationCondition(id string) (base func(*offsetEntry) int64, s
 	if cg := s.consumer[id]; cg != nil {
 		return commitTime, cg.subscribedTopicNames(), true
 	}
+	if sg := s.streams[id]; sg != nil {
+		subscribed := map[string]bool{}
+		if len(sg.members) > 0 && sg.topology != nil {
+			for _, st := range sg.topology.Subtopologies {
+				for _, t := range st.SourceTopics {
+					subscribed[t] = true
+				}
+				for _, t := range st.RepartitionSourceTopics {
+					subscribed[t.Name] = true
+				}
+			}
+		}
+		return commitTime, subscribed, true
+	}
 	g := s.classic[id]
 	if g == nil || g.protocolType == "" {
 		// A simple group: retention counts from each commit.
@@ -687,4 +736,70 @@ func (s *shard) expirationCondition(id string) (base func(*offsetEntry) int64, s
 		return commitTime, g.subscribedTopics(), true
 	}
 	return nil, nil, false
+}
+
+// validateStreamsCommit is Kafka's StreamsGroup.validateOffsetCommit: an
+// admin commit to an empty group, or a member at its epoch; a member
+// behind its epoch may still commit the active tasks it was assigned at
+// or before the epoch it sends (KAFKA-19779).
+func (s *shard) validateStreamsCommit(g *streamsGroup, cm committer) int16 {
+	if cm.generation < 0 && len(g.members) == 0 {
+		return 0
+	}
+	if cm.transactional && cm.generation == -1 && cm.memberID == "" && cm.instanceID == nil {
+		return 0
+	}
+	m := g.members[cm.memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case !cm.transactional && cm.version < 9:
+		return kerr.UnsupportedVersion.Code
+	case cm.generation == m.epoch:
+		return 0
+	case cm.generation > m.epoch || g.topology == nil:
+		return kerr.StaleMemberEpoch.Code
+	}
+	subOf := map[string]string{}
+	for _, st := range g.topology.Subtopologies {
+		for _, t := range st.SourceTopics {
+			subOf[t] = st.ID
+		}
+		for _, t := range st.RepartitionSourceTopics {
+			subOf[t.Name] = st.ID
+		}
+	}
+	for topic, ps := range cm.partitions {
+		sub, ok := subOf[topic]
+		if !ok {
+			return kerr.StaleMemberEpoch.Code
+		}
+		for _, p := range ps {
+			t := streamsTask{sub, p}
+			e, ok := m.epochs[t]
+			if !ok || !(m.assigned.Active.has(sub, p) || m.pending.Active.has(sub, p)) || cm.generation < e {
+				return kerr.StaleMemberEpoch.Code
+			}
+		}
+	}
+	return 0
+}
+
+// streamsSubscribed reports whether a streams group reads topic: a source
+// or repartition source topic of its topology while it has members.
+func (g *streamsGroup) streamsSubscribed(topic string) bool {
+	if len(g.members) == 0 || g.topology == nil {
+		return false
+	}
+	for _, st := range g.topology.Subtopologies {
+		if slices.Contains(st.SourceTopics, topic) {
+			return true
+		}
+		for _, r := range st.RepartitionSourceTopics {
+			if r.Name == topic {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -96,17 +96,19 @@ func parseKey(b []byte) (parsedKey, error) {
 		k.topic = r.String()
 		k.partition = r.Int32()
 	case recGroupMetadata, recConsumerGroupMetadata, recConsumerGroupPartitions, recConsumerTargetMetadata,
-		recShareGroupMetadata, recShareTargetMetadata, recShareStatePartitions:
+		recShareGroupMetadata, recShareTargetMetadata, recShareStatePartitions,
+		recStreamsGroupMetadata, recStreamsPartitionMetadata, recStreamsTargetMetadata, recStreamsTopology:
 		k.group = r.String()
 	case recConsumerMemberMetadata, recConsumerTargetMember, recConsumerCurrentMember,
-		recShareMemberMetadata, recShareTargetMember, recShareCurrentMember:
+		recShareMemberMetadata, recShareTargetMember, recShareCurrentMember,
+		recStreamsMemberMetadata, recStreamsTargetMember, recStreamsCurrentMember:
 		k.group = r.String()
 		k.member = r.String()
 	case recConsumerRegex:
 		k.group = r.String()
 		k.regex = r.String()
 	default:
-		// Streams and other future record types: not ours to
+		// Future record types: not ours to
 		// interpret, but not corruption either.
 		return k, nil
 	}

@@ -341,7 +341,7 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, client Client, re
 }
 
 func (s *shard) otherGroupType(id string) bool {
-	return s.classic[id] != nil || s.consumer[id] != nil
+	return s.classic[id] != nil || s.consumer[id] != nil || s.streams[id] != nil
 }
 
 func (s *shard) shareHeartbeat(client Client, req *kmsg.ShareGroupHeartbeatRequest, recs *[]record) (*kmsg.ShareGroupHeartbeatResponse, map[[16]byte][]int32, int16, string) {

@@ -18,6 +18,8 @@ type Stats struct {
 	ClassicGroups, ConsumerGroups map[string]int
 	// ShareGroups count the share groups by state (Empty, Stable).
 	ShareGroups map[string]int
+	// StreamsGroups counts the streams groups by state.
+	StreamsGroups map[string]int
 	// Offsets is the committed offsets held (Kafka's NumOffsets).
 	Offsets int
 	// Loading, Active and Failed count the __consumer_offsets partitions
@@ -37,28 +39,30 @@ type Events struct {
 	// ClassicRebalances are the rebalances of classic groups completed
 	// (the leader's assignment stored, the group Stable);
 	// ConsumerRebalances and ShareRebalances the epoch bumps of consumer
-	// and share groups.
-	ClassicRebalances, ConsumerRebalances, ShareRebalances uint64
+	// and share groups; StreamsRebalances the target assignments of
+	// streams groups computed.
+	ClassicRebalances, ConsumerRebalances, ShareRebalances, StreamsRebalances uint64
 }
 
 // eventCounts are Events as the coordinator increments them.
 type eventCounts struct {
 	offsetCommits, offsetExpirations, offsetDeletions atomic.Uint64
 	classicRebalances, consumerRebalances             atomic.Uint64
-	shareRebalances                                   atomic.Uint64
+	shareRebalances, streamsRebalances                atomic.Uint64
 }
 
 // Stats counts the groups and offsets of every shard, each under its own
 // lock in turn (never two at once), so the counts of different shards may
 // be a moment apart.
 func (c *Coordinator) Stats() Stats {
-	st := Stats{ClassicGroups: map[string]int{}, ConsumerGroups: map[string]int{}, ShareGroups: map[string]int{}, Events: Events{
+	st := Stats{ClassicGroups: map[string]int{}, ConsumerGroups: map[string]int{}, ShareGroups: map[string]int{}, StreamsGroups: map[string]int{}, Events: Events{
 		OffsetCommits:      c.events.offsetCommits.Load(),
 		OffsetExpirations:  c.events.offsetExpirations.Load(),
 		OffsetDeletions:    c.events.offsetDeletions.Load(),
 		ClassicRebalances:  c.events.classicRebalances.Load(),
 		ConsumerRebalances: c.events.consumerRebalances.Load(),
 		ShareRebalances:    c.events.shareRebalances.Load(),
+		StreamsRebalances:  c.events.streamsRebalances.Load(),
 	}}
 	for _, s := range c.shards.All() {
 		s.mu.Lock()
@@ -77,6 +81,9 @@ func (c *Coordinator) Stats() Stats {
 			}
 			for _, g := range s.share {
 				st.ShareGroups[g.stateName()]++
+			}
+			for _, g := range s.streams {
+				st.StreamsGroups[g.stateName()]++
 			}
 			for _, o := range s.offsets {
 				for _, ps := range o.topics {

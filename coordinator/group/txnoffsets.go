@@ -237,8 +237,12 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return fail(code)
 	}
 	defer s.mu.Unlock()
+	parts := map[string][]int32{}
+	for _, t := range targets {
+		parts[t.topic] = append(parts[t.topic], t.p.Partition)
+	}
 	if code := s.validateCommit(committer{group: req.Group, memberID: req.MemberID, instanceID: req.InstanceID,
-		generation: req.Generation, transactional: true}); code != 0 {
+		generation: req.Generation, transactional: true, partitions: parts}); code != 0 {
 		return fail(code)
 	}
 	now := c.nowMs()
