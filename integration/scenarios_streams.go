@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,11 +72,80 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 	if err != nil {
 		return err
 	}
+	if protocol == "streams" {
+		described, err := checkStreamsGroupTool(ctx, e, app.AppID)
+		if err != nil {
+			return err
+		}
+		internal += "; " + described
+	}
 	if err := proc.Stop(30 * time.Second); err != nil {
 		return fmt.Errorf("stopping WordCountDemo: %w", err)
 	}
 	e.Notef("%d lines, %d words: every count exact; %s", lines, total, internal)
 	return nil
+}
+
+// mainStreamsGroups is kafka-streams-groups.sh.
+const mainStreamsGroups = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+// checkStreamsGroupTool checks what kafka-streams-groups.sh says of the
+// running app's group: listed; Stable at one group and assignment epoch
+// with two members (the app's two threads) of the streams protocol, at
+// that epoch, in one process.
+func checkStreamsGroupTool(ctx context.Context, e *Env, group string) (string, error) {
+	out, err := e.Kafka(ctx, mainStreamsGroups, "--list")
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(strings.Fields(out.Stdout), group) {
+		return "", fmt.Errorf("kafka-streams-groups --list does not list %s: %s", group, out.Tail())
+	}
+	var state []string
+	err = until(ctx, 60*time.Second, time.Second, func() (bool, error) {
+		out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--state", "--verbose")
+		if err != nil {
+			return false, err
+		}
+		lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "GROUP") {
+			return false, fmt.Errorf("kafka-streams-groups --describe --state printed %q", out.Stdout)
+		}
+		// GROUP COORDINATOR (ID) STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
+		state = strings.Fields(lines[1])
+		if len(state) != 7 {
+			return false, fmt.Errorf("kafka-streams-groups --describe --state row %q", lines[1])
+		}
+		if state[3] != "Stable" || state[4] != state[5] || state[6] != "2" {
+			return false, fmt.Errorf("group %s is %s at epoch %s, assignment epoch %s, with %s members; want Stable, equal epochs, 2 members", group, state[3], state[4], state[5], state[6])
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--members", "--verbose")
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
+	header := strings.Fields(lines[0])
+	want := []string{"GROUP", "TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH", "MEMBER", "MEMBER-PROTOCOL", "MEMBER-EPOCH", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"}
+	if !slices.Equal(header, want) || len(lines) != 3 {
+		return "", fmt.Errorf("kafka-streams-groups --describe --members --verbose printed %q, want the columns %v and two members", out.Stdout, want)
+	}
+	processes := map[string]bool{}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) < 9 || f[4] != "streams" || f[1] != state[5] || f[5] != state[5] {
+			return "", fmt.Errorf("member row %q: want the streams protocol at the target assignment epoch %s", l, state[5])
+		}
+		processes[f[6]] = true
+	}
+	if len(processes) != 1 {
+		return "", fmt.Errorf("the two threads' members name %d processes, want 1: %q", len(processes), out.Stdout)
+	}
+	return fmt.Sprintf("kafka-streams-groups: Stable at epoch %s, 2 streams members", state[4]), nil
 }
 
 // recreateTopic deletes topic if a former run left it and creates it
