@@ -4,8 +4,9 @@
 // offsets (OffsetCommit, OffsetFetch, OffsetDelete), transactional
 // offsets (TxnOffsetCommit, and CompleteTransaction for the transaction
 // markers of __consumer_offsets), share group membership (KIP-932:
-// ShareGroupHeartbeat, ShareGroupDescribe; share.go) and group
-// administration (DescribeGroups, ListGroups, DeleteGroups).
+// ShareGroupHeartbeat, ShareGroupDescribe; share.go), streams groups
+// (KIP-1071: StreamsGroupHeartbeat, StreamsGroupDescribe; streams*.go) and
+// group administration (DescribeGroups, ListGroups, DeleteGroups).
 //
 // # Boundaries
 //
@@ -28,7 +29,8 @@
 // schemas (see records.go): OffsetCommit (key version 1; value v3, v1 with
 // an expire timestamp, v4 with a topic id), GroupMetadata (key version 2,
 // value v3), the KIP-848 ConsumerGroup* records (key versions 3, 5, 6,
-// 7, 8, 16) and the KIP-932 ShareGroup* records (10-15), with tombstones
+// 7, 8, 16), the KIP-932 ShareGroup* records (10-15) and the KIP-1071
+// StreamsGroup* records (17, 19-23), with tombstones
 // where Kafka writes them. A request that
 // changes persisted state is answered only after its batch is appended
 // (PartitionLog.Append has acks=all semantics). Transactional offsets are
@@ -43,7 +45,8 @@
 //	OffsetFetch v0-v10, DescribeGroups v0-v6, ListGroups v0-v5,
 //	DeleteGroups v0-v2, OffsetDelete v0, ConsumerGroupHeartbeat v0-v1,
 //	ConsumerGroupDescribe v0-v1, TxnOffsetCommit v0-v5,
-//	ShareGroupHeartbeat v1, ShareGroupDescribe v1, and the coordinator's
+//	ShareGroupHeartbeat v1, ShareGroupDescribe v1, StreamsGroupHeartbeat
+//	v0, StreamsGroupDescribe v0 (Kafka 4.3 serves no later ones), and the coordinator's
 //	half of AlterShareGroupOffsets v0 and DeleteShareGroupOffsets v0
 //	(shareoffsets.go). (kmsg knows DeleteGroups v3, newer than
 //	Kafka 4.3; its per-group error messages are not filled, so it is not
