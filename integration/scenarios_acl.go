@@ -823,6 +823,26 @@ func aclDenyCases(ids map[string][16]byte) []aclCase {
 	add("ConsumerGroupDescribe of a denied group", cgd, groupDenied, func(r kmsg.Response) int16 {
 		return r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode
 	})
+	streamsJoin := func(group string, sources []string) *kmsg.StreamsGroupHeartbeatRequest {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis, req.ProcessID = group, "m000000000000000000000", 10000, kmsg.StringPtr("p")
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		st := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		st.SubtopologyID, st.SourceTopics, st.SourceTopicRegex = "0", sources, []string{}
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{st}}
+		return req
+	}
+	add("StreamsGroupHeartbeat of a denied group", streamsJoin(closed, []string{"open"}), groupDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode
+	})
+	add("StreamsGroupHeartbeat of a topology reading a denied topic", streamsJoin("open", []string{"open", closed}), topicDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode
+	})
+	sgd := kmsg.NewPtrStreamsGroupDescribeRequest()
+	sgd.Groups = []string{closed}
+	add("StreamsGroupDescribe of a denied group", sgd, groupDenied, func(r kmsg.Response) int16 {
+		return r.(*kmsg.StreamsGroupDescribeResponse).Groups[0].ErrorCode
+	})
 
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.TransactionalID, init.TransactionTimeoutMillis, init.ProducerID, init.ProducerEpoch = &closed, 10000, -1, -1

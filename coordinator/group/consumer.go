@@ -1041,7 +1041,7 @@ func (c *Coordinator) describeConsumerGroup(id string, includeOps bool) kmsg.Con
 	g := s.consumer[id]
 	if g == nil {
 		out.ErrorCode = kerr.GroupIDNotFound.Code
-		if s.classic[id] != nil || s.share[id] != nil {
+		if s.classic[id] != nil || s.share[id] != nil || s.streams[id] != nil {
 			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s is not a consumer group.", id))
 		} else {
 			out.ErrorMessage = strPtr(fmt.Sprintf("Group %s not found.", id))
