@@ -43,7 +43,7 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 			return n
 		}
 		r.Gauge(metrics.NumGroups, func() float64 {
-			return float64(sum(st.ClassicGroups) + sum(st.ConsumerGroups) + sum(st.ShareGroups))
+			return float64(sum(st.ClassicGroups) + sum(st.ConsumerGroups) + sum(st.ShareGroups) + sum(st.StreamsGroups))
 		})
 		r.Gauge(metrics.NumOffsets, func() float64 { return float64(st.Offsets) })
 		for _, c := range classicStates {
@@ -53,8 +53,14 @@ func (b *Broker) registerCoordinatorMetrics(r *metrics.Registry) {
 			emit.Add(float64(sum(st.ClassicGroups)), "classic")
 			emit.Add(float64(sum(st.ConsumerGroups)), "consumer")
 			emit.Add(float64(sum(st.ShareGroups)), "share")
-			emit.Add(0, "streams")
+			emit.Add(float64(sum(st.StreamsGroups)), "streams")
 		})
+		r.Collect(metrics.StreamsGroupCount, func(emit *metrics.Emit) {
+			for _, s := range []string{"Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"} {
+				emit.Add(float64(st.StreamsGroups[s]), s)
+			}
+		})
+		r.Gauge(metrics.StreamsGroupRebalanceCount, func() float64 { return float64(st.StreamsRebalances) })
 		r.Collect(metrics.ShareGroupCount, func(emit *metrics.Emit) {
 			for _, s := range []string{"Empty", "Stable", "Dead"} {
 				emit.Add(float64(st.ShareGroups[s]), s)

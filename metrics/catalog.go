@@ -300,7 +300,13 @@ var (
 	NumGroupsDead                = classicGroupsIn("Dead")
 	GroupCount                   = &Desc{Name: "kafka_server_group_coordinator_metrics_group_count", Kind: GaugeKind, Labels: []string{"protocol"},
 		MBean: "kafka.server:type=group-coordinator-metrics,protocol=<classic|consumer|share|streams> (group-count)",
-		Help:  "Groups this node coordinates, by rebalance protocol (streams groups are 0: Gregor has none yet)."}
+		Help:  "Groups this node coordinates, by rebalance protocol."}
+	StreamsGroupCount = &Desc{Name: "kafka_server_group_coordinator_metrics_streams_group_count", Kind: GaugeKind, Labels: []string{"state"},
+		MBean: "kafka.server:type=group-coordinator-metrics,state=<Empty|NotReady|Assigning|Reconciling|Stable|Dead> (streams-group-count)",
+		Help:  "Streams (KIP-1071) groups this node coordinates, by state."}
+	StreamsGroupRebalanceCount = &Desc{Name: "kafka_server_group_coordinator_metrics_streams_group_rebalance_count", Kind: GaugeKind,
+		MBean: "kafka.server:type=group-coordinator-metrics (streams-group-rebalance-count)",
+		Help:  "Target assignments of streams groups this node coordinates computed since it started."}
 	ShareGroupCount = &Desc{Name: "kafka_server_group_coordinator_metrics_share_group_count", Kind: GaugeKind, Labels: []string{"state"},
 		MBean: "kafka.server:type=group-coordinator-metrics,state=<Empty|Stable|Dead> (share-group-count)",
 		Help:  "Share groups this node coordinates, by state."}
@@ -475,7 +481,7 @@ func Catalog() []*Desc {
 		RaftNumberOfVoters, RaftNumberOfObservers, RaftCommitLatencyAvg, RaftCommitLatencyMax, RaftAppendRecordsRate,
 		RaftFetchRecordsRate, RaftPollIdleRatioAvg,
 		NumGroups, NumOffsets, NumGroupsEmpty, NumGroupsPreparingRebalance, NumGroupsCompletingRebalance, NumGroupsStable,
-		NumGroupsDead, GroupCount, ConsumerGroupCount, ShareGroupCount, ShareGroupRebalanceCount, OffsetCommitCount, OffsetExpirationCount, OffsetDeletionCount,
+		NumGroupsDead, GroupCount, ConsumerGroupCount, ShareGroupCount, ShareGroupRebalanceCount, StreamsGroupCount, StreamsGroupRebalanceCount, OffsetCommitCount, OffsetExpirationCount, OffsetDeletionCount,
 		GroupCompletedRebalanceCount, ConsumerGroupRebalanceCount, GroupNumPartitions, GroupPartitionLoadTimeAvg,
 		GroupPartitionLoadTimeMax, TxnPartitionLoadTimeAvg, TxnPartitionLoadTimeMax,
 		ConnectionCount, ConnectionCreationTotal, ConnectionCloseTotal, SuccessfulAuthenticationTotal, FailedAuthenticationTotal,
