@@ -70,6 +70,7 @@ func Scenarios() []Scenario {
 	all = append(all, verifierScenarios()...)
 	all = append(all, kgoScenarios()...)
 	all = append(all, clientScenarios()...)
+	all = append(all, registryScenarios()...)
 	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
 	all = append(all, tlsScenarios()...)

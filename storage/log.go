@@ -1108,6 +1108,14 @@ func (e *rollUndoneError) Unwrap() error { return e.err }
 // MaybeRoll rolls the active segment when segment.ms (with its jitter) has
 // passed, so that an idle partition's segment becomes eligible for
 // retention. The manager calls it periodically.
+//
+// A compacted log is left alone. Kafka rolls by segment.ms only on an
+// append, whose records go to the new segment, so a compacted log's last
+// record stays in the active segment, which the cleaner never cleans. An
+// idle roll would let the cleaner remove that record (a tombstone, once
+// delete.retention.ms has passed), and a client that takes the end offset
+// and waits to read the record at end offset - 1 before it trusts what it
+// read (Karapace's schema reader does) would wait for ever.
 func (l *Log) MaybeRoll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -1115,6 +1123,9 @@ func (l *Log) MaybeRoll() error {
 		return l.Err()
 	}
 	cfg := l.config()
+	if cfg.Compact {
+		return nil
+	}
 	now := l.now().UnixMilli()
 	seg := l.active()
 	if seg.size.Load() == 0 {

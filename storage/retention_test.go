@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -278,6 +279,34 @@ func TestSegmentMsRollsWithJitter(t *testing.T) {
 	}
 	if len(seen) < 5 {
 		t.Fatalf("jitter took only %d values in 20 logs", len(seen))
+	}
+}
+
+// An idle compacted log keeps its active segment past segment.ms, as
+// Kafka's (which rolls only on an append): its last record, a tombstone
+// here, is never the cleaner's to remove, so a reader that waits for the
+// record at the end offset - 1 finds it. An append past segment.ms still
+// rolls, into a segment that holds the new last record.
+func TestIdleCompactedLogIsNotRolled(t *testing.T) {
+	cfg := compactConfig()
+	cfg.SegmentMs, cfg.DeleteRetentionMs = 1000, 0
+	l, clock := compactLog(t, vfs.NewMemFS(), cfg)
+	mustAppend(t, l, keyedBatch(t, protocol.CodecNone, clock.ms.Load(), kv{"k", val("v")}))
+	mustAppend(t, l, keyedBatch(t, protocol.CodecNone, clock.ms.Load(), kv{"k", nil}))
+	l.AdvanceHighWatermark(l.LogEndOffset())
+	clock.set(testNowMs + 10*cfg.SegmentMs)
+	if err := l.MaybeRoll(); err != nil || l.NumSegments() != 1 {
+		t.Fatalf("an idle compacted log past segment.ms: %d segments (%v), want its one active segment", l.NumSegments(), err)
+	}
+	if c, ok := l.cleanableRange(-1, false, clock.ms.Load()); ok && c.cleanableBytes > 0 {
+		t.Fatalf("%d bytes cleanable in a log whose only segment is the active one", c.cleanableBytes)
+	}
+	if got := readAll(t, l); len(got) != 2 || got[1].offset != l.LogEndOffset()-1 {
+		t.Fatalf("read %+v, want both records, the last at %d", got, l.LogEndOffset()-1)
+	}
+	mustAppend(t, l, keyedBatch(t, protocol.CodecNone, clock.ms.Load(), kv{"k2", val("v2")}))
+	if l.NumSegments() != 2 {
+		t.Fatalf("an append past segment.ms left %d segments, want 2", l.NumSegments())
 	}
 }
 
