@@ -22,6 +22,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func connectScenarios() []Scenario {
@@ -50,6 +53,8 @@ const (
 	// source stopped for longer than the scenario runs.
 	connectRebalanceDelay = 5 * time.Second
 	connectInitialLines   = 5000
+	// connectTransactionInterval is the source's transaction.boundary.interval.ms.
+	connectTransactionInterval = 3 * time.Second
 	// While the workers and the broker are killed the input grows at 500
 	// lines a second, a write every 100 ms.
 	connectAppendLines    = 50
@@ -146,7 +151,12 @@ func connectDistributedEOS(ctx context.Context, e *Env) error {
 		// Creation fails unless the connector and the worker both
 		// support exactly-once delivery.
 		"exactly.once.support": "required",
-		"transaction.boundary": "poll",
+		// A transaction spans the polls of 3 s rather than one poll (a
+		// few milliseconds a second with this input): a kill then most
+		// likely aborts one that holds records, which read_committed
+		// consumers must not see.
+		"transaction.boundary":             "interval",
+		"transaction.boundary.interval.ms": strconv.FormatInt(connectTransactionInterval.Milliseconds(), 10),
 	}); err != nil {
 		return err
 	}
@@ -190,7 +200,7 @@ func connectDistributedEOS(ctx context.Context, e *Env) error {
 	if err := waitPosition(ctx, workers[0], source, in, before+1000*connectLineBytes, time.Minute); err != nil {
 		return fmt.Errorf("copying appended lines: %w", err)
 	}
-	moved, err := killSourceWorker(ctx, workers, source, sink, in)
+	moved, err := killSourceWorker(ctx, e, workers, source, sink, in, data)
 	if err != nil {
 		return err
 	}
@@ -417,7 +427,7 @@ func waitCopied(ctx context.Context, w *ConnectWorker, source, in, out string, l
 // until the other runs both connectors and their tasks and the source has
 // gone on copying, restarts the killed worker and waits until it runs
 // some of them again. It returns what moved where, for the note.
-func killSourceWorker(ctx context.Context, workers []*ConnectWorker, source, sink, in string) (string, error) {
+func killSourceWorker(ctx context.Context, e *Env, workers []*ConnectWorker, source, sink, in, data string) (string, error) {
 	st, err := workers[0].Status(ctx, source)
 	if err != nil {
 		return "", err
@@ -428,6 +438,10 @@ func killSourceWorker(ctx context.Context, workers []*ConnectWorker, source, sin
 	}
 	killed, survivor := workers[victim], workers[1-victim]
 	atKill, err := survivor.FilePosition(ctx, source, in)
+	if err != nil {
+		return "", err
+	}
+	open, err := waitOpenTransaction(ctx, e, data, connectTransactionInterval+time.Minute)
 	if err != nil {
 		return "", err
 	}
@@ -471,8 +485,42 @@ func killSourceWorker(ctx context.Context, workers []*ConnectWorker, source, sin
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("kill -9 of %s (the source task's): %s took every connector and task over; restarted, %s got %s back",
-		killed.Name, survivor.Name, killed.Name, strings.Join(shares, ", ")), nil
+	return fmt.Sprintf("kill -9 of %s (the source task's) with %d records of its transaction in the log: %s took every connector and task over; restarted, %s got %s back",
+		killed.Name, open, survivor.Name, killed.Name, strings.Join(shares, ", ")), nil
+}
+
+// waitOpenTransaction waits until topic's partition 0 holds records of a
+// transaction still open: its high watermark is above its last stable
+// offset. It returns how many offsets lie between them.
+func waitOpenTransaction(ctx context.Context, e *Env, topic string, wait time.Duration) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var open int64
+	err = until(ctx, wait, 20*time.Millisecond, func() (bool, error) {
+		end, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		hw, ok1 := end.Lookup(topic, 0)
+		lso, ok2 := stable.Lookup(topic, 0)
+		if !ok1 || !ok2 || hw.Err != nil || lso.Err != nil {
+			return false, fmt.Errorf("listing %s-0's offsets: %v %v", topic, hw.Err, lso.Err)
+		}
+		open = hw.Offset - lso.Offset
+		if open > 0 {
+			return true, nil
+		}
+		return false, fmt.Errorf("%s-0's last stable offset stayed at its high watermark, %d, for %s: no transaction with records open", topic, hw.Offset, wait)
+	})
+	return open, err
 }
 
 // leaderOf is the id of the leader of topic's partition 0.
