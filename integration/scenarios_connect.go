@@ -88,7 +88,7 @@ func connectDistributedEOS(ctx context.Context, e *Env) error {
 			if victim, err = leaderOf(ctx, e, data); err != nil {
 				return err
 			}
-			broker.describe = fmt.Sprintf("broker %d, the data partition's leader", victim)
+			broker.describe = fmt.Sprintf("broker %d (the data partition's leader)", victim)
 			return cl.Cluster().Kill(victim)
 		}
 		broker.restart = func(ctx context.Context) error { return cl.Cluster().Restart(ctx, victim) }
