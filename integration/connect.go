@@ -449,28 +449,34 @@ func checkExactLines(got []string, n int) error {
 	return nil
 }
 
-// scanSinkFile reads what an at-least-once sink wrote of connectLine
-// lines: next is how many of the input's first lines it holds, in input
-// order by their first appearance (a sink task that starts again from its
-// last committed offset repeats a run of lines it had written, after
-// them), and repeated how many lines are such repeats. A line that is no
-// input line, or one written before a line that comes before it in the
-// input, is an error: a record changed, lost or out of order.
+// scanSinkFile is scanCopies of a file's lines.
 func scanSinkFile(content string) (next, repeated int, err error) {
 	if content == "" {
 		return 0, 0, nil
 	}
-	for i, l := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
+	return scanCopies(strings.Split(strings.TrimSuffix(content, "\n"), "\n"), "the sink file")
+}
+
+// scanCopies reads an at-least-once copy of connectLine lines (what, for
+// errors: a sink's file, a topic): next is how many of the input's first
+// lines it holds, in input order by their first appearance (a task that
+// starts again from its last committed offset repeats a run of lines it
+// had copied, after them), and repeated how many lines are such repeats.
+// A line that is no input line, or one copied before a line that comes
+// before it in the input, is an error: a record changed, lost or out of
+// order.
+func scanCopies(lines []string, what string) (next, repeated int, err error) {
+	for i, l := range lines {
 		idx, ok := parseConnectLine(l)
 		switch {
 		case !ok:
-			return next, repeated, fmt.Errorf("line %d of the sink file is %q, no input line", i+1, truncate(l, 100))
+			return next, repeated, fmt.Errorf("line %d of %s is %q, no input line", i+1, what, truncate(l, 100))
 		case idx == next:
 			next++
 		case idx < next:
 			repeated++
 		default:
-			return next, repeated, fmt.Errorf("line %d of the sink file is %s, before %s was ever written: a record lost or out of order", i+1, l, connectLine(next))
+			return next, repeated, fmt.Errorf("line %d of %s is %s, before %s was ever copied: a record lost or out of order", i+1, what, l, connectLine(next))
 		}
 	}
 	return next, repeated, nil

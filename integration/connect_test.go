@@ -47,7 +47,7 @@ func TestScanSinkFile(t *testing.T) {
 		"empty":               {"", 0, 0, ""},
 		"in order":            {file(0, 1, 2), 3, 0, ""},
 		"a run written again": {file(0, 1, 2, 3, 1, 2, 3, 4), 5, 3, ""},
-		"a line skipped":      {file(0, 1, 3), 2, 0, "connect-line-00000003, before connect-line-00000002 was ever written"},
+		"a line skipped":      {file(0, 1, 3), 2, 0, "connect-line-00000003, before connect-line-00000002 was ever copied"},
 		"changed":             {file(0) + "connect-line-0000000x\n", 1, 0, `"connect-line-0000000x", no input line`},
 		"torn":                {file(0) + "connect-line-000\n", 1, 0, "no input line"},
 	} {

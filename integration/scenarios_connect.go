@@ -37,6 +37,12 @@ func connectScenarios() []Scenario {
 			"the offsets topic's committed positions never go back and end at the file's size, as GET /connectors/<name>/offsets says; the config topic holds each connector's config, task config and task count commit once",
 		Timeout: 10 * time.Minute,
 		Run:     connectDistributedEOS,
+	}, {
+		Name: "connect/standalone",
+		Doc: "Kafka Connect " + KafkaVersion + ", a standalone worker (offsets in a local file; no exactly-once source support, which only distributed workers have): FileStreamSource → a topic → FileStreamSink, " +
+			"kill -9 of the worker while lines are appended, restarted: the topic and the sink file hold every line, at least once, first appearances in order; GET /connectors/<name>/offsets ends at the file's size",
+		Timeout: 6 * time.Minute,
+		Run:     connectStandalone,
 	}}
 }
 
@@ -678,4 +684,125 @@ func countInLogs(workers []*ConnectWorker, s string) int {
 		}
 	}
 	return n
+}
+
+func connectStandalone(ctx context.Context, e *Env) error {
+	data := e.Name("connect-standalone")
+	replicas := min(3, len(e.Target.Topology().Brokers))
+	if _, err := e.Kafka(ctx, mainTopics, "--create", "--topic", data, "--partitions", "1", "--replication-factor", strconv.Itoa(replicas)); err != nil {
+		return fmt.Errorf("creating the data topic: %w", err)
+	}
+	dir := filepath.Join(e.Dir, "connect")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	input, err := newLineAppender(in)
+	if err != nil {
+		return err
+	}
+	defer input.Stop()
+	if err := input.Append(connectInitialLines); err != nil {
+		return err
+	}
+	const source, sink = "file-source", "file-sink"
+	connectors := map[string][][2]string{
+		source: {{"name", source}, {"connector.class", "org.apache.kafka.connect.file.FileStreamSourceConnector"}, {"tasks.max", "1"},
+			{"file", in}, {"topic", data}, {"key.converter", connectStringConverter}, {"value.converter", connectStringConverter}},
+		sink: {{"name", sink}, {"connector.class", "org.apache.kafka.connect.file.FileStreamSinkConnector"}, {"tasks.max", "1"},
+			{"topics", data}, {"file", out}, {"key.converter", connectStringConverter}, {"value.converter", connectStringConverter}},
+	}
+	var files []string
+	for _, name := range []string{source, sink} {
+		f := filepath.Join(dir, name+".properties")
+		if err := WriteProperties(f, connectors[name]); err != nil {
+			return err
+		}
+		files = append(files, f)
+	}
+	host, err := ClaimLoopback()
+	if err != nil {
+		return err
+	}
+	defer host.Release()
+	w := &ConnectWorker{Name: "standalone", Dir: dir, Addr: host.Addr(FirstExtraPort), Main: mainConnectStandalone, Args: files,
+		Properties: [][2]string{
+			{"bootstrap.servers", e.Bootstrap()},
+			{"key.converter", connectJSONConverter},
+			{"value.converter", connectJSONConverter},
+			{"offset.storage.file.filename", filepath.Join(dir, "offsets.dat")},
+			{"offset.flush.interval.ms", "1000"},
+			{"listeners", "HTTP://" + host.Addr(FirstExtraPort)},
+		}}
+	defer w.Stop()
+	if err := e.Tools.StartConnectWorker(ctx, w, connectWorkerWait); err != nil {
+		return err
+	}
+	for _, name := range []string{source, sink} {
+		if _, err := waitConnectorRunning(ctx, w, name, "", connectTakeover); err != nil {
+			return err
+		}
+	}
+	if err := waitCopied(ctx, w, source, in, out, connectInitialLines, 2*time.Minute); err != nil {
+		return fmt.Errorf("copying the first %d lines: %w", connectInitialLines, err)
+	}
+
+	input.Start(connectAppendLines, connectAppendInterval)
+	before, err := w.FilePosition(ctx, source, in)
+	if err != nil {
+		return err
+	}
+	if err := waitPosition(ctx, w, source, in, before+1000*connectLineBytes, time.Minute); err != nil {
+		return fmt.Errorf("copying appended lines: %w", err)
+	}
+	w.Kill()
+	atKill := input.Written()
+	if err := w.Restart(ctx, connectWorkerWait); err != nil {
+		return err
+	}
+	if err := waitPosition(ctx, w, source, in, int64(atKill+1000)*connectLineBytes, 2*time.Minute); err != nil {
+		return fmt.Errorf("after the worker's restart: %w", err)
+	}
+	lines, err := input.Stop()
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{source, sink} {
+		if _, err := waitConnectorRunning(ctx, w, name, "", connectTakeover); err != nil {
+			return fmt.Errorf("after the worker's restart: %w", err)
+		}
+	}
+	if err := waitCopied(ctx, w, source, in, out, lines, 3*time.Minute); err != nil {
+		return fmt.Errorf("copying all %d lines: %w", lines, err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	next, sinkRepeated, err := scanSinkFile(string(b))
+	if err != nil {
+		return err
+	}
+	if next != lines {
+		return fmt.Errorf("the sink file holds the first %d lines, want %d", next, lines)
+	}
+	if pos, err := w.FilePosition(ctx, source, in); err != nil || pos != int64(lines)*connectLineBytes {
+		return fmt.Errorf("GET /connectors/%s/offsets gives position %d (%v), want %d, the input's size", source, pos, err, int64(lines)*connectLineBytes)
+	}
+	got, err := consumeLines(ctx, e, data, 10*lines, "read_uncommitted")
+	if err != nil {
+		return err
+	}
+	next, topicRepeated, err := scanCopies(got, "the data topic")
+	if err != nil {
+		return err
+	}
+	if next != lines {
+		return fmt.Errorf("the data topic holds the first %d lines, want %d (%d records)", next, lines, len(got))
+	}
+	if err := w.Stop(); err != nil {
+		return fmt.Errorf("stopping the worker: %w", err)
+	}
+	e.Notef("%d lines; kill -9 of the worker at line %d, restarted: the topic holds %d lines again, the sink file %d", lines, atKill, topicRepeated, sinkRepeated)
+	return nil
 }
