@@ -59,6 +59,11 @@ const (
 	// source stopped for longer than the scenario runs.
 	connectRebalanceDelay = 5 * time.Second
 	connectInitialLines   = 5000
+	// connectSinkSessionTimeout is the sink consumers' session.timeout.ms:
+	// a killed worker's sink consumer stays in its group that long, and
+	// the task started in its place joins only then. The default, 45 s,
+	// would be most of a scenario's length.
+	connectSinkSessionTimeout = "10000"
 	// connectTransactionInterval is the source's transaction.boundary.interval.ms.
 	connectTransactionInterval = 3 * time.Second
 	// While the workers and the broker are killed the input grows at 500
@@ -313,6 +318,7 @@ func distributedWorkerProperties(bootstrap, base string, replicas int, listener 
 		{"listeners", "HTTP://" + listener},
 		{"exactly.once.source.support", "enabled"},
 		{"consumer.isolation.level", "read_committed"},
+		{"consumer.session.timeout.ms", connectSinkSessionTimeout},
 	}
 }
 
@@ -733,6 +739,7 @@ func connectStandalone(ctx context.Context, e *Env) error {
 			{"offset.storage.file.filename", filepath.Join(dir, "offsets.dat")},
 			{"offset.flush.interval.ms", "1000"},
 			{"listeners", "HTTP://" + host.Addr(FirstExtraPort)},
+			{"consumer.session.timeout.ms", connectSinkSessionTimeout},
 		}}
 	defer w.Stop()
 	if err := e.Tools.StartConnectWorker(ctx, w, connectWorkerWait); err != nil {
