@@ -41,6 +41,9 @@ const (
 	// LocalTieredStorage, the directory-backed RemoteStorageManager the
 	// tiered storage scenarios run the reference broker with.
 	SetTieredStorage = "tiered-storage-" + KafkaVersion
+	// SetConnect is Kafka Connect's runtime (the distributed and
+	// standalone workers) with the FileStream connectors and MirrorMaker 2.
+	SetConnect = "connect-" + KafkaVersion
 )
 
 // toolsLog4j is Kafka's tools log config (WARN to stderr) in the properties
