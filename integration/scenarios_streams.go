@@ -82,8 +82,89 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 	if err := proc.Stop(30 * time.Second); err != nil {
 		return fmt.Errorf("stopping WordCountDemo: %w", err)
 	}
+	if protocol == "streams" {
+		cleaned, err := resetAndDeleteStreamsGroup(ctx, e, app.AppID)
+		if err != nil {
+			return err
+		}
+		internal += "; " + cleaned
+	}
 	e.Notef("%d lines, %d words: every count exact; %s", lines, total, internal)
 	return nil
+}
+
+// resetAndDeleteStreamsGroup is what an operator does with a stopped
+// application's group: once its members have left (Empty), reset the
+// input offsets to the earliest with kafka-streams-groups --reset-offsets,
+// then --delete the group with its internal topics.
+func resetAndDeleteStreamsGroup(ctx context.Context, e *Env, group string) (string, error) {
+	err := until(ctx, 60*time.Second, time.Second, func() (bool, error) {
+		out, err := e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--state")
+		if err != nil {
+			return false, err
+		}
+		if !strings.Contains(out.Stdout, "Empty") {
+			return false, fmt.Errorf("the stopped app's group is not Empty: %q", out.Stdout)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	out, err := e.Kafka(ctx, mainStreamsGroups, "--reset-offsets", "--group", group, "--all-input-topics", "--to-earliest", "--execute")
+	if err != nil {
+		return "", err
+	}
+	// GROUP TOPIC PARTITION NEW-OFFSET, one row per input partition.
+	reset := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out.Stdout), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[0] == "GROUP" {
+			continue
+		}
+		if f[0] != group || f[1] != WordCountInputTopic || f[3] != "0" {
+			return "", fmt.Errorf("kafka-streams-groups --reset-offsets row %q: want %s %s <partition> 0", l, group, WordCountInputTopic)
+		}
+		reset[f[2]] = true
+	}
+	if len(reset) != 3 {
+		return "", fmt.Errorf("kafka-streams-groups --reset-offsets reset %d input partitions, want 3: %q", len(reset), out.Stdout)
+	}
+	out, err = e.Kafka(ctx, mainStreamsGroups, "--delete", "--group", group, "--delete-all-internal-topics")
+	if err != nil {
+		return "", err
+	}
+	for _, want := range []string{
+		fmt.Sprintf("Deletion of requested streams groups ('%s') was successful.", group),
+		fmt.Sprintf("Deletion of associated internal topics of the streams groups ('%s') was successful.", group),
+	} {
+		if !strings.Contains(out.Stdout, want) {
+			return "", fmt.Errorf("kafka-streams-groups --delete printed %q, want %q", out.Stdout, want)
+		}
+	}
+	out, err = e.Kafka(ctx, mainStreamsGroups, "--list")
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(strings.Fields(out.Stdout), group) {
+		return "", fmt.Errorf("kafka-streams-groups --list still lists the deleted group %s", group)
+	}
+	err = until(ctx, 30*time.Second, time.Second, func() (bool, error) {
+		topics, err := listTopics(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range topics {
+			if strings.HasPrefix(t, group+"-") {
+				return false, fmt.Errorf("internal topic %s left after kafka-streams-groups --delete --delete-all-internal-topics", t)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "kafka-streams-groups: input offsets reset to 0, group and internal topics deleted", nil
 }
 
 // mainStreamsGroups is kafka-streams-groups.sh.
