@@ -222,31 +222,38 @@ func appendTopicPartitions(b []byte, tps []topicPartitions) []byte {
 	return b
 }
 
-func readTopicPartitions(r *kbin.Reader) []topicPartitions {
+// readArray reads a compact array whose elements take at least minSize
+// bytes each: nil when empty or null; a length the remaining bytes cannot
+// hold poisons the reader instead of allocating it.
+func readArray[T any](r *kbin.Reader, minSize int, elem func(*kbin.Reader) T) []T {
 	n := r.CompactArrayLen()
 	if n <= 0 || !r.Ok() {
 		return nil
 	}
-	if int(n) > len(r.Src) {
+	if int(n)*minSize > len(r.Src) {
 		r.Span(len(r.Src) + 1) // poison the reader
 		return nil
 	}
-	out := make([]topicPartitions, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i].TopicID = r.Uuid()
-		np := r.CompactArrayLen()
-		if np > 0 && int(np)*4 <= len(r.Src) {
-			out[i].Partitions = make([]int32, np)
-			for j := range out[i].Partitions {
-				out[i].Partitions[j] = r.Int32()
-			}
-		} else if np > 0 {
-			r.Span(len(r.Src) + 1)
-			return nil
-		}
-		skipTags(r)
+		out[i] = elem(r)
+	}
+	if !r.Ok() {
+		return nil
 	}
 	return out
+}
+
+func readInt32s(r *kbin.Reader) []int32 {
+	return readArray(r, 4, func(r *kbin.Reader) int32 { return r.Int32() })
+}
+
+func readTopicPartitions(r *kbin.Reader) []topicPartitions {
+	return readArray(r, 1, func(r *kbin.Reader) topicPartitions {
+		tp := topicPartitions{TopicID: r.Uuid(), Partitions: readInt32s(r)}
+		skipTags(r)
+		return tp
+	})
 }
 
 func skipTags(r *kbin.Reader) {
@@ -265,19 +272,7 @@ func appendStrings(b []byte, ss []string) []byte {
 }
 
 func readStrings(r *kbin.Reader) []string {
-	n := r.CompactArrayLen()
-	if n <= 0 || !r.Ok() {
-		return nil
-	}
-	if int(n) > len(r.Src) {
-		r.Span(len(r.Src) + 1)
-		return nil
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = r.CompactString()
-	}
-	return out
+	return readArray(r, 1, func(r *kbin.Reader) string { return r.CompactString() })
 }
 
 func encodeGroupEpochValue(epoch int32) []byte {

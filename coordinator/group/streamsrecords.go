@@ -42,21 +42,11 @@ func appendKeyValues(b []byte, kvs []keyValue) []byte {
 }
 
 func readKeyValues(r *kbin.Reader) []keyValue {
-	n := r.CompactArrayLen()
-	if n <= 0 || !r.Ok() {
-		return nil
-	}
-	if int(n) > len(r.Src) {
-		r.Span(len(r.Src) + 1) // poison the reader
-		return nil
-	}
-	out := make([]keyValue, n)
-	for i := range out {
-		out[i].Key = r.CompactString()
-		out[i].Value = r.CompactString()
+	return readArray(r, 3, func(r *kbin.Reader) keyValue {
+		kv := keyValue{Key: r.CompactString(), Value: r.CompactString()}
 		skipTags(r)
-	}
-	return out
+		return kv
+	})
 }
 
 // taggedField is one tagged field of a value about to be written.
@@ -428,23 +418,11 @@ func appendTopicInfos(b []byte, ts []streamsTopicInfo) []byte {
 }
 
 func readTopicInfos(r *kbin.Reader) []streamsTopicInfo {
-	n := r.CompactArrayLen()
-	if n <= 0 || !r.Ok() {
-		return nil
-	}
-	if int(n) > len(r.Src) {
-		r.Span(len(r.Src) + 1)
-		return nil
-	}
-	out := make([]streamsTopicInfo, n)
-	for i := range out {
-		out[i].Name = r.CompactString()
-		out[i].Partitions = r.Int32()
-		out[i].ReplicationFactor = r.Int16()
-		out[i].Configs = readKeyValues(r)
+	return readArray(r, 9, func(r *kbin.Reader) streamsTopicInfo {
+		ti := streamsTopicInfo{Name: r.CompactString(), Partitions: r.Int32(), ReplicationFactor: r.Int16(), Configs: readKeyValues(r)}
 		skipTags(r)
-	}
-	return out
+		return ti
+	})
 }
 
 func appendInt16s(b []byte, xs []int16) []byte {
@@ -456,19 +434,7 @@ func appendInt16s(b []byte, xs []int16) []byte {
 }
 
 func readInt16s(r *kbin.Reader) []int16 {
-	n := r.CompactArrayLen()
-	if n <= 0 || !r.Ok() {
-		return nil
-	}
-	if int(n)*2 > len(r.Src) {
-		r.Span(len(r.Src) + 1)
-		return nil
-	}
-	out := make([]int16, n)
-	for i := range out {
-		out[i] = r.Int16()
-	}
-	return out
+	return readArray(r, 2, func(r *kbin.Reader) int16 { return r.Int16() })
 }
 
 func (v *streamsTopologyValue) encode() []byte {
