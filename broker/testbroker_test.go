@@ -95,6 +95,7 @@ func startTestNodeWithOptions(t testing.TB, overrides map[string]string, finaliz
 		"group.version":                 {0, 1},
 		"transaction.version":           {0, 2},
 		"share.version":                 {0, 1},
+		"streams.version":               {0, 1},
 	}
 	if err := controller.Format(fsys, dir, controller.FormatOptions{ClusterID: clusterID, NodeID: 1, DirectoryID: voters[0].DirectoryID, Voters: voters,
 		Features: finalized}); err != nil {
