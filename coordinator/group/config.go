@@ -312,6 +312,9 @@ func (c *Config) Validate() error {
 	case c.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("offset.metadata.max.bytes must not be negative, got %d", c.OffsetMetadataMaxBytes)
 	}
+	if err := c.validateStreams(); err != nil {
+		return err
+	}
 	for _, a := range c.ConsumerAssignors {
 		if normalizeAssignor(a) == "" {
 			return fmt.Errorf("group.consumer.assignors: unknown assignor %q (supported: uniform, range)", a)
@@ -355,4 +358,36 @@ func (c *Config) migrationUpgradeAllowed() bool {
 
 func (c *Config) offsetsRetention() time.Duration {
 	return time.Duration(c.OffsetsRetentionMinutes) * time.Minute
+}
+
+// validateStreams is Kafka's start-up check of the group.streams.* keys,
+// with its messages.
+func (c *Config) validateStreams() error {
+	const p = "group.streams."
+	type bounded struct {
+		name         string
+		v, lo, hi    int32
+		loKey, hiKey string
+	}
+	for _, b := range []bounded{
+		{p + "heartbeat.interval.ms", c.StreamsHeartbeatIntervalMs, c.StreamsMinHeartbeatIntervalMs, c.StreamsMaxHeartbeatIntervalMs, p + "min.heartbeat.interval.ms", p + "max.heartbeat.interval.ms"},
+		{p + "session.timeout.ms", c.StreamsSessionTimeoutMs, c.StreamsMinSessionTimeoutMs, c.StreamsMaxSessionTimeoutMs, p + "min.session.timeout.ms", p + "max.session.timeout.ms"},
+		{p + "assignment.interval.ms", c.StreamsAssignmentIntervalMsStatic, c.StreamsMinAssignmentIntervalMs, c.StreamsMaxAssignmentIntervalMs, p + "min.assignment.interval.ms", p + "max.assignment.interval.ms"},
+	} {
+		switch {
+		case b.hi < b.lo:
+			return fmt.Errorf("%s must be greater than or equal to %s", b.hiKey, b.loKey)
+		case b.v < b.lo:
+			return fmt.Errorf("%s must be greater than or equal to %s", b.name, b.loKey)
+		case b.v > b.hi:
+			return fmt.Errorf("%s must be less than or equal to %s", b.name, b.hiKey)
+		}
+	}
+	switch {
+	case c.StreamsHeartbeatIntervalMs >= c.StreamsSessionTimeoutMs:
+		return fmt.Errorf("%sheartbeat.interval.ms must be less than %ssession.timeout.ms", p, p)
+	case c.StreamsNumStandbyReplicas > c.StreamsMaxStandbyReplicas:
+		return fmt.Errorf("%snum.standby.replicas must be less than or equal to %smax.standby.replicas", p, p)
+	}
+	return nil
 }

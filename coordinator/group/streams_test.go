@@ -376,3 +376,26 @@ func FuzzDecodeStreamsRecords(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamsConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		tweak func(*Config)
+		want  string
+	}{
+		{func(c *Config) { c.StreamsSessionTimeoutMs = 30000 }, "group.streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms"},
+		{func(c *Config) { c.StreamsMaxHeartbeatIntervalMs = 1000 }, "group.streams.max.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms"},
+		{func(c *Config) { c.StreamsNumStandbyReplicas = 3 }, "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"},
+		{func(c *Config) {
+			c.StreamsMinSessionTimeoutMs, c.StreamsSessionTimeoutMs = 5000, 5000
+		}, "group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms"},
+	} {
+		cfg := DefaultConfig()
+		tc.tweak(&cfg)
+		if err := cfg.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	if cfg := DefaultConfig(); cfg.Validate() != nil {
+		t.Fatalf("the defaults are refused: %v", cfg.Validate())
+	}
+}
