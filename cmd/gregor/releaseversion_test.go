@@ -40,7 +40,7 @@ func TestStorageFormatReleaseVersion(t *testing.T) {
 		printed string
 		want    map[string]int16
 	}{
-		{nil, "metadata.version 4.3-IV0.", map[string]int16{"metadata.version": 30, "kraft.version": 1, "group.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1, "share.version": 1}},
+		{nil, "metadata.version 4.3-IV0.", map[string]int16{"metadata.version": 30, "kraft.version": 1, "group.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1, "share.version": 1, "streams.version": 1}},
 		{[]string{"-r", "4.2-IV0"}, "metadata.version 4.2-IV0.", map[string]int16{"metadata.version": 28, "kraft.version": 1, "group.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1, "share.version": 1}},
 		{[]string{"--release-version", "3.9"}, "metadata.version 3.9-IV0.", map[string]int16{"metadata.version": 21, "kraft.version": 1}},
 		{[]string{"-r", "4.0"}, "metadata.version 4.0-IV3.", map[string]int16{"metadata.version": 25, "kraft.version": 1, "group.version": 1, "transaction.version": 2}},
