@@ -39,6 +39,10 @@ import (
 // and nothing may be lost. The output and repartition topics must hold
 // records of aborted transactions, or the run did not test that: up to
 // three more outages with the app killed are tried for one.
+//
+// It runs with both group protocols: classic, and streams (KIP-1071),
+// where the coordinator holds the topology and the tasks across the
+// broker's kills; WORDCOUNT_KILL_PROTOCOL=classic|streams runs one.
 func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Kafka Streams for minutes")
@@ -48,6 +52,19 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 			t.Skipf("%s not found: Kafka Streams needs a JDK and Maven", tool)
 		}
 	}
+	protocols := []string{"classic", "streams"}
+	if p := os.Getenv("WORDCOUNT_KILL_PROTOCOL"); p != "" {
+		if !slices.Contains(protocols, p) {
+			t.Fatalf("WORDCOUNT_KILL_PROTOCOL=%s: want classic or streams", p)
+		}
+		protocols = []string{p}
+	}
+	for _, protocol := range protocols {
+		t.Run(protocol, func(t *testing.T) { wordCountAcrossKill9(t, protocol) })
+	}
+}
+
+func wordCountAcrossKill9(t *testing.T, protocol string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	root, err := integration.FindRepoRoot()
@@ -60,10 +77,13 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// With the streams protocol the broker's streams session timeout (45 s
+	// at least by default) decides when a killed instance's members leave,
+	// so the node is started with a shorter one.
 	var n broker
 	switch target := os.Getenv("WORDCOUNT_KILL_TARGET"); target {
 	case "", "gregor":
-		n = node.Start(t)
+		n = node.Start(t, "group.streams.min.session.timeout.ms=10000", "group.streams.session.timeout.ms=10000")
 	case "kafka":
 		n = startKafka(ctx, t, tools)
 	default:
@@ -97,7 +117,7 @@ func TestWordCountExactlyOnceAcrossKill9(t *testing.T) {
 	app := integration.WordCountApp{Bootstrap: n.Addr(), AppID: "wordcount-kill", Dir: filepath.Join(t.TempDir(), "app"),
 		// The killed instance's members leave the group by this timeout,
 		// not the default 45 s.
-		Extra: []string{"session.timeout.ms=10000"}}
+		Extra: []string{"session.timeout.ms=10000", "group.protocol=" + protocol}}
 	proc, err := tools.StartWordCount(ctx, app)
 	if err != nil {
 		t.Fatal(err)
