@@ -180,18 +180,38 @@ func (a *appEnv) finish(ctx context.Context, run appRun, inputs []string, want u
 }
 
 // describeGroup is a one-line account of the app's group from the tools
-// for its protocol, checked to have members members in processes
-// processes.
-func (a *appEnv) describeGroup(ctx context.Context, run appRun, members, processes int) (string, error) {
+// for its protocol, checked to have one member (one thread) per instance.
+// For a streams group the members' assignments must also be the tasks the
+// instances say they run (instances: each one's /tasks).
+func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTasks) (string, error) {
+	members := len(instances)
 	if run.protocol == "streams" {
-		summary, rows, err := checkStreamsGroupTool(ctx, a.e, a.appID, members, processes)
+		summary, rows, err := checkStreamsGroupTool(ctx, a.e, a.appID, members, members)
 		if err != nil {
 			return "", err
+		}
+		var want, got []string
+		for _, t := range instances {
+			want = append(want, fmt.Sprintf("active %v standby %v", t.Active, t.Standby))
 		}
 		var assigned []string
 		for _, r := range rows {
 			f := strings.Fields(r)
-			assigned = append(assigned, strings.Join(f[8:], " "))
+			text := strings.Join(f[8:], " ")
+			assigned = append(assigned, text)
+			tasks, err := parseStreamsAssignments(text)
+			if err != nil {
+				return "", err
+			}
+			got = append(got, fmt.Sprintf("active %v standby %v", tasks["ACTIVE"], tasks["STANDBY"]))
+			if !slices.Equal(tasks["ACTIVE"], tasks["TARGET-ACTIVE"]) || !slices.Equal(tasks["STANDBY"], tasks["TARGET-STANDBY"]) {
+				return "", fmt.Errorf("kafka-streams-groups shows a member whose tasks are not its target in a Stable group: %q", r)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			return "", fmt.Errorf("kafka-streams-groups --describe --members shows the assignments %v, the instances run %v", got, want)
 		}
 		return summary + " [" + strings.Join(assigned, " | ") + "]", nil
 	}
@@ -373,10 +393,10 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 	base := time.Now().Truncate(time.Second)
 	before := newSumsWorkload(input, partitions, 400, 1, base, nil)
 	after := newSumsWorkload(input, partitions, 1200, 2, base.Add(time.Second), &before)
-	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1"})
+	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1", "num.standby.replicas": "1"})
 	if run.protocol == "streams" {
-		// Under KIP-1071 the group's config decides the standbys, not the
-		// client's.
+		// Under KIP-1071 the group's config decides the standbys; the
+		// client's num.standby.replicas is ignored (with a warning).
 		out, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", a.appID, "--alter", "--add-config", "streams.num.standby.replicas=1")
 		if err != nil {
 			return fmt.Errorf("setting streams.num.standby.replicas on the group: %w", err)
@@ -385,7 +405,6 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 			return fmt.Errorf("kafka-configs --alter on group %s: %s", a.appID, out.Tail())
 		}
 	} else {
-		props["num.standby.replicas"] = "1"
 		props["session.timeout.ms"] = "10000"
 	}
 	if err := produceInput(ctx, a.cl, before.input); err != nil {
@@ -429,7 +448,7 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 	if err != nil {
 		return fmt.Errorf("before the kill: %w (last: %v)", err, problem)
 	}
-	groupBefore, err := a.describeGroup(ctx, run, 2, 2)
+	groupBefore, err := a.describeGroup(ctx, run, []iqTasks{tasksA, tasksB})
 	if err != nil {
 		return fmt.Errorf("before the kill: %w", err)
 	}
@@ -497,7 +516,7 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 	if restored >= changelog {
 		return fmt.Errorf("the survivor restored %d records taking over B's tasks %v, whose changelog partitions hold %d: its standbys did not spare it the restore", restored, tasksB.Active, changelog)
 	}
-	groupAfter, err := a.describeGroup(ctx, run, 1, 1)
+	groupAfter, err := a.describeGroup(ctx, run, []iqTasks{tasks})
 	if err != nil {
 		return fmt.Errorf("after the kill: %w", err)
 	}
@@ -657,4 +676,34 @@ func changelogRecords(ctx context.Context, cl *kgo.Client, topic string, tasks [
 		n += o.Offset
 	}
 	return n, nil
+}
+
+// parseStreamsAssignments reads kafka-streams-groups' ASSIGNMENTS column,
+// "ACTIVE: 0:[0,2]; STANDBY: 0:[1,3]; TARGET-ACTIVE: ...;", into sorted
+// task ids ("0_2") by kind; a kind without tasks is left out by the tool.
+func parseStreamsAssignments(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		kind, tasks, ok := strings.Cut(part, ":")
+		if !ok {
+			return nil, fmt.Errorf("assignment %q in %q", part, s)
+		}
+		for _, st := range strings.Fields(tasks) {
+			sub, parts, ok := strings.Cut(st, ":")
+			if !ok || !strings.HasPrefix(parts, "[") || !strings.HasSuffix(parts, "]") {
+				return nil, fmt.Errorf("tasks %q in %q", st, s)
+			}
+			for _, p := range strings.Split(strings.Trim(parts, "[]"), ",") {
+				if p != "" {
+					out[kind] = append(out[kind], sub+"_"+strings.TrimSpace(p))
+				}
+			}
+		}
+		slices.Sort(out[kind])
+	}
+	return out, nil
 }

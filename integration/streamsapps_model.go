@@ -115,7 +115,7 @@ type windowWorkload struct {
 
 func newWindowWorkload(topic string, partitions int32, base time.Time) windowWorkload {
 	const sensors = 12
-	w := windowWorkload{want: updates{}, window: 10 * time.Second, grace: 5 * time.Second}
+	w := windowWorkload{window: 10 * time.Second, grace: 5 * time.Second}
 	rng := newRand(33)
 	size, grace := w.window.Milliseconds(), w.grace.Milliseconds()
 	clock := make([]int64, partitions) // each partition's latest event time, in ms
@@ -147,27 +147,37 @@ func newWindowWorkload(topic string, partitions int32, base time.Time) windowWor
 			Value: str("0"), Time: time.UnixMilli(clock[p] + size + grace + 1000)})
 	}
 
-	// Stream time is the largest event time a partition's task has seen.
-	// A reading belongs to the window [start, start+size) that holds it
-	// and is dropped once that window's end plus grace is no later than
-	// stream time; suppression emits a window, once, when stream time
-	// reaches its end plus grace.
+	w.want, w.late = windowModel(w.input, size, grace)
+	return w
+}
+
+// windowModel is what the windowed aggregation with suppression makes of
+// input (sizes in ms): each closed window's count:sum keyed key@start, and
+// how many records were dropped as late.
+//
+// Stream time is the largest event time a partition's task has seen. A
+// reading belongs to the window [start, start+size) that holds it and is
+// dropped once that window's end plus grace is no later than stream time;
+// suppression emits a window, once, when stream time reaches its end plus
+// grace.
+func windowModel(input []inputRecord, size, grace int64) (updates, int) {
 	type win struct {
 		key   string
 		start int64
 	}
 	type agg struct{ n, sum int64 }
+	want, late := updates{}, 0
 	streamTime := map[int32]int64{}
 	aggs := map[win]*agg{}
 	partOf := map[win]int32{}
-	for _, r := range w.input {
+	for _, r := range input {
 		ts := r.Time.UnixMilli()
 		if st, ok := streamTime[r.Partition]; !ok || ts > st {
 			streamTime[r.Partition] = ts
 		}
 		start := ts - ts%size
 		if start+size+grace <= streamTime[r.Partition] {
-			w.late++
+			late++
 			continue
 		}
 		k := win{r.Key, start}
@@ -186,10 +196,10 @@ func newWindowWorkload(topic string, partitions int32, base time.Time) windowWor
 	}
 	for k, a := range aggs {
 		if k.start+size+grace <= streamTime[partOf[k]] {
-			w.want.add(fmt.Sprintf("%s@%d", k.key, k.start), str(fmt.Sprintf("%d:%d", a.n, a.sum)))
+			want.add(fmt.Sprintf("%s@%d", k.key, k.start), str(fmt.Sprintf("%d:%d", a.n, a.sum)))
 		}
 	}
-	return w
+	return want, late
 }
 
 // fkWorkload is the foreign-key join's input, in phases the scenario runs
