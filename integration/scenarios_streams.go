@@ -73,7 +73,7 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 		return err
 	}
 	if protocol == "streams" {
-		described, _, err := checkStreamsGroupTool(ctx, e, app.AppID, 2, 1)
+		described, _, err := checkStreamsGroupTool(ctx, e, e.Bootstrap(), app.AppID, 2, 1)
 		if err != nil {
 			return err
 		}
@@ -94,8 +94,8 @@ const mainStreamsGroups = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 // with members members of the streams protocol, at that epoch, in
 // processes processes (each KafkaStreams instance is one process, each of
 // its threads one member). It returns a summary and the members' rows.
-func checkStreamsGroupTool(ctx context.Context, e *Env, group string, members, processes int) (string, []string, error) {
-	out, err := e.Kafka(ctx, mainStreamsGroups, "--list")
+func checkStreamsGroupTool(ctx context.Context, e *Env, bootstrap, group string, members, processes int) (string, []string, error) {
+	out, err := e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--list")
 	if err != nil {
 		return "", nil, err
 	}
@@ -104,7 +104,7 @@ func checkStreamsGroupTool(ctx context.Context, e *Env, group string, members, p
 	}
 	var state []string
 	err = until(ctx, 60*time.Second, time.Second, func() (bool, error) {
-		out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--state", "--verbose")
+		out, err = e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--describe", "--group", group, "--state", "--verbose")
 		if err != nil {
 			return false, err
 		}
@@ -125,7 +125,7 @@ func checkStreamsGroupTool(ctx context.Context, e *Env, group string, members, p
 	if err != nil {
 		return "", nil, err
 	}
-	out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--members", "--verbose")
+	out, err = e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--describe", "--group", group, "--members", "--verbose")
 	if err != nil {
 		return "", nil, err
 	}

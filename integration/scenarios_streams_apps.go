@@ -97,7 +97,7 @@ func streamsAppScenarios() []Scenario {
 	for _, run := range []appRun{classicEOS, streamsEOS} {
 		detection := "session.timeout.ms=10000 in the app"
 		if run.protocol == "streams" {
-			detection = "the broker's streams.session.timeout.ms (45 s)"
+			detection = "the default streams.session.timeout.ms, 45 s"
 		}
 		out = append(out, Scenario{
 			Name: "streams/iq-standby-kill9-" + run.name(),
@@ -105,24 +105,33 @@ func streamsAppScenarios() []Scenario {
 				"both serve, each holds every key between its active and standby tasks; one is killed with SIGKILL while input flows; once the group drops it (" + detection + ") the survivor runs every task, " +
 				"restores little (its standbys were current), answers for every key, and every sum update is in the output exactly once; the group described before and after" + sameOnBothTargets,
 			Timeout: 8 * time.Minute,
-			Run:     func(ctx context.Context, e *Env) error { return streamsIQKill(ctx, e, run) },
+			Run:     func(ctx context.Context, e *Env) error { return streamsIQKill(ctx, e, run, false) },
 		})
 	}
+	out = append(out, Scenario{
+		Name: "streams/iq-standby-kill9-eos-v2-streams-protocol-short-session",
+		Doc: "the streams-protocol kill -9 drill on a node of its own started with group.streams.min.session.timeout.ms=5000 and group.streams.min.heartbeat.interval.ms=1000, the group given " +
+			strings.Join(shortSession, " and ") + " with kafka-configs: the survivor takes over within 30 s of the kill, and all else as in the drill" + sameOnBothTargets,
+		Timeout:  8 * time.Minute,
+		OwnNodes: true,
+		Run:      func(ctx context.Context, e *Env) error { return streamsIQKill(ctx, e, streamsEOS, true) },
+	})
 	return out
 }
 
 // appEnv is what every app scenario sets up: a client, the output's
 // reader and the app's instances, all closed or stopped when it ends.
 type appEnv struct {
-	e      *Env
-	cl     *kgo.Client
-	reader *outputReader
-	appID  string
-	apps   streamsApps
+	e         *Env
+	bootstrap string // the target's, or a node's the scenario started
+	cl        *kgo.Client
+	reader    *outputReader
+	appID     string
+	apps      streamsApps
 }
 
-func newAppEnv(ctx context.Context, e *Env, topics map[string]int32, output string) (*appEnv, error) {
-	cl, err := streamsClient(e)
+func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]int32, output string) (*appEnv, error) {
+	cl, err := streamsClient(bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -130,18 +139,18 @@ func newAppEnv(ctx context.Context, e *Env, topics map[string]int32, output stri
 	if err := createTopics(ctx, cl, topics); err != nil {
 		return nil, err
 	}
-	r, err := newOutputReader(e, output, topics[output])
+	r, err := newOutputReader(bootstrap, output, topics[output])
 	if err != nil {
 		return nil, err
 	}
 	e.cleanups = append(e.cleanups, r.Close)
-	return &appEnv{e: e, cl: cl, reader: r, appID: e.Name("app")}, nil
+	return &appEnv{e: e, bootstrap: bootstrap, cl: cl, reader: r, appID: e.Name("app")}, nil
 }
 
 // start starts an instance in e.Dir/name; it is stopped when the scenario
 // ends if the scenario has not stopped it.
 func (a *appEnv) start(ctx context.Context, name, topology string, props map[string]string) (StreamsApp, *Proc, error) {
-	app := StreamsApp{Topology: topology, Bootstrap: a.e.Bootstrap(), AppID: a.appID, Dir: filepath.Join(a.e.Dir, name), Props: props}
+	app := StreamsApp{Topology: topology, Bootstrap: a.bootstrap, AppID: a.appID, Dir: filepath.Join(a.e.Dir, name), Props: props}
 	proc, err := a.e.Tools.StartStreamsApp(ctx, app)
 	if err != nil {
 		return app, nil, err
@@ -186,7 +195,7 @@ func (a *appEnv) finish(ctx context.Context, run appRun, inputs []string, want u
 func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTasks) (string, error) {
 	members := len(instances)
 	if run.protocol == "streams" {
-		summary, rows, err := checkStreamsGroupTool(ctx, a.e, a.appID, members, members)
+		summary, rows, err := checkStreamsGroupTool(ctx, a.e, a.bootstrap, a.appID, members, members)
 		if err != nil {
 			return "", err
 		}
@@ -217,7 +226,7 @@ func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTa
 	}
 	var rows []string
 	err := until(ctx, 60*time.Second, time.Second, func() (bool, error) {
-		out, err := a.e.Kafka(ctx, mainGroups, "--describe", "--group", a.appID, "--members")
+		out, err := a.e.KafkaOn(ctx, a.bootstrap, "", mainGroups, "--describe", "--group", a.appID, "--members")
 		if err != nil {
 			return false, err
 		}
@@ -240,7 +249,7 @@ func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTa
 
 func streamsTableJoin(ctx context.Context, e *Env, run appRun) error {
 	customers, orders, output := e.Name("customers"), e.Name("orders"), e.Name("enriched")
-	a, err := newAppEnv(ctx, e, map[string]int32{customers: 3, orders: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{customers: 3, orders: 3, output: 3}, output)
 	if err != nil {
 		return err
 	}
@@ -288,7 +297,7 @@ func countTopic(recs []inputRecord, topic string) int {
 
 func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 	input, output := e.Name("readings"), e.Name("windows")
-	a, err := newAppEnv(ctx, e, map[string]int32{input: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: 3, output: 3}, output)
 	if err != nil {
 		return err
 	}
@@ -317,7 +326,7 @@ func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 
 func streamsFKJoin(ctx context.Context, e *Env, run appRun) error {
 	orders, products, output := e.Name("orders"), e.Name("products"), e.Name("order-products")
-	a, err := newAppEnv(ctx, e, map[string]int32{orders: 2, products: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{orders: 2, products: 3, output: 3}, output)
 	if err != nil {
 		return err
 	}
@@ -381,12 +390,32 @@ func streamsFKJoin(ctx context.Context, e *Env, run appRun) error {
 	return nil
 }
 
+// shortSession is the streams group config of the drill on a node of its
+// own: B is dropped 8 s after its last heartbeat, not 45 s.
+var shortSession = []string{"streams.session.timeout.ms=8000", "streams.heartbeat.interval.ms=2000"}
+
 // streamsIQKill is the kill -9 drill: two instances of the sums app with a
-// standby each, one killed while input flows.
-func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
+// standby each, one killed while input flows. With ownNode (streams
+// protocol only) it runs on a node it starts whose lower bounds let the
+// group's config shorten the session (shortSession), and B must be
+// replaced well before the default session timeout would drop it.
+func streamsIQKill(ctx context.Context, e *Env, run appRun, ownNode bool) error {
 	const partitions = 4
 	input, output := e.Name("deltas"), e.Name("sums")
-	a, err := newAppEnv(ctx, e, map[string]int32{input: partitions, output: partitions}, output)
+	bootstrap := e.Bootstrap()
+	groupConfigs := []string{"streams.num.standby.replicas=1"}
+	if ownNode {
+		n, err := e.StartNode(ctx, NodeSpec{Properties: map[string]string{
+			"group.streams.min.session.timeout.ms":    "5000",
+			"group.streams.min.heartbeat.interval.ms": "1000",
+		}})
+		if err != nil {
+			return err
+		}
+		bootstrap = n.Bootstrap()
+		groupConfigs = append(groupConfigs, shortSession...)
+	}
+	a, err := newAppEnv(ctx, e, bootstrap, map[string]int32{input: partitions, output: partitions}, output)
 	if err != nil {
 		return err
 	}
@@ -397,9 +426,9 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 	if run.protocol == "streams" {
 		// Under KIP-1071 the group's config decides the standbys; the
 		// client's num.standby.replicas is ignored (with a warning).
-		out, err := e.Kafka(ctx, mainConfigs, "--entity-type", "groups", "--entity-name", a.appID, "--alter", "--add-config", "streams.num.standby.replicas=1")
+		out, err := e.KafkaOn(ctx, bootstrap, "", mainConfigs, "--entity-type", "groups", "--entity-name", a.appID, "--alter", "--add-config", strings.Join(groupConfigs, ","))
 		if err != nil {
-			return fmt.Errorf("setting streams.num.standby.replicas on the group: %w", err)
+			return fmt.Errorf("setting %v on the group: %w", groupConfigs, err)
 		}
 		if !strings.Contains(out.Stdout, "Completed updating config") {
 			return fmt.Errorf("kafka-configs --alter on group %s: %s", a.appID, out.Tail())
@@ -488,6 +517,12 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun) error {
 		return fmt.Errorf("after B's kill the survivor does not run all tasks %v: %w (it says %q)", allTasks, err, tasks.raw)
 	}
 	takeover := time.Since(killed)
+	// Dropped by the group's 8 s session, with room for the survivor's
+	// next heartbeats and its restore; the broker's default 45 s session
+	// would take longer than this.
+	if ownNode && takeover > 30*time.Second {
+		return fmt.Errorf("the survivor ran all tasks %s after the kill, with the group's %v: the session timeout of the group config was not applied", takeover.Round(time.Second), shortSession)
+	}
 	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 2*time.Minute); err != nil {
 		return err
 	}

@@ -132,8 +132,8 @@ func str(s string) *string { return &s }
 // streamsClient is a franz-go client to the target that writes each record
 // to the partition the scenario chose (the models must know which keys
 // share a task).
-func streamsClient(e *Env) (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...),
+func streamsClient(bootstrap string) (*kgo.Client, error) {
+	return kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
 }
 
@@ -187,20 +187,21 @@ const endMarkerKey = "\x00end-of-output"
 // keeping what it read across calls.
 type outputReader struct {
 	cl         *kgo.Client
+	bootstrap  string
 	topic      string
 	partitions int32
 	got        []outputRecord
 	markers    map[string]map[int32]bool // marker value -> partitions it was read from
 }
 
-func newOutputReader(e *Env, topic string, partitions int32) (*outputReader, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...),
+func newOutputReader(bootstrap, topic string, partitions int32) (*outputReader, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
-	return &outputReader{cl: cl, topic: topic, partitions: partitions, markers: map[string]map[int32]bool{}}, nil
+	return &outputReader{cl: cl, bootstrap: bootstrap, topic: topic, partitions: partitions, markers: map[string]map[int32]bool{}}, nil
 }
 
 func (r *outputReader) Close() { r.cl.Close() }
@@ -264,7 +265,7 @@ func (r *outputReader) waitCount(ctx context.Context, apps streamsApps, want upd
 // is in: the records read then are everything committed before.
 func (r *outputReader) finish(ctx context.Context, e *Env, apps streamsApps, wait time.Duration) ([]outputRecord, error) {
 	marker := e.Name("end")
-	cl, err := streamsClient(e)
+	cl, err := streamsClient(r.bootstrap)
 	if err != nil {
 		return nil, err
 	}
