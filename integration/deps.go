@@ -242,12 +242,26 @@ func (t *Tools) javaCmdLogging(ctx context.Context, set, extra, logCfg, mainClas
 // Maven set's jars (so that one source checks several client releases) and
 // returns the classes directory. The sources are the cache stamp.
 func (t *Tools) JavaClients(ctx context.Context, set string) (string, error) {
+	return t.JavaPrograms(ctx, set, "java")
+}
+
+// JavaPrograms compiles the programs in integration/clients/<dir> against a
+// Maven set's jars and returns the classes directory. Each directory holds
+// sources that need one kind of set: "java" the clients' API alone (built
+// against several releases), "java-streams" Kafka Streams (SetStreams).
+func (t *Tools) JavaPrograms(ctx context.Context, set, dir string) (string, error) {
 	libs, err := t.MavenLibs(ctx, set)
 	if err != nil {
 		return "", err
 	}
-	return t.once("java clients "+set, func() (string, error) {
-		srcDir := filepath.Join(t.Root, "integration", "clients", "java")
+	// The "java" directory keeps the cache path it always had, so that a
+	// warm cache stays warm.
+	cacheName := set
+	if dir != "java" {
+		cacheName = set + "-" + dir
+	}
+	return t.once("java clients "+cacheName, func() (string, error) {
+		srcDir := filepath.Join(t.Root, "integration", "clients", dir)
 		srcs, err := filepath.Glob(filepath.Join(srcDir, "*.java"))
 		if err != nil || len(srcs) == 0 {
 			return "", fmt.Errorf("no Java sources in %s (%v)", srcDir, err)
@@ -261,9 +275,9 @@ func (t *Tools) JavaClients(ctx context.Context, set string) (string, error) {
 			}
 			fmt.Fprintf(&stampBody, "%s\n%s\n", filepath.Base(s), b)
 		}
-		dir := filepath.Join(t.Cache, "java", set)
-		classes := filepath.Join(dir, "classes")
-		stamp := filepath.Join(dir, ".sources")
+		out := filepath.Join(t.Cache, "java", cacheName)
+		classes := filepath.Join(out, "classes")
+		stamp := filepath.Join(out, ".sources")
 		if b, err := os.ReadFile(stamp); err == nil && string(b) == stampBody.String() {
 			return classes, nil
 		}

@@ -73,7 +73,7 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 		return err
 	}
 	if protocol == "streams" {
-		described, err := checkStreamsGroupTool(ctx, e, app.AppID)
+		described, _, err := checkStreamsGroupTool(ctx, e, e.Bootstrap(), app.AppID, 2, 1)
 		if err != nil {
 			return err
 		}
@@ -172,19 +172,20 @@ const mainStreamsGroups = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 
 // checkStreamsGroupTool checks what kafka-streams-groups.sh says of the
 // running app's group: listed; Stable at one group and assignment epoch
-// with two members (the app's two threads) of the streams protocol, at
-// that epoch, in one process.
-func checkStreamsGroupTool(ctx context.Context, e *Env, group string) (string, error) {
-	out, err := e.Kafka(ctx, mainStreamsGroups, "--list")
+// with members members of the streams protocol, at that epoch, in
+// processes processes (each KafkaStreams instance is one process, each of
+// its threads one member). It returns a summary and the members' rows.
+func checkStreamsGroupTool(ctx context.Context, e *Env, bootstrap, group string, members, processes int) (string, []string, error) {
+	out, err := e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--list")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !slices.Contains(strings.Fields(out.Stdout), group) {
-		return "", fmt.Errorf("kafka-streams-groups --list does not list %s: %s", group, out.Tail())
+		return "", nil, fmt.Errorf("kafka-streams-groups --list does not list %s: %s", group, out.Tail())
 	}
 	var state []string
 	err = until(ctx, 60*time.Second, time.Second, func() (bool, error) {
-		out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--state", "--verbose")
+		out, err = e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--describe", "--group", group, "--state", "--verbose")
 		if err != nil {
 			return false, err
 		}
@@ -197,36 +198,36 @@ func checkStreamsGroupTool(ctx context.Context, e *Env, group string) (string, e
 		if len(state) != 7 {
 			return false, fmt.Errorf("kafka-streams-groups --describe --state row %q", lines[1])
 		}
-		if state[3] != "Stable" || state[4] != state[5] || state[6] != "2" {
-			return false, fmt.Errorf("group %s is %s at epoch %s, assignment epoch %s, with %s members; want Stable, equal epochs, 2 members", group, state[3], state[4], state[5], state[6])
+		if state[3] != "Stable" || state[4] != state[5] || state[6] != strconv.Itoa(members) {
+			return false, fmt.Errorf("group %s is %s at epoch %s, assignment epoch %s, with %s members; want Stable, equal epochs, %d members", group, state[3], state[4], state[5], state[6], members)
 		}
 		return true, nil
 	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	out, err = e.Kafka(ctx, mainStreamsGroups, "--describe", "--group", group, "--members", "--verbose")
+	out, err = e.KafkaOn(ctx, bootstrap, "", mainStreamsGroups, "--describe", "--group", group, "--members", "--verbose")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	lines := strings.Split(strings.TrimSpace(out.Stdout), "\n")
 	header := strings.Fields(lines[0])
 	want := []string{"GROUP", "TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH", "MEMBER", "MEMBER-PROTOCOL", "MEMBER-EPOCH", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"}
-	if !slices.Equal(header, want) || len(lines) != 3 {
-		return "", fmt.Errorf("kafka-streams-groups --describe --members --verbose printed %q, want the columns %v and two members", out.Stdout, want)
+	if !slices.Equal(header, want) || len(lines) != members+1 {
+		return "", nil, fmt.Errorf("kafka-streams-groups --describe --members --verbose printed %q, want the columns %v and %d members", out.Stdout, want, members)
 	}
-	processes := map[string]bool{}
+	seen := map[string]bool{}
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
 		if len(f) < 9 || f[4] != "streams" || f[1] != state[5] || f[5] != state[5] {
-			return "", fmt.Errorf("member row %q: want the streams protocol at the target assignment epoch %s", l, state[5])
+			return "", nil, fmt.Errorf("member row %q: want the streams protocol at the target assignment epoch %s", l, state[5])
 		}
-		processes[f[6]] = true
+		seen[f[6]] = true
 	}
-	if len(processes) != 1 {
-		return "", fmt.Errorf("the two threads' members name %d processes, want 1: %q", len(processes), out.Stdout)
+	if len(seen) != processes {
+		return "", nil, fmt.Errorf("the %d members name %d processes, want %d: %q", members, len(seen), processes, out.Stdout)
 	}
-	return fmt.Sprintf("kafka-streams-groups: Stable at epoch %s, 2 streams members", state[4]), nil
+	return fmt.Sprintf("kafka-streams-groups: Stable at epoch %s, %d streams members", state[4], members), lines[1:], nil
 }
 
 // recreateTopic deletes topic if a former run left it and creates it

@@ -126,6 +126,11 @@ func run() int {
 			if r.Reason != "" {
 				line += "  " + r.Reason
 			}
+			// The note is the scenario's own account of what it saw,
+			// which a run of a few scenarios (-run) has no report for.
+			if r.Note != "" {
+				line += "\n     " + r.Note
+			}
 			fmt.Println(line)
 		}}
 	results := runner.Run(ctx, scenarios)
