@@ -126,6 +126,12 @@ func run() int {
 			if r.Reason != "" {
 				line += "  " + r.Reason
 			}
+			if r.Note != "" {
+				// The numbers a scenario measured (MirrorMaker 2's
+				// duplicates, a suite's counts), which -run otherwise
+				// shows nowhere.
+				line += "  [" + r.Note + "]"
+			}
 			fmt.Println(line)
 		}}
 	results := runner.Run(ctx, scenarios)
