@@ -9,7 +9,8 @@ package integration
 // cluster (sync.group.offsets.enabled); the group then fails over there
 // and must find every record it had not read, re-reading only what the
 // translation MirrorMaker 2 recorded lets it re-read. The drill runs
-// both ways in one MirrorMaker 2: target → peer and peer → target.
+// both ways in one MirrorMaker 2: the group fails over from the target
+// to the peer, then back.
 
 import (
 	"context"
@@ -34,9 +35,10 @@ const mainMirrorMaker = "org.apache.kafka.connect.mirror.MirrorMaker"
 func mirrorScenarios() []Scenario {
 	return []Scenario{{
 		Name: "mirror/dr-drill",
-		Doc: "MirrorMaker " + KafkaVersion + " (connect-mirror-maker.sh, DefaultReplicationPolicy, sync.group.offsets.enabled=true) between the target and a single node of the other flavor, both ways at once: " +
-			"a 2-partition topic with retention.ms and max.message.bytes set is copied as <alias>.<topic> with its records and those configs; a group reads part of it and commits; " +
-			"its checkpoint and translated offsets reach the other cluster; failed over, the group reads every record it had not read (no gap), re-reading only back to an offset sync MirrorMaker 2 recorded; duplicates per direction in the note",
+		Doc: "MirrorMaker " + KafkaVersion + " (connect-mirror-maker.sh, DefaultReplicationPolicy, sync.group.offsets.enabled=true) between the target (A) and a single node of the other flavor (B), both flows in one MirrorMaker 2: " +
+			"a 2-partition topic with retention.ms and max.message.bytes set is copied as <alias>.<topic> with every record and those configs; a group reads part of it on A and commits; " +
+			"its checkpoint and translated offsets reach B; failed over, the group reads every record it had not read (no gap), re-reading only back to an offset sync MirrorMaker 2 recorded; " +
+			"then the same drill from B's own topic back to A (fail back); offsets and re-read counts per direction in the note",
 		Timeout: 10 * time.Minute,
 		Run:     func(ctx context.Context, e *Env) error { return mirrorDrill(ctx, e, false) },
 	}, {
@@ -87,7 +89,7 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 	a := mirrorSide{alias: "A", flavor: own, bootstrap: e.Bootstrap()}
 	b := mirrorSide{alias: "B", flavor: peerFlavor, bootstrap: peer.Bootstrap()}
 	forth := mirrorFlow{src: a, dst: b, topic: e.Name("drill-a"), group: e.Name("drill-a-group")}
-	back := mirrorFlow{src: b, dst: a, topic: e.Name("drill-b"), group: e.Name("drill-b-group")}
+	back := mirrorFlow{src: b, dst: a, topic: e.Name("drill-b"), group: forth.group}
 	for _, f := range []*mirrorFlow{&forth, &back} {
 		if err := f.createAndProduce(ctx, 0, mirrorRecords/2); err != nil {
 			return err
@@ -102,12 +104,18 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 		if err := f.produce(ctx, mirrorRecords/2, mirrorRecords); err != nil {
 			return err
 		}
+	}
+	// One application, one group: it fails over to B, runs there (on
+	// B's own topic, as its producers would write after a failover) and
+	// fails back to A. Its position on A.<topic> at B does not come back:
+	// MirrorMaker 2 translates only offsets of topics it copies (B→A
+	// never copies A.<topic>, a cycle), so the way back is B's own
+	// topic, copied to A as B.<topic>.
+	var notes []string
+	for _, f := range []*mirrorFlow{&forth, &back} {
 		if err := f.consumeAndCommit(ctx); err != nil {
 			return err
 		}
-	}
-	var notes []string
-	for _, f := range []*mirrorFlow{&forth, &back} {
 		if err := f.drill(ctx, mm); err != nil {
 			return fmt.Errorf("%s→%s (%s→%s): %w", f.src.alias, f.dst.alias, f.src.flavor, f.dst.flavor, err)
 		}
@@ -127,10 +135,9 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back 
 		{b.alias + ".bootstrap.servers", b.bootstrap},
 		{a.alias + "->" + b.alias + ".enabled", "true"},
 		{a.alias + "->" + b.alias + ".topics", forth.topic},
-		{a.alias + "->" + b.alias + ".groups", forth.group},
+		{"groups", forth.group},
 		{b.alias + "->" + a.alias + ".enabled", "true"},
 		{b.alias + "->" + a.alias + ".topics", back.topic},
-		{b.alias + "->" + a.alias + ".groups", back.group},
 		// The peer is a single node: every topic MirrorMaker 2 creates,
 		// its own and the copies, has one replica.
 		{"replication.factor", "1"},
@@ -186,6 +193,7 @@ type mirrorFlow struct {
 	translated [mirrorPartitions]int64 // its checkpoint's offsets on dst
 	resumed    [mirrorPartitions]int64 // the first record read on dst
 	syncBelow  [mirrorPartitions]int64 // the offset sync the translation used
+	newest     [mirrorPartitions]int64 // the newest offset sync's upstream offset
 }
 
 func (f *mirrorFlow) remote() string { return f.src.alias + "." + f.topic }
@@ -429,7 +437,11 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 			if err != nil {
 				return fmt.Errorf("%s at %d: %w", syncsTopic, r.Offset, err)
 			}
-			if s.topic != f.topic || s.partition != p || s.upstream > f.committed[p] {
+			if s.topic != f.topic || s.partition != p {
+				continue
+			}
+			f.newest[p] = max(f.newest[p], s.upstream)
+			if s.upstream > f.committed[p] {
 				continue
 			}
 			want := s.downstream
@@ -502,8 +514,8 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 func (f *mirrorFlow) note() string {
 	var dups []string
 	for p := range f.committed {
-		dups = append(dups, fmt.Sprintf("p%d committed %d, translated %d (sync at %d), re-read %d",
-			p, f.committed[p], f.translated[p], f.syncBelow[p], f.committed[p]-f.resumed[p]))
+		dups = append(dups, fmt.Sprintf("p%d committed %d, translated %d (sync at %d, newest %d), re-read %d",
+			p, f.committed[p], f.translated[p], f.syncBelow[p], f.newest[p], f.committed[p]-f.resumed[p]))
 	}
 	return fmt.Sprintf("%s→%s (%s→%s): no gap; %s", f.src.alias, f.dst.alias, f.src.flavor, f.dst.flavor, strings.Join(dups, ", "))
 }
