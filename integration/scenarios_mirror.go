@@ -35,7 +35,7 @@ const mainMirrorMaker = "org.apache.kafka.connect.mirror.MirrorMaker"
 func mirrorScenarios() []Scenario {
 	return []Scenario{{
 		Name: "mirror/dr-drill",
-		Doc: "MirrorMaker " + KafkaVersion + " (connect-mirror-maker.sh, DefaultReplicationPolicy, sync.group.offsets.enabled=true) between the target (A) and a single node of the other flavor (B), both flows in one MirrorMaker 2: " +
+		Doc: "MirrorMaker " + KafkaVersion + " (connect-mirror-maker.sh, DefaultReplicationPolicy, sync.group.offsets.enabled=true) between the target (A) and a node of the other flavor (B; beside a cluster target, a 3-node cluster, topics on 3 replicas), both flows in one MirrorMaker 2: " +
 			"a 2-partition topic with retention.ms and max.message.bytes set is copied as <alias>.<topic> with every record and those configs; a group reads part of it on A and commits; " +
 			"its checkpoint and translated offsets reach B; failed over, the group reads every record it had not read (no gap), re-reading only back to an offset sync MirrorMaker 2 recorded; " +
 			"then the same drill from B's own topic back to A (fail back); offsets and re-read counts per direction in the note",
@@ -71,6 +71,7 @@ type mirrorSide struct {
 	alias     string
 	flavor    string
 	bootstrap string
+	replicas  int // of every topic created on it
 }
 
 func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
@@ -82,12 +83,27 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 	if sameFlavor {
 		peerFlavor = own
 	}
-	peer, err := e.StartNodeOf(ctx, peerFlavor, NodeSpec{})
-	if err != nil {
-		return fmt.Errorf("starting the %s peer: %w", peerFlavor, err)
+	// The peer has the target's shape: a single node, or beside a
+	// cluster target a three-node cluster (combined nodes, the cluster
+	// targets' layout), with every topic on three replicas.
+	var peerBootstrap string
+	replicas := 1
+	if e.Target.Topology().Cluster() {
+		c, err := StartCluster(ctx, e.Tools, peerFlavor, Combined3, filepath.Join(e.Dir, "peer"), 0)
+		if err != nil {
+			return fmt.Errorf("starting the %s peer cluster: %w", peerFlavor, err)
+		}
+		e.cleanups = append(e.cleanups, func() { _ = c.Stop() })
+		peerBootstrap, replicas = c.Bootstrap(), 3
+	} else {
+		n, err := e.StartNodeOf(ctx, peerFlavor, NodeSpec{})
+		if err != nil {
+			return fmt.Errorf("starting the %s peer: %w", peerFlavor, err)
+		}
+		peerBootstrap = n.Bootstrap()
 	}
-	a := mirrorSide{alias: "A", flavor: own, bootstrap: e.Bootstrap()}
-	b := mirrorSide{alias: "B", flavor: peerFlavor, bootstrap: peer.Bootstrap()}
+	a := mirrorSide{alias: "A", flavor: own, bootstrap: e.Bootstrap(), replicas: replicas}
+	b := mirrorSide{alias: "B", flavor: peerFlavor, bootstrap: peerBootstrap, replicas: replicas}
 	forth := mirrorFlow{src: a, dst: b, topic: e.Name("drill-a"), group: e.Name("drill-a-group")}
 	back := mirrorFlow{src: b, dst: a, topic: e.Name("drill-b"), group: forth.group}
 	for _, f := range []*mirrorFlow{&forth, &back} {
@@ -129,6 +145,7 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 // flows enabled and every interval that the drill waits on cut to a
 // second or two.
 func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back mirrorFlow) (*Proc, error) {
+	rf := strconv.Itoa(a.replicas)
 	props := [][2]string{
 		{"clusters", a.alias + "," + b.alias},
 		{a.alias + ".bootstrap.servers", a.bootstrap},
@@ -138,15 +155,15 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back 
 		{"groups", forth.group},
 		{b.alias + "->" + a.alias + ".enabled", "true"},
 		{b.alias + "->" + a.alias + ".topics", back.topic},
-		// The peer is a single node: every topic MirrorMaker 2 creates,
-		// its own and the copies, has one replica.
-		{"replication.factor", "1"},
-		{"offset-syncs.topic.replication.factor", "1"},
-		{"checkpoints.topic.replication.factor", "1"},
-		{"heartbeats.topic.replication.factor", "1"},
-		{"config.storage.replication.factor", "1"},
-		{"offset.storage.replication.factor", "1"},
-		{"status.storage.replication.factor", "1"},
+		// Every topic MirrorMaker 2 creates, its own and the copies, has
+		// as many replicas as the clusters have brokers (1 or 3).
+		{"replication.factor", rf},
+		{"offset-syncs.topic.replication.factor", rf},
+		{"checkpoints.topic.replication.factor", rf},
+		{"heartbeats.topic.replication.factor", rf},
+		{"config.storage.replication.factor", rf},
+		{"offset.storage.replication.factor", rf},
+		{"status.storage.replication.factor", rf},
 		{"sync.group.offsets.enabled", "true"},
 		{"sync.group.offsets.interval.seconds", "1"},
 		{"emit.checkpoints.interval.seconds", "1"},
@@ -205,7 +222,7 @@ func (f *mirrorFlow) createAndProduce(ctx context.Context, from, to int) error {
 	}
 	defer cl.Close()
 	retention, maxBytes := "7777777", "2000000"
-	res, err := kadm.NewClient(cl).CreateTopic(ctx, mirrorPartitions, 1,
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, mirrorPartitions, int16(f.src.replicas),
 		map[string]*string{"retention.ms": &retention, "max.message.bytes": &maxBytes}, f.topic)
 	if err == nil {
 		err = res.Err
