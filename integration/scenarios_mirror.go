@@ -172,6 +172,9 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back 
 		{"refresh.groups.interval.seconds", "2"},
 		{"refresh.topics.interval.seconds", "2"},
 		{"sync.topic.configs.interval.seconds", "2"},
+		// A sync not due yet is sent at the next offset flush (60 s by
+		// default); the drill waits for the last record's.
+		{"offset.flush.interval.ms", "1000"},
 		// ACL sync needs an authorizer on both clusters; the shared
 		// target runs without one.
 		{"sync.topic.acls.enabled", "false"},
@@ -391,6 +394,54 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 		return err
 	}
 
+	// The offset syncs of this flow are on src
+	// (offset-syncs.topic.location=source). One task's producer writes
+	// a partition's syncs in order, so once the last record's sync is
+	// there no sync at or below a committed offset is still to come.
+	syncsTopic := "mm2-offset-syncs." + f.dst.alias + ".internal"
+	var syncs [mirrorPartitions][]mirrorOffsetSync
+	err = until(ctx, mirrorWait, time.Second, func() (bool, error) {
+		if err := alive(); err != nil {
+			return false, err
+		}
+		recs, err := readTopic(ctx, f.src.bootstrap, syncsTopic)
+		if err != nil {
+			return false, err
+		}
+		syncs = [mirrorPartitions][]mirrorOffsetSync{}
+		for _, r := range recs[0] {
+			s, err := parseOffsetSync(r.Key, r.Value)
+			if err != nil {
+				return false, fmt.Errorf("%s at %d: %w", syncsTopic, r.Offset, err)
+			}
+			if s.topic == f.topic && s.partition >= 0 && s.partition < mirrorPartitions {
+				syncs[s.partition] = append(syncs[s.partition], s)
+			}
+		}
+		for p, ss := range syncs {
+			if !slices.ContainsFunc(ss, func(s mirrorOffsetSync) bool { return s.upstream == mirrorRecords-1 }) {
+				return false, fmt.Errorf("no offset sync of %s-%d's last record yet in %s", f.topic, p, syncsTopic)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	// MirrorMaker 2 translates a committed offset only from a sync at or
+	// below it; with none (its task can drop syncs: a restart, or more
+	// in flight than it allows) it emits no checkpoint for the partition
+	// and commits nothing there, and the group resumes by its
+	// auto.offset.reset.
+	var translatable [mirrorPartitions]bool
+	for p, ss := range syncs {
+		f.newest[p], f.syncBelow[p] = -1, -1
+		for _, s := range ss {
+			f.newest[p] = max(f.newest[p], s.upstream)
+			translatable[p] = translatable[p] || s.upstream <= f.committed[p]
+		}
+	}
+
 	// The checkpoint for exactly the committed offsets, then the same
 	// offsets committed on dst for the group.
 	checkpoints := f.src.alias + ".checkpoints.internal"
@@ -402,24 +453,40 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 		if err != nil {
 			return false, err
 		}
-		found := 0
+		missing := false
+		var last [mirrorPartitions]string
+		for p := range f.translated {
+			f.translated[p] = -1
+		}
 		for _, r := range recs[0] {
 			cp, err := parseCheckpoint(r.Key, r.Value)
 			if err != nil {
 				return false, fmt.Errorf("%s at %d: %w", checkpoints, r.Offset, err)
 			}
-			if cp.group == f.group && cp.topic == remote && cp.partition < mirrorPartitions && cp.upstream == f.committed[cp.partition] {
+			if cp.group != f.group || cp.topic != remote || cp.partition < 0 || cp.partition >= mirrorPartitions {
+				continue
+			}
+			last[cp.partition] = fmt.Sprintf("%d→%d", cp.upstream, cp.downstream)
+			if cp.upstream == f.committed[cp.partition] {
 				f.translated[cp.partition] = cp.downstream
-				found |= 1 << cp.partition
 			}
 		}
-		if found != 1<<mirrorPartitions-1 {
-			return false, fmt.Errorf("no checkpoint of group %s on %s at %v yet in %s", f.group, remote, f.committed, checkpoints)
+		for p := range f.translated {
+			if translatable[p] && f.translated[p] < 0 {
+				missing = true
+			}
+			if !translatable[p] && f.translated[p] >= 0 {
+				return false, fmt.Errorf("%s-%d: a checkpoint translates %d to %d, though no offset sync is at or below %d", remote, p, f.committed[p], f.translated[p], f.committed[p])
+			}
+		}
+		if missing {
+			return false, fmt.Errorf("no checkpoint of group %s on %s at %v yet in %s (%d records; the group's last per partition: %q)",
+				f.group, remote, f.committed, checkpoints, len(recs[0]), last)
 		}
 		return true, nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; offset syncs: %s", err, f.syncsSummary(ctx))
 	}
 	err = until(ctx, mirrorWait, 500*time.Millisecond, func() (bool, error) {
 		got, err := dstAdm.FetchOffsets(ctx, f.group)
@@ -428,7 +495,10 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 		}
 		for p := range int32(mirrorPartitions) {
 			o, ok := got.Lookup(remote, p)
-			if !ok || o.Err != nil || o.At != f.translated[p] {
+			switch {
+			case !translatable[p] && ok && o.Err == nil && o.At >= 0:
+				return false, fmt.Errorf("group %s on %s: %s-%d committed at %d, which no checkpoint gives", f.group, f.dst.alias, remote, p, o.At)
+			case translatable[p] && (!ok || o.Err != nil || o.At != f.translated[p]):
 				return false, fmt.Errorf("group %s on %s: %s-%d committed at %+v, the checkpoint says %d", f.group, f.dst.alias, remote, p, o, f.translated[p])
 			}
 		}
@@ -440,32 +510,17 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 
 	// MirrorMaker 2's promise: the translated offset is that of an
 	// offset sync at or below the committed offset, one past it when
-	// the sync is below. The syncs of this flow are on src
-	// (offset-syncs.topic.location=source).
-	syncsTopic := "mm2-offset-syncs." + f.dst.alias + ".internal"
-	syncRecs, err := readTopic(ctx, f.src.bootstrap, syncsTopic)
-	if err != nil {
-		return err
-	}
-	for p := range int32(mirrorPartitions) {
-		f.syncBelow[p] = -1
-		for _, r := range syncRecs[0] {
-			s, err := parseOffsetSync(r.Key, r.Value)
-			if err != nil {
-				return fmt.Errorf("%s at %d: %w", syncsTopic, r.Offset, err)
-			}
-			if s.topic != f.topic || s.partition != p {
-				continue
-			}
-			f.newest[p] = max(f.newest[p], s.upstream)
-			if s.upstream > f.committed[p] {
-				continue
-			}
+	// the sync is below.
+	for p, ss := range syncs {
+		if !translatable[p] {
+			continue
+		}
+		for _, s := range ss {
 			want := s.downstream
 			if s.upstream < f.committed[p] {
 				want++
 			}
-			if want == f.translated[p] {
+			if s.upstream <= f.committed[p] && want == f.translated[p] {
 				f.syncBelow[p] = s.upstream
 			}
 		}
@@ -475,11 +530,12 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 		}
 	}
 
-	// Failover: the group, on dst, with no offset reset to hide a missing
-	// commit (at the end, a missing commit reads nothing and fails).
+	// Failover: the group, on dst, with auto.offset.reset=earliest, what
+	// a failed-over consumer needs where nothing was translated (checked
+	// above: a partition with a checkpoint has its offset committed).
 	cons, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.dst.bootstrap, ",")...),
 		kgo.ConsumerGroup(f.group), kgo.ConsumeTopics(remote), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return err
 	}
@@ -527,12 +583,34 @@ func (f *mirrorFlow) drill(ctx context.Context, mm *Proc) error {
 	return nil
 }
 
+// syncsSummary lists the flow's offset syncs per partition, for a
+// failure's message.
+func (f *mirrorFlow) syncsSummary(ctx context.Context) string {
+	topic := "mm2-offset-syncs." + f.dst.alias + ".internal"
+	recs, err := readTopic(ctx, f.src.bootstrap, topic)
+	if err != nil {
+		return fmt.Sprintf("reading %s: %v", topic, err)
+	}
+	var per [mirrorPartitions][]string
+	for _, r := range recs[0] {
+		s, err := parseOffsetSync(r.Key, r.Value)
+		if err == nil && s.topic == f.topic && s.partition >= 0 && s.partition < mirrorPartitions {
+			per[s.partition] = append(per[s.partition], fmt.Sprintf("%d→%d", s.upstream, s.downstream))
+		}
+	}
+	return fmt.Sprintf("%v", per)
+}
+
 // note is the flow's numbers for the report.
 func (f *mirrorFlow) note() string {
 	var dups []string
 	for p := range f.committed {
-		dups = append(dups, fmt.Sprintf("p%d committed %d, translated %d (sync at %d, newest %d), re-read %d",
-			p, f.committed[p], f.translated[p], f.syncBelow[p], f.newest[p], f.committed[p]-f.resumed[p]))
+		how := fmt.Sprintf("translated %d (sync at %d)", f.translated[p], f.syncBelow[p])
+		if f.translated[p] < 0 {
+			how = "no sync at or below it, no checkpoint, earliest"
+		}
+		dups = append(dups, fmt.Sprintf("p%d committed %d, %s, newest sync %d, re-read %d",
+			p, f.committed[p], how, f.newest[p], f.committed[p]-f.resumed[p]))
 	}
 	return fmt.Sprintf("%s→%s (%s→%s): no gap; %s", f.src.alias, f.dst.alias, f.src.flavor, f.dst.flavor, strings.Join(dups, ", "))
 }
