@@ -82,6 +82,7 @@ func Scenarios() []Scenario {
 	all = append(all, quotaScenarios()...)
 	all = append(all, opsScenarios()...)
 	all = append(all, tieredScenarios()...)
+	all = append(all, mirrorScenarios()...)
 	return all
 }
 

@@ -416,6 +416,13 @@ func (e *Env) StartNode(ctx context.Context, spec NodeSpec) (*SingleNode, error)
 	if flavor == "" {
 		return nil, Skipf("the harness cannot start a node like the %s target", e.Target.Name())
 	}
+	return e.StartNodeOf(ctx, flavor, spec)
+}
+
+// StartNodeOf is StartNode with the flavor chosen by the caller ("gregor"
+// or "kafka"): for scenarios whose peer is a node of the other flavor
+// (MirrorMaker 2 between the two).
+func (e *Env) StartNodeOf(ctx context.Context, flavor string, spec NodeSpec) (*SingleNode, error) {
 	e.nodes++
 	n, err := StartNode(ctx, e.Tools, flavor, filepath.Join(e.Dir, fmt.Sprintf("node-%d", e.nodes)), spec)
 	if err != nil {

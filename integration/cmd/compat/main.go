@@ -126,8 +126,9 @@ func run() int {
 			if r.Reason != "" {
 				line += "  " + r.Reason
 			}
-			// The note is the scenario's own account of what it saw,
-			// which a run of a few scenarios (-run) has no report for.
+			// The note is the scenario's own account of what it saw
+			// (MirrorMaker 2's re-reads, a suite's counts), which a run of
+			// a few scenarios (-run) has no report for.
 			if r.Note != "" {
 				line += "\n     " + r.Note
 			}
