@@ -219,17 +219,12 @@ func (b *Broker) offsetFetchAuthorized(ctx context.Context, r *network.Request, 
 func (b *Broker) describeGroupsAuthorized(ctx context.Context, r *network.Request, req *kmsg.DescribeGroupsRequest) kmsg.Response {
 	who := identityOf(r)
 	inner := *req
-	inner.Groups = nil
 	var denied []kmsg.DescribeGroupsResponseGroup
-	for _, g := range req.Groups {
-		if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g) {
-			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-			denied = append(denied, rg)
-			continue
-		}
-		inner.Groups = append(inner.Groups, g)
-	}
+	inner.Groups, denied = splitDescribable(b, who, req.Groups, func(id string) kmsg.DescribeGroupsResponseGroup {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+		return rg
+	})
 	resp := b.groups.coord.DescribeGroups(ctx, &inner)
 	if req.Version >= 3 && req.IncludeAuthorizedOperations {
 		for i := range resp.Groups {
@@ -302,17 +297,12 @@ func (b *Broker) deleteGroupsAuthorized(ctx context.Context, r *network.Request,
 func (b *Broker) consumerGroupDescribeAuthorized(ctx context.Context, r *network.Request, req *kmsg.ConsumerGroupDescribeRequest) kmsg.Response {
 	who := identityOf(r)
 	inner := *req
-	inner.Groups = nil
 	var denied []kmsg.ConsumerGroupDescribeResponseGroup
-	for _, g := range req.Groups {
-		if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g) {
-			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
-			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
-			denied = append(denied, rg)
-			continue
-		}
-		inner.Groups = append(inner.Groups, g)
-	}
+	inner.Groups, denied = splitDescribable(b, who, req.Groups, func(id string) kmsg.ConsumerGroupDescribeResponseGroup {
+		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+		rg.Group, rg.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+		return rg
+	})
 	resp := b.groups.coord.ConsumerGroupDescribe(ctx, &inner)
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
@@ -353,4 +343,18 @@ func (b *Broker) assignsUndescribable(who identity, members []kmsg.ConsumerGroup
 		}
 	}
 	return false
+}
+
+// splitDescribable splits ids into the groups who may DESCRIBE and, built
+// by deny, the GROUP_AUTHORIZATION_FAILED answers for the others: the
+// first step of every group describe API.
+func splitDescribable[G any](b *Broker, who identity, ids []string, deny func(id string) G) (allowed []string, denied []G) {
+	for _, id := range ids {
+		if b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, id) {
+			allowed = append(allowed, id)
+		} else {
+			denied = append(denied, deny(id))
+		}
+	}
+	return allowed, denied
 }

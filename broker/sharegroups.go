@@ -57,17 +57,12 @@ func (b *Broker) handleShareGroupDescribe(ctx context.Context, r *network.Reques
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		who := identityOf(r)
 		inner := *req
-		inner.GroupIDs = nil
 		var denied []kmsg.ShareGroupDescribeResponseGroup
-		for _, id := range req.GroupIDs {
-			if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, id) {
-				g := kmsg.NewShareGroupDescribeResponseGroup()
-				g.GroupID, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
-				denied = append(denied, g)
-				continue
-			}
-			inner.GroupIDs = append(inner.GroupIDs, id)
-		}
+		inner.GroupIDs, denied = splitDescribable(b, who, req.GroupIDs, func(id string) kmsg.ShareGroupDescribeResponseGroup {
+			g := kmsg.NewShareGroupDescribeResponseGroup()
+			g.GroupID, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			return g
+		})
 		resp := b.groups.coord.ShareGroupDescribe(ctx, &inner)
 		for i := range resp.Groups {
 			g := &resp.Groups[i]

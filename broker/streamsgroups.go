@@ -239,17 +239,12 @@ func (b *Broker) handleStreamsGroupDescribe(ctx context.Context, r *network.Requ
 	b.serveGroupRequest(ctx, r, func(ctx context.Context) kmsg.Response {
 		who := identityOf(r)
 		inner := *req
-		inner.Groups = nil
 		var denied []kmsg.StreamsGroupDescribeResponseGroup
-		for _, id := range req.Groups {
-			if !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, id) {
-				g := kmsg.NewStreamsGroupDescribeResponseGroup()
-				g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
-				denied = append(denied, g)
-				continue
-			}
-			inner.Groups = append(inner.Groups, id)
-		}
+		inner.Groups, denied = splitDescribable(b, who, req.Groups, func(id string) kmsg.StreamsGroupDescribeResponseGroup {
+			g := kmsg.NewStreamsGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			return g
+		})
 		resp := b.groups.coord.StreamsGroupDescribe(ctx, &inner)
 		for i := range resp.Groups {
 			g := &resp.Groups[i]

@@ -152,33 +152,20 @@ func connectDistributedEOS(ctx context.Context, e *Env) error {
 		return err
 	}
 	const source, sink = "file-source", "file-sink"
-	if err := workers[0].CreateConnector(ctx, source, map[string]string{
-		"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-		"tasks.max":       "1",
-		"file":            in,
-		"topic":           data,
-		"key.converter":   connectStringConverter,
-		"value.converter": connectStringConverter,
-		// Creation fails unless the connector and the worker both
-		// support exactly-once delivery.
-		"exactly.once.support": "required",
-		// A transaction spans the polls of 3 s rather than one poll (a
-		// few milliseconds a second with this input): a kill then most
-		// likely aborts one that holds records, which read_committed
-		// consumers must not see.
-		"transaction.boundary":             "interval",
-		"transaction.boundary.interval.ms": strconv.FormatInt(connectTransactionInterval.Milliseconds(), 10),
-	}); err != nil {
+	sourceConfig := fileSourceConfig(in, data)
+	// Creation fails unless the connector and the worker both support
+	// exactly-once delivery.
+	sourceConfig["exactly.once.support"] = "required"
+	// A transaction spans the polls of 3 s rather than one poll (a few
+	// milliseconds a second with this input): a kill then most likely
+	// aborts one that holds records, which read_committed consumers must
+	// not see.
+	sourceConfig["transaction.boundary"] = "interval"
+	sourceConfig["transaction.boundary.interval.ms"] = strconv.FormatInt(connectTransactionInterval.Milliseconds(), 10)
+	if err := workers[0].CreateConnector(ctx, source, sourceConfig); err != nil {
 		return err
 	}
-	if err := workers[1].CreateConnector(ctx, sink, map[string]string{
-		"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-		"tasks.max":       "1",
-		"topics":          data,
-		"file":            out,
-		"key.converter":   connectStringConverter,
-		"value.converter": connectStringConverter,
-	}); err != nil {
+	if err := workers[1].CreateConnector(ctx, sink, fileSinkConfig(data, out)); err != nil {
 		return err
 	}
 	for _, name := range []string{source, sink} {
@@ -712,16 +699,15 @@ func connectStandalone(ctx context.Context, e *Env) error {
 		return err
 	}
 	const source, sink = "file-source", "file-sink"
-	connectors := map[string][][2]string{
-		source: {{"name", source}, {"connector.class", "org.apache.kafka.connect.file.FileStreamSourceConnector"}, {"tasks.max", "1"},
-			{"file", in}, {"topic", data}, {"key.converter", connectStringConverter}, {"value.converter", connectStringConverter}},
-		sink: {{"name", sink}, {"connector.class", "org.apache.kafka.connect.file.FileStreamSinkConnector"}, {"tasks.max", "1"},
-			{"topics", data}, {"file", out}, {"key.converter", connectStringConverter}, {"value.converter", connectStringConverter}},
-	}
+	connectors := map[string]map[string]string{source: fileSourceConfig(in, data), sink: fileSinkConfig(data, out)}
 	var files []string
 	for _, name := range []string{source, sink} {
+		props := [][2]string{{"name", name}}
+		for _, k := range slices.Sorted(maps.Keys(connectors[name])) {
+			props = append(props, [2]string{k, connectors[name][k]})
+		}
 		f := filepath.Join(dir, name+".properties")
-		if err := WriteProperties(f, connectors[name]); err != nil {
+		if err := WriteProperties(f, props); err != nil {
 			return err
 		}
 		files = append(files, f)
@@ -812,4 +798,21 @@ func connectStandalone(ctx context.Context, e *Env) error {
 	}
 	e.Notef("%d lines; kill -9 of the worker at line %d, restarted: the topic holds %d lines again, the sink file %d", lines, atKill, topicRepeated, sinkRepeated)
 	return nil
+}
+
+// fileSourceConfig is a FileStream source connector copying the lines of
+// file to topic as strings; fileSinkConfig the sink writing topic's
+// records to file.
+func fileSourceConfig(file, topic string) map[string]string {
+	return map[string]string{
+		"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
+		"file": file, "topic": topic, "key.converter": connectStringConverter, "value.converter": connectStringConverter,
+	}
+}
+
+func fileSinkConfig(topic, file string) map[string]string {
+	return map[string]string{
+		"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
+		"topics": topic, "file": file, "key.converter": connectStringConverter, "value.converter": connectStringConverter,
+	}
 }

@@ -876,11 +876,11 @@ func (s *shard) partitionsByEndpoint(g *streamsGroup, self *streamsMember) []kms
 		e.UserEndpoint.Host, e.UserEndpoint.Port = m.meta.UserEndpoint.Host, m.meta.UserEndpoint.Port
 		e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{}
 		for _, tp := range s.endpointPartitions(g, m.assigned.Active) {
-			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: tp.TopicName, Partitions: tp.Partitions})
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: tp.topic, Partitions: tp.partitions})
 		}
 		e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
 		for _, tp := range s.endpointPartitions(g, m.assigned.Standby) {
-			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: tp.TopicName, Partitions: tp.Partitions})
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: tp.topic, Partitions: tp.partitions})
 		}
 		out = append(out, e)
 	}
@@ -893,8 +893,14 @@ func (s *shard) partitionsByEndpoint(g *streamsGroup, self *streamsMember) []kms
 	return out
 }
 
-func (s *shard) endpointPartitions(g *streamsGroup, tasks taskSet) []shareTopicPartitionsInfo {
-	var out []shareTopicPartitionsInfo
+// endpointTopic is one topic's partitions an endpoint serves.
+type endpointTopic struct {
+	topic      string
+	partitions []int32
+}
+
+func (s *shard) endpointPartitions(g *streamsGroup, tasks taskSet) []endpointTopic {
+	var out []endpointTopic
 	if g.configured == nil {
 		return out
 	}
@@ -914,7 +920,7 @@ func (s *shard) endpointPartitions(g *streamsGroup, tasks taskSet) []shareTopicP
 			if len(ps) == 0 {
 				continue
 			}
-			out = append(out, shareTopicPartitionsInfo{TopicName: topic, Partitions: ps})
+			out = append(out, endpointTopic{topic, ps})
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ package group
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 )
@@ -149,7 +150,7 @@ func stickyAssign(members []assignorMember, subs []assignorSubtopology, numStand
 		}
 		return ""
 	}
-	procOrder := slices.Sorted(mapKeys(procs))
+	procOrder := slices.Sorted(maps.Keys(procs))
 	leastLoaded := func(skip func(*processState) bool) *processState {
 		var best *processState
 		for _, id := range procOrder {
@@ -261,16 +262,6 @@ func stickyAssign(members []assignorMember, subs []assignorSubtopology, numStand
 		out[m.id] = tasksTuple{Active: toTaskSet(p.active[m.id]), Standby: toTaskSet(p.standby[m.id]), Warmup: taskSet{}}
 	}
 	return out
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func toTaskSet(ts []streamsTask) taskSet {
