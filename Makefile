@@ -100,7 +100,8 @@ faults-short:
 # every compatibility scenario against TARGET=gregor|kafka|external, or a
 # cluster: gregor-cluster|kafka-cluster (3 combined nodes),
 # gregor-cluster-split|kafka-cluster-split (3 controllers + 3 brokers);
-# rewrites that target's column of integration/COMPAT.md
+# rewrites that target's column of integration/COMPAT.md (go run ./integration/cmd/compat
+# -target T -run a,b -add merges a few scenarios into an existing column)
 compat:
 	$(GO) run ./integration/cmd/compat -target $(TARGET)
 

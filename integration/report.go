@@ -23,6 +23,19 @@ type TargetRun struct {
 	Duration string            `json:"duration"`
 	Versions map[string]string `json:"versions"`
 	Results  []Result          `json:"results"`
+	// Added lists later runs of a few scenarios merged into this column
+	// (compat -run ... -add): scenarios written after the full run, whose
+	// cells would otherwise say "not run" until the next full run.
+	Added []AddedRun `json:"added,omitempty"`
+}
+
+// AddedRun is a run of a few scenarios merged into an earlier full run's
+// column.
+type AddedRun struct {
+	Commit    string   `json:"commit"`
+	Date      string   `json:"date"`
+	Duration  string   `json:"duration"`
+	Scenarios []string `json:"scenarios"`
 }
 
 // compatData is the machine-readable part of COMPAT.md, kept in an HTML
@@ -50,6 +63,41 @@ func UpdateCompat(path string, all []Scenario, run TargetRun) error {
 		return err
 	}
 	data.Runs[run.Target] = run
+	return os.WriteFile(path, renderCompat(all, data), 0o644)
+}
+
+// AddToCompat merges the results of a run of a few scenarios into the
+// target's existing column at path: their cells are replaced, the rest of
+// the column and its full run's commit and date stay, and the Runs table
+// says which scenarios were added at which commit. The column must exist:
+// a partial run never stands for a target on its own.
+func AddToCompat(path string, all []Scenario, target string, added AddedRun, results []Result) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	data, err := parseCompatData(b)
+	if err != nil {
+		return fmt.Errorf("reading earlier results from %s: %w", path, err)
+	}
+	run, ok := data.Runs[target]
+	if !ok {
+		return fmt.Errorf("%s has no column for %s: run every scenario against it first", path, target)
+	}
+	byName := map[string]int{}
+	for i, r := range run.Results {
+		byName[r.Scenario] = i
+	}
+	for _, r := range results {
+		if i, ok := byName[r.Scenario]; ok {
+			run.Results[i] = r
+		} else {
+			run.Results = append(run.Results, r)
+		}
+		added.Scenarios = append(added.Scenarios, r.Scenario)
+	}
+	run.Added = append(run.Added, added)
+	data.Runs[target] = run
 	return os.WriteFile(path, renderCompat(all, data), 0o644)
 }
 
@@ -90,7 +138,11 @@ func renderCompat(all []Scenario, data compatData) []byte {
 	for _, t := range targets {
 		r := data.Runs[t]
 		p, f, s := Summary(r.Results)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %d |\n", t, cell(r.Describe), r.Commit, r.Date, r.Duration, p, f, s)
+		what := r.Describe
+		for _, a := range r.Added {
+			what += fmt.Sprintf("; then %s at %s (%s, %s)", strings.Join(a.Scenarios, ", "), a.Commit, a.Date, a.Duration)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %d | %d |\n", t, cell(what), r.Commit, r.Date, r.Duration, p, f, s)
 	}
 
 	b.WriteString("\n## Results\n\n| scenario | checks |")

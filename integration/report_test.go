@@ -77,3 +77,44 @@ func TestUpdateCompatKeepsClusterColumns(t *testing.T) {
 		t.Errorf("report lacks the cluster column after kafka's:\n%s", b)
 	}
 }
+
+func TestAddToCompatMergesIntoAColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "COMPAT.md")
+	all := []Scenario{{Name: "cli/a", Doc: "a"}, {Name: "cli/new", Doc: "new"}}
+	added := AddedRun{Commit: "def", Date: "d3", Duration: "9s"}
+	results := []Result{{Scenario: "cli/new", Status: Pass, Elapsed: 4 * time.Second}}
+	if err := AddToCompat(path, all, "kafka", added, results); err == nil {
+		t.Fatal("no report yet: the partial run was accepted as a column")
+	}
+	kafka := TargetRun{Target: "kafka", Describe: "Apache Kafka", Commit: "abc", Date: "d1", Duration: "1m",
+		Results: []Result{{Scenario: "cli/a", Status: Pass, Elapsed: 2 * time.Second}}}
+	if err := UpdateCompat(path, all, kafka); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToCompat(path, all, "gregor", added, results); err == nil {
+		t.Fatal("no gregor column: the partial run was accepted as one")
+	}
+	if err := AddToCompat(path, all, "kafka", added, results); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	s := string(b)
+	for _, want := range []string{
+		"| kafka | Apache Kafka; then cli/new at def (d3, 9s) | abc | d1 | 1m | 2 | 0 | 0 |",
+		"| `cli/a` | a | pass (2s) |",
+		"| `cli/new` | new | pass (4s) |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	// Adding it again replaces its cell rather than adding a second result.
+	results[0].Status, results[0].Reason = Fail, "broke"
+	if err := AddToCompat(path, all, "kafka", added, results); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	if s := string(b); !strings.Contains(s, "| `cli/new` | new | **FAIL**: broke |") || !strings.Contains(s, "| 1 | 1 | 0 |") {
+		t.Errorf("second add did not replace the cell:\n%s", s)
+	}
+}

@@ -32,7 +32,8 @@ func run() int {
 	only := flag.String("run", envOr("SCENARIOS", ""), "comma-separated scenario names to run (default all); the report is not written")
 	list := flag.Bool("list", false, "list scenarios and exit")
 	verbose := flag.Bool("v", false, "log every command")
-	total := flag.Duration("timeout", 40*time.Minute, "bound on the whole run")
+	add := flag.Bool("add", false, "with -run: merge the results into the target's existing column of COMPAT.md (for scenarios written after its full run)")
+	total := flag.Duration("timeout", 90*time.Minute, "bound on the whole run")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -74,6 +75,10 @@ func run() int {
 			return 2
 		}
 		writeReport = false
+	}
+	if *add && (*only == "" || *required) {
+		log.Error("-add merges the scenarios named by -run into an existing column; give -run and not -required")
+		return 2
 	}
 	if len(scenarios) == 0 {
 		// Getting here still proves the harness compiles and that
@@ -154,6 +159,19 @@ func run() int {
 			return 2
 		}
 		fmt.Println("wrote", path)
+	}
+	if *add && ctx.Err() == nil {
+		added := integration.AddedRun{
+			Commit:   commit,
+			Date:     time.Now().UTC().Format(time.RFC3339),
+			Duration: elapsed.Round(time.Second).String(),
+		}
+		path := filepath.Join(root, "integration", "COMPAT.md")
+		if err := integration.AddToCompat(path, all, *target, added, results); err != nil {
+			log.Error("adding to COMPAT.md", "err", err)
+			return 2
+		}
+		fmt.Println("added", len(results), "results to", path)
 	}
 	fmt.Printf("compat %s: %d passed, %d failed, %d skipped in %s\n", *target, pass, fail, skip, elapsed.Round(time.Second))
 	fmt.Printf("%d passed, %d failed, %d skipped\n", pass, fail, skip)
