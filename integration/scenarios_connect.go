@@ -72,49 +72,15 @@ const (
 	connectAppendInterval = 100 * time.Millisecond
 )
 
-// connectBroker is what the scenario kills: the node it started, or one
-// broker of a cluster target.
-type connectBroker struct {
-	describe string
-	kill     func(ctx context.Context) error
-	restart  func(ctx context.Context) error
-}
-
 func connectDistributedEOS(ctx context.Context, e *Env) error {
 	base := e.Name("connect")
 	data := base + "-data"
-	replicas := 1
-	var broker connectBroker
-	topo := e.Target.Topology()
-	if topo.Cluster() {
-		cl, ok := e.Target.(interface{ Cluster() *Cluster })
-		if !ok || cl.Cluster() == nil {
-			return Skipf("the %s target lets the harness kill none of its brokers", e.Target.Name())
-		}
-		replicas = 3
-		broker.describe = "the data partition's leader"
-		var victim int
-		broker.kill = func(ctx context.Context) error {
-			var err error
-			if victim, err = leaderOf(ctx, e, data); err != nil {
-				return err
-			}
-			broker.describe = fmt.Sprintf("broker %d (the data partition's leader)", victim)
-			return cl.Cluster().Kill(victim)
-		}
-		broker.restart = func(ctx context.Context) error { return cl.Cluster().Restart(ctx, victim) }
-	} else {
-		n, err := e.StartNode(ctx, NodeSpec{})
-		if err != nil {
-			return err
-		}
-		shared := e.Target
-		e.Target = ownNodeTarget{n}
-		defer func() { e.Target = shared }()
-		broker = connectBroker{describe: "the scenario's own " + n.Flavor + " node",
-			kill:    func(context.Context) error { n.Kill(); return nil },
-			restart: n.Restart}
+	broker, restore, err := brokerToKill(ctx, e, "the data partition's leader", func(ctx context.Context) (int, error) { return leaderOf(ctx, e, data) })
+	if err != nil {
+		return err
 	}
+	defer restore()
+	replicas := broker.replicas
 
 	internal := map[string]int{base + "-configs": 1, base + "-offsets": 25, base + "-status": 5}
 	if _, err := e.Kafka(ctx, mainTopics, "--create", "--topic", data, "--partitions", "1", "--replication-factor", strconv.Itoa(replicas)); err != nil {

@@ -15,6 +15,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -108,6 +109,16 @@ func streamsAppScenarios() []Scenario {
 			Run:     func(ctx context.Context, e *Env) error { return streamsIQKill(ctx, e, run, false) },
 		})
 	}
+	for _, run := range []appRun{classicEOS, streamsEOS} {
+		out = append(out, Scenario{
+			Name: "streams/broker-kill9-" + run.name(),
+			Doc: "Kafka Streams " + KafkaVersion + " running sums, two instances of one thread, " + run.describe() + ": while input flows, kill -9 of a broker, restarted after 10 s " +
+				"(on a cluster target the broker coordinating the app's group, with every topic on 3 replicas, so that the group and its offsets move to another coordinator; on a single-node target the scenario's own node): " +
+				"both instances ride it out without a restart, the group is back to two members (for a streams group Stable, each member's tasks the ones its instance runs), and every sum update is in the output exactly once" + sameOnBothTargets,
+			Timeout: 8 * time.Minute,
+			Run:     func(ctx context.Context, e *Env) error { return streamsBrokerKill(ctx, e, run) },
+		})
+	}
 	out = append(out, Scenario{
 		Name: "streams/iq-standby-kill9-eos-v2-streams-protocol-short-session",
 		Doc: "the streams-protocol kill -9 drill on a node of its own started with group.streams.min.session.timeout.ms=5000 and group.streams.min.heartbeat.interval.ms=1000, the group given " +
@@ -130,13 +141,15 @@ type appEnv struct {
 	apps      streamsApps
 }
 
-func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]int32, output string) (*appEnv, error) {
+// newAppEnv creates the topics with replicas each (-1: the target's
+// default) and the output's reader.
+func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]int32, replicas int16, output string) (*appEnv, error) {
 	cl, err := streamsClient(bootstrap)
 	if err != nil {
 		return nil, err
 	}
 	e.cleanups = append(e.cleanups, cl.Close)
-	if err := createTopics(ctx, cl, topics); err != nil {
+	if err := createTopics(ctx, cl, topics, replicas); err != nil {
 		return nil, err
 	}
 	r, err := newOutputReader(bootstrap, output, topics[output])
@@ -249,7 +262,7 @@ func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTa
 
 func streamsTableJoin(ctx context.Context, e *Env, run appRun) error {
 	customers, orders, output := e.Name("customers"), e.Name("orders"), e.Name("enriched")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{customers: 3, orders: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{customers: 3, orders: 3, output: 3}, -1, output)
 	if err != nil {
 		return err
 	}
@@ -297,7 +310,7 @@ func countTopic(recs []inputRecord, topic string) int {
 
 func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 	input, output := e.Name("readings"), e.Name("windows")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: 3, output: 3}, -1, output)
 	if err != nil {
 		return err
 	}
@@ -326,7 +339,7 @@ func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 
 func streamsFKJoin(ctx context.Context, e *Env, run appRun) error {
 	orders, products, output := e.Name("orders"), e.Name("products"), e.Name("order-products")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{orders: 2, products: 3, output: 3}, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{orders: 2, products: 3, output: 3}, -1, output)
 	if err != nil {
 		return err
 	}
@@ -415,7 +428,7 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun, ownNode bool) error 
 		bootstrap = n.Bootstrap()
 		groupConfigs = append(groupConfigs, shortSession...)
 	}
-	a, err := newAppEnv(ctx, e, bootstrap, map[string]int32{input: partitions, output: partitions}, output)
+	a, err := newAppEnv(ctx, e, bootstrap, map[string]int32{input: partitions, output: partitions}, -1, output)
 	if err != nil {
 		return err
 	}
@@ -741,4 +754,202 @@ func parseStreamsAssignments(s string) (map[string][]string, error) {
 		slices.Sort(out[kind])
 	}
 	return out, nil
+}
+
+// streamsBrokerDown is how long the killed broker stays down while input
+// flows: on a cluster longer than the clients' metadata refreshes after
+// a disconnect, so that they move to the new leaders and coordinator
+// rather than wait for the old one to come back.
+const streamsBrokerDown = 10 * time.Second
+
+// streamsBrokerKill runs the sums app's two instances through a kill -9
+// of a broker: the app's group coordinator on a cluster target, the
+// scenario's own node on a single-node one.
+func streamsBrokerKill(ctx context.Context, e *Env, run appRun) error {
+	const partitions = 4
+	var coordinatorCl *kgo.Client // set once the app's client exists
+	appID := e.Name("app")
+	victim := -1
+	broker, restore, err := brokerToKill(ctx, e, "the app group's coordinator", func(ctx context.Context) (int, error) {
+		id, err := groupCoordinator(ctx, coordinatorCl, appID)
+		victim = id
+		return id, err
+	})
+	if err != nil {
+		return err
+	}
+	defer restore()
+	input, output := e.Name("deltas"), e.Name("sums")
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: partitions, output: partitions}, int16(broker.replicas), output)
+	if err != nil {
+		return err
+	}
+	a.appID = appID
+	coordinatorCl = a.cl
+	base := time.Now().Truncate(time.Second)
+	before := newSumsWorkload(input, partitions, 400, 3, base, nil)
+	after := newSumsWorkload(input, partitions, 1500, 4, base.Add(time.Second), &before)
+	// The internal topics (changelog, and under the streams protocol as
+	// the coordinator creates them) get as many replicas as the inputs:
+	// with one, a killed broker would take their partitions down with it.
+	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1",
+		"replication.factor": fmt.Sprint(broker.replicas)})
+	if err := produceInput(ctx, a.cl, before.input); err != nil {
+		return err
+	}
+	appA, procA, err := a.start(ctx, "app-a", "sums", props)
+	if err != nil {
+		return err
+	}
+	appB, procB, err := a.start(ctx, "app-b", "sums", props)
+	if err != nil {
+		return err
+	}
+	iqA, err := waitIQAddress(ctx, appA, procA, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	iqB, err := waitIQAddress(ctx, appB, procB, 90*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 2*time.Minute); err != nil {
+		return err
+	}
+	if err := a.reader.waitCount(ctx, a.apps, before.want, time.Minute); err != nil {
+		return err
+	}
+	tasksBefore, err := waitSplitTasks(ctx, a.apps, partitions, iqA, iqB)
+	if err != nil {
+		return fmt.Errorf("before the kill: %w", err)
+	}
+	groupBefore, err := a.describeGroup(ctx, run, tasksBefore)
+	if err != nil {
+		return fmt.Errorf("before the kill: %w", err)
+	}
+
+	// Input flows in small paced batches all along, so that both
+	// instances are mid-transaction when the broker dies: a third
+	// before the kill, a third while it is down (a single node's
+	// clients wait for it), the rest after its restart.
+	phase2 := after.input
+	third := len(phase2) / 3
+	if err := producePaced(ctx, a.cl, phase2[:third], 20, 50*time.Millisecond); err != nil {
+		return err
+	}
+	if err := broker.kill(ctx); err != nil {
+		return fmt.Errorf("killing %s: %w", broker.describe, err)
+	}
+	killed := time.Now()
+	produced := make(chan error, 1)
+	go func() { produced <- producePaced(ctx, a.cl, phase2[third:2*third], 20, 50*time.Millisecond) }()
+	newCoordinator := "-"
+	if broker.replicas > 1 {
+		// The group has moved while the old coordinator is down.
+		err := until(ctx, time.Minute, 500*time.Millisecond, func() (bool, error) {
+			id, err := groupCoordinator(ctx, a.cl, a.appID)
+			if err != nil {
+				return false, err
+			}
+			newCoordinator = fmt.Sprint(id)
+			return id != victim, nil
+		})
+		if err != nil {
+			return fmt.Errorf("the group's coordinator after %s was killed: %w (FindCoordinator says %s)", broker.describe, err, newCoordinator)
+		}
+	}
+	select {
+	case <-time.After(time.Until(killed.Add(streamsBrokerDown))):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := broker.restart(ctx); err != nil {
+		return fmt.Errorf("restarting %s: %w", broker.describe, err)
+	}
+	restarted := time.Since(killed)
+	if err := <-produced; err != nil {
+		return fmt.Errorf("producing while %s was down: %w", broker.describe, err)
+	}
+	if err := producePaced(ctx, a.cl, phase2[2*third:], 20, 50*time.Millisecond); err != nil {
+		return err
+	}
+	if err := a.apps.alive(); err != nil {
+		return fmt.Errorf("after %s was killed: %w", broker.describe, err)
+	}
+	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 3*time.Minute); err != nil {
+		return fmt.Errorf("after %s was killed: %w", broker.describe, err)
+	}
+	caughtUp := time.Since(killed)
+	if err := a.reader.waitCount(ctx, a.apps, after.want, time.Minute); err != nil {
+		return err
+	}
+	tasksAfter, err := waitSplitTasks(ctx, a.apps, partitions, iqA, iqB)
+	if err != nil {
+		return fmt.Errorf("after the kill: %w", err)
+	}
+	groupAfter, err := a.describeGroup(ctx, run, tasksAfter)
+	if err != nil {
+		return fmt.Errorf("after the kill: %w", err)
+	}
+	got, err := a.finish(ctx, run, []string{input}, after.want)
+	if err != nil {
+		return err
+	}
+	e.Notef("before: A active %v, B active %v; %s; %s killed, group coordinator then %s, restarted after %s, input caught up %s after the kill; after: A active %v, B active %v; %s; %d updates exact",
+		tasksBefore[0].Active, tasksBefore[1].Active, groupBefore, broker.describe, newCoordinator, restarted.Round(time.Second), caughtUp.Round(time.Second),
+		tasksAfter[0].Active, tasksAfter[1].Active, groupAfter, len(got))
+	return nil
+}
+
+// waitSplitTasks waits until every instance is RUNNING and their active
+// tasks are the partitions' tasks, each held once.
+func waitSplitTasks(ctx context.Context, apps streamsApps, partitions int, iqs ...*iqClient) ([]iqTasks, error) {
+	all := make([]string, partitions)
+	for p := range partitions {
+		all[p] = fmt.Sprintf("0_%d", p)
+	}
+	tasks := make([]iqTasks, len(iqs))
+	var problem string
+	err := until(ctx, 2*time.Minute, 500*time.Millisecond, func() (bool, error) {
+		if err := apps.alive(); err != nil {
+			return false, err
+		}
+		var held []string
+		for i, iq := range iqs {
+			t, err := iq.tasks(ctx)
+			if err != nil {
+				problem = err.Error()
+				return false, nil
+			}
+			if t.State != "RUNNING" {
+				problem = fmt.Sprintf("instance %d is %s", i, t.State)
+				return false, nil
+			}
+			tasks[i] = t
+			held = append(held, t.Active...)
+		}
+		slices.Sort(held)
+		problem = fmt.Sprintf("the instances run the active tasks %v, want %v each once", held, all)
+		return slices.Equal(held, all), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w (last: %s)", err, problem)
+	}
+	return tasks, nil
+}
+
+// groupCoordinator is the broker FindCoordinator names for group.
+func groupCoordinator(ctx context.Context, cl *kgo.Client, group string) (int, error) {
+	if cl == nil {
+		return 0, errors.New("no client yet")
+	}
+	res := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
+	c, ok := res[group]
+	if !ok {
+		return 0, fmt.Errorf("FindCoordinator answered nothing for %s", group)
+	}
+	if c.Err != nil {
+		return 0, c.Err
+	}
+	return int(c.NodeID), nil
 }

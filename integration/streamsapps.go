@@ -153,12 +153,12 @@ func produceInput(ctx context.Context, cl *kgo.Client, recs []inputRecord) error
 	return nil
 }
 
-// createTopics creates each topic with its partition count and the
-// target's default replication factor.
-func createTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32) error {
+// createTopics creates each topic with its partition count and replicas
+// replicas (-1: the target's default).
+func createTopics(ctx context.Context, cl *kgo.Client, partitions map[string]int32, replicas int16) error {
 	adm := kadm.NewClient(cl)
 	for _, topic := range slices.Sorted(maps.Keys(partitions)) {
-		res, err := adm.CreateTopic(ctx, partitions[topic], -1, nil, topic)
+		res, err := adm.CreateTopic(ctx, partitions[topic], replicas, nil, topic)
 		if err == nil {
 			err = res.Err
 		}
