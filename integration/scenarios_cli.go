@@ -67,7 +67,12 @@ func cliScenarios() []Scenario {
 
 // createTopic runs kafka-topics --create and checks its confirmation.
 func createTopic(ctx context.Context, e *Env, name string, partitions int, configs ...string) error {
-	args := []string{"--create", "--topic", name, "--partitions", strconv.Itoa(partitions), "--replication-factor", "1"}
+	return createTopicReplicas(ctx, e, name, partitions, 1, configs...)
+}
+
+// createTopicReplicas is createTopic with replicas replicas.
+func createTopicReplicas(ctx context.Context, e *Env, name string, partitions, replicas int, configs ...string) error {
+	args := []string{"--create", "--topic", name, "--partitions", strconv.Itoa(partitions), "--replication-factor", strconv.Itoa(replicas)}
 	for _, c := range configs {
 		args = append(args, "--config", c)
 	}

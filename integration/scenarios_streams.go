@@ -44,8 +44,9 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 	for _, n := range want {
 		total += n
 	}
+	replicas := streamsReplicas(e)
 	for _, topic := range []string{WordCountInputTopic, WordCountOutputTopic} {
-		if err := recreateTopic(ctx, e, topic, 3); err != nil {
+		if err := recreateTopic(ctx, e, topic, 3, replicas); err != nil {
 			return err
 		}
 	}
@@ -53,7 +54,7 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 		return err
 	}
 	app := WordCountApp{Bootstrap: e.Bootstrap(), AppID: e.Name("wordcount"), Dir: filepath.Join(e.Dir, "wordcount"),
-		Extra: []string{"group.protocol=" + protocol}}
+		Extra: []string{"group.protocol=" + protocol, fmt.Sprintf("replication.factor=%d", replicas)}}
 	proc, err := e.Tools.StartWordCount(ctx, app)
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func streamsWordCountEOS(ctx context.Context, e *Env, protocol string) error {
 	if err := CheckWordCounts(got, want); err != nil {
 		return err
 	}
-	internal, err := checkStreamsInternalTopics(ctx, e, app.AppID, 3)
+	internal, err := checkStreamsInternalTopics(ctx, e, app.AppID, 3, replicas)
 	if err != nil {
 		return err
 	}
@@ -249,15 +250,24 @@ func checkStreamsGroupTool(ctx context.Context, e *Env, bootstrap, group string,
 	return fmt.Sprintf("kafka-streams-groups: Stable at epoch %s, %d streams members", state[4], members), lines[1:], nil
 }
 
+// streamsReplicas is the replication factor of the Streams scenarios'
+// topics, their inputs and outputs and the app's internal topics
+// (replication.factor): as many as the target has brokers, up to 3, so
+// that on a cluster target the apps run as production apps do, on topics
+// that survive a broker.
+func streamsReplicas(e *Env) int {
+	return max(1, min(3, len(e.Target.Topology().Brokers)))
+}
+
 // recreateTopic deletes topic if a former run left it and creates it
 // afresh; the deletion may take a moment to finish, so the create is
 // retried for a while.
-func recreateTopic(ctx context.Context, e *Env, topic string, partitions int) error {
+func recreateTopic(ctx context.Context, e *Env, topic string, partitions, replicas int) error {
 	if _, err := e.Kafka(ctx, mainTopics, "--delete", "--topic", topic, "--if-exists"); err != nil {
 		return fmt.Errorf("removing a leftover %s: %w", topic, err)
 	}
 	return until(ctx, 30*time.Second, time.Second, func() (bool, error) {
-		err := createTopic(ctx, e, topic, partitions)
+		err := createTopicReplicas(ctx, e, topic, partitions, replicas)
 		return err == nil, err
 	})
 }
@@ -328,10 +338,11 @@ func consumeWordCounts(ctx context.Context, e *Env, max int, idle time.Duration)
 // checkStreamsInternalTopics finds the app's one repartition and one
 // changelog topic and checks what Streams asked for when it created them
 // (RepartitionTopicConfig, UnwindowedUnversionedChangelogTopicConfig): the
-// input's partition count, and the configs below; then that the
-// repartition topic is purged (Streams deletes records up to what it
-// committed). It returns a summary for the report.
-func checkStreamsInternalTopics(ctx context.Context, e *Env, appID string, partitions int) (string, error) {
+// input's partition count, the replicas of its replication.factor, and
+// the configs below; then that the repartition topic is purged (Streams
+// deletes records up to what it committed). It returns a summary for the
+// report.
+func checkStreamsInternalTopics(ctx context.Context, e *Env, appID string, partitions, replicas int) (string, error) {
 	topics, err := listTopics(ctx, e)
 	if err != nil {
 		return "", err
@@ -362,6 +373,9 @@ func checkStreamsInternalTopics(ctx context.Context, e *Env, appID string, parti
 		}
 		if len(d.Partitions) != partitions {
 			return "", fmt.Errorf("%s has %d partitions, want %d (the input's)", topic, len(d.Partitions), partitions)
+		}
+		if d.ReplicationFactor != replicas {
+			return "", fmt.Errorf("%s has replication factor %d, want %d (the app's replication.factor)", topic, d.ReplicationFactor, replicas)
 		}
 		out, err := e.Kafka(ctx, mainConfigs, "--entity-type", "topics", "--entity-name", topic, "--describe")
 		if err != nil {

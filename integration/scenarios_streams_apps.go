@@ -11,7 +11,9 @@ package integration
 // updates exactly, in order; under at_least_once in order with repeats
 // allowed, ending at the model's value. The same expected output is
 // checked on every target, so a pass on kafka and on gregor means Gregor
-// makes the app write what it writes on Kafka 4.3.1.
+// makes the app write what it writes on Kafka 4.3.1. On a cluster target
+// every topic, the app's internal ones included, has 3 replicas
+// (streamsReplicas), as a production app's would.
 
 import (
 	"context"
@@ -139,17 +141,20 @@ type appEnv struct {
 	reader    *outputReader
 	appID     string
 	apps      streamsApps
+	// replicas is the topics' replication factor, and the app's
+	// replication.factor for its internal topics.
+	replicas int
 }
 
-// newAppEnv creates the topics with replicas each (-1: the target's
-// default) and the output's reader.
-func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]int32, replicas int16, output string) (*appEnv, error) {
+// newAppEnv creates the topics with replicas each and the output's
+// reader; the app's internal topics get as many.
+func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]int32, replicas int, output string) (*appEnv, error) {
 	cl, err := streamsClient(bootstrap)
 	if err != nil {
 		return nil, err
 	}
 	e.cleanups = append(e.cleanups, cl.Close)
-	if err := createTopics(ctx, cl, topics, replicas); err != nil {
+	if err := createTopics(ctx, cl, topics, int16(replicas)); err != nil {
 		return nil, err
 	}
 	r, err := newOutputReader(bootstrap, output, topics[output])
@@ -157,12 +162,16 @@ func newAppEnv(ctx context.Context, e *Env, bootstrap string, topics map[string]
 		return nil, err
 	}
 	e.cleanups = append(e.cleanups, r.Close)
-	return &appEnv{e: e, bootstrap: bootstrap, cl: cl, reader: r, appID: e.Name("app")}, nil
+	return &appEnv{e: e, bootstrap: bootstrap, cl: cl, reader: r, appID: e.Name("app"), replicas: replicas}, nil
 }
 
 // start starts an instance in e.Dir/name; it is stopped when the scenario
 // ends if the scenario has not stopped it.
 func (a *appEnv) start(ctx context.Context, name, topology string, props map[string]string) (StreamsApp, *Proc, error) {
+	props = maps.Clone(props)
+	if _, ok := props["replication.factor"]; !ok {
+		props["replication.factor"] = fmt.Sprint(a.replicas)
+	}
 	app := StreamsApp{Topology: topology, Bootstrap: a.bootstrap, AppID: a.appID, Dir: filepath.Join(a.e.Dir, name), Props: props}
 	proc, err := a.e.Tools.StartStreamsApp(ctx, app)
 	if err != nil {
@@ -262,7 +271,7 @@ func (a *appEnv) describeGroup(ctx context.Context, run appRun, instances []iqTa
 
 func streamsTableJoin(ctx context.Context, e *Env, run appRun) error {
 	customers, orders, output := e.Name("customers"), e.Name("orders"), e.Name("enriched")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{customers: 3, orders: 3, output: 3}, -1, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{customers: 3, orders: 3, output: 3}, streamsReplicas(e), output)
 	if err != nil {
 		return err
 	}
@@ -310,7 +319,7 @@ func countTopic(recs []inputRecord, topic string) int {
 
 func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 	input, output := e.Name("readings"), e.Name("windows")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: 3, output: 3}, -1, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: 3, output: 3}, streamsReplicas(e), output)
 	if err != nil {
 		return err
 	}
@@ -339,7 +348,7 @@ func streamsWindowed(ctx context.Context, e *Env, run appRun) error {
 
 func streamsFKJoin(ctx context.Context, e *Env, run appRun) error {
 	orders, products, output := e.Name("orders"), e.Name("products"), e.Name("order-products")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{orders: 2, products: 3, output: 3}, -1, output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{orders: 2, products: 3, output: 3}, streamsReplicas(e), output)
 	if err != nil {
 		return err
 	}
@@ -428,7 +437,11 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun, ownNode bool) error 
 		bootstrap = n.Bootstrap()
 		groupConfigs = append(groupConfigs, shortSession...)
 	}
-	a, err := newAppEnv(ctx, e, bootstrap, map[string]int32{input: partitions, output: partitions}, -1, output)
+	replicas := streamsReplicas(e)
+	if ownNode {
+		replicas = 1
+	}
+	a, err := newAppEnv(ctx, e, bootstrap, map[string]int32{input: partitions, output: partitions}, replicas, output)
 	if err != nil {
 		return err
 	}
@@ -780,7 +793,7 @@ func streamsBrokerKill(ctx context.Context, e *Env, run appRun) error {
 	}
 	defer restore()
 	input, output := e.Name("deltas"), e.Name("sums")
-	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: partitions, output: partitions}, int16(broker.replicas), output)
+	a, err := newAppEnv(ctx, e, e.Bootstrap(), map[string]int32{input: partitions, output: partitions}, broker.replicas, output)
 	if err != nil {
 		return err
 	}
@@ -789,11 +802,9 @@ func streamsBrokerKill(ctx context.Context, e *Env, run appRun) error {
 	base := time.Now().Truncate(time.Second)
 	before := newSumsWorkload(input, partitions, 400, 3, base, nil)
 	after := newSumsWorkload(input, partitions, 1500, 4, base.Add(time.Second), &before)
-	// The internal topics (changelog, and under the streams protocol as
-	// the coordinator creates them) get as many replicas as the inputs:
+	// The internal topics get as many replicas as the inputs (appEnv):
 	// with one, a killed broker would take their partitions down with it.
-	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1",
-		"replication.factor": fmt.Sprint(broker.replicas)})
+	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1"})
 	if err := produceInput(ctx, a.cl, before.input); err != nil {
 		return err
 	}
