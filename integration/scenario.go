@@ -74,6 +74,7 @@ func Scenarios() []Scenario {
 	all = append(all, txnScenarios()...)
 	all = append(all, streamsScenarios()...)
 	all = append(all, connectScenarios()...)
+	all = append(all, connectMirrorScenarios()...)
 	all = append(all, streamsAppScenarios()...)
 	all = append(all, tlsScenarios()...)
 	all = append(all, aclScenarios()...)
