@@ -47,6 +47,16 @@ func mirrorScenarios() []Scenario {
 			"the baseline whose duplicates the cross-flavor drill's are compared with",
 		Timeout: 10 * time.Minute,
 		Run:     func(ctx context.Context, e *Env) error { return mirrorDrill(ctx, e, true) },
+	}, {
+		Name: "mirror/identity-acls",
+		Doc: "MirrorMaker " + KafkaVersion + " (IdentityReplicationPolicy, sync.topic.acls.enabled=true, sync.group.offsets.enabled=true), only A→B, between two nodes it starts with StandardAuthorizer: " +
+			"A of the target's flavor, B of the other; a 2-partition topic with retention.ms and max.message.bytes set arrives on B under its own name with every record and those configs; " +
+			"of its ACLs made with kafka-acls on A, B ends up (kafka-acls --list) with exactly the ones MirrorSourceConnector copies: the literal ones but ALLOW WRITE, ALLOW ALL as ALLOW READ, DENY as it is; " +
+			"not the prefixed one, nor those of an unmirrored topic or a group; a group's checkpoint and synced offsets reach B under the topic's own name, and failed over it reads every record it had not read, " +
+			"re-reading only back to an offset sync; B's ACLs and the re-read counts in the note",
+		Timeout:  10 * time.Minute,
+		OwnNodes: true,
+		Run:      mirrorIdentityACLs,
 	}}
 }
 
@@ -111,7 +121,7 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 			return err
 		}
 	}
-	mm, err := startMirrorMaker(ctx, e, a, b, forth, back)
+	mm, err := startMirrorMaker(ctx, e, a, b, []mirrorFlow{forth, back}, nil)
 	if err != nil {
 		return err
 	}
@@ -141,20 +151,263 @@ func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 	return nil
 }
 
-// startMirrorMaker runs connect-mirror-maker.sh's main class with both
-// flows enabled and every interval that the drill waits on cut to a
-// second or two.
-func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back mirrorFlow) (*Proc, error) {
+const identityReplicationPolicy = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+
+// mirrorIdentityACLs runs one flow, A→B, under IdentityReplicationPolicy
+// with ACL sync on, between two nodes with StandardAuthorizer (the
+// shared target has none, and ACL sync needs one on both sides).
+func mirrorIdentityACLs(ctx context.Context, e *Env) error {
+	own := FlavorOf(e.Target.Name())
+	if own == "" {
+		return Skipf("the harness cannot start a node like the %s target", e.Target.Name())
+	}
+	peerFlavor := map[string]string{"gregor": "kafka", "kafka": "gregor"}[own]
+	// Every client here, MirrorMaker 2 included, connects as
+	// User:ANONYMOUS: a super user, so that the ACLs under test govern
+	// no one and only their copying is checked.
+	authorizer := func() NodeSpec {
+		return NodeSpec{Properties: map[string]string{
+			"authorizer.class.name": standardAuthorizer,
+			"super.users":           "User:ANONYMOUS",
+		}}
+	}
+	na, err := e.StartNodeOf(ctx, own, authorizer())
+	if err != nil {
+		return fmt.Errorf("starting A (%s): %w", own, err)
+	}
+	nb, err := e.StartNodeOf(ctx, peerFlavor, authorizer())
+	if err != nil {
+		return fmt.Errorf("starting B (%s): %w", peerFlavor, err)
+	}
+	a := mirrorSide{alias: "A", flavor: own, bootstrap: na.Bootstrap(), replicas: 1}
+	b := mirrorSide{alias: "B", flavor: peerFlavor, bootstrap: nb.Bootstrap(), replicas: 1}
+	f := mirrorFlow{src: a, dst: b, topic: e.Name("ident"), group: e.Name("ident-group"), identity: true}
+	if err := f.createAndProduce(ctx, 0, mirrorRecords/2); err != nil {
+		return err
+	}
+	unmirrored := e.Name("unmirrored")
+	if err := a.createTopic(ctx, unmirrored, 1, nil); err != nil {
+		return err
+	}
+
+	// The grants on A, made before MirrorMaker 2 starts, and what Kafka
+	// 4.3.1's MirrorSourceConnector.syncTopicAcls makes of them: it asks
+	// A for every TOPIC binding, keeps the LITERAL ones of topics its
+	// filter replicates (shouldReplicateTopic) but ALLOW WRITE
+	// (shouldReplicateAcl: only MirrorMaker 2 should write a copy), and
+	// creates each on the copy's name with ALLOW ALL turned into ALLOW
+	// READ (targetAclBinding); host and principal stay, DENY stays as
+	// it is.
+	grants := [][]string{
+		// Copied as is on the topic; the same grant on the unmirrored
+		// topic and on the group is not.
+		{"--allow-principal", "User:alice", "--operation", "Read", "--topic", f.topic, "--topic", unmirrored, "--group", f.group},
+		// ALLOW ALL arrives as ALLOW READ; ALLOW WRITE does not arrive.
+		{"--allow-principal", "User:bob", "--operation", "All", "--operation", "Write", "--topic", f.topic},
+		// A host other than *.
+		{"--allow-principal", "User:dave", "--allow-host", "10.0.0.1", "--operation", "Describe", "--topic", f.topic},
+		// DENY WRITE and DENY ALL arrive unchanged.
+		{"--deny-principal", "User:eve", "--operation", "Write", "--operation", "All", "--topic", f.topic},
+		// A PREFIXED pattern, though its prefix is the topic's whole name,
+		// is not copied.
+		{"--allow-principal", "User:frank", "--operation", "Read", "--topic", f.topic, "--resource-pattern-type", "prefixed"},
+	}
+	for _, g := range grants {
+		if _, err := acls(ctx, e, na, append([]string{"--add"}, g...)...); err != nil {
+			return fmt.Errorf("on A: %w", err)
+		}
+	}
+	entry := func(principal, host, op, perm string) string {
+		return fmt.Sprintf("TOPIC:LITERAL:%s (principal=%s, host=%s, operation=%s, permissionType=%s)", f.topic, principal, host, op, perm)
+	}
+	want := []string{
+		entry("User:alice", "*", "READ", "ALLOW"),
+		entry("User:bob", "*", "READ", "ALLOW"),
+		entry("User:dave", "10.0.0.1", "DESCRIBE", "ALLOW"),
+		entry("User:eve", "*", "WRITE", "DENY"),
+		entry("User:eve", "*", "ALL", "DENY"),
+	}
+	slices.Sort(want)
+
+	mm, err := startMirrorMaker(ctx, e, a, b, []mirrorFlow{f}, [][2]string{
+		{"replication.policy.class", identityReplicationPolicy},
+		{"sync.topic.acls.enabled", "true"},
+		{"sync.topic.acls.interval.seconds", "1"},
+	})
+	if err != nil {
+		return err
+	}
+	defer mm.Stop(30 * time.Second)
+	if err := f.produce(ctx, mirrorRecords/2, mirrorRecords); err != nil {
+		return err
+	}
+
+	// B starts with no ACL at all, so every binding it holds is one
+	// MirrorMaker 2 created.
+	err = until(ctx, mirrorWait, time.Second, func() (bool, error) {
+		if exited, err := mm.Exited(); exited {
+			return false, fmt.Errorf("MirrorMaker 2 exited (%v): %s", err, mm.LogTail(8))
+		}
+		got, err := aclBindingsOn(ctx, b.bootstrap)
+		if err != nil {
+			return false, err
+		}
+		if !slices.Equal(got, want) {
+			return false, fmt.Errorf("B's ACLs (DescribeAcls):\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := f.consumeAndCommit(ctx); err != nil {
+		return err
+	}
+	if err := f.drill(ctx, mm); err != nil {
+		return fmt.Errorf("%s→%s (%s→%s): %w", f.src.alias, f.dst.alias, f.src.flavor, f.dst.flavor, err)
+	}
+
+	// By now MirrorMaker 2 has synced the ACLs every second for the
+	// whole drill: the stock tool must still list exactly the copies,
+	// each once (a sync that re-created an existing binding as a new
+	// one would show here).
+	out, err := acls(ctx, e, nb, "--list")
+	if err != nil {
+		return fmt.Errorf("on B: %w", err)
+	}
+	got, err := parseACLList(out)
+	if err != nil {
+		return fmt.Errorf("kafka-acls --list on B: %w", err)
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("kafka-acls --list on B lists:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.bootstrap))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	if topics.Has(unmirrored) {
+		return fmt.Errorf("%s, not in A->B.topics, was copied to B", unmirrored)
+	}
+
+	var listed []string
+	for _, g := range got {
+		listed = append(listed, strings.TrimPrefix(g, "TOPIC:LITERAL:"+f.topic+" "))
+	}
+	e.Notef("B's ACLs on %s: %s; %s", f.topic, strings.Join(listed, " "), f.note())
+	return nil
+}
+
+// createTopic creates topic on the side with its replication factor.
+func (s mirrorSide) createTopic(ctx context.Context, topic string, partitions int32, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, int16(s.replicas), configs, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s on %s: %w", topic, s.alias, err)
+	}
+	return nil
+}
+
+// aclBindingsOn is every ACL binding the cluster at bootstrap holds
+// (DescribeAcls with every filter field ANY), each as parseACLList
+// writes it, sorted.
+func aclBindingsOn(ctx context.Context, bootstrap string) ([]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("DescribeAcls: %w", err)
+	}
+	var out []string
+	for _, r := range resp.Resources {
+		for _, a := range r.ACLs {
+			out = append(out, fmt.Sprintf("%s:%s:%s (principal=%s, host=%s, operation=%s, permissionType=%s)",
+				r.ResourceType, r.ResourcePatternType, r.ResourceName, a.Principal, a.Host, a.Operation, a.PermissionType))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// parseACLList reads kafka-acls --list's output, blocks of
+//
+//	Current ACLs for resource `ResourcePattern(resourceType=T, name=N, patternType=P)`:
+//		(principal=..., host=..., operation=..., permissionType=...)
+//
+// into one "T:P:N (principal=...)" line per binding, sorted. A line of
+// any other shape is an error, so that nothing the tool lists is missed.
+func parseACLList(out string) ([]string, error) {
+	const head, tail = "Current ACLs for resource `ResourcePattern(", ")`:"
+	var bindings []string
+	resource := ""
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.TrimSpace(line) == "":
+			resource = ""
+		case strings.HasPrefix(line, head) && strings.HasSuffix(line, tail):
+			fields := map[string]string{}
+			for _, kv := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, head), tail), ", ") {
+				k, v, _ := strings.Cut(kv, "=")
+				fields[k] = v
+			}
+			resource = fields["resourceType"] + ":" + fields["patternType"] + ":" + fields["name"]
+		case resource != "" && strings.HasPrefix(strings.TrimSpace(line), "(principal="):
+			bindings = append(bindings, resource+" "+strings.TrimSpace(line))
+		default:
+			return nil, fmt.Errorf("unexpected line %q in:\n%s", line, out)
+		}
+	}
+	slices.Sort(bindings)
+	return bindings, nil
+}
+
+// startMirrorMaker runs connect-mirror-maker.sh's main class with the
+// flows' directions enabled, every interval that the drill waits on cut
+// to a second or two, and extra's properties on top.
+func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, flows []mirrorFlow, extra [][2]string) (*Proc, error) {
 	rf := strconv.Itoa(a.replicas)
 	props := [][2]string{
 		{"clusters", a.alias + "," + b.alias},
 		{a.alias + ".bootstrap.servers", a.bootstrap},
 		{b.alias + ".bootstrap.servers", b.bootstrap},
-		{a.alias + "->" + b.alias + ".enabled", "true"},
-		{a.alias + "->" + b.alias + ".topics", forth.topic},
-		{"groups", forth.group},
-		{b.alias + "->" + a.alias + ".enabled", "true"},
-		{b.alias + "->" + a.alias + ".topics", back.topic},
+	}
+	// Only the flows' directions are enabled (a direction is off unless
+	// set), each copying only its own topic.
+	var groups []string
+	for _, f := range flows {
+		pair := f.src.alias + "->" + f.dst.alias
+		props = append(props, [2]string{pair + ".enabled", "true"}, [2]string{pair + ".topics", f.topic})
+		if !slices.Contains(groups, f.group) {
+			groups = append(groups, f.group)
+		}
+	}
+	props = append(props, [][2]string{
+		{"groups", strings.Join(groups, ",")},
 		// Every topic MirrorMaker 2 creates, its own and the copies, has
 		// as many replicas as the clusters have brokers (1 or 3).
 		{"replication.factor", rf},
@@ -178,6 +431,16 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back 
 		// ACL sync needs an authorizer on both clusters; the shared
 		// target runs without one.
 		{"sync.topic.acls.enabled", "false"},
+	}...)
+	// extra overrides a key set above in place (a properties file's
+	// later duplicate would win too, but would leave the file saying
+	// two things).
+	for _, kv := range extra {
+		if i := slices.IndexFunc(props, func(p [2]string) bool { return p[0] == kv[0] }); i >= 0 {
+			props[i] = kv
+		} else {
+			props = append(props, kv)
+		}
 	}
 	dir := filepath.Join(e.Dir, "mm2")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -208,6 +471,10 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, forth, back 
 type mirrorFlow struct {
 	src, dst     mirrorSide
 	topic, group string
+	// identity is set when MirrorMaker 2 runs IdentityReplicationPolicy,
+	// which keeps a copy's name; DefaultReplicationPolicy prefixes it
+	// with the source's alias.
+	identity bool
 
 	committed  [mirrorPartitions]int64 // the group's offsets on src
 	translated [mirrorPartitions]int64 // its checkpoint's offsets on dst
@@ -216,22 +483,20 @@ type mirrorFlow struct {
 	newest     [mirrorPartitions]int64 // the newest offset sync's upstream offset
 }
 
-func (f *mirrorFlow) remote() string { return f.src.alias + "." + f.topic }
+// remote is the name of the topic's copy on dst.
+func (f *mirrorFlow) remote() string {
+	if f.identity {
+		return f.topic
+	}
+	return f.src.alias + "." + f.topic
+}
 
 func (f *mirrorFlow) createAndProduce(ctx context.Context, from, to int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.src.bootstrap, ",")...))
+	retention, maxBytes := "7777777", "2000000"
+	err := f.src.createTopic(ctx, f.topic, mirrorPartitions,
+		map[string]*string{"retention.ms": &retention, "max.message.bytes": &maxBytes})
 	if err != nil {
 		return err
-	}
-	defer cl.Close()
-	retention, maxBytes := "7777777", "2000000"
-	res, err := kadm.NewClient(cl).CreateTopic(ctx, mirrorPartitions, int16(f.src.replicas),
-		map[string]*string{"retention.ms": &retention, "max.message.bytes": &maxBytes}, f.topic)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return fmt.Errorf("creating %s on %s: %w", f.topic, f.src.alias, err)
 	}
 	return f.produce(ctx, from, to)
 }
