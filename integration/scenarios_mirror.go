@@ -459,8 +459,13 @@ func startMirrorMaker(ctx context.Context, e *Env, a, b mirrorSide, flows []mirr
 		{"refresh.topics.interval.seconds", "2"},
 		{"sync.topic.configs.interval.seconds", "2"},
 		// A sync not due yet is sent at the next offset flush (60 s by
-		// default); the drill waits for the last record's.
-		{"offset.flush.interval.ms", "1000"},
+		// default); the drill waits for the last record's. A worker
+		// setting, so it goes to each herder by its target's alias:
+		// MirrorMakerConfig.workerConfig passes on only a few top-level
+		// prefixes (offset.storage, task, worker, ...), and a top-level
+		// offset.flush.interval.ms is ignored.
+		{a.alias + ".offset.flush.interval.ms", "1000"},
+		{b.alias + ".offset.flush.interval.ms", "1000"},
 		// ACL sync needs an authorizer on both clusters; the shared
 		// target runs without one.
 		{"sync.topic.acls.enabled", "false"},
