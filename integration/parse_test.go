@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -105,5 +106,42 @@ func TestParseDumpLog(t *testing.T) {
 	}
 	if _, err := parseDumpLog("| offset: 0 key: a payload: 1\n"); err == nil {
 		t.Fatal("record before batch: no error")
+	}
+}
+
+func TestMirrorParseACLList(t *testing.T) {
+	// kafka-acls --list, the shape of the tool's output in
+	// mirror/identity-acls' runs and acl/kafka-acls' expectations.
+	out := "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=ident-1, patternType=LITERAL)`:\n" +
+		"\t(principal=User:eve, host=*, operation=WRITE, permissionType=DENY)\n" +
+		"\t(principal=User:dave, host=10.0.0.1, operation=DESCRIBE, permissionType=ALLOW)\n" +
+		"\n" +
+		"Current ACLs for resource `ResourcePattern(resourceType=GROUP, name=app-, patternType=PREFIXED)`:\n" +
+		"\t(principal=User:bob, host=*, operation=DESCRIBE, permissionType=DENY)\n" +
+		"\n"
+	got, err := parseACLList(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"GROUP:PREFIXED:app- (principal=User:bob, host=*, operation=DESCRIBE, permissionType=DENY)",
+		"TOPIC:LITERAL:ident-1 (principal=User:dave, host=10.0.0.1, operation=DESCRIBE, permissionType=ALLOW)",
+		"TOPIC:LITERAL:ident-1 (principal=User:eve, host=*, operation=WRITE, permissionType=DENY)",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if got, err := parseACLList(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty output: %q, %v", got, err)
+	}
+	// An entry outside a block, or a line of another shape, is refused
+	// rather than skipped.
+	for _, bad := range []string{
+		"\t(principal=User:eve, host=*, operation=WRITE, permissionType=DENY)\n",
+		"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)`:\n\tsomething else\n",
+	} {
+		if got, err := parseACLList(bad); err == nil {
+			t.Errorf("parseACLList(%q) = %q, want an error", bad, got)
+		}
 	}
 }

@@ -87,6 +87,23 @@ type mirrorSide struct {
 	replicas  int // of every topic created on it
 }
 
+// createTopic creates topic on the side with its replication factor.
+func (s mirrorSide) createTopic(ctx context.Context, topic string, partitions int32, configs map[string]*string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.bootstrap, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, int16(s.replicas), configs, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s on %s: %w", topic, s.alias, err)
+	}
+	return nil
+}
+
 func mirrorDrill(ctx context.Context, e *Env, sameFlavor bool) error {
 	own := FlavorOf(e.Target.Name())
 	if own == "" {
@@ -316,7 +333,7 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("kafka-acls --list on B lists:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.bootstrap))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b.bootstrap, ",")...))
 	if err != nil {
 		return err
 	}
@@ -334,23 +351,6 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 		listed = append(listed, strings.TrimPrefix(g, topic+" "))
 	}
 	e.Notef("B's ACLs on %s: %s; %s", f.topic, strings.Join(listed, " "), f.note())
-	return nil
-}
-
-// createTopic creates topic on the side with its replication factor.
-func (s mirrorSide) createTopic(ctx context.Context, topic string, partitions int32, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(s.bootstrap, ",")...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	res, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, int16(s.replicas), configs, topic)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return fmt.Errorf("creating %s on %s: %w", topic, s.alias, err)
-	}
 	return nil
 }
 
