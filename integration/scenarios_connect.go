@@ -95,12 +95,8 @@ func connectDistributedEOS(ctx context.Context, e *Env) error {
 		return err
 	}
 	defer host.Release()
-	workers := make([]*ConnectWorker, 2)
-	for i := range workers {
-		workers[i] = &ConnectWorker{Name: fmt.Sprintf("worker-%d", i+1), Dir: dir, Addr: host.Addr(FirstExtraPort + i),
-			Main: mainConnectDistributed, Properties: distributedWorkerProperties(e.Bootstrap(), base, replicas, host.Addr(FirstExtraPort+i))}
-		defer workers[i].Stop()
-	}
+	workers := distributedWorkers(2, dir, host, e.Bootstrap(), base, replicas)
+	defer stopConnectWorkers(workers)
 	if err := startConnectWorkers(ctx, e, workers); err != nil {
 		return err
 	}
@@ -277,6 +273,24 @@ func distributedWorkerProperties(bootstrap, base string, replicas int, listener 
 
 // startConnectWorkers starts the workers side by side: each spends most
 // of its start-up in its own JVM.
+// distributedWorkers are n distributed workers of group base on the
+// target at bootstrap, their REST listeners on host's extra ports.
+func distributedWorkers(n int, dir string, host *Loopback, bootstrap, base string, replicas int) []*ConnectWorker {
+	workers := make([]*ConnectWorker, n)
+	for i := range workers {
+		addr := host.Addr(FirstExtraPort + i)
+		workers[i] = &ConnectWorker{Name: fmt.Sprintf("worker-%d", i+1), Dir: dir, Addr: addr,
+			Main: mainConnectDistributed, Properties: distributedWorkerProperties(bootstrap, base, replicas, addr)}
+	}
+	return workers
+}
+
+func stopConnectWorkers(workers []*ConnectWorker) {
+	for _, w := range workers {
+		_ = w.Stop()
+	}
+}
+
 func startConnectWorkers(ctx context.Context, e *Env, workers []*ConnectWorker) error {
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup

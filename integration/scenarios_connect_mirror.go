@@ -78,12 +78,8 @@ func connectMirrorSourceEOS(ctx context.Context, e *Env) error {
 		return err
 	}
 	defer host.Release()
-	workers := make([]*ConnectWorker, 2)
-	for i := range workers {
-		workers[i] = &ConnectWorker{Name: fmt.Sprintf("worker-%d", i+1), Dir: dir, Addr: host.Addr(FirstExtraPort + i),
-			Main: mainConnectDistributed, Properties: distributedWorkerProperties(e.Bootstrap(), base, replicas, host.Addr(FirstExtraPort+i))}
-		defer workers[i].Stop()
-	}
+	workers := distributedWorkers(2, dir, host, e.Bootstrap(), base, replicas)
+	defer stopConnectWorkers(workers)
 	if err := startConnectWorkers(ctx, e, workers); err != nil {
 		return err
 	}

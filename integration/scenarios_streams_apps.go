@@ -462,29 +462,8 @@ func streamsIQKill(ctx context.Context, e *Env, run appRun, ownNode bool) error 
 	} else {
 		props["session.timeout.ms"] = "10000"
 	}
-	if err := produceInput(ctx, a.cl, before.input); err != nil {
-		return err
-	}
-	appA, procA, err := a.start(ctx, "app-a", "sums", props)
+	procA, procB, iqA, iqB, err := a.startTwoSums(ctx, props, input, before)
 	if err != nil {
-		return err
-	}
-	appB, procB, err := a.start(ctx, "app-b", "sums", props)
-	if err != nil {
-		return err
-	}
-	iqA, err := waitIQAddress(ctx, appA, procA, 90*time.Second)
-	if err != nil {
-		return err
-	}
-	iqB, err := waitIQAddress(ctx, appB, procB, 90*time.Second)
-	if err != nil {
-		return err
-	}
-	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 2*time.Minute); err != nil {
-		return err
-	}
-	if err := a.reader.waitCount(ctx, a.apps, before.want, time.Minute); err != nil {
 		return err
 	}
 
@@ -769,6 +748,36 @@ func parseStreamsAssignments(s string) (map[string][]string, error) {
 	return out, nil
 }
 
+// startTwoSums produces the workload's input, starts two instances of the
+// sums app, A and B, and waits until both serve interactive queries and
+// the app has written the workload's output.
+func (a *appEnv) startTwoSums(ctx context.Context, props map[string]string, input string, w sumsWorkload) (procA, procB *Proc, iqA, iqB *iqClient, err error) {
+	if err := produceInput(ctx, a.cl, w.input); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	appA, procA, err := a.start(ctx, "app-a", "sums", props)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	appB, procB, err := a.start(ctx, "app-b", "sums", props)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if iqA, err = waitIQAddress(ctx, appA, procA, 90*time.Second); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if iqB, err = waitIQAddress(ctx, appB, procB, 90*time.Second); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 2*time.Minute); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := a.reader.waitCount(ctx, a.apps, w.want, time.Minute); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return procA, procB, iqA, iqB, nil
+}
+
 // streamsBrokerDown is how long the killed broker stays down while input
 // flows: on a cluster longer than the clients' metadata refreshes after
 // a disconnect, so that they move to the new leaders and coordinator
@@ -805,29 +814,8 @@ func streamsBrokerKill(ctx context.Context, e *Env, run appRun) error {
 	// The internal topics get as many replicas as the inputs (appEnv):
 	// with one, a killed broker would take their partitions down with it.
 	props := run.props(map[string]string{"app.input": input, "app.output": output, "num.stream.threads": "1"})
-	if err := produceInput(ctx, a.cl, before.input); err != nil {
-		return err
-	}
-	appA, procA, err := a.start(ctx, "app-a", "sums", props)
+	_, _, iqA, iqB, err := a.startTwoSums(ctx, props, input, before)
 	if err != nil {
-		return err
-	}
-	appB, procB, err := a.start(ctx, "app-b", "sums", props)
-	if err != nil {
-		return err
-	}
-	iqA, err := waitIQAddress(ctx, appA, procA, 90*time.Second)
-	if err != nil {
-		return err
-	}
-	iqB, err := waitIQAddress(ctx, appB, procB, 90*time.Second)
-	if err != nil {
-		return err
-	}
-	if err := waitCaughtUp(ctx, a.cl, a.apps, a.appID, []string{input}, 2*time.Minute); err != nil {
-		return err
-	}
-	if err := a.reader.waitCount(ctx, a.apps, before.want, time.Minute); err != nil {
 		return err
 	}
 	tasksBefore, err := waitSplitTasks(ctx, a.apps, partitions, iqA, iqB)
