@@ -25,6 +25,9 @@ func opsScenarios() []Scenario {
 	}
 }
 
+// scrapeTimeout bounds one scrape: Prometheus' default is 10 s.
+const scrapeTimeout = 30 * time.Second
+
 // scrape fetches and parses addr's /metrics, keeping the text in
 // dir/metrics.txt for whoever reads a failure.
 func scrape(ctx context.Context, addr, dir string) ([]Sample, error) {
@@ -32,7 +35,11 @@ func scrape(ctx context.Context, addr, dir string) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	// The JMX exporter in a Kafka node walks every MBean on each scrape:
+	// seconds on a loaded two-core machine (a kafka-cluster run saw every
+	// scrape of a 30 s wait pass 5 s). What is checked is the names,
+	// labels and values, not how fast Kafka's exporter answers.
+	resp, err := (&http.Client{Timeout: scrapeTimeout}).Do(req)
 	if err != nil {
 		return nil, err
 	}
