@@ -52,7 +52,7 @@ func mirrorScenarios() []Scenario {
 		Run:     func(ctx context.Context, e *Env) error { return mirrorDrill(ctx, e, true) },
 	}, {
 		Name: "mirror/identity-acls",
-		Doc: "MirrorMaker " + KafkaVersion + " (IdentityReplicationPolicy, sync.topic.acls.enabled=true, sync.group.offsets.enabled=true), only A→B, between two nodes it starts with StandardAuthorizer: " +
+		Doc: "MirrorMaker " + KafkaVersion + " (IdentityReplicationPolicy, sync.topic.acls.enabled=true, sync.group.offsets.enabled=true), only A→B, between two nodes it starts with StandardAuthorizer (beside a cluster target, two 3-node clusters, topics on 3 replicas): " +
 			"A of the target's flavor, B of the other; a 2-partition topic with retention.ms and max.message.bytes set arrives on B under its own name with every record and those configs; " +
 			"of its ACLs made with kafka-acls on A, B ends up (kafka-acls --list) with exactly the ones MirrorSourceConnector copies: the literal ones but ALLOW WRITE, ALLOW ALL as ALLOW READ, DENY as it is; " +
 			"not the prefixed one, nor those of an unmirrored topic or a group; a group's checkpoint and synced offsets reach B under the topic's own name, and failed over it reads every record it had not read, " +
@@ -191,16 +191,36 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 			"super.users":           "User:ANONYMOUS",
 		}}
 	}
-	na, err := e.StartNodeOf(ctx, own, authorizer())
-	if err != nil {
-		return fmt.Errorf("starting A (%s): %w", own, err)
+	// Beside a cluster target, A and B are 3-node clusters (combined
+	// nodes, every topic on 3 replicas), as for the drill.
+	start := func(flavor, name string) (mirrorSide, error) {
+		if e.Target.Topology().Cluster() {
+			var props []string
+			for k, v := range authorizer().Properties {
+				props = append(props, k+"="+v)
+			}
+			slices.Sort(props)
+			c, err := StartClusterWith(ctx, e.Tools, flavor, Combined3, filepath.Join(e.Dir, "cluster-"+name), 0, ClusterOptions{Properties: props})
+			if err != nil {
+				return mirrorSide{}, fmt.Errorf("starting %s (a %s cluster): %w", name, flavor, err)
+			}
+			e.cleanups = append(e.cleanups, func() { _ = c.Stop() })
+			return mirrorSide{alias: name, flavor: flavor, bootstrap: c.Bootstrap(), replicas: 3}, nil
+		}
+		n, err := e.StartNodeOf(ctx, flavor, authorizer())
+		if err != nil {
+			return mirrorSide{}, fmt.Errorf("starting %s (%s): %w", name, flavor, err)
+		}
+		return mirrorSide{alias: name, flavor: flavor, bootstrap: n.Bootstrap(), replicas: 1}, nil
 	}
-	nb, err := e.StartNodeOf(ctx, peerFlavor, authorizer())
+	a, err := start(own, "A")
 	if err != nil {
-		return fmt.Errorf("starting B (%s): %w", peerFlavor, err)
+		return err
 	}
-	a := mirrorSide{alias: "A", flavor: own, bootstrap: na.Bootstrap(), replicas: 1}
-	b := mirrorSide{alias: "B", flavor: peerFlavor, bootstrap: nb.Bootstrap(), replicas: 1}
+	b, err := start(peerFlavor, "B")
+	if err != nil {
+		return err
+	}
 	f := mirrorFlow{src: a, dst: b, topic: e.Name("ident"), group: e.Name("ident-group"), identity: true}
 	if err := f.createAndProduce(ctx, 0, mirrorRecords/2); err != nil {
 		return err
@@ -233,7 +253,7 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 		{"--allow-principal", "User:frank", "--operation", "Read", "--topic", f.topic, "--resource-pattern-type", "prefixed"},
 	}
 	for _, g := range grants {
-		if _, err := acls(ctx, e, na, append([]string{"--add"}, g...)...); err != nil {
+		if _, err := e.KafkaOn(ctx, a.bootstrap, "", mainACLs, append([]string{"--add"}, g...)...); err != nil {
 			return fmt.Errorf("on A: %w", err)
 		}
 	}
@@ -322,11 +342,11 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 	// whole drill: the stock tool must still list exactly the copies,
 	// each once (a sync that re-created an existing binding as a new
 	// one would show here).
-	out, err := acls(ctx, e, nb, "--list")
+	out, err := e.KafkaOn(ctx, b.bootstrap, "", mainACLs, "--list")
 	if err != nil {
 		return fmt.Errorf("on B: %w", err)
 	}
-	got, err := parseACLList(out)
+	got, err := parseACLList(out.Stdout)
 	if err != nil {
 		return fmt.Errorf("kafka-acls --list on B: %w", err)
 	}
