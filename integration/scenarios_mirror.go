@@ -193,8 +193,11 @@ func mirrorIdentityACLs(ctx context.Context, e *Env) error {
 	}
 	// Beside a cluster target, A and B are 3-node clusters (combined
 	// nodes, every topic on 3 replicas), as for the drill.
+	// The target's kind, not its topology: this scenario (OwnNodes) may
+	// run before the shared lane has started the target.
+	_, clusterTarget := e.Target.(interface{ Cluster() *Cluster })
 	start := func(flavor, name string) (mirrorSide, error) {
-		if e.Target.Topology().Cluster() {
+		if clusterTarget {
 			var props []string
 			for k, v := range authorizer().Properties {
 				props = append(props, k+"="+v)
