@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Main classes of the stock tools (kafka-*.sh) in Kafka 4.3.1.
@@ -218,8 +220,24 @@ func cliTopicsList(ctx context.Context, e *Env) error {
 	}
 	// Make sure __consumer_offsets exists, so that there is an internal
 	// topic for --exclude-internal to hide.
-	if _, err := groupWithOffsetsOn(ctx, e, topic, e.Name("topics-list-group"), 0); err != nil {
+	group := e.Name("topics-list-group")
+	if _, err := groupWithOffsetsOn(ctx, e, topic, group, 0); err != nil {
 		return err
+	}
+	// On a starved machine the JVM consumer may give up (--timeout-ms)
+	// before its FindCoordinator reaches the broker, and then nothing
+	// creates the topic: the harness asks FindCoordinator itself until a
+	// coordinator is named, which takes the topic to exist.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.Bootstrap(), ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := until(ctx, time.Minute, time.Second, func() (bool, error) {
+		_, err := groupCoordinator(ctx, cl, group)
+		return err == nil, err
+	}); err != nil {
+		return fmt.Errorf("FindCoordinator for group %s: %w", group, err)
 	}
 	// The consumer's FindCoordinator has the coordinator's topic created,
 	// on Kafka and on Gregor alike, asynchronously: a consumer that gave
@@ -245,7 +263,7 @@ func cliTopicsList(ctx context.Context, e *Env) error {
 		case <-time.After(time.Second):
 		}
 	}
-	names, err := listTopics(ctx, e, "--exclude-internal")
+	names, err = listTopics(ctx, e, "--exclude-internal")
 	if err != nil {
 		return err
 	}
