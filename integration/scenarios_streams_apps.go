@@ -75,33 +75,28 @@ func streamsAppScenarios() []Scenario {
 	// under at_least_once input processed again after a kill is added
 	// twice, as Kafka documents, and no model gives the app's output.
 	all := []appRun{classicEOS, streamsEOS, classicALOS, streamsALOS}
-	for _, run := range all {
-		out = append(out, Scenario{
-			Name: "streams/stream-table-join-" + run.name(),
-			Doc: "Kafka Streams " + KafkaVersion + " KStream.join(KTable), " + run.describe() + ": orders joined with the customer table (co-partitioned, 3 partitions); " +
-				"the table and the first orders are in before the app starts (timestamp synchronisation must read the table first), table changes and more orders while it runs; " +
-				"every order of a known customer joined with the customer's value then, the others dropped" + sameOnBothTargets,
-			Timeout: 6 * time.Minute,
-			Run:     func(ctx context.Context, e *Env) error { return streamsTableJoin(ctx, e, run) },
-		})
+	apps := []struct {
+		name, doc string
+		timeout   time.Duration
+		run       func(context.Context, *Env, appRun) error
+	}{
+		{"stream-table-join", "KStream.join(KTable), %s: orders joined with the customer table (co-partitioned, 3 partitions); " +
+			"the table and the first orders are in before the app starts (timestamp synchronisation must read the table first), table changes and more orders while it runs; " +
+			"every order of a known customer joined with the customer's value then, the others dropped", 6 * time.Minute, streamsTableJoin},
+		{"windowed-suppress", "tumbling-window aggregation (10 s windows, 5 s grace, event time from the records) with suppress(untilWindowCloses), %s: " +
+			"readings in and out of order, some past the grace period; exactly one final count:sum per closed window, late readings left out", 6 * time.Minute, streamsWindowed},
+		{"fk-join", "KTable-KTable foreign-key join (orders on 2 partitions → products on 3, through the subscription-registration and -response topics), %s: " +
+			"in phases, orders, product changes and a product deleted, orders changing quantity or product or deleted, products changing again; every order's results (tombstones included) in order", 7 * time.Minute, streamsFKJoin},
 	}
-	for _, run := range all {
-		out = append(out, Scenario{
-			Name: "streams/windowed-suppress-" + run.name(),
-			Doc: "Kafka Streams " + KafkaVersion + " tumbling-window aggregation (10 s windows, 5 s grace, event time from the records) with suppress(untilWindowCloses), " + run.describe() + ": " +
-				"readings in and out of order, some past the grace period; exactly one final count:sum per closed window, late readings left out" + sameOnBothTargets,
-			Timeout: 6 * time.Minute,
-			Run:     func(ctx context.Context, e *Env) error { return streamsWindowed(ctx, e, run) },
-		})
-	}
-	for _, run := range all {
-		out = append(out, Scenario{
-			Name: "streams/fk-join-" + run.name(),
-			Doc: "Kafka Streams " + KafkaVersion + " KTable-KTable foreign-key join (orders on 2 partitions → products on 3, through the subscription-registration and -response topics), " + run.describe() + ": " +
-				"in phases, orders, product changes and a product deleted, orders changing quantity or product or deleted, products changing again; every order's results (tombstones included) in order" + sameOnBothTargets,
-			Timeout: 7 * time.Minute,
-			Run:     func(ctx context.Context, e *Env) error { return streamsFKJoin(ctx, e, run) },
-		})
+	for _, app := range apps {
+		for _, run := range all {
+			out = append(out, Scenario{
+				Name:    "streams/" + app.name + "-" + run.name(),
+				Doc:     "Kafka Streams " + KafkaVersion + " " + fmt.Sprintf(app.doc, run.describe()) + sameOnBothTargets,
+				Timeout: app.timeout,
+				Run:     func(ctx context.Context, e *Env) error { return app.run(ctx, e, run) },
+			})
+		}
 	}
 	for _, run := range []appRun{classicEOS, streamsEOS} {
 		detection := "session.timeout.ms=10000 in the app"
