@@ -182,6 +182,8 @@ func (d *DirStore) RemoveTemporaries(ctx context.Context, stem string) error {
 	return nil
 }
 
+var _ FileTidier = (*DirStore)(nil)
+
 // RemoveDir removes an emptied partition directory (after the partition's
 // remote data is deleted); other stores have no directories.
 func (d *DirStore) RemoveDir(dir string) error {

@@ -548,7 +548,7 @@ func (m *Manager) deleteObjects(ctx context.Context, s SegmentMetadata) error {
 			return err
 		}
 	}
-	if d, ok := m.opts.Store.(*DirStore); ok && s.State != CopySegmentFinished {
+	if d, ok := m.opts.Store.(FileTidier); ok && s.State != CopySegmentFinished {
 		// A copy a crash cut short may have left a put's temporary file.
 		if err := d.RemoveTemporaries(ctx, stem); err != nil {
 			return err
@@ -592,7 +592,7 @@ func (m *Manager) DeletePartition(ctx context.Context, tp storage.TopicPartition
 			return err
 		}
 	}
-	if d, ok := m.opts.Store.(*DirStore); ok {
+	if d, ok := m.opts.Store.(FileTidier); ok {
 		if err := d.RemoveDir(dir); err != nil {
 			return err
 		}

@@ -27,5 +27,17 @@ type Store interface {
 	String() string
 }
 
+// FileTidier is a store kept in files (DirStore), which holds what a
+// bucket does not: temporary files of puts a crash cut short, and
+// directories that outlive their objects.
+type FileTidier interface {
+	// RemoveTemporaries removes the temporaries of puts of a segment's
+	// objects (stem: the partition directory and the segment's name
+	// without a suffix).
+	RemoveTemporaries(ctx context.Context, stem string) error
+	// RemoveDir removes an emptied partition directory.
+	RemoveDir(dir string) error
+}
+
 // ErrNotFound is a Get of a key the store does not hold.
 var ErrNotFound = errors.New("not in remote storage")

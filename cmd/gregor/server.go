@@ -199,7 +199,7 @@ func serve(ctx context.Context, s *settings, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	tieredOpts, err := s.tieredOptions(hooks.fs, log)
+	tieredOpts, err := s.tieredOptions(hooks, log)
 	if err != nil {
 		return err
 	}

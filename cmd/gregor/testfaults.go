@@ -19,6 +19,11 @@ package main
 //	clock <d>    the log manager's wall clock reads <d> (a Go duration,
 //	             e.g. 192h or -30m) away from the real one: a step of the
 //	             node's clock; removing the line steps it back
+//	hold tiered-copy
+//	             every put to the remote store returns only once the line
+//	             is gone (the object is stored first): a copy to tiered
+//	             storage is held with objects in the store and no
+//	             COPY_SEGMENT_FINISHED, for a kill in the middle of a copy
 //
 // Blank lines and lines starting with # are ignored. Only the log dirs'
 // files and the log manager's clock go through it (not the controller's
@@ -32,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -40,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregorbroker/gregor/tiered"
 	"github.com/gregorbroker/gregor/vfs"
 )
 
@@ -47,10 +54,18 @@ import (
 const testFaultsEnv = "GREGOR_TEST_FAULTS_FILE"
 
 // testHooks is what the test hook gives the log manager: its filesystem
-// and its wall clock.
+// and its wall clock; and tiered storage its store.
 type testHooks struct {
-	fs  vfs.FS
-	now func() time.Time
+	fs        vfs.FS
+	now       func() time.Time
+	wrapStore func(tiered.Store) tiered.Store
+}
+
+// testFaults is the fault file's content.
+type testFaults struct {
+	storage        []vfs.Fault
+	clock          time.Duration
+	holdTieredCopy bool
 }
 
 // startTestHooks wraps fsys in the test hook's FaultFS and offsets the
@@ -59,11 +74,12 @@ type testHooks struct {
 func startTestHooks(ctx context.Context, fsys vfs.FS, log *slog.Logger) testHooks {
 	name := os.Getenv(testFaultsEnv)
 	if name == "" {
-		return testHooks{fs: fsys, now: time.Now}
+		return testHooks{fs: fsys, now: time.Now, wrapStore: func(s tiered.Store) tiered.Store { return s }}
 	}
 	log.Warn("TEST HOOK: storage and clock fault injection is on; never use this in production", "env", testFaultsEnv, "file", name)
 	ffs := vfs.NewFaultFS(fsys)
 	var offset atomic.Int64
+	var hold atomic.Bool
 	go func() {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
@@ -75,13 +91,14 @@ func startTestHooks(ctx context.Context, fsys vfs.FS, log *slog.Logger) testHook
 			}
 			if !bytes.Equal(data, last) {
 				last = data
-				faults, clock, err := parseTestFaults(data)
+				f, err := parseTestFaults(data)
 				if err != nil {
 					log.Warn("TEST HOOK: bad fault file", "err", err)
 				} else {
-					ffs.SetFaults(faults)
-					offset.Store(int64(clock))
-					log.Warn("TEST HOOK: storage faults set", "faults", fmt.Sprint(faults), "clock_offset", clock)
+					ffs.SetFaults(f.storage)
+					offset.Store(int64(f.clock))
+					hold.Store(f.holdTieredCopy)
+					log.Warn("TEST HOOK: storage faults set", "faults", fmt.Sprint(f.storage), "clock_offset", f.clock, "hold_tiered_copy", f.holdTieredCopy)
 				}
 			}
 			select {
@@ -91,12 +108,47 @@ func startTestHooks(ctx context.Context, fsys vfs.FS, log *slog.Logger) testHook
 			}
 		}
 	}()
-	return testHooks{fs: ffs, now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }}
+	return testHooks{
+		fs:        ffs,
+		now:       func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
+		wrapStore: func(s tiered.Store) tiered.Store {
+			held := heldStore{Store: s, held: hold.Load}
+			if t, ok := s.(tiered.FileTidier); ok {
+				return heldFileStore{heldStore: held, FileTidier: t}
+			}
+			return held
+		},
+	}
 }
 
-func parseTestFaults(data []byte) ([]vfs.Fault, time.Duration, error) {
-	var out []vfs.Fault
-	var clock time.Duration
+// heldFileStore is a heldStore of a store kept in files.
+type heldFileStore struct {
+	heldStore
+	tiered.FileTidier
+}
+
+// heldStore is a store whose puts wait, once stored, while held says so.
+type heldStore struct {
+	tiered.Store
+	held func() bool
+}
+
+func (s heldStore) Put(ctx context.Context, key string, body io.ReaderAt, size int64) error {
+	if err := s.Store.Put(ctx, key, body, size); err != nil {
+		return err
+	}
+	for s.held() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func parseTestFaults(data []byte) (testFaults, error) {
+	var f testFaults
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -106,22 +158,28 @@ func parseTestFaults(data []byte) ([]vfs.Fault, time.Duration, error) {
 		kind, arg, ok := strings.Cut(line, " ")
 		arg = strings.TrimSpace(arg)
 		if !ok || arg == "" {
-			return nil, 0, fmt.Errorf("line %q: want \"io <dir>\", \"full <dir>\" or \"clock <duration>\"", line)
+			return testFaults{}, fmt.Errorf("line %q: want \"io <dir>\", \"full <dir>\", \"clock <duration>\" or \"hold tiered-copy\"", line)
 		}
 		switch kind {
 		case "io":
-			out = append(out, vfs.Fault{Dir: arg, Kind: vfs.FaultIO})
+			f.storage = append(f.storage, vfs.Fault{Dir: arg, Kind: vfs.FaultIO})
 		case "full":
-			out = append(out, vfs.Fault{Dir: arg, Kind: vfs.FaultFull})
+			f.storage = append(f.storage, vfs.Fault{Dir: arg, Kind: vfs.FaultFull})
 		case "clock":
 			d, err := time.ParseDuration(arg)
 			if err != nil {
-				return nil, 0, fmt.Errorf("line %q: %w", line, err)
+				return testFaults{}, fmt.Errorf("line %q: %w", line, err)
 			}
-			clock = d
+			f.clock = d
+		case "hold":
+			if arg != "tiered-copy" {
+				return testFaults{}, fmt.Errorf("line %q: only \"hold tiered-copy\" is known", line)
+			}
+			f.holdTieredCopy = true
 		default:
-			return nil, 0, fmt.Errorf("line %q: unknown fault %q", line, kind)
+			return testFaults{}, fmt.Errorf("line %q: unknown fault %q", line, kind)
 		}
 	}
-	return slices.Clip(out), clock, sc.Err()
+	f.storage = slices.Clip(f.storage)
+	return f, sc.Err()
 }

@@ -8,20 +8,20 @@ import (
 )
 
 func TestParseTestFaults(t *testing.T) {
-	got, clock, err := parseTestFaults([]byte("# a comment\n\nio /data/d0\nfull  /data/d1 \nclock -90m\n"))
+	f, err := parseTestFaults([]byte("# a comment\n\nio /data/d0\nfull  /data/d1 \nclock -90m\nhold tiered-copy\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []vfs.Fault{{Dir: "/data/d0", Kind: vfs.FaultIO}, {Dir: "/data/d1", Kind: vfs.FaultFull}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || clock != -90*time.Minute {
-		t.Fatalf("got %v and clock %s, want %v and -1h30m", got, clock, want)
+	if len(f.storage) != len(want) || f.storage[0] != want[0] || f.storage[1] != want[1] || f.clock != -90*time.Minute || !f.holdTieredCopy {
+		t.Fatalf("got %+v, want %v, clock -1h30m and the tiered copy held", f, want)
 	}
-	for _, bad := range []string{"io", "slow /data", "full ", "clock soon"} {
-		if _, _, err := parseTestFaults([]byte(bad)); err == nil {
+	for _, bad := range []string{"io", "slow /data", "full ", "clock soon", "hold", "hold everything"} {
+		if _, err := parseTestFaults([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if got, clock, err := parseTestFaults(nil); err != nil || len(got) != 0 || clock != 0 {
-		t.Fatalf("no file: %v %s %v", got, clock, err)
+	if f, err := parseTestFaults(nil); err != nil || len(f.storage) != 0 || f.clock != 0 || f.holdTieredCopy {
+		t.Fatalf("no file: %+v %v", f, err)
 	}
 }

@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/tiered"
-	"github.com/gregorbroker/gregor/vfs"
 )
 
 // tieredOptions opens tiered storage's store and configures the remote log
 // manager (nil without remote.log.storage.system.enable).
-func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options, error) {
+func (s *settings) tieredOptions(hooks testHooks, log *slog.Logger) (*tiered.Options, error) {
 	rs := s.remoteStorage
 	if rs == nil {
 		return nil, nil
@@ -21,7 +20,7 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 	var store tiered.Store
 	switch {
 	case rs.Dir != "":
-		d, err := tiered.NewDirStore(fsys, rs.Dir)
+		d, err := tiered.NewDirStore(hooks.fs, rs.Dir)
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +49,7 @@ func (s *settings) tieredOptions(fsys vfs.FS, log *slog.Logger) (*tiered.Options
 	}
 	log.Info("tiered storage enabled", "store", store.String())
 	return &tiered.Options{
-		Store:         store,
+		Store:         hooks.wrapStore(store),
 		Metadata:      md,
 		MetadataWait:  rs.Metadata.ConsumeWait,
 		BrokerID:      s.nodeID,

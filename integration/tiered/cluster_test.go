@@ -95,8 +95,15 @@ func TestTieredS3LeaderWipedLosesNothing(t *testing.T) {
 // leaderWipedLosesNothing is the test above with the store the overrides
 // name, whose partition's object names storeNames lists.
 func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func() []string) {
+	// Each broker's test-hook fault file: a "hold tiered-copy" line in
+	// it holds that broker's copies with objects in the store and no
+	// COPY_SEGMENT_FINISHED, so that the kill lands in the middle of a
+	// copy however slow the machine is.
+	faultsDir := t.TempDir()
+	faultsFile := func(n *node.Node) string { return filepath.Join(faultsDir, fmt.Sprintf("faults-%d", n.ID)) }
 	_, brokers := node.StartSplitWith(t, 1, 3, func(n *node.Node) []string {
 		n.Env = append(n.Env, env...)
+		n.Env = append(n.Env, "GREGOR_TEST_FAULTS_FILE="+faultsFile(n))
 		return nil
 	}, append([]string{
 		"remote.log.storage.system.enable=true",
@@ -174,16 +181,19 @@ func leaderWipedLosesNothing(t *testing.T, env, store []string, storeNames func(
 	victim = byID(brokers, leader)
 	clusterID := node.ClusterID(t, victim)
 	// Kill it in the middle of a copy: when the store holds a segment's
-	// objects (or a temporary file of one) that __remote_log_metadata
-	// does not have as COPY_SEGMENT_FINISHED yet.
-	node.WaitFor(t, 60*time.Second, "a copy in progress", func() bool {
-		if slices.ContainsFunc(uncommitted(storeNames()), func(stem string) bool { return meta.history(stem) == "0" }) {
-			victim.Kill()
-			return true
-		}
-		time.Sleep(2 * time.Millisecond)
-		return false
+	// objects that __remote_log_metadata has as COPY_SEGMENT_STARTED and
+	// not COPY_SEGMENT_FINISHED. The hold keeps the copy there until the
+	// kill.
+	if err := os.WriteFile(faultsFile(victim), []byte("hold tiered-copy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	node.WaitFor(t, 60*time.Second, "a copy held in progress", func() bool {
+		return slices.ContainsFunc(uncommitted(storeNames()), func(stem string) bool { return meta.history(stem) == "0" })
 	})
+	victim.Kill()
+	if err := os.Remove(faultsFile(victim)); err != nil {
+		t.Fatal(err)
+	}
 	cut := uncommitted(storeNames())
 	node.WipeBroker(t, victim, clusterID)
 	t.Logf("killed broker %d, the leader, in the middle of a copy (in the store, not finished in __remote_log_metadata: %v), and deleted its data dir", victim.ID, cut)
