@@ -17,6 +17,7 @@ require (
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	go.opentelemetry.io/proto/otlp v1.11.1
+	golang.org/x/sys v0.50.0
 	software.sslmate.com/src/go-pkcs12 v0.7.3
 )
 
@@ -35,7 +36,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )

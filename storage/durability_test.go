@@ -8,7 +8,9 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -580,5 +582,161 @@ func TestCloseSnapshotSurvivesCrash(t *testing.T) {
 	}
 	if len(offs) == 0 || offs[len(offs)-1] != leo {
 		t.Fatalf("snapshots after a crash following a clean close: %v, want one at %d", offs, leo)
+	}
+}
+
+// A leader-epoch checkpoint that cannot be decoded (a crash inside a clean
+// shutdown, whose writes are synced together at its end, can leave one) is
+// rebuilt from the batches' leader epochs: every segment is recovered, even
+// below the recovery point and with the clean-shutdown marker.
+func TestCorruptEpochCheckpointRebuiltFromTheLog(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	l := openTest(t, fsys, "/d/t-0", cfg)
+	var epoch3Start int64 = -1
+	for i := 0; i < 30; i++ {
+		epoch := int32(0)
+		if i >= 5 {
+			epoch = 3
+		}
+		res, _, err := l.Append(plainBatch(t, 2), epoch, AppendClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if epoch == 3 && epoch3Start < 0 {
+			epoch3Start = res.FirstOffset
+		}
+	}
+	leo := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := "/d/t-0/" + LeaderEpochCheckpointFile
+	f, err := fsys.OpenFile(name, os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("0\n2\n0 0\n3 ")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l2 := openTest(t, fsys, "/d/t-0", cfg, func(o *LogOptions) { o.RecoveryPoint = leo; o.CleanShutdown = true })
+	defer l2.Close()
+	if l2.LogEndOffset() != leo {
+		t.Fatalf("log end %d, want %d", l2.LogEndOffset(), leo)
+	}
+	if e, end := l2.EndOffsetForEpoch(0); e != 0 || end != epoch3Start {
+		t.Fatalf("epoch 0 ends at %d (epoch %d), want %d", end, e, epoch3Start)
+	}
+	if e, end := l2.EndOffsetForEpoch(3); e != 3 || end != leo {
+		t.Fatalf("epoch 3 ends at %d (epoch %d), want %d", end, e, leo)
+	}
+	// The next flush saves the rebuilt checkpoint.
+	if err := l2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := decodeEpochCheckpoint(data); err != nil || len(entries) != 2 {
+		t.Fatalf("checkpoint after the flush: %v, %v", entries, err)
+	}
+}
+
+// partition.metadata is written unsynced: a crash before the log's first
+// flush may leave it torn, and the next open (recovery point 0) writes it
+// again; once a flush claimed data, a torn file is an error.
+func TestTornPartitionMetadataBeforeTheFirstFlush(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	id := [16]byte{7}
+	l := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.TopicID = id })
+	mustAppend(t, l, plainBatch(t, 2))
+	name := "/d/t-0/" + PartitionMetadataFile
+	tear := func() {
+		f, err := fsys.OpenFile(name, os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte("version: 0\ntopic")); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	tear()
+	l2 := openTest(t, fsys, "/d/t-0", smallConfig(), func(o *LogOptions) { o.TopicID = id })
+	if l2.TopicID() != id {
+		t.Fatalf("topic ID %v", l2.TopicID())
+	}
+	if err := l2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rp := l2.RecoveryPoint()
+	l2.Close()
+	data, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodePartitionMetadata(data); err != nil || got != id {
+		t.Fatalf("partition.metadata after the reopen: %v %v", got, err)
+	}
+	tear()
+	if _, err := OpenLog(LogOptions{FS: fsys, Dir: "/d/t-0", TopicPartition: TopicPartition{"t", 0}, TopicID: id, Config: smallConfig(), RecoveryPoint: rp}); err == nil {
+		t.Fatal("a torn partition.metadata of a flushed log was accepted")
+	}
+}
+
+// A power loss in the middle of a clean shutdown, after the logs were
+// closed unsynced and before the filesystem sync: no marker, and every log
+// comes back whole up to what was flushed before, with a torn tail cut.
+func TestCrashInsideTheCleanShutdownRecovers(t *testing.T) {
+	for _, tear := range []bool{false, true} {
+		fsys := vfs.NewMemFS()
+		m := openTestManager(t, fsys, "/a")
+		var flushed []int64
+		for i, r := range m.OpenLogs(partitionRequests(8)) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			for j := 0; j < i%3+1; j++ {
+				if _, _, err := r.Log.Append(plainBatch(t, 2), int32(j), AppendClient); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if i%2 == 0 {
+				if err := r.Log.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flushed = append(flushed, r.Log.RecoveryPoint())
+		}
+		if err := m.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		fsys.Inject(func(op vfs.Op, name string) error {
+			if op == vfs.OpSyncFS {
+				return fmt.Errorf("power lost")
+			}
+			return nil
+		})
+		if err := m.Close(); err == nil {
+			t.Fatal("Close hid the failed filesystem sync")
+		}
+		fsys.Inject(nil)
+		fsys.Crash(tear, rand.New(rand.NewSource(1)))
+		m2 := openTestManager(t, fsys, "/a")
+		if _, ok := m2.PreviousBrokerEpoch(); ok {
+			t.Fatal("a clean shutdown seen after a crash inside it")
+		}
+		for i, r := range m2.OpenLogs(partitionRequests(8)) {
+			if r.Err != nil {
+				t.Fatalf("tear %v, partition %d: %v", tear, i, r.Err)
+			}
+			if r.Log.LogEndOffset() < flushed[i] {
+				t.Fatalf("tear %v, partition %d: end %d below the flushed %d", tear, i, r.Log.LogEndOffset(), flushed[i])
+			}
+		}
+		m2.Close()
 	}
 }

@@ -42,6 +42,11 @@ type epochCache struct {
 	unsaved bool
 }
 
+// errCorruptEpochCheckpoint: the leader-epoch checkpoint cannot be
+// decoded (a crash during a clean shutdown, whose writes are made durable
+// together at its end, can leave it so).
+var errCorruptEpochCheckpoint = errors.New("corrupt leader-epoch checkpoint")
+
 func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
 	c := &epochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
 	data, err := vfs.ReadFile(fsys, c.path)
@@ -53,7 +58,8 @@ func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
 	}
 	entries, err := decodeEpochCheckpoint(data)
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", c.path, err)
+		// The cache is empty and the caller rebuilds it from the log.
+		return c, fmt.Errorf("parsing %s: %w: %w", c.path, errCorruptEpochCheckpoint, err)
 	}
 	c.entries = entries
 	return c, nil
@@ -199,6 +205,11 @@ func (c *epochCache) write() error {
 // syncs the log's directory once for everything it made. It reports
 // whether it wrote.
 func (c *epochCache) saveUnsaved() (bool, error) {
+	return c.saveUnsavedWith(vfs.WriteFileSynced)
+}
+
+// saveUnsavedWith is saveUnsaved writing with write.
+func (c *epochCache) saveUnsavedWith(write func(vfs.FS, string, []byte) error) (bool, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.RLock()
@@ -207,7 +218,7 @@ func (c *epochCache) saveUnsaved() (bool, error) {
 	if !unsaved {
 		return false, nil
 	}
-	if err := vfs.WriteFileSynced(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
+	if err := write(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
 		c.markUnsaved()
 		return false, fmt.Errorf("writing %s: %w", c.path, err)
 	}

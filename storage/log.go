@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -165,7 +166,10 @@ type Log struct {
 	highestRemote atomic.Int64
 	lastFlushMs   atomic.Int64
 	dirDirty      atomic.Bool // a segment was created since the last dir fsync
-	failure       atomic.Pointer[error]
+	// metadataUnsynced: partition.metadata was written and not synced;
+	// the first flush syncs it, before any recovery point covers data.
+	metadataUnsynced atomic.Bool
+	failure          atomic.Pointer[error]
 	// dirHealth is the log dir's; a move to another dir changes it.
 	dirHealth atomic.Pointer[dirHealth]
 
@@ -264,12 +268,18 @@ func OpenLog(opts LogOptions) (*Log, error) {
 			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
 		}
 	}
-	if err := l.checkPartitionMetadata(); err != nil {
+	if err := l.checkPartitionMetadata(opts.RecoveryPoint); err != nil {
 		return nil, err
 	}
 	l.producers = newProducerState(l.fsys, l.dir)
 	epochs, err := openEpochCache(l.fsys, l.dir)
-	if err != nil {
+	if errors.Is(err, errCorruptEpochCheckpoint) {
+		// Kafka fails the log dir here. The batches carry their leader
+		// epochs: recovering every segment rebuilds the checkpoint.
+		l.logger.Warn("the leader-epoch checkpoint is corrupt; recovering the whole log to rebuild it", "err", err)
+		opts.CleanShutdown = false
+		opts.RecoveryPoint = 0
+	} else if err != nil {
 		return nil, err
 	}
 	l.epochs = epochs
@@ -284,29 +294,29 @@ func OpenLog(opts LogOptions) (*Log, error) {
 // one given, writing the file when it is missing (Kafka refuses a log whose
 // topic ID differs: the topic was deleted and recreated).
 //
-// A new file's content is synced, its name not: the log's first flush
-// syncs the partition dir (load leaves it dirty) before the recovery point
-// claims any batch, so the file is durable before any data is. A crash
-// before that can lose it, never leave a partial one; the next open writes
-// it again from the topic ID the metadata image gives. (Only a power loss
-// can lose it, and then what the log holds was never flushed either.)
-func (l *Log) checkPartitionMetadata() error {
+// A new file is written without an fsync (a new partition costs no fsync
+// of its own): the log's first flush syncs it and then the partition dir
+// before the recovery point claims any batch, so the file is durable
+// before any data is. A crash before that may leave it empty or partial:
+// with the recovery point still 0 (nothing of this log was ever flushed),
+// such a file is written again from the topic ID the metadata image gives.
+// Kafka also writes the file without waiting for its flush (a scheduled
+// flush-metadata-file task).
+func (l *Log) checkPartitionMetadata(recoveryPoint int64) error {
 	name := filepath.Join(l.dir, PartitionMetadataFile)
 	data, err := vfs.ReadFile(l.fsys, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if l.topicID == ([16]byte{}) {
-			return nil
-		}
-		if err := vfs.WriteFileSynced(l.fsys, name, encodePartitionMetadata(l.topicID)); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-		return nil
+		return l.writePartitionMetadata(name)
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", name, err)
 	}
 	id, err := decodePartitionMetadata(data)
 	if err != nil {
+		if recoveryPoint == 0 && l.topicID != ([16]byte{}) {
+			l.logger.Warn("rewriting a partition.metadata a crash left unreadable before the log's first flush", "err", err)
+			return l.writePartitionMetadata(name)
+		}
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if l.topicID == ([16]byte{}) {
@@ -316,6 +326,48 @@ func (l *Log) checkPartitionMetadata() error {
 	if id != l.topicID {
 		return fmt.Errorf("%s holds topic ID %s, expected %s: %w", name, protocol.UUID(id).String(), protocol.UUID(l.topicID).String(), kerr.InconsistentTopicID)
 	}
+	return nil
+}
+
+// writePartitionMetadata writes the file, unsynced (checkPartitionMetadata).
+func (l *Log) writePartitionMetadata(name string) error {
+	if l.topicID == ([16]byte{}) {
+		return nil
+	}
+	f, err := l.fsys.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.Write(encodePartitionMetadata(l.topicID))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	l.metadataUnsynced.Store(true)
+	return nil
+}
+
+// syncPartitionMetadata syncs a partition.metadata written since the
+// last flush (the flush syncs the dir after it).
+func (l *Log) syncPartitionMetadata() error {
+	if !l.metadataUnsynced.Load() {
+		return nil
+	}
+	name := filepath.Join(l.dir, PartitionMetadataFile)
+	f, err := l.fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", name, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", name, err)
+	}
+	l.metadataUnsynced.Store(false)
+	l.dirDirty.Store(true)
 	return nil
 }
 
@@ -447,9 +499,14 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	l.logEndOffset.Store(leo)
 	l.logStartOffset.Store(start)
+	// A cut is written at once. Epochs the recovery assigned are not:
+	// they belong to batches above the recovery point, and the flush that
+	// moves the recovery point past them saves them first (saveUnsaved);
+	// a crash before it recovers and assigns them again. (Writing them
+	// here cost two fsyncs per partition at every start after kill -9.)
 	endCut := l.epochs.truncateFromEnd(leo)
 	startCut := l.epochs.truncateFromStart(start)
-	if endCut || startCut || recovering {
+	if endCut || startCut {
 		if err := l.epochs.write(); err != nil {
 			return err
 		}
@@ -460,8 +517,6 @@ func (l *Log) load(opts LogOptions) error {
 	l.refreshAbortedEnd()
 	// Segment files may be new (a fresh log, indexes rebuilt, a torn
 	// tail's later segments removed): the next flush syncs the directory.
-	// (When recovering, the leader-epoch checkpoint written above has
-	// synced it already.)
 	l.dirDirty.Store(true)
 	l.highWatermark.Store(min(max(opts.HighWatermark, start), leo))
 	// After a recovery the recovery point stays where the checkpoint had
@@ -1200,6 +1255,9 @@ func (l *Log) flushUpTo(offset int64) error {
 	} else if wrote {
 		l.dirDirty.Store(true)
 	}
+	if err := l.syncPartitionMetadata(); err != nil {
+		return l.fail(err)
+	}
 	// New files (segments, the epoch checkpoint, partition.metadata) are
 	// durable only once their directory entries are.
 	if l.dirDirty.Swap(false) {
@@ -1775,7 +1833,31 @@ func (l *Log) ProducerCount() int {
 
 // Close takes a producer snapshot, flushes, trims the active segment's
 // indexes and closes the files. Segments awaiting deletion are removed now.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(false) }
+
+// closeForSyncFS is Close with nothing synced: the producer snapshot and
+// the leader-epoch checkpoint are written without an fsync, and neither
+// the segments nor the dir are synced. The caller syncs the filesystem
+// (vfs.FS.SyncFS) and then calls markSynced. A clean shutdown of many
+// partitions makes one syncfs(2) instead of several fsyncs per partition.
+func (l *Log) closeForSyncFS() error { return l.close(true) }
+
+// markSynced advances the recovery point to the log end of a log closed
+// with closeForSyncFS, once its filesystem is synced.
+func (l *Log) markSynced() {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.metadataUnsynced.Store(false)
+	leo := l.logEndOffset.Load()
+	for {
+		cur := l.recoveryPoint.Load()
+		if leo <= cur || l.recoveryPoint.CompareAndSwap(cur, leo) {
+			break
+		}
+	}
+}
+
+func (l *Log) close(deferSync bool) error {
 	// A cleaning in progress sees the flag and stops; wait for it.
 	l.stopCleaning.Store(true)
 	l.cleanMu.Lock()
@@ -1793,7 +1875,11 @@ func (l *Log) Close() error {
 	if healthy {
 		// The snapshot's name is made durable with the flush's sync of
 		// the dir below, or by its own when the flush has nothing to do.
-		wrote, err := l.producers.takeSnapshotUnsyncedDir()
+		write := vfs.WriteFileSynced
+		if deferSync {
+			write = vfs.WriteFileUnsynced
+		}
+		wrote, err := l.producers.writeSnapshot(write)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -1809,7 +1895,11 @@ func (l *Log) Close() error {
 	l.deletions = nil
 	l.mu.Unlock()
 	l.bg.Wait()
-	if healthy {
+	if healthy && deferSync {
+		if _, err := l.epochs.saveUnsavedWith(vfs.WriteFileUnsynced); err != nil {
+			errs = append(errs, l.fail(err))
+		}
+	} else if healthy {
 		if err := l.Flush(); err != nil {
 			errs = append(errs, err)
 		} else if snapshotWritten && l.dirDirty.Swap(false) {

@@ -28,7 +28,7 @@ func TestOpenLogsDedupesConcurrentOpens(t *testing.T) {
 	var metadataWrites, logDirSyncs atomic.Int64
 	fsys.Inject(func(op vfs.Op, name string) error {
 		switch {
-		case op == vfs.OpOpen && strings.HasSuffix(name, PartitionMetadataFile+".tmp"):
+		case op == vfs.OpWrite && strings.HasSuffix(name, PartitionMetadataFile):
 			metadataWrites.Add(1)
 		case op == vfs.OpSyncDir && name == "/a":
 			logDirSyncs.Add(1)
@@ -88,7 +88,7 @@ func TestDeleteWaitsForTheOpen(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	fsys.Inject(func(op vfs.Op, name string) error {
-		if op == vfs.OpOpen && name == "/a/t-0/"+PartitionMetadataFile+".tmp" {
+		if op == vfs.OpWrite && name == "/a/t-0/"+PartitionMetadataFile {
 			once.Do(func() {
 				close(entered)
 				<-release
@@ -256,8 +256,9 @@ func TestManagerCloseFailureKeepsTheMarkerOut(t *testing.T) {
 		mustAppend(t, r.Log, plainBatch(t, 1))
 	}
 	failing := res[0].Log.Dir()
+	// The close writes the producer snapshot (and syncs nothing itself).
 	fsys.Inject(func(op vfs.Op, name string) error {
-		if op == vfs.OpSync && strings.HasPrefix(name, failing+"/") {
+		if (op == vfs.OpOpen || op == vfs.OpWrite) && strings.HasPrefix(name, failing+"/") {
 			return fmt.Errorf("injected")
 		}
 		return nil
@@ -275,5 +276,52 @@ func TestManagerCloseFailureKeepsTheMarkerOut(t *testing.T) {
 	}
 	if _, err := fsys.Stat(good + "/" + CleanShutdownFile); err != nil {
 		t.Fatal("no marker in the healthy dir")
+	}
+}
+
+// The logs of a clean shutdown are made durable by one sync of each log
+// dir's filesystem: when it fails, that dir gets no marker, and its logs'
+// recovery points stay where the last flush left them.
+func TestManagerCloseSyncFSFailureKeepsTheMarkerOut(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	m := openTestManager(t, fsys, "/a", "/b")
+	for _, r := range m.OpenLogs(partitionRequests(6)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		mustAppend(t, r.Log, plainBatch(t, 1))
+	}
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpSyncFS && name == "/a" {
+			return fmt.Errorf("injected")
+		}
+		return nil
+	})
+	if err := m.Close(); err == nil {
+		t.Fatal("Close hid a failed sync of the filesystem")
+	}
+	fsys.Inject(nil)
+	if _, err := fsys.Stat("/a/" + CleanShutdownFile); err == nil {
+		t.Fatal("marker written in the dir whose filesystem sync failed")
+	}
+	if _, err := fsys.Stat("/b/" + CleanShutdownFile); err != nil {
+		t.Fatal("no marker in the healthy dir")
+	}
+	// A power loss now: /b's logs come back whole from its marker; /a's
+	// are recovered from their checkpointed recovery point (0), which the
+	// failed close did not move.
+	fsys.Crash(false, nil)
+	m2 := openTestManager(t, fsys, "/a", "/b")
+	defer m2.Close()
+	for _, r := range m2.OpenLogs(partitionRequests(6)) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if strings.HasPrefix(r.Log.Dir(), "/a/") && r.Log.RecoveryPoint() != 0 {
+			t.Fatalf("%s: recovery point %d after a close whose sync failed, want 0", r.Log.Dir(), r.Log.RecoveryPoint())
+		}
+		if strings.HasPrefix(r.Log.Dir(), "/b/") && (r.Log.RecoveryPoint() != 1 || r.Log.LogEndOffset() != 1) {
+			t.Fatalf("%s: recovery point %d, end %d after a clean close, want 1 and 1", r.Log.Dir(), r.Log.RecoveryPoint(), r.Log.LogEndOffset())
+		}
 	}
 }

@@ -555,12 +555,6 @@ func (ps *producerState) takeSnapshot() error {
 	return err
 }
 
-// takeSnapshotUnsyncedDir is takeSnapshot leaving the directory sync to
-// the caller, who must sync the log's dir when it wrote one.
-func (ps *producerState) takeSnapshotUnsyncedDir() (wrote bool, err error) {
-	return ps.writeSnapshot(vfs.WriteFileSynced)
-}
-
 func (ps *producerState) writeSnapshot(write func(vfs.FS, string, []byte) error) (bool, error) {
 	if ps.mapEndOffset <= ps.lastSnapOffset {
 		return false, nil

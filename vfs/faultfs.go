@@ -150,6 +150,13 @@ func (f *FaultFS) SyncDir(dir string) error {
 	return f.fsys.SyncDir(dir)
 }
 
+func (f *FaultFS) SyncFS(dir string) error {
+	if err := f.check("syncfs", dir, false); err != nil {
+		return err
+	}
+	return f.fsys.SyncFS(dir)
+}
+
 func (f *FaultFS) DiskUsage(dir string) (total, free int64, err error) {
 	if err := f.check("statfs", dir, false); err != nil {
 		return 0, 0, err

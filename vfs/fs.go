@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is the narrow filesystem surface that the log, its indexes, the
@@ -35,6 +37,11 @@ type FS interface {
 	Stat(name string) (fs.FileInfo, error)
 	// SyncDir makes renames, creations and removals in dir durable.
 	SyncDir(dir string) error
+	// SyncFS makes everything written on the filesystem holding dir
+	// durable: every file's data and every directory's entries
+	// (syncfs(2)). A clean shutdown makes its many small writes durable
+	// with it, in place of an fsync per file and directory.
+	SyncFS(dir string) error
 	// DiskUsage reports the total and free bytes of the filesystem holding
 	// dir (DescribeLogDirs reports them).
 	DiskUsage(dir string) (total, free int64, err error)
@@ -107,6 +114,32 @@ func (OSFS) SyncDir(dir string) error {
 	return err
 }
 
+func (OSFS) SyncFS(dir string) error {
+	d, err := os.Open(filepath.Clean(dir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	raw, err := d.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		for {
+			if serr = unix.Syncfs(int(fd)); serr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &fs.PathError{Op: "syncfs", Path: dir, Err: serr}
+	}
+	return nil
+}
+
 // WriteFileAtomic writes data to name through a temporary file, fsyncs it,
 // renames it over name and fsyncs the directory, so that a crash leaves
 // either the old or the new content (checkpoints, meta.properties).
@@ -133,6 +166,26 @@ func WriteFileSynced(fsys FS, name string, data []byte) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fsys.Rename(tmp, name)
+}
+
+// WriteFileUnsynced replaces name's content through a temporary file and a
+// rename, syncing nothing: for a writer that makes it durable later with
+// SyncFS (a clean shutdown). Until then a crash may leave the old content,
+// the new, or for a new file an empty one or none.
+func WriteFileUnsynced(fsys FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}

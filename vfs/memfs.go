@@ -72,6 +72,7 @@ const (
 	OpMkdir    Op = "mkdir"
 	OpReadDir  Op = "readdir"
 	OpSyncDir  Op = "syncdir"
+	OpSyncFS   Op = "syncfs"
 )
 
 // memNode is an inode: a file or a directory.
@@ -445,6 +446,38 @@ func (m *MemFS) SyncDir(dir string) error {
 	for name, c := range n.children {
 		n.synced[name] = c
 	}
+	return nil
+}
+
+// SyncFS makes the whole filesystem durable, as a SyncDir of every
+// directory and a Sync of every file reachable now.
+func (m *MemFS) SyncFS(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.check(OpSyncFS, clean(dir)); err != nil {
+		return err
+	}
+	if n := m.lookupLocked(dir); n == nil {
+		return &fs.PathError{Op: "syncfs", Path: dir, Err: fs.ErrNotExist}
+	}
+	seen := map[*memNode]bool{}
+	var sync func(n *memNode)
+	sync = func(n *memNode) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if !n.dir {
+			n.durable = append(n.durable[:0], n.data...)
+			return
+		}
+		n.synced = make(map[string]*memNode, len(n.children))
+		for name, c := range n.children {
+			n.synced[name] = c
+			sync(c)
+		}
+	}
+	sync(m.root)
 	return nil
 }
 

@@ -1,5 +1,5 @@
 // Command teeth checks that the crash tests guard every fsync: for each
-// call of Sync or SyncDir (and of the storage package's sync wrappers) in
+// call of Sync, SyncDir or SyncFS (and of the storage package's sync wrappers) in
 // the files that make data durable, it builds the tests with that one call
 // replaced by a no-op (through go test -overlay, so the tree is never
 // edited) and runs them. A call whose removal no test notices is reported
@@ -195,7 +195,7 @@ func findSites(filter *regexp.Regexp) ([]site, error) {
 	return out, nil
 }
 
-// isDurabilityCall matches x.Sync(), x.SyncDir(dir), and in storage the
+// isDurabilityCall matches x.Sync(), x.SyncDir(dir), x.SyncFS(dir), and in storage the
 // wrappers x.sync() of a segment or index (so that each index's fsync is
 // checked on its own).
 func isDurabilityCall(call *ast.CallExpr) bool {
@@ -206,7 +206,7 @@ func isDurabilityCall(call *ast.CallExpr) bool {
 	switch sel.Sel.Name {
 	case "Sync", "sync":
 		return len(call.Args) == 0
-	case "SyncDir":
+	case "SyncDir", "SyncFS":
 		return len(call.Args) == 1
 	}
 	return false
