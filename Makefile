@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered fuzz lint soak faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale fuzz lint soak faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -160,6 +160,16 @@ bench-share:
 # bench/RESULTS.md and keeps the rest
 bench-tiered:
 	$(GO) run ./bench/cmd/tieredbench -rounds $(or $(ROUNDS),3)
+
+# the partition-scale benchmark: one fresh node per target and round,
+# gregor and kafka alternated, ROUNDS rounds (default 3), TOPICS x PER_TOPIC
+# partitions (default 100 x 100): a CreateTopics burst until every
+# partition acknowledges a record, Metadata and DescribeTopicPartitions over
+# all of them, memory and descriptors per idle partition, SIGTERM, a clean
+# restart and a restart after kill -9; rewrites the scale section of
+# bench/RESULTS.md and keeps the rest
+bench-scale:
+	$(GO) run ./bench/cmd/scalebench -rounds $(or $(ROUNDS),3) -topics $(or $(TOPICS),100) -per-topic $(or $(PER_TOPIC),100)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
