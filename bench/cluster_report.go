@@ -17,8 +17,9 @@ import (
 // (RenderReplication, `make bench-replication`), the security one
 // (RenderSecurity, `make bench-security`), the metrics-cost one
 // (RenderMetricsCost, `make bench-metrics`), the share-group one
-// (RenderShare, `make bench-share`) and the tiered-storage one
-// (RenderTiered, `make bench-tiered`). Each writer keeps what the others
+// (RenderShare, `make bench-share`), the tiered-storage one
+// (RenderTiered, `make bench-tiered`) and the partition-scale one
+// (RenderScale, `make bench-scale`). Each writer keeps what the others
 // wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
@@ -72,13 +73,19 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 	return start, end, true
 }
 
+// markedSections are every section another command writes: the ones
+// `make bench` keeps when it rewrites the single-node report.
+func markedSections() []Section {
+	return []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection(), ScaleSection()}
+}
+
 // KeepSections is a freshly rendered single-node report followed by the
 // marked sections of old (the file it replaces), in the order old had
 // them.
 func KeepSections(old, fresh []byte) []byte {
 	type span struct{ start, end int }
 	var kept []span
-	for _, s := range []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection()} {
+	for _, s := range markedSections() {
 		if start, end, ok := s.cut(old); ok {
 			kept = append(kept, span{start, end})
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,29 @@ func TestPercentileNearestRank(t *testing.T) {
 	}
 	if vs[0] != 20 {
 		t.Fatal("percentile sorted its input")
+	}
+}
+
+// TestBenchKeepsEveryMarkedSection: make bench rewrites the single-node
+// report and must keep every section another command wrote, in place.
+func TestBenchKeepsEveryMarkedSection(t *testing.T) {
+	doc := []byte("# Benchmark results\n\nsingle v1\n")
+	var bodies []string
+	for i, s := range markedSections() {
+		body := fmt.Sprintf("%s\n\nsection %d\n\n%s\n", s.Begin, i, s.End)
+		bodies = append(bodies, body)
+		doc = s.Put(doc, []byte(body))
+	}
+	kept := string(KeepSections(doc, []byte("# Benchmark results\n\nsingle v2\n")))
+	if !strings.HasPrefix(kept, "# Benchmark results\n\nsingle v2\n") {
+		t.Errorf("fresh report not first:\n%s", kept)
+	}
+	for _, body := range bodies {
+		if !strings.Contains(kept, body) {
+			t.Errorf("make bench dropped %q:\n%s", body, kept)
+		}
+	}
+	if !strings.Contains(kept, scaleBegin) {
+		t.Error("the scale section is not among the kept ones")
 	}
 }
