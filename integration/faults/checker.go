@@ -29,7 +29,8 @@ const (
 	PollNonMonotonic Kind = "poll-nonmonotonic"
 	// PollSkip: while a consumer held a partition, it was handed an offset
 	// past the next one. The suite's topics have dense offsets (no
-	// transactions, no compaction), so every offset holds a record.
+	// transactions, no compaction), so every offset holds a record
+	// (CheckRetention: unless retention deleted the ones skipped).
 	PollSkip Kind = "poll-skip"
 	// CommitRegressed: a partition's committed offset went below one
 	// already acknowledged: a later acknowledged commit was smaller, a
@@ -38,7 +39,8 @@ const (
 	CommitRegressed Kind = "commit-regressed"
 	// GroupSkip: a consumer given a partition started reading above every
 	// offset a commit so far may have set (0 when none): the group as a
-	// whole skipped the records in between.
+	// whole skipped the records in between (CheckRetention: unless
+	// retention deleted them).
 	GroupSkip Kind = "group-skip"
 )
 
@@ -63,7 +65,15 @@ type Summary struct {
 	CommitsFailed     int // failed or indeterminate commits
 	Faults            int // faults injected
 	FinalRead         int // records in the final read
-	Violations        []Violation
+	// Retention is set by CheckRetention: records may have been deleted.
+	// Expired is how many acknowledged sends the final read lacks below
+	// the log start observed after it; Resets how many times a consumer
+	// was handed an offset past the next one (or past every commit) that
+	// the log start observed after that poll had passed; LogStarts how
+	// many LogStart observations there were.
+	Retention                  bool
+	Expired, Resets, LogStarts int
+	Violations                 []Violation
 }
 
 // Count is the number of violations of kind k.
@@ -76,6 +86,10 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "writes: %d sent, %d acked, %d failed, %d indeterminate (%d of them in the log); "+
 		"reads: %d polls, %d records (%d redelivered), final read %d records; commits: %d ok, %d failed or indeterminate; faults: %d\n",
 		s.Sends, s.Acked, s.Failed, s.Indeterminate, s.IndeterminateSeen, s.Polls, s.Polled, s.Redelivered, s.FinalRead, s.CommitsOK, s.CommitsFailed, s.Faults)
+	if s.Retention {
+		fmt.Fprintf(&b, "retention: %d acknowledged records deleted before the final read; %d consumer jumps past deleted offsets; %d log start observations\n",
+			s.Expired, s.Resets, s.LogStarts)
+	}
 	writeViolations(&b, s.Violations, Kinds)
 	return b.String()
 }
@@ -103,6 +117,7 @@ func (p position) String() string { return fmt.Sprintf("%d/%d", p.partition, p.o
 type send struct {
 	process string
 	seq     int64
+	key     string
 	value   string
 	outcome Type // OK, Fail or Info (Info too when it never completed)
 	at      position
@@ -112,7 +127,84 @@ type send struct {
 // the queue invariants (see the Kind constants). A history with no ok
 // final read cannot show that nothing was lost: that is reported as a
 // lost violation of its own rather than passed.
-func Check(ops []Op) Summary {
+func Check(ops []Op) Summary { return check(ops, nil) }
+
+// CheckRetention is Check for a topic whose retention deletes records
+// all along, which the history's LogStart observations show. Log start
+// offsets only move forward, so an observation invoked after an
+// operation completed bounds from above where the log started at any
+// moment of that operation. Then an acknowledged record the final read
+// lacks is not lost when its offset is below the log start first
+// observed after the read completed (it may have been deleted before the
+// read reached it); and a consumer that jumps past the next offset, or
+// past every commit when given a partition, to offset x skips nothing
+// when x is at most the log start first observed after that poll
+// completed (it may have been reset to the log start of that moment,
+// everything below being deleted). Without such an observation nothing
+// is excused. Everything else is checked as Check does.
+func CheckRetention(ops []Op) Summary {
+	tl := collectLogStarts(ops)
+	s := check(ops, tl)
+	s.Retention, s.LogStarts = true, len(tl)
+	return s
+}
+
+// logStartObs is one LogStart observation: the index of its invocation
+// and the log starts it returned.
+type logStartObs struct {
+	invoked int
+	starts  map[int32]int64
+}
+
+// startTimeline is a history's ok LogStart observations in the order they
+// were invoked; nil for Check, which excuses nothing.
+type startTimeline []logStartObs
+
+func collectLogStarts(ops []Op) startTimeline {
+	type call struct {
+		process string
+		seq     int64
+	}
+	invoked := map[call]int{}
+	tl := startTimeline{}
+	for _, op := range ops {
+		if op.F != LogStart {
+			continue
+		}
+		c := call{op.Process, op.Seq}
+		switch op.Type {
+		case Invoke:
+			invoked[c] = op.Index
+		case OK:
+			if i, ok := invoked[c]; ok {
+				tl = append(tl, logStartObs{i, op.Offsets})
+			}
+		}
+	}
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].invoked < tl[j].invoked })
+	return tl
+}
+
+// after is partition p's log start as the first observation invoked
+// after op index i saw it, or -1 when none did.
+func (tl startTimeline) after(i int, p int32) int64 {
+	j := sort.Search(len(tl), func(j int) bool { return tl[j].invoked > i })
+	for ; j < len(tl); j++ {
+		if s, ok := tl[j].starts[p]; ok {
+			return s
+		}
+	}
+	return -1
+}
+
+// deleted reports whether retention may have deleted every offset below
+// x of partition p by the time op index i completed: x is at most the
+// log start first observed after it.
+func (tl startTimeline) deleted(i int, p int32, x int64) bool {
+	return tl != nil && x <= tl.after(i, p)
+}
+
+func check(ops []Op, tl startTimeline) Summary {
 	var s Summary
 	sends, order := collectSends(ops, Send)
 	var final *Op
@@ -178,11 +270,12 @@ func Check(ops []Op) Summary {
 		}
 	}
 
-	checkValues(&s, add, order, sends, stored, finalAt, final != nil)
+	expired := func(sd *send) bool { return final != nil && tl.deleted(final.Index, sd.at.partition, sd.at.offset+1) }
+	checkValues(&s, add, order, sends, stored, finalAt, final != nil, expired)
 	checkOrder(add, order)
-	checkPolls(&s, add, ops)
+	checkPolls(&s, add, ops, tl)
 	checkCommits(add, ops)
-	checkGroupSkip(add, ops)
+	checkGroupSkip(&s, add, ops, tl)
 	return s
 }
 
@@ -197,7 +290,7 @@ func collectSends(ops []Op, f Func) (map[string]*send, []*send) {
 		}
 		switch op.Type {
 		case Invoke:
-			sd := &send{process: op.Process, seq: op.Seq, value: op.Value, outcome: Info}
+			sd := &send{process: op.Process, seq: op.Seq, key: op.Key, value: op.Value, outcome: Info}
 			sends[op.Value] = sd
 			order = append(order, sd)
 		case OK, Fail, Info:
@@ -210,11 +303,16 @@ func collectSends(ops []Op, f Func) (map[string]*send, []*send) {
 	return sends, order
 }
 
+// checkValues: every acknowledged send is in the final read (unless
+// expired says retention deleted it), where it was acknowledged; every
+// value read was sent, by a send that did not fail, and is stored once.
 func checkValues(s *Summary, add func(Kind, string, ...any), order []*send, sends map[string]*send,
-	stored map[string]map[position]bool, finalAt map[string]map[position]bool, haveFinal bool) {
+	stored map[string]map[position]bool, finalAt map[string]map[position]bool, haveFinal bool, expired func(*send) bool) {
 	for _, sd := range order {
 		at, inFinal := finalAt[sd.value]
 		switch {
+		case sd.outcome == OK && haveFinal && !inFinal && expired(sd):
+			s.Expired++
 		case sd.outcome == OK && haveFinal && !inFinal:
 			add(Lost, "%s (%s seq %d) acknowledged at %s, not in the final read", sd.value, sd.process, sd.seq, sd.at)
 		case sd.outcome == OK && inFinal && !at[sd.at]:
@@ -276,10 +374,11 @@ func checkOrder(add func(Kind, string, ...any), order []*send) {
 }
 
 // checkPolls follows each consumer's hold on each partition: from an
-// assignment to its revocation, offsets go up one at a time; offsets it
-// is handed again at the same position after a new assignment are
+// assignment to its revocation, offsets go up one at a time (or jump to
+// where retention had deleted everything below, tl); offsets it is
+// handed again at the same position after a new assignment are
 // redeliveries, allowed for an at-least-once consumer.
-func checkPolls(s *Summary, add func(Kind, string, ...any), ops []Op) {
+func checkPolls(s *Summary, add func(Kind, string, ...any), ops []Op, tl startTimeline) {
 	type hold struct {
 		process   string
 		partition int32
@@ -310,6 +409,8 @@ func checkPolls(s *Summary, add func(Kind, string, ...any), ops []Op) {
 				switch {
 				case held && r.Offset < want:
 					add(PollNonMonotonic, "%s read partition %d offset %d after offset %d (op %d)", op.Process, r.Partition, r.Offset, want-1, op.Index)
+				case held && r.Offset > want && tl.deleted(op.Index, r.Partition, r.Offset):
+					s.Resets++
 				case held && r.Offset > want:
 					add(PollSkip, "%s read partition %d offset %d after offset %d, skipping %d (op %d)", op.Process, r.Partition, r.Offset, want-1, r.Offset-want, op.Index)
 				}
@@ -398,8 +499,9 @@ func committedString(o int64, ok bool) string {
 
 // checkGroupSkip holds a consumer's first read of a partition it was
 // given to start at or below the highest offset any commit invoked so far
-// may have set (an indeterminate one too), or 0 when there was none.
-func checkGroupSkip(add func(Kind, string, ...any), ops []Op) {
+// may have set (an indeterminate one too), or 0 when there was none, or
+// where retention had deleted everything below (tl).
+func checkGroupSkip(s *Summary, add func(Kind, string, ...any), ops []Op, tl startTimeline) {
 	type hold struct {
 		process   string
 		partition int32
@@ -427,7 +529,9 @@ func checkGroupSkip(add func(Kind, string, ...any), ops []Op) {
 					continue
 				}
 				delete(fresh, h)
-				if r.Offset > maybe[r.Partition] {
+				if r.Offset > maybe[r.Partition] && tl.deleted(op.Index, r.Partition, r.Offset) {
+					s.Resets++
+				} else if r.Offset > maybe[r.Partition] {
 					add(GroupSkip, "%s was given partition %d and started reading at %d, above every commit so far (%d): offsets %d-%d skipped (op %d)",
 						op.Process, r.Partition, r.Offset, maybe[r.Partition], maybe[r.Partition], r.Offset-1, op.Index)
 				}

@@ -82,6 +82,19 @@ const (
 	// Fault is a nemesis step (always Info): Value is FaultStart or
 	// FaultStop, Error says what it did.
 	Fault Func = "fault"
+	// LogStart is an observation of the queue topic's log start offsets
+	// (Offsets: partition -> log start offset), invoked and completed
+	// like any request (Seq pairs them): retention deleted everything
+	// below them. Only CheckRetention reads them (the soak's topic has
+	// retention; the fault suite's must lose nothing).
+	LogStart Func = "log-start"
+	// CompactSend is one record CompactWorkload's producers sent (as
+	// Send) to the compacted topic.
+	CompactSend Func = "compact-send"
+	// CompactRead is the read of every partition of the compacted topic
+	// from its start to its end offset, after the producers stopped; its
+	// Records carry their keys.
+	CompactRead Func = "compact-read"
 )
 
 // The Values of Fault ops.
@@ -95,6 +108,8 @@ type Record struct {
 	Partition int32  `json:"p"`
 	Offset    int64  `json:"o"`
 	Value     string `json:"v"`
+	// Key is the record's key (the final reads only).
+	Key string `json:"k,omitempty"`
 	// Deliveries is a share-group delivery's count (SharePoll only).
 	Deliveries int32 `json:"d,omitempty"`
 }
@@ -169,6 +184,17 @@ func (h *History) Ops() []Op {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]Op(nil), h.ops...)
+}
+
+// From is a copy of the operations from index i on (none when i is past
+// the end): what a reader following the history has not seen yet.
+func (h *History) From(i int) []Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i >= len(h.ops) {
+		return nil
+	}
+	return append([]Op(nil), h.ops[max(i, 0):]...)
 }
 
 // WriteFile writes the history as one JSON object a line.
