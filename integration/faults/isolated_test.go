@@ -96,7 +96,7 @@ func TestFaultIsolatedLeaderCannotAcknowledge(t *testing.T) {
 	// metadata still names itself.
 	leader := waitAgreedInSync(ctx, t, f)
 	t.Logf("healed: partition 0 led by %d with a full ISR, as every broker sees it", leader)
-	recs, err := readAll(ctx, e.log, strings.Split(f.Cluster.Bootstrap(), ","), f.Admin, f.Topic)
+	recs, err := readAll(ctx, e.log, strings.Split(f.Cluster.Bootstrap(), ","), f.Admin, f.Topic, false)
 	if err != nil {
 		t.Fatal(err)
 	}

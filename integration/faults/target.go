@@ -2,9 +2,11 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,11 +47,66 @@ var clusterProperties = []string{
 // on loopback or, when net is not nil, with each node in its own
 // namespace of net.
 func StartCluster(ctx context.Context, tools *integration.Tools, target string, layout integration.ClusterLayout, dir string, net *Network) (*integration.Cluster, error) {
+	return startCluster(ctx, tools, target, layout, dir, net, nil, nil)
+}
+
+// LoopbackCluster is a cluster of StartLoopbackCluster, with its nodes'
+// HTTP listeners.
+type LoopbackCluster struct {
+	*integration.Cluster
+	// HTTP is node id's HTTP listener (/metrics, /debug/...).
+	HTTP   map[int]string
+	claims map[int]*integration.Loopback
+}
+
+// Stop stops the cluster, then gives its addresses back.
+func (c *LoopbackCluster) Stop() error {
+	err := c.Cluster.Stop()
+	c.release()
+	return err
+}
+
+func (c *LoopbackCluster) release() {
+	for _, l := range c.claims {
+		l.Release()
+	}
+}
+
+// StartLoopbackCluster starts target as StartCluster does without a
+// Network, each node on a loopback address claimed here with its HTTP
+// listener (GREGOR_PPROF_ADDR; Kafka has none) on integration.DebugPort
+// of that address; props are more server.properties lines, after the
+// suite's own.
+func StartLoopbackCluster(ctx context.Context, tools *integration.Tools, target string, layout integration.ClusterLayout, dir string, props []string) (*LoopbackCluster, error) {
+	lc := &LoopbackCluster{HTTP: map[int]string{}, claims: map[int]*integration.Loopback{}}
+	for _, id := range Layouts[layout] {
+		l, err := integration.ClaimLoopback()
+		if err != nil {
+			lc.release()
+			return nil, fmt.Errorf("node %d: %w", id, err)
+		}
+		lc.claims[id] = l
+		lc.HTTP[id] = l.Addr(integration.DebugPort)
+	}
+	cl, err := startCluster(ctx, tools, target, layout, dir, nil, lc.claims, props)
+	if err != nil {
+		lc.release()
+		return nil, err
+	}
+	lc.Cluster = cl
+	return lc, nil
+}
+
+// startCluster is StartCluster; without net, node id listens on
+// hosts[id] (when set), its HTTP listener on integration.DebugPort
+// there, and props are added to the suite's properties.
+func startCluster(ctx context.Context, tools *integration.Tools, target string, layout integration.ClusterLayout, dir string, net *Network,
+	hosts map[int]*integration.Loopback, props []string) (*integration.Cluster, error) {
 	flavor, ok := strings.CutSuffix(target, "-cluster")
 	if !ok || (flavor != "kafka" && flavor != "gregor") {
 		return nil, fmt.Errorf("unknown fault target %q (want one of %s)", target, strings.Join(Targets, ", "))
 	}
-	opts := integration.ClusterOptions{Properties: clusterProperties, Hosts: map[int]string{}, Wrap: map[int][]string{}}
+	opts := integration.ClusterOptions{Properties: append(slices.Clone(clusterProperties), props...), Hosts: map[int]string{}, Wrap: map[int][]string{}}
 	ids, ok := Layouts[layout]
 	if !ok {
 		return nil, fmt.Errorf("no node ids known for layout %s", layout)
@@ -59,9 +116,13 @@ func StartCluster(ctx context.Context, tools *integration.Tools, target string, 
 		// the variables. Gregor reads its storage faults from the file
 		// (cmd/gregor/testfaults.go): the disk nemeses write it.
 		env := []string{"env", testFaultsEnv + "=" + FaultFile(dir, id)}
-		if net != nil {
+		switch {
+		case net != nil:
 			opts.Hosts[id] = net.Host(id)
 			env = append(net.Wrap(id), append(env, fmt.Sprintf("GREGOR_PPROF_ADDR=%s:%d", net.Host(id), DebugPort))...)
+		case hosts[id] != nil:
+			opts.Hosts[id] = hosts[id].IP
+			env = append(env, "GREGOR_PPROF_ADDR="+hosts[id].Addr(integration.DebugPort))
 		}
 		opts.Wrap[id] = env
 	}
@@ -81,14 +142,23 @@ func FaultFile(clusterDir string, id int) string {
 // CreateTopic creates the suite's topic and waits until every partition
 // has a leader and all three replicas in sync.
 func CreateTopic(ctx context.Context, target string, adm *kadm.Client, topic string) error {
-	resp, err := adm.CreateTopic(ctx, TopicPartitions, ReplicationFactor,
-		map[string]*string{"min.insync.replicas": kadm.StringPtr(fmt.Sprint(MinInsyncReplicas))}, topic)
+	return CreateTopicWith(ctx, target, adm, topic, nil)
+}
+
+// CreateTopicWith is CreateTopic with more topic configs (configs' keys
+// beside min.insync.replicas).
+func CreateTopicWith(ctx context.Context, target string, adm *kadm.Client, topic string, configs map[string]string) error {
+	cfg := map[string]*string{"min.insync.replicas": kadm.StringPtr(fmt.Sprint(MinInsyncReplicas))}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := adm.CreateTopic(ctx, TopicPartitions, ReplicationFactor, cfg, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
-		msg := fmt.Sprintf("creating topic %s (%d partitions, replication factor %d, min.insync.replicas=%d) on %s",
-			topic, TopicPartitions, ReplicationFactor, MinInsyncReplicas, target)
+		msg := fmt.Sprintf("creating topic %s (%d partitions, replication factor %d, min.insync.replicas=%d, %v) on %s",
+			topic, TopicPartitions, ReplicationFactor, MinInsyncReplicas, configs, target)
 		return fmt.Errorf("%s: %w (%s)", msg, err, resp.ErrMessage)
 	}
 	return WaitInSync(ctx, adm, topic, time.Minute)
@@ -157,7 +227,54 @@ func WaitInSync(ctx context.Context, adm *kadm.Client, topic string, wait time.D
 // offset (the high watermark) with read_uncommitted and records the read
 // as one FinalRead op.
 func RecordFinalRead(ctx context.Context, h *History, log *slog.Logger, seeds []string, adm *kadm.Client, topic string) error {
-	return recordRead(h, FinalRead, func() ([]Record, error) { return readAll(ctx, log, seeds, adm, topic) })
+	return recordRead(h, FinalRead, func() ([]Record, error) { return readAll(ctx, log, seeds, adm, topic, false) })
+}
+
+// RecordRetainedRead is RecordFinalRead of a topic whose retention
+// deletes records meanwhile: each partition is read from its log start
+// (offset 0 is gone) and is done at its end offset or once its log start
+// reaches it. Record a LogStart observation after it (ObserveLogStart):
+// what is missing below it may have been deleted before it was read.
+func RecordRetainedRead(ctx context.Context, h *History, log *slog.Logger, seeds []string, adm *kadm.Client, topic string) error {
+	return recordRead(h, FinalRead, func() ([]Record, error) { return readAll(ctx, log, seeds, adm, topic, true) })
+}
+
+// RecordCompactRead reads every partition of the compacted topic from
+// offset 0 to its end offset and records the read, keys included, as one
+// CompactRead op.
+func RecordCompactRead(ctx context.Context, h *History, log *slog.Logger, seeds []string, adm *kadm.Client, topic string) error {
+	return recordRead(h, CompactRead, func() ([]Record, error) { return readAll(ctx, log, seeds, adm, topic, false) })
+}
+
+// ObserveLogStart asks for topic's log start offsets and records the
+// request as a LogStart op of process (invoked, then ok with Offsets, or
+// fail); seq numbers the process's observations.
+func ObserveLogStart(ctx context.Context, h *History, adm *kadm.Client, topic, process string, seq int64) error {
+	inv := h.Add(Op{Process: process, Type: Invoke, F: LogStart, Seq: seq, Value: topic})
+	starts, err := logStarts(ctx, adm, topic)
+	done := inv
+	if err != nil {
+		done.Type, done.Error = Fail, err.Error()
+		h.Add(done)
+		return err
+	}
+	done.Type, done.Offsets = OK, starts
+	h.Add(done)
+	return nil
+}
+
+// logStarts is topic's log start offsets, by partition.
+func logStarts(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	listed, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log start offsets of %s: %w", topic, err)
+	}
+	starts := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) { starts[o.Partition] = o.Offset })
+	return starts, nil
 }
 
 // recordRead records read as one op of f, of process "final".
@@ -175,7 +292,9 @@ func recordRead(h *History, f Func, read func() ([]Record, error)) error {
 	return nil
 }
 
-func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Client, topic string) ([]Record, error) {
+// readAll reads topic from its start to its end offsets; with retained,
+// a partition is also done once its log start reaches its end.
+func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Client, topic string, retained bool) ([]Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	var ends kadm.ListedOffsets
@@ -191,7 +310,11 @@ func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Cl
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
-	return readPartitions(ctx, log, "final read", seeds, topic, want, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	var floor func(context.Context) (map[int32]int64, error)
+	if retained {
+		floor = func(ctx context.Context) (map[int32]int64, error) { return logStarts(ctx, adm, topic) }
+	}
+	return readPartitions(ctx, log, "final read", seeds, topic, want, floor, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
 }
 
 // readPartitions reads topic's partitions from offset 0 to their end
@@ -199,8 +322,12 @@ func readAll(ctx context.Context, log *slog.Logger, seeds []string, adm *kadm.Cl
 // below those ends in partition and offset order, control records left
 // out. The client must hand over a record at each partition's last
 // offset (with read_committed, that takes KeepControlRecords: a
-// transaction's marker is often a partition's last record).
-func readPartitions(ctx context.Context, log *slog.Logger, what string, seeds []string, topic string, want map[int32]int64, opts ...kgo.Opt) ([]Record, error) {
+// transaction's marker is often a partition's last record). floor, when
+// set, gives the partitions' log starts: a partition whose log start
+// reaches its end offset while it is read is done (retention deleted
+// the rest; the client resumes at the log start when it falls below it).
+func readPartitions(ctx context.Context, log *slog.Logger, what string, seeds []string, topic string, want map[int32]int64,
+	floor func(context.Context) (map[int32]int64, error), opts ...kgo.Opt) ([]Record, error) {
 	from := map[int32]kgo.Offset{}
 	for p, end := range want {
 		if end > 0 {
@@ -216,6 +343,15 @@ func readPartitions(ctx context.Context, log *slog.Logger, what string, seeds []
 		return nil, fmt.Errorf("%s client: %w", what, err)
 	}
 	defer cl.Close()
+	poll := cl.PollFetches
+	if floor != nil {
+		// Short polls: a partition may have nothing left to give.
+		poll = func(ctx context.Context) kgo.Fetches {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return cl.PollFetches(pctx)
+		}
+	}
 	var out []Record
 	next := map[int32]int64{}
 	for {
@@ -234,19 +370,30 @@ func readPartitions(ctx context.Context, log *slog.Logger, what string, seeds []
 			})
 			return out, nil
 		}
-		fetches := cl.PollFetches(ctx)
+		fetches := poll(ctx)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s of %s: %d partitions short of their end offsets %v (read up to %v): %w", what, topic, remaining, want, next, ctx.Err())
 		}
 		fetches.EachError(func(t string, p int32, err error) {
-			log.Warn(what+" fetch error", "topic", t, "partition", p, "err", err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				log.Warn(what+" fetch error", "topic", t, "partition", p, "err", err)
+			}
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			if r.Offset < want[r.Partition] && !r.Attrs.IsControl() {
-				out = append(out, Record{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+				out = append(out, Record{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), Key: string(r.Key)})
 			}
 			next[r.Partition] = max(next[r.Partition], r.Offset+1)
 		})
+		if floor != nil && fetches.NumRecords() == 0 {
+			starts, err := floor(ctx)
+			if err != nil {
+				log.Warn(what+": log start offsets", "err", err)
+			}
+			for p, s := range starts {
+				next[p] = max(next[p], s)
+			}
+		}
 	}
 }
 

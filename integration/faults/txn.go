@@ -234,6 +234,6 @@ func readCommitted(ctx context.Context, log *slog.Logger, seeds []string, adm *k
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return readPartitions(ctx, log, "read_committed final read", seeds, topic, want,
+	return readPartitions(ctx, log, "read_committed final read", seeds, topic, want, nil,
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 }
