@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale fuzz lint soak faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale fuzz lint soak soak-quorum faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -56,8 +56,28 @@ flake:
 # the cluster failure tests (integration/quorum: kill -9 of controllers and
 # brokers, lost majority, every node in turn) repeated COUNT times (default 10)
 COUNT ?= 10
-soak:
+soak-quorum:
 	$(GO) test -count=$(COUNT) ./integration/quorum/
+
+# the soak (integration/faults TestSoak; not part of make test): a fresh
+# three-node Gregor cluster for SOAK_DURATION (default 2h) under the fault
+# suite's workloads without a nemesis: keyed idempotent producers and a
+# churning consumer group on a topic whose retention deletes segments all
+# along, keyed producers on a compacted topic the cleaner compacts all
+# along, transactions (some aborted) and a read_committed reader. Every
+# SOAK_INTERVAL (1m) each node's RSS, descriptors, goroutines and log
+# bytes and the produce latency percentiles are sampled. At the end the
+# fault campaign's checkers judge the history (they excuse what
+# retention and compaction may remove, nothing else), and the flatness
+# verdict compares the median of the first 10 samples after a 5-minute
+# warm-up with the last 10 (RSS, descriptors, goroutines and the log
+# bytes of the retained and compacted topics may grow 25% plus a small
+# slack, produce p99 100% plus 50 ms). It writes
+# bench/soak.svg and the soak section of bench/RESULTS.md, pass or fail
+SOAK_DURATION ?= 2h
+soak:
+	SOAK=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_COMMAND='make soak SOAK_DURATION=$(SOAK_DURATION)' \
+	  $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./integration/faults/
 
 # the fault suite (integration/faults): a recorded workload under each
 # nemesis (kill -9 of a leader, a follower, a random node; SIGSTOP of a

@@ -58,6 +58,16 @@
 // Faults.Rng) is driven by one goroutine (RunNemesis) and healed once
 // more by the test's cleanup after that goroutine has returned.
 //
+// The soak (soak_test.go, TestSoak, only with SOAK=1: `make soak`) runs
+// the queue workload on a topic whose retention deletes segments all
+// along, CompactWorkload on a compacted topic and the transactions
+// workload on a fresh cluster for two hours without a nemesis, samples
+// each node's RSS, descriptors and goroutines every minute, and holds
+// the history to CheckRetention, CheckCompacted and CheckTxn: the same
+// invariants, less only what retention (below the log start observed
+// after a read, LogStart ops) and compaction (a record with a later one
+// of its key) may remove.
+//
 // The tests (faults_test.go, campaign_test.go) run only with FAULTS=1:
 // `make faults TARGET=gregor-cluster|kafka-cluster`, and one short
 // schedule with `make faults-short` (part of make test). TRACK-RECORD.md
