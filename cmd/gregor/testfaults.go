@@ -109,8 +109,8 @@ func startTestHooks(ctx context.Context, fsys vfs.FS, log *slog.Logger) testHook
 		}
 	}()
 	return testHooks{
-		fs:        ffs,
-		now:       func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
+		fs:  ffs,
+		now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
 		wrapStore: func(s tiered.Store) tiered.Store {
 			held := heldStore{Store: s, held: hold.Load}
 			if t, ok := s.(tiered.FileTidier); ok {
