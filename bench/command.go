@@ -28,7 +28,7 @@ type Command struct {
 	// commit is the tree's commit when the command started: the binaries
 	// it measures are built from it, whatever is committed meanwhile.
 	commit string
-	stop func()
+	stop   func()
 }
 
 // StartCommand begins the benchmark command name (its folder under
