@@ -38,7 +38,7 @@ func RenderScale(run *ScaleRun, m Machine, commit, command string) []byte {
 			fmt.Fprintf(&b, "- %s: %s\n", t, d)
 		}
 	}
-	fmt.Fprintf(&b, "- create: %s concurrent CreateTopics (one topic each, %s partitions, replication factor 1) on one franz-go client, timed until the last is answered, then one record to every partition (franz-go, acks=all, linger 5 ms, manual partitioner) timed until the last acknowledgement\n",
+	fmt.Fprintf(&b, "- create: %s concurrent CreateTopics (one topic each, %s partitions, replication factor 1) on one franz-go client, timed until the last is answered, then one record to every partition (franz-go, acks=all, linger 5 ms, manual partitioner) timed until the last acknowledgement. The two answer different events: Gregor answers CreateTopics once its own replicas of the new partitions are open (so that a produce right after finds them), Kafka once its controller has committed the topic, before the partitions exist; the time until every partition acknowledged a record is the same event on both\n",
 		thousands(cfg.Topics), thousands(cfg.PerTopic))
 	b.WriteString("- Metadata: v12 for all topics, the median of 5 after one untimed; its size is the answer encoded again by franz-go's kmsg (the bytes on the wire less the 4-byte length). DescribeTopicPartitions: v0 naming every topic, 2,000 partitions a page (the tools' default), every page until no cursor\n")
 	fmt.Fprintf(&b, "- idle: %s without traffic after the above, then RSS (VmRSS) and the count of /proc/<pid>/fd, less the fresh node's before the burst, over the partition count; for gregor also go_memstats_heap_inuse_bytes from /metrics right after a collection (a heap profile with gc=1), as the difference\n", cfg.Idle)
