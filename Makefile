@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale fuzz lint soak soak-quorum faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale bench-connections fuzz lint soak soak-quorum faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -190,6 +190,14 @@ bench-tiered:
 # bench/RESULTS.md and keeps the rest
 bench-scale:
 	$(GO) run ./bench/cmd/scalebench -rounds $(or $(ROUNDS),3) -topics $(or $(TOPICS),100) -per-topic $(or $(PER_TOPIC),100)
+
+# the connections benchmark: one fresh node per target and round, gregor
+# and kafka alternated, ROUNDS rounds (default 3): CONNECTIONS (default
+# 10,000) connections opened by 64 dialers, each answered ApiVersions;
+# memory and descriptors per idle connection; one Metadata on every
+# connection at once; rewrites the connections section of bench/RESULTS.md
+bench-connections:
+	$(GO) run ./bench/cmd/connbench -rounds $(or $(ROUNDS),3) -connections $(or $(CONNECTIONS),10000)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -19,8 +19,9 @@ import (
 // (RenderMetricsCost, `make bench-metrics`), the share-group one
 // (RenderShare, `make bench-share`), the tiered-storage one
 // (RenderTiered, `make bench-tiered`), the partition-scale one
-// (RenderScale, `make bench-scale`) and the soak's (RenderSoak, `make
-// soak`). Each writer keeps what the others wrote.
+// (RenderScale, `make bench-scale`), the connections one
+// (RenderConnections, `make bench-connections`) and the soak's
+// (RenderSoak, `make soak`). Each writer keeps what the others wrote.
 const (
 	clusterBegin     = "<!-- cluster bench: begin (written by make bench-cluster; make bench keeps it) -->"
 	clusterEnd       = "<!-- cluster bench: end -->"
@@ -76,7 +77,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 // markedSections are every section another command writes: the ones
 // `make bench` keeps when it rewrites the single-node report.
 func markedSections() []Section {
-	return []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection(), ScaleSection(), SoakSection()}
+	return []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection(), ScaleSection(), ConnectionsSection(), SoakSection()}
 }
 
 // KeepSections is a freshly rendered single-node report followed by the

@@ -25,7 +25,10 @@ type Command struct {
 	Ctx  context.Context
 	// Line is the command line as a reader would type it again.
 	Line string
-	stop func()
+	// commit is the tree's commit when the command started: the binaries
+	// it measures are built from it, whatever is committed meanwhile.
+	commit string
+	stop   func()
 }
 
 // StartCommand begins the benchmark command name (its folder under
@@ -42,7 +45,7 @@ func StartCommand(name string, rounds int) (*Command, error) {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Hour)
 	return &Command{
-		Name: name, Root: root, Log: log, Ctx: ctx,
+		Name: name, Root: root, Log: log, Ctx: ctx, commit: integration.GitCommit(ctx, root),
 		Line: strings.TrimSpace("go run ./bench/cmd/" + name + " " + strings.Join(os.Args[1:], " ")),
 		stop: func() { cancel(); stopSignals() },
 	}, nil
@@ -65,7 +68,10 @@ func PinnedCPUs() (broker, load string) {
 // target-rounds failed, and returns the exit code: 1 when the run or a
 // round failed or the report could not be written.
 func (c *Command) Finish(out string, runErr error, rounds []Round, update func(old []byte, commit string) []byte) int {
-	commit := integration.GitCommit(c.Ctx, c.Root)
+	commit := c.commit
+	if now := integration.GitCommit(c.Ctx, c.Root); now != commit {
+		commit += " (the tree measured; " + now + " when the report was written)"
+	}
 	path, err := UpdateResults(c.Root, out, func(old []byte) []byte { return update(old, commit) })
 	if err != nil {
 		c.Log.Error(c.Name, "err", err)

@@ -55,6 +55,9 @@ type ScaleConfig struct {
 	// 30 s idle).
 	Idle  time.Duration
 	Limit time.Duration
+	// ProfileDir, when set, gets gregor's profiles: CPU over the create
+	// burst and over each restart, the heap after the idle wait.
+	ProfileDir string
 }
 
 // Partitions is the partition count of one round.
@@ -107,11 +110,16 @@ func ExecuteScale(ctx context.Context, cfg ScaleConfig, log *slog.Logger) (*Scal
 	run.LoadAvg[0] = loadAvg()
 	run.Describe = map[string]string{}
 	tools := integration.NewTools(cfg.Root)
-	work := filepath.Join(cfg.Root, "bench", ".work", "scale")
-	_ = os.RemoveAll(work)
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	// A directory of this run's own: another run at the same time must
+	// not remove what this one uses.
+	if err := os.MkdirAll(filepath.Join(cfg.Root, "bench", ".work"), 0o755); err != nil {
 		return nil, err
 	}
+	work, err := os.MkdirTemp(filepath.Join(cfg.Root, "bench", ".work"), "scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
 	gregorBin := filepath.Join(work, "gregor")
 	if slices.Contains(cfg.Targets, "gregor") {
 		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", gregorBin, "./cmd/gregor"}, Dir: cfg.Root, Timeout: 5 * time.Minute}); err != nil {
@@ -207,9 +215,14 @@ func scaleRound(ctx context.Context, cfg ScaleConfig, tools *integration.Tools, 
 	}
 	rssBefore, _ := rssMiB(n.proc.Pid())
 	fdsBefore := openFDs(n.proc.Pid())
+	forceGC(ctx, n.metrics)
 	heapBefore, _ := heapInUse(ctx, n.metrics)
 
+	profile := func(name string) func() {
+		return cpuProfile(ctx, cfg.ProfileDir, n.metrics, fmt.Sprintf("%s-%s", filepath.Base(dir), name))
+	}
 	start := time.Now()
+	profiled := profile("create")
 	if err := createBurst(ctx, cfg, n.bootstrap, names); err != nil {
 		return "", err
 	}
@@ -218,6 +231,7 @@ func scaleRound(ctx context.Context, cfg ScaleConfig, tools *integration.Tools, 
 		return "", fmt.Errorf("producing to every partition: %w", err)
 	}
 	figs[figScaleAllAccepting] = time.Since(start).Seconds()
+	profiled()
 
 	mdTook, mdBytes, err := metadataAll(ctx, n.bootstrap, cfg.Partitions())
 	if err != nil {
@@ -237,11 +251,17 @@ func scaleRound(ctx context.Context, cfg ScaleConfig, tools *integration.Tools, 
 	case <-time.After(cfg.Idle):
 	}
 	parts := float64(cfg.Partitions())
+	if n.metrics != "" {
+		// A heap profile with gc=1 collects first: the heap in use is
+		// then what is live, not garbage awaiting a collection.
+		forceGC(ctx, n.metrics)
+	}
 	rssAfter, _ := rssMiB(n.proc.Pid())
 	fdsAfter := openFDs(n.proc.Pid())
 	figs[figScaleRSS] = (rssAfter - rssBefore) * 1024 / parts
 	figs[figScaleFDs] = float64(fdsAfter-fdsBefore) / parts
 	heapAfter, herr := heapInUse(ctx, n.metrics)
+	saveProfile(ctx, cfg.ProfileDir, n.metrics, "heap?gc=1", filepath.Base(dir)+"-idle-heap")
 	if n.metrics != "" && herr == nil {
 		figs[figScaleHeap] = (heapAfter - heapBefore) / 1024 / parts
 	}
@@ -263,15 +283,22 @@ func scaleRound(ctx context.Context, cfg ScaleConfig, tools *integration.Tools, 
 	figs[figScaleStop] = time.Since(stopped).Seconds()
 
 	for _, restart := range []struct {
-		led, all, payload string
-		kill              bool
+		led, all, payload, name string
+		kill                    bool
 	}{
-		{figScaleRestartLed, figScaleRestartAll, "after a clean restart", true},
-		{figScaleKillLed, figScaleKillAll, "after kill -9", false},
+		{figScaleRestartLed, figScaleRestartAll, "after a clean restart", "restart", true},
+		{figScaleKillLed, figScaleKillAll, "after kill -9", "kill9-restart", false},
 	} {
 		launched := time.Now()
 		if n.proc, err = n.launch(); err != nil {
 			return note, err
+		}
+		profiled := func() {}
+		if cfg.ProfileDir != "" && n.metrics != "" {
+			for !reachable(n.metrics) && time.Since(launched) < cfg.Limit {
+				time.Sleep(time.Millisecond)
+			}
+			profiled = profile(restart.name)
 		}
 		led := make(chan time.Duration, 1)
 		go func() { led <- waitAllLed(ctx, cfg, n.bootstrap, names, launched) }()
@@ -282,6 +309,7 @@ func scaleRound(ctx context.Context, cfg ScaleConfig, tools *integration.Tools, 
 		if d := <-led; d >= 0 {
 			figs[restart.led] = d.Seconds()
 		}
+		profiled()
 		if restart.kill {
 			// The record just acknowledged is not flushed: the next
 			// start recovers every partition's active segment.
@@ -536,4 +564,75 @@ func heapInUse(ctx context.Context, addr string) (float64, error) {
 		}
 	}
 	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+}
+
+// cpuProfile starts a 10 s CPU profile of the gregor node behind addr,
+// saved as dir/name.pprof, and returns a function that waits for it
+// (nothing without a dir or an address).
+func cpuProfile(ctx context.Context, dir, addr, name string) (wait func()) {
+	if dir == "" || addr == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		saveProfile(ctx, dir, addr, "profile?seconds=10", name)
+	}()
+	time.Sleep(20 * time.Millisecond) // the profile starts before the phase
+	return func() { <-done }
+}
+
+// saveProfile saves /debug/pprof/<what> of the node behind addr as
+// dir/name.pprof; failures are only printed (a profile is a by-product).
+func saveProfile(ctx context.Context, dir, addr, what, name string) {
+	if dir == "" || addr == "" {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+what, nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "profile %s: status %d, %v\n", name, resp.StatusCode, err)
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".pprof"), body, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+	}
+}
+
+// reachable: something accepts connections on addr.
+func reachable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// forceGC has the gregor node behind addr collect its garbage (a heap
+// profile with gc=1, thrown away).
+func forceGC(ctx context.Context, addr string) {
+	if addr == "" {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return
+	}
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }

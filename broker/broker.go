@@ -207,6 +207,8 @@ type Options struct {
 
 // Broker is one broker node: its server, partitions and handlers.
 type Broker struct {
+	// sortedTopics is the latest image's topic names in order (metadata.go).
+	sortedTopics sortedTopicNames
 	opts        Options
 	log         *slog.Logger
 	meta        MetadataView

@@ -126,37 +126,43 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *network.R
 	img := b.meta.Image()
 	who := identityOf(r)
 
+	startTopic, startPartition := "", int32(0)
+	if req.Cursor != nil {
+		startTopic, startPartition = req.Cursor.Topic, req.Cursor.Partition
+	}
+	// All topics: the image's names in order (cached per image), from
+	// the cursor on, each authorized as the page reaches it; a page
+	// costs its own topics, not every topic's authorization and a sort.
+	all := len(req.Topics) == 0
 	var names, denied []string
-	if len(req.Topics) == 0 {
-		for name := range img.Topics {
-			if b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
-				names = append(names, name)
-			}
-		}
+	if all {
+		names = b.sortedTopics.of(img)
+		names = names[sort.SearchStrings(names, startTopic):]
 	} else {
+		seen := make(map[string]bool, len(req.Topics))
 		for _, t := range req.Topics {
-			if slices.Contains(names, t.Topic) || slices.Contains(denied, t.Topic) {
+			if seen[t.Topic] {
 				continue
 			}
+			seen[t.Topic] = true
 			if b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
 				names = append(names, t.Topic)
 			} else {
 				denied = append(denied, t.Topic)
 			}
 		}
+		sort.Strings(names)
 	}
-	sort.Strings(names)
 
 	limit := int(req.ResponsePartitionLimit)
 	if limit <= 0 || limit > maxDescribePartitions {
 		limit = maxDescribePartitions
 	}
-	startTopic, startPartition := "", int32(0)
-	if req.Cursor != nil {
-		startTopic, startPartition = req.Cursor.Topic, req.Cursor.Partition
-	}
 	for _, name := range names {
 		if name < startTopic {
+			continue
+		}
+		if all && !b.allowed(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
 			continue
 		}
 		first := int32(0)

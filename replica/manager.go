@@ -433,18 +433,20 @@ type toOpen struct {
 	tp   TopicPartition
 	id   protocol.UUID
 	meta metadata.Partition
-	cfg  config.Topic
+	cfg  *config.Topic
 }
 
 // topic applies a topic that is new or changed (or compared anyway); old
 // is the topic under that name in the previous image, if any.
 func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 	m := r.m
-	var cfg config.Topic
-	cfgKnown := false
-	topicCfg := func() config.Topic {
-		if !cfgKnown {
-			cfg, cfgKnown = m.configs.LogConfig(r.img, t.Name), true
+	// One configuration per topic, shared by its partitions (not a
+	// 256-byte copy in each).
+	var cfg *config.Topic
+	topicCfg := func() *config.Topic {
+		if cfg == nil {
+			c := m.configs.LogConfig(r.img, t.Name)
+			cfg = &c
 		}
 		return cfg
 	}
@@ -484,10 +486,9 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		}
 		var newCfg *config.Topic
 		if cfgChanged {
-			c := topicCfg()
-			p.log.SetConfig(c)
+			newCfg = topicCfg()
+			p.log.SetConfig(*newCfg)
 			m.setTiered(p, p.log)
-			newCfg = &c
 		}
 		p.update(meta, newCfg, m.nowMs())
 		r.settle(p)
@@ -547,7 +548,7 @@ func (r *reconciliation) openNew() {
 	m := r.m
 	reqs := make([]storage.LogRequest, len(r.opens))
 	for i, n := range r.opens {
-		reqs[i] = storage.LogRequest{TopicPartition: n.tp, TopicID: n.id, Config: n.cfg}
+		reqs[i] = storage.LogRequest{TopicPartition: n.tp, TopicID: n.id, Config: *n.cfg}
 	}
 	if m.openHook != nil {
 		m.openHook(reqs)
@@ -561,7 +562,7 @@ func (r *reconciliation) openNew() {
 		}
 		m.setTiered(nil, res.Log)
 		p := newPartition(n.tp, n.id, m.self, res.Log, m.lease)
-		p.update(n.meta, &n.cfg, m.nowMs())
+		p.update(n.meta, n.cfg, m.nowMs())
 		m.mu.Lock()
 		m.parts[n.tp] = p
 		m.mu.Unlock()

@@ -42,7 +42,9 @@ type Partition struct {
 	partitionEpoch int32
 	replicas       []int32
 	isr            []int32
-	config         config.Topic
+	// config is the topic's, shared by its partitions: never written
+	// through.
+	config *config.Topic
 	// leaderEpochStart is the log end offset when this node became the
 	// leader at leaderEpoch: a follower joins the ISR only once it has
 	// reached it (Kafka's leaderEpochStartOffsetOpt).
@@ -139,7 +141,7 @@ func (p *Partition) update(meta metadata.Partition, cfg *config.Topic, nowMs int
 	p.replicas, p.isr = meta.Replicas, meta.ISR
 	p.recovering = meta.LeaderRecoveryState == metadata.LeaderRecovering
 	if cfg != nil {
-		p.config = *cfg
+		p.config = cfg
 	}
 	if newTerm && p.leader == p.self && p.log != nil {
 		// Kafka's makeLeader: the new epoch starts at the log end, in the

@@ -209,12 +209,12 @@ func (m *Manager) cleanFilthiest(cl *cleaner, id int) bool {
 	end, stats, err := cl.clean(c)
 	switch {
 	case errors.Is(err, errCleaningAborted):
-		l.logger.Info("log cleaning aborted: the log changed under it", "cause", err)
+		l.logger().Info("log cleaning aborted: the log changed under it", "cause", err)
 		return true
 	case err != nil:
 		// An I/O error has taken the log offline already; anything else
 		// (a corrupt batch) would fail the next round the same way.
-		l.logger.Error("log cleaning failed; the partition is uncleanable until it is reopened", "err", err)
+		l.logger().Error("log cleaning failed; the partition is uncleanable until it is reopened", "err", err)
 		m.cleaner.mu.Lock()
 		m.cleaner.uncleanable[l] = true
 		m.cleaner.mu.Unlock()
@@ -227,7 +227,7 @@ func (m *Manager) cleanFilthiest(cl *cleaner, id int) bool {
 	if stats.BytesRead > 0 {
 		reduction = 100 * (1 - float64(stats.BytesWritten)/float64(stats.BytesRead))
 	}
-	l.logger.Info("log cleaner cleaned log",
+	l.logger().Info("log cleaner cleaned log",
 		"thread", id, "dirty_section_start", c.firstDirty, "dirty_section_end", end,
 		"processed_mb", mb(stats.BytesRead), "seconds", stats.Elapsed.Seconds(), "mb_per_sec", mb(stats.BytesRead)/secs,
 		"indexed_mb", mb(stats.MapBytesRead), "index_seconds", stats.MapElapsed.Seconds(),
@@ -236,7 +236,7 @@ func (m *Manager) cleanFilthiest(cl *cleaner, id int) bool {
 		"end_size_mb", mb(stats.BytesWritten), "end_messages", stats.MessagesWritten,
 		"size_reduction_pct", reduction)
 	if stats.InvalidMessages > 0 {
-		l.logger.Warn("log cleaner found records without a key", "count", stats.InvalidMessages)
+		l.logger().Warn("log cleaner found records without a key", "count", stats.InvalidMessages)
 	}
 	return true
 }
@@ -273,7 +273,7 @@ func (m *Manager) grabFilthiest() (cleanable, bool) {
 		}
 		if c.resetCheckpoint {
 			if !cfg.Delete {
-				l.logger.Warn("resetting the first dirty offset to the log start offset: the checkpointed offset is out of range",
+				l.logger().Warn("resetting the first dirty offset to the log start offset: the checkpointed offset is out of range",
 					"checkpoint", checkpoint, "log_start_offset", c.firstDirty)
 			}
 			m.setCleanerCheckpoint(l, c.firstDirty)

@@ -837,7 +837,7 @@ func (l *Log) completeSwaps(swaps []int64) (map[int64]bool, error) {
 				return nil, fmt.Errorf("completing the swap of %s: %w", from, err)
 			}
 		}
-		l.logger.Info("completed a cleaned segment's swap interrupted by a crash", "segment", base, "last_offset", last)
+		l.logger().Info("completed a cleaned segment's swap interrupted by a crash", "segment", base, "last_offset", last)
 		done[base] = true
 	}
 	// Not synced here: a crash before the log's first flush (which syncs

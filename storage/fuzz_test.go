@@ -28,7 +28,7 @@ func FuzzCheckpointDecoders(f *testing.F) {
 func FuzzProducerSnapshot(f *testing.F) {
 	e := emptyProducerEntry()
 	e.addBatch(1, producerBatch{lastSeq: 4, lastOffset: 10, offsetDelta: 4, timestamp: 99})
-	f.Add(encodeSnapshot(map[int64]producerEntry{3: e}))
+	f.Add(encodeSnapshot(map[int64]*producerEntry{3: &e}))
 	f.Add(encodeSnapshot(nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, err := decodeSnapshot(data)
@@ -40,7 +40,7 @@ func FuzzProducerSnapshot(f *testing.F) {
 			t.Fatalf("re-encoded snapshot does not decode: %v", err)
 		}
 		for pid, e := range entries {
-			if again[pid] != e {
+			if *again[pid] != *e {
 				t.Fatalf("producer %d: %+v became %+v", pid, e, again[pid])
 			}
 		}

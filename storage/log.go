@@ -126,12 +126,12 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 // bg, awaited by Close); segment deletion runs on timers (file.delete.delay.ms),
 // stopped and run at once by Close.
 type Log struct {
-	fsys    vfs.FS
-	dir     string
-	tp      TopicPartition
-	topicID [16]byte
-	logger  *slog.Logger
-	now     func() time.Time
+	fsys       vfs.FS
+	dir        string
+	tp         TopicPartition
+	topicID    [16]byte
+	baseLogger *slog.Logger // shared: logger adds the partition per message
+	now        func() time.Time
 	// expiryNow decides what is old enough to delete (ManagerOptions).
 	expiryNow func() time.Time
 	expiryMs  int64
@@ -240,15 +240,15 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		opts.segments = newSegmentCache(0)
 	}
 	l := &Log{
-		fsys:      opts.FS,
-		dir:       opts.Dir,
-		tp:        opts.TopicPartition,
-		topicID:   opts.TopicID,
-		logger:    opts.Logger.With("partition", opts.TopicPartition.String()),
-		now:       opts.Now,
-		expiryNow: opts.ExpiryNow,
-		expiryMs:  opts.ProducerIDExpirationMs,
-		segCache:  opts.segments,
+		fsys:       opts.FS,
+		dir:        opts.Dir,
+		tp:         opts.TopicPartition,
+		topicID:    opts.TopicID,
+		baseLogger: opts.Logger,
+		now:        opts.Now,
+		expiryNow:  opts.ExpiryNow,
+		expiryMs:   opts.ProducerIDExpirationMs,
+		segCache:   opts.segments,
 	}
 	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
@@ -276,7 +276,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if errors.Is(err, errCorruptEpochCheckpoint) {
 		// Kafka fails the log dir here. The batches carry their leader
 		// epochs: recovering every segment rebuilds the checkpoint.
-		l.logger.Warn("the leader-epoch checkpoint is corrupt; recovering the whole log to rebuild it", "err", err)
+		l.logger().Warn("the leader-epoch checkpoint is corrupt; recovering the whole log to rebuild it", "err", err)
 		opts.CleanShutdown = false
 		opts.RecoveryPoint = 0
 	} else if err != nil {
@@ -314,7 +314,7 @@ func (l *Log) checkPartitionMetadata(recoveryPoint int64) error {
 	id, err := decodePartitionMetadata(data)
 	if err != nil {
 		if recoveryPoint == 0 && l.topicID != ([16]byte{}) {
-			l.logger.Warn("rewriting a partition.metadata a crash left unreadable before the log's first flush", "err", err)
+			l.logger().Warn("rewriting a partition.metadata a crash left unreadable before the log's first flush", "err", err)
 			return l.writePartitionMetadata(name)
 		}
 		return fmt.Errorf("%s: %w", name, err)
@@ -371,6 +371,11 @@ func (l *Log) syncPartitionMetadata() error {
 	return nil
 }
 
+// logger is the log's logger, naming the partition. It is made per
+// message: a logger kept per log cost each partition 255 bytes of heap
+// for messages that are rare.
+func (l *Log) logger() *slog.Logger { return l.baseLogger.With("partition", l.tp.String()) }
+
 // TopicID is the partition's topic ID (from partition.metadata when it was
 // not given).
 func (l *Log) TopicID() [16]byte { return l.topicID }
@@ -424,7 +429,7 @@ func (l *Log) load(opts LogOptions) error {
 			if !bad {
 				continue
 			}
-			l.logger.Warn("segment failed its sanity check, recovering", "segment", base)
+			l.logger().Warn("segment failed its sanity check, recovering", "segment", base)
 			recovering = true
 		}
 		if !txnsReady {
@@ -453,7 +458,7 @@ func (l *Log) load(opts LogOptions) error {
 			return err
 		}
 		if cut > 0 {
-			l.logger.Warn("truncated a torn or corrupt tail", "segment", base, "bytes", cut)
+			l.logger().Warn("truncated a torn or corrupt tail", "segment", base, "bytes", cut)
 			// Everything after a corrupt batch is unreachable.
 			for _, later := range bases[i+1:] {
 				if err := removeSegmentFiles(l.fsys, l.dir, later); err != nil {
@@ -491,7 +496,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	if start > leo {
 		// The log start moved past data lost in a crash: start over there.
-		l.logger.Warn("log start offset is beyond the recovered log end, emptying the log", "logStart", start, "logEnd", leo)
+		l.logger().Warn("log start offset is beyond the recovered log end, emptying the log", "logStart", start, "logEnd", leo)
 		if err := l.replaceAllSegments(start, nowMs); err != nil {
 			return err
 		}
@@ -750,7 +755,7 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 func (l *Log) fail(err error) error {
 	werr := fmt.Errorf("log %s is offline: %w: %w", l.tp, kerr.KafkaStorageError, err)
 	if l.failure.CompareAndSwap(nil, &werr) {
-		l.logger.Error("log taken offline after an I/O error", "err", err)
+		l.logger().Error("log taken offline after an I/O error", "err", err)
 		if h := l.dirHealth.Load(); h != nil {
 			h.fail(fmt.Errorf("%s: %w", l.tp, err))
 		}
@@ -1141,13 +1146,13 @@ func (l *Log) roll(newBase, nowMs int64) error {
 		// A snapshot only shortens recovery (an older one and the log
 		// rebuild the state), and a failed one leaves no partial file
 		// under its name: the next roll or close takes it.
-		l.logger.Warn("no room for the producer snapshot of a roll", "err", err)
+		l.logger().Warn("no room for the producer snapshot of a roll", "err", err)
 	}
 	l.bg.Add(1)
 	go func() {
 		defer l.bg.Done()
 		if err := l.flushUpTo(newBase); err != nil {
-			l.logger.Error("flushing rolled segment", "err", err)
+			l.logger().Error("flushing rolled segment", "err", err)
 		}
 	}()
 	return nil
@@ -1721,11 +1726,11 @@ func (l *Log) scheduleRemoval(segs []*segment) {
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	for _, s := range segs {
 		if err := s.close(); err != nil {
-			l.logger.Warn("closing deleted segment", "segment", s.baseOffset, "err", err)
+			l.logger().Warn("closing deleted segment", "segment", s.baseOffset, "err", err)
 		}
 		d := &pendingDeletion{seg: s}
 		l.deletions = append(l.deletions, d)
-		d.timer = time.AfterFunc(delay, func() { d.run(l.logger) })
+		d.timer = time.AfterFunc(delay, func() { d.run(l.logger()) })
 	}
 }
 
@@ -1910,7 +1915,7 @@ func (l *Log) close(deferSync bool) error {
 	}
 	for _, d := range deletions {
 		d.timer.Stop()
-		d.run(l.logger)
+		d.run(l.logger())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -575,7 +575,7 @@ func (l *Log) relocateLocked(dir string, health *dirHealth) {
 	l.segMu.Lock()
 	for _, s := range l.segments {
 		if err := s.relocate(dir); err != nil {
-			l.logger.Warn("closing a moved segment's old files", "segment", s.baseOffset, "err", err)
+			l.logger().Warn("closing a moved segment's old files", "segment", s.baseOffset, "err", err)
 		}
 	}
 	l.segMu.Unlock()

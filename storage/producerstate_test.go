@@ -150,7 +150,7 @@ func TestProducerSnapshotFormat(t *testing.T) {
 	e.coordinatorEpoch = 6
 	empty := emptyProducerEntry()
 	empty.epoch = 2
-	buf := encodeSnapshot(map[int64]producerEntry{5: e, 1: empty})
+	buf := encodeSnapshot(map[int64]*producerEntry{5: &e, 1: &empty})
 	be := binary.BigEndian
 	if be.Uint16(buf) != 1 || len(buf) != 10+2*46 || be.Uint32(buf[6:]) != 2 {
 		t.Fatalf("header: % x", buf[:10])

@@ -97,7 +97,7 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 				}
 				return res, fmt.Errorf("rolling %s past local retention: %w", l.tp, err)
 			}
-			l.logger.Info("rolled the active segment past local retention, to copy it", "base_offset", act.baseOffset)
+			l.logger().Info("rolled the active segment past local retention, to copy it", "base_offset", act.baseOffset)
 			segs = l.segments
 		}
 	}
@@ -129,7 +129,7 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 	if tiered {
 		// Local retention: the segments are in remote storage, the log
 		// start stays.
-		l.logger.Info("deleting local segments past local retention", "segments", n,
+		l.logger().Info("deleting local segments past local retention", "segments", n,
 			"bytes", res.Bytes, "local_log_start_offset", newStart, "local_retention_ms", retentionMs, "local_retention_bytes", retentionBytes)
 		if err := l.deleteSegments(n, nowMs); err != nil {
 			return res, fmt.Errorf("local retention of %s: %w", l.tp, l.fail(err))
@@ -144,7 +144,7 @@ func (l *Log) DeleteRetainedSegments() (RetentionResult, error) {
 		// so this does not happen; nothing to do if it did.
 		return RetentionResult{LogStartOffset: res.LogStartOffset}, nil
 	}
-	l.logger.Info("deleting segments past retention", "segments", n,
+	l.logger().Info("deleting segments past retention", "segments", n,
 		"bytes", res.Bytes, "log_start_offset", newStart, "retention_ms", cfg.RetentionMs, "retention_bytes", cfg.RetentionBytes)
 	if err := l.advanceLogStart(newStart); err != nil {
 		return res, fmt.Errorf("retention of %s: %w", l.tp, err)

@@ -488,7 +488,10 @@ func (c *Conn) serve() {
 		c.close()
 	}()
 
-	br := bufio.NewReaderSize(activityReader{c}, 64<<10)
+	// A request body larger than the buffer is read straight into its
+	// frame (bufio reads past an empty buffer), so the buffer only
+	// gathers sizes and small requests: 8 KiB, not 64, per connection.
+	br := bufio.NewReaderSize(activityReader{c}, ReadBufferSize)
 	maxSize := c.srv.opts.MaxRequestSize
 	for {
 		if !c.waitRoom() {
@@ -691,8 +694,25 @@ func (c *Conn) releaseFrame(key int16, frame []byte, s *slot) {
 }
 
 // writeLoop writes finished responses in request order.
+//
+// The write buffer is taken from the server's pool when a response is
+// due and given back once the queue is empty and flushed: an idle
+// connection holds none (64 KiB each at thousands of connections).
 func (c *Conn) writeLoop() {
-	bw := bufio.NewWriterSize(activityWriter{c}, WriteBufferSize)
+	var bw *bufio.Writer
+	release := func() {
+		if bw != nil {
+			bw.Reset(nil)
+			c.srv.writeBuffers.Put(bw)
+			bw = nil
+		}
+	}
+	defer func() {
+		if bw != nil {
+			bw.Flush()
+		}
+		release()
+	}()
 	// drain gives up on the responses not sent; the reader closes the
 	// queue once it stops.
 	drain := func() {
@@ -706,6 +726,10 @@ func (c *Conn) writeLoop() {
 			s.abandon()
 			drain()
 			return
+		}
+		if bw == nil {
+			bw = c.srv.writeBuffers.Get().(*bufio.Writer)
+			bw.Reset(activityWriter{c})
 		}
 		if s.closeConn {
 			bw.Flush()
@@ -739,7 +763,9 @@ func (c *Conn) writeLoop() {
 		c.idle.touch()
 		c.held.add(-s.held)
 		if err == nil && len(c.queue) == 0 {
-			err = bw.Flush()
+			if err = bw.Flush(); err == nil {
+				release()
+			}
 		}
 		if err != nil {
 			c.close()
@@ -748,7 +774,6 @@ func (c *Conn) writeLoop() {
 		}
 		observeTimes(s, writeStart, time.Since(s.start))
 	}
-	bw.Flush()
 }
 
 // awaitHandler waits until s is finished; it reports false when the
@@ -807,6 +832,9 @@ const DefaultCopyRangeMax = 16 << 10
 // WriteBufferSize is the writer's buffer: responses up to it that are
 // finished together go out in one write.
 const WriteBufferSize = 64 << 10
+
+// ReadBufferSize is the reader's buffer of a connection.
+const ReadBufferSize = 8 << 10
 
 // writeFileRange sends a segment range: a small one copied into the write
 // buffer, a larger one with sendfile(2) when both ends are real

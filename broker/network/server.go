@@ -22,6 +22,7 @@
 package network
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,9 @@ type Server struct {
 	// frames recycles the frame buffers of Produce requests across
 	// connections (conn.releaseFrame says when one is free).
 	frames protocol.FramePool
+	// writeBuffers are the connections' write buffers, held only while
+	// a connection has responses to write (Conn.writeLoop).
+	writeBuffers sync.Pool
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
 	// quotas are the client quotas the node enforces (broker/quota); nil
@@ -245,6 +249,7 @@ func NewServer(opts ServerOptions, handlers []*Handler) *Server {
 		async:              newAsyncPool(asyncWorkerIdle),
 		quotas:             opts.Quotas,
 		idle:               newHandlerIdle(time.Now()),
+		writeBuffers:       sync.Pool{New: func() any { return bufio.NewWriterSize(nil, WriteBufferSize) }},
 	}
 	if s.opts.MaxIdle == 0 {
 		s.opts.MaxIdle = 10 * time.Minute

@@ -13,17 +13,28 @@ import (
 // HasLeaderlessPartition reports whether some partition of img has no
 // leader: the periodic unclean check has something to do.
 func HasLeaderlessPartition(img *metadata.Image) bool {
-	found := false
-	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || p.Leader == -1 })
-	return found
+	return anyPartition(img, func(p metadata.Partition) bool { return p.Leader == -1 })
 }
 
 // HasImbalancedPartition reports whether some partition of img is not led
 // by its first replica: the periodic preferred check has something to do.
 func HasImbalancedPartition(img *metadata.Image) bool {
-	found := false
-	forEachPartition(img, func(_ *metadata.Topic, _ int, p metadata.Partition) { found = found || !hasPreferredLeader(p) })
-	return found
+	return anyPartition(img, func(p metadata.Partition) bool { return !hasPreferredLeader(p) })
+}
+
+// anyPartition reports whether some partition of img satisfies pred. It
+// needs no order, so it neither sorts the topic names (forEachPartition
+// does, for records in a deterministic order) nor goes on past the first:
+// the periodic checks run it on the raft loop whenever the image moved.
+func anyPartition(img *metadata.Image, pred func(metadata.Partition) bool) bool {
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if pred(p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasPreferredLeader(p metadata.Partition) bool {

@@ -27,6 +27,7 @@ func run() int {
 	perTopic := flag.Int("per-topic", 100, "partitions per topic")
 	idle := flag.Duration("idle", 40*time.Second, "time without traffic before memory and descriptors are read")
 	limit := flag.Duration("limit", 10*time.Minute, "give up on one measurement after this long")
+	profile := flag.String("profile", "", "directory for gregor's CPU profiles (create burst, restarts) and idle heap profile")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its scale section is replaced, the rest kept")
 	flag.Parse()
 	cmd, err := bench.StartCommand("scalebench", *rounds)
@@ -44,7 +45,7 @@ func run() int {
 		cmd.Log.Error("-topics and -per-topic must be positive")
 		return 2
 	}
-	cfg := bench.ScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, Limit: *limit}
+	cfg := bench.ScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, Limit: *limit, ProfileDir: *profile}
 	res, err := bench.ExecuteScale(cmd.Ctx, cfg, cmd.Log)
 	if res == nil {
 		cmd.Log.Error("scale bench", "err", err)

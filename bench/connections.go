@@ -1,0 +1,312 @@
+package bench
+
+// The connections benchmark (make bench-connections): one fresh combined
+// node per target and round, gregor and kafka alternated. Each round opens
+// -connections TCP connections to the node, each answered one ApiVersions
+// (v0) before the next is counted, from -dialers goroutines at once (a
+// storm); then measures the node's RSS and descriptors with all of them
+// idle; then sends one Metadata (v12, no topics) on every connection at
+// once and waits for every answer (an active round), and measures again.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gregorbroker/gregor/integration"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConnConfig is one run of the connections benchmark.
+type ConnConfig struct {
+	Root        string
+	Targets     []string
+	Rounds      int
+	Connections int
+	Dialers     int
+}
+
+// ConnRun is the connections benchmark's result.
+type ConnRun struct {
+	Config ConnConfig
+	runInfo
+	Notes map[string][]string
+}
+
+const (
+	figConnOpen       = "open every connection, each answered ApiVersions (s)"
+	figConnIdleRSS    = "RSS per idle connection (KiB)"
+	figConnIdleHeap   = "Go heap in use per idle connection (KiB, gregor)"
+	figConnFDs        = "open descriptors per connection"
+	figConnActive     = "one Metadata on every connection at once, all answered (s)"
+	figConnActiveRSS  = "RSS per connection after the active round (KiB)"
+	figConnActiveHeap = "Go heap in use per connection after the active round (KiB, gregor)"
+)
+
+// ConnFigures are the figures in report order.
+func ConnFigures() []string {
+	return []string{figConnOpen, figConnIdleRSS, figConnIdleHeap, figConnFDs, figConnActive, figConnActiveRSS, figConnActiveHeap}
+}
+
+// ExecuteConnections runs every round, the targets alternated.
+func ExecuteConnections(ctx context.Context, cfg ConnConfig, log *slog.Logger) (*ConnRun, error) {
+	run := &ConnRun{Config: cfg, Notes: map[string][]string{}}
+	run.Started = time.Now()
+	run.LoadAvg[0] = loadAvg()
+	run.Describe = map[string]string{}
+	tools := integration.NewTools(cfg.Root)
+	if err := os.MkdirAll(filepath.Join(cfg.Root, "bench", ".work"), 0o755); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(filepath.Join(cfg.Root, "bench", ".work"), "conns-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	gregorBin := filepath.Join(work, "gregor")
+	if slices.Contains(cfg.Targets, "gregor") {
+		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", gregorBin, "./cmd/gregor"}, Dir: cfg.Root, Timeout: 5 * time.Minute}); err != nil {
+			return nil, fmt.Errorf("building gregor: %w", err)
+		}
+	}
+	var runErr error
+	for r := 1; r <= cfg.Rounds; r++ {
+		for _, target := range cfg.Targets {
+			if ctx.Err() != nil {
+				runErr = ctx.Err()
+				break
+			}
+			run.RoundLoads = append(run.RoundLoads, fmt.Sprintf("round %d %s: %s", r, target, loadAvg()))
+			dir := filepath.Join(work, fmt.Sprintf("%s-%d", target, r))
+			round := Round{Target: target, Round: r, Figures: map[string]float64{}}
+			note, err := connRound(ctx, cfg, tools, target, gregorBin, dir, round.Figures, run)
+			if err != nil {
+				round.Errors = append(round.Errors, err.Error())
+				log.Error("connections round", "target", target, "round", r, "err", err)
+			}
+			if note != "" {
+				run.Notes[target] = append(run.Notes[target], fmt.Sprintf("round %d: %s", r, note))
+			}
+			log.Info("connections round", "target", target, "round", r, "figures", round.Figures)
+			run.Rounds = append(run.Rounds, round)
+			_ = os.RemoveAll(dir)
+		}
+	}
+	run.Elapsed = time.Since(run.Started)
+	run.LoadAvg[1] = loadAvg()
+	return run, runErr
+}
+
+// benchConn is one open connection.
+type benchConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, target, gregorBin, dir string, figs map[string]float64, run *ConnRun) (string, error) {
+	n, describe, err := startScaleNode(ctx, tools, target, gregorBin, dir)
+	if err != nil {
+		return "", err
+	}
+	if run.Describe[target] == "" {
+		run.Describe[target] = describe
+	}
+	defer func() { _ = n.proc.Stop(10 * time.Second) }()
+	if err := integration.WaitReady(ctx, n.bootstrap, n.proc.Done()); err != nil {
+		return "", err
+	}
+	conns := make([]*benchConn, cfg.Connections)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.c.Close()
+			}
+		}
+	}()
+	pid := n.proc.Pid()
+	forceGC(ctx, n.metrics)
+	rss0, _ := rssMiB(pid)
+	fds0 := openFDs(pid)
+	heap0, _ := heapInUse(ctx, n.metrics)
+
+	start := time.Now()
+	var next sync.Mutex
+	i := 0
+	errs := make(chan error, cfg.Dialers)
+	var wg sync.WaitGroup
+	for range cfg.Dialers {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= cfg.Connections {
+					return
+				}
+				c, err := net.DialTimeout("tcp", n.bootstrap, 30*time.Second)
+				if err != nil {
+					errs <- fmt.Errorf("connection %d: %w", k, err)
+					return
+				}
+				bc := &benchConn{c: c, br: bufio.NewReaderSize(c, 512)}
+				conns[k] = bc
+				if err := bc.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, int32(k)); err != nil {
+					errs <- fmt.Errorf("connection %d: ApiVersions: %w", k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return "", err
+	}
+	figs[figConnOpen] = time.Since(start).Seconds()
+	time.Sleep(2 * time.Second)
+	per := float64(cfg.Connections)
+	forceGC(ctx, n.metrics)
+	rss1, _ := rssMiB(pid)
+	fds1 := openFDs(pid)
+	heap1, herr := heapInUse(ctx, n.metrics)
+	figs[figConnIdleRSS] = (rss1 - rss0) * 1024 / per
+	figs[figConnFDs] = float64(fds1-fds0) / per
+	if n.metrics != "" && herr == nil {
+		figs[figConnIdleHeap] = (heap1 - heap0) / 1024 / per
+	}
+
+	start = time.Now()
+	errs = make(chan error, cfg.Dialers)
+	var nextActive sync.Mutex
+	j := 0
+	for range cfg.Dialers {
+		wg.Go(func() {
+			for {
+				nextActive.Lock()
+				k := j
+				j++
+				nextActive.Unlock()
+				if k >= cfg.Connections {
+					return
+				}
+				req := kmsg.NewPtrMetadataRequest()
+				req.Topics = []kmsg.MetadataRequestTopic{}
+				if err := conns[k].roundTrip(req, 12, int32(k)); err != nil {
+					errs <- fmt.Errorf("connection %d: Metadata: %w", k, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return "", err
+	}
+	figs[figConnActive] = time.Since(start).Seconds()
+	time.Sleep(2 * time.Second)
+	forceGC(ctx, n.metrics)
+	rss2, _ := rssMiB(pid)
+	heap2, herr2 := heapInUse(ctx, n.metrics)
+	figs[figConnActiveRSS] = (rss2 - rss0) * 1024 / per
+	if n.metrics != "" && herr2 == nil {
+		figs[figConnActiveHeap] = (heap2 - heap0) / 1024 / per
+	}
+	note := fmt.Sprintf("RSS %.0f → %.0f (idle) → %.0f MiB (after the active round), descriptors %d → %d", rss0, rss1, rss2, fds0, fds1)
+	if n.metrics != "" && herr == nil && herr2 == nil {
+		note += fmt.Sprintf(", Go heap in use %.0f → %.0f → %.0f MiB", heap0/(1<<20), heap1/(1<<20), heap2/(1<<20))
+	}
+	return note, nil
+}
+
+// roundTrip sends req at version with a v1 request header (v2 for a
+// flexible version) and reads its answer's frame.
+func (bc *benchConn) roundTrip(req kmsg.Request, version int16, correlation int32) error {
+	req.SetVersion(version)
+	body := []byte{0, 0, 0, 0}
+	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(version))
+	body = binary.BigEndian.AppendUint32(body, uint32(correlation))
+	body = binary.BigEndian.AppendUint16(body, uint16(len("connbench")))
+	body = append(body, "connbench"...)
+	if req.IsFlexible() {
+		body = append(body, 0) // no tagged fields in the header
+	}
+	body = req.AppendTo(body)
+	binary.BigEndian.PutUint32(body, uint32(len(body)-4))
+	_ = bc.c.SetDeadline(time.Now().Add(60 * time.Second))
+	defer bc.c.SetDeadline(time.Time{})
+	if _, err := bc.c.Write(body); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(bc.br, size[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 64<<20 {
+		return fmt.Errorf("answer of %d bytes", n)
+	}
+	resp := make([]byte, n)
+	if _, err := io.ReadFull(bc.br, resp); err != nil {
+		return err
+	}
+	if got := int32(binary.BigEndian.Uint32(resp)); got != correlation {
+		return fmt.Errorf("correlation id %d, want %d", got, correlation)
+	}
+	return nil
+}
+
+// RenderConnections writes the connections section of RESULTS.md.
+func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
+	var b bytes.Buffer
+	cfg := run.Config
+	b.WriteString(connBegin + "\n\n")
+	fmt.Fprintf(&b, "## Connections: %s concurrent connections on one node\n\n", thousands(cfg.Connections))
+	fmt.Fprintf(&b, "Written by `make bench-connections` (`%s`). Do not edit by hand.\n\n", command)
+	if cfg.Rounds < 3 {
+		fmt.Fprintf(&b, "**A trial, not the full benchmark:** %d round(s).\n\n", cfg.Rounds)
+	}
+	fmt.Fprintf(&b, "- date: %s, took %s\n", run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Elapsed.Round(1e9))
+	fmt.Fprintf(&b, "- commit: %s\n", commit)
+	fmt.Fprintf(&b, "- machine: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the start, %s at the end (the machine is shared with other work)\n",
+		m.Cores, m.CPUModel, m.MemGiB, m.Kernel, run.LoadAvg[0], run.LoadAvg[1])
+	if len(run.RoundLoads) > 0 {
+		fmt.Fprintf(&b, "- load average as each target's round started: %s\n", strings.Join(run.RoundLoads, "; "))
+	}
+	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d round(s), each on one fresh combined node (new directory, new ports), not pinned; both with their defaults for connections (no max.connections, no connection_creation_rate)\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
+	for _, t := range cfg.Targets {
+		if d := run.Describe[t]; d != "" {
+			fmt.Fprintf(&b, "- %s: %s\n", t, d)
+		}
+	}
+	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
+	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n\n")
+	vals, errs := gather(run.Rounds)
+	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, nil)
+	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
+	writePerTarget(&b, "What the figures came from", cfg.Targets, run.Notes)
+	writePerTarget(&b, "Connections bench failures", cfg.Targets, errs)
+	b.WriteString("\n" + connEnd + "\n")
+	return b.Bytes()
+}
+
+const (
+	connBegin = "<!-- connections bench: begin (written by make bench-connections; the other writers keep it) -->"
+	connEnd   = "<!-- connections bench: end -->"
+)
+
+// ConnectionsSection is the part `make bench-connections` writes.
+func ConnectionsSection() Section { return Section{connBegin, connEnd} }
