@@ -61,8 +61,6 @@ const (
 	// replFailoverLimit bounds the wait for the first acknowledgement
 	// after a kill.
 	replFailoverLimit = time.Minute
-	// isrPoll is how often the rejoin and full-ISR waits ask Metadata.
-	isrPoll = 100 * time.Millisecond
 )
 
 // Replication figure names, in report order. Units are part of the name.
