@@ -65,11 +65,13 @@ func TestFailoverSettingsIn(t *testing.T) {
 }
 
 func replicationFixture() *ReplicationRun {
-	run := &ReplicationRun{Config: ReplicationConfig{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 1000, E2ERate: 500,
-		E2ETime: 5 * time.Second, LeaderKills: 1, WriteRate: 100, Down: 5 * time.Second, RejoinLimit: 20 * time.Second}}
+	run := &ReplicationRun{Config: ReplicationConfig{Targets: []string{"gregor", "kafka"}, Rounds: 2, Records: 1000, HalfTime: 7 * time.Second,
+		E2ERate: 500, E2ETime: 5 * time.Second, LeaderKills: 1, WriteRate: 100, Down: 5 * time.Second, RejoinLimit: 20 * time.Second}}
 	run.runInfo = newRunInfo()
 	run.Properties = "node.id=1\n"
-	run.Payload = "payloads"
+	run.Payload = "10000 distinct payloads, lz4 ratio 1.87:1 over 16 KiB blocks"
+	run.DiskFree = "58 GiB"
+	run.Details = map[string][]string{"kafka": {"round 1: half-rate latency: a | b"}}
 	run.Commands = []string{"produce\n    loadgen produce -records 1000"}
 	run.Kills = map[string][]string{"gregor": {"round 1, kill 1: did not rejoin"}, "kafka": {"round 1, kill 1: back"}}
 	run.Restarts = map[string]int{"gregor": 2, "kafka": 2}
@@ -142,6 +144,114 @@ func TestRenderReplication(t *testing.T) {
 	}
 }
 
+func TestRenderReplicationNewFigures(t *testing.T) {
+	run := replicationFixture()
+	half := figRHalf + " (ms) p99.9"
+	cpu64 := cpuAllFigure(64)
+	acks1 := replProduceName("1", 64) + " MB/s"
+	set := func(i int, vs map[string]float64) {
+		for k, v := range vs {
+			run.Rounds[i].Figures[k] = v
+		}
+	}
+	set(0, map[string]float64{half: 12, cpu64: 40, acks1: 200, figRCPUFollower: 4, figRHalf + ": records/s asked": 50000})
+	set(1, map[string]float64{half: 40, cpu64: 80, acks1: 50, figRCPUFollower: 10, figRHalf + ": records/s asked": 15000})
+	set(2, map[string]float64{half: 14, cpu64: 44, acks1: 220, figRCPUFollower: 6, figRHalf + ": records/s asked": 52000})
+	set(3, map[string]float64{half: 44, cpu64: 84, acks1: 70, figRCPUFollower: 12, figRHalf + ": records/s asked": 17000})
+	doc := string(RenderReplication(run, Machine{Cores: 2}, "abc", "go run ./bench/cmd/clusterbench -replication"))
+
+	checks := map[string]string{
+		half:                                     "| " + half + " | 13.0 | 42.0 | 0.31 | 12.0, 14.0 | 40.0, 44.0 |",
+		cpu64:                                    "| CPU of the three brokers per GB of payload produced, acks=all, 64 partitions RF 3 (CPU s/GB) | 42.0 | 82.0 | 0.51 | 40.0, 44.0 | 80.0, 84.0 |",
+		acks1:                                    "| produce 1 KiB lz4 acks=1, 64 partitions RF 3, franz-go MB/s | 210.0 | 60.0 | 3.50 | 200.0, 220.0 | 50.0, 70.0 |",
+		figRCPUFollower:                          "| " + figRCPUFollower + " | 5 | 11.0 | 0.45 | 4, 6 | 10.0, 12.0 |",
+		figRHalf + ": records/s asked":           "| " + figRHalf + ": records/s asked | 51000 | 16000 | 3.19 | 50000, 52000 | 15000, 17000 |",
+		replProduceName("all", 1) + " records/s": "| produce 1 KiB lz4 acks=all, 1 partition RF 3, franz-go records/s | failed | failed | – |  |  |",
+	}
+	for fig, want := range checks {
+		if got := row(doc, fig); got != want {
+			t.Errorf("row %q:\n got %s\nwant %s", fig, got, want)
+		}
+	}
+	for _, want := range []string{
+		"- disk: 58 GiB free at the start",
+		"for 7s to a fresh 6-partition topic",
+		"### Per-round details (kafka)\n\n- round 1: half-rate latency: a \\| b\n",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(doc, "Per-round details (gregor)") {
+		t.Error("a details heading for a target without details")
+	}
+
+	// Every figure is a row, in order: the throughput matrix first (the
+	// existing 6-partition acks=all rows among them).
+	figs := replicationFigures(run.Config)
+	if len(figs) != 12+3+2+2+3+3+4 {
+		t.Errorf("%d figures", len(figs))
+	}
+	last := -1
+	for _, f := range figs {
+		i := strings.Index(doc, "| "+f+" |")
+		if i < 0 || i < last {
+			t.Errorf("figure %q missing or out of order", f)
+		}
+		last = i
+	}
+	if figs[6] != figRProduceRecords || figs[7] != figRProduceMB {
+		t.Errorf("the 6-partition acks=all rows are named %q, %q", figs[6], figs[7])
+	}
+}
+
+func TestFmtSize(t *testing.T) {
+	for n, want := range map[int64]string{10 << 30: "10 GiB", 512 << 20: "512 MiB", 3 << 29: "1.5 GiB", 100: "100 B"} {
+		if got := fmtSize(n); got != want {
+			t.Errorf("fmtSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestCPUAndLatencyReadings(t *testing.T) {
+	before := map[int]float64{1: 10, 2: 20, 3: 30}
+	after := map[int]float64{1: 12.5, 2: 21, 3: 30.5}
+	spent, ok := cpuSpent(before, after, []int{1, 2, 3})
+	if !ok || spent[1] != 2.5 || spent[2] != 1 || spent[3] != 0.5 {
+		t.Fatalf("spent %v %v", spent, ok)
+	}
+	if got := fmtCPU(spent, []int{1, 2}, func(id int) string {
+		if id == 1 {
+			return "leader"
+		}
+		return ""
+	}); got != "broker 1 (leader) 2.50 s, broker 2 1.00 s" {
+		t.Errorf("fmtCPU: %q", got)
+	}
+	// A broker restarted between the readings (its CPU went down) or
+	// missing from one: no reading.
+	if _, ok := cpuSpent(before, map[int]float64{1: 12, 2: 1, 3: 31}, []int{1, 2, 3}); ok {
+		t.Error("a restarted broker's CPU counted")
+	}
+	if _, ok := cpuSpent(before, map[int]float64{1: 12, 3: 31}, []int{1, 2, 3}); ok {
+		t.Error("a missing broker's CPU counted")
+	}
+
+	tp := assignedTo("f", 3, 2, []int{1, 3})
+	if tp.NumPartitions != -1 || tp.ReplicationFactor != -1 || len(tp.ReplicaAssignment) != 3 || len(tp.Configs) != 1 {
+		t.Fatalf("assigned topic: %+v", tp)
+	}
+	for p, want := range [][]int32{{2, 1, 3}, {2, 3, 1}, {2, 1, 3}} {
+		if a := tp.ReplicaAssignment[p]; a.Partition != int32(p) || !slices.Equal(a.Replicas, want) {
+			t.Errorf("partition %d: %v, want %v", p, a.Replicas, want)
+		}
+	}
+
+	if cpuAllFigure(6) != "CPU of the three brokers per GB of payload produced, acks=all, 6 partitions RF 3 (CPU s/GB)" {
+		t.Errorf("CPU figure: %q", cpuAllFigure(6))
+	}
+}
+
 func metadataFixture() *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	add := func(topic string, parts ...kmsg.MetadataResponseTopicPartition) {
@@ -166,17 +276,17 @@ func metadataFixture() *kmsg.MetadataResponse {
 
 func TestMetadataReadings(t *testing.T) {
 	resp := metadataFixture()
-	if err := fullISR(resp, "t"); err == nil || !strings.Contains(err.Error(), "t-5") {
+	if err := fullISR(resp, "t", 6); err == nil || !strings.Contains(err.Error(), "t-5") {
 		t.Fatalf("fullISR with partition 5 short: %v", err)
 	}
 	resp.Topics[0].Partitions[5].ISR = []int32{1, 2, 3}
-	if err := fullISR(resp, "t"); err != nil {
+	if err := fullISR(resp, "t", 6); err != nil {
 		t.Fatalf("fullISR: %v", err)
 	}
-	if err := fullISR(resp, "missing"); err == nil {
+	if err := fullISR(resp, "missing", 6); err == nil {
 		t.Fatal("fullISR of an unlisted topic: no error")
 	}
-	if err := fullISR(resp, "u"); err == nil {
+	if err := fullISR(resp, "u", 1); err == nil {
 		t.Fatal("fullISR of a one-partition, two-replica topic: no error")
 	}
 
