@@ -124,8 +124,10 @@ bench-cluster:
 # three brokers' CPU per GB produced and a follower's CPU per GB it
 # replicated, produce p50/p99/p99.9 at half the acks=all maximum, end-to-end
 # latency, kill -9 of a partition leader to the first acknowledged write, the
-# killed broker's return to every ISR; rewrites the replication section of
-# bench/RESULTS.md and keeps the rest
+# killed broker's return to every ISR, and a broker stopped while a 10 GiB
+# backlog is written catching up under load (-catchup-bytes; needs ~25 GiB
+# of free disk, each round's logs are removed when it ends); rewrites the
+# replication section of bench/RESULTS.md and keeps the rest
 bench-replication:
 	$(GO) run ./bench/cmd/clusterbench -replication -rounds $(or $(ROUNDS),3)
 

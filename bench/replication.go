@@ -10,8 +10,10 @@ package bench
 // CPU per GB it replicated, produce latency at half the round's measured
 // acks=all maximum, end-to-end latency, the time from kill -9 of a
 // partition's leader to the first acknowledged write on its new leader,
-// and how long the killed broker takes, once restarted on its data, to be
-// back in the ISR of every partition it holds.
+// how long the killed broker takes, once restarted on its data, to be
+// back in the ISR of every partition it holds, and the catching up of a
+// broker that was stopped while a backlog was written, with a producer
+// loading the leaders throughout.
 
 import (
 	"bytes"
@@ -55,7 +57,17 @@ type ReplicationConfig struct {
 	// RejoinLimit bounds the wait, from the restart, for the broker to be
 	// back in every ISR.
 	RejoinLimit time.Duration
-	Log         *slog.Logger
+	// CatchupBytes of payload are written while one broker is stopped;
+	// 0 skips the catch-up workload.
+	CatchupBytes int64
+	// CatchupRate records/s load the leaders for CatchupBefore before the
+	// stopped broker's restart, and on until it is back in every ISR.
+	CatchupRate   int
+	CatchupBefore time.Duration
+	// CatchupLimit bounds the backlog's writing, and the wait, from the
+	// restart, for the broker to be back in every ISR.
+	CatchupLimit time.Duration
+	Log          *slog.Logger
 }
 
 // The workload every replicated topic has, as the issue fixes it.
@@ -88,6 +100,10 @@ const (
 	figRFailAck        = "failover: kill -9 of a partition's leader to the first acknowledged acks=all write of a record sent after the kill (ms)"
 	figRRestart        = "rejoin, part: restart of the killed broker to its answering ApiVersions (s)"
 	figRRejoin         = "rejoin: restart of the killed broker to its return to the ISR of every partition it holds (s)"
+	figRCatchRejoin    = "catch-up: restart of a broker %s of payload behind to its return to the ISR of every partition it holds (s)"
+	figRCatchAnswer    = "catch-up, part: restart to its answering ApiVersions (s)"
+	figRCatchMB        = "catch-up: log the restarted broker fetched per second, from its ApiVersions answer to its return to every ISR (MiB/s)"
+	figRCatchLatency   = "catch-up: produce latency of the %d records/s acks=all load, %s (ms)"
 )
 
 // replProduceName names a throughput workload (without its unit).
@@ -107,6 +123,21 @@ func cpuAllFigure(partitions int) string {
 
 func e2eFigure(rate int) string { return fmt.Sprintf(figRE2E, rate) }
 
+func catchRejoinFigure(catchupBytes int64) string {
+	return fmt.Sprintf(figRCatchRejoin, fmtSize(catchupBytes))
+}
+
+// catchLatencyFigure names the catch-up load's latency before (when is
+// "before the restart") or during the catch-up, without its quantile.
+func catchLatencyFigure(rate int, when string) string {
+	return fmt.Sprintf(figRCatchLatency, rate, when)
+}
+
+const (
+	catchBefore = "before the restart"
+	catchDuring = "during the catch-up (restart to return)"
+)
+
 var latencyQuantiles = []string{"p50", "p99", "p99.9"}
 
 func replicationFigures(cfg ReplicationConfig) []string {
@@ -125,6 +156,14 @@ func replicationFigures(cfg ReplicationConfig) []string {
 	}
 	e2e := e2eFigure(cfg.E2ERate)
 	figs = append(figs, e2e+" p50", e2e+" p99", e2e+" p99.9", figRFailMetadata, figRFailAck, figRRestart, figRRejoin)
+	if cfg.CatchupBytes > 0 {
+		figs = append(figs, catchRejoinFigure(cfg.CatchupBytes), figRCatchAnswer, figRCatchMB)
+		for _, when := range []string{catchBefore, catchDuring} {
+			for _, q := range latencyQuantiles {
+				figs = append(figs, catchLatencyFigure(cfg.CatchupRate, when)+" "+q)
+			}
+		}
+	}
 	return figs
 }
 
@@ -141,8 +180,8 @@ type ReplicationRun struct {
 	Commands []string
 	// Kills lists every leader kill, per target, as a line for the report.
 	Kills map[string][]string
-	// Details lists, per target, what each round's CPU and half-rate
-	// latency workloads saw beside their figures, a line each.
+	// Details lists, per target, what each round's CPU, half-rate latency
+	// and catch-up workloads saw beside their figures, a line each.
 	Details map[string][]string
 	// Restarts counts, per target, the killed brokers restarted, and
 	// NotRejoined those of them not back in every ISR within RejoinLimit.
@@ -238,6 +277,7 @@ func (rr *replRound) execute(ctx context.Context, tools *integration.Tools, dir 
 	rr.halfRateLatency(ctx)
 	rr.endToEnd(ctx)
 	rr.leaderKills(ctx)
+	rr.catchUp(ctx)
 	if err := c.Alive(); err != nil {
 		rr.fail("at the end of the round: %v", err)
 	}

@@ -264,3 +264,25 @@ func fmtSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
+
+// ParseSize reads a byte count: a number with an optional unit, B, KiB,
+// MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000),
+// in any case, as "10GiB", "512 MiB" or "1e9".
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != 'e' && r != 'E' && r != '+' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = strings.TrimSpace(t[:i]), strings.TrimSpace(t[i:])
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: not a number of bytes", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}[strings.ToLower(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s, unit)
+	}
+	return int64(v * mult), nil
+}

@@ -72,6 +72,12 @@ func RenderReplication(run *ReplicationRun, m Machine, commit, command string) [
 	fmt.Fprintf(&b, "- failover, %d per round, each on a fresh topic: a writer in this process (franz-go, one record at a time to each partition in turn, %d records/s, linger 0, retries unbounded and %s apart, metadata refreshed at most every %s) writes until every partition has taken a record; then the leader of one partition is killed with SIGKILL (the clock starts just before the signal). The broker killed is one that is not the active controller (DescribeQuorum), the lowest such in id order on odd kills, the next on even ones, so that no controller failover is timed with it; it is a combined node, so a controller voter dies too and the quorum keeps its majority. The partition is the lowest it leads. Two clocks stop: when the first surviving broker's Metadata (polled every %s) names another leader for the partition, and when the writer receives the first acknowledgement of a record on that partition sent after the kill (the producer kept trying throughout). Limit %s\n", cfg.LeaderKills, cfg.WriteRate, clusterPoll, clusterPoll, clusterPoll, replFailoverLimit)
 	fmt.Fprintf(&b, "- rejoin: the writer goes on; %s after the failover (the first acknowledgement above) the broker is restarted on its own data directory and ports, and the clock starts at the restart (its ApiVersions answer is the part row). It stops when the surviving broker's Metadata of every topic (asked again %s after each answer) lists the broker in the ISR of every partition whose replicas include it: all of the round's topics. Limit %s from the restart; a broker not back by then **did not rejoin**, and a round in which one did not has no rejoin figure. The next kill waits until DescribeQuorum shows every voter caught up and every broker lists three brokers\n", cfg.Down, clusterPoll, cfg.RejoinLimit)
 	b.WriteString("- the failover and rejoin rows are the median over rounds of each round's median over its kills\n")
+	if cfg.CatchupBytes > 0 {
+		fmt.Fprintf(&b, "- catch-up, last in the round, once: on a fresh %d-partition topic, the lowest-id broker that is not the active controller is stopped with SIGTERM (a clean shutdown; SIGKILL had it not exited within 10 s) and, once the first surviving broker's Metadata shows every partition of the topic led and in sync without it, `loadgen produce` (as the throughput runs, acks=all: the two others are the ISR) writes a backlog of **%s of payload** (%s records of the payload above), bootstrapped at that survivor. Then a writer in this process (as the failover's: one record at a time to each partition in turn, linger 0, acks=all) loads the two leaders at %d records/s; %s later the broker is restarted on its data and ports, and the clock starts. It stops when the survivor's Metadata of every topic (asked again %s after each answer) lists the broker in the ISR of every partition it holds: all of the round's topics, the others idle and already caught up. Limit %s for the backlog's writing and, again, from the restart. The MiB/s row is the growth of the broker's log of the topic (DescribeLogDirs to it: the batches as the producer compressed them, so about 1/%s of the payload's size) from its ApiVersions answer to its return, over that time. The latency rows are the writer's records sent in the %s before the restart, and those sent from the restart to the return (p99.9 over a short catch-up rests on few records: the details give the counts)\n",
+			replPartitions, fmtSize(cfg.CatchupBytes), thousands(catchupRecords(cfg.CatchupBytes)), cfg.CatchupRate, cfg.CatchupBefore, clusterPoll, cfg.CatchupLimit, lz4RatioOf(run.Payload), cfg.CatchupBefore)
+	} else {
+		b.WriteString("- catch-up: not run (`-catchup-bytes 0`)\n")
+	}
 	b.WriteString("\n")
 
 	vals, errs := gather(run.Rounds)
@@ -89,4 +95,19 @@ func RenderReplication(run *ReplicationRun, m Machine, commit, command string) [
 	writeProperties(&b, run.runInfo)
 	b.WriteString("\n" + replicationEnd + "\n")
 	return b.Bytes()
+}
+
+// catchupRecords is how many records of the benchmark's 1 KiB payloads
+// make a backlog of n bytes.
+func catchupRecords(n int64) int { return int((n + 1023) / 1024) }
+
+// lz4RatioOf takes the "lz4 ratio 1.87:1" out of a payload description,
+// "the payload's lz4 ratio" when it has none.
+func lz4RatioOf(desc string) string {
+	_, rest, ok := strings.Cut(desc, "lz4 ratio ")
+	if !ok {
+		return "the payload's lz4 ratio"
+	}
+	r, _, _ := strings.Cut(rest, ":")
+	return r
 }
