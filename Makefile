@@ -139,11 +139,15 @@ bench-cluster:
 	$(GO) run ./bench/cmd/clusterbench -rounds $(or $(ROUNDS),3)
 
 # the replication benchmark: three combined nodes, gregor then kafka, ROUNDS
-# fresh clusters each; topics of 6 partitions, replication factor 3,
-# min.insync.replicas 2, acks=all (produce throughput, end-to-end latency,
-# kill -9 of a partition leader to the first acknowledged write, the killed
-# broker's return to every ISR); rewrites the replication section of
-# bench/RESULTS.md and keeps the rest
+# fresh clusters each; topics of replication factor 3, min.insync.replicas 2:
+# produce throughput on 1, 6 and 64 partitions with acks=1 and acks=all, the
+# three brokers' CPU per GB produced and a follower's CPU per GB it
+# replicated, produce p50/p99/p99.9 at half the acks=all maximum, end-to-end
+# latency, kill -9 of a partition leader to the first acknowledged write, the
+# killed broker's return to every ISR, and a broker stopped while a 10 GiB
+# backlog is written catching up under load (-catchup-bytes; needs ~25 GiB
+# of free disk, each round's logs are removed when it ends); rewrites the
+# replication section of bench/RESULTS.md and keeps the rest
 bench-replication:
 	$(GO) run ./bench/cmd/clusterbench -replication -rounds $(or $(ROUNDS),3)
 

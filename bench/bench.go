@@ -414,6 +414,11 @@ func produceWorkloads() []produceWorkload {
 type throughputResult struct {
 	RecordsPerSec float64 `json:"records_per_sec"`
 	MBPerSec      float64 `json:"mb_per_sec"`
+	// Records and Bytes of payload in Seconds: loadgen's alone reports
+	// them.
+	Records int     `json:"records"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
 }
 
 func (r *runner) createTopic(ctx context.Context, bootstrap, topic string, partitions int) error {
@@ -497,6 +502,9 @@ type latencyResult struct {
 	P50Ms   float64 `json:"p50_ms"`
 	P99Ms   float64 `json:"p99_ms"`
 	P999Ms  float64 `json:"p999_ms"`
+	MaxMs   float64 `json:"max_ms"`
+	// SentSeconds is how long produce-latency took to send every record.
+	SentSeconds float64 `json:"sent_seconds"`
 }
 
 func (r *runner) e2eName() string {

@@ -3,13 +3,17 @@ package bench
 // The replication benchmark: the data path of a three-node combined
 // cluster when every partition has three replicas, Gregor against Apache
 // Kafka, each round on fresh clusters started one after the other (gregor,
-// kafka, gregor, ...). Every topic is 6 partitions, replication factor 3,
-// min.insync.replicas 2, written with acks=all by an idempotent producer.
-// It measures produce throughput and end-to-end latency (bench/loadgen, as
-// the single-node benchmark runs them), the time from kill -9 of a
+// kafka, gregor, ...). Every topic has replication factor 3 and
+// min.insync.replicas 2. It measures produce throughput (bench/loadgen, as
+// the single-node benchmark runs it) on 1, 6 and 64 partitions with
+// acks=1 and acks=all, the brokers' CPU per GB produced and a follower's
+// CPU per GB it replicated, produce latency at half the round's measured
+// acks=all maximum, end-to-end latency, the time from kill -9 of a
 // partition's leader to the first acknowledged write on its new leader,
-// and how long the killed broker takes, once restarted on its data, to be
-// back in the ISR of every partition it holds.
+// how long the killed broker takes, once restarted on its data, to be
+// back in the ISR of every partition it holds, and the catching up of a
+// broker that was stopped while a backlog was written, with a producer
+// loading the leaders throughout.
 
 import (
 	"bytes"
@@ -34,8 +38,11 @@ type ReplicationConfig struct {
 	Root    string
 	Targets []string // "gregor" and/or "kafka", in alternation order
 	Rounds  int
-	// Records is how many records the throughput workload produces.
+	// Records is how many records each throughput workload produces.
 	Records int
+	// HalfTime is how long the produce-latency workload runs at half the
+	// round's acks=all, 6-partition records/s.
+	HalfTime time.Duration
 	// E2ERate records/s for E2ETime make the latency workload.
 	E2ERate int
 	E2ETime time.Duration
@@ -50,7 +57,17 @@ type ReplicationConfig struct {
 	// RejoinLimit bounds the wait, from the restart, for the broker to be
 	// back in every ISR.
 	RejoinLimit time.Duration
-	Log         *slog.Logger
+	// CatchupBytes of payload are written while one broker is stopped;
+	// 0 skips the catch-up workload.
+	CatchupBytes int64
+	// CatchupRate records/s load the leaders for CatchupBefore before the
+	// stopped broker's restart, and on until it is back in every ISR.
+	CatchupRate   int
+	CatchupBefore time.Duration
+	// CatchupLimit bounds the backlog's writing, and the wait, from the
+	// restart, for the broker to be back in every ISR.
+	CatchupLimit time.Duration
+	Log          *slog.Logger
 }
 
 // The workload every replicated topic has, as the issue fixes it.
@@ -61,27 +78,93 @@ const (
 	// replFailoverLimit bounds the wait for the first acknowledgement
 	// after a kill.
 	replFailoverLimit = time.Minute
-	// isrPoll is how often the rejoin and full-ISR waits ask Metadata.
-	isrPoll = 100 * time.Millisecond
+)
+
+// replThroughputPartitions and replThroughputAcks make the throughput
+// workloads of a round, run in this order (partitions outer).
+var (
+	replThroughputPartitions = []int{1, replPartitions, 64}
+	replThroughputAcks       = []string{"1", "all"}
 )
 
 // Replication figure names, in report order. Units are part of the name.
 const (
 	figRProduceRecords = "produce 1 KiB lz4 acks=all, 6 partitions RF 3, franz-go records/s"
 	figRProduceMB      = "produce 1 KiB lz4 acks=all, 6 partitions RF 3, franz-go MB/s"
+	figRCPUAll         = "CPU of the three brokers per GB of payload produced, %s (CPU s/GB)"
+	figRCPUFollower    = "follower fetch: CPU of a follower broker per GB of payload it replicated, acks=all, 6 partitions RF 3 all led by one broker (CPU s/GB)"
+	figRCPULeader      = "follower fetch run: CPU of its leader broker per GB of payload produced (CPU s/GB)"
+	figRHalf           = "produce latency (send to acknowledgement) at half the round's acks=all 6-partition records/s, acks=all, linger 0, 6 partitions RF 3, franz-go"
 	figRE2E            = "end-to-end latency at %d records/s, acks=all, 6 partitions RF 3, franz-go (ms)"
 	figRFailMetadata   = "failover: kill -9 of a partition's leader to a surviving broker's Metadata naming a new leader (ms)"
 	figRFailAck        = "failover: kill -9 of a partition's leader to the first acknowledged acks=all write of a record sent after the kill (ms)"
 	figRRestart        = "rejoin, part: restart of the killed broker to its answering ApiVersions (s)"
 	figRRejoin         = "rejoin: restart of the killed broker to its return to the ISR of every partition it holds (s)"
+	figRCatchRejoin    = "catch-up: restart of a broker %s of payload behind to its return to the ISR of every partition it holds (s)"
+	figRCatchAnswer    = "catch-up, part: restart to its answering ApiVersions (s)"
+	figRCatchMB        = "catch-up: log the restarted broker fetched per second, from its ApiVersions answer to its return to every ISR (MiB/s)"
+	figRCatchLatency   = "catch-up: produce latency of the %d records/s acks=all load, %s (ms)"
 )
+
+// replProduceName names a throughput workload (without its unit).
+func replProduceName(acks string, partitions int) string {
+	unit := "partitions"
+	if partitions == 1 {
+		unit = "partition"
+	}
+	return fmt.Sprintf("produce 1 KiB lz4 acks=%s, %d %s RF 3, franz-go", acks, partitions, unit)
+}
+
+// cpuAllFigure is the three brokers' CPU per GB of the acks=all
+// throughput workload on partitions partitions.
+func cpuAllFigure(partitions int) string {
+	return fmt.Sprintf(figRCPUAll, strings.TrimPrefix(strings.TrimSuffix(replProduceName("all", partitions), ", franz-go"), "produce 1 KiB lz4 "))
+}
 
 func e2eFigure(rate int) string { return fmt.Sprintf(figRE2E, rate) }
 
-func replicationFigures(e2eRate int) []string {
-	e2e := e2eFigure(e2eRate)
-	return []string{figRProduceRecords, figRProduceMB, e2e + " p50", e2e + " p99", e2e + " p99.9",
-		figRFailMetadata, figRFailAck, figRRestart, figRRejoin}
+func catchRejoinFigure(catchupBytes int64) string {
+	return fmt.Sprintf(figRCatchRejoin, fmtSize(catchupBytes))
+}
+
+// catchLatencyFigure names the catch-up load's latency before (when is
+// "before the restart") or during the catch-up, without its quantile.
+func catchLatencyFigure(rate int, when string) string {
+	return fmt.Sprintf(figRCatchLatency, rate, when)
+}
+
+const (
+	catchBefore = "before the restart"
+	catchDuring = "during the catch-up (restart to return)"
+)
+
+var latencyQuantiles = []string{"p50", "p99", "p99.9"}
+
+func replicationFigures(cfg ReplicationConfig) []string {
+	var figs []string
+	for _, parts := range replThroughputPartitions {
+		for _, acks := range replThroughputAcks {
+			figs = append(figs, replProduceName(acks, parts)+" records/s", replProduceName(acks, parts)+" MB/s")
+		}
+	}
+	for _, parts := range replThroughputPartitions {
+		figs = append(figs, cpuAllFigure(parts))
+	}
+	figs = append(figs, figRCPUFollower, figRCPULeader, figRHalf+": records/s asked", figRHalf+": records/s sent")
+	for _, q := range latencyQuantiles {
+		figs = append(figs, figRHalf+" (ms) "+q)
+	}
+	e2e := e2eFigure(cfg.E2ERate)
+	figs = append(figs, e2e+" p50", e2e+" p99", e2e+" p99.9", figRFailMetadata, figRFailAck, figRRestart, figRRejoin)
+	if cfg.CatchupBytes > 0 {
+		figs = append(figs, catchRejoinFigure(cfg.CatchupBytes), figRCatchAnswer, figRCatchMB)
+		for _, when := range []string{catchBefore, catchDuring} {
+			for _, q := range latencyQuantiles {
+				figs = append(figs, catchLatencyFigure(cfg.CatchupRate, when)+" "+q)
+			}
+		}
+	}
+	return figs
 }
 
 // ReplicationRun is what a replication benchmark run measured.
@@ -89,11 +172,17 @@ type ReplicationRun struct {
 	Config ReplicationConfig
 	runInfo
 	Payload string
+	// DiskFree is the free space, at the start, of the file system the
+	// clusters' directories are on ("" if unknown).
+	DiskFree string
 	// Commands are the load generator's command lines of the first
 	// round, "workload\n    command line".
 	Commands []string
 	// Kills lists every leader kill, per target, as a line for the report.
 	Kills map[string][]string
+	// Details lists, per target, what each round's CPU, half-rate latency
+	// and catch-up workloads saw beside their figures, a line each.
+	Details map[string][]string
 	// Restarts counts, per target, the killed brokers restarted, and
 	// NotRejoined those of them not back in every ISR within RejoinLimit.
 	Restarts    map[string]int
@@ -111,8 +200,8 @@ func ExecuteReplication(ctx context.Context, cfg ReplicationConfig) (*Replicatio
 	if err != nil {
 		return nil, err
 	}
-	run := &ReplicationRun{Config: cfg, runInfo: newRunInfo(), Payload: lb.payloadDesc, Kills: map[string][]string{},
-		Restarts: map[string]int{}, NotRejoined: map[string]int{}}
+	run := &ReplicationRun{Config: cfg, runInfo: newRunInfo(), Payload: lb.payloadDesc, DiskFree: diskFree(lb.workDir),
+		Kills: map[string][]string{}, Details: map[string][]string{}, Restarts: map[string]int{}, NotRejoined: map[string]int{}}
 	var commands commandLog
 	err = run.alternate(ctx, cfg.Log, "replication bench", cfg.Targets, cfg.Rounds, func(round int, t string) Round {
 		rr := &replRound{cfg: cfg, run: run, commands: &commands, loadgen: lb.loadgen, payloadFile: lb.payloadFile, payloads: payloads,
@@ -151,6 +240,9 @@ type replRound struct {
 	payloadFile string
 	payloads    [][]byte
 	rd          Round
+	// maxAll is the round's acks=all, 6-partition records/s (0 if that
+	// workload failed): the half-rate latency workload runs at half of it.
+	maxAll float64
 	brokerClients
 }
 
@@ -170,63 +262,90 @@ func (rr *replRound) execute(ctx context.Context, tools *integration.Tools, dir 
 		if err := c.Stop(); err != nil {
 			rr.fail("stopping the cluster: %v", err)
 		}
+		// The logs go, node.log and the properties stay: a round's
+		// backlog is several GiB on each node.
+		for _, n := range c.Nodes {
+			if err := os.RemoveAll(n.LogDir); err != nil {
+				rr.fail("removing node %d's log directory: %v", n.ID, err)
+			}
+		}
 	}()
 	rr.run.noteCluster(rr.rd.Target, c)
 
-	rr.throughput(ctx)
+	rr.throughputs(ctx)
+	rr.followerCPU(ctx)
+	rr.halfRateLatency(ctx)
 	rr.endToEnd(ctx)
 	rr.leaderKills(ctx)
+	rr.catchUp(ctx)
 	if err := c.Alive(); err != nil {
 		rr.fail("at the end of the round: %v", err)
 	}
 }
 
-// replicated is a topic of the benchmark's shape.
-func replicated(topic string) kmsg.CreateTopicsRequestTopic {
+// detail adds a line to the report's per-round details of the target.
+func (rr *replRound) detail(format string, args ...any) {
+	line := fmt.Sprintf("round %d: ", rr.rd.Round) + fmt.Sprintf(format, args...)
+	rr.run.Details[rr.rd.Target] = append(rr.run.Details[rr.rd.Target], line)
+}
+
+// replicatedTopic is a topic of the benchmark's shape with the given
+// number of partitions, placed by the controller.
+func replicatedTopic(topic string, partitions int) kmsg.CreateTopicsRequestTopic {
 	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, replPartitions, replFactor
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(partitions), replFactor
 	c := kmsg.NewCreateTopicsRequestTopicConfig()
 	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr(strconv.Itoa(replMinISR))
 	t.Configs = append(t.Configs, c)
 	return t
 }
 
-// createReplicated creates topic through the first broker and waits until
-// every broker lists each of its partitions with a leader and all three
+// createReplicated creates topic with the given number of partitions
+// (createReady).
+func (rr *replRound) createReplicated(ctx context.Context, topic string, partitions int) error {
+	return rr.createReady(ctx, replicatedTopic(topic, partitions))
+}
+
+// createReady creates t through the first broker and waits until every
+// broker lists each of its partitions with a leader and all three
 // replicas in the ISR.
-func (rr *replRound) createReplicated(ctx context.Context, topic string) error {
+func (rr *replRound) createReady(ctx context.Context, t kmsg.CreateTopicsRequestTopic) error {
+	partitions := int(t.NumPartitions)
+	if partitions < 0 {
+		partitions = len(t.ReplicaAssignment)
+	}
 	ids := rr.brokerIDs()
-	if err := rr.createTopic(ctx, ids[0], replicated(topic), 30*time.Second, false); err != nil {
+	if err := rr.createTopic(ctx, ids[0], t, 30*time.Second, false); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_, err := pollUntil(ctx, func() error {
 		for _, id := range ids {
-			resp, err := rr.metadata(ctx, id, topic)
+			resp, err := rr.metadata(ctx, id, t.Topic)
 			if err != nil {
 				return err
 			}
-			if err := fullISR(resp, topic); err != nil {
+			if err := fullISR(resp, t.Topic, partitions); err != nil {
 				return fmt.Errorf("broker %d: %w", id, err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s never had a full ISR on every broker: %w", topic, err)
+		return fmt.Errorf("%s never had a full ISR on every broker: %w", t.Topic, err)
 	}
 	return nil
 }
 
-// fullISR says why topic, in a Metadata answer, is not yet every
-// partition led and with all its replicas in the ISR; nil when it is.
-func fullISR(resp *kmsg.MetadataResponse, topic string) error {
+// fullISR says why topic, in a Metadata answer, is not yet its partitions
+// all listed, led and with all their replicas in the ISR; nil when it is.
+func fullISR(resp *kmsg.MetadataResponse, topic string, partitions int) error {
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
 			continue
 		}
-		if t.ErrorCode != 0 || len(t.Partitions) != replPartitions {
+		if t.ErrorCode != 0 || len(t.Partitions) != partitions {
 			return fmt.Errorf("%s: error code %d, %d partitions", topic, t.ErrorCode, len(t.Partitions))
 		}
 		for _, p := range t.Partitions {
@@ -243,32 +362,11 @@ func fullISR(resp *kmsg.MetadataResponse, topic string) error {
 // bootstrap (it finds the other brokers from there).
 func (rr *replRound) firstAddr() string { return rr.c.Node(rr.brokerIDs()[0]).Addr() }
 
-// throughput has bench/loadgen produce Records records to a replicated
-// topic created beforehand (its own creation then finds the topic there).
-func (rr *replRound) throughput(ctx context.Context) {
-	topic := fmt.Sprintf("bench-repl-produce-%d", rr.rd.Round)
-	if err := rr.createReplicated(ctx, topic); err != nil {
-		rr.fail("throughput: %v", err)
-		return
-	}
-	c := integration.Cmd{Name: rr.loadgen, Args: []string{"produce", "-bootstrap", rr.firstAddr(), "-topic", topic,
-		"-partitions", strconv.Itoa(replPartitions), "-records", strconv.Itoa(rr.cfg.Records), "-acks", "all",
-		"-payloads", rr.payloadFile}, Timeout: 10 * time.Minute}
-	rr.commands.note("produce 1 KiB lz4 acks=all, 6 partitions RF 3, franz-go", c)
-	res, err := runJSON[throughputResult](ctx, c)
-	if err != nil {
-		rr.fail("throughput: %v", oneLine(err.Error()))
-		return
-	}
-	rr.rd.Figures[figRProduceRecords] = res.RecordsPerSec
-	rr.rd.Figures[figRProduceMB] = res.MBPerSec
-}
-
 // endToEnd has bench/loadgen produce at E2ERate for E2ETime to a
 // replicated topic and time each record from Produce to a consumer.
 func (rr *replRound) endToEnd(ctx context.Context) {
 	topic := fmt.Sprintf("bench-repl-e2e-%d", rr.rd.Round)
-	if err := rr.createReplicated(ctx, topic); err != nil {
+	if err := rr.createReplicated(ctx, topic, replPartitions); err != nil {
 		rr.fail("end-to-end latency: %v", err)
 		return
 	}
@@ -353,7 +451,7 @@ type killOutcome struct {
 func (rr *replRound) killLeader(ctx context.Context, k int) (killOutcome, error) {
 	var o killOutcome
 	topic := fmt.Sprintf("bench-repl-failover-%d-%d", rr.rd.Round, k)
-	if err := rr.createReplicated(ctx, topic); err != nil {
+	if err := rr.createReplicated(ctx, topic, replPartitions); err != nil {
 		return o, err
 	}
 	if err := rr.prepareClients(); err != nil {
@@ -626,9 +724,10 @@ func ackedBytes(acks []ackRecord, from, to time.Time) int {
 // the client's callbacks, on franz-go's goroutines, append under mu, which
 // guards acks, failed and firstErr.
 type ackWriter struct {
-	cl   *kgo.Client
-	stop context.CancelFunc
-	done chan struct{}
+	cl         *kgo.Client
+	partitions int32
+	stop       context.CancelFunc
+	done       chan struct{}
 
 	mu       sync.Mutex
 	acks     []ackRecord
@@ -651,7 +750,7 @@ func startAckWriter(ctx context.Context, seeds []string, topic string, partition
 		return nil, fmt.Errorf("writer for %s: %w", topic, err)
 	}
 	wctx, stop := context.WithCancel(ctx)
-	w := &ackWriter{cl: cl, stop: stop, done: make(chan struct{})}
+	w := &ackWriter{cl: cl, partitions: partitions, stop: stop, done: make(chan struct{})}
 	go w.loop(wctx, partitions, rate, payloads)
 	return w, nil
 }
@@ -721,7 +820,7 @@ func (w *ackWriter) waitEveryPartition(ctx context.Context, limit time.Duration)
 		for _, a := range acks {
 			seen[a.partition] = true
 		}
-		return len(seen) == replPartitions
+		return len(seen) == int(w.partitions)
 	})
 	if err != nil {
 		return fmt.Errorf("warming the writer up: %w", err)

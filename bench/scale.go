@@ -603,7 +603,8 @@ func saveProfile(ctx context.Context, dir, addr, what, name string) {
 		fmt.Fprintf(os.Stderr, "profile %s: status %d, %v\n", name, resp.StatusCode, err)
 		return
 	}
-	if err := os.MkdirAll(dir, 0o755); err == nil {
+	err = os.MkdirAll(dir, 0o755)
+	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, name+".pprof"), body, 0o644)
 	}
 	if err != nil {

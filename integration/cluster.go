@@ -571,6 +571,19 @@ func (c *Cluster) Kill(id int) error {
 	return nil
 }
 
+// StopNode stops node id alone as Stop does a node: SIGTERM, then
+// SIGKILL if it has not exited within the grace. Restart starts it again.
+func (c *Cluster) StopNode(id int) error {
+	n := c.Node(id)
+	if n == nil {
+		return fmt.Errorf("no node %d", id)
+	}
+	if n.proc == nil {
+		return fmt.Errorf("node %d is not running", id)
+	}
+	return n.proc.Stop(stopGrace)
+}
+
 // Restart starts node id again on its own directory and ports (after a
 // Kill, or if it died) and, for a broker, waits until it answers
 // ApiVersions.
