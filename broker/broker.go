@@ -209,15 +209,15 @@ type Options struct {
 type Broker struct {
 	// sortedTopics is the latest image's topic names in order (metadata.go).
 	sortedTopics sortedTopicNames
-	opts        Options
-	log         *slog.Logger
-	meta        MetadataView
-	ctrl        ActiveController
-	server      *network.Server
-	replicas    *replica.Manager
-	sessions    *fetchSessionCache
-	producerIDs producerIDBlocks
-	now         func() time.Time
+	opts         Options
+	log          *slog.Logger
+	meta         MetadataView
+	ctrl         ActiveController
+	server       *network.Server
+	replicas     *replica.Manager
+	sessions     *fetchSessionCache
+	producerIDs  producerIDBlocks
+	now          func() time.Time
 	// peers reaches other brokers (interbroker.go).
 	peers *brokerPeers
 	// lagEnds are the end offsets of partitions led elsewhere that the
