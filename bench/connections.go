@@ -17,9 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,50 +59,11 @@ func ConnFigures() []string {
 // ExecuteConnections runs every round, the targets alternated.
 func ExecuteConnections(ctx context.Context, cfg ConnConfig, log *slog.Logger) (*ConnRun, error) {
 	run := &ConnRun{Config: cfg, Notes: map[string][]string{}}
-	run.Started = time.Now()
-	run.LoadAvg[0] = loadAvg()
-	run.Describe = map[string]string{}
-	tools := integration.NewTools(cfg.Root)
-	if err := os.MkdirAll(filepath.Join(cfg.Root, "bench", ".work"), 0o755); err != nil {
-		return nil, err
-	}
-	work, err := os.MkdirTemp(filepath.Join(cfg.Root, "bench", ".work"), "conns-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	gregorBin := filepath.Join(work, "gregor")
-	if slices.Contains(cfg.Targets, "gregor") {
-		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", gregorBin, "./cmd/gregor"}, Dir: cfg.Root, Timeout: 5 * time.Minute}); err != nil {
-			return nil, fmt.Errorf("building gregor: %w", err)
-		}
-	}
-	var runErr error
-	for r := 1; r <= cfg.Rounds; r++ {
-		for _, target := range cfg.Targets {
-			if ctx.Err() != nil {
-				runErr = ctx.Err()
-				break
-			}
-			run.RoundLoads = append(run.RoundLoads, fmt.Sprintf("round %d %s: %s", r, target, loadAvg()))
-			dir := filepath.Join(work, fmt.Sprintf("%s-%d", target, r))
-			round := Round{Target: target, Round: r, Figures: map[string]float64{}}
-			note, err := connRound(ctx, cfg, tools, target, gregorBin, dir, round.Figures, run)
-			if err != nil {
-				round.Errors = append(round.Errors, err.Error())
-				log.Error("connections round", "target", target, "round", r, "err", err)
-			}
-			if note != "" {
-				run.Notes[target] = append(run.Notes[target], fmt.Sprintf("round %d: %s", r, note))
-			}
-			log.Info("connections round", "target", target, "round", r, "figures", round.Figures)
-			run.Rounds = append(run.Rounds, round)
-			_ = os.RemoveAll(dir)
-		}
-	}
-	run.Elapsed = time.Since(run.Started)
-	run.LoadAvg[1] = loadAvg()
-	return run, runErr
+	err := alternateNodeRounds(ctx, nodeRounds{root: cfg.Root, name: "connections", targets: cfg.Targets, rounds: cfg.Rounds, log: log},
+		&run.runInfo, run.Notes, func(target, gregorBin, dir string, tools *integration.Tools, figs map[string]float64) (string, error) {
+			return connRound(ctx, cfg, tools, target, gregorBin, dir, figs, run)
+		})
+	return run, err
 }
 
 // benchConn is one open connection.

@@ -106,53 +106,72 @@ type scaleNode struct {
 // ExecuteScale runs every round, the targets alternated.
 func ExecuteScale(ctx context.Context, cfg ScaleConfig, log *slog.Logger) (*ScaleRun, error) {
 	run := &ScaleRun{Config: cfg, Notes: map[string][]string{}}
-	run.Started = time.Now()
-	run.LoadAvg[0] = loadAvg()
-	run.Describe = map[string]string{}
-	tools := integration.NewTools(cfg.Root)
-	// A directory of this run's own: another run at the same time must
-	// not remove what this one uses.
-	if err := os.MkdirAll(filepath.Join(cfg.Root, "bench", ".work"), 0o755); err != nil {
-		return nil, err
+	err := alternateNodeRounds(ctx, nodeRounds{root: cfg.Root, name: "scale", targets: cfg.Targets, rounds: cfg.Rounds, log: log},
+		&run.runInfo, run.Notes, func(target, gregorBin, dir string, tools *integration.Tools, figs map[string]float64) (string, error) {
+			return scaleRound(ctx, cfg, tools, target, gregorBin, dir, figs, run)
+		})
+	return run, err
+}
+
+// nodeRounds is a benchmark of rounds on one fresh node each: gregor built
+// once from the tree, the targets alternated every round.
+type nodeRounds struct {
+	root, name string
+	targets    []string
+	rounds     int
+	log        *slog.Logger
+}
+
+// alternateNodeRounds runs round for every round and target in turn, each
+// in a directory of its own (removed afterwards: thousands of partitions'
+// files), filling info and notes. The run's directory is its own: another
+// run at the same time must not remove what this one uses.
+func alternateNodeRounds(ctx context.Context, b nodeRounds, info *runInfo, notes map[string][]string,
+	round func(target, gregorBin, dir string, tools *integration.Tools, figs map[string]float64) (string, error)) error {
+	info.Started = time.Now()
+	info.LoadAvg[0] = loadAvg()
+	info.Describe = map[string]string{}
+	defer func() {
+		info.Elapsed = time.Since(info.Started)
+		info.LoadAvg[1] = loadAvg()
+	}()
+	tools := integration.NewTools(b.root)
+	if err := os.MkdirAll(filepath.Join(b.root, "bench", ".work"), 0o755); err != nil {
+		return err
 	}
-	work, err := os.MkdirTemp(filepath.Join(cfg.Root, "bench", ".work"), "scale-")
+	work, err := os.MkdirTemp(filepath.Join(b.root, "bench", ".work"), b.name+"-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(work)
 	gregorBin := filepath.Join(work, "gregor")
-	if slices.Contains(cfg.Targets, "gregor") {
-		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", gregorBin, "./cmd/gregor"}, Dir: cfg.Root, Timeout: 5 * time.Minute}); err != nil {
-			return nil, fmt.Errorf("building gregor: %w", err)
+	if slices.Contains(b.targets, "gregor") {
+		if _, err := integration.Run(ctx, integration.Cmd{Name: "go", Args: []string{"build", "-o", gregorBin, "./cmd/gregor"}, Dir: b.root, Timeout: 5 * time.Minute}); err != nil {
+			return fmt.Errorf("building gregor: %w", err)
 		}
 	}
-	var runErr error
-	for r := 1; r <= cfg.Rounds; r++ {
-		for _, target := range cfg.Targets {
+	for r := 1; r <= b.rounds; r++ {
+		for _, target := range b.targets {
 			if ctx.Err() != nil {
-				runErr = ctx.Err()
-				break
+				return ctx.Err()
 			}
-			run.RoundLoads = append(run.RoundLoads, fmt.Sprintf("round %d %s: %s", r, target, loadAvg()))
+			info.RoundLoads = append(info.RoundLoads, fmt.Sprintf("round %d %s: %s", r, target, loadAvg()))
 			dir := filepath.Join(work, fmt.Sprintf("%s-%d", target, r))
-			round := Round{Target: target, Round: r, Figures: map[string]float64{}}
-			note, err := scaleRound(ctx, cfg, tools, target, gregorBin, dir, round.Figures, run)
+			res := Round{Target: target, Round: r, Figures: map[string]float64{}}
+			note, err := round(target, gregorBin, dir, tools, res.Figures)
 			if err != nil {
-				round.Errors = append(round.Errors, err.Error())
-				log.Error("scale round", "target", target, "round", r, "err", err)
+				res.Errors = append(res.Errors, err.Error())
+				b.log.Error(b.name+" round", "target", target, "round", r, "err", err)
 			}
 			if note != "" {
-				run.Notes[target] = append(run.Notes[target], fmt.Sprintf("round %d: %s", r, note))
+				notes[target] = append(notes[target], fmt.Sprintf("round %d: %s", r, note))
 			}
-			log.Info("scale round", "target", target, "round", r, "figures", round.Figures)
-			run.Rounds = append(run.Rounds, round)
-			// Keep nothing of a round: thousands of partitions' files.
+			b.log.Info(b.name+" round", "target", target, "round", r, "figures", res.Figures)
+			info.Rounds = append(info.Rounds, res)
 			_ = os.RemoveAll(dir)
 		}
 	}
-	run.Elapsed = time.Since(run.Started)
-	run.LoadAvg[1] = loadAvg()
-	return run, runErr
+	return nil
 }
 
 func startScaleNode(ctx context.Context, tools *integration.Tools, target, gregorBin, dir string) (*scaleNode, string, error) {
