@@ -253,7 +253,7 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
 	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n\n")
 	vals, errs := gather(run.Rounds)
-	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, nil)
+	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnActiveHeap))
 	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
 	writePerTarget(&b, "What the figures came from", cfg.Targets, run.Notes)
 	writePerTarget(&b, "Connections bench failures", cfg.Targets, errs)

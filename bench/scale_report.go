@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,10 +45,20 @@ func RenderScale(run *ScaleRun, m Machine, commit, command string) []byte {
 	fmt.Fprintf(&b, "- idle: %s without traffic after the above, then RSS (VmRSS) and the count of /proc/<pid>/fd, less the fresh node's before the burst, over the partition count; for gregor also go_memstats_heap_inuse_bytes from /metrics right after a collection (a heap profile with gc=1), as the difference\n", cfg.Idle)
 	b.WriteString("- restarts: SIGTERM timed to exit; then the same command on the same data, timed from launch until Metadata for the topics names a live leader for every partition (polled every 20 ms on a new connection) and until every partition has acknowledged one more record (acks=all; the client retries every 20 ms and refreshes metadata at most every 20 ms, so its backoffs do not count); then SIGKILL with that record unflushed and the same again: a start that recovers every partition's active segment\n\n")
 	vals, errs := gather(run.Rounds)
-	writeMedians(&b, "Partition-scale medians", ScaleFigures(), cfg.Targets, vals, nil)
+	writeMedians(&b, "Partition-scale medians", ScaleFigures(), cfg.Targets, vals, goHeapOnly(figScaleHeap))
 	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
 	writePerTarget(&b, "What the figures came from", cfg.Targets, run.Notes)
 	writePerTarget(&b, "Scale bench failures", cfg.Targets, errs)
 	b.WriteString("\n" + scaleEnd + "\n")
 	return b.Bytes()
+}
+
+// goHeapOnly notes that figures (a Go heap) are not measured on kafka.
+func goHeapOnly(figures ...string) func(target, figure string) string {
+	return func(target, figure string) string {
+		if target == "kafka" && slices.Contains(figures, figure) {
+			return "not measured (a JVM heap is not a Go heap)"
+		}
+		return ""
+	}
 }
