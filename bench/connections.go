@@ -251,7 +251,8 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 		}
 	}
 	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
-	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n\n")
+	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n")
+	b.WriteString("- RSS is what each process holds of the machine's memory, but it counts a JVM's objects only where they land on pages not touched before: Kafka's heap (-Xms1G) is reserved at start and its young generation touched by then, so its RSS per connection is a lower bound of what a connection costs it; Gregor's Go heap grows with what it allocates\n\n")
 	vals, errs := gather(run.Rounds)
 	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnActiveHeap))
 	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
