@@ -25,7 +25,7 @@ func run() int {
 	rounds := flag.Int("rounds", 3, "rounds (each target once per round, each time on a fresh node)")
 	topics := flag.Int("topics", 100, "topics created at once")
 	perTopic := flag.Int("per-topic", 100, "partitions per topic")
-	idle := flag.Duration("idle", 40*time.Second, "time without traffic before memory and descriptors are read")
+	idle := flag.Duration("idle", 50*time.Second, "time without traffic before memory and descriptors are read (gregor closes idle segments' files 30 to 45 s after their last use)")
 	limit := flag.Duration("limit", 10*time.Minute, "give up on one measurement after this long")
 	profile := flag.String("profile", "", "directory for gregor's CPU profiles (create burst, restarts) and idle heap profile")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its scale section is replaced, the rest kept")
