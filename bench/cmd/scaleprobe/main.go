@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,8 +58,6 @@ type probe struct {
 	work     string
 	gregor   string // the built binary
 	scrapes  int
-	profile  string // directory for CPU profiles of gregor's phases; "" for none
-	window   time.Duration
 }
 
 // figures are one round's measurements; a missing one is -1.
@@ -77,8 +74,6 @@ func main() {
 	flag.DurationVar(&p.limit, "limit", 5*time.Minute, "give up on one measurement after this long")
 	flag.IntVar(&p.scrapes, "scrapes", 20, "scrapes of /metrics to time (gregor)")
 	flag.StringVar(&p.root, "root", ".", "module root")
-	flag.StringVar(&p.profile, "profile", "", "gregor: write CPU profiles of the create burst, the shutdown and the restart (each -profile-window long from the phase's start) to this directory")
-	flag.DurationVar(&p.window, "profile-window", 8*time.Second, "length of each CPU profile")
 	flag.Parse()
 	root, err := filepath.Abs(p.root)
 	if err != nil {
@@ -180,7 +175,6 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 	}
 
 	start := time.Now()
-	profiled := p.cpuProfile(ctx, b.metrics, fmt.Sprintf("round-%d-create", r))
 	if err := p.createBurst(ctx, b.bootstrap, names); err != nil {
 		return f, err
 	}
@@ -191,7 +185,6 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 	}
 	f["first record to all"] = time.Since(answered)
 	f["burst to all accepting"] = time.Since(start)
-	profiled()
 	if b.metrics != "" {
 		took, allocated, size, err := scrapeCost(ctx, b.metrics, p.scrapes)
 		if err != nil {
@@ -202,12 +195,10 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 	}
 
 	stopped := time.Now()
-	profiled = p.cpuProfile(ctx, b.metrics, fmt.Sprintf("round-%d-shutdown", r))
 	if err := b.terminate(p.limit); err != nil {
 		return f, err
 	}
 	f["SIGTERM to exit"] = time.Since(stopped)
-	profiled()
 	if launchGregor == nil {
 		return f, nil
 	}
@@ -218,11 +209,6 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 		return f, err
 	}
 	defer func() { _ = b.stop() }()
-	for !reachable(b.metrics) && time.Since(launched) < p.limit {
-		time.Sleep(time.Millisecond)
-	}
-	profiled = p.cpuProfile(ctx, b.metrics, fmt.Sprintf("round-%d-restart", r))
-	defer profiled()
 	leaders := make(chan time.Duration, 1)
 	go func() { leaders <- p.waitLeaders(ctx, b.bootstrap, names, launched) }()
 	last := names[len(names)-1]
@@ -236,52 +222,6 @@ func (p *probe) round(ctx context.Context, r int) (figures, error) {
 	f["restart to all accepting"] = time.Since(launched)
 	f["restart to leaders in metadata"] = <-leaders
 	return f, nil
-}
-
-// cpuProfile starts a CPU profile of the node behind addr, written to
-// name.pprof in the profile directory, and returns a function that waits
-// for it (nothing without -profile or a metrics address). The profile
-// stops early when the process exits (the shutdown), with what it has.
-func (p *probe) cpuProfile(ctx context.Context, addr, name string) (wait func()) {
-	if p.profile == "" || addr == "" {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(p.window.Seconds()))
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			log.Printf("profile %s: %v", name, err)
-			return
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			log.Printf("profile %s: status %d, %v", name, resp.StatusCode, err)
-			return
-		}
-		_ = os.MkdirAll(p.profile, 0o755)
-		if err := os.WriteFile(filepath.Join(p.profile, name+".pprof"), body, 0o644); err != nil {
-			log.Printf("profile %s: %v", name, err)
-		}
-	}()
-	time.Sleep(20 * time.Millisecond) // the profile starts before the phase
-	return func() { <-done }
-}
-
-// reachable: something accepts connections on addr.
-func reachable(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // waitLeaders polls Metadata until every partition of names has a leader
