@@ -74,6 +74,9 @@ type LogOptions struct {
 	// of this log takes the dir offline, and the dir's failure this log.
 	// Nil for a log opened alone.
 	dirHealth *dirHealth
+	// state is the log as the last clean shutdown described it in the
+	// log dir's state file (logstate.go), used when CleanShutdown is set.
+	state *logState
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -267,6 +270,17 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		if err := vfs.MkdirAllDurable(l.fsys, l.dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating log dir %s: %w", l.dir, err)
 		}
+	}
+	if opts.state != nil && opts.CleanShutdown {
+		loaded, err := l.loadState(opts, opts.state)
+		if err != nil {
+			l.closeSegments()
+			return nil, fmt.Errorf("loading log %s from the log state: %w", l.dir, err)
+		}
+		if loaded {
+			return l, nil
+		}
+		l.logger().Info("the log state file does not describe the log as its checkpoints do; loading it from its directory")
 	}
 	if err := l.checkPartitionMetadata(opts.RecoveryPoint); err != nil {
 		return nil, err
@@ -487,21 +501,35 @@ func (l *Log) load(opts LogOptions) error {
 		}
 	}
 	leo := active.nextOffset
-	start := max(opts.LogStartOffset, l.segments[0].baseOffset)
-	if cfg.RemoteStorageEnable && opts.LogStartOffset >= 0 && opts.LogStartOffset < start {
-		// The older offsets are in remote storage: the checkpoint's log
-		// start stands below the local one (Kafka's UnifiedLog with
-		// remote storage enabled).
-		start = opts.LogStartOffset
-	}
+	start := l.logStartFor(opts, l.segments[0].baseOffset)
 	if start > leo {
 		// The log start moved past data lost in a crash: start over there.
 		l.logger().Warn("log start offset is beyond the recovered log end, emptying the log", "logStart", start, "logEnd", leo)
 		if err := l.replaceAllSegments(start, nowMs); err != nil {
 			return err
 		}
-		leo = start
 	}
+	return l.settle(opts, start, nowMs, false)
+}
+
+// logStartFor is the log start of a log whose first local segment starts
+// at firstBase.
+func (l *Log) logStartFor(opts LogOptions, firstBase int64) int64 {
+	start := max(opts.LogStartOffset, firstBase)
+	if l.config().RemoteStorageEnable && opts.LogStartOffset >= 0 && opts.LogStartOffset < start {
+		// The older offsets are in remote storage: the checkpoint's log
+		// start stands below the local one (Kafka's UnifiedLog with
+		// remote storage enabled).
+		start = opts.LogStartOffset
+	}
+	return start
+}
+
+// settle publishes a loaded log's offsets and brings the epoch cache and
+// the producer state to them (producersLoaded: the producer state stands
+// at the log end already, taken from the log state file).
+func (l *Log) settle(opts LogOptions, start, nowMs int64, producersLoaded bool) error {
+	leo := l.active().nextOffset
 	l.logEndOffset.Store(leo)
 	l.logStartOffset.Store(start)
 	// A cut is written at once. Epochs the recovery assigned are not:
@@ -516,8 +544,15 @@ func (l *Log) load(opts LogOptions) error {
 			return err
 		}
 	}
-	if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
-		return err
+	if !producersLoaded {
+		if err := l.rebuildProducerState(start, leo, nowMs); err != nil {
+			return err
+		}
+	} else {
+		if leo > l.producers.mapEndOffset {
+			l.producers.mapEndOffset = leo
+		}
+		l.syncTxnState()
 	}
 	l.refreshAbortedEnd()
 	// Segment files may be new (a fresh log, indexes rebuilt, a torn
@@ -1838,14 +1873,19 @@ func (l *Log) ProducerCount() int {
 
 // Close takes a producer snapshot, flushes, trims the active segment's
 // indexes and closes the files. Segments awaiting deletion are removed now.
-func (l *Log) Close() error { return l.close(false) }
+func (l *Log) Close() error {
+	_, err := l.close(false)
+	return err
+}
 
 // closeForSyncFS is Close with nothing synced: the producer snapshot and
 // the leader-epoch checkpoint are written without an fsync, and neither
 // the segments nor the dir are synced. The caller syncs the filesystem
 // (vfs.FS.SyncFS) and then calls markSynced. A clean shutdown of many
 // partitions makes one syncfs(2) instead of several fsyncs per partition.
-func (l *Log) closeForSyncFS() error { return l.close(true) }
+// It returns the log's state for the log state file (logstate.go), nil
+// when the log must be loaded from its directory next time.
+func (l *Log) closeForSyncFS() (*logState, error) { return l.close(true) }
 
 // markSynced advances the recovery point to the log end of a log closed
 // with closeForSyncFS, once its filesystem is synced.
@@ -1862,7 +1902,7 @@ func (l *Log) markSynced() {
 	}
 }
 
-func (l *Log) close(deferSync bool) error {
+func (l *Log) close(deferSync bool) (*logState, error) {
 	// A cleaning in progress sees the flag and stops; wait for it.
 	l.stopCleaning.Store(true)
 	l.cleanMu.Lock()
@@ -1871,7 +1911,7 @@ func (l *Log) close(deferSync bool) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	l.closed = true
 	var errs []error
@@ -1919,10 +1959,17 @@ func (l *Log) close(deferSync bool) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var state *logState
+	if deferSync && healthy && len(errs) == 0 && l.Err() == nil {
+		if st, ok := l.restartState(); ok {
+			state = st
+		}
+	}
 	if err := l.closeSegments(); err != nil {
 		errs = append(errs, err)
+		state = nil
 	}
-	return errors.Join(errs...)
+	return state, errors.Join(errs...)
 }
 
 func (l *Log) closeSegments() error {

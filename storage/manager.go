@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -111,6 +112,10 @@ type logDir struct {
 	// cleanerOffsets are the first dirty offsets of compacted logs
 	// (cleaner-offset-checkpoint), kept for every partition in the dir.
 	cleanerOffsets map[TopicPartition]int64
+	// states are the logs as the last clean shutdown described them
+	// (logstate.go), read at open when the marker was there; each is
+	// taken by the first open of its log.
+	states map[TopicPartition]*logState
 	// onDisk are the partition dirs found at open or created since.
 	onDisk map[TopicPartition]bool
 	// incoming are the logs moved in whose markers wait for a checkpoint
@@ -276,6 +281,10 @@ func (m *Manager) openDir(path string) *logDir {
 		if epoch, err := decodeCleanShutdown(data); err == nil {
 			d.prevBrokerEpoch = epoch
 		}
+		// The state file goes first, and the sync below makes both
+		// removals durable: a file from this shutdown can never be taken
+		// for the next one's.
+		d.states = m.readLogStates(path)
 		if err := m.fsys.Remove(marker); err != nil {
 			return d.offline(fmt.Errorf("removing %s: %w", marker, err))
 		}
@@ -321,6 +330,28 @@ func (m *Manager) openDir(path string) *logDir {
 		}
 	}
 	return d
+}
+
+// readLogStates reads a log dir's state file after a clean shutdown and
+// removes it: it describes the logs only until they change. A missing or
+// unreadable file leaves every log to be loaded from its directory.
+func (m *Manager) readLogStates(path string) map[TopicPartition]*logState {
+	name := filepath.Join(path, LogStateFile)
+	data, err := vfs.ReadFile(m.fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var states map[TopicPartition]*logState
+	if err == nil {
+		states, err = decodeLogStates(data)
+	}
+	if err != nil {
+		m.logger.Warn("ignoring the log state file; every log is loaded from its directory", "file", name, "err", err)
+	}
+	if err := m.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.logger.Warn("removing the log state file", "file", name, "err", err)
+	}
+	return states
 }
 
 // offline marks a dir that failed to open; OpenManager reports it (the
@@ -550,6 +581,10 @@ func (m *Manager) openLog(j *openJob) (*Log, error) {
 		dirDurable:             true,
 		dirHealth:              d.health,
 	}
+	if j.existed {
+		opts.state = d.states[tp]
+	}
+	delete(d.states, tp)
 	m.mu.Unlock()
 	l, err := OpenLog(opts)
 	if err != nil {
@@ -971,22 +1006,36 @@ func (m *Manager) Close() error {
 	// log ends, for the checkpoint below.
 	started := time.Now()
 	closeErrs := make([]error, len(logs))
+	states := make([]*logState, len(logs))
 	forEachParallel(m.opts.Parallelism, len(logs), func(i int) {
 		l := logs[i].log
-		if err := l.closeForSyncFS(); err != nil || l.Err() != nil {
+		st, err := l.closeForSyncFS()
+		if err != nil || l.Err() != nil {
 			closeErrs[i] = fmt.Errorf("closing %s: %w", logs[i].tp, errors.Join(err, l.Err()))
 		}
+		states[i] = st
 	})
 	var errs []error
 	failedDirs := map[*logDir]bool{}
+	dirStates := map[*logDir][]*logState{}
 	for i, err := range closeErrs {
 		if err != nil {
 			errs = append(errs, err)
 			failedDirs[logs[i].dir] = true
+		} else if states[i] != nil && logs[i].dir != nil {
+			dirStates[logs[i].dir] = append(dirStates[logs[i].dir], states[i])
 		}
 	}
 	for _, d := range m.dirs {
 		if d.Err() != nil || failedDirs[d] {
+			continue
+		}
+		// Written before the sync, which makes it durable with the rest;
+		// trusted only beside the marker written after it.
+		name := filepath.Join(d.path, LogStateFile)
+		if err := vfs.WriteFileUnsynced(m.fsys, name, encodeLogStates(dirStates[d])); err != nil {
+			errs = append(errs, fmt.Errorf("writing %s: %w", name, err))
+			failedDirs[d] = true
 			continue
 		}
 		if err := m.fsys.SyncFS(d.path); err != nil {

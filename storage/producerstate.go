@@ -617,16 +617,22 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			}
 			continue
 		}
-		for pid, e := range entries {
-			if e.currentTxnFirstOffset >= 0 || nowMs-e.lastTimestamp < expirationMs {
-				ps.set(pid, *e)
-			}
-		}
+		ps.restore(entries, nowMs, expirationMs)
 		ps.mapEndOffset, ps.lastSnapOffset = off, off
 		return nil
 	}
 	ps.mapEndOffset, ps.lastSnapOffset = logStart, logStart
 	return nil
+}
+
+// restore takes a snapshot's entries, leaving out the producers expired
+// by nowMs (those with an open transaction stay).
+func (ps *producerState) restore(entries map[int64]*producerEntry, nowMs, expirationMs int64) {
+	for pid, e := range entries {
+		if e.currentTxnFirstOffset >= 0 || nowMs-e.lastTimestamp < expirationMs {
+			ps.set(pid, *e)
+		}
+	}
 }
 
 // deleteSnapshotsBefore removes snapshot files below offset.

@@ -67,6 +67,10 @@ type segment struct {
 	pins int
 	// closed is for good: the log closed or the segment was deleted.
 	closed bool
+	// untouched: built from the log state file (logstate.go) and not
+	// opened since, so its files are as the last clean shutdown left
+	// them; the first open checks the log file's size against it.
+	untouched bool
 	// log is the segment file while open, for the segment's own I/O;
 	// shared owns it and hands out the ranges that readers send, which keep
 	// it open after the segment closes until they are released.
@@ -186,6 +190,7 @@ func (s *segment) pin() error {
 		if err := s.openFilesLocked(); err != nil {
 			return err
 		}
+		s.untouched = false
 		s.cache.opened()
 	} else if s.pins == 0 {
 		s.cache.inUse(s)
@@ -224,6 +229,16 @@ func (s *segment) openFilesLocked() error {
 	f, err := s.fsys.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("reopening segment %s: %w", name, err)
+	}
+	if s.untouched {
+		st, err := f.Stat()
+		if err == nil && st.Size() != s.size.Load() {
+			err = fmt.Errorf("%d bytes where the log state file says %d: %w", st.Size(), s.size.Load(), errStaleLogState)
+		}
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("stat segment %s: %w", name, err)
+		}
 	}
 	if err := s.offsets.reopen(s.fsys); err != nil {
 		f.Close()
@@ -739,6 +754,13 @@ func (s *segment) onBecomeInactive() error {
 	// Consumers at the log's tail read the new active segment: an
 	// inactive one keeps no memory for them.
 	s.tail.Store(nil)
+	s.fmu.Lock()
+	untouched := s.untouched
+	s.fmu.Unlock()
+	if untouched {
+		// The shutdown that wrote the log state did this already.
+		return nil
+	}
 	if err := s.pin(); err != nil {
 		return err
 	}
