@@ -95,9 +95,9 @@ func TestIndexFileFormats(t *testing.T) {
 	if oi.maxEntries != 12 {
 		t.Fatalf("preallocated entries %d", oi.maxEntries)
 	}
-	off.append(105, 4200)
-	off.append(110, 9000)
-	if err := off.trim(); err != nil {
+	off.append(fsys, 105, 4200)
+	off.append(fsys, 110, 9000)
+	if err := off.trim(fsys); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := vfs.ReadFile(fsys, "/d/00000000000000000100.index")
@@ -118,10 +118,10 @@ func TestIndexFileFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	tix := &timeIndex{indexFile: ti, baseOffset: 100}
-	tix.maybeAppend(1000, 104, false)
-	tix.maybeAppend(999, 106, false) // not larger: skipped
-	tix.maybeAppend(2000, 109, false)
-	tix.trim()
+	tix.maybeAppend(fsys, 1000, 104, false)
+	tix.maybeAppend(fsys, 999, 106, false) // not larger: skipped
+	tix.maybeAppend(fsys, 2000, 109, false)
+	tix.trim(fsys)
 	data, _ = vfs.ReadFile(fsys, "/d/00000000000000000100.timeindex")
 	var w []byte
 	w = binary.BigEndian.AppendUint64(w, 1000)

@@ -34,6 +34,12 @@ type indexFile struct {
 	mu         sync.RWMutex
 	data       []byte // capacity region: mapped file or heap copy
 	mapped     bool
+	// changed: written, cut or resized by this process. A closed index
+	// with entries, or changed (a later flush must sync it), is opened
+	// with its segment; any other stays closed until it takes an entry
+	// (appendEntry), so that a segment's first use after a start, or
+	// after the cache closed it, opens one file rather than three.
+	changed    bool
 	entries    int
 	maxEntries int
 }
@@ -124,7 +130,7 @@ func (x *indexFile) unmapLocked() error {
 
 // resize changes the file's capacity (trim on roll and close, grow back to
 // segment.index.bytes when a segment becomes active again after truncation).
-func (x *indexFile) resize(length int64) error {
+func (x *indexFile) resize(fsys vfs.FS, length int64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	length -= length % int64(x.entrySize)
@@ -134,26 +140,40 @@ func (x *indexFile) resize(length int64) error {
 	if length == int64(x.maxEntries*x.entrySize) {
 		return nil
 	}
+	if x.f == nil {
+		// Trimmed or grown on disk now: a reader of the files (a
+		// restart, Kafka's tools) takes the entries from the length.
+		if err := x.openLocked(fsys); err != nil {
+			return err
+		}
+	}
+	x.changed = true
 	if err := x.unmapLocked(); err != nil {
 		return fmt.Errorf("unmapping index %s: %w", x.f.Name(), err)
 	}
 	return x.mapLocked(length, true)
 }
 
-func (x *indexFile) trim() error {
+func (x *indexFile) trim(fsys vfs.FS) error {
 	x.mu.RLock()
 	n := x.entries
 	x.mu.RUnlock()
-	return x.resize(int64(n * x.entrySize))
+	return x.resize(fsys, int64(n*x.entrySize))
 }
 
 // appendEntry writes one whole entry after the last one.
-func (x *indexFile) appendEntry(entry []byte) error {
+func (x *indexFile) appendEntry(fsys vfs.FS, entry []byte) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.entries >= x.maxEntries {
 		return errIndexFull
 	}
+	if x.f == nil {
+		if err := x.openLocked(fsys); err != nil {
+			return err
+		}
+	}
+	x.changed = true
 	off := x.entries * x.entrySize
 	// The file is written from data, not from entry: handing entry to
 	// the File interface would make every caller's entry escape to the
@@ -179,6 +199,7 @@ func (x *indexFile) truncateEntries(n int) error {
 	}
 	from, to := n*x.entrySize, x.entries*x.entrySize
 	x.entries = n
+	x.changed = true
 	if x.mapped && to-from > os.Getpagesize() {
 		// Cut the file at the new end and extend it again: the kernel
 		// drops the pages past the cut (zeroing the tail of the one it
@@ -224,11 +245,28 @@ func (x *indexFile) full() bool {
 }
 
 func (x *indexFile) sync() error {
+	// The appender may open the file meanwhile (appendEntry); one it
+	// opens now holds entries of batches after those being flushed.
+	x.mu.RLock()
+	f := x.f
+	x.mu.RUnlock()
+	if f == nil {
+		// Never changed by this process (openedWithSegment).
+		return nil
+	}
 	// fsync also writes back pages dirtied through a shared mapping.
-	if err := x.f.Sync(); err != nil {
-		return fmt.Errorf("syncing index %s: %w", x.f.Name(), err)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing index %s: %w", f.Name(), err)
 	}
 	return nil
+}
+
+// openedWithSegment says whether a closed index must be opened when its
+// segment's files are: it has entries to read, or changes to sync.
+func (x *indexFile) openedWithSegment() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entries > 0 || x.changed
 }
 
 // close unmaps and closes the file, keeping the entry count and capacity
@@ -252,6 +290,11 @@ func (x *indexFile) close() error {
 func (x *indexFile) reopen(fsys vfs.FS) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.openLocked(fsys)
+}
+
+// openLocked is reopen with x.mu held.
+func (x *indexFile) openLocked(fsys vfs.FS) error {
 	f, err := fsys.OpenFile(x.name, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("reopening index %s: %w", x.name, err)
@@ -308,11 +351,11 @@ func (x *offsetIndex) lookup(target int64) (offset, pos int64) {
 	return x.entry(i)
 }
 
-func (x *offsetIndex) append(offset, pos int64) error {
+func (x *offsetIndex) append(fsys vfs.FS, offset, pos int64) error {
 	var e [offsetIndexEntrySize]byte
 	binary.BigEndian.PutUint32(e[:], uint32(offset-x.baseOffset))
 	binary.BigEndian.PutUint32(e[4:], uint32(pos))
-	return x.appendEntry(e[:])
+	return x.appendEntry(fsys, e[:])
 }
 
 // truncateToPosition drops the entries for batches at or after pos.
@@ -390,7 +433,7 @@ func (x *timeIndex) lookup(ts int64) (timestamp, offset int64) {
 
 // maybeAppend adds an entry when ts is larger than the last one. With
 // onRoll the reserved last slot may be used.
-func (x *timeIndex) maybeAppend(ts, offset int64, onRoll bool) error {
+func (x *timeIndex) maybeAppend(fsys vfs.FS, ts, offset int64, onRoll bool) error {
 	if lastTs, lastOff, ok := x.last(); ok && (ts <= lastTs || offset < lastOff) {
 		return nil
 	}
@@ -400,7 +443,7 @@ func (x *timeIndex) maybeAppend(ts, offset int64, onRoll bool) error {
 	var e [timeIndexEntrySize]byte
 	binary.BigEndian.PutUint64(e[:], uint64(ts))
 	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.baseOffset))
-	return x.appendEntry(e[:])
+	return x.appendEntry(fsys, e[:])
 }
 
 // truncateToOffset drops entries whose offset is >= offset.

@@ -29,7 +29,7 @@ func TestTruncateEntriesOfAMappedIndex(t *testing.T) {
 	for i := range x.maxEntries {
 		binary.BigEndian.PutUint32(entry, uint32(i+1))
 		binary.BigEndian.PutUint32(entry[4:], uint32(i+1))
-		if err := x.appendEntry(entry); err != nil {
+		if err := x.appendEntry(vfs.OSFS{}, entry); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestTruncateEntriesOfAMappedIndex(t *testing.T) {
 		}
 	}
 	binary.BigEndian.PutUint32(entry, 99)
-	if err := x.appendEntry(entry); err != nil {
+	if err := x.appendEntry(vfs.OSFS{}, entry); err != nil {
 		t.Fatalf("appending after the truncation: %v", err)
 	}
 	if got := binary.BigEndian.Uint32(x.data[keep*8:]); got != 99 {

@@ -240,14 +240,20 @@ func (s *segment) openFilesLocked() error {
 			return fmt.Errorf("stat segment %s: %w", name, err)
 		}
 	}
-	if err := s.offsets.reopen(s.fsys); err != nil {
-		f.Close()
-		return err
+	// An index without entries or unsynced changes opens when it takes
+	// its first entry (indexFile.appendEntry).
+	if s.offsets.openedWithSegment() {
+		if err := s.offsets.reopen(s.fsys); err != nil {
+			f.Close()
+			return err
+		}
 	}
-	if err := s.times.reopen(s.fsys); err != nil {
-		s.offsets.close()
-		f.Close()
-		return err
+	if s.times.openedWithSegment() {
+		if err := s.times.reopen(s.fsys); err != nil {
+			s.offsets.close()
+			f.Close()
+			return err
+		}
 	}
 	s.log, s.shared = f, vfs.NewSharedFile(f)
 	return nil
@@ -514,10 +520,10 @@ func (s *segment) indexBatch(pos int64, b appendedBatch, indexInterval int64) er
 	}
 	var err error
 	if s.bytesSinceIndex > indexInterval {
-		if err = s.offsets.append(b.lastOffset, pos); errors.Is(err, errIndexFull) {
+		if err = s.offsets.append(s.fsys, b.lastOffset, pos); errors.Is(err, errIndexFull) {
 			err = nil // the roll check normally prevents this; the index is sparse anyway
 		}
-		if terr := s.times.maybeAppend(s.maxTimestamp.Load(), s.offsetOfMaxTs, false); terr != nil && !errors.Is(terr, errIndexFull) && err == nil {
+		if terr := s.times.maybeAppend(s.fsys, s.maxTimestamp.Load(), s.offsetOfMaxTs, false); terr != nil && !errors.Is(terr, errIndexFull) && err == nil {
 			err = terr
 		}
 		s.bytesSinceIndex = 0
@@ -766,7 +772,7 @@ func (s *segment) onBecomeInactive() error {
 	}
 	defer s.unpin()
 	if ts := s.maxTimestamp.Load(); ts >= 0 {
-		if err := s.times.maybeAppend(ts, s.offsetOfMaxTs, true); err != nil && !errors.Is(err, errIndexFull) {
+		if err := s.times.maybeAppend(s.fsys, ts, s.offsetOfMaxTs, true); err != nil && !errors.Is(err, errIndexFull) {
 			return err
 		}
 	}
@@ -784,10 +790,10 @@ func (s *segment) trimIndexes() error {
 
 // trimIndexesLocked trims; the caller holds a pin.
 func (s *segment) trimIndexesLocked() error {
-	if err := s.offsets.trim(); err != nil {
+	if err := s.offsets.trim(s.fsys); err != nil {
 		return err
 	}
-	return s.times.trim()
+	return s.times.trim(s.fsys)
 }
 
 // becomeActive preallocates the indexes again (after truncation made an
@@ -797,10 +803,10 @@ func (s *segment) becomeActive(indexBytes int64) error {
 		return err
 	}
 	defer s.unpin()
-	if err := s.offsets.resize(indexBytes); err != nil {
+	if err := s.offsets.resize(s.fsys, indexBytes); err != nil {
 		return err
 	}
-	return s.times.resize(indexBytes)
+	return s.times.resize(s.fsys, indexBytes)
 }
 
 func (s *segment) sync() error {
