@@ -31,9 +31,9 @@ type indexFile struct {
 	f         vfs.File // nil while closed (the segment's files are closed)
 	entrySize int
 
-	mu         sync.RWMutex
-	data       []byte // capacity region: mapped file or heap copy
-	mapped     bool
+	mu     sync.RWMutex
+	data   []byte // capacity region: mapped file or heap copy
+	mapped bool
 	// changed: written, cut or resized by this process. A closed index
 	// with entries, or changed (a later flush must sync it), is opened
 	// with its segment; any other stays closed until it takes an entry
