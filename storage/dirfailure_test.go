@@ -300,7 +300,9 @@ func TestFullDiskRefusesAppendsAndRecovers(t *testing.T) {
 	for i := range 40 {
 		leo, size := l.LogEndOffset(), l.Size()
 		total, free, _ := fsys.DiskUsage("/a")
-		fsys.SetCapacity(total - free + int64(i%3)*20) // full, or nearly
+		// Full, or nearly, even counting what a roll frees by trimming
+		// the active segment's preallocated indexes.
+		fsys.SetCapacity(total - free - indexSlack(l.active()) + int64(i%3)*20)
 		if _, err := appendOne(); kerrOf(err) != kerr.KafkaStorageError {
 			t.Fatalf("append %d on a full disk: %v", i, err)
 		}
@@ -346,6 +348,54 @@ func TestFullDiskRefusesAppendsAndRecovers(t *testing.T) {
 	}
 }
 
+// indexSlack is the bytes of a segment's index files past their entries
+// (preallocated capacity), which a trim frees.
+func indexSlack(s *segment) int64 {
+	var n int64
+	for _, x := range []*indexFile{s.offsets.indexFile, s.times.indexFile} {
+		x.mu.RLock()
+		if !x.absent {
+			n += int64((x.maxEntries - x.entries) * x.entrySize)
+		}
+		x.mu.RUnlock()
+	}
+	return n
+}
+
+// A new segment's index that cannot be created for want of space costs
+// its entries only: the appends go on, reads find every batch, and once
+// there is room the index is created with its next entry.
+func TestFullDiskAtIndexCreationSkipsEntries(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	cfg := smallConfig()
+	l := openTest(t, fsys, "/d/t-0", cfg)
+	defer l.Close()
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpOpen && (strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix)) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	written := map[int64][]byte{}
+	for range 30 {
+		res := mustAppend(t, l, plainBatch(t, 4))
+		written[res.FirstOffset] = readRange(t, mustRead(t, l, res.FirstOffset))
+	}
+	if l.Err() != nil || l.active().offsets.count() != 0 || !l.active().offsets.isAbsent() {
+		t.Fatalf("log err %v, %d index entries", l.Err(), l.active().offsets.count())
+	}
+	checkLog(t, l, written)
+	fsys.Inject(nil)
+	for range 30 {
+		res := mustAppend(t, l, plainBatch(t, 4))
+		written[res.FirstOffset] = readRange(t, mustRead(t, l, res.FirstOffset))
+	}
+	if l.active().offsets.count() == 0 || l.active().times.count() == 0 {
+		t.Fatal("the indexes were not created once there was room")
+	}
+	checkLog(t, l, written)
+}
+
 // A roll that finds no room for the new segment's files leaves the old
 // segment active, with its indexes, and the append refused.
 func TestFullDiskAtRollKeepsTheActiveSegment(t *testing.T) {
@@ -359,9 +409,15 @@ func TestFullDiskAtRollKeepsTheActiveSegment(t *testing.T) {
 		res := mustAppend(t, l, plainBatch(t, 2))
 		written[res.FirstOffset] = readRange(t, mustRead(t, l, res.FirstOffset))
 	}
-	// The next roll's segment cannot be created.
+	// The next roll's segment cannot be created (a new segment's
+	// indexes are created with their first entries: its log file is
+	// what the roll creates).
+	existing := map[string]bool{}
+	for _, s := range l.segments {
+		existing[segmentFileName(l.dir, s.baseOffset, logSuffix)] = true
+	}
 	fsys.Inject(func(op vfs.Op, name string) error {
-		if op == vfs.OpOpen && strings.HasSuffix(name, indexSuffix) {
+		if op == vfs.OpOpen && strings.HasSuffix(name, logSuffix) && !existing[name] {
 			return syscall.ENOSPC
 		}
 		return nil

@@ -39,7 +39,11 @@ type indexFile struct {
 	// with its segment; any other stays closed until it takes an entry
 	// (appendEntry), so that a segment's first use after a start, or
 	// after the cache closed it, opens one file rather than three.
-	changed    bool
+	changed bool
+	// absent: the index of a segment created by this process, whose
+	// file is created with its first entry (or when a roll trims it):
+	// a new partition creates its log file only.
+	absent     bool
 	entries    int
 	maxEntries int
 }
@@ -170,6 +174,12 @@ func (x *indexFile) appendEntry(fsys vfs.FS, entry []byte) error {
 	}
 	if x.f == nil {
 		if err := x.openLocked(fsys); err != nil {
+			if isNoSpace(err) {
+				// No room to create or size the file: the entry is
+				// skipped (the index is sparse), and the next one
+				// tries again.
+				return fmt.Errorf("%w: %w", errIndexFull, err)
+			}
 			return err
 		}
 	}
@@ -261,6 +271,13 @@ func (x *indexFile) sync() error {
 	return nil
 }
 
+// isAbsent reports whether the file is still to be created.
+func (x *indexFile) isAbsent() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.absent
+}
+
 // openedWithSegment says whether a closed index must be opened when its
 // segment's files are: it has entries to read, or changes to sync.
 func (x *indexFile) openedWithSegment() bool {
@@ -293,12 +310,19 @@ func (x *indexFile) reopen(fsys vfs.FS) error {
 	return x.openLocked(fsys)
 }
 
-// openLocked is reopen with x.mu held.
+// openLocked is reopen with x.mu held; it creates an absent index.
 func (x *indexFile) openLocked(fsys vfs.FS) error {
-	f, err := fsys.OpenFile(x.name, os.O_RDWR, 0)
+	flags := os.O_RDWR
+	if x.absent {
+		// Nothing of a file left at this name counts (a roll removes
+		// leftovers first, but truncating costs nothing here).
+		flags |= os.O_CREATE | os.O_TRUNC
+	}
+	f, err := fsys.OpenFile(x.name, flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("reopening index %s: %w", x.name, err)
 	}
+	x.absent = false
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()

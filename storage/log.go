@@ -484,7 +484,7 @@ func (l *Log) load(opts LogOptions) error {
 	}
 	if len(l.segments) == 0 {
 		start := max(opts.LogStartOffset, 0)
-		seg, err := openSegment(l.fsys, l.dir, start, indexBytes, nowMs, l.segCache)
+		seg, err := newSegment(l.fsys, l.dir, start, indexBytes, nowMs, l.segCache)
 		if err != nil {
 			return err
 		}
@@ -672,7 +672,10 @@ func (l *Log) replaceAllSegments(base, nowMs int64) error {
 		}
 	}
 	cfg := l.config()
-	seg, err := openSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
+	if err := removeSegmentFiles(l.fsys, l.dir, base); err != nil {
+		return err
+	}
+	seg, err := newSegment(l.fsys, l.dir, base, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		return err
 	}
@@ -1042,6 +1045,12 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 		seg = l.active()
 	}
 	written, cutBack, err := seg.append(data, metas, int64(cfg.IndexIntervalBytes))
+	if seg.indexCreated {
+		// A new segment's index file was created: the next flush syncs
+		// its directory entry.
+		seg.indexCreated = false
+		l.dirDirty.Store(true)
+	}
 	if !written {
 		if !cutBack {
 			return l.errorResult(), nil, l.fail(err)
@@ -1138,7 +1147,7 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {
 		return err
 	}
-	seg, err := openSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
+	seg, err := newSegment(l.fsys, l.dir, newBase, int64(cfg.SegmentIndexBytes), nowMs, l.segCache)
 	if err != nil {
 		if !isNoSpace(err) {
 			return err

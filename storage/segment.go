@@ -104,6 +104,10 @@ type segment struct {
 	firstBatchTs    int64 // max timestamp of the first batch, -1 if none (segment.ms)
 	createdMs       int64 // wall clock at creation, for segment.ms of empty-timestamp batches
 	rollJitterMs    int64
+	// indexesPending: an index of this new segment may not exist yet;
+	// indexCreated: the append in progress created one (the log's next
+	// flush syncs the directory).
+	indexesPending, indexCreated bool
 }
 
 // errSegmentClosed refuses to use a segment closed for good.
@@ -115,6 +119,46 @@ var errSegmentClosed = errors.New("segment is closed")
 // segment is returned open and unused: the cache may close it.
 func openSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
 	return openSegmentNamed(fsys, dir, baseOffset, "", indexBytes, nowMs, cache)
+}
+
+// newSegment creates an active segment where none of its files exist (a
+// new log, a roll, a log emptied): the log file now, the indexes with
+// their first entry (indexFile.absent), the transaction index with its
+// first abort.
+func newSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
+	name := segmentFileName(dir, baseOffset, logSuffix)
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating segment %s: %w", name, err)
+	}
+	absentIndex := func(suffix string, entrySize int) *indexFile {
+		return &indexFile{name: segmentFileName(dir, baseOffset, suffix), entrySize: entrySize, maxEntries: int(indexBytes) / entrySize, absent: true}
+	}
+	s := &segment{
+		fsys:           fsys,
+		dir:            dir,
+		baseOffset:     baseOffset,
+		cache:          cache,
+		log:            f,
+		shared:         vfs.NewSharedFile(f),
+		offsets:        &offsetIndex{indexFile: absentIndex(indexSuffix, offsetIndexEntrySize), baseOffset: baseOffset},
+		times:          &timeIndex{indexFile: absentIndex(timeIndexSuffix, timeIndexEntrySize), baseOffset: baseOffset},
+		txns:           &txnIndex{baseOffset: baseOffset, name: segmentFileName(dir, baseOffset, txnIndexSuffix)},
+		nextOffset:     baseOffset,
+		offsetOfMaxTs:  baseOffset,
+		firstBatchTs:   -1,
+		createdMs:      nowMs,
+		indexesPending: true,
+	}
+	s.maxTimestamp.Store(-1)
+	s.fmu.Lock()
+	cache.opened()
+	over := cache.released(s, time.Now())
+	s.fmu.Unlock()
+	if over {
+		cache.evict()
+	}
+	return s, nil
 }
 
 // openSegmentNamed is openSegment for files whose names carry a further
@@ -527,6 +571,11 @@ func (s *segment) indexBatch(pos int64, b appendedBatch, indexInterval int64) er
 			err = terr
 		}
 		s.bytesSinceIndex = 0
+		if s.indexesPending {
+			offsetsAbsent, timesAbsent := s.offsets.isAbsent(), s.times.isAbsent()
+			s.indexCreated = s.indexCreated || !offsetsAbsent || !timesAbsent
+			s.indexesPending = offsetsAbsent || timesAbsent
+		}
 	}
 	s.bytesSinceIndex += b.size
 	return err
