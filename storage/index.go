@@ -159,9 +159,18 @@ func (x *indexFile) resize(fsys vfs.FS, length int64) error {
 }
 
 func (x *indexFile) trim(fsys vfs.FS) error {
-	x.mu.RLock()
+	x.mu.Lock()
+	if x.absent {
+		// An inactive segment's index file holds its entries: it is
+		// created, or a stale one left by a crash truncated, now.
+		if err := x.openLocked(fsys); err != nil {
+			x.mu.Unlock()
+			return err
+		}
+		x.changed = true
+	}
 	n := x.entries
-	x.mu.RUnlock()
+	x.mu.Unlock()
 	return x.resize(fsys, int64(n*x.entrySize))
 }
 

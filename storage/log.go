@@ -419,7 +419,19 @@ func (l *Log) load(opts LogOptions) error {
 		if active {
 			size = indexBytes
 		}
-		seg, err := openSegment(l.fsys, l.dir, base, size, nowMs, l.segCache)
+		nextBase := int64(1<<63 - 1)
+		if !active {
+			nextBase = bases[i+1]
+		}
+		if !recovering && nextBase > recoverFrom {
+			recovering = true
+		}
+		var seg *segment
+		if recovering || swapped[base] {
+			seg, err = openSegmentToRecover(l.fsys, l.dir, base, indexBytes, nowMs, l.segCache)
+		} else {
+			seg, err = openSegment(l.fsys, l.dir, base, size, nowMs, l.segCache)
+		}
 		if err != nil {
 			return err
 		}
@@ -427,13 +439,6 @@ func (l *Log) load(opts LogOptions) error {
 		if prev := i - 1; prev >= 0 && l.segments[prev].nextOffset > base {
 			// Overlapping segments: the older one ran past this base.
 			return fmt.Errorf("segment %d overlaps the previous one ending at %d", base, l.segments[prev].nextOffset)
-		}
-		nextBase := int64(1<<63 - 1)
-		if !active {
-			nextBase = bases[i+1]
-		}
-		if !recovering && nextBase > recoverFrom {
-			recovering = true
 		}
 		if !recovering && !swapped[base] {
 			bad, err := seg.loadTrusted(int64(cfg.IndexIntervalBytes))
@@ -1141,7 +1146,15 @@ func (l *Log) roll(newBase, nowMs int64) error {
 	}
 	if !replace {
 		if err := old.onBecomeInactive(); err != nil {
-			return err
+			if !isNoSpace(err) {
+				return err
+			}
+			// No room to create an index the segment never needed
+			// before: it stays active, its indexes preallocated again.
+			if aerr := old.becomeActive(int64(cfg.SegmentIndexBytes)); aerr != nil {
+				return errors.Join(err, aerr)
+			}
+			return &rollUndoneError{err: err}
 		}
 	}
 	if err := removeSegmentFiles(l.fsys, l.dir, newBase); err != nil {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -404,4 +405,85 @@ func TestConcurrentAppendRead(t *testing.T) {
 	if l.LogEndOffset() != int64(appends/4*10) {
 		t.Fatalf("log end %d", l.LogEndOffset())
 	}
+}
+
+// Recovery writes the rescanned segment's indexes afresh instead of
+// clearing the old files: a partition with a few records opens no index
+// file at all, and an index a crash left full of junk is replaced, so
+// that the entries on disk after the next roll are the rebuilt ones.
+func TestRecoveryRewritesIndexesAfresh(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 4096
+	small := openTest(t, fsys, "/d/small-0", cfg)
+	mustAppend(t, small, plainBatch(t, 2))
+	big := openTest(t, fsys, "/d/big-0", cfg)
+	written := map[int64][]byte{}
+	for range 12 {
+		res := mustAppend(t, big, plainBatch(t, 6))
+		written[res.FirstOffset] = readRange(t, mustRead(t, big, res.FirstOffset))
+	}
+	if err := small.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	active := big.active().baseOffset
+	crash(fsys)
+	// Junk where the active segment's index entries were.
+	junk := make([]byte, cfg.SegmentIndexBytes)
+	for i := range junk {
+		junk[i] = byte(i*7 + 1)
+	}
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		f, err := fsys.OpenFile(segmentFileName("/d/big-0", active, suf), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(junk, 0)
+		f.Close()
+	}
+	var indexOps []string
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if strings.HasPrefix(name, "/d/small-0/") && (strings.HasSuffix(name, indexSuffix) || strings.HasSuffix(name, timeIndexSuffix)) {
+			indexOps = append(indexOps, string(op)+" "+name)
+		}
+		return nil
+	})
+	small = openTest(t, fsys, "/d/small-0", cfg)
+	defer small.Close()
+	if len(indexOps) != 0 || small.LogEndOffset() != 2 {
+		t.Fatalf("recovering a two-record partition: log end %d, index operations %v", small.LogEndOffset(), indexOps)
+	}
+	fsys.Inject(nil)
+	big = openTest(t, fsys, "/d/big-0", cfg)
+	defer big.Close()
+	checkLog(t, big, written)
+	seg := big.active()
+	entries := seg.offsets.count()
+	if entries == 0 {
+		t.Fatal("the rescan indexed nothing")
+	}
+	for _, e := range []int{0, entries - 1} {
+		seg.offsets.mu.RLock()
+		o, p := seg.offsets.entry(e)
+		seg.offsets.mu.RUnlock()
+		if o < seg.baseOffset || p <= 0 || p >= seg.size.Load() {
+			t.Fatalf("entry %d: offset %d position %d", e, o, p)
+		}
+	}
+	// A roll trims the rebuilt indexes: the files hold them, no junk.
+	for big.NumSegments() < 3 {
+		res := mustAppend(t, big, plainBatch(t, 6))
+		written[res.FirstOffset] = readRange(t, mustRead(t, big, res.FirstOffset))
+	}
+	data, err := vfs.ReadFile(fsys, segmentFileName("/d/big-0", active, indexSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != seg.offsets.count()*offsetIndexEntrySize || bytes.Contains(data, junk[:16]) {
+		t.Fatalf("the trimmed index is %d bytes for %d entries", len(data), seg.offsets.count())
+	}
+	checkLog(t, big, written)
 }

@@ -131,6 +131,40 @@ func newSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, now
 	if err != nil {
 		return nil, fmt.Errorf("creating segment %s: %w", name, err)
 	}
+	txns := &txnIndex{baseOffset: baseOffset, name: segmentFileName(dir, baseOffset, txnIndexSuffix)}
+	return segmentWithAbsentIndexes(fsys, dir, baseOffset, f, 0, txns, indexBytes, nowMs, cache), nil
+}
+
+// openSegmentToRecover opens a segment that recovery rescans: its log
+// file and transaction index now, while its offset and time indexes,
+// which the rescan rebuilds, are written afresh from their first entries
+// (the old files are truncated then, or when a roll trims them). A
+// crash leaves an active segment's preallocated indexes full of zeros:
+// opening and clearing them cost four ftruncates and two mappings per
+// partition at every start after kill -9.
+func openSegmentToRecover(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
+	name := segmentFileName(dir, baseOffset, logSuffix)
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening segment %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat segment %s: %w", name, err)
+	}
+	txns, err := openTxnIndex(fsys, segmentFileName(dir, baseOffset, txnIndexSuffix), baseOffset)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return segmentWithAbsentIndexes(fsys, dir, baseOffset, f, st.Size(), txns, indexBytes, nowMs, cache), nil
+}
+
+// segmentWithAbsentIndexes builds an open, unused segment over its log
+// file f of size bytes, whose indexes are created (or truncated) when
+// they take their first entries.
+func segmentWithAbsentIndexes(fsys vfs.FS, dir string, baseOffset int64, f vfs.File, size int64, txns *txnIndex, indexBytes int64, nowMs int64, cache *segmentCache) *segment {
 	absentIndex := func(suffix string, entrySize int) *indexFile {
 		return &indexFile{name: segmentFileName(dir, baseOffset, suffix), entrySize: entrySize, maxEntries: int(indexBytes) / entrySize, absent: true}
 	}
@@ -143,13 +177,14 @@ func newSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, now
 		shared:         vfs.NewSharedFile(f),
 		offsets:        &offsetIndex{indexFile: absentIndex(indexSuffix, offsetIndexEntrySize), baseOffset: baseOffset},
 		times:          &timeIndex{indexFile: absentIndex(timeIndexSuffix, timeIndexEntrySize), baseOffset: baseOffset},
-		txns:           &txnIndex{baseOffset: baseOffset, name: segmentFileName(dir, baseOffset, txnIndexSuffix)},
+		txns:           txns,
 		nextOffset:     baseOffset,
 		offsetOfMaxTs:  baseOffset,
 		firstBatchTs:   -1,
 		createdMs:      nowMs,
 		indexesPending: true,
 	}
+	s.size.Store(size)
 	s.maxTimestamp.Store(-1)
 	s.fmu.Lock()
 	cache.opened()
@@ -158,7 +193,7 @@ func newSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, now
 	if over {
 		cache.evict()
 	}
-	return s, nil
+	return s
 }
 
 // openSegmentNamed is openSegment for files whose names carry a further
