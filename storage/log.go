@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,7 +298,9 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		return nil, err
 	}
 	l.epochs = epochs
-	if err := l.load(opts); err != nil {
+	err = l.load(opts)
+	l.producers.listed = nil // later loads list the directory again
+	if err != nil {
 		l.closeSegments()
 		return nil, fmt.Errorf("loading log %s: %w", l.dir, err)
 	}
@@ -584,9 +587,23 @@ func (l *Log) settle(opts LogOptions, start, nowMs int64, producersLoaded bool) 
 // the segments' base offsets in order, with the ones swapped in (their
 // indexes are to be rebuilt).
 func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
+	bases, swapped, snapshots, err := l.scanDirFiles()
+	if err == nil {
+		// The producer state's first loads take the listing's snapshots.
+		if snapshots == nil {
+			snapshots = []int64{}
+		}
+		l.producers.listed = snapshots
+	}
+	return bases, swapped, err
+}
+
+// scanDirFiles is scanDir, also returning the producer snapshots' offsets
+// (ascending).
+func (l *Log) scanDirFiles() ([]int64, map[int64]bool, []int64, error) {
 	ents, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
+		return nil, nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
 	}
 	var swaps []int64
 	swapLogs := map[int64]bool{}
@@ -612,22 +629,23 @@ func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 		}
 		if leftover {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, fmt.Errorf("removing leftover %s: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("removing leftover %s: %w", name, err)
 			}
 		}
 	}
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	swapped, err := l.completeSwaps(swaps)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(swaps) > 0 {
 		if ents, err = l.fsys.ReadDir(l.dir); err != nil {
-			return nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
+			return nil, nil, nil, fmt.Errorf("listing %s: %w", l.dir, err)
 		}
 	}
 	logs := map[int64]bool{}
 	var indexes []string
+	var snapshots []int64
 	for _, ent := range ents {
 		name := ent.Name()
 		if ent.IsDir() {
@@ -641,6 +659,10 @@ func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 			}
 		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
 			indexes = append(indexes, name)
+		case strings.HasSuffix(name, snapshotSuffix):
+			if off, err := strconv.ParseInt(strings.TrimSuffix(name, snapshotSuffix), 10, 64); err == nil {
+				snapshots = append(snapshots, off)
+			}
 		}
 	}
 	for _, name := range indexes {
@@ -648,7 +670,7 @@ func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 		base, err := strconv.ParseInt(stem, 10, 64)
 		if err == nil && !logs[base] {
 			if err := l.fsys.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, fmt.Errorf("removing orphan index %s: %w", name, err)
+				return nil, nil, nil, fmt.Errorf("removing orphan index %s: %w", name, err)
 			}
 		}
 	}
@@ -657,7 +679,8 @@ func (l *Log) scanDir() ([]int64, map[int64]bool, error) {
 		bases = append(bases, b)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	return bases, swapped, nil
+	slices.Sort(snapshots)
+	return bases, swapped, snapshots, nil
 }
 
 func removeSegmentFiles(fsys vfs.FS, dir string, base int64) error {

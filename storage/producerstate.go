@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,6 +154,10 @@ type producerState struct {
 	mapEndOffset int64
 	// lastSnapOffset is the offset of the newest snapshot file.
 	lastSnapOffset int64
+	// listed are the snapshot files' offsets, ascending, while the log
+	// loads (its directory listing has them): loadLatestSnapshot takes
+	// them instead of listing the directory again. Nil otherwise.
+	listed []int64
 }
 
 func newProducerState(fsys vfs.FS, dir string) *producerState {
@@ -593,9 +598,11 @@ func (ps *producerState) writeSnapshot(write func(vfs.FS, string, []byte) error)
 // (TestTruncatedProducerSnapshotStaysRemoved).
 func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirationMs int64) (err error) {
 	ps.clear()
-	offs, err := listSnapshots(ps.fsys, ps.dir)
-	if err != nil {
-		return err
+	offs := ps.listed
+	if offs == nil {
+		if offs, err = listSnapshots(ps.fsys, ps.dir); err != nil {
+			return err
+		}
 	}
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
@@ -604,6 +611,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if err := ps.fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("removing producer snapshot %s: %w", name, err)
 			}
+			ps.forget(off)
 			continue
 		}
 		data, err := vfs.ReadFile(ps.fsys, name)
@@ -615,6 +623,7 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 			if rerr := ps.fsys.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				return fmt.Errorf("removing corrupt producer snapshot %s: %w", name, rerr)
 			}
+			ps.forget(off)
 			continue
 		}
 		ps.restore(entries, nowMs, expirationMs)
@@ -623,6 +632,13 @@ func (ps *producerState) loadLatestSnapshot(logStart, maxOffset, nowMs, expirati
 	}
 	ps.mapEndOffset, ps.lastSnapOffset = logStart, logStart
 	return nil
+}
+
+// forget drops a removed snapshot from listed.
+func (ps *producerState) forget(off int64) {
+	if i, ok := slices.BinarySearch(ps.listed, off); ok {
+		ps.listed = slices.Delete(ps.listed, i, i+1)
+	}
 }
 
 // restore takes a snapshot's entries, leaving out the producers expired

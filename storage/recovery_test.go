@@ -487,3 +487,38 @@ func TestRecoveryRewritesIndexesAfresh(t *testing.T) {
 	}
 	checkLog(t, big, written)
 }
+
+// A load after a crash lists the partition's directory once: the producer
+// snapshots come from the same listing as the segments.
+func TestRecoveryListsThePartitionDirOnce(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1024
+	l := openTest(t, fsys, "/d/t-0", cfg)
+	for i := range 20 {
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 2, value: 30, pid: 5, seq: int32(2 * i)}))
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	leo := l.LogEndOffset()
+	crash(fsys)
+	listings := 0
+	fsys.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpReadDir && name == "/d/t-0" {
+			listings++
+		}
+		return nil
+	})
+	l = openTest(t, fsys, "/d/t-0", cfg)
+	defer l.Close()
+	fsys.Inject(nil)
+	if listings != 1 || l.LogEndOffset() != leo {
+		t.Fatalf("%d listings, log end %d (want %d)", listings, l.LogEndOffset(), leo)
+	}
+	// The producer state came back from the snapshots and the rescan.
+	res, _, err := l.Append(makeBatch(t, batchSpec{n: 2, value: 30, pid: 5, seq: 38}), 3, AppendClient)
+	if err != nil || !res.Duplicate {
+		t.Fatalf("the last batch again: %+v %v", res, err)
+	}
+}
