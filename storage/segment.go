@@ -366,6 +366,9 @@ func (s *segment) closeIfIdle() bool {
 	// next flush reopens and fsyncs the file. An error closing a file we
 	// only read or wrote through is not actionable here.
 	_ = s.closeFilesLocked()
+	// An idle segment keeps no memory for consumers at its tail either;
+	// nothing uses it without a pin, so nothing reads it meanwhile.
+	s.tail.Store(nil)
 	s.cache.closed()
 	return true
 }

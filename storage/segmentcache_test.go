@@ -91,6 +91,9 @@ func TestIdleSegmentsCloseAndReopen(t *testing.T) {
 	if n := openDescriptorsOf(t, dir); n != 0 {
 		t.Fatalf("%d descriptors open on an idle log", n)
 	}
+	if l.active().tail.Load() != nil {
+		t.Fatal("an idle segment keeps its tail batches")
+	}
 	checkLog(t, l, written)
 	cache.closeIdle(time.Now().Add(time.Hour))
 	for i := 0; i < 20; i++ {
