@@ -68,6 +68,9 @@ type LogOptions struct {
 	// segments bounds the open segments; the manager shares one among its
 	// logs. Nil gives the log its own, with the default bound.
 	segments *segmentCache
+	// scratch lends appends their working memory; the manager shares one
+	// among its logs. Nil gives the log its own.
+	scratch *scratchPool
 	// dirDurable: the manager created Dir and synced the log dir already
 	// (once for a batch of new partitions).
 	dirDurable bool
@@ -104,7 +107,7 @@ var ErrUnexpectedAppendOffset = errors.New("replicated batch offsets do not cont
 //     outlives the log. The cleaner takes mu under it only to swap.
 //   - mu serialises every change: Append, roll, TruncateTo,
 //     DeleteRecordsBefore, SetConfig, producer expiry, Close. It owns
-//     producers, pending, scratch and each segment's appender-owned fields.
+//     producers and each segment's appender-owned fields.
 //   - flushMu serialises fsyncs (Flush, the flush after a roll, Close); it
 //     does not block appends. TruncateTo holds it too, so that a flush
 //     that listed its segments before a truncation cannot move the
@@ -145,12 +148,10 @@ type Log struct {
 
 	mu        sync.Mutex
 	producers *producerState
-	pending   producerAppend
-	scratch   []appendedBatch
-	// storedScratch holds the batches of the append in progress.
-	storedScratch [][]byte
-	closed        bool
-	deletions     []*pendingDeletion
+	// scratch lends each append its working memory (scratch.go).
+	scratch   *scratchPool
+	closed    bool
+	deletions []*pendingDeletion
 
 	flushMu sync.Mutex
 	hwMu    sync.Mutex
@@ -193,9 +194,6 @@ type Log struct {
 	// it has no aborted transaction to report and looks no further.
 	// Stored by the appender before the log end passes a new marker.
 	abortedEnd atomic.Int64
-	// markers is the appender's scratch: the transaction markers of
-	// the append in progress.
-	markers []txnMarker
 
 	// cleanMu, stopCleaning: see the lock order. cleanerHorizonMs is the
 	// earliest delete horizon of the tombstones and markers the last
@@ -243,6 +241,9 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.segments == nil {
 		opts.segments = newSegmentCache(0)
 	}
+	if opts.scratch == nil {
+		opts.scratch = newScratchPool()
+	}
 	l := &Log{
 		fsys:       opts.FS,
 		dir:        opts.Dir,
@@ -253,6 +254,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		expiryNow:  opts.ExpiryNow,
 		expiryMs:   opts.ProducerIDExpirationMs,
 		segCache:   opts.segments,
+		scratch:    opts.scratch,
 	}
 	l.dirHealth.Store(opts.dirHealth)
 	cfg := opts.Config
@@ -465,14 +467,16 @@ func (l *Log) load(opts LogOptions) error {
 			txnsReady = true
 		}
 		var txnErr error
+		sc := l.scratch.get()
 		cut, err := seg.recover(int64(cfg.IndexIntervalBytes), func(batch []byte, h protocol.BatchHeader) {
 			if latest, ok := l.epochs.latest(); h.PartitionLeaderEpoch >= 0 && (!ok || h.PartitionLeaderEpoch > latest.Epoch) {
 				l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 			}
 			if txnErr == nil {
-				txnErr = l.recoverTxnIndex(seg, batch, h)
+				txnErr = l.recoverTxnIndex(seg, batch, h, &sc.pending)
 			}
 		})
+		l.scratch.put(sc)
 		if err == nil {
 			err = txnErr
 		}
@@ -735,13 +739,15 @@ func (l *Log) producersAt(segs []*segment, logStart, offset, nowMs int64) error 
 		return err
 	}
 	from := max(l.producers.mapEndOffset, logStart)
+	sc := l.scratch.get()
+	defer l.scratch.put(sc)
 	for _, s := range segs {
 		if s.nextOffset <= from {
 			continue
 		}
 		err := s.replay(from, func(_ int64, h protocol.BatchHeader) bool {
 			if h.LastOffset() >= from {
-				l.producers.replay(h, &l.pending)
+				l.producers.replay(h, &sc.pending)
 			}
 			return true
 		})
@@ -961,16 +967,11 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 	whole := src.whole()
 	cfg := l.config()
 	now := l.now().UnixMilli()
-	defer l.pending.reset()
-
-	metas := l.scratch[:0]
-	stored := l.storedScratch[:0]
-	markers := l.markers[:0]
+	sc := l.scratch.get()
+	metas, stored, markers := sc.metas[:0], sc.stored[:0], sc.markers[:0]
 	defer func() {
-		l.scratch = metas[:0]
-		clear(stored) // do not pin the caller's buffers
-		l.storedScratch = stored[:0]
-		l.markers = markers[:0]
+		sc.metas, sc.stored, sc.markers = metas, stored, markers
+		l.scratch.put(sc)
 	}()
 	rewritten := false
 	next := l.logEndOffset.Load()
@@ -1041,7 +1042,7 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 				}, nil, nil
 			}
 		}
-		if err := l.pending.add(l.producers, h, origin, guard, markerEpoch); err != nil {
+		if err := sc.pending.add(l.producers, h, origin, guard, markerEpoch); err != nil {
 			return l.errorResult(), nil, err
 		}
 	}
@@ -1087,7 +1088,7 @@ func (l *Log) append(src batchSource, leaderEpoch int32, origin AppendOrigin, gu
 		return l.errorResult(), nil, l.refuseNoSpace(err)
 	}
 	ended := len(l.producers.completed)
-	l.pending.commit(l.producers, next)
+	sc.pending.commit(l.producers, next)
 	if len(markers) > 0 {
 		// Before the log end passes the markers: a read_committed
 		// fetch that can see past an aborted transaction finds it.

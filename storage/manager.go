@@ -158,6 +158,8 @@ type Manager struct {
 
 	// segments is shared by every log: it bounds their open files.
 	segments *segmentCache
+	// scratch lends every log's appends their working memory.
+	scratch *scratchPool
 
 	checkpointMu sync.Mutex
 	brokerEpoch  atomic.Int64
@@ -236,6 +238,7 @@ func OpenManager(opts ManagerOptions) (*Manager, error) {
 		opening:  map[TopicPartition]*pendingOpen{},
 		moves:    map[TopicPartition]*logMove{},
 		segments: newSegmentCache(opts.MaxOpenSegments),
+		scratch:  newScratchPool(),
 		cleaner:  newCleanerState(opts.Cleaner),
 	}
 	m.brokerEpoch.Store(-1)
@@ -578,6 +581,7 @@ func (m *Manager) openLog(j *openJob) (*Log, error) {
 		CleanShutdown:          j.existed && d.cleanShutdown,
 		ProducerIDExpirationMs: m.opts.ProducerIDExpirationMs,
 		segments:               m.segments,
+		scratch:                m.scratch,
 		dirDurable:             true,
 		dirHealth:              d.health,
 	}

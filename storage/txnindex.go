@@ -417,10 +417,10 @@ func markerProducer(markers []txnMarker, offset int64) int64 {
 // producer state and indexes the transaction an abort marker ends (Kafka's
 // LogSegment.recover with updateProducerState). The caller is loading the
 // log, with the producer state at the batch.
-func (l *Log) recoverTxnIndex(seg *segment, batch []byte, h protocol.BatchHeader) error {
+func (l *Log) recoverTxnIndex(seg *segment, batch []byte, h protocol.BatchHeader, scratch *producerAppend) error {
 	ps := l.producers
 	ended := len(ps.completed)
-	ps.replay(h, &l.pending)
+	ps.replay(h, scratch)
 	var err error
 	if h.HasProducerID() && h.IsControl() && controlType(batch) == protocol.ControlAbort {
 		err = l.indexAbort(seg, txnMarker{producerID: h.ProducerID, offset: h.BaseOffset, abort: true}, nil, ps.completed[ended:])
