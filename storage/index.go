@@ -160,6 +160,22 @@ func (x *indexFile) resize(fsys vfs.FS, length int64) error {
 
 func (x *indexFile) trim(fsys vfs.FS) error {
 	x.mu.Lock()
+	if x.absent && x.entries == 0 {
+		// An inactive segment's index file holds its entries, none
+		// here: it is created empty, or a stale one a crash left is
+		// emptied, without mapping anything.
+		f, err := fsys.OpenFile(x.name, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
+			x.mu.Unlock()
+			return fmt.Errorf("creating index %s: %w", x.name, err)
+		}
+		x.absent, x.maxEntries = false, 0
+		x.mu.Unlock()
+		return nil
+	}
 	if x.absent {
 		// An inactive segment's index file holds its entries: it is
 		// created, or a stale one left by a crash truncated, now.
