@@ -28,6 +28,7 @@ var errIndexFull = errors.New("index is full")
 // never sees a half-written entry or a region being remapped.
 type indexFile struct {
 	name      string
+	fsys      vfs.FS
 	f         vfs.File // nil while closed (the segment's files are closed)
 	entrySize int
 
@@ -35,10 +36,11 @@ type indexFile struct {
 	data   []byte // capacity region: mapped file or heap copy
 	mapped bool
 	// changed: written, cut or resized by this process. A closed index
-	// with entries, or changed (a later flush must sync it), is opened
-	// with its segment; any other stays closed until it takes an entry
-	// (appendEntry), so that a segment's first use after a start, or
-	// after the cache closed it, opens one file rather than three.
+	// that changed (a later flush must sync it) is opened with its
+	// segment; any other stays closed until a reader needs its entries
+	// (rlockData) or it takes one (appendEntry), so that a segment's
+	// first use after a start, or after the cache closed it, opens one
+	// file rather than three.
 	changed bool
 	// absent: the index of a segment created by this process, whose
 	// file is created with its first entry (or when a roll trims it):
@@ -64,7 +66,7 @@ func openIndexFile(fsys vfs.FS, name string, entrySize int, size int64) (*indexF
 		return nil, fmt.Errorf("stat index %s: %w", name, err)
 	}
 	length := st.Size() - st.Size()%int64(entrySize)
-	idx := &indexFile{name: name, f: f, entrySize: entrySize, entries: int(length) / entrySize}
+	idx := &indexFile{name: name, fsys: fsys, f: f, entrySize: entrySize, entries: int(length) / entrySize}
 	target := length
 	if size > 0 {
 		target = size - size%int64(entrySize)
@@ -232,6 +234,11 @@ func (x *indexFile) truncateEntries(n int) error {
 	if n >= x.entries {
 		return nil
 	}
+	if x.f == nil {
+		if err := x.openLocked(x.fsys); err != nil {
+			return err
+		}
+	}
 	from, to := n*x.entrySize, x.entries*x.entrySize
 	x.entries = n
 	x.changed = true
@@ -304,11 +311,34 @@ func (x *indexFile) isAbsent() bool {
 }
 
 // openedWithSegment says whether a closed index must be opened when its
-// segment's files are: it has entries to read, or changes to sync.
+// segment's files are: it has changes a flush must sync.
 func (x *indexFile) openedWithSegment() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.entries > 0 || x.changed
+	return x.changed
+}
+
+// rlockData read-locks x with its entries readable: a closed index with
+// entries is opened first (the caller holds a pin on the segment). The
+// read lock is held on return, also with an error (the entries are then
+// not readable: the caller treats the index as empty or fails).
+func (x *indexFile) rlockData() error {
+	x.mu.RLock()
+	if x.entries == 0 || x.data != nil {
+		return nil
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	var err error
+	if x.entries > 0 && x.data == nil {
+		err = x.openLocked(x.fsys)
+	}
+	x.mu.Unlock()
+	x.mu.RLock()
+	if err == nil && x.entries > 0 && x.data == nil {
+		err = fmt.Errorf("index %s closed while in use", x.name)
+	}
+	return err
 }
 
 // close unmaps and closes the file, keeping the entry count and capacity
@@ -372,6 +402,18 @@ func (x *indexFile) entryAt(i int) []byte {
 	return x.data[i*x.entrySize : (i+1)*x.entrySize]
 }
 
+// lastEntry is the last entry, ok false when there is none (or it
+// cannot be read).
+func (x *offsetIndex) lastEntry() (offset, pos int64, ok bool) {
+	err := x.rlockData()
+	defer x.mu.RUnlock()
+	if err != nil || x.entries == 0 {
+		return 0, 0, false
+	}
+	offset, pos = x.entry(x.entries - 1)
+	return offset, pos, true
+}
+
 // offsetIndex maps offsets to file positions: each entry names the last
 // offset of a batch (relative to the segment's base) and where that batch
 // starts, as Kafka's OffsetIndex does.
@@ -388,8 +430,11 @@ func (x *offsetIndex) entry(i int) (offset int64, pos int64) {
 // lookup returns the last entry whose offset is <= target, or the segment
 // start when there is none.
 func (x *offsetIndex) lookup(target int64) (offset, pos int64) {
-	x.mu.RLock()
+	err := x.rlockData()
 	defer x.mu.RUnlock()
+	if err != nil {
+		return x.baseOffset, 0 // a scan from the start finds it too
+	}
 	i := sort.Search(x.entries, func(i int) bool {
 		o, _ := x.entry(i)
 		return o > target
@@ -409,7 +454,10 @@ func (x *offsetIndex) append(fsys vfs.FS, offset, pos int64) error {
 
 // truncateToPosition drops the entries for batches at or after pos.
 func (x *offsetIndex) truncateToPosition(pos int64) error {
-	x.mu.RLock()
+	if err := x.rlockData(); err != nil {
+		x.mu.RUnlock()
+		return err
+	}
 	n := sort.Search(x.entries, func(i int) bool {
 		_, p := x.entry(i)
 		return p >= pos
@@ -423,7 +471,10 @@ func (x *offsetIndex) truncateToPosition(pos int64) error {
 // never indexed) and inside the log, offsets strictly increasing. A
 // preallocated file left by a crash ends in zero entries, which this drops.
 func (x *offsetIndex) validPrefix(logSize int64) error {
-	x.mu.RLock()
+	if err := x.rlockData(); err != nil {
+		x.mu.RUnlock()
+		return err
+	}
 	n := 0
 	lastOff, lastPos := int64(-1), int64(0)
 	for ; n < x.entries; n++ {
@@ -457,9 +508,9 @@ func (x *timeIndex) full() bool {
 }
 
 func (x *timeIndex) last() (ts, offset int64, ok bool) {
-	x.mu.RLock()
+	err := x.rlockData()
 	defer x.mu.RUnlock()
-	if x.entries == 0 {
+	if x.entries == 0 || err != nil {
 		return -1, x.baseOffset, false
 	}
 	ts, offset = x.entry(x.entries - 1)
@@ -468,8 +519,11 @@ func (x *timeIndex) last() (ts, offset int64, ok bool) {
 
 // lookup returns the last entry whose timestamp is <= ts, or (-1, base).
 func (x *timeIndex) lookup(ts int64) (timestamp, offset int64) {
-	x.mu.RLock()
+	err := x.rlockData()
 	defer x.mu.RUnlock()
+	if err != nil {
+		return -1, x.baseOffset // a scan from the start finds it too
+	}
 	i := sort.Search(x.entries, func(i int) bool {
 		t, _ := x.entry(i)
 		return t > ts
@@ -497,7 +551,10 @@ func (x *timeIndex) maybeAppend(fsys vfs.FS, ts, offset int64, onRoll bool) erro
 
 // truncateToOffset drops entries whose offset is >= offset.
 func (x *timeIndex) truncateToOffset(offset int64) error {
-	x.mu.RLock()
+	if err := x.rlockData(); err != nil {
+		x.mu.RUnlock()
+		return err
+	}
 	n := sort.Search(x.entries, func(i int) bool {
 		_, o := x.entry(i)
 		return o >= offset
@@ -511,7 +568,10 @@ func (x *timeIndex) truncateToOffset(offset int64) error {
 // unwritten preallocated tail (a real entry of timestamp 0 at the base offset
 // is dropped too; the index is sparse, so that only costs a longer scan).
 func (x *timeIndex) validPrefix(nextOffset int64) error {
-	x.mu.RLock()
+	if err := x.rlockData(); err != nil {
+		x.mu.RUnlock()
+		return err
+	}
 	n := 0
 	lastTs, lastOff := int64(-1<<63), x.baseOffset
 	for ; n < x.entries; n++ {

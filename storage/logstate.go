@@ -159,11 +159,11 @@ func restoredSegment(l *Log, ss segmentState, indexBytes int64, nowMs int64) (*s
 		baseOffset: ss.base,
 		cache:      l.segCache,
 		offsets: &offsetIndex{indexFile: &indexFile{
-			name: segmentFileName(l.dir, ss.base, indexSuffix), entrySize: offsetIndexEntrySize,
+			name: segmentFileName(l.dir, ss.base, indexSuffix), fsys: l.fsys, entrySize: offsetIndexEntrySize,
 			entries: int(ss.offsetEntries), maxEntries: capacity(ss.offsetEntries, offsetIndexEntrySize),
 		}, baseOffset: ss.base},
 		times: &timeIndex{indexFile: &indexFile{
-			name: segmentFileName(l.dir, ss.base, timeIndexSuffix), entrySize: timeIndexEntrySize,
+			name: segmentFileName(l.dir, ss.base, timeIndexSuffix), fsys: l.fsys, entrySize: timeIndexEntrySize,
 			entries: int(ss.timeEntries), maxEntries: capacity(ss.timeEntries, timeIndexEntrySize),
 		}, baseOffset: ss.base},
 		txns:            txns,

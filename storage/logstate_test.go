@@ -365,9 +365,10 @@ func FuzzDecodeLogStates(f *testing.F) {
 	})
 }
 
-// After a clean start, the first small append to a partition whose active
-// segment has no index entries opens its log file only (a partition that
-// took a few records): the indexes open when they take an entry.
+// After a clean start, the first small append to a partition opens its
+// log file only, whether or not its active segment has index entries
+// (the indexes open when a reader needs their entries, or when they take
+// one), and the indexes then serve reads of every offset.
 func TestFirstAppendAfterCleanStartOpensTheLogOnly(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	m := openTestManager(t, fsys, "/a")
@@ -377,37 +378,46 @@ func TestFirstAppendAfterCleanStartOpensTheLogOnly(t *testing.T) {
 	}
 	m = openTestManager(t, fsys, "/a")
 	defer m.Close()
-	l, err := m.GetOrCreate(TopicPartition{"empty", 2}, [16]byte{3}, smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opened []string
-	fsys.Inject(func(op vfs.Op, name string) error {
-		if op == vfs.OpOpen && strings.HasPrefix(name, "/a/empty-2/") {
-			opened = append(opened, filepath.Base(name))
-		}
-		return nil
-	})
-	mustAppend(t, l, makeBatch(t, batchSpec{n: 1, value: 10, pid: -1}))
-	if len(opened) != 1 || !strings.HasSuffix(opened[0], logSuffix) {
-		t.Fatalf("the first append opened %v", opened)
-	}
-	for range 40 {
-		mustAppend(t, l, plainBatch(t, 5))
-	}
-	fsys.Inject(nil)
-	active := l.active()
-	if active.offsets.count() == 0 || active.times.count() == 0 {
-		t.Fatalf("no index entries after the appends: %d %d", active.offsets.count(), active.times.count())
-	}
-	// Every offset reads back through the indexes the appends opened.
-	for o := int64(0); o < l.LogEndOffset(); o += 7 {
-		r, err := l.Read(o, 1<<20, l.LogEndOffset(), false)
+	for _, c := range []struct {
+		tp TopicPartition
+		id byte
+	}{{TopicPartition{"empty", 2}, 3}, {TopicPartition{"multi", 0}, 1}} {
+		l, err := m.GetOrCreate(c.tp, [16]byte{c.id}, smallConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hs := batchesIn(t, readRange(t, r)); len(hs) == 0 || hs[0].BaseOffset > o || hs[0].LastOffset() < o {
-			t.Fatalf("read at %d: %+v", o, hs)
+		var opened []string
+		prefix := "/a/" + c.tp.String() + "/"
+		fsys.Inject(func(op vfs.Op, name string) error {
+			if op == vfs.OpOpen && strings.HasPrefix(name, prefix) {
+				opened = append(opened, filepath.Base(name))
+			}
+			return nil
+		})
+		mustAppend(t, l, makeBatch(t, batchSpec{n: 1, value: 10, pid: -1}))
+		if len(opened) != 1 || !strings.HasSuffix(opened[0], logSuffix) {
+			t.Fatalf("%s: the first append opened %v", c.tp, opened)
+		}
+		for range 40 {
+			mustAppend(t, l, plainBatch(t, 5))
+		}
+		fsys.Inject(nil)
+		active := l.active()
+		if active.offsets.count() == 0 || active.times.count() == 0 {
+			t.Fatalf("%s: no index entries after the appends: %d %d", c.tp, active.offsets.count(), active.times.count())
+		}
+		// Every offset reads back through the indexes.
+		for o := l.LogStartOffset(); o < l.LogEndOffset(); o += 7 {
+			r, err := l.Read(o, 1<<20, l.LogEndOffset(), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hs := batchesIn(t, readRange(t, r)); len(hs) == 0 || hs[0].BaseOffset > o || hs[0].LastOffset() < o {
+				t.Fatalf("%s: read at %d: %+v", c.tp, o, hs)
+			}
+		}
+		if off, _, _, found, err := l.OffsetForTimestamp(testNowMs); err != nil || !found || off != l.LogStartOffset() {
+			t.Fatalf("%s: timestamp search: %d %v %v", c.tp, off, found, err)
 		}
 	}
 }

@@ -166,7 +166,7 @@ func openSegmentToRecover(fsys vfs.FS, dir string, baseOffset int64, indexBytes 
 // they take their first entries.
 func segmentWithAbsentIndexes(fsys vfs.FS, dir string, baseOffset int64, f vfs.File, size int64, txns *txnIndex, indexBytes int64, nowMs int64, cache *segmentCache) *segment {
 	absentIndex := func(suffix string, entrySize int) *indexFile {
-		return &indexFile{name: segmentFileName(dir, baseOffset, suffix), entrySize: entrySize, maxEntries: int(indexBytes) / entrySize, absent: true}
+		return &indexFile{name: segmentFileName(dir, baseOffset, suffix), fsys: fsys, entrySize: entrySize, maxEntries: int(indexBytes) / entrySize, absent: true}
 	}
 	s := &segment{
 		fsys:           fsys,
@@ -729,10 +729,8 @@ func (s *segment) reloadTail(indexInterval int64) error {
 	size := s.size.Load()
 	var hb headerBuf
 	startOff, startPos := s.baseOffset, int64(0)
-	if n := s.offsets.count(); n > 0 {
-		s.offsets.mu.RLock()
-		startOff, startPos = s.offsets.entry(n - 1)
-		s.offsets.mu.RUnlock()
+	if off, pos, ok := s.offsets.lastEntry(); ok {
+		startOff, startPos = off, pos
 	}
 	maxTs, offOfMax := int64(-1), s.baseOffset
 	if ts, off, ok := s.times.last(); ok {
