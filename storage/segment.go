@@ -144,21 +144,16 @@ func newSegment(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, now
 // partition at every start after kill -9.
 func openSegmentToRecover(fsys vfs.FS, dir string, baseOffset int64, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
 	name := segmentFileName(dir, baseOffset, logSuffix)
-	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	f, size, err := openLogFile(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("opening segment %s: %w", name, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat segment %s: %w", name, err)
+		return nil, err
 	}
 	txns, err := openTxnIndex(fsys, segmentFileName(dir, baseOffset, txnIndexSuffix), baseOffset)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return segmentWithAbsentIndexes(fsys, dir, baseOffset, f, st.Size(), txns, indexBytes, nowMs, cache), nil
+	return segmentWithAbsentIndexes(fsys, dir, baseOffset, f, size, txns, indexBytes, nowMs, cache), nil
 }
 
 // segmentWithAbsentIndexes builds an open, unused segment over its log
@@ -186,13 +181,7 @@ func segmentWithAbsentIndexes(fsys vfs.FS, dir string, baseOffset int64, f vfs.F
 	}
 	s.size.Store(size)
 	s.maxTimestamp.Store(-1)
-	s.fmu.Lock()
-	cache.opened()
-	over := cache.released(s, time.Now())
-	s.fmu.Unlock()
-	if over {
-		cache.evict()
-	}
+	s.registerOpened()
 	return s
 }
 
@@ -201,14 +190,9 @@ func segmentWithAbsentIndexes(fsys vfs.FS, dir string, baseOffset int64, f vfs.F
 // renamed into place when it is swapped in).
 func openSegmentNamed(fsys vfs.FS, dir string, baseOffset int64, suffix string, indexBytes int64, nowMs int64, cache *segmentCache) (*segment, error) {
 	name := segmentFileName(dir, baseOffset, logSuffix+suffix)
-	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	f, size, err := openLogFile(fsys, name)
 	if err != nil {
-		return nil, fmt.Errorf("opening segment %s: %w", name, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat segment %s: %w", name, err)
+		return nil, err
 	}
 	oi, err := openIndexFile(fsys, segmentFileName(dir, baseOffset, indexSuffix+suffix), offsetIndexEntrySize, indexBytes)
 	if err != nil {
@@ -244,16 +228,36 @@ func openSegmentNamed(fsys vfs.FS, dir string, baseOffset int64, suffix string, 
 		firstBatchTs:  -1,
 		createdMs:     nowMs,
 	}
-	s.size.Store(st.Size())
+	s.size.Store(size)
 	s.maxTimestamp.Store(-1)
+	s.registerOpened()
+	return s, nil
+}
+
+// openLogFile opens (creating) a segment's log file and returns its size.
+func openLogFile(fsys vfs.FS, name string) (vfs.File, int64, error) {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("opening segment %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("stat segment %s: %w", name, err)
+	}
+	return f, st.Size(), nil
+}
+
+// registerOpened counts a segment built with its files open in the cache,
+// as open and unused (the cache may close it).
+func (s *segment) registerOpened() {
 	s.fmu.Lock()
-	cache.opened()
-	over := cache.released(s, time.Now())
+	s.cache.opened()
+	over := s.cache.released(s, time.Now())
 	s.fmu.Unlock()
 	if over {
-		cache.evict()
+		s.cache.evict()
 	}
-	return s, nil
 }
 
 // pin opens the segment's files if they are closed and keeps them open
