@@ -50,6 +50,19 @@ func stateTestLogs(t *testing.T, m *Manager) map[TopicPartition]*Log {
 	return logs
 }
 
+// closedStateLogs is a file system holding stateTestLogs's logs after a
+// clean shutdown (with the log state file).
+func closedStateLogs(t *testing.T) *vfs.MemFS {
+	t.Helper()
+	fsys := vfs.NewMemFS()
+	m := openTestManager(t, fsys, "/a")
+	stateTestLogs(t, m)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fsys
+}
+
 // describeLog is what a loaded log shows of itself, for comparing two
 // loads of the same files.
 func describeLog(t *testing.T, l *Log) string {
@@ -90,12 +103,7 @@ func describeLog(t *testing.T, l *Log) string {
 // epochs, producer and transaction state, segments and indexes, answers
 // to reads and timestamp lookups; then both take the same appends alike.
 func TestLogStateRestartMatchesDirectoryLoad(t *testing.T) {
-	fsys := vfs.NewMemFS()
-	m := openTestManager(t, fsys, "/a")
-	stateTestLogs(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fsys := closedStateLogs(t)
 	// The copy loads from the directories: the marker without the state.
 	plain := fsys.CrashClone()
 	if err := plain.Remove(filepath.Join("/a", LogStateFile)); err != nil {
@@ -174,12 +182,7 @@ func TestLogStateRestartMatchesDirectoryLoad(t *testing.T) {
 // without any I/O in its directory, and the next clean start takes it
 // from the new state file, unchanged.
 func TestLogStateUntouchedLogClosesWithoutIO(t *testing.T) {
-	fsys := vfs.NewMemFS()
-	m := openTestManager(t, fsys, "/a")
-	stateTestLogs(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fsys := closedStateLogs(t)
 	req := []LogRequest{{TopicPartition: TopicPartition{"multi", 0}, TopicID: [16]byte{1}, Config: smallConfig()}}
 	load := func() (*Manager, *Log) {
 		m := openTestManager(t, fsys, "/a")
@@ -220,13 +223,8 @@ func TestLogStateUntouchedLogClosesWithoutIO(t *testing.T) {
 // a crash that followed a clean start and further appends, the logs are
 // recovered from their directories, with every acknowledged batch.
 func TestLogStateIgnoredAfterCrash(t *testing.T) {
-	fsys := vfs.NewMemFS()
+	fsys := closedStateLogs(t)
 	m := openTestManager(t, fsys, "/a")
-	stateTestLogs(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m = openTestManager(t, fsys, "/a")
 	l, err := m.GetOrCreate(TopicPartition{"multi", 0}, [16]byte{1}, smallConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -262,12 +260,7 @@ func TestLogStateIgnoredAfterCrash(t *testing.T) {
 // the broker's back, a log end other than the recovery point) is not used,
 // or fails the segment's first open; it never serves wrong data.
 func TestLogStateMismatchFallsBack(t *testing.T) {
-	fsys := vfs.NewMemFS()
-	m := openTestManager(t, fsys, "/a")
-	stateTestLogs(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fsys := closedStateLogs(t)
 	data, err := vfs.ReadFile(fsys, filepath.Join("/a", LogStateFile))
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +293,7 @@ func TestLogStateMismatchFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	m = openTestManager(t, fsys, "/a")
+	m := openTestManager(t, fsys, "/a")
 	defer m.Close()
 	l, err := m.GetOrCreate(TopicPartition{"multi", 0}, [16]byte{1}, smallConfig())
 	if err != nil {
@@ -370,13 +363,8 @@ func FuzzDecodeLogStates(f *testing.F) {
 // (the indexes open when a reader needs their entries, or when they take
 // one), and the indexes then serve reads of every offset.
 func TestFirstAppendAfterCleanStartOpensTheLogOnly(t *testing.T) {
-	fsys := vfs.NewMemFS()
+	fsys := closedStateLogs(t)
 	m := openTestManager(t, fsys, "/a")
-	stateTestLogs(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m = openTestManager(t, fsys, "/a")
 	defer m.Close()
 	for _, c := range []struct {
 		tp TopicPartition
