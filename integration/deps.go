@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -233,9 +234,13 @@ func (t *Tools) javaCmdLogging(ctx context.Context, set, extra, logCfg, mainClas
 	if extra != "" {
 		cp += string(filepath.ListSeparator) + extra
 	}
-	jargs := []string{"-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + logCfg, "-cp", cp, mainClass}
-	return Cmd{Name: "java", Args: append(jargs, args...)}, nil
+	flags := []string{"-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + logCfg}
+	// The archive is built with the set's jars alone on the classpath; a
+	// classpath that goes on after them (extra) can still use it.
+	cds := t.cdsFlags(ctx, set, libs, append(slices.Clone(flags), "-cp", libs+"/*"))
+	jargs := slices.Concat(flags, cds, []string{"-cp", cp, mainClass}, args)
+	return Cmd{Name: "java", Args: jargs}, nil
 }
 
 // JavaClients compiles the programs in integration/clients/java against a
