@@ -25,8 +25,11 @@ const SoakFullDuration = 2 * time.Hour
 
 // SoakNode is one node's figures in one sample.
 type SoakNode struct {
-	ID         int
-	RSS        int64 // bytes, VmRSS of /proc/<pid>/status
+	ID  int
+	RSS int64 // bytes, VmRSS of /proc/<pid>/status
+	// Heap is go_memstats_heap_inuse_bytes of the node's /metrics: the
+	// part of RSS that is the Go heap's spans in use.
+	Heap       int64
 	FDs        int   // entries of /proc/<pid>/fd
 	Goroutines int   // go_goroutines of the node's /metrics
 	LogBytes   int64 // kafka_log_log_size summed over the node's partitions
@@ -316,7 +319,7 @@ func RenderSoak(run *SoakRun, m Machine, commit, command, image string) []byte {
 	for _, c := range run.Config {
 		fmt.Fprintf(&b, "- %s\n", c)
 	}
-	fmt.Fprintf(&b, "- samples every %s: RSS is VmRSS of /proc/<pid>/status, descriptors the entries of /proc/<pid>/fd, goroutines `go_goroutines` and log bytes `kafka_log_log_size` (summed over the node's partitions: those of the bounded topics, whose size retention or the cleaner keep down, and those of all; the internal topics' active segments grow to 100 MiB before the cleaner may touch them, and the transactions' topic keeps everything) of the node's /metrics; produce latency is from each send's call to its acknowledgement (queue and compacted topics' sends acknowledged in the interval, nearest rank)\n", run.Interval)
+	fmt.Fprintf(&b, "- samples every %s: RSS is VmRSS of /proc/<pid>/status, Go heap `go_memstats_heap_inuse_bytes`, descriptors the entries of /proc/<pid>/fd, goroutines `go_goroutines` and log bytes `kafka_log_log_size` (summed over the node's partitions: those of the bounded topics, whose size retention or the cleaner keep down, and those of all; the internal topics' active segments grow to 100 MiB before the cleaner may touch them, and the transactions' topic keeps everything) of the node's /metrics; produce latency is from each send's call to its acknowledgement (queue and compacted topics' sends acknowledged in the interval, nearest rank)\n", run.Interval)
 	fmt.Fprintf(&b, "\n![soak](%s)\n", image)
 	writeSoakSamples(&b, run)
 	b.WriteString("\n### Checkers (the fault campaign's, at the end)\n\n")
@@ -392,7 +395,7 @@ func writeSoakSamples(b *bytes.Buffer, run *SoakRun) {
 	if every > 1 {
 		fmt.Fprintf(b, " (every %dth, and the last)", every)
 	}
-	b.WriteString("\n\nPer node: RSS MiB / descriptors / goroutines / log MiB of the bounded topics / log MiB of all topics.\n\n| time |")
+	b.WriteString("\n\nPer node: RSS MiB / Go heap in use MiB / descriptors / goroutines / log MiB of the bounded topics / log MiB of all topics.\n\n| time |")
 	for _, id := range ids {
 		fmt.Fprintf(b, " node %d |", id)
 	}
@@ -412,7 +415,7 @@ func writeSoakSamples(b *bytes.Buffer, run *SoakRun) {
 				b.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(b, " %s / %s / %s / %s / %s |", figure(float64(n.RSS)/(1<<20), n.RSS), figure(float64(n.FDs), int64(n.FDs)),
+			fmt.Fprintf(b, " %s / %s / %s / %s / %s / %s |", figure(float64(n.RSS)/(1<<20), n.RSS), figure(float64(n.Heap)/(1<<20), n.Heap), figure(float64(n.FDs), int64(n.FDs)),
 				figure(float64(n.Goroutines), int64(n.Goroutines)), figure(float64(n.TopicBytes)/(1<<20), n.TopicBytes), figure(float64(n.LogBytes)/(1<<20), n.LogBytes))
 		}
 		fmt.Fprintf(b, " %s | %s | %s | %s |\n", thousands(s.Acked), millis(s.P50), millis(s.P99), millis(s.P999))

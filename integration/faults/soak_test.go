@@ -129,6 +129,16 @@ func TestSoak(t *testing.T) {
 		}
 	})
 	run.Cluster = lc.Describe
+	// Each node's heap profile is kept (also after a pass) at the end of
+	// the warm-up, every half hour and at the end, to explain what grows.
+	profiles := os.Getenv("SOAK_PROFILES")
+	if profiles == "" {
+		profiles = filepath.Join(root, "integration", ".work", "soak-profiles", filepath.Base(dir))
+	}
+	if err := os.MkdirAll(profiles, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap profiles go to %s", profiles)
 	if b, err := os.ReadFile(filepath.Join(lc.Nodes[0].Dir, "server.properties")); err == nil {
 		run.Properties = string(b)
 	}
@@ -182,7 +192,7 @@ func TestSoak(t *testing.T) {
 	}()
 	go func() {
 		defer wg.Done()
-		run.Samples, samplerFailure = sampleSoak(ctx, t, lc, h, start, d, interval)
+		run.Samples, samplerFailure = sampleSoak(ctx, t, lc, h, start, d, interval, profiles)
 		stop()
 	}()
 	wg.Wait()
@@ -322,7 +332,7 @@ func lastWins(lines []string) []string {
 // the last at its end: each node's figures, and the latency of the sends
 // acknowledged since the sample before. A node found dead ends the
 // sampling and is the returned failure.
-func sampleSoak(ctx context.Context, t *testing.T, lc *LoopbackCluster, h *History, start time.Time, d, interval time.Duration) ([]bench.SoakSample, string) {
+func sampleSoak(ctx context.Context, t *testing.T, lc *LoopbackCluster, h *History, start time.Time, d, interval time.Duration, profiles string) ([]bench.SoakSample, string) {
 	var times []time.Duration
 	for at := interval; at < d; at += interval {
 		times = append(times, at)
@@ -343,6 +353,15 @@ func sampleSoak(ctx context.Context, t *testing.T, lc *LoopbackCluster, h *Histo
 		s.Acked, s.P50, s.P99, s.P999 = lat.take(h)
 		samples = append(samples, s)
 		t.Logf("sample %s: %s", minutesOf(at), describeSample(s))
+		warmup := bench.SoakWarmup(d)
+		if at == d || (at >= warmup && at-interval < warmup) || at%(30*time.Minute) == 0 {
+			for _, n := range lc.Nodes {
+				path := filepath.Join(profiles, fmt.Sprintf("node%d-%s.heap.pb.gz", n.ID, minutesOf(at)))
+				if err := saveHeapProfile(ctx, lc.HTTP[n.ID], path); err != nil {
+					t.Logf("heap profile of node %d at %s: %v", n.ID, minutesOf(at), err)
+				}
+			}
+		}
 		if err := lc.Alive(); err != nil {
 			return samples, fmt.Sprintf("at %s: %v", minutesOf(at), err)
 		}
@@ -355,8 +374,8 @@ func minutesOf(d time.Duration) string { return strconv.FormatFloat(d.Minutes(),
 func describeSample(s bench.SoakSample) string {
 	var parts []string
 	for _, n := range s.Nodes {
-		p := fmt.Sprintf("node %d: RSS %.1f MiB, %d fds, %d goroutines, log %.1f MiB (%.1f MiB of the bounded topics) in %d segments",
-			n.ID, float64(n.RSS)/(1<<20), n.FDs, n.Goroutines, float64(n.LogBytes)/(1<<20), float64(n.TopicBytes)/(1<<20), n.Segments)
+		p := fmt.Sprintf("node %d: RSS %.1f MiB, Go heap %.1f MiB, %d fds, %d goroutines, log %.1f MiB (%.1f MiB of the bounded topics) in %d segments",
+			n.ID, float64(n.RSS)/(1<<20), float64(n.Heap)/(1<<20), n.FDs, n.Goroutines, float64(n.LogBytes)/(1<<20), float64(n.TopicBytes)/(1<<20), n.Segments)
 		if n.Err != "" {
 			p += " (" + n.Err + ")"
 		}
@@ -368,7 +387,7 @@ func describeSample(s bench.SoakSample) string {
 // sampleNode reads node n's figures: RSS and descriptors from /proc,
 // goroutines and log bytes (all, and bounded's) from its /metrics at addr.
 func sampleNode(ctx context.Context, n *integration.ClusterNode, addr string, bounded ...string) bench.SoakNode {
-	s := bench.SoakNode{ID: n.ID, RSS: -1, FDs: -1, Goroutines: -1, LogBytes: -1, Segments: -1, TopicBytes: -1}
+	s := bench.SoakNode{ID: n.ID, RSS: -1, Heap: -1, FDs: -1, Goroutines: -1, LogBytes: -1, Segments: -1, TopicBytes: -1}
 	var errs []string
 	pid := n.Pid()
 	if pid == 0 {
@@ -438,6 +457,8 @@ func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []strin
 		switch m.Name {
 		case "go_goroutines":
 			s.Goroutines = int(m.Value)
+		case "go_memstats_heap_inuse_bytes":
+			s.Heap = int64(m.Value)
 		case "kafka_log_log_size":
 			size += m.Value
 			if slices.Contains(bounded, m.Labels["topic"]) {
@@ -452,6 +473,30 @@ func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []strin
 		return fmt.Errorf("metrics: no go_goroutines")
 	}
 	return nil
+}
+
+// saveHeapProfile writes the heap profile of the node whose HTTP listener
+// is addr (after a garbage collection, so that in-use is live) to path.
+func saveHeapProfile(ctx context.Context, addr, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	return os.WriteFile(path, body, 0o644)
 }
 
 // latencies follows the history for the sends (queue and compacted)
