@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -79,7 +80,7 @@ func (t *Tools) cdsFlags(ctx context.Context, set, libs string, base []string) [
 
 // buildCDS returns set's archive in dir, building it when its stamp (the
 // JDK, the set's jars and the training) does not match. Two processes may
-// build it at once: each renames its own complete archive into place.
+// want it at once: a lock file lets one build it.
 func (t *Tools) buildCDS(ctx context.Context, dir, set, libs string, base []string) (string, error) {
 	archive := filepath.Join(dir, set+".jsa")
 	stampPath := filepath.Join(dir, set+".stamp")
@@ -87,13 +88,32 @@ func (t *Tools) buildCDS(ctx context.Context, dir, set, libs string, base []stri
 	if err != nil {
 		return "", err
 	}
-	if b, err := os.ReadFile(stampPath); err == nil && string(b) == stamp {
-		if _, err := os.Stat(archive); err == nil {
-			return archive, nil
+	current := func() bool {
+		b, err := os.ReadFile(stampPath)
+		if err != nil || string(b) != stamp {
+			return false
 		}
+		_, err = os.Stat(archive)
+		return err == nil
+	}
+	if current() {
+		return archive, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
+	}
+	// make test's processes (the compat runner, go test's packages) all
+	// want it at their first tool: one builds, the others wait for it.
+	lock, err := os.OpenFile(filepath.Join(dir, set+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	if current() {
+		return archive, nil
 	}
 	work, err := os.MkdirTemp(dir, set+".build-")
 	if err != nil {
