@@ -12,9 +12,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -32,6 +30,13 @@ type ConnConfig struct {
 	Rounds      int
 	Connections int
 	Dialers     int
+	// The client phases (clients.go): idempotent producers on a topic of
+	// ProducerPartitions partitions, and Members classic group members in
+	// Groups groups; a phase with no clients is skipped.
+	Producers          int
+	ProducerPartitions int
+	Members            int
+	Groups             int
 }
 
 // ConnRun is the connections benchmark's result.
@@ -80,7 +85,7 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 	if run.Describe[target] == "" {
 		run.Describe[target] = describe
 	}
-	defer func() { _ = n.proc.Stop(10 * time.Second) }()
+	defer func() { _ = n.proc.Stop(60 * time.Second) }()
 	if err := integration.WaitReady(ctx, n.bootstrap, n.proc.Done()); err != nil {
 		return "", err
 	}
@@ -186,45 +191,62 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 	if n.metrics != "" && herr == nil && herr2 == nil {
 		note += fmt.Sprintf(", Go heap in use %.0f → %.0f → %.0f MiB", heap0/(1<<20), heap1/(1<<20), heap2/(1<<20))
 	}
-	return note, nil
+	for i, c := range conns {
+		c.c.Close()
+		conns[i] = nil
+	}
+	clientNote, err := clientPhases(ctx, cfg, n, dir, figs)
+	if clientNote != "" {
+		note += "; " + clientNote
+	}
+	return note, err
+}
+
+// clientPhases runs the client phases on n, then stops it (a clean
+// shutdown) for the producer snapshots' size.
+func clientPhases(ctx context.Context, cfg ConnConfig, n *scaleNode, dir string, figs map[string]float64) (string, error) {
+	var notes []string
+	if cfg.Producers > 0 {
+		producers, note, err := idempotentProducers(ctx, cfg, n, figs)
+		for _, c := range producers {
+			if c != nil {
+				c.c.Close()
+			}
+		}
+		if err != nil {
+			return strings.Join(notes, "; "), err
+		}
+		notes = append(notes, note)
+	}
+	if cfg.Members > 0 {
+		note, err := manyGroupMembers(ctx, cfg, n, figs)
+		if err != nil {
+			return strings.Join(notes, "; "), err
+		}
+		notes = append(notes, note)
+	}
+	if cfg.Producers > 0 {
+		if err := n.proc.Stop(60 * time.Second); err != nil {
+			return strings.Join(notes, "; "), fmt.Errorf("stopping the node: %w", err)
+		}
+		bytes, files, err := snapshotBytes(dir, idemTopic)
+		if err != nil {
+			return strings.Join(notes, "; "), err
+		}
+		if files == 0 {
+			return strings.Join(notes, "; "), fmt.Errorf("no producer snapshot of %s after a clean shutdown", idemTopic)
+		}
+		figs[figIdemSnapshot] = float64(bytes) / float64(cfg.Producers)
+		notes = append(notes, fmt.Sprintf("%d producer snapshots of %s, %s bytes", files, idemTopic, thousands(int(bytes))))
+	}
+	return strings.Join(notes, "; "), nil
 }
 
 // roundTrip sends req at version with a v1 request header (v2 for a
 // flexible version) and reads its answer's frame.
 func (bc *benchConn) roundTrip(req kmsg.Request, version int16, correlation int32) error {
-	req.SetVersion(version)
-	body := []byte{0, 0, 0, 0}
-	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
-	body = binary.BigEndian.AppendUint16(body, uint16(version))
-	body = binary.BigEndian.AppendUint32(body, uint32(correlation))
-	body = binary.BigEndian.AppendUint16(body, uint16(len("connbench")))
-	body = append(body, "connbench"...)
-	if req.IsFlexible() {
-		body = append(body, 0) // no tagged fields in the header
-	}
-	body = req.AppendTo(body)
-	binary.BigEndian.PutUint32(body, uint32(len(body)-4))
-	_ = bc.c.SetDeadline(time.Now().Add(60 * time.Second))
-	defer bc.c.SetDeadline(time.Time{})
-	if _, err := bc.c.Write(body); err != nil {
-		return err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(bc.br, size[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > 64<<20 {
-		return fmt.Errorf("answer of %d bytes", n)
-	}
-	resp := make([]byte, n)
-	if _, err := io.ReadFull(bc.br, resp); err != nil {
-		return err
-	}
-	if got := int32(binary.BigEndian.Uint32(resp)); got != correlation {
-		return fmt.Errorf("correlation id %d, want %d", got, correlation)
-	}
-	return nil
+	_, err := bc.exchange(req, version, correlation)
+	return err
 }
 
 // RenderConnections writes the connections section of RESULTS.md.
@@ -252,9 +274,20 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 	}
 	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
 	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n")
+	if cfg.Producers > 0 {
+		fmt.Fprintf(&b, "- idempotent producers (after the storm's connections are closed, on the same node): %s connections from %d dialers, each an idempotent producer: InitProducerId v4, then one Produce v9 (acks=all) of one record, sequence 0, to its partition of `%s` (%d partitions); the clock runs from the first connection to the last answer; memory per producer as above, from before the first to 2 s after the last answer and the producers' connections closed (what the node keeps of an idempotent producer, its producer state, outlives the connection); then, after the group phase, the node is stopped with SIGTERM and the producer snapshots (`*.snapshot`) of `%s`'s partition directories summed, over the producer count\n",
+			thousands(cfg.Producers), cfg.Dialers, idemTopic, cfg.ProducerPartitions, idemTopic)
+	}
+	if cfg.Members > 0 {
+		fmt.Fprintf(&b, "- group members: %s classic consumer group members in %s groups (%d each), each on its own connection, %d at a time connecting and joining: JoinGroup v9 (the first answered MEMBER_ID_REQUIRED, then again with the id; session 45 s, rebalance timeout 300 s, protocol type consumer, one `range` protocol subscribing to nothing), SyncGroup v5 (the leader assigning every member an empty assignment), then Heartbeat v4 every %s (the Java consumer's default interval); a member answered REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION joins again. Stable: every member synced, all of a group's in one generation, timed from the first connection; then %s of steady heartbeats, whose node CPU (utime+stime of /proc/<pid>/stat) over the heartbeats answered is the CPU per heartbeat; memory per member as above\n",
+			thousands(cfg.Members), thousands(cfg.Groups), cfg.Members/max(cfg.Groups, 1), cfg.Dialers, heartbeatEvery, heartbeatWindow)
+	}
 	b.WriteString("- RSS is what each process holds of the machine's memory, but it counts a JVM's objects only where they land on pages not touched before: Kafka's heap (-Xms1G) is reserved at start and its young generation touched by then, so its RSS per connection is a lower bound of what a connection costs it; Gregor's Go heap grows with what it allocates\n\n")
 	vals, errs := gather(run.Rounds)
 	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnActiveHeap))
+	if cfg.Producers > 0 || cfg.Members > 0 {
+		writeMedians(&b, "Client medians", clientFigures(), cfg.Targets, vals, goHeapOnly(figIdemHeap, figGroupHeap))
+	}
 	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
 	writePerTarget(&b, "What the figures came from", cfg.Targets, run.Notes)
 	writePerTarget(&b, "Connections bench failures", cfg.Targets, errs)

@@ -2,7 +2,9 @@
 // target and round, gregor and kafka alternated, a storm of -connections
 // TCP connections (each answered ApiVersions), the node's memory and
 // descriptors per idle connection, then one Metadata on every connection
-// at once and the memory again. It rewrites the connections section of
+// at once and the memory again; then, on the same node, -producers
+// idempotent producers and -members classic group members in -groups
+// groups (bench/clients.go). It rewrites the connections section of
 // bench/RESULTS.md and keeps the rest.
 //
 //	go run ./bench/cmd/connbench -rounds 3
@@ -23,6 +25,10 @@ func run() int {
 	rounds := flag.Int("rounds", 3, "rounds (each target once per round, each time on a fresh node)")
 	conns := flag.Int("connections", 10_000, "connections held open at once")
 	dialers := flag.Int("dialers", 64, "goroutines opening (and later using) the connections")
+	producers := flag.Int("producers", 1000, "idempotent producers of the producer phase (0 skips it)")
+	producerPartitions := flag.Int("producer-partitions", 10, "partitions of the producer phase's topic")
+	members := flag.Int("members", 10_000, "classic consumer group members of the group phase (0 skips it)")
+	groups := flag.Int("groups", 1000, "groups the members are spread over")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its connections section is replaced, the rest kept")
 	flag.Parse()
 	cmd, err := bench.StartCommand("connbench", *rounds)
@@ -36,11 +42,12 @@ func run() int {
 		cmd.Log.Error(err.Error())
 		return 2
 	}
-	if *conns < 1 || *dialers < 1 {
-		cmd.Log.Error("-connections and -dialers must be positive")
+	if *conns < 1 || *dialers < 1 || *producerPartitions < 1 || *groups < 1 || *producers < 0 || *members < 0 {
+		cmd.Log.Error("-connections, -dialers, -producer-partitions and -groups must be positive, -producers and -members not negative")
 		return 2
 	}
-	cfg := bench.ConnConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Connections: *conns, Dialers: *dialers}
+	cfg := bench.ConnConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Connections: *conns, Dialers: *dialers,
+		Producers: *producers, ProducerPartitions: *producerPartitions, Members: *members, Groups: *groups}
 	res, err := bench.ExecuteConnections(cmd.Ctx, cfg, cmd.Log)
 	if res == nil {
 		cmd.Log.Error("connections bench", "err", err)
