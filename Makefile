@@ -199,7 +199,7 @@ bench-scale:
 # and kafka alternated, ROUNDS rounds (default 3): CONNECTIONS (default
 # 10,000) connections opened by 64 dialers, each answered ApiVersions;
 # memory and descriptors per idle connection; one Metadata on every
-# connection at once; then on the same node 1,000 idempotent producers
+# connection at once; then on a second fresh node 1,000 idempotent producers
 # (InitProducerId and one produce each: time, memory per producer, the
 # producer snapshot bytes written at shutdown) and 10,000 classic group
 # members in 1,000 groups (time to every group stable, memory per member,

@@ -1,8 +1,8 @@
 package bench
 
-// The connections benchmark's client phases, on the same node after the
-// connection storm (whose connections are closed first; each phase takes
-// its own baseline after a collection):
+// The connections benchmark's client phases, on a second fresh node
+// after the connection storm's (each phase takes its own baseline after a
+// collection):
 //
 //   - idempotent producers: -producers connections, each an idempotent
 //     producer: InitProducerId, then one acks=all Produce of one record
@@ -500,8 +500,8 @@ func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs ma
 	var beats atomic.Int64
 	errs := make(chan error, len(members))
 	start := time.Now()
-	// Members connect and join in a storm from -dialers goroutines, then
-	// each heartbeats on its own goroutine until the phase ends.
+	// Members connect in a storm from -dialers goroutines; each then
+	// joins and heartbeats on its own goroutine until the phase ends.
 	var next atomic.Int64
 	for range cfg.Dialers {
 		wg.Go(func() {
@@ -521,7 +521,6 @@ func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs ma
 					}
 					m.bc = bc
 					connMu.Unlock()
-					err = m.join()
 				}
 				if err != nil {
 					if runCtx.Err() == nil {
@@ -530,7 +529,16 @@ func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs ma
 					}
 					return
 				}
+				// Each member then runs on its own, as each consumer
+				// does: a JoinGroup waits for the group's other members.
 				wg.Go(func() {
+					if err := m.join(); err != nil {
+						if runCtx.Err() == nil {
+							errs <- fmt.Errorf("member of %s: %w", m.group, err)
+							stop()
+						}
+						return
+					}
 					for {
 						select {
 						case <-runCtx.Done():

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -195,7 +196,23 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 		c.c.Close()
 		conns[i] = nil
 	}
-	clientNote, err := clientPhases(ctx, cfg, n, dir, figs)
+	if cfg.Producers == 0 && cfg.Members == 0 {
+		return note, nil
+	}
+	// The client phases get a fresh node: the storm's memory is not all
+	// given back to the system at once, and would blur their baselines.
+	if err := n.proc.Stop(60 * time.Second); err != nil {
+		return note, fmt.Errorf("stopping the storm's node: %w", err)
+	}
+	cn, _, err := startScaleNode(ctx, tools, target, gregorBin, filepath.Join(dir, "clients"))
+	if err != nil {
+		return note, err
+	}
+	defer func() { _ = cn.proc.Stop(60 * time.Second) }()
+	if err := integration.WaitReady(ctx, cn.bootstrap, cn.proc.Done()); err != nil {
+		return note, err
+	}
+	clientNote, err := clientPhases(ctx, cfg, cn, filepath.Join(dir, "clients"), figs)
 	if clientNote != "" {
 		note += "; " + clientNote
 	}
@@ -275,7 +292,7 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
 	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n")
 	if cfg.Producers > 0 {
-		fmt.Fprintf(&b, "- idempotent producers (after the storm's connections are closed, on the same node): %s connections from %d dialers, each an idempotent producer: InitProducerId v4, then one Produce v9 (acks=all) of one record, sequence 0, to its partition of `%s` (%d partitions); the clock runs from the first connection to the last answer; memory per producer as above, from before the first to 2 s after the last answer and the producers' connections closed (what the node keeps of an idempotent producer, its producer state, outlives the connection); then, after the group phase, the node is stopped with SIGTERM and the producer snapshots (`*.snapshot`) of `%s`'s partition directories summed, over the producer count\n",
+		fmt.Fprintf(&b, "- idempotent producers (on a second fresh node, after the storm's): %s connections from %d dialers, each an idempotent producer: InitProducerId v4, then one Produce v9 (acks=all) of one record, sequence 0, to its partition of `%s` (%d partitions); the clock runs from the first connection to the last answer; memory per producer as above, from before the first to 2 s after the last answer and the producers' connections closed (what the node keeps of an idempotent producer, its producer state, outlives the connection); then, after the group phase, the node is stopped with SIGTERM and the producer snapshots (`*.snapshot`) of `%s`'s partition directories summed, over the producer count\n",
 			thousands(cfg.Producers), cfg.Dialers, idemTopic, cfg.ProducerPartitions, idemTopic)
 	}
 	if cfg.Members > 0 {

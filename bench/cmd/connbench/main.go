@@ -2,7 +2,7 @@
 // target and round, gregor and kafka alternated, a storm of -connections
 // TCP connections (each answered ApiVersions), the node's memory and
 // descriptors per idle connection, then one Metadata on every connection
-// at once and the memory again; then, on the same node, -producers
+// at once and the memory again; then, on a second fresh node, -producers
 // idempotent producers and -members classic group members in -groups
 // groups (bench/clients.go). It rewrites the connections section of
 // bench/RESULTS.md and keeps the rest.
