@@ -461,7 +461,7 @@ func (m *groupMember) heartbeat(beats *atomic.Int64) error {
 }
 
 // manyGroupMembers runs the group phase and returns its note.
-func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs map[string]float64) (string, error) {
+func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs map[string]float64, profileName string) (string, error) {
 	// __consumer_offsets is created and loaded before the clock starts.
 	admin, err := dialBench(n.bootstrap)
 	if err != nil {
@@ -598,6 +598,7 @@ func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs ma
 		figs[figHeartbeatCPU] = (cpu1 - cpu0) / float64(beats1-beats0) * 1e6
 	}
 	after := n.memory(ctx)
+	saveProfile(ctx, cfg.ProfileDir, n.metrics, "heap?gc=1", profileName)
 	perClient(figs, figGroupRSS, figGroupHeap, before, after, cfg.Members)
 	if !stable() {
 		return "", errors.New("a group rebalanced during the heartbeat window")

@@ -38,6 +38,9 @@ type ConnConfig struct {
 	ProducerPartitions int
 	Members            int
 	Groups             int
+	// ProfileDir, when set, gets gregor's heap profiles with the storm's
+	// connections idle and with the group members heartbeating.
+	ProfileDir string
 }
 
 // ConnRun is the connections benchmark's result.
@@ -145,6 +148,7 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 	rss1, _ := rssMiB(pid)
 	fds1 := openFDs(pid)
 	heap1, herr := heapInUse(ctx, n.metrics)
+	saveProfile(ctx, cfg.ProfileDir, n.metrics, "heap?gc=1", filepath.Base(dir)+"-idle-connections-heap")
 	figs[figConnIdleRSS] = (rss1 - rss0) * 1024 / per
 	figs[figConnFDs] = float64(fds1-fds0) / per
 	if n.metrics != "" && herr == nil {
@@ -236,7 +240,7 @@ func clientPhases(ctx context.Context, cfg ConnConfig, n *scaleNode, dir string,
 		notes = append(notes, note)
 	}
 	if cfg.Members > 0 {
-		note, err := manyGroupMembers(ctx, cfg, n, figs)
+		note, err := manyGroupMembers(ctx, cfg, n, figs, filepath.Base(filepath.Dir(dir))+"-group-members-heap")
 		if err != nil {
 			return strings.Join(notes, "; "), err
 		}

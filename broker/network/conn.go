@@ -246,19 +246,10 @@ func (ic *idleClock) idleFor() time.Duration {
 	return time.Since(ic.born) - time.Duration(ic.lastActive.Load())
 }
 
-// activityReader and activityWriter stand between the socket and its
-// buffers and mark the connection active on every transfer. Writes go in
-// pieces so that a large response trickling out to a slow reader counts
-// as progress, not as one stall.
-type activityReader struct{ c *Conn }
-
-func (r activityReader) Read(p []byte) (int, error) {
-	n, err := r.c.in.Read(p)
-	if n > 0 {
-		r.c.idle.touch()
-	}
-	return n, err
-}
+// activityWriter stands between the connection's write buffer and its
+// socket and marks the connection active on every transfer (connReader
+// does on reads). Writes go in pieces so that a large response trickling
+// out to a slow reader counts as progress, not as one stall.
 
 type activityWriter struct{ c *Conn }
 
@@ -489,9 +480,10 @@ func (c *Conn) serve() {
 	}()
 
 	// A request body larger than the buffer is read straight into its
-	// frame (bufio reads past an empty buffer), so the buffer only
-	// gathers sizes and small requests: 8 KiB, not 64, per connection.
-	br := bufio.NewReaderSize(activityReader{c}, ReadBufferSize)
+	// frame (the reader reads past an empty buffer), so the buffer only
+	// gathers sizes and small requests: 8 KiB, not 64, and only while it
+	// holds unread bytes (reader.go).
+	br := newConnReader(c.in, &c.srv.readBuffers, c.idle.touch)
 	maxSize := c.srv.opts.MaxRequestSize
 	for {
 		if !c.waitRoom() {
@@ -539,7 +531,7 @@ func (c *Conn) serve() {
 // queued.max.request.bytes has room for it, and returns the bytes
 // reserved; -1 when the wait was cut short. An oversized or truncated
 // prefix reserves nothing and is left for ReadFrame to report.
-func (c *Conn) reserveRequest(br *bufio.Reader, maxSize int32) (int64, error) {
+func (c *Conn) reserveRequest(br *connReader, maxSize int32) (int64, error) {
 	if c.srv.requestPool == nil {
 		return 0, nil
 	}
@@ -833,7 +825,8 @@ const DefaultCopyRangeMax = 16 << 10
 // finished together go out in one write.
 const WriteBufferSize = 64 << 10
 
-// ReadBufferSize is the reader's buffer of a connection.
+// ReadBufferSize is the reader's buffer of a connection, borrowed from
+// the server's pool while it holds unread bytes (reader.go).
 const ReadBufferSize = 8 << 10
 
 // writeFileRange sends a segment range: a small one copied into the write

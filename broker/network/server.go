@@ -129,6 +129,9 @@ type Server struct {
 	// writeBuffers are the connections' write buffers, held only while
 	// a connection has responses to write (Conn.writeLoop).
 	writeBuffers sync.Pool
+	// readBuffers are the connections' read buffers, held only while
+	// they hold unread bytes (reader.go).
+	readBuffers readBuffers
 	// async runs the handlers that leave their connection's goroutine.
 	async *asyncPool
 	// quotas are the client quotas the node enforces (broker/quota); nil

@@ -76,6 +76,11 @@ func TestRawReaderReadsEverything(t *testing.T) {
 // has returned: the test holds whatever op returns against what it must
 // be).
 func waiting(t *testing.T, op func() error) <-chan error {
+	return waitingIn(t, "network.(*rawReader).Read", op)
+}
+
+// waitingIn is waiting for a read parked inside the function named fn.
+func waitingIn(t *testing.T, fn string, op func() error) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	returned := make(chan struct{})
@@ -93,11 +98,11 @@ func waiting(t *testing.T, op func() error) <-chan error {
 		}
 		all := string(buf[:runtime.Stack(buf, true)])
 		for _, g := range strings.Split(all, "\n\n") {
-			if strings.Contains(g, "[IO wait") && strings.Contains(g, "network.(*rawReader).Read") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, fn) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no goroutine in IO wait inside rawReader.Read among %d", strings.Count(all, "\n\n")+1)
+		return fmt.Errorf("no goroutine in IO wait inside %s among %d", fn, strings.Count(all, "\n\n")+1)
 	})
 	return done
 }

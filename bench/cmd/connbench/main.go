@@ -29,6 +29,7 @@ func run() int {
 	producerPartitions := flag.Int("producer-partitions", 10, "partitions of the producer phase's topic")
 	members := flag.Int("members", 10_000, "classic consumer group members of the group phase (0 skips it)")
 	groups := flag.Int("groups", 1000, "groups the members are spread over")
+	profile := flag.String("profile", "", "directory for gregor's heap profiles (idle connections, heartbeating members)")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its connections section is replaced, the rest kept")
 	flag.Parse()
 	cmd, err := bench.StartCommand("connbench", *rounds)
@@ -47,7 +48,7 @@ func run() int {
 		return 2
 	}
 	cfg := bench.ConnConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Connections: *conns, Dialers: *dialers,
-		Producers: *producers, ProducerPartitions: *producerPartitions, Members: *members, Groups: *groups}
+		Producers: *producers, ProducerPartitions: *producerPartitions, Members: *members, Groups: *groups, ProfileDir: *profile}
 	res, err := bench.ExecuteConnections(cmd.Ctx, cfg, cmd.Log)
 	if res == nil {
 		cmd.Log.Error("connections bench", "err", err)
