@@ -1523,12 +1523,22 @@ func (l *Log) TopicPartition() TopicPartition { return l.tp }
 // monotonic). Only truncation lowers it.
 func (l *Log) AdvanceHighWatermark(hw int64) (moved bool) {
 	l.hwMu.Lock()
-	defer l.hwMu.Unlock()
 	hw = min(max(hw, l.logStartOffset.Load()), l.logEndOffset.Load())
 	if hw <= l.highWatermark.Load() {
+		l.hwMu.Unlock()
 		return false
 	}
 	l.highWatermark.Store(hw)
+	l.hwMu.Unlock()
+	if l.txnsHeld.Load() {
+		// The transactions whose markers the high watermark passed stop
+		// holding the LSO back and are forgotten here (Kafka's
+		// onHighWatermarkUpdated), not only when a read asks for the
+		// LSO: a follower, which never does, kept every transaction its
+		// partitions ever completed (0.19 MiB a minute in the soak).
+		// Outside hwMu: txnMu is a leaf.
+		l.LastStableOffset()
+	}
 	return true
 }
 

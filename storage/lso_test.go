@@ -84,3 +84,24 @@ func TestLastStableOffsetFollowsTransactions(t *testing.T) {
 	}
 	l.Close()
 }
+
+// A follower's log forgets a completed transaction once the high
+// watermark passes its marker, though nothing asks it for its LSO.
+func TestCompletedTransactionsForgottenAtTheHighWatermark(t *testing.T) {
+	l := openTest(t, vfs.NewMemFS(), "/data/t-0", smallConfig())
+	now := int64(testNowMs)
+	for pid := int64(1); pid <= 100; pid++ {
+		appendReplicated(t, l, txnBatch(t, pid, 0, now, kv{"a", val("1")}))
+		appendReplicated(t, l, protocol.EndTxnMarkerBatch(pid, 0, pid%5 != 0, 1, now))
+		l.AdvanceHighWatermark(l.LogEndOffset())
+	}
+	l.txnMu.Lock()
+	held := len(l.unreplicated)
+	l.txnMu.Unlock()
+	if held != 0 || l.txnsHeld.Load() {
+		t.Fatalf("%d completed transactions held (txnsHeld %v) with every marker below the high watermark", held, l.txnsHeld.Load())
+	}
+	if lso := l.LastStableOffset(); lso != l.LogEndOffset() {
+		t.Fatalf("LSO %d, want the log end %d", lso, l.LogEndOffset())
+	}
+}
