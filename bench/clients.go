@@ -585,6 +585,8 @@ func manyGroupMembers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs ma
 	// Heartbeats settle into their 3 s rhythm, then the window.
 	time.Sleep(2 * heartbeatEvery)
 	pid := n.proc.Pid()
+	profiled := cpuProfile(ctx, cfg.ProfileDir, n.metrics, strings.TrimSuffix(profileName, "-heap")+"-heartbeat-cpu")
+	defer profiled()
 	cpu0, err0 := cpuSeconds(pid)
 	beats0 := beats.Load()
 	select {

@@ -39,7 +39,8 @@ type ConnConfig struct {
 	Members            int
 	Groups             int
 	// ProfileDir, when set, gets gregor's heap profiles with the storm's
-	// connections idle and with the group members heartbeating.
+	// connections idle and with the group members heartbeating, and a CPU
+	// profile of 10 s of the heartbeat window.
 	ProfileDir string
 }
 

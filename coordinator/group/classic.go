@@ -10,6 +10,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gregorbroker/gregor/coordinator/runtime"
@@ -112,10 +113,16 @@ type classicGroup struct {
 	static         map[string]string // instance id -> member id
 	pending        map[string]int64  // member ids handed out by MEMBER_ID_REQUIRED -> expiry
 
-	joinDeadline     int64 // ms; 0 when no join phase is timed
-	initialDelay     bool  // the join phase is group.initial.rebalance.delay.ms
-	delayRemaining   int64 // ms the initial delay may still be extended by
-	newMemberAdded   bool
+	joinDeadline   int64 // ms; 0 when no join phase is timed
+	initialDelay   bool  // the join phase is group.initial.rebalance.delay.ms
+	delayRemaining int64 // ms the initial delay may still be extended by
+	newMemberAdded bool
+	// memberDue is no later than the earliest member session deadline
+	// (ms): the timer scans the members only once it has passed, not on
+	// every tick (with thousands of members the scan was a fifth of the
+	// node's CPU under steady heartbeats). Every write of a deadline goes
+	// through renewSession or addMember, which lower it.
+	memberDue        int64
 	syncDeadline     int64           // ms; 0 when no sync phase is timed
 	pendingSync      map[string]bool // members that have not sent SyncGroup this generation
 	awaitingJoinSize int
@@ -127,6 +134,12 @@ func newClassicGroup(id string, now int64) *classicGroup {
 		members: map[string]*classicMember{}, static: map[string]string{},
 		pending: map[string]int64{}, pendingSync: map[string]bool{},
 	}
+}
+
+// renewSession gives m a full session from now.
+func (g *classicGroup) renewSession(m *classicMember, now int64) {
+	m.deadline = now + int64(m.sessionTimeout)
+	g.memberDue = min(g.memberDue, m.deadline)
 }
 
 func (g *classicGroup) transition(st classicState, now int64) {
@@ -150,6 +163,7 @@ func (g *classicGroup) addMember(m *classicMember) {
 		g.protocolType = m.protocolType
 	}
 	g.members[m.id] = m
+	g.memberDue = min(g.memberDue, m.deadline)
 	g.order = append(g.order, m.id)
 	if m.instanceID != nil {
 		g.static[*m.instanceID] = m.id
@@ -455,7 +469,7 @@ func (s *shard) joinExistingMember(ctx context.Context, g *classicGroup, client 
 	case classicCompleting:
 		if sameProtocols(m.protocols, req.Protocols) {
 			// A retry of a join whose answer was lost: answer again.
-			m.deadline = now + int64(m.sessionTimeout)
+			g.renewSession(m, now)
 			return g.joinResponse(req.Version, m, false), nil
 		}
 		return nil, s.updateMemberAndRebalance(g, m, req, rebalanceTimeout, now)
@@ -463,7 +477,7 @@ func (s *shard) joinExistingMember(ctx context.Context, g *classicGroup, client 
 		if g.leader == m.id || !sameProtocols(m.protocols, req.Protocols) {
 			return nil, s.updateMemberAndRebalance(g, m, req, rebalanceTimeout, now)
 		}
-		m.deadline = now + int64(m.sessionTimeout)
+		g.renewSession(m, now)
 		return g.joinResponse(req.Version, m, false), nil
 	}
 	return fail(kerr.UnknownMemberID.Code)
@@ -505,7 +519,7 @@ func (s *shard) addMemberAndRebalance(g *classicGroup, client Client, req *kmsg.
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
 	m.joinCh, m.joinVersion = ch, req.Version
 	g.awaitingJoinSize++
-	m.deadline = now + int64(m.sessionTimeout)
+	g.renewSession(m, now)
 	g.addMember(m)
 	if g.state == classicPreparing && g.initialDelay {
 		g.newMemberAdded = true
@@ -519,7 +533,7 @@ func (s *shard) updateMemberAndRebalance(g *classicGroup, m *classicMember, req 
 	m.protocolType = req.ProtocolType
 	m.sessionTimeout = req.SessionTimeoutMillis
 	m.rebalanceTimeout = rebalanceTimeout
-	m.deadline = now + int64(m.sessionTimeout)
+	g.renewSession(m, now)
 	if m.joinCh != nil {
 		// A newer join from the same member replaces the parked one.
 		m.joinCh <- classicJoinError(m.joinVersion, m.id, kerr.RebalanceInProgress.Code)
@@ -554,8 +568,9 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 	m.sessionTimeout, m.rebalanceTimeout = req.SessionTimeoutMillis, rebalanceTimeout
 	m.protocolType = req.ProtocolType
 	m.protocols = joinProtocols(req.Protocols)
-	m.deadline = now + int64(m.sessionTimeout)
+	g.renewSession(m, now)
 	g.members[newID] = m
+	g.memberDue = min(g.memberDue, m.deadline)
 	for i, o := range g.order {
 		if o == oldID {
 			g.order[i] = newID
@@ -752,7 +767,7 @@ func (s *shard) completeJoin(ctx context.Context, g *classicGroup, now int64) {
 		m := g.members[id]
 		m.joinCh <- g.joinResponse(m.joinVersion, m, false)
 		m.joinCh = nil
-		m.deadline = now + int64(m.sessionTimeout)
+		g.renewSession(m, now)
 		g.pendingSync[id] = true
 	}
 	g.awaitingJoinSize = 0
@@ -901,7 +916,7 @@ func (s *shard) classicSync(ctx context.Context, req *kmsg.SyncGroupRequest) (*k
 		if len(g.pendingSync) == 0 {
 			g.syncDeadline = 0
 		}
-		m.deadline = now + int64(m.sessionTimeout)
+		g.renewSession(m, now)
 		return g.syncResponse(req.Version, m), nil
 	}
 	// CompletingRebalance.
@@ -911,7 +926,7 @@ func (s *shard) classicSync(ctx context.Context, req *kmsg.SyncGroupRequest) (*k
 	}
 	m.syncCh, m.syncVersion = ch, req.Version
 	delete(g.pendingSync, m.id)
-	m.deadline = now + int64(m.sessionTimeout)
+	g.renewSession(m, now)
 	if m.id != g.leader {
 		return nil, ch
 	}
@@ -1001,10 +1016,10 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 		case classicEmpty:
 			resp.ErrorCode = kerr.UnknownMemberID.Code
 		case classicPreparing:
-			m.deadline = c.nowMs() + int64(m.sessionTimeout)
+			g.renewSession(m, c.nowMs())
 			resp.ErrorCode = kerr.RebalanceInProgress.Code
 		default:
-			m.deadline = c.nowMs() + int64(m.sessionTimeout)
+			g.renewSession(m, c.nowMs())
 		}
 	}
 	return resp
@@ -1101,17 +1116,23 @@ func (s *shard) classicTimers(ctx context.Context, g *classicGroup, now int64) {
 		}
 	}
 	var expired []string
-	for _, id := range g.order {
-		m := g.members[id]
-		if now < m.deadline {
-			continue
+	if now >= g.memberDue {
+		due := int64(math.MaxInt64)
+		for _, id := range g.order {
+			m := g.members[id]
+			if now < m.deadline {
+				due = min(due, m.deadline)
+				continue
+			}
+			if m.joinCh != nil || m.syncCh != nil {
+				// A member parked in JoinGroup or SyncGroup cannot heartbeat.
+				m.deadline = now + int64(m.sessionTimeout)
+				due = min(due, m.deadline)
+				continue
+			}
+			expired = append(expired, id)
 		}
-		if m.joinCh != nil || m.syncCh != nil {
-			// A member parked in JoinGroup or SyncGroup cannot heartbeat.
-			m.deadline = now + int64(m.sessionTimeout)
-			continue
-		}
-		expired = append(expired, id)
+		g.memberDue = due
 	}
 	for _, id := range expired {
 		s.c.log.Info("member session expired", "group", g.id, "member", id)

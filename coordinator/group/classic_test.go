@@ -464,3 +464,37 @@ func TestClassicZeroInitialDelayGathersConcurrentJoins(t *testing.T) {
 		}
 	}
 }
+
+// A member whose session is shorter than the others' expires on time: the
+// timer scans the members only once the earliest deadline it knows of has
+// passed, and a newcomer's deadline lowers it.
+func TestClassicShortSessionExpiresAmongLongOnes(t *testing.T) {
+	h := newHarness(t, nil)
+	const g = "short-session"
+	withSession := func(member string, ms int32) *kmsg.JoinGroupRequest {
+		r := joinReq(g, member)
+		r.SessionTimeoutMillis = ms
+		return r
+	}
+	a, aJoin := h.joinNew(withSession("", 60_000))
+	recv(t, aJoin)
+	recv(t, h.sync(g, a, 1, nil))
+	h.advance(3 * time.Second) // a scan: the next deadline is a's, a minute on
+	wantCode(t, "a heartbeat", h.heartbeat(g, a, 1), nil)
+	b, bJoin := h.joinNew(withSession("", 10_000))
+	recv(t, async(func() *kmsg.JoinGroupResponse {
+		return h.c.JoinGroup(context.Background(), client, withSession(a, 60_000))
+	}))
+	recv(t, bJoin)
+	sb := h.sync(g, b, 2, nil)
+	recv(t, h.sync(g, a, 2, map[string][]byte{a: []byte("a"), b: []byte("b")}))
+	recv(t, sb)
+	// b goes silent; a heartbeats.
+	for range 3 {
+		h.advance(3 * time.Second)
+		wantCode(t, "a heartbeat", h.heartbeat(g, a, 2), nil)
+	}
+	h.advance(2 * time.Second)
+	wantCode(t, "a heartbeat after b's 10 s session", h.heartbeat(g, a, 2), kerr.RebalanceInProgress)
+	wantCode(t, "b is gone", h.heartbeat(g, b, 2), kerr.UnknownMemberID)
+}

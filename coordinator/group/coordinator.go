@@ -398,7 +398,7 @@ func (s *shard) afterLoad() {
 	now := s.c.nowMs()
 	for _, g := range s.classic {
 		for _, m := range g.members {
-			m.deadline = now + int64(m.sessionTimeout)
+			g.renewSession(m, now)
 		}
 	}
 	for _, g := range s.consumer {

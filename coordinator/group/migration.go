@@ -285,7 +285,7 @@ func (s *shard) downgradeConsumerGroup(g *consumerGroup, leavingID string, recs 
 	for _, k := range kept {
 		if m := live.members[k.m.id]; m != nil {
 			m.protocols = cg.members[k.m.id].protocols
-			m.deadline = now + int64(m.sessionTimeout)
+			live.renewSession(m, now)
 		}
 	}
 	s.c.log.Info("downgraded consumer group to a classic group", "group", g.id, "generation", epoch, "members", len(kept))
