@@ -8,8 +8,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -31,25 +29,13 @@ const scrapeTimeout = 30 * time.Second
 // scrape fetches and parses addr's /metrics, keeping the text in
 // dir/metrics.txt for whoever reads a failure.
 func scrape(ctx context.Context, addr, dir string) ([]Sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
 	// The JMX exporter in a Kafka node walks every MBean on each scrape:
 	// seconds on a loaded two-core machine (a kafka-cluster run saw every
 	// scrape of a 30 s wait pass 5 s). What is checked is the names,
 	// labels and values, not how fast Kafka's exporter answers.
-	resp, err := (&http.Client{Timeout: scrapeTimeout}).Do(req)
+	body, err := HTTPGet(ctx, "http://"+addr+"/metrics", scrapeTimeout)
 	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+		return nil, fmt.Errorf("/metrics: %w", err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, "metrics.txt"), body, 0o644)
 	return ParseExposition(string(body))

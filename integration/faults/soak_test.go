@@ -19,10 +19,8 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -433,7 +431,7 @@ func vmRSS(pid int) (int64, error) {
 // all partitions and over those of the bounded topics) and
 // kafka_log_log_numlogsegments from the node's /metrics at addr.
 func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []string) error {
-	body, err := httpGet(ctx, "http://"+addr+"/metrics", 10*time.Second)
+	body, err := integration.HTTPGet(ctx, "http://"+addr+"/metrics", 10*time.Second)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -467,34 +465,11 @@ func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []strin
 // saveHeapProfile writes the heap profile of the node whose HTTP listener
 // is addr (after a garbage collection, so that in-use is live) to path.
 func saveHeapProfile(ctx context.Context, addr, path string) error {
-	body, err := httpGet(ctx, "http://"+addr+"/debug/pprof/heap?gc=1", 30*time.Second)
+	body, err := integration.HTTPGet(ctx, "http://"+addr+"/debug/pprof/heap?gc=1", 30*time.Second)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, body, 0o644)
-}
-
-// httpGet is the body of a GET of url that answered 200 within timeout.
-func httpGet(ctx context.Context, url string, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %.200s", resp.Status, body)
-	}
-	return body, nil
 }
 
 // latencies follows the history for the sends (queue and compacted)
