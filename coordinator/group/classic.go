@@ -570,7 +570,6 @@ func (s *shard) replaceStaticMember(ctx context.Context, g *classicGroup, client
 	m.protocols = joinProtocols(req.Protocols)
 	g.renewSession(m, now)
 	g.members[newID] = m
-	g.memberDue = min(g.memberDue, m.deadline)
 	for i, o := range g.order {
 		if o == oldID {
 			g.order[i] = newID
