@@ -250,7 +250,6 @@ func (ic *idleClock) idleFor() time.Duration {
 // socket and marks the connection active on every transfer (connReader
 // does on reads). Writes go in pieces so that a large response trickling
 // out to a slow reader counts as progress, not as one stall.
-
 type activityWriter struct{ c *Conn }
 
 // activityPiece is the most written to the socket between two touches.
