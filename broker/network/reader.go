@@ -20,11 +20,9 @@ package network
 import (
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 )
 
 // readBuffer is one pooled read buffer.
@@ -78,9 +76,6 @@ func newConnReader(in io.Reader, buffers *readBuffers, active func()) *connReade
 	}
 	return cr
 }
-
-// Buffered is how many read bytes are not yet handed out.
-func (cr *connReader) Buffered() int { return cr.w - cr.r }
 
 // Peek returns the next n bytes (n at most ReadBufferSize) without
 // consuming them; fewer, with the error, when the stream ends first.
@@ -190,17 +185,11 @@ func (cr *connReader) fill() {
 // the socket has bytes; its errors are rawReader's.
 func (cr *connReader) readRaw() error {
 	cr.rawN, cr.rawErr = 0, 0
-	if err := cr.raw.Read(cr.rawFill); err != nil {
-		return err
+	err := rawReadError(cr.rawN, cr.rawErr, cr.raw.Read(cr.rawFill))
+	if err == nil {
+		cr.w += cr.rawN
 	}
-	switch {
-	case cr.rawErr != 0:
-		return os.NewSyscallError("read", cr.rawErr)
-	case cr.rawN == 0:
-		return io.EOF
-	}
-	cr.w += cr.rawN
-	return nil
+	return err
 }
 
 // fillRaw is raw.Read's callback: false sends the goroutine to wait in the
@@ -209,17 +198,11 @@ func (cr *connReader) fillRaw(fd uintptr) bool {
 	if cr.buf == nil {
 		cr.buf = cr.buffers.get()
 	}
-	free := cr.buf[cr.w:]
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&free[0])), uintptr(len(free)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			cr.releaseIfEmpty()
-			return false
-		}
-		cr.rawN, cr.rawErr = int(n), e
-		return true
+	n, errno, ready := readNow(fd, cr.buf[cr.w:])
+	if !ready {
+		cr.releaseIfEmpty()
+		return false
 	}
+	cr.rawN, cr.rawErr = n, errno
+	return true
 }

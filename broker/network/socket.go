@@ -67,25 +67,39 @@ func (s *rawReader) Read(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := s.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until readable
-			}
-			n, errno = int(r), e
-			return true
-		}
+		var ready bool
+		n, errno, ready = readNow(fd, p)
+		return ready // not ready: wait until readable
 	})
+	return n, rawReadError(n, errno, err)
+}
+
+// readNow reads fd into p (not empty) without blocking, with a raw
+// system call; ready is false when the socket has nothing yet (EAGAIN).
+func readNow(fd uintptr, p []byte) (n int, errno syscall.Errno, ready bool) {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return 0, 0, false
+		}
+		return int(r), e, true
+	}
+}
+
+// rawReadError is a raw read's error as rawReader reports it: err from
+// the raw connection (closed, deadline), the errno, or io.EOF for a read
+// of nothing.
+func rawReadError(n int, errno syscall.Errno, err error) error {
 	switch {
 	case err != nil:
-		return 0, err
+		return err
 	case errno != 0:
-		return 0, os.NewSyscallError("read", errno)
+		return os.NewSyscallError("read", errno)
 	case n == 0:
-		return 0, io.EOF
+		return io.EOF
 	}
-	return n, nil
+	return nil
 }
