@@ -174,22 +174,10 @@ func idempotentProducers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs
 		// A partition's new leader may not serve yet though Metadata
 		// names it: the client retries the same batch, as idempotence
 		// allows.
-		for corr := int32(1000); ; corr++ {
-			r, err := bc.call(produce, 9, corr)
-			if err != nil {
-				return fmt.Errorf("Produce: %w", err)
-			}
-			code := kerr.ErrorForCode(r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
-			if code == nil {
-				return nil
-			}
-			if !kerr.IsRetriable(code) || corr > 1600 {
-				return fmt.Errorf("Produce: %w", code)
-			}
-			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-				return err
-			}
-		}
+		_, err = bc.callRetrying(ctx, produce, 9, func(r kmsg.Response) (int16, error) {
+			return r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode, nil
+		})
+		return err
 	})
 	if err != nil {
 		return conns, "", fmt.Errorf("idempotent producers: %w", err)
@@ -207,28 +195,43 @@ func idempotentProducers(ctx context.Context, cfg ConnConfig, n *scaleNode, figs
 	return conns, fmt.Sprintf("%s idempotent producers on %d partitions: RSS %.0f → %.0f MiB", thousands(cfg.Producers), cfg.ProducerPartitions, before.rss, after.rss), nil
 }
 
-// initProducerID asks for an idempotent producer's id, again after a
-// retriable error (as a client does, 100 ms later).
-func initProducerID(ctx context.Context, bc *benchConn) (*kmsg.InitProducerIDResponse, error) {
+// callRetrying sends req until its answer's error code (code reads it)
+// is not a retriable one, 100 ms apart as a client backs off, at most
+// 600 times; a nil error means the answer's code was 0.
+func (bc *benchConn) callRetrying(ctx context.Context, req kmsg.Request, version int16, code func(kmsg.Response) (int16, error)) (kmsg.Response, error) {
+	name := kmsg.NameForKey(req.Key())
 	for corr := int32(1); ; corr++ {
-		init := kmsg.NewPtrInitProducerIDRequest()
-		init.TransactionTimeoutMillis = 60_000
-		r, err := bc.call(init, 4, corr)
-		if err != nil {
-			return nil, fmt.Errorf("InitProducerId: %w", err)
+		r, err := bc.call(req, version, corr)
+		if err == nil {
+			var c int16
+			if c, err = code(r); err == nil {
+				err = kerr.ErrorForCode(c)
+				if err == nil {
+					return r, nil
+				}
+				if kerr.IsRetriable(err) && corr < 600 {
+					if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+						return nil, err
+					}
+					continue
+				}
+			}
 		}
-		ir := r.(*kmsg.InitProducerIDResponse)
-		code := kerr.ErrorForCode(ir.ErrorCode)
-		if code == nil {
-			return ir, nil
-		}
-		if !kerr.IsRetriable(code) || corr > 600 {
-			return nil, fmt.Errorf("InitProducerId: %w", code)
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+}
+
+// initProducerID asks for an idempotent producer's id.
+func initProducerID(ctx context.Context, bc *benchConn) (*kmsg.InitProducerIDResponse, error) {
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionTimeoutMillis = 60_000
+	r, err := bc.callRetrying(ctx, init, 4, func(r kmsg.Response) (int16, error) {
+		return r.(*kmsg.InitProducerIDResponse).ErrorCode, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.(*kmsg.InitProducerIDResponse), nil
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -244,28 +247,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // findCoordinator waits until FindCoordinator names a coordinator for
 // group (the first one creates __consumer_offsets).
 func findCoordinator(ctx context.Context, bc *benchConn, group string) error {
-	for corr := int32(1); ; corr++ {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorKeys = []string{group}
-		r, err := bc.call(req, 4, corr)
-		if err != nil {
-			return fmt.Errorf("FindCoordinator: %w", err)
-		}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{group}
+	_, err := bc.callRetrying(ctx, req, 4, func(r kmsg.Response) (int16, error) {
 		resp := r.(*kmsg.FindCoordinatorResponse)
 		if len(resp.Coordinators) != 1 {
-			return fmt.Errorf("FindCoordinator: %d coordinators for one key", len(resp.Coordinators))
+			return 0, fmt.Errorf("%d coordinators for one key", len(resp.Coordinators))
 		}
-		code := kerr.ErrorForCode(resp.Coordinators[0].ErrorCode)
-		if code == nil {
-			return nil
-		}
-		if !kerr.IsRetriable(code) || corr > 600 {
-			return fmt.Errorf("FindCoordinator: %w", code)
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return resp.Coordinators[0].ErrorCode, nil
+	})
+	return err
 }
 
 // snapshotBytes sums the sizes of the producer snapshots of topic's
