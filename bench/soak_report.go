@@ -27,6 +27,14 @@ const SoakFullDuration = 2 * time.Hour
 type SoakNode struct {
 	ID  int
 	RSS int64 // bytes, VmRSS of /proc/<pid>/status
+	// Anon is RssAnon of /proc/<pid>/status: the resident pages no file
+	// backs (the Go runtime's heap and stacks, cgo-free, are all of it);
+	// RSS less Anon is the binary's text and the mmap'ed indexes.
+	Anon int64
+	// GoHeld is go_memstats_sys_bytes less go_memstats_heap_released_bytes:
+	// what the Go runtime has mapped and not given back, the most of Anon
+	// it can account for.
+	GoHeld int64
 	// Heap is go_memstats_heap_inuse_bytes of the node's /metrics: the
 	// part of RSS that is the Go heap's spans in use.
 	Heap       int64
@@ -319,7 +327,7 @@ func RenderSoak(run *SoakRun, m Machine, commit, command, image string) []byte {
 	for _, c := range run.Config {
 		fmt.Fprintf(&b, "- %s\n", c)
 	}
-	fmt.Fprintf(&b, "- samples every %s: RSS is VmRSS of /proc/<pid>/status, Go heap `go_memstats_heap_inuse_bytes`, descriptors the entries of /proc/<pid>/fd, goroutines `go_goroutines` and log bytes `kafka_log_log_size` (summed over the node's partitions: those of the bounded topics, whose size retention or the cleaner keep down, and those of all; the internal topics' active segments grow to 100 MiB before the cleaner may touch them, and the transactions' topic keeps everything) of the node's /metrics; produce latency is from each send's call to its acknowledgement (queue and compacted topics' sends acknowledged in the interval, nearest rank)\n", run.Interval)
+	fmt.Fprintf(&b, "- samples every %s: RSS is VmRSS of /proc/<pid>/status and anonymous RSS its RssAnon (RSS less it is the binary's text and the mmap'ed index pages), the Go runtime's memory not returned `go_memstats_sys_bytes` less `go_memstats_heap_released_bytes` (the most of the anonymous RSS the runtime accounts for; it counts gregor's 16 MiB garbage-collection ballast, which is never written and so never resident), Go heap `go_memstats_heap_inuse_bytes`, descriptors the entries of /proc/<pid>/fd, goroutines `go_goroutines` and log bytes `kafka_log_log_size` (summed over the node's partitions: those of the bounded topics, whose size retention or the cleaner keep down, and those of all; the internal topics' active segments grow to 100 MiB before the cleaner may touch them, and the transactions' topic keeps everything) of the node's /metrics; produce latency is from each send's call to its acknowledgement (queue and compacted topics' sends acknowledged in the interval, nearest rank)\n", run.Interval)
 	fmt.Fprintf(&b, "\n![soak](%s)\n", image)
 	writeSoakSamples(&b, run)
 	b.WriteString("\n### Checkers (the fault campaign's, at the end)\n\n")
@@ -395,7 +403,7 @@ func writeSoakSamples(b *bytes.Buffer, run *SoakRun) {
 	if every > 1 {
 		fmt.Fprintf(b, " (every %dth, and the last)", every)
 	}
-	b.WriteString("\n\nPer node: RSS MiB / Go heap in use MiB / descriptors / goroutines / log MiB of the bounded topics / log MiB of all topics.\n\n| time |")
+	b.WriteString("\n\nPer node: RSS MiB / anonymous RSS MiB / Go runtime's memory not returned MiB / Go heap in use MiB / descriptors / goroutines / log MiB of the bounded topics / log MiB of all topics.\n\n| time |")
 	for _, id := range ids {
 		fmt.Fprintf(b, " node %d |", id)
 	}
@@ -415,7 +423,8 @@ func writeSoakSamples(b *bytes.Buffer, run *SoakRun) {
 				b.WriteString(" - |")
 				continue
 			}
-			fmt.Fprintf(b, " %s / %s / %s / %s / %s / %s |", figure(float64(n.RSS)/(1<<20), n.RSS), figure(float64(n.Heap)/(1<<20), n.Heap), figure(float64(n.FDs), int64(n.FDs)),
+			fmt.Fprintf(b, " %s / %s / %s / %s / %s / %s / %s / %s |", figure(float64(n.RSS)/(1<<20), n.RSS), figure(float64(n.Anon)/(1<<20), n.Anon),
+				figure(float64(n.GoHeld)/(1<<20), n.GoHeld), figure(float64(n.Heap)/(1<<20), n.Heap), figure(float64(n.FDs), int64(n.FDs)),
 				figure(float64(n.Goroutines), int64(n.Goroutines)), figure(float64(n.TopicBytes)/(1<<20), n.TopicBytes), figure(float64(n.LogBytes)/(1<<20), n.LogBytes))
 		}
 		fmt.Fprintf(b, " %s | %s | %s | %s |\n", thousands(s.Acked), millis(s.P50), millis(s.P99), millis(s.P999))

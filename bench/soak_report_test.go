@@ -18,7 +18,7 @@ func soakSamples(n int, grow func(i int) float64) []SoakSample {
 			P50: 4 * time.Millisecond, P99: 20 * time.Millisecond, P999: 40 * time.Millisecond}
 		for id := 1; id <= 3; id++ {
 			g := grow(i)
-			s.Nodes = append(s.Nodes, SoakNode{ID: id, RSS: int64((200 + g) * (1 << 20)), Heap: int64((50 + g) * (1 << 20)), FDs: 150 + int(g), Goroutines: 300 + int(g),
+			s.Nodes = append(s.Nodes, SoakNode{ID: id, RSS: int64((200 + g) * (1 << 20)), Anon: int64((150 + g) * (1 << 20)), GoHeld: int64((120 + g) * (1 << 20)), Heap: int64((50 + g) * (1 << 20)), FDs: 150 + int(g), Goroutines: 300 + int(g),
 				LogBytes: 40 << 20, Segments: 60, TopicBytes: 10 << 20})
 		}
 		out = append(out, s)
@@ -114,7 +114,7 @@ func TestRenderSoak(t *testing.T) {
 		"load average 1.0 1.0 1.0 at the start, 2.0 2.0 2.0 at the end",
 		"| queue+group | 1,234,567 | 1,000,000 | 0 | 0 | 0 |", "| compacted | 10 | 9 | 1 | 0 | 1 |",
 		"**FAILED** (checkers: 1 violations; flatness: flat)",
-		"### Samples (every 5th, and the last)", "| 5m | 200 / 50 / 150 / 300 / 10 / 40 |", "| 120m |",
+		"### Samples (every 5th, and the last)", "| 5m | 200 / 150 / 120 / 50 / 150 / 300 / 10 / 40 |", "| 120m |",
 		"| RSS (MiB) | node 1 | 200.0 | 200.0 | 282.0 | ok |", "queue workload:\nwrites: ...",
 	} {
 		if !strings.Contains(doc, want) {
@@ -158,13 +158,13 @@ func TestSoakSVG(t *testing.T) {
 			texts = append(texts, string(el))
 		}
 	}
-	// Five per-node panels of 3 lines (node 3's RSS in two pieces), the
+	// Seven per-node panels of 3 lines (node 3's RSS in two pieces), the
 	// latency panel's 3 (each in two pieces) and the acks line.
-	if want := 5*3 + 1 + 3*2 + 1; counts["polyline"] != want {
+	if want := 7*3 + 1 + 3*2 + 1; counts["polyline"] != want {
 		t.Errorf("%d polylines, want %d", counts["polyline"], want)
 	}
 	all := strings.Join(texts, "|")
-	for _, want := range []string{"RSS (MiB)", "Go heap in use (MiB)", "open descriptors", "goroutines", "bounded topics' log (MiB)", "produce latency, send to ack (ms)",
+	for _, want := range []string{"RSS (MiB)", "anonymous RSS (MiB)", "Go runtime's memory not returned to the OS (MiB)", "Go heap in use (MiB)", "open descriptors", "goroutines", "bounded topics' log (MiB)", "produce latency, send to ack (ms)",
 		"node 1", "node 3", "p99.9", "warm-up", "first window", "last window", "minutes", ": a trial"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the picture lacks %q", want)

@@ -75,6 +75,8 @@ func SoakSVG(run *SoakRun) []byte {
 		series []svgSeries
 	}{
 		{"RSS (MiB)", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.RSS) / (1 << 20)) })},
+		{"anonymous RSS (MiB)", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.Anon) / (1 << 20)) })},
+		{"Go runtime's memory not returned to the OS (MiB)", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.GoHeld) / (1 << 20)) })},
 		{"Go heap in use (MiB)", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.Heap) / (1 << 20)) })},
 		{"open descriptors", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.FDs)) })},
 		{"goroutines", perNode(func(n SoakNode) float64 { return nonNegative(float64(n.Goroutines)) })},

@@ -489,7 +489,7 @@ func Catalog() []*Desc {
 		ConsumerGroupLag, ConsumerGroupLagSum, ConsumerGroupCommittedOffset,
 		RecordAcknowledgements, ShareInFlightMessageCount, ShareAcquisitionLockTimeouts,
 		ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs, ProcessStartTime,
-		GoGoroutines, GoAllocBytes, GoHeapInUse, GoGCCycles,
+		GoGoroutines, GoAllocBytes, GoHeapInUse, GoSysBytes, GoHeapReleased, GoStackInUse, GoGCCycles,
 		ClientMetricsInstanceCount, ClientMetricsUnknownSubscriptionRequests, ClientMetricsThrottles,
 		ClientMetricsPluginExports, ClientMetricsPluginErrors, ClientTelemetry,
 	}

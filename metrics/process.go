@@ -44,6 +44,15 @@ var (
 	GoHeapInUse = &Desc{Name: "go_memstats_heap_inuse_bytes", Kind: GaugeKind,
 		MBean: "none: the Go runtime (Prometheus' Go collector name; Kafka's JVM has jvm_memory_bytes_used{area=\"heap\"})",
 		Help:  "Bytes in heap spans in use."}
+	GoSysBytes = &Desc{Name: "go_memstats_sys_bytes", Kind: GaugeKind,
+		MBean: "none: the Go runtime (Prometheus' Go collector name)",
+		Help:  "Bytes of memory the Go runtime has mapped from the operating system, for the heap, stacks and its own structures."}
+	GoHeapReleased = &Desc{Name: "go_memstats_heap_released_bytes", Kind: GaugeKind,
+		MBean: "none: the Go runtime (Prometheus' Go collector name)",
+		Help:  "Bytes of the heap returned to the operating system (mapped but not resident); go_memstats_sys_bytes less this bounds the runtime's share of the resident memory."}
+	GoStackInUse = &Desc{Name: "go_memstats_stack_inuse_bytes", Kind: GaugeKind,
+		MBean: "none: the Go runtime (Prometheus' Go collector name)",
+		Help:  "Bytes of goroutine stacks in use."}
 	GoGCCycles = &Desc{Name: "go_gc_cycles_total", Kind: CounterKind,
 		MBean: "none: the Go runtime",
 		Help:  "Garbage collection cycles completed."}
@@ -86,6 +95,9 @@ func (r *Registry) RegisterProcess() {
 	r.Gauge(GoHeapInUse, func() float64 {
 		return runtimeValue("/memory/classes/heap/objects:bytes") + runtimeValue("/memory/classes/heap/unused:bytes")
 	})
+	r.Gauge(GoSysBytes, func() float64 { return runtimeValue("/memory/classes/total:bytes") })
+	r.Gauge(GoHeapReleased, func() float64 { return runtimeValue("/memory/classes/heap/released:bytes") })
+	r.Gauge(GoStackInUse, func() float64 { return runtimeValue("/memory/classes/heap/stacks:bytes") })
 	r.Gauge(GoGCCycles, func() float64 { return runtimeValue("/gc/cycles/total:gc-cycles") })
 }
 

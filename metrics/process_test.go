@@ -44,7 +44,7 @@ func TestProcessMetricsReadTheProcess(t *testing.T) {
 	_ = sink
 	second := scrape()
 	for _, d := range []*Desc{ProcessCPUSeconds, ProcessResidentMemory, ProcessVirtualMemory, ProcessOpenFDs, ProcessMaxFDs,
-		ProcessStartTime, GoGoroutines, GoAllocBytes, GoHeapInUse} {
+		ProcessStartTime, GoGoroutines, GoAllocBytes, GoHeapInUse, GoSysBytes, GoStackInUse} {
 		if second[d.Name] <= 0 {
 			t.Errorf("%s = %v", d.Name, second[d.Name])
 		}

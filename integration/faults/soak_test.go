@@ -372,8 +372,8 @@ func minutesOf(d time.Duration) string { return strconv.FormatFloat(d.Minutes(),
 func describeSample(s bench.SoakSample) string {
 	var parts []string
 	for _, n := range s.Nodes {
-		p := fmt.Sprintf("node %d: RSS %.1f MiB, Go heap %.1f MiB, %d fds, %d goroutines, log %.1f MiB (%.1f MiB of the bounded topics) in %d segments",
-			n.ID, float64(n.RSS)/(1<<20), float64(n.Heap)/(1<<20), n.FDs, n.Goroutines, float64(n.LogBytes)/(1<<20), float64(n.TopicBytes)/(1<<20), n.Segments)
+		p := fmt.Sprintf("node %d: RSS %.1f MiB (anonymous %.1f, Go runtime's not returned %.1f), Go heap %.1f MiB, %d fds, %d goroutines, log %.1f MiB (%.1f MiB of the bounded topics) in %d segments",
+			n.ID, float64(n.RSS)/(1<<20), float64(n.Anon)/(1<<20), float64(n.GoHeld)/(1<<20), float64(n.Heap)/(1<<20), n.FDs, n.Goroutines, float64(n.LogBytes)/(1<<20), float64(n.TopicBytes)/(1<<20), n.Segments)
 		if n.Err != "" {
 			p += " (" + n.Err + ")"
 		}
@@ -385,15 +385,15 @@ func describeSample(s bench.SoakSample) string {
 // sampleNode reads node n's figures: RSS and descriptors from /proc,
 // goroutines and log bytes (all, and bounded's) from its /metrics at addr.
 func sampleNode(ctx context.Context, n *integration.ClusterNode, addr string, bounded ...string) bench.SoakNode {
-	s := bench.SoakNode{ID: n.ID, RSS: -1, Heap: -1, FDs: -1, Goroutines: -1, LogBytes: -1, Segments: -1, TopicBytes: -1}
+	s := bench.SoakNode{ID: n.ID, RSS: -1, Anon: -1, GoHeld: -1, Heap: -1, FDs: -1, Goroutines: -1, LogBytes: -1, Segments: -1, TopicBytes: -1}
 	var errs []string
 	pid := n.Pid()
 	if pid == 0 {
 		s.Err = "not running"
 		return s
 	}
-	if rss, err := vmRSS(pid); err == nil {
-		s.RSS = rss
+	if rss, anon, err := residentMemory(pid); err == nil {
+		s.RSS, s.Anon = rss, anon
 	} else {
 		errs = append(errs, err.Error())
 	}
@@ -409,22 +409,30 @@ func sampleNode(ctx context.Context, n *integration.ClusterNode, addr string, bo
 	return s
 }
 
-// vmRSS is VmRSS of /proc/<pid>/status, in bytes.
-func vmRSS(pid int) (int64, error) {
+// residentMemory is VmRSS and RssAnon of /proc/<pid>/status, in bytes.
+func residentMemory(pid int) (rss, anon int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	fields := map[string]*int64{"VmRSS:": &rss, "RssAnon:": &anon}
+	found := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10, err
-			}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" || fields[f[0]] == nil {
+			continue
 		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status: %s: %w", pid, line, err)
+		}
+		*fields[f[0]] = kb << 10
+		found++
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if found != len(fields) {
+		return 0, 0, fmt.Errorf("no VmRSS or RssAnon in /proc/%d/status", pid)
+	}
+	return rss, anon, nil
 }
 
 // scrape reads go_goroutines and the sums of kafka_log_log_size (over
@@ -440,8 +448,13 @@ func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []strin
 		return fmt.Errorf("metrics: %w", err)
 	}
 	var size, topics, segments float64
+	sys, released := -1.0, -1.0
 	for _, m := range samples {
 		switch m.Name {
+		case "go_memstats_sys_bytes":
+			sys = m.Value
+		case "go_memstats_heap_released_bytes":
+			released = m.Value
 		case "go_goroutines":
 			s.Goroutines = int(m.Value)
 		case "go_memstats_heap_inuse_bytes":
@@ -456,6 +469,9 @@ func scrape(ctx context.Context, addr string, s *bench.SoakNode, bounded []strin
 		}
 	}
 	s.LogBytes, s.TopicBytes, s.Segments = int64(size), int64(topics), int(segments)
+	if sys >= 0 && released >= 0 {
+		s.GoHeld = int64(sys - released)
+	}
 	if s.Goroutines < 0 {
 		return fmt.Errorf("metrics: no go_goroutines")
 	}
@@ -553,9 +569,9 @@ func TestSoakLatencies(t *testing.T) {
 }
 
 func TestSoakReadsItsOwnProcess(t *testing.T) {
-	rss, err := vmRSS(os.Getpid())
-	if err != nil || rss < 1<<20 {
-		t.Fatalf("VmRSS of this process: %d, %v", rss, err)
+	rss, anon, err := residentMemory(os.Getpid())
+	if err != nil || rss < 1<<20 || anon < 1<<20 || anon > rss {
+		t.Fatalf("VmRSS and RssAnon of this process: %d, %d, %v", rss, anon, err)
 	}
 	if got := thousands(1234567); got != "1,234,567" {
 		t.Errorf("thousands: %s", got)
