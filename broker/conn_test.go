@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -431,4 +432,56 @@ func longPollFetch(topic string, maxWait int32) *kmsg.FetchRequest {
 	fetch.SessionEpoch = -1
 	fetch.Topics = []kmsg.FetchRequestTopic{{Topic: topic, Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LogStartOffset: -1}}}}
 	return fetch
+}
+
+// An answer written just before an acks=0 produce (which sends nothing)
+// goes out at once. The writer used to flush only after a response, so
+// an answer followed in the queue by an acks=0 produce sat in its buffer
+// until some later request was answered.
+func TestAnswerFollowedByAnAcksZeroProduceIsSent(t *testing.T) {
+	n := startTestNode(t, nil)
+	createTopic(t, n, "fire-and-forget", 1, nil)
+	c := dialRaw(t, n.addr)
+	versions := kmsg.NewPtrApiVersionsRequest()
+	versions.SetVersion(0)
+	produce := produceReq("fire-and-forget", batchBytes(t, false), nil)
+	produce.Acks = 0
+	for i := range 50 {
+		// Both frames in one write, so that the produce is queued
+		// while the writer has the ApiVersions answer.
+		var both []byte
+		for _, body := range [][]byte{requestBody(versions, int32(2*i)), requestBody(produce, int32(2*i+1))} {
+			both = binary.BigEndian.AppendUint32(both, uint32(len(body)))
+			both = append(both, body...)
+		}
+		if _, err := c.nc.Write(both); err != nil {
+			t.Fatal(err)
+		}
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp := kmsg.NewPtrApiVersionsResponse()
+		if corr := c.recv(resp); corr != int32(2*i) || resp.ErrorCode != 0 {
+			t.Fatalf("round %d: answer %d, error %d", i, corr, resp.ErrorCode)
+		}
+	}
+}
+
+// An idle connection holds one goroutine, its reader: the writer runs
+// only while answers are owed.
+func TestIdleConnectionHasNoWriter(t *testing.T) {
+	n := startTestNode(t, nil)
+	const conns = 50
+	settle := func() int {
+		runtime.GC()
+		return runtime.NumGoroutine()
+	}
+	before := settle()
+	for range conns {
+		c := dialRaw(t, n.addr)
+		c.send(kmsg.NewPtrApiVersionsRequest(), 1)
+		c.recv(kmsg.NewPtrApiVersionsResponse())
+	}
+	// The writers of the last answers may still be on their way out.
+	waitUntil(t, 5*time.Second, "one goroutine per idle connection", func() bool {
+		return settle()-before <= conns+conns/10
+	})
 }

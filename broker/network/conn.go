@@ -110,10 +110,17 @@ type Conn struct {
 	// lingering: the reader stopped after a failed authentication whose
 	// answer is still to be sent; the connection closes once it is.
 	lingering bool
-	log       *slog.Logger
 	ctx       context.Context
 	cancel    context.CancelFunc
-	queue     chan *slot
+	// queue holds the slots of the requests read and not yet answered,
+	// in request order; the reader sends on it and closes it, the
+	// writer receives.
+	queue chan *slot
+	// writing is up while a writer goroutine runs (writeLoop), writers
+	// counts them (at most one at a time, a second only as the first
+	// returns).
+	writing atomic.Bool
+	writers sync.WaitGroup
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
 	// watchClose starts, once, the watch of its end that a handler asks
@@ -133,6 +140,16 @@ type Conn struct {
 	// mutedUntil is when a quota throttle ends (monotonic, 0: never
 	// throttled); the reader handles no request before it (KIP-219).
 	mutedUntil atomic.Int64
+}
+
+// logger is the server's logger with the connection's peer and listener.
+// It is built when a message is logged, which happens a few times in a
+// connection's life at most, rather than kept by every connection.
+func (c *Conn) logger() *slog.Logger {
+	if c.nc == nil {
+		return c.srv.log // a DetachedConn
+	}
+	return c.srv.log.With("remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name)
 }
 
 // monotonic is the connection's clock: nanoseconds since it was accepted.
@@ -444,11 +461,6 @@ func (c *Conn) serve() {
 		c.close()
 		return
 	}
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
 	if maxIdle := c.srv.opts.MaxIdle; maxIdle >= 0 {
 		// Created far in the future and then reset, so that the timer
 		// is assigned before its function can run.
@@ -467,6 +479,12 @@ func (c *Conn) serve() {
 			c.cancel()
 		}
 		close(c.queue)
+		c.wakeWriter()
+		writerDone := make(chan struct{})
+		go func() {
+			c.writers.Wait()
+			close(writerDone)
+		}()
 		select {
 		case <-writerDone:
 		case <-time.After(drainTimeout):
@@ -508,7 +526,7 @@ func (c *Conn) serve() {
 		if err != nil {
 			c.srv.requestPool.release(max(reserved, 0))
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && c.ctx.Err() == nil {
-				c.log.Debug("closing connection", "err", err)
+				c.logger().Debug("closing connection", "err", err)
 			}
 			return
 		}
@@ -557,7 +575,7 @@ func (c *Conn) expireIdle(maxIdle time.Duration) {
 	}
 	idle := c.idle.idleFor()
 	if idle >= maxIdle {
-		c.log.Debug("closing idle connection", "idle", idle, "connections.max.idle.ms", maxIdle.Milliseconds())
+		c.logger().Debug("closing idle connection", "idle", idle, "connections.max.idle.ms", maxIdle.Milliseconds())
 		c.close()
 		return
 	}
@@ -594,20 +612,20 @@ func (c *Conn) handleFrame(frame []byte) bool {
 	}
 	hdr, body, err := protocol.ParseRequestHeader(frame, flexible)
 	if err != nil || kreq == nil {
-		c.log.Debug("closing connection: unknown API or bad header", "key", key, "version", version, "err", err)
+		c.logger().Debug("closing connection: unknown API or bad header", "key", key, "version", version, "err", err)
 		s.closeConn = true
 		s.finish()
 		return false
 	}
 	h, served := c.srv.handlers[key]
 	if !served || !c.listener.serves(key) {
-		c.log.Debug("closing connection: API not served on this listener", "key", key, "listener", c.listener.Name)
+		c.logger().Debug("closing connection: API not served on this listener", "key", key, "listener", c.listener.Name)
 		s.closeConn = true
 		s.finish()
 		return false
 	}
 	if err := kreq.ReadFrom(body); err != nil {
-		c.log.Debug("closing connection: malformed request", "api", kmsg.NameForKey(key), "version", version, "err", err)
+		c.logger().Debug("closing connection: malformed request", "api", kmsg.NameForKey(key), "version", version, "err", err)
 		s.closeConn = true
 		s.finish()
 		return false
@@ -620,7 +638,7 @@ func (c *Conn) handleFrame(frame []byte) bool {
 			h.Unsupported(r)
 			return true
 		}
-		c.log.Debug("closing connection: unsupported version", "api", kmsg.NameForKey(key), "version", version)
+		c.logger().Debug("closing connection: unsupported version", "api", kmsg.NameForKey(key), "version", version)
 		s.closeConn = true
 		s.finish()
 		return false
@@ -686,9 +704,13 @@ func (c *Conn) releaseFrame(key int16, frame []byte, s *slot) {
 
 // writeLoop writes finished responses in request order.
 //
-// The write buffer is taken from the server's pool when a response is
-// due and given back once the queue is empty and flushed: an idle
-// connection holds none (64 KiB each at thousands of connections).
+// The writer exists only while the connection is in use: the reader
+// starts it with the first slot after a lull (wakeWriter), and it returns
+// once the queue has stayed empty for writerLinger, so an idle connection
+// has one goroutine and its stack, not two. The write buffer is likewise taken from the
+// server's pool when a response is due and given back once the queue is
+// empty and flushed: an idle connection holds none (64 KiB each at
+// thousands of connections).
 func (c *Conn) writeLoop() {
 	var bw *bufio.Writer
 	release := func() {
@@ -711,19 +733,58 @@ func (c *Conn) writeLoop() {
 			s.abandon()
 		}
 	}
-	for s := range c.queue {
+	var linger *time.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	for {
+		var s *slot
+		select {
+		case next, open := <-c.queue:
+			if !open {
+				return
+			}
+			s = next
+		default:
+			// Nothing queued, and everything written is flushed
+			// (below). The writer waits writerLinger for more, so
+			// that a client in conversation does not pay a
+			// goroutine start per request, and then ends.
+			if linger == nil {
+				linger = time.NewTimer(writerLinger)
+			} else {
+				linger.Reset(writerLinger)
+			}
+			select {
+			case next, open := <-c.queue:
+				if !open {
+					return
+				}
+				s = next
+			case <-linger.C:
+				// The flag falls before the second look: a slot
+				// the reader queued after the first look is
+				// either seen here or finds the flag down and
+				// starts a writer itself.
+				c.writing.Store(false)
+				if len(c.queue) == 0 || !c.writing.CompareAndSwap(false, true) {
+					return
+				}
+				continue
+			}
+		}
 		c.signalRoom()
 		if !c.awaitHandler(s) {
 			s.abandon()
 			drain()
 			return
 		}
-		if bw == nil {
-			bw = c.srv.writeBuffers.Get().(*bufio.Writer)
-			bw.Reset(activityWriter{c})
-		}
 		if s.closeConn {
-			bw.Flush()
+			if bw != nil {
+				bw.Flush()
+			}
 			c.close()
 			drain()
 			return
@@ -731,40 +792,71 @@ func (c *Conn) writeLoop() {
 		writeStart := time.Since(s.start)
 		if s.noResponse {
 			observeTimes(s, writeStart, writeStart)
-			continue
-		}
-		var err error
-		if s.frame != nil {
-			_, err = bw.Write(s.frame)
-			if s.closeAfter {
-				bw.Flush()
+		} else {
+			if bw == nil {
+				bw = c.srv.writeBuffers.Get().(*bufio.Writer)
+				bw.Reset(activityWriter{c})
+			}
+			var err error
+			if s.frame != nil {
+				_, err = bw.Write(s.frame)
+				if s.closeAfter {
+					bw.Flush()
+					c.close()
+					drain()
+					return
+				}
+			} else {
+				err = c.writeChunks(bw, s.chunks)
+				// Sent (sendfile and the copies are done with the
+				// files) or failed.
+				ReleaseChunks(s.chunks)
+			}
+			// The response is in the socket or the writer's own
+			// buffer. A file range goes by sendfile, around
+			// activityWriter: its progress counts here, once it is
+			// sent.
+			c.idle.touch()
+			c.held.add(-s.held)
+			if err != nil {
 				c.close()
 				drain()
 				return
 			}
-		} else {
-			err = c.writeChunks(bw, s.chunks)
-			// Sent (sendfile and the copies are done with the
-			// files) or failed.
-			ReleaseChunks(s.chunks)
+			observeTimes(s, writeStart, time.Since(s.start))
 		}
-		// The response is in the socket or the writer's own buffer.
-		// A file range goes by sendfile, around activityWriter: its
-		// progress counts here, once it is sent.
-		c.idle.touch()
-		c.held.add(-s.held)
-		if err == nil && len(c.queue) == 0 {
-			if err = bw.Flush(); err == nil {
-				release()
+		// A response written behind others goes out with them; the
+		// last one queued is flushed before the writer looks for
+		// more (an acks=0 produce, which sends nothing, may be that
+		// last one).
+		if bw != nil && len(c.queue) == 0 {
+			if err := bw.Flush(); err != nil {
+				c.close()
+				drain()
+				return
 			}
+			release()
 		}
-		if err != nil {
-			c.close()
-			drain()
-			return
-		}
-		observeTimes(s, writeStart, time.Since(s.start))
 	}
+}
+
+// writerLinger is how long a connection's writer waits for the next
+// response once it has written every one queued, before it ends.
+const writerLinger = time.Second
+
+// wakeWriter starts the connection's writer unless one runs (writeLoop).
+// Only the reader calls it, after queueing a slot, and for the last time
+// after closing the queue, so that a writer sees the end.
+func (c *Conn) wakeWriter() {
+	if c.writing.CompareAndSwap(false, true) {
+		c.writers.Add(1)
+		go c.runWriter()
+	}
+}
+
+func (c *Conn) runWriter() {
+	defer c.writers.Done()
+	c.writeLoop()
 }
 
 // awaitHandler waits until s is finished; it reports false when the

@@ -58,9 +58,9 @@ func (c *Conn) secure() bool {
 	cancel()
 	if err != nil {
 		if peerLeft(err) {
-			c.log.Debug("connection closed during the TLS handshake", "err", err)
+			c.logger().Debug("connection closed during the TLS handshake", "err", err)
 		} else {
-			c.log.Info(fmt.Sprintf("Failed authentication with %s (SSL handshake failed)", c.nc.RemoteAddr()), "err", err)
+			c.logger().Info(fmt.Sprintf("Failed authentication with %s (SSL handshake failed)", c.nc.RemoteAddr()), "err", err)
 		}
 		return false
 	}
@@ -76,7 +76,7 @@ func (c *Conn) secure() bool {
 		if err != nil {
 			// Kafka fails the connection when its principal cannot be
 			// built (no mapping rule applies).
-			c.log.Info(fmt.Sprintf("Failed authentication with %s (%v)", c.nc.RemoteAddr(), err))
+			c.logger().Info(fmt.Sprintf("Failed authentication with %s (%v)", c.nc.RemoteAddr(), err))
 			return false
 		}
 		c.session.principal = authz.Principal{Type: authz.UserType, Name: name}

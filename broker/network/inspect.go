@@ -87,7 +87,7 @@ func (c *Conn) IdleTimerArmed() bool { return c.idleTimer != nil }
 // from addr, that reads from no socket: its requests (Conn.Request) are
 // handed to a handler directly, and their answers kept for Answer.
 func (s *Server) DetachedConn(name string, addr netip.Addr) *Conn {
-	c := &Conn{srv: s, listener: &listener{ListenerSpec: ListenerSpec{Name: name}}, log: s.log}
+	c := &Conn{srv: s, listener: &listener{ListenerSpec: ListenerSpec{Name: name}}}
 	c.session = newSession(c.listener, addr)
 	return c
 }

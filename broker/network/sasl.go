@@ -142,7 +142,7 @@ func (c *Conn) handleAuthFrame(frame []byte) (handled, keep bool) {
 			return true, c.authRequest(frame)
 		}
 		if !a.expiry.IsZero() && !now.Before(a.expiry) {
-			c.log.Debug("closing connection: its SASL session expired", "api", kmsg.NameForKey(key), "principal", c.session.principal)
+			c.logger().Debug("closing connection: its SASL session expired", "api", kmsg.NameForKey(key), "principal", c.session.principal)
 			return true, false
 		}
 		return false, true
@@ -216,13 +216,13 @@ func (c *Conn) authRequest(frame []byte) bool {
 		}
 	}
 	if kreq == nil || err != nil {
-		c.log.Debug("closing connection: malformed request during SASL authentication", "key", key, "version", version, "err", err)
+		c.logger().Debug("closing connection: malformed request during SASL authentication", "key", key, "version", version, "err", err)
 		return c.closeNow(s)
 	}
 	r := &Request{conn: c, Header: hdr, Body: kreq, slot: s}
 	switch {
 	case a.state == authReauthBadMechanism:
-		c.log.Debug("SASL re-authentication failed: mechanism changed", "from", a.mechanism)
+		c.logger().Debug("SASL re-authentication failed: mechanism changed", "from", a.mechanism)
 		return c.failAuthentication(r, nil)
 	case key == int16(kmsg.SASLHandshake) && (a.state == authInitial || a.state == authHandshake):
 		return c.saslHandshake(r)
@@ -230,10 +230,10 @@ func (c *Conn) authRequest(frame []byte) bool {
 		return c.saslAuthenticate(r)
 	case key == int16(kmsg.ApiVersions):
 		// A second ApiVersions: Kafka closes at once.
-		c.log.Debug("closing connection: ApiVersions repeated during SASL authentication")
+		c.logger().Debug("closing connection: ApiVersions repeated during SASL authentication")
 		return c.closeNow(s)
 	}
-	c.log.Debug("closing connection: request before SASL authentication", "api", kmsg.NameForKey(key))
+	c.logger().Debug("closing connection: request before SASL authentication", "api", kmsg.NameForKey(key))
 	return c.failAuthentication(r, nil)
 }
 
@@ -253,6 +253,7 @@ func (c *Conn) queueSlot(frame []byte) *slot {
 	c.held.add(s.held)
 	select {
 	case c.queue <- s:
+		c.wakeWriter()
 		return s
 	case <-c.ctx.Done():
 		return nil
@@ -272,7 +273,7 @@ func (c *Conn) saslHandshake(r *Request) bool {
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = a.cfg.Mechanisms
 	if !slices.Contains(a.cfg.Mechanisms, req.Mechanism) {
-		c.log.Debug("SASL mechanism not enabled on the listener", "mechanism", req.Mechanism)
+		c.logger().Debug("SASL mechanism not enabled on the listener", "mechanism", req.Mechanism)
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return c.failAuthentication(r, resp)
 	}
@@ -298,7 +299,7 @@ func (c *Conn) saslAuthenticate(r *Request) bool {
 	reply, lifetime, err := c.authStep(req.SASLAuthBytes)
 	if err != nil {
 		msg := sasl.ClientMessage(err, a.mechanism, a.reauthenticating)
-		c.log.Debug("SASL authentication failed", "mechanism", a.mechanism, "reauthentication", a.reauthenticating, "err", err)
+		c.logger().Debug("SASL authentication failed", "mechanism", a.mechanism, "reauthentication", a.reauthenticating, "err", err)
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		resp.ErrorMessage = &msg
 		return c.failAuthentication(r, resp)
@@ -322,7 +323,7 @@ func (c *Conn) authRawToken(frame []byte) bool {
 	}
 	reply, _, err := c.authStep(frame)
 	if err != nil {
-		c.log.Debug("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
+		c.logger().Debug("SASL authentication failed", "mechanism", c.auth.mechanism, "err", err)
 		return c.failAuthentication(&Request{conn: c, slot: s}, nil)
 	}
 	if reply == nil {
@@ -363,7 +364,7 @@ func (c *Conn) authStep(msg []byte) (reply []byte, lifetimeMs int64, err error) 
 		c.listener.stats.authenticated.Add(1)
 	}
 	lifetimeMs = a.complete(time.Now())
-	c.log.Debug("SASL authentication complete", "principal", p, "mechanism", a.mechanism, "sessionLifetimeMs", lifetimeMs)
+	c.logger().Debug("SASL authentication complete", "principal", p, "mechanism", a.mechanism, "sessionLifetimeMs", lifetimeMs)
 	return reply, lifetimeMs, nil
 }
 

@@ -434,7 +434,6 @@ func (s *Server) acceptLoop(l *listener) {
 			out:      nc,
 			listener: l,
 			session:  newSession(l, ip),
-			log:      s.log.With("remote", nc.RemoteAddr().String(), "listener", l.Name),
 			ctx:      cctx,
 			cancel:   cancel,
 			queue:    make(chan *slot, maxInFlight),
@@ -524,7 +523,7 @@ func (r *Request) GoAsync(fn func()) {
 		defer func() {
 			if p := recover(); p != nil {
 				r.conn.srv.panics.Add(1)
-				r.conn.log.Error("handler panicked; closing connection", "api", kmsg.NameForKey(r.Header.APIKey), "panic", p, "stack", string(debug.Stack()))
+				r.conn.logger().Error("handler panicked; closing connection", "api", kmsg.NameForKey(r.Header.APIKey), "panic", p, "stack", string(debug.Stack()))
 				r.slot.closeConn = true
 				select {
 				case <-r.slot.done:
