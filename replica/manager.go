@@ -487,7 +487,7 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		var newCfg *config.Topic
 		if cfgChanged {
 			newCfg = topicCfg()
-			p.log.SetConfig(*newCfg)
+			p.log.SetConfig(newCfg)
 			m.setTiered(p, p.log)
 		}
 		p.update(meta, newCfg, m.nowMs())
@@ -548,7 +548,7 @@ func (r *reconciliation) openNew() {
 	m := r.m
 	reqs := make([]storage.LogRequest, len(r.opens))
 	for i, n := range r.opens {
-		reqs[i] = storage.LogRequest{TopicPartition: n.tp, TopicID: n.id, Config: *n.cfg}
+		reqs[i] = storage.LogRequest{TopicPartition: n.tp, TopicID: n.id, Config: n.cfg}
 	}
 	if m.openHook != nil {
 		m.openHook(reqs)

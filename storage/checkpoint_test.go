@@ -87,7 +87,7 @@ func TestCleanShutdownMarkerFormat(t *testing.T) {
 func TestIndexFileFormats(t *testing.T) {
 	fsys := vfs.NewMemFS()
 	fsys.MkdirAll("/d", 0o755)
-	oi, err := openIndexFile(fsys, "/d/00000000000000000100.index", offsetIndexEntrySize, 100)
+	oi, err := openIndexFile(fsys, segmentFile{"/d", 100, indexSuffix}, offsetIndexEntrySize, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestIndexFileFormats(t *testing.T) {
 	}
 	oi.close()
 
-	ti, err := openIndexFile(fsys, "/d/00000000000000000100.timeindex", timeIndexEntrySize, 120)
+	ti, err := openIndexFile(fsys, segmentFile{"/d", 100, timeIndexSuffix}, timeIndexEntrySize, 120)
 	if err != nil {
 		t.Fatal(err)
 	}

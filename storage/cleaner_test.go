@@ -352,7 +352,7 @@ func TestCleanerDropsKeylessRecordsAndCompactedLogsRefuseThem(t *testing.T) {
 	mustAppend(t, l, keyedBatch(t, protocol.CodecNone, clock.ms.Load(), kv{"a", val("2")}))
 	rollAndCommit(t, l)
 	cfg.Compact, cfg.Delete = true, false
-	l.SetConfig(cfg)
+	l.SetConfig(&cfg)
 	_, _, err := l.Append(keyedBatch(t, protocol.CodecNone, clock.ms.Load(), kv{"", val("no key")}), 3, AppendClient)
 	if ke := kerrOf(err); ke != kerr.InvalidRecord {
 		t.Fatalf("keyless append to a compacted log: %v, want INVALID_RECORD", err)
@@ -830,7 +830,7 @@ func TestCompactionLags(t *testing.T) {
 	writeVersions(t, l, clock, 20, 1)
 	dirtyFrom := l.LogEndOffset() - 20
 	cfg.MaxCompactionLagMs = 60_000
-	l.SetConfig(cfg)
+	l.SetConfig(&cfg)
 	c, _ = l.cleanableRange(dirtyFrom, true, start+30_000)
 	if c.needNow || c.ratio() > 0.99 {
 		t.Fatalf("within max.compaction.lag.ms: %+v", c)
@@ -842,7 +842,7 @@ func TestCompactionLags(t *testing.T) {
 	}
 	// min.compaction.lag.ms keeps records that young out of the range.
 	cfg.MinCompactionLagMs = 10_000
-	l.SetConfig(cfg)
+	l.SetConfig(&cfg)
 	c, _ = l.cleanableRange(0, true, start+5_000)
 	if c.firstUncleanable != 0 {
 		t.Fatalf("records younger than min.compaction.lag.ms are cleanable: first uncleanable %d", c.firstUncleanable)

@@ -32,7 +32,9 @@ import (
 // older snapshot over a newer one.
 type epochCache struct {
 	fsys vfs.FS
-	path string
+	// dir is the log's dir; the checkpoint's path is joined when it is
+	// read or written, not kept (a string per partition).
+	dir string
 
 	writeMu sync.Mutex
 
@@ -42,24 +44,26 @@ type epochCache struct {
 	unsaved bool
 }
 
+func (c *epochCache) path() string { return filepath.Join(c.dir, LeaderEpochCheckpointFile) }
+
 // errCorruptEpochCheckpoint: the leader-epoch checkpoint cannot be
 // decoded (a crash during a clean shutdown, whose writes are made durable
 // together at its end, can leave it so).
 var errCorruptEpochCheckpoint = errors.New("corrupt leader-epoch checkpoint")
 
 func openEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
-	c := &epochCache{fsys: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
-	data, err := vfs.ReadFile(fsys, c.path)
+	c := &epochCache{fsys: fsys, dir: dir}
+	data, err := vfs.ReadFile(fsys, c.path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", c.path, err)
+		return nil, fmt.Errorf("reading %s: %w", c.path(), err)
 	}
 	entries, err := decodeEpochCheckpoint(data)
 	if err != nil {
 		// The cache is empty and the caller rebuilds it from the log.
-		return c, fmt.Errorf("parsing %s: %w: %w", c.path, errCorruptEpochCheckpoint, err)
+		return c, fmt.Errorf("parsing %s: %w: %w", c.path(), errCorruptEpochCheckpoint, err)
 	}
 	c.entries = entries
 	return c, nil
@@ -193,9 +197,9 @@ func (c *epochCache) takeSnapshot() []EpochEntry {
 func (c *epochCache) write() error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	if err := vfs.WriteFileAtomic(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
+	if err := vfs.WriteFileAtomic(c.fsys, c.path(), encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
 		c.markUnsaved()
-		return fmt.Errorf("writing %s: %w", c.path, err)
+		return fmt.Errorf("writing %s: %w", c.path(), err)
 	}
 	return nil
 }
@@ -218,9 +222,9 @@ func (c *epochCache) saveUnsavedWith(write func(vfs.FS, string, []byte) error) (
 	if !unsaved {
 		return false, nil
 	}
-	if err := write(c.fsys, c.path, encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
+	if err := write(c.fsys, c.path(), encodeEpochCheckpoint(c.takeSnapshot())); err != nil {
 		c.markUnsaved()
-		return false, fmt.Errorf("writing %s: %w", c.path, err)
+		return false, fmt.Errorf("writing %s: %w", c.path(), err)
 	}
 	return true, nil
 }

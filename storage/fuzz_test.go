@@ -102,10 +102,11 @@ func FuzzTxnIndex(f *testing.F) {
 		if err := fsys.MkdirAll("/d", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := vfs.WriteFileSynced(fsys, "/d/x.txnindex", data); err != nil {
+		file := segmentFile{"/d", 0, txnIndexSuffix}
+		if err := vfs.WriteFileSynced(fsys, file.String(), data); err != nil {
 			t.Fatal(err)
 		}
-		x, err := openTxnIndex(fsys, "/d/x.txnindex", 0)
+		x, err := openTxnIndex(fsys, file, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -136,3 +136,5 @@ func batchesIn(t testing.TB, b []byte) []protocol.BatchHeader {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }

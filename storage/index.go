@@ -27,7 +27,7 @@ var errIndexFull = errors.New("index is full")
 // only writer; readers (fetch, ListOffsets) take the read lock, so a lookup
 // never sees a half-written entry or a region being remapped.
 type indexFile struct {
-	name      string
+	file      segmentFile
 	fsys      vfs.FS
 	f         vfs.File // nil while closed (the segment's files are closed)
 	entrySize int
@@ -55,7 +55,8 @@ type indexFile struct {
 // is preallocated to segment.index.bytes. With size 0 the file keeps its
 // length. Entries are taken from the file's length; the caller validates and
 // trims them.
-func openIndexFile(fsys vfs.FS, name string, entrySize int, size int64) (*indexFile, error) {
+func openIndexFile(fsys vfs.FS, file segmentFile, entrySize int, size int64) (*indexFile, error) {
+	name := file.String()
 	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening index %s: %w", name, err)
@@ -66,7 +67,7 @@ func openIndexFile(fsys vfs.FS, name string, entrySize int, size int64) (*indexF
 		return nil, fmt.Errorf("stat index %s: %w", name, err)
 	}
 	length := st.Size() - st.Size()%int64(entrySize)
-	idx := &indexFile{name: name, fsys: fsys, f: f, entrySize: entrySize, entries: int(length) / entrySize}
+	idx := &indexFile{file: file, fsys: fsys, f: f, entrySize: entrySize, entries: int(length) / entrySize}
 	target := length
 	if size > 0 {
 		target = size - size%int64(entrySize)
@@ -166,13 +167,13 @@ func (x *indexFile) trim(fsys vfs.FS) error {
 		// An inactive segment's index file holds its entries, none
 		// here: it is created empty, or a stale one a crash left is
 		// emptied, without mapping anything.
-		f, err := fsys.OpenFile(x.name, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+		f, err := fsys.OpenFile(x.file.String(), os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 		if err == nil {
 			err = f.Close()
 		}
 		if err != nil {
 			x.mu.Unlock()
-			return fmt.Errorf("creating index %s: %w", x.name, err)
+			return fmt.Errorf("creating index %s: %w", x.file, err)
 		}
 		x.absent, x.maxEntries = false, 0
 		x.mu.Unlock()
@@ -336,7 +337,7 @@ func (x *indexFile) rlockData() error {
 	x.mu.Unlock()
 	x.mu.RLock()
 	if err == nil && x.entries > 0 && x.data == nil {
-		err = fmt.Errorf("index %s closed while in use", x.name)
+		err = fmt.Errorf("index %s closed while in use", x.file)
 	}
 	return err
 }
@@ -373,19 +374,19 @@ func (x *indexFile) openLocked(fsys vfs.FS) error {
 		// leftovers first, but truncating costs nothing here).
 		flags |= os.O_CREATE | os.O_TRUNC
 	}
-	f, err := fsys.OpenFile(x.name, flags, 0o644)
+	f, err := fsys.OpenFile(x.file.String(), flags, 0o644)
 	if err != nil {
-		return fmt.Errorf("reopening index %s: %w", x.name, err)
+		return fmt.Errorf("reopening index %s: %w", x.file, err)
 	}
 	x.absent = false
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("stat index %s: %w", x.name, err)
+		return fmt.Errorf("stat index %s: %w", x.file, err)
 	}
 	if st.Size() < int64(x.entries*x.entrySize) {
 		f.Close()
-		return fmt.Errorf("index %s shrank to %d bytes under %d entries", x.name, st.Size(), x.entries)
+		return fmt.Errorf("index %s shrank to %d bytes under %d entries", x.file, st.Size(), x.entries)
 	}
 	x.f = f
 	length := int64(x.maxEntries * x.entrySize)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gregorbroker/gregor/vfs"
@@ -15,9 +14,10 @@ import (
 // kept entries as they were, and zeros after them, through the mapping
 // and in the file, and the index takes new entries after the kept ones.
 func TestTruncateEntriesOfAMappedIndex(t *testing.T) {
-	name := filepath.Join(t.TempDir(), "00000000000000000000.index")
+	file := segmentFile{t.TempDir(), 0, indexSuffix}
+	name := file.String()
 	const size = 1 << 20
-	x, err := openIndexFile(vfs.OSFS{}, name, 8, size)
+	x, err := openIndexFile(vfs.OSFS{}, file, 8, size)
 	if err != nil {
 		t.Fatal(err)
 	}

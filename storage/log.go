@@ -81,6 +81,9 @@ type LogOptions struct {
 	// state is the log as the last clean shutdown described it in the
 	// log dir's state file (logstate.go), used when CleanShutdown is set.
 	state *logState
+	// sharedConfig, when set, is Config as a value the log keeps instead
+	// of a copy of its own (LogRequest.Config).
+	sharedConfig *config.Topic
 }
 
 // AppendResult describes a successful append (or an idempotent duplicate,
@@ -257,8 +260,12 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		scratch:    opts.scratch,
 	}
 	l.dirHealth.Store(opts.dirHealth)
-	cfg := opts.Config
-	l.cfg.Store(&cfg)
+	cfg := opts.sharedConfig
+	if cfg == nil {
+		own := opts.Config
+		cfg = &own
+	}
+	l.cfg.Store(cfg)
 	l.cleanerHorizonMs.Store(math.MaxInt64)
 	l.firstUnstable.Store(math.MaxInt64)
 	l.abortedEnd.Store(-1)
@@ -1564,11 +1571,12 @@ func (l *Log) NumSegments() int {
 func (l *Log) Config() config.Topic { return l.config() }
 
 // SetConfig applies a changed topic configuration; it takes effect for the
-// next append and roll.
-func (l *Log) SetConfig(cfg config.Topic) {
+// next append and roll. The log keeps cfg, which nobody may change after
+// (the topic's logs share one).
+func (l *Log) SetConfig(cfg *config.Topic) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.cfg.Store(&cfg)
+	l.cfg.Store(cfg)
 }
 
 // OffsetForTimestamp finds the first offset whose timestamp is >= ts, with

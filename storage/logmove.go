@@ -480,8 +480,8 @@ func (m *Manager) copyRest(mv *logMove, src string) error {
 	indexes := map[string]*indexFile{}
 	txnIndexes := map[string]*txnIndex{}
 	for _, s := range l.segments {
-		indexes[filepath.Base(s.offsets.indexFile.name)] = s.offsets.indexFile
-		indexes[filepath.Base(s.times.indexFile.name)] = s.times.indexFile
+		indexes[filepath.Base(s.offsets.indexFile.file.String())] = s.offsets.indexFile
+		indexes[filepath.Base(s.times.indexFile.file.String())] = s.times.indexFile
 		txnIndexes[segmentFileName("", s.baseOffset, txnIndexSuffix)] = s.txns
 	}
 	ents, err := m.fsys.ReadDir(src)
@@ -582,7 +582,7 @@ func (l *Log) relocateLocked(dir string, health *dirHealth) {
 	l.dir = dir
 	l.producers.dir = dir
 	l.epochs.writeMu.Lock()
-	l.epochs.path = filepath.Join(dir, LeaderEpochCheckpointFile)
+	l.epochs.dir = dir
 	l.epochs.writeMu.Unlock()
 	l.dirHealth.Store(health)
 }
@@ -601,7 +601,7 @@ func (s *segment) relocate(dir string) error {
 	s.dir = dir
 	for _, x := range []*indexFile{s.offsets.indexFile, s.times.indexFile} {
 		x.mu.Lock()
-		x.name = filepath.Join(dir, filepath.Base(x.name))
+		x.file.dir = dir
 		x.mu.Unlock()
 	}
 	s.txns.relocate(dir)

@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"path/filepath"
 	"slices"
 )
 
@@ -136,10 +135,10 @@ func (st *logState) usable(opts LogOptions) bool {
 // segment.index.bytes of capacity then (indexBytes > 0), as
 // becomeActive gives them.
 func restoredSegment(l *Log, ss segmentState, indexBytes int64, nowMs int64) (*segment, error) {
-	txns := &txnIndex{baseOffset: ss.base, name: segmentFileName(l.dir, ss.base, txnIndexSuffix)}
+	txns := &txnIndex{baseOffset: ss.base, file: segmentFile{l.dir, ss.base, txnIndexSuffix}}
 	if ss.txnIndexBytes > 0 {
 		var err error
-		if txns, err = openTxnIndex(l.fsys, txns.name, ss.base); err != nil {
+		if txns, err = openTxnIndex(l.fsys, txns.file, ss.base); err != nil {
 			return nil, err
 		}
 		if txns.corrupt || txns.size != ss.txnIndexBytes {
@@ -159,11 +158,11 @@ func restoredSegment(l *Log, ss segmentState, indexBytes int64, nowMs int64) (*s
 		baseOffset: ss.base,
 		cache:      l.segCache,
 		offsets: &offsetIndex{indexFile: &indexFile{
-			name: segmentFileName(l.dir, ss.base, indexSuffix), fsys: l.fsys, entrySize: offsetIndexEntrySize,
+			file: segmentFile{l.dir, ss.base, indexSuffix}, fsys: l.fsys, entrySize: offsetIndexEntrySize,
 			entries: int(ss.offsetEntries), maxEntries: capacity(ss.offsetEntries, offsetIndexEntrySize),
 		}, baseOffset: ss.base},
 		times: &timeIndex{indexFile: &indexFile{
-			name: segmentFileName(l.dir, ss.base, timeIndexSuffix), fsys: l.fsys, entrySize: timeIndexEntrySize,
+			file: segmentFile{l.dir, ss.base, timeIndexSuffix}, fsys: l.fsys, entrySize: timeIndexEntrySize,
 			entries: int(ss.timeEntries), maxEntries: capacity(ss.timeEntries, timeIndexEntrySize),
 		}, baseOffset: ss.base},
 		txns:            txns,
@@ -215,7 +214,7 @@ func (l *Log) loadState(opts LogOptions, st *logState) (bool, error) {
 		segs = append(segs, s)
 	}
 	l.topicID = st.topicID
-	l.epochs = &epochCache{fsys: l.fsys, path: filepath.Join(l.dir, LeaderEpochCheckpointFile), entries: slices.Clone(st.epochs)}
+	l.epochs = &epochCache{fsys: l.fsys, dir: l.dir, entries: slices.Clone(st.epochs)}
 	l.producers = newProducerState(l.fsys, l.dir)
 	l.producers.restore(entries, nowMs, l.expiryMs)
 	l.producers.mapEndOffset, l.producers.lastSnapOffset = st.producersEnd, st.lastSnapshot

@@ -183,7 +183,7 @@ func TestLogStateRestartMatchesDirectoryLoad(t *testing.T) {
 // from the new state file, unchanged.
 func TestLogStateUntouchedLogClosesWithoutIO(t *testing.T) {
 	fsys := closedStateLogs(t)
-	req := []LogRequest{{TopicPartition: TopicPartition{"multi", 0}, TopicID: [16]byte{1}, Config: smallConfig()}}
+	req := []LogRequest{{TopicPartition: TopicPartition{"multi", 0}, TopicID: [16]byte{1}, Config: ptr(smallConfig())}}
 	load := func() (*Manager, *Log) {
 		m := openTestManager(t, fsys, "/a")
 		res := m.OpenLogs(req)

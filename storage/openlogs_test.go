@@ -16,7 +16,7 @@ import (
 func partitionRequests(n int) []LogRequest {
 	reqs := make([]LogRequest, n)
 	for i := range reqs {
-		reqs[i] = LogRequest{TopicPartition: TopicPartition{"t", int32(i)}, TopicID: [16]byte{1}, Config: smallConfig()}
+		reqs[i] = LogRequest{TopicPartition: TopicPartition{"t", int32(i)}, TopicID: [16]byte{1}, Config: ptr(smallConfig())}
 	}
 	return reqs
 }

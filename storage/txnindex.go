@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -98,7 +97,7 @@ type txnIndex struct {
 	baseOffset int64
 
 	mu   sync.Mutex
-	name string
+	file segmentFile
 	// size is the bytes of whole entries in the file, 0 when there is
 	// none (or no file); a torn entry after it is written over.
 	size int64
@@ -119,8 +118,9 @@ type txnIndex struct {
 // (a crash in the middle of an append) is ignored; an entry of an unknown
 // version marks the index corrupt (Kafka fails the read; the segment's
 // recovery rebuilds it here).
-func openTxnIndex(fsys vfs.FS, name string, baseOffset int64) (*txnIndex, error) {
-	x := &txnIndex{baseOffset: baseOffset, name: name}
+func openTxnIndex(fsys vfs.FS, file segmentFile, baseOffset int64) (*txnIndex, error) {
+	x := &txnIndex{baseOffset: baseOffset, file: file}
+	name := file.String()
 	data, err := vfs.ReadFile(fsys, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, nil
@@ -188,20 +188,20 @@ func (x *txnIndex) append(fsys vfs.FS, a abortedTxn) (created bool, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if last := x.lastMarker(); a.lastOffset <= last {
-		return false, fmt.Errorf("transaction index %s: marker %d does not follow %d", x.name, a.lastOffset, last)
+		return false, fmt.Errorf("transaction index %s: marker %d does not follow %d", x.file, a.lastOffset, last)
 	}
 	flag := os.O_RDWR
 	if x.size == 0 {
 		// The first entry: the file may be absent, or hold a torn entry
 		// or stale bytes of a truncation a crash undid.
 		flag |= os.O_CREATE
-		if _, serr := fsys.Stat(x.name); errors.Is(serr, fs.ErrNotExist) {
+		if _, serr := fsys.Stat(x.file.String()); errors.Is(serr, fs.ErrNotExist) {
 			created = true
 		}
 	}
-	f, err := fsys.OpenFile(x.name, flag, 0o644)
+	f, err := fsys.OpenFile(x.file.String(), flag, 0o644)
 	if err != nil {
-		return false, fmt.Errorf("opening transaction index %s: %w", x.name, err)
+		return false, fmt.Errorf("opening transaction index %s: %w", x.file, err)
 	}
 	var buf [txnIndexEntrySize]byte
 	a.encode(&buf)
@@ -214,7 +214,7 @@ func (x *txnIndex) append(fsys vfs.FS, a abortedTxn) (created bool, err error) {
 		werr = cerr
 	}
 	if werr != nil {
-		return created, fmt.Errorf("writing transaction index %s: %w", x.name, werr)
+		return created, fmt.Errorf("writing transaction index %s: %w", x.file, werr)
 	}
 	x.size += txnIndexEntrySize
 	x.dirty = true
@@ -259,18 +259,18 @@ func (x *txnIndex) keep(fsys vfs.FS, n int) error {
 	defer x.mu.Unlock()
 	kept := slices.Clone(x.all()[:n])
 	size := int64(n * txnIndexEntrySize)
-	f, err := fsys.OpenFile(x.name, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(x.file.String(), os.O_RDWR, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("opening transaction index %s: %w", x.name, err)
+		return fmt.Errorf("opening transaction index %s: %w", x.file, err)
 	default:
 		terr := f.Truncate(size)
 		if cerr := f.Close(); terr == nil {
 			terr = cerr
 		}
 		if terr != nil {
-			return fmt.Errorf("truncating transaction index %s: %w", x.name, terr)
+			return fmt.Errorf("truncating transaction index %s: %w", x.file, terr)
 		}
 		x.dirty = true
 	}
@@ -286,20 +286,20 @@ func (x *txnIndex) sync(fsys vfs.FS) error {
 	if !x.dirty {
 		return nil
 	}
-	f, err := fsys.OpenFile(x.name, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(x.file.String(), os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.dirty = false // removed meanwhile (deleted with its segment)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("opening transaction index %s: %w", x.name, err)
+		return fmt.Errorf("opening transaction index %s: %w", x.file, err)
 	}
 	serr := f.Sync()
 	if cerr := f.Close(); serr == nil {
 		serr = cerr
 	}
 	if serr != nil {
-		return fmt.Errorf("syncing transaction index %s: %w", x.name, serr)
+		return fmt.Errorf("syncing transaction index %s: %w", x.file, serr)
 	}
 	x.dirty = false
 	return nil
@@ -309,7 +309,7 @@ func (x *txnIndex) sync(fsys vfs.FS) error {
 func (x *txnIndex) relocate(dir string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.name = filepath.Join(dir, filepath.Base(x.name))
+	x.file.dir = dir
 }
 
 // bytes is the size of the file's whole entries (a log move copies them).
