@@ -55,6 +55,7 @@ const (
 	figConnOpen       = "open every connection, each answered ApiVersions (s)"
 	figConnIdleRSS    = "RSS per idle connection (KiB)"
 	figConnIdleHeap   = "Go heap in use per idle connection (KiB, gregor)"
+	figConnIdleStack  = "goroutine stacks in use per idle connection (KiB, gregor)"
 	figConnFDs        = "open descriptors per connection"
 	figConnActive     = "one Metadata on every connection at once, all answered (s)"
 	figConnActiveRSS  = "RSS per connection after the active round (KiB)"
@@ -63,7 +64,7 @@ const (
 
 // ConnFigures are the figures in report order.
 func ConnFigures() []string {
-	return []string{figConnOpen, figConnIdleRSS, figConnIdleHeap, figConnFDs, figConnActive, figConnActiveRSS, figConnActiveHeap}
+	return []string{figConnOpen, figConnIdleRSS, figConnIdleHeap, figConnIdleStack, figConnFDs, figConnActive, figConnActiveRSS, figConnActiveHeap}
 }
 
 // ExecuteConnections runs every round, the targets alternated.
@@ -107,6 +108,7 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 	rss0, _ := rssMiB(pid)
 	fds0 := openFDs(pid)
 	heap0, _ := heapInUse(ctx, n.metrics)
+	stack0, _ := goGauge(ctx, n.metrics, "go_memstats_stack_inuse_bytes")
 
 	start := time.Now()
 	var next sync.Mutex
@@ -154,6 +156,9 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 	figs[figConnFDs] = float64(fds1-fds0) / per
 	if n.metrics != "" && herr == nil {
 		figs[figConnIdleHeap] = (heap1 - heap0) / 1024 / per
+	}
+	if stack1, err := goGauge(ctx, n.metrics, "go_memstats_stack_inuse_bytes"); err == nil {
+		figs[figConnIdleStack] = (stack1 - stack0) / 1024 / per
 	}
 
 	start = time.Now()
@@ -294,7 +299,7 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 			fmt.Fprintf(&b, "- %s: %s\n", t, d)
 		}
 	}
-	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection)\n", thousands(cfg.Connections), cfg.Dialers)
+	fmt.Fprintf(&b, "- storm: %s TCP connections from this process over loopback, %d dialers at once, each connection counted once the node answered its ApiVersions v0; then 2 s idle and RSS (VmRSS) and /proc/<pid>/fd, less the fresh node's before the storm, over the connection count (gregor: also go_memstats_heap_inuse_bytes right after a collection, and go_memstats_stack_inuse_bytes: the goroutine stacks, which are not in the heap figure; RSS keeps stack memory freed until the runtime returns it to the system)\n", thousands(cfg.Connections), cfg.Dialers)
 	b.WriteString("- active round: one Metadata v12 (no topics) on every connection, the same dialers each taking the next connection, until every answer is read; then 2 s and the same readings\n")
 	if cfg.Producers > 0 {
 		fmt.Fprintf(&b, "- idempotent producers (on a second fresh node, after the storm's): %s connections from %d dialers, each an idempotent producer: InitProducerId v4, then one Produce v9 (acks=all) of one record, sequence 0, to its partition of `%s` (%d partitions); the clock runs from the first connection to the last answer; memory per producer as above, from before the first to 2 s after the last answer and the producers' connections closed (what the node keeps of an idempotent producer, its producer state, outlives the connection); then, after the group phase, the node is stopped with SIGTERM and the producer snapshots (`*.snapshot`) of `%s`'s partition directories summed, over the producer count\n",
@@ -306,7 +311,7 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 	}
 	b.WriteString("- RSS is what each process holds of the machine's memory, but it counts a JVM's objects only where they land on pages not touched before: Kafka's heap (-Xms1G) is reserved at start and its young generation touched by then, so its RSS per connection is a lower bound of what a connection costs it; Gregor's Go heap grows with what it allocates\n\n")
 	vals, errs := gather(run.Rounds)
-	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnActiveHeap))
+	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnIdleStack, figConnActiveHeap))
 	if cfg.Producers > 0 || cfg.Members > 0 {
 		writeMedians(&b, "Client medians", clientFigures(), cfg.Targets, vals, goHeapOnly(figIdemHeap, figGroupHeap))
 	}

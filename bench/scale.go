@@ -561,6 +561,12 @@ func openFDs(pid int) int {
 // heapInUse reads go_memstats_heap_inuse_bytes from a gregor node's
 // /metrics, after a GC-free wait; an error without a metrics address.
 func heapInUse(ctx context.Context, addr string) (float64, error) {
+	return goGauge(ctx, addr, "go_memstats_heap_inuse_bytes")
+}
+
+// goGauge reads one unlabelled gauge from a gregor node's /metrics; an
+// error without a metrics address.
+func goGauge(ctx context.Context, addr, name string) (float64, error) {
 	if addr == "" {
 		return 0, errors.New("no metrics listener")
 	}
@@ -578,11 +584,11 @@ func heapInUse(ctx context.Context, addr string) (float64, error) {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}
 	}
-	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+	return 0, fmt.Errorf("no %s in /metrics", name)
 }
 
 // cpuProfile starts a 10 s CPU profile of the gregor node behind addr,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
@@ -463,25 +462,4 @@ func TestAnswerFollowedByAnAcksZeroProduceIsSent(t *testing.T) {
 			t.Fatalf("round %d: answer %d, error %d", i, corr, resp.ErrorCode)
 		}
 	}
-}
-
-// An idle connection holds one goroutine, its reader: the writer runs
-// only while answers are owed.
-func TestIdleConnectionHasNoWriter(t *testing.T) {
-	n := startTestNode(t, nil)
-	const conns = 50
-	settle := func() int {
-		runtime.GC()
-		return runtime.NumGoroutine()
-	}
-	before := settle()
-	for range conns {
-		c := dialRaw(t, n.addr)
-		c.send(kmsg.NewPtrApiVersionsRequest(), 1)
-		c.recv(kmsg.NewPtrApiVersionsResponse())
-	}
-	// The writers of the last answers may still be on their way out.
-	waitUntil(t, 5*time.Second, "one goroutine per idle connection", func() bool {
-		return settle()-before <= conns+conns/10
-	})
 }

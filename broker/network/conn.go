@@ -116,11 +116,6 @@ type Conn struct {
 	// in request order; the reader sends on it and closes it, the
 	// writer receives.
 	queue chan *slot
-	// writing is up while a writer goroutine runs (writeLoop), writers
-	// counts them (at most one at a time, a second only as the first
-	// returns).
-	writing atomic.Bool
-	writers sync.WaitGroup
 	// closeOnce guards closing nc.
 	closeOnce sync.Once
 	// watchClose starts, once, the watch of its end that a handler asks
@@ -461,6 +456,11 @@ func (c *Conn) serve() {
 		c.close()
 		return
 	}
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
 	if maxIdle := c.srv.opts.MaxIdle; maxIdle >= 0 {
 		// Created far in the future and then reset, so that the timer
 		// is assigned before its function can run.
@@ -479,12 +479,6 @@ func (c *Conn) serve() {
 			c.cancel()
 		}
 		close(c.queue)
-		c.wakeWriter()
-		writerDone := make(chan struct{})
-		go func() {
-			c.writers.Wait()
-			close(writerDone)
-		}()
 		select {
 		case <-writerDone:
 		case <-time.After(drainTimeout):
@@ -704,13 +698,9 @@ func (c *Conn) releaseFrame(key int16, frame []byte, s *slot) {
 
 // writeLoop writes finished responses in request order.
 //
-// The writer exists only while the connection is in use: the reader
-// starts it with the first slot after a lull (wakeWriter), and it returns
-// once the queue has stayed empty for writerLinger, so an idle connection
-// has one goroutine and its stack, not two. The write buffer is likewise taken from the
-// server's pool when a response is due and given back once the queue is
-// empty and flushed: an idle connection holds none (64 KiB each at
-// thousands of connections).
+// The write buffer is taken from the server's pool when a response is
+// due and given back once the queue is empty and flushed: an idle
+// connection holds none (64 KiB each at thousands of connections).
 func (c *Conn) writeLoop() {
 	var bw *bufio.Writer
 	release := func() {
@@ -733,48 +723,7 @@ func (c *Conn) writeLoop() {
 			s.abandon()
 		}
 	}
-	var linger *time.Timer
-	defer func() {
-		if linger != nil {
-			linger.Stop()
-		}
-	}()
-	for {
-		var s *slot
-		select {
-		case next, open := <-c.queue:
-			if !open {
-				return
-			}
-			s = next
-		default:
-			// Nothing queued, and everything written is flushed
-			// (below). The writer waits writerLinger for more, so
-			// that a client in conversation does not pay a
-			// goroutine start per request, and then ends.
-			if linger == nil {
-				linger = time.NewTimer(writerLinger)
-			} else {
-				linger.Reset(writerLinger)
-			}
-			select {
-			case next, open := <-c.queue:
-				if !open {
-					return
-				}
-				s = next
-			case <-linger.C:
-				// The flag falls before the second look: a slot
-				// the reader queued after the first look is
-				// either seen here or finds the flag down and
-				// starts a writer itself.
-				c.writing.Store(false)
-				if len(c.queue) == 0 || !c.writing.CompareAndSwap(false, true) {
-					return
-				}
-				continue
-			}
-		}
+	for s := range c.queue {
 		c.signalRoom()
 		if !c.awaitHandler(s) {
 			s.abandon()
@@ -838,25 +787,6 @@ func (c *Conn) writeLoop() {
 			release()
 		}
 	}
-}
-
-// writerLinger is how long a connection's writer waits for the next
-// response once it has written every one queued, before it ends.
-const writerLinger = time.Second
-
-// wakeWriter starts the connection's writer unless one runs (writeLoop).
-// Only the reader calls it, after queueing a slot, and for the last time
-// after closing the queue, so that a writer sees the end.
-func (c *Conn) wakeWriter() {
-	if c.writing.CompareAndSwap(false, true) {
-		c.writers.Add(1)
-		go c.runWriter()
-	}
-}
-
-func (c *Conn) runWriter() {
-	defer c.writers.Done()
-	c.writeLoop()
 }
 
 // awaitHandler waits until s is finished; it reports false when the

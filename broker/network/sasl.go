@@ -253,7 +253,6 @@ func (c *Conn) queueSlot(frame []byte) *slot {
 	c.held.add(s.held)
 	select {
 	case c.queue <- s:
-		c.wakeWriter()
 		return s
 	case <-c.ctx.Done():
 		return nil
