@@ -334,6 +334,30 @@ func TestMaxConnectionsWaitsForASlot(t *testing.T) {
 	}
 }
 
+// max.connection.creation.rate, broker-wide or for one listener (KIP-612),
+// makes the acceptor wait: with a rate of 10 a second measured over 2
+// one-second samples, 40 connections take two seconds and more (a burst of
+// 10-20 at once, the rest held to the rate), each served in the end. It
+// used to be accepted as a key and not applied: the 40 took milliseconds.
+func TestMaxConnectionCreationRateDelaysAccepting(t *testing.T) {
+	for _, key := range []string{"max.connection.creation.rate", "listener.name.plaintext.max.connection.creation.rate"} {
+		t.Run(key, func(t *testing.T) {
+			n := startTestNode(t, map[string]string{key: "10", "quota.window.num": "2", "quota.window.size.seconds": "1"})
+			start := time.Now()
+			for range 40 {
+				c := dialRaw(t, n.addr)
+				apiVersionsRoundTrip(t, c)
+				c.nc.Close()
+			}
+			// Not a timing of the broker's speed: a lower bound the
+			// rate sets, which no load can undercut.
+			if took := time.Since(start); took < 1500*time.Millisecond {
+				t.Fatalf("40 connections in %s at 10 a second", took)
+			}
+		})
+	}
+}
+
 // queued.max.request.bytes is shared by all connections: while one
 // connection's half-read request holds the whole pool, nobody else's
 // request is read; once it is done, they are.

@@ -98,6 +98,12 @@ type Broker struct {
 	// ListenerMaxConnections holds listener.name.<l>.max.connections by
 	// upper-case listener name, for the listeners that set one.
 	ListenerMaxConnections map[string]int32
+	// MaxConnectionCreationRate is max.connection.creation.rate;
+	// ListenerMaxConnectionCreationRate holds
+	// listener.name.<l>.max.connection.creation.rate like
+	// ListenerMaxConnections.
+	MaxConnectionCreationRate         int32
+	ListenerMaxConnectionCreationRate map[string]int32
 
 	LogSegmentBytes                         int32
 	LogRollMs                               int64 // log.roll.ms, else log.roll.hours
@@ -859,7 +865,11 @@ func (b *Broker) resolveMisc() error {
 			b.MaxConnectionsPerIPOverrides[strings.TrimSpace(host)] = int32(n)
 		}
 	}
-	if err := b.resolveListenerMaxConnections(); err != nil {
+	var err error
+	if b.ListenerMaxConnections, err = b.resolveListenerInts("max.connections"); err != nil {
+		return err
+	}
+	if b.ListenerMaxConnectionCreationRate, err = b.resolveListenerInts("max.connection.creation.rate"); err != nil {
 		return err
 	}
 	if idle := b.Long("connections.max.idle.ms"); idle >= 0 {
@@ -880,13 +890,13 @@ func (b *Broker) resolveMisc() error {
 	return nil
 }
 
-// resolveListenerMaxConnections reads listener.name.<l>.max.connections
-// for every listener, validated as max.connections is.
-func (b *Broker) resolveListenerMaxConnections() error {
-	b.ListenerMaxConnections = map[string]int32{}
-	base, _ := b.schema.Lookup("max.connections")
+// resolveListenerInts reads listener.name.<l>.<key> of an int key for
+// every listener that sets it, validated as key is, by listener name.
+func (b *Broker) resolveListenerInts(key string) (map[string]int32, error) {
+	out := map[string]int32{}
+	base, _ := b.schema.Lookup(key)
 	for _, l := range b.Listeners {
-		name := "listener.name." + strings.ToLower(l.Name) + ".max.connections"
+		name := "listener.name." + strings.ToLower(l.Name) + "." + key
 		text, ok := b.Raw[name]
 		if !ok {
 			continue
@@ -895,11 +905,11 @@ func (b *Broker) resolveListenerMaxConnections() error {
 		k.Name = name
 		v, err := k.Parse(text)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b.ListenerMaxConnections[l.Name] = v.(int32)
+		out[l.Name] = v.(int32)
 	}
-	return nil
+	return out, nil
 }
 
 func (b *Broker) fillTypedFields() {
@@ -919,6 +929,7 @@ func (b *Broker) fillTypedFields() {
 	b.SocketReceiveBufferBytes = b.Int("socket.receive.buffer.bytes")
 	b.QueuedMaxRequestBytes = b.Long("queued.max.request.bytes")
 	b.MaxConnections = b.Int("max.connections")
+	b.MaxConnectionCreationRate = b.Int("max.connection.creation.rate")
 	b.MaxConnectionsPerIP = b.Int("max.connections.per.ip")
 	b.NumNetworkThreads = b.Int("num.network.threads")
 	b.NumIOThreads = b.Int("num.io.threads")

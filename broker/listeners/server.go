@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gregorbroker/gregor/broker/network"
+	"github.com/gregorbroker/gregor/broker/quota"
 )
 
 // ServerOptions are the network server's settings: the listeners of the
@@ -25,6 +26,10 @@ func (s *Set) ServerOptions() network.ServerOptions {
 			MaxConnectionsPerIP:    cfg.MaxConnectionsPerIP,
 			PerIPOverrides:         cfg.MaxConnectionsPerIPOverrides,
 			InterBrokerListener:    cfg.InterBrokerListenerName,
+
+			MaxConnectionCreationRate:         cfg.MaxConnectionCreationRate,
+			ListenerMaxConnectionCreationRate: cfg.ListenerMaxConnectionCreationRate,
+			RateWindow:                        quota.OptionsFromConfig(cfg).Client,
 		},
 	}
 }

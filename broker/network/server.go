@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"runtime/debug"
@@ -235,6 +236,17 @@ type ConnectionLimits struct {
 	// own listener limit) when there are other client listeners, so that
 	// clients cannot lock brokers out (Kafka's protected listener).
 	InterBrokerListener string
+	// MaxConnectionCreationRate is max.connection.creation.rate: new
+	// connections a second the listeners take together before the
+	// acceptor waits (the inter-broker listener is exempt as from
+	// MaxConnections); ListenerMaxConnectionCreationRate are
+	// listener.name.<l>.max.connection.creation.rate, one listener's own
+	// (KIP-612). A limit of math.MaxInt32, the default, is none.
+	// RateWindow is how the rates are measured (quota.window.num samples
+	// of quota.window.size.seconds).
+	MaxConnectionCreationRate         int32
+	ListenerMaxConnectionCreationRate map[string]int32
+	RateWindow                        quota.Window
 }
 
 // NewServer returns a server of opts' listeners dispatching to handlers;
@@ -645,6 +657,11 @@ type connQuotas struct {
 	// listeners is how many listeners share these quotas.
 	listeners int
 
+	// brokerRate and listenerRates are the connection creation rates
+	// (nil, absent: not limited); each is safe for concurrent use.
+	brokerRate    *quota.ConnectionRate
+	listenerRates map[string]*quota.ConnectionRate
+
 	mu sync.Mutex
 	// freed is broadcast whenever a connection ends.
 	freed       broadcast
@@ -654,10 +671,46 @@ type connQuotas struct {
 }
 
 func newConnQuotas(limits ConnectionLimits, ipOverride map[netip.Addr]int32) *connQuotas {
-	return &connQuotas{
+	q := &connQuotas{
 		limits: limits, ipOverride: ipOverride, freed: newBroadcast(),
 		perListener: map[string]int32{}, perIP: map[netip.Addr]int32{},
+		listenerRates: map[string]*quota.ConnectionRate{},
 	}
+	rate := func(limit int32) *quota.ConnectionRate {
+		if limit <= 0 || limit == math.MaxInt32 || limits.RateWindow.Samples < 1 || limits.RateWindow.Size <= 0 {
+			return nil
+		}
+		return quota.NewConnectionRate(limit, limits.RateWindow)
+	}
+	q.brokerRate = rate(limits.MaxConnectionCreationRate)
+	for l, limit := range limits.ListenerMaxConnectionCreationRate {
+		if r := rate(limit); r != nil {
+			q.listenerRates[l] = r
+		}
+	}
+	return q
+}
+
+// rateThrottle counts a new connection on listener against the broker's
+// and the listener's connection creation rates and returns how long the
+// acceptor waits before taking it: the longer of the two throttles, the
+// broker's left out on the protected inter-broker listener (Kafka's
+// ConnectionQuotas.recordConnectionAndGetThrottleTimeMs).
+func (q *connQuotas) rateThrottle(listener string, now time.Time) time.Duration {
+	var wait time.Duration
+	if q.brokerRate != nil && !q.protected(listener) {
+		wait = q.brokerRate.Throttle(now)
+	}
+	if r := q.listenerRates[listener]; r != nil {
+		wait = max(wait, r.Throttle(now))
+	}
+	return wait
+}
+
+// protected: listener is the inter-broker listener among others, exempt
+// from the broker-wide limits so that clients cannot lock brokers out.
+func (q *connQuotas) protected(listener string) bool {
+	return listener == q.limits.InterBrokerListener && q.listeners > 1
 }
 
 func (q *connQuotas) addListener() {
@@ -676,11 +729,24 @@ func (e errTooManyFromIP) Error() string {
 var errAcceptStopped = errors.New("server stopping")
 
 // admit counts a new connection on listener from ip. Like Kafka's
-// acceptor it waits while the listener or the broker is at its limit;
-// an address at its own limit is refused at once.
+// acceptor it waits while the listener or the broker is past its
+// connection creation rate or at its connection limit; an address at its
+// own limit is refused at once.
 func (q *connQuotas) admit(ctx context.Context, stop <-chan struct{}, listener string, ip netip.Addr) error {
 	if q == nil {
 		return nil
+	}
+	if wait := q.rateThrottle(listener, time.Now()); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return errAcceptStopped
+		case <-stop:
+			t.Stop()
+			return errAcceptStopped
+		}
 	}
 	q.mu.Lock()
 	for !q.slotAvailable(listener) {
@@ -714,7 +780,7 @@ func (q *connQuotas) slotAvailable(listener string) bool {
 	if q.perListener[listener] >= listenerMax {
 		return false
 	}
-	if listener == q.limits.InterBrokerListener && q.listeners > 1 {
+	if q.protected(listener) {
 		return true
 	}
 	return q.total < q.limits.MaxConnections

@@ -690,3 +690,32 @@ func (m *Mutation) ApplyThrottle(resp kmsg.Response) {
 		m.sensor.throttled(t, m.now())
 	}
 }
+
+// ConnectionRate holds the new connections of a broker, or of one of its
+// listeners, to max.connection.creation.rate (KIP-612). Unlike an
+// address's connection_creation_rate, whose excess is closed unserved,
+// this one makes the acceptor wait: every connection is counted, and one
+// past the rate is taken only after Throttle's wait, at most one window
+// (Kafka's ConnectionQuotas bounds it to quota.window.size.seconds). The
+// rate is measured as the quotas' Rate is, over the window's samples, so
+// a burst of up to the limit times the window's span is taken at once.
+type ConnectionRate struct {
+	limit float64
+	s     sensor
+}
+
+// NewConnectionRate is a rate of limit connections a second measured over
+// w (quota.window.num samples of quota.window.size.seconds).
+func NewConnectionRate(limit int32, w Window) *ConnectionRate {
+	return &ConnectionRate{limit: float64(limit), s: sensor{window: w}}
+}
+
+// Throttle counts a new connection at now and returns how long to wait
+// before accepting it (0: at once).
+func (r *ConnectionRate) Throttle(now time.Time) time.Duration {
+	ms := r.s.recordRate(1, r.limit, true, now)
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(min(ms, r.s.windowMs())) * time.Millisecond
+}

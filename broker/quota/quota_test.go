@@ -192,3 +192,26 @@ func TestMutationTokenBucket(t *testing.T) {
 		t.Fatal("a client without a quota got one")
 	}
 }
+
+// A connection creation rate takes a burst of the limit times the
+// window's span at once, then asks the acceptor to wait in proportion to
+// the excess, never more than one sample's length.
+func TestConnectionRateThrottle(t *testing.T) {
+	r := NewConnectionRate(10, Window{Samples: 11, Size: time.Second})
+	now := time.UnixMilli(1_700_000_000_000)
+	for i := range 100 {
+		if d := r.Throttle(now); d != 0 {
+			t.Fatalf("connection %d of the burst waits %s", i+1, d)
+		}
+	}
+	// 101 over the 10 s window: 10.1 a second, 1% over.
+	if d := r.Throttle(now); d != 100*time.Millisecond {
+		t.Fatalf("the 101st waits %s, want 100ms", d)
+	}
+	for range 98 {
+		r.Throttle(now)
+	}
+	if d := r.Throttle(now); d != time.Second {
+		t.Fatalf("the 200th waits %s, want the 1s bound", d)
+	}
+}
