@@ -38,6 +38,9 @@ type ConnConfig struct {
 	ProducerPartitions int
 	Members            int
 	Groups             int
+	// StormConnections is the rate storm's connections against the
+	// limits (storm.go); 0 skips the storm phases.
+	StormConnections int
 	// ProfileDir, when set, gets gregor's heap profiles with the storm's
 	// connections idle and with the group members heartbeating, and a CPU
 	// profile of 10 s of the heartbeat window.
@@ -130,7 +133,7 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 					errs <- fmt.Errorf("connection %d: %w", k, err)
 					return
 				}
-				bc := &benchConn{c: c, br: bufio.NewReaderSize(c, 512)}
+				bc := newBenchConn(c)
 				conns[k] = bc
 				if err := bc.roundTrip(kmsg.NewPtrApiVersionsRequest(), 0, int32(k)); err != nil {
 					errs <- fmt.Errorf("connection %d: ApiVersions: %w", k, err)
@@ -206,28 +209,42 @@ func connRound(ctx context.Context, cfg ConnConfig, tools *integration.Tools, ta
 		c.c.Close()
 		conns[i] = nil
 	}
-	if cfg.Producers == 0 && cfg.Members == 0 {
-		return note, nil
-	}
 	// The client phases get a fresh node: the storm's memory is not all
 	// given back to the system at once, and would blur their baselines.
 	if err := n.proc.Stop(60 * time.Second); err != nil {
 		return note, fmt.Errorf("stopping the storm's node: %w", err)
 	}
-	cn, _, err := startScaleNode(ctx, tools, target, gregorBin, filepath.Join(dir, "clients"))
-	if err != nil {
+	if cfg.Producers > 0 || cfg.Members > 0 {
+		cn, _, err := startScaleNode(ctx, tools, target, gregorBin, filepath.Join(dir, "clients"))
+		if err != nil {
+			return note, err
+		}
+		defer func() { _ = cn.proc.Stop(60 * time.Second) }()
+		if err := integration.WaitReady(ctx, cn.bootstrap, cn.proc.Done()); err != nil {
+			return note, err
+		}
+		clientNote, err := clientPhases(ctx, cfg, cn, filepath.Join(dir, "clients"), figs)
+		if clientNote != "" {
+			note += "; " + clientNote
+		}
+		if err != nil {
+			return note, err
+		}
+		if err := cn.proc.Stop(60 * time.Second); err != nil {
+			return note, fmt.Errorf("stopping the client phases' node: %w", err)
+		}
+	}
+	if cfg.StormConnections > 0 {
+		stormNote, err := stormPhases(ctx, cfg, tools, target, gregorBin, dir, figs)
+		if stormNote != "" {
+			note += "; " + stormNote
+		}
 		return note, err
 	}
-	defer func() { _ = cn.proc.Stop(60 * time.Second) }()
-	if err := integration.WaitReady(ctx, cn.bootstrap, cn.proc.Done()); err != nil {
-		return note, err
-	}
-	clientNote, err := clientPhases(ctx, cfg, cn, filepath.Join(dir, "clients"), figs)
-	if clientNote != "" {
-		note += "; " + clientNote
-	}
-	return note, err
+	return note, nil
 }
+
+func newBenchConn(c net.Conn) *benchConn { return &benchConn{c: c, br: bufio.NewReaderSize(c, 512)} }
 
 // clientPhases runs the client phases on n, then stops it (a clean
 // shutdown) for the producer snapshots' size.
@@ -293,7 +310,7 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 	if len(run.RoundLoads) > 0 {
 		fmt.Fprintf(&b, "- load average as each target's round started: %s\n", strings.Join(run.RoundLoads, "; "))
 	}
-	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d round(s), each on one fresh combined node (new directory, new ports), not pinned; both with their defaults for connections (no max.connections, no connection_creation_rate)\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
+	fmt.Fprintf(&b, "- targets, alternated in this order every round: %s; %d round(s), each on one fresh combined node (new directory, new ports), not pinned; both with their defaults for connections (no max.connections, no connection_creation_rate) except in the storms against the limits\n", strings.Join(cfg.Targets, ", "), cfg.Rounds)
 	for _, t := range cfg.Targets {
 		if d := run.Describe[t]; d != "" {
 			fmt.Fprintf(&b, "- %s: %s\n", t, d)
@@ -309,13 +326,21 @@ func RenderConnections(run *ConnRun, m Machine, commit, command string) []byte {
 		fmt.Fprintf(&b, "- group members: %s classic consumer group members in %s groups (%d each), each on its own connection, %d at a time connecting and joining: JoinGroup v9 (the first answered MEMBER_ID_REQUIRED, then again with the id; session 45 s, rebalance timeout 300 s, protocol type consumer, one `range` protocol subscribing to nothing), SyncGroup v5 (the leader assigning every member an empty assignment), then Heartbeat v4 every %s (the Java consumer's default interval); a member answered REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION joins again. Stable: every member synced, all of a group's in one generation, timed from the first connection; then %s of steady heartbeats, whose node CPU (utime+stime of /proc/<pid>/stat) over the heartbeats answered is the CPU per heartbeat; memory per member as above\n",
 			thousands(cfg.Members), thousands(cfg.Groups), cfg.Members/max(cfg.Groups, 1), cfg.Dialers, heartbeatEvery, heartbeatWindow)
 	}
+	if cfg.StormConnections > 0 {
+		fmt.Fprintf(&b, "- storms against the connection limits (on a third fresh node started with max.connection.creation.rate=%d and max.connections=%d, after %s without connections so that the readiness probe's no longer count): %s connections from %d dialers at once, each dialled, answered one ApiVersions v0 and closed, timed until the last answer; the node may take a burst of the rate times the quota window's span (quota.window.num 11 of 1 s: 10 s) at once, the rest at the rate, which the figure after the burst (the connections answered after the first %s over the time from that one's answer to the last) shows. Then, %s later, %s connections opened and held, %d more dialled with an ApiVersions sent on each, their answers counted for 2 s, %d of the held ones closed, and the time until every waiting one is answered\n",
+			StormRate, StormMax, "12 s", thousands(cfg.StormConnections), cfg.Dialers, thousands(StormRate*10), "12 s", thousands(StormMax), stormWaiting, stormWaiting)
+	}
 	b.WriteString("- RSS is what each process holds of the machine's memory, but it counts a JVM's objects only where they land on pages not touched before: Kafka's heap (-Xms1G) is reserved at start and its young generation touched by then, so its RSS per connection is a lower bound of what a connection costs it; Gregor's Go heap grows with what it allocates\n\n")
 	vals, errs := gather(run.Rounds)
 	writeMedians(&b, "Connection medians", ConnFigures(), cfg.Targets, vals, goHeapOnly(figConnIdleHeap, figConnIdleStack, figConnActiveHeap))
 	if cfg.Producers > 0 || cfg.Members > 0 {
 		writeMedians(&b, "Client medians", clientFigures(), cfg.Targets, vals, goHeapOnly(figIdemHeap, figGroupHeap))
 	}
-	b.WriteString("\nLower is better for every figure. Ratios are per round, then the median.\n")
+	b.WriteString("\nLower is better for every figure above. Ratios are per round, then the median.\n")
+	if cfg.StormConnections > 0 {
+		writeMedians(&b, "Storm medians", stormFigures(), cfg.Targets, vals, nil)
+		fmt.Fprintf(&b, "\nThe storm's figures say whether each node keeps to its limits: connections a second after the burst near the configured %d, none answered past max.connections before a connection closes, the waiting ones answered soon after.\n", StormRate)
+	}
 	writePerTarget(&b, "What the figures came from", cfg.Targets, run.Notes)
 	writePerTarget(&b, "Connections bench failures", cfg.Targets, errs)
 	b.WriteString("\n" + connEnd + "\n")

@@ -174,7 +174,10 @@ func alternateNodeRounds(ctx context.Context, b nodeRounds, info *runInfo, notes
 	return nil
 }
 
-func startScaleNode(ctx context.Context, tools *integration.Tools, target, gregorBin, dir string) (*scaleNode, string, error) {
+// startScaleNode starts one fresh node of target in dir; overrides are
+// key=value settings on top of the harness's (--override, which both
+// gregor and kafka.Kafka take).
+func startScaleNode(ctx context.Context, tools *integration.Tools, target, gregorBin, dir string, overrides ...string) (*scaleNode, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}
@@ -202,6 +205,9 @@ func startScaleNode(ctx context.Context, tools *integration.Tools, target, grego
 		describe = "Apache Kafka " + integration.KafkaVersion + " (KRaft combined mode, the harness's server.properties, -Xmx1G as kafka-server-start.sh)"
 	default:
 		return nil, "", fmt.Errorf("unknown target %q", target)
+	}
+	for _, kv := range overrides {
+		cmd.Args = append(cmd.Args, "--override", kv)
 	}
 	launches := 0
 	n.launch = func() (*integration.Proc, error) {

@@ -29,6 +29,7 @@ func run() int {
 	producerPartitions := flag.Int("producer-partitions", 10, "partitions of the producer phase's topic")
 	members := flag.Int("members", 10_000, "classic consumer group members of the group phase (0 skips it)")
 	groups := flag.Int("groups", 1000, "groups the members are spread over")
+	storm := flag.Int("storm", 10_000, "connections of the rate storm against max.connection.creation.rate (0 skips the storms against the limits)")
 	profile := flag.String("profile", "", "directory for gregor's heap profiles (idle connections, heartbeating members)")
 	out := flag.String("out", "", "report path (default bench/RESULTS.md); its connections section is replaced, the rest kept")
 	flag.Parse()
@@ -43,12 +44,12 @@ func run() int {
 		cmd.Log.Error(err.Error())
 		return 2
 	}
-	if *conns < 1 || *dialers < 1 || *producerPartitions < 1 || *groups < 1 || *producers < 0 || *members < 0 {
+	if *conns < 1 || *dialers < 1 || *producerPartitions < 1 || *groups < 1 || *producers < 0 || *members < 0 || *storm < 0 {
 		cmd.Log.Error("-connections, -dialers, -producer-partitions and -groups must be positive, -producers and -members not negative")
 		return 2
 	}
 	cfg := bench.ConnConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Connections: *conns, Dialers: *dialers,
-		Producers: *producers, ProducerPartitions: *producerPartitions, Members: *members, Groups: *groups, ProfileDir: *profile}
+		Producers: *producers, ProducerPartitions: *producerPartitions, Members: *members, Groups: *groups, StormConnections: *storm, ProfileDir: *profile}
 	res, err := bench.ExecuteConnections(cmd.Ctx, cfg, cmd.Log)
 	if res == nil {
 		cmd.Log.Error("connections bench", "err", err)
