@@ -214,6 +214,8 @@ type pendingDeletion struct {
 	seg   *segment
 	timer *time.Timer
 	once  sync.Once
+	// done: the files are removed; the log may forget the deletion.
+	done atomic.Bool
 }
 
 func (d *pendingDeletion) run(logger *slog.Logger) {
@@ -221,6 +223,7 @@ func (d *pendingDeletion) run(logger *slog.Logger) {
 		if err := d.seg.removeDeleted(); err != nil {
 			logger.Warn("removing deleted segment", "segment", d.seg.baseOffset, "err", err)
 		}
+		d.done.Store(true)
 	})
 }
 
@@ -1823,6 +1826,11 @@ func (l *Log) scheduleDeletion(segs []*segment) error {
 // their files after file.delete.delay.ms; the caller holds mu.
 func (l *Log) scheduleRemoval(segs []*segment) {
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
+	// The deletions done are forgotten here, under mu, each time more
+	// come: the list holds the pending ones and the last few done, not
+	// every segment the log ever deleted (their segments, indexes and
+	// names, which retention made a steady leak).
+	l.deletions = slices.DeleteFunc(l.deletions, func(d *pendingDeletion) bool { return d.done.Load() })
 	for _, s := range segs {
 		if err := s.close(); err != nil {
 			l.logger().Warn("closing deleted segment", "segment", s.baseOffset, "err", err)

@@ -332,3 +332,53 @@ func TestRetentionDeletesByTheExpiryClock(t *testing.T) {
 		t.Fatalf("with the expiry clock 8 days on: deleted %d segments (%v), want all but the newest", res.Segments, err)
 	}
 }
+
+// A log forgets its deleted segments once their files are removed. It
+// kept every one (the segment, its indexes and their names) in its list
+// of pending deletions until it closed: under retention that deletes all
+// along, memory grew with every segment the log ever deleted.
+func TestDeletedSegmentsAreForgottenOnceRemoved(t *testing.T) {
+	cfg := smallConfig()
+	cfg.SegmentBytes = 10 << 10
+	cfg.RetentionBytes = 20 << 10
+	cfg.RetentionMs = -1
+	cfg.FileDeleteDelayMs = 0
+	l := openTest(t, vfs.NewMemFS(), "/data/t-0", cfg)
+	t.Cleanup(func() { l.Close() })
+	deleted := 0
+	for i := range 40 {
+		for range 4 {
+			appendAt(t, l, testNowMs+int64(i), 10)
+		}
+		res, err := l.DeleteRetainedSegments()
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted += res.Segments
+		// The removals run on timers: wait for this pass's.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			l.mu.Lock()
+			pending := 0
+			for _, d := range l.deletions {
+				if !d.done.Load() {
+					pending++
+				}
+			}
+			l.mu.Unlock()
+			if pending == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d removals still pending", pending)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	l.mu.Lock()
+	kept := len(l.deletions)
+	l.mu.Unlock()
+	if deleted < 40 || kept > deleted/10 {
+		t.Fatalf("the log keeps %d of the %d segments it deleted", kept, deleted)
+	}
+}
