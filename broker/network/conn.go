@@ -772,7 +772,6 @@ func (c *Conn) writeLoop() {
 				drain()
 				return
 			}
-			observeTimes(s, writeStart, time.Since(s.start))
 		}
 		// A response written behind others goes out with them; the
 		// last one queued is flushed before the writer looks for
@@ -785,6 +784,11 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			release()
+		}
+		if !s.noResponse {
+			// The send time includes the flush that put it in the
+			// socket, when there was one.
+			observeTimes(s, writeStart, time.Since(s.start))
 		}
 	}
 }
