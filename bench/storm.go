@@ -64,7 +64,7 @@ func stormPhases(ctx context.Context, cfg ConnConfig, tools *integration.Tools, 
 	answered := make([]time.Duration, 0, cfg.StormConnections)
 	var mu sync.Mutex
 	start := time.Now()
-	err = dialAll(cfg.StormConnections, cfg.Dialers, func(k int) error {
+	err = forEachParallel(cfg.StormConnections, cfg.Dialers, func(k int) error {
 		c, err := dialAnswered(n.bootstrap, int32(k))
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func stormPhases(ctx context.Context, cfg ConnConfig, tools *integration.Tools, 
 			}
 		}
 	}()
-	err = dialAll(StormMax, cfg.Dialers, func(k int) error {
+	err = forEachParallel(StormMax, cfg.Dialers, func(k int) error {
 		c, err := dialAnswered(n.bootstrap, int32(k))
 		held[k] = c
 		return err
@@ -112,7 +112,7 @@ func stormPhases(ctx context.Context, cfg ConnConfig, tools *integration.Tools, 
 	waitingDone := make(chan error, 1)
 	waitingStart := make(chan time.Time, 1)
 	go func() {
-		waitingDone <- dialAll(stormWaiting, stormWaiting, func(k int) error {
+		waitingDone <- forEachParallel(stormWaiting, stormWaiting, func(k int) error {
 			c, err := net.DialTimeout("tcp", n.bootstrap, 30*time.Second)
 			if err != nil {
 				return err
@@ -149,31 +149,6 @@ func stormPhases(ctx context.Context, cfg ConnConfig, tools *integration.Tools, 
 	}
 	figs[figStormServed] = time.Since(closed).Seconds()
 	return note, nil
-}
-
-// dialAll calls fn(0) ... fn(n-1) from dialers goroutines at once and
-// returns the first error.
-func dialAll(n, dialers int, fn func(k int) error) error {
-	var next atomic.Int64
-	errs := make(chan error, dialers)
-	var wg sync.WaitGroup
-	for range min(dialers, n) {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= n {
-					return
-				}
-				if err := fn(k); err != nil {
-					errs <- fmt.Errorf("connection %d: %w", k, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // dialAnswered opens a connection and waits for its ApiVersions answer.
