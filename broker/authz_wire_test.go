@@ -228,7 +228,7 @@ func TestAuthzMetadata(t *testing.T) {
 	if codes["hidden"] != kerr.TopicAuthorizationFailed.Code || codes["seen"] != 0 || codes["nocreate"] != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("named topic codes %v", codes)
 	}
-	if n.ctrl.Image().Topics["nocreate"] != nil {
+	if n.ctrl.Image().Topic("nocreate") != nil {
 		t.Fatal("a topic was auto-created without CREATE")
 	}
 }
@@ -503,7 +503,7 @@ func TestAuthzAdminThroughTheController(t *testing.T) {
 	if r := ct.Topics[0]; r.ErrorCode != kerr.TopicAuthorizationFailed.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Authorization failed." {
 		t.Fatalf("create topics: %+v", r)
 	}
-	if n.ctrl.Image().Topics["forbidden"] != nil {
+	if n.ctrl.Image().Topic("forbidden") != nil {
 		t.Fatal("created a topic without CREATE")
 	}
 	// Created, but its configs are not shown without DESCRIBE_CONFIGS.

@@ -169,7 +169,7 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *network.R
 		if name == startTopic {
 			first = startPartition
 		}
-		t := img.Topics[name]
+		t := img.Topic(name)
 		if t != nil && limit == 0 {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: first}
 			break
@@ -188,12 +188,12 @@ func (b *Broker) handleDescribeTopicPartitions(ctx context.Context, r *network.R
 		}
 		rt.TopicID = t.ID
 		rt.IsInternal = isInternalTopic(name)
-		for i := first; int(i) < len(t.Partitions); i++ {
+		for i := first; int(i) < t.Partitions.Len(); i++ {
 			if limit == 0 {
 				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: i}
 				break
 			}
-			rt.Partitions = append(rt.Partitions, describePartition(i, t.Partitions[i]))
+			rt.Partitions = append(rt.Partitions, describePartition(i, *t.Partitions.At(int(i))))
 			limit--
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -62,7 +62,7 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, r *network.Request) 
 		case metadata.ConfigResourceTopic:
 			if msg := metadata.TopicNameError(res.ResourceName); msg != "" {
 				fail(kerr.InvalidTopicException, msg)
-			} else if img.Topics[res.ResourceName] == nil {
+			} else if img.Topic(res.ResourceName) == nil {
 				fail(kerr.UnknownTopicOrPartition, "The topic '"+res.ResourceName+"' does not exist.")
 			} else {
 				rr.Configs = b.opts.Configs.DescribeTopic(img, res.ResourceName, res.ConfigNames, req.IncludeSynonyms, req.IncludeDocumentation)

@@ -97,8 +97,8 @@ func TestAlterPartitionThroughControllerListener(t *testing.T) {
 		t.Fatalf("create: %d", r.Topics[0].ErrorCode)
 	}
 	img := ctrl.Image()
-	topic := img.Topics["isr"]
-	p := topic.Partitions[0]
+	topic := img.Topic("isr")
+	p := *topic.Partitions.At(0)
 	if p.Leader != 1 || len(p.ISR) != 2 {
 		t.Fatalf("partition %+v", p)
 	}
@@ -124,7 +124,7 @@ func TestAlterPartitionThroughControllerListener(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 	got := resp.Topics[0].Partitions[0]
-	after := ctrl.Image().Topics["isr"].Partitions[0]
+	after := *ctrl.Image().Topic("isr").Partitions.At(0)
 	if got.ErrorCode != 0 || !slices.Equal(got.ISR, []int32{1}) || got.PartitionEpoch != p.PartitionEpoch+1 ||
 		!slices.Equal(after.ISR, []int32{1}) || after.PartitionEpoch != got.PartitionEpoch || got.LeaderID != 1 || got.LeaderEpoch != after.LeaderEpoch {
 		t.Fatalf("answer %+v, image %+v", got, after)

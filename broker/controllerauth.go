@@ -199,7 +199,7 @@ func (f controllerFront) deleteTopics(ctx context.Context, who identity, req *km
 			refuse(kmsg.StringPtr(name), [16]byte{})
 			return false
 		}
-		if img.Topics[name] != nil && !deletable(name) {
+		if img.Topic(name) != nil && !deletable(name) {
 			refuse(kmsg.StringPtr(name), [16]byte{})
 			return false
 		}
@@ -218,7 +218,7 @@ func (f controllerFront) deleteTopics(ctx context.Context, who identity, req *km
 		case t.Topic != nil && t.TopicID == [16]byte{}:
 			keep = byName(*t.Topic)
 		case t.Topic == nil && ids[t.TopicID] == 1:
-			if topic := img.TopicsByID[t.TopicID]; topic != nil && !deletable(topic.Name) {
+			if topic := img.TopicByID(t.TopicID); topic != nil && !deletable(topic.Name) {
 				if describable(topic.Name) {
 					refuse(kmsg.StringPtr(topic.Name), t.TopicID)
 				} else {

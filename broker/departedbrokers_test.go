@@ -11,6 +11,7 @@ import (
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -44,10 +45,10 @@ func coordinatorImage(offset int64, leader int32, isr []int32, change func(map[i
 	if change != nil {
 		change(brokers)
 	}
-	topic := &metadata.Topic{Name: "__transaction_state", ID: protocol.UUID{1}, Partitions: []metadata.Partition{{
+	topic := &metadata.Topic{Name: "__transaction_state", ID: protocol.UUID{1}, Partitions: persist.VectorOf([]metadata.Partition{{
 		Replicas: []int32{1, 2, 3}, ISR: isr, Leader: leader, LeaderEpoch: 1,
-	}}}
-	return &metadata.Image{Offset: offset, Brokers: brokers, Topics: map[string]*metadata.Topic{topic.Name: topic}}
+	}}...)}
+	return &metadata.Image{Offset: offset, Brokers: brokers, Topics: persist.Map[string, *metadata.Topic]{}.Set(topic.Name, topic)}
 }
 
 // defaultLogConfigs gives every topic Kafka's default log configs.

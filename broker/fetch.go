@@ -104,7 +104,7 @@ func (b *Broker) handleFetch(ctx context.Context, r *network.Request) {
 		}
 		name := it.key.topic
 		if plan.version >= 13 {
-			t := c.img.TopicsByID[protocol.UUID(it.key.topicID)]
+			t := c.img.TopicByID(protocol.UUID(it.key.topicID))
 			if t == nil {
 				e.Result.Err = kerr.UnknownTopicID
 				continue

@@ -79,7 +79,7 @@ func newFetchBench(tb testing.TB, session bool) *fetchBench {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	id := n.b.meta.Image().Topics["bench"].ID
+	id := n.b.meta.Image().Topic("bench").ID
 	f.req = kmsg.NewPtrFetchRequest()
 	f.req.SetVersion(15)
 	f.req.ReplicaID = -1

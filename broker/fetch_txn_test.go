@@ -112,7 +112,7 @@ func TestFetchReadCommittedListsAbortedTransactions(t *testing.T) {
 // topicID is the topic's ID in the node's metadata image.
 func topicID(t *testing.T, n *testNode, topic string) [16]byte {
 	t.Helper()
-	tp := n.b.meta.Image().Topics[topic]
+	tp := n.b.meta.Image().Topic(topic)
 	if tp == nil {
 		t.Fatalf("no topic %s in the metadata image", topic)
 	}

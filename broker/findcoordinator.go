@@ -121,8 +121,8 @@ func (b *Broker) findCoordinator(r *network.Request, img *metadata.Image, keyTyp
 			return c
 		}
 		n := b.shares.cfg.NumPartitions
-		if t := img.Topics[share.StateTopic]; t != nil && len(t.Partitions) > 0 {
-			n = int32(len(t.Partitions))
+		if t := img.Topic(share.StateTopic); t != nil && t.Partitions.Len() > 0 {
+			n = int32(t.Partitions.Len())
 		}
 		return b.coordinatorOn(img, listenerName, b.shares.runtime, share.PartitionFor(k, n), key)
 	case keyType == coordinatorGroup && b.groups != nil:
@@ -155,15 +155,15 @@ type coordinatorTopic interface {
 // the next leader).
 func (b *Broker) coordinatorOn(img *metadata.Image, listenerName string, ct coordinatorTopic, partition int32, key string) kmsg.FindCoordinatorResponseCoordinator {
 	none := noCoordinator(key, kerr.CoordinatorNotAvailable.Code)
-	t := img.Topics[ct.Topic().Name]
+	t := img.Topic(ct.Topic().Name)
 	if t == nil {
 		ct.EnsureTopic()
 		return none
 	}
-	if partition < 0 || int(partition) >= len(t.Partitions) {
+	if partition < 0 || int(partition) >= t.Partitions.Len() {
 		return none
 	}
-	p := t.Partitions[partition]
+	p := *t.Partitions.At(int(partition))
 	leader := p.Leader
 	br := img.Brokers[leader]
 	switch {

@@ -22,7 +22,7 @@ func topicName(img *metadata.Image, byID bool, name string, id [16]byte) (string
 	if !byID {
 		return name, true
 	}
-	t := img.TopicsByID[protocol.UUID(id)]
+	t := img.TopicByID(protocol.UUID(id))
 	if t == nil {
 		return "", false
 	}

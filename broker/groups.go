@@ -84,8 +84,8 @@ func (b *Broker) startGroups(ctx context.Context) *groupCoordinator {
 	}
 	spec := cfg.TopicSpec()
 	if img := b.meta.Image(); img != nil {
-		if t := img.Topics[spec.Name]; t != nil && len(t.Partitions) > 0 {
-			cfg.OffsetsTopicNumPartitions = int32(len(t.Partitions))
+		if t := img.Topic(spec.Name); t != nil && t.Partitions.Len() > 0 {
+			cfg.OffsetsTopicNumPartitions = int32(t.Partitions.Len())
 		}
 	}
 	if cfg.Logger == nil {
@@ -136,7 +136,7 @@ func (b *Broker) groupConfigs(groupID string) (group.DynamicConfig, bool) {
 type imageTopics struct{ meta MetadataView }
 
 func topicInfo(t *metadata.Topic) group.TopicInfo {
-	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
+	return group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(t.Partitions.Len())}
 }
 
 func (it imageTopics) TopicByName(name string) (group.TopicInfo, bool) {
@@ -144,7 +144,7 @@ func (it imageTopics) TopicByName(name string) (group.TopicInfo, bool) {
 	if img == nil {
 		return group.TopicInfo{}, false
 	}
-	t := img.Topics[name]
+	t := img.Topic(name)
 	if t == nil {
 		return group.TopicInfo{}, false
 	}
@@ -156,7 +156,7 @@ func (it imageTopics) TopicByID(id [16]byte) (group.TopicInfo, bool) {
 	if img == nil {
 		return group.TopicInfo{}, false
 	}
-	t := img.TopicsByID[protocol.UUID(id)]
+	t := img.TopicByID(protocol.UUID(id))
 	if t == nil {
 		return group.TopicInfo{}, false
 	}
@@ -168,8 +168,8 @@ func (it imageTopics) TopicNames() []string {
 	if img == nil {
 		return nil
 	}
-	names := make([]string, 0, len(img.Topics))
-	for name := range img.Topics {
+	names := make([]string, 0, img.Topics.Len())
+	for name := range img.Topics.All() {
 		names = append(names, name)
 	}
 	return names

@@ -133,8 +133,8 @@ func TestFindCoordinator(t *testing.T) {
 	}
 	waitGroupCoordinator(t, n, c, "g1")
 	img := n.ctrl.Image()
-	offsets := img.Topics[group.OffsetsTopic]
-	if offsets == nil || len(offsets.Partitions) != 3 {
+	offsets := img.Topic(group.OffsetsTopic)
+	if offsets == nil || offsets.Partitions.Len() != 3 {
 		t.Fatalf("offsets topic as created: %+v", offsets)
 	}
 

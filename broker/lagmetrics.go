@@ -164,11 +164,11 @@ func imageLeader(img *metadata.Image, tp replica.TopicPartition) int32 {
 	if img == nil {
 		return -1
 	}
-	t := img.Topics[tp.Topic]
-	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+	t := img.Topic(tp.Topic)
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= t.Partitions.Len() {
 		return -1
 	}
-	return t.Partitions[tp.Partition].Leader
+	return t.Partitions.At(int(tp.Partition)).Leader
 }
 
 // remoteEnds is the cache of end offsets of partitions led by other

@@ -104,7 +104,7 @@ func configResourceNames(img *metadata.Image, t metadata.ConfigResourceType, lis
 			}
 		}
 	case metadata.ConfigResourceTopic:
-		for name := range img.Topics {
+		for name := range img.Topics.All() {
 			names = append(names, name)
 		}
 	}

@@ -99,7 +99,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *network.Request) {
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(names))
 		for _, name := range names {
 			if b.allowedQuiet(who, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
-				answer(metadataTopic(img, img.Topics[name]))
+				answer(metadataTopic(img, img.Topic(name)))
 			}
 		}
 		r.Respond(resp)
@@ -114,7 +114,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *network.Request) {
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			// Lookup by topic ID (v12+).
-			t := img.TopicsByID[protocol.UUID(rt.TopicID)]
+			t := img.TopicByID(protocol.UUID(rt.TopicID))
 			if t == nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -148,7 +148,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *network.Request) {
 			deniedDescribe = append(deniedDescribe, mt)
 			continue
 		}
-		if t := img.Topics[name]; t != nil && !b.autoCreatePending(name) {
+		if t := img.Topic(name); t != nil && !b.autoCreatePending(name) {
 			answer(metadataTopic(img, t))
 			continue
 		}
@@ -157,7 +157,7 @@ func (b *Broker) handleMetadata(ctx context.Context, r *network.Request) {
 		mt.IsInternal = isInternalTopic(name)
 		mt.AuthorizedOperations = operationsOmitted
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		if autoCreate && img.Topics[name] == nil && b.authz != nil && !clusterCreate &&
+		if autoCreate && img.Topic(name) == nil && b.authz != nil && !clusterCreate &&
 			!b.allowed(who, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, name) {
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			deniedCreate = append(deniedCreate, mt)
@@ -356,8 +356,8 @@ func metadataTopic(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponse
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
 	mt.AuthorizedOperations = operationsOmitted
-	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
-	for i, p := range t.Partitions {
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions.Len())
+	for i, p := range t.Partitions.All() {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)
 		mp.Leader = p.Leader
@@ -399,8 +399,8 @@ func (c *sortedTopicNames) of(img *metadata.Image) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.img != img {
-		names := make([]string, 0, len(img.Topics))
-		for name := range img.Topics {
+		names := make([]string, 0, img.Topics.Len())
+		for name := range img.Topics.All() {
 			names = append(names, name)
 		}
 		sort.Strings(names)

@@ -136,9 +136,9 @@ func (p *producePending) AppendCompleted(entries []replica.AppendEntry) {
 // produceTopic resolves a request topic by name (v3-12) or ID (v13).
 func (b *Broker) produceTopic(img *metadata.Image, version int16, t kmsg.ProduceRequestTopic) *metadata.Topic {
 	if version >= 13 {
-		return img.TopicsByID[protocol.UUID(t.TopicID)]
+		return img.TopicByID(protocol.UUID(t.TopicID))
 	}
-	return img.Topics[t.Topic]
+	return img.Topic(t.Topic)
 }
 
 // checkProducePartition applies the request-level rules Kafka's handler
@@ -165,7 +165,7 @@ func checkProducePartition(r *network.Request, req *kmsg.ProduceRequest, topic *
 		return fail(kerr.UnknownTopicID, "")
 	case denied:
 		return fail(kerr.TopicAuthorizationFailed, "")
-	case topic == nil, p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
+	case topic == nil, p.Partition < 0 || int(p.Partition) >= topic.Partitions.Len():
 		return fail(kerr.UnknownTopicOrPartition, "")
 	}
 	batch, err := protocol.ParseProduceBatch(p.Records, v)

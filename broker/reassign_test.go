@@ -29,7 +29,7 @@ func TestPartitionReassignmentsThroughTheBroker(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "moving"); err != nil {
 		t.Fatal(err)
 	}
-	from := n.ctrl.Image().Topics["moving"].Partitions[0].Replicas[0]
+	from := n.ctrl.Image().Topic("moving").Partitions.At(0).Replicas[0]
 	to := 3 - from
 
 	altered, err := adm.AlterPartitionAssignments(ctx, kadm.AlterPartitionAssignmentsReq{"moving": {0: {to}}})
@@ -64,7 +64,7 @@ func TestPartitionReassignmentsThroughTheBroker(t *testing.T) {
 	if r := cancelled["moving"][0]; r.Err != nil {
 		t.Fatalf("cancel: %v", r.Err)
 	}
-	if p := n.ctrl.Image().Topics["moving"].Partitions[0]; !slices.Equal(p.Replicas, []int32{from}) || p.Reassigning() {
+	if p := *n.ctrl.Image().Topic("moving").Partitions.At(0); !slices.Equal(p.Replicas, []int32{from}) || p.Reassigning() {
 		t.Fatalf("after cancelling: %+v", p)
 	}
 	cancelled, err = adm.AlterPartitionAssignments(ctx, cancelReq)

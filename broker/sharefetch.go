@@ -560,7 +560,7 @@ func (m *shareManager) acknowledge(ctx context.Context, r *network.Request, grou
 		return code, ""
 	}
 	b := m.b
-	t := b.meta.Image().TopicsByID[protocol.UUID(a.id.topic)]
+	t := b.meta.Image().TopicByID(protocol.UUID(a.id.topic))
 	if t == nil {
 		return kerr.UnknownTopicID.Code, ""
 	}
@@ -821,7 +821,7 @@ func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.S
 	default:
 	}
 	for _, id := range ids {
-		t := img.TopicsByID[protocol.UUID(id.topic)]
+		t := img.TopicByID(protocol.UUID(id.topic))
 		fail := func(code int16, msg string) {
 			rp := out.partition(id)
 			rp.ErrorCode = code
@@ -836,7 +836,7 @@ func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.S
 		case !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Name):
 			fail(kerr.TopicAuthorizationFailed.Code, "")
 			continue
-		case id.partition < 0 || int(id.partition) >= len(t.Partitions):
+		case id.partition < 0 || int(id.partition) >= t.Partitions.Len():
 			fail(kerr.UnknownTopicOrPartition.Code, "")
 			continue
 		}
@@ -844,7 +844,7 @@ func (m *shareManager) read(ctx context.Context, r *network.Request, req *kmsg.S
 		if !b.replicas.Leads(sp.tp) {
 			rp := out.partition(id)
 			rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			pt := t.Partitions[id.partition]
+			pt := *t.Partitions.At(int(id.partition))
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = pt.Leader, pt.LeaderEpoch
 			continue
 		}

@@ -279,7 +279,7 @@ func TestShareGroupReleaseRejectAndRestart(t *testing.T) {
 		t.Fatalf("after the share state was read back: %v, want only the new record 0@40", after)
 	}
 	// The state topic was pruned meanwhile (every 200 ms here).
-	key := share.Key{Group: "q", TopicID: n.ctrl.Image().Topics["jobs"].ID, Partition: 0}
+	key := share.Key{Group: "q", TopicID: n.ctrl.Image().Topic("jobs").ID, Partition: 0}
 	tp := replica.TopicPartition{Topic: share.StateTopic, Partition: share.PartitionFor(key, 3)}
 	waitFor(t, "the share state topic pruned", func() bool {
 		lo := n.b.replicas.ListOffset(tp, -1, -2, replica.ReadUncommitted, -1)
@@ -346,7 +346,7 @@ func TestShareFetchRecordLimitMode(t *testing.T) {
 	createTopicOn(t, n, "limited", 1)
 	produceStrings(t, n.addr, "limited", 10) // one batch of ten
 	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
-	topic := n.ctrl.Image().Topics["limited"].ID
+	topic := n.ctrl.Image().Topic("limited").ID
 	joinShareGroup(t, n, "q", "member-a", "limited")
 
 	req := shareFetchReq("member-a", 0, topic, 2000)
@@ -387,7 +387,7 @@ func TestShareLockExpiryRedelivers(t *testing.T) {
 	createTopicOn(t, n, "locks", 1)
 	produceStrings(t, n.addr, "locks", 10)
 	setGroupConfig(t, n.addr, "q", "share.auto.offset.reset", "earliest")
-	topic := n.ctrl.Image().Topics["locks"].ID
+	topic := n.ctrl.Image().Topic("locks").ID
 
 	joinShareGroup(t, n, "q", "member-a", "locks")
 	a := call[*kmsg.ShareFetchResponse](t, n.addr, shareFetchReq("member-a", 0, topic, 2000))

@@ -45,7 +45,7 @@ func (m *shareManager) countAck(t sharepart.AckType, n uint64) {
 func (b *Broker) countRequestTopics(failed map[[16]byte]bool, mark func(topic string, failed bool)) {
 	img := b.meta.Image()
 	for id, f := range failed {
-		if t := img.TopicsByID[protocol.UUID(id)]; t != nil {
+		if t := img.TopicByID(protocol.UUID(id)); t != nil {
 			mark(t.Name, f)
 		}
 	}

@@ -70,11 +70,11 @@ func (b *Broker) describeShareOffsets(ctx context.Context, r *network.Request, r
 			return out
 		}
 		for _, id := range sortedIDs(parts) {
-			t := img.TopicsByID[protocol.UUID(id)]
+			t := img.TopicByID(protocol.UUID(id))
 			if t == nil || !b.can(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
 				continue
 			}
-			out.Topics = append(out.Topics, b.describeShareTopic(ctx, rg.GroupID, t.Name, id, int32(len(t.Partitions)), parts[id]))
+			out.Topics = append(out.Topics, b.describeShareTopic(ctx, rg.GroupID, t.Name, id, int32(t.Partitions.Len()), parts[id]))
 		}
 		return out
 	}
@@ -90,7 +90,7 @@ func (b *Broker) describeShareOffsets(ctx context.Context, r *network.Request, r
 			denied = append(denied, dt)
 			continue
 		}
-		t := img.Topics[rt.Topic]
+		t := img.Topic(rt.Topic)
 		if t == nil {
 			dt := kmsg.DescribeShareGroupOffsetsResponseGroupTopic{Topic: rt.Topic}
 			for _, p := range rt.Partitions {
@@ -99,7 +99,7 @@ func (b *Broker) describeShareOffsets(ctx context.Context, r *network.Request, r
 			out.Topics = append(out.Topics, dt)
 			continue
 		}
-		out.Topics = append(out.Topics, b.describeShareTopic(ctx, rg.GroupID, t.Name, t.ID, int32(len(t.Partitions)), rt.Partitions))
+		out.Topics = append(out.Topics, b.describeShareTopic(ctx, rg.GroupID, t.Name, t.ID, int32(t.Partitions.Len()), rt.Partitions))
 	}
 	out.Topics = append(out.Topics, denied...)
 	return out
@@ -181,14 +181,14 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, r *network.Re
 		switch {
 		case !b.can(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, t.Topic):
 			code = kerr.TopicAuthorizationFailed.Code
-		case img.Topics[t.Topic] == nil:
+		case img.Topic(t.Topic) == nil:
 			code = kerr.UnknownTopicOrPartition.Code
 		default:
 			inner.Topics = append(inner.Topics, t)
 			continue
 		}
 		rt := kmsg.AlterShareGroupOffsetsResponseTopic{Topic: t.Topic}
-		if it := img.Topics[t.Topic]; it != nil {
+		if it := img.Topic(t.Topic); it != nil {
 			rt.TopicID = it.ID
 		}
 		for _, p := range t.Partitions {

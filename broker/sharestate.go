@@ -57,8 +57,8 @@ func (b *Broker) startShares(ctx context.Context) *shareCoordinator {
 		cfg = *b.opts.ShareCoordinator
 	}
 	if img := b.meta.Image(); img != nil {
-		if t := img.Topics[share.StateTopic]; t != nil && len(t.Partitions) > 0 {
-			cfg.NumPartitions = int32(len(t.Partitions))
+		if t := img.Topic(share.StateTopic); t != nil && t.Partitions.Len() > 0 {
+			cfg.NumPartitions = int32(t.Partitions.Len())
 		}
 	}
 	if cfg.Logger == nil {
@@ -146,12 +146,12 @@ func (p *sharePersister) shareStateLeader(key share.Key) (int32, bool) {
 	if img == nil {
 		return -1, false
 	}
-	t := img.Topics[share.StateTopic]
-	if t == nil || len(t.Partitions) == 0 {
+	t := img.Topic(share.StateTopic)
+	if t == nil || t.Partitions.Len() == 0 {
 		b.shares.runtime.EnsureTopic()
 		return -1, false
 	}
-	leader := t.Partitions[share.PartitionFor(key, int32(len(t.Partitions)))].Leader
+	leader := t.Partitions.At(int(share.PartitionFor(key, t.PartitionCount()))).Leader
 	if br := img.Brokers[leader]; leader < 0 || br == nil || br.Fenced {
 		return -1, false
 	}

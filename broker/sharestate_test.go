@@ -32,7 +32,7 @@ func TestShareStateOverTheWireAndThroughThePersister(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := len(n.ctrl.Image().Topics[share.StateTopic].Partitions); got != 3 {
+	if got := n.ctrl.Image().Topic(share.StateTopic).Partitions.Len(); got != 3 {
 		t.Fatalf("__share_group_state has %d partitions, want 3", got)
 	}
 

@@ -52,7 +52,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, r *network.Request) {
 				continue
 			}
 			overrides := requestedConfigs(req, t.Topic)
-			if topic := img.Topics[t.Topic]; topic != nil {
+			if topic := img.Topic(t.Topic); topic != nil {
 				overrides = img.Configs[topicResource(t.Topic)]
 			}
 			t.Configs = b.opts.Configs.CreateTopicConfigs(img, t.Topic, overrides)

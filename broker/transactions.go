@@ -72,8 +72,8 @@ func (b *Broker) startTxns(ctx context.Context) *txnCoordinator {
 		cfg = *b.opts.Transactions
 	}
 	if img := b.meta.Image(); img != nil {
-		if t := img.Topics[txn.StateTopic]; t != nil && len(t.Partitions) > 0 {
-			cfg.NumPartitions = int32(len(t.Partitions))
+		if t := img.Topic(txn.StateTopic); t != nil && t.Partitions.Len() > 0 {
+			cfg.NumPartitions = int32(t.Partitions.Len())
 		}
 	}
 	if cfg.Logger == nil {
@@ -195,11 +195,11 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, e
 	img := b.meta.Image()
 	missing := false
 	for i, tp := range tps {
-		t := img.Topics[tp.Topic]
+		t := img.Topic(tp.Topic)
 		if denied[tp.Topic] {
 			codes[i] = kerr.TopicAuthorizationFailed.Code
 			missing = true
-		} else if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		} else if t == nil || tp.Partition < 0 || int(tp.Partition) >= t.Partitions.Len() {
 			codes[i] = kerr.UnknownTopicOrPartition.Code
 			missing = true
 		}
@@ -232,9 +232,9 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, id string, pid int64, e
 // AddPartitionsToTxnManager).
 func (b *Broker) askTxnCoordinator(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, verifyOnly bool) int16 {
 	leader := b.opts.NodeID
-	if t := b.meta.Image().Topics[txn.StateTopic]; t != nil {
-		if p := b.txns.coord.PartitionFor(id); int(p) < len(t.Partitions) {
-			leader = t.Partitions[p].Leader
+	if t := b.meta.Image().Topic(txn.StateTopic); t != nil {
+		if p := b.txns.coord.PartitionFor(id); int(p) < t.Partitions.Len() {
+			leader = t.Partitions.At(int(p)).Leader
 		}
 	}
 	switch {

@@ -216,7 +216,7 @@ func TestAutoCreateHonoursConfig(t *testing.T) {
 				// That no creation follows within a while is the test:
 				// there is no state to wait for.
 				time.Sleep(100 * time.Millisecond)
-				if n.ctrl.Image().Topics["auto-me"] != nil {
+				if n.ctrl.Image().Topic("auto-me") != nil {
 					t.Fatal("created with auto.create.topics.enable=false")
 				}
 				return
@@ -371,7 +371,7 @@ func TestCreatePartitionsAnswersPerTopic(t *testing.T) {
 	if len(resp.Topics) != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v (%d results), want %v", got, len(resp.Topics), want)
 	}
-	if parts := len(n.ctrl.Image().Topics["cp"].Partitions); parts != 4 {
+	if parts := n.ctrl.Image().Topic("cp").Partitions.Len(); parts != 4 {
 		t.Fatalf("cp has %d partitions", parts)
 	}
 }

@@ -56,9 +56,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, r *network.Request) 
 			var codes []int16
 			var exists []bool
 			for _, t := range m.Topics {
-				topic := img.Topics[t.Topic]
+				topic := img.Topic(t.Topic)
 				for _, p := range t.Partitions {
-					ok := topic != nil && p >= 0 && int(p) < len(topic.Partitions)
+					ok := topic != nil && p >= 0 && int(p) < topic.Partitions.Len()
 					exists = append(exists, ok)
 					if ok {
 						marker.Partitions = append(marker.Partitions, txn.TopicPartition{Topic: t.Topic, Partition: p})
@@ -154,12 +154,12 @@ func (w markerWriter) WriteMarkers(ctx context.Context, m txn.Marker) []int16 {
 	var at []int
 	remote := map[int32][]int{} // leader -> indexes into m.Partitions
 	for i, tp := range m.Partitions {
-		t := img.Topics[tp.Topic]
-		if t == nil || int(tp.Partition) >= len(t.Partitions) {
+		t := img.Topic(tp.Topic)
+		if t == nil || int(tp.Partition) >= t.Partitions.Len() {
 			w.b.log.Info("transaction marker for a partition that no longer exists: dropped", "partition", tp, "producer_id", m.ProducerID)
 			continue
 		}
-		switch leader := t.Partitions[tp.Partition].Leader; {
+		switch leader := t.Partitions.At(int(tp.Partition)).Leader; {
 		case leader == w.b.opts.NodeID:
 			local.Partitions = append(local.Partitions, tp)
 			at = append(at, i)

@@ -31,18 +31,20 @@ func startISRCluster(t *testing.T, n int32) *isrCluster {
 	return q
 }
 
-func (q *isrCluster) partition() metadata.Partition { return q.c.Image().Topics["t"].Partitions[0] }
+func (q *isrCluster) partition() metadata.Partition {
+	return *q.c.Image().Topic("t").Partitions.At(0)
+}
 
 // alterISR is the leader's v3 request for isr, from the current state.
 func (q *isrCluster) alterISR(isr ...int32) *kmsg.AlterPartitionRequest {
 	img := q.c.Image()
-	p := img.Topics["t"].Partitions[0]
+	p := *img.Topic("t").Partitions.At(0)
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.Version = 3
 	req.BrokerID = p.Leader
 	req.BrokerEpoch = q.epochs[p.Leader]
 	rt := kmsg.NewAlterPartitionRequestTopic()
-	rt.TopicID = img.Topics["t"].ID
+	rt.TopicID = img.Topic("t").ID
 	rp := kmsg.NewAlterPartitionRequestTopicPartition()
 	rp.LeaderEpoch = p.LeaderEpoch
 	rp.PartitionEpoch = p.PartitionEpoch
@@ -219,7 +221,7 @@ func TestAlterPartitionLeaderRecovery(t *testing.T) {
 	p := q.partition()
 	recovering := metadata.LeaderRecovering
 	if _, err := q.c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
-		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: metadata.NoLeaderChange, ISR: []int32{p.Leader}, LeaderRecoveryState: &recovering}}, nil
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topic("t").ID, Leader: metadata.NoLeaderChange, ISR: []int32{p.Leader}, LeaderRecoveryState: &recovering}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

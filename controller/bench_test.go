@@ -62,7 +62,7 @@ func BenchmarkCreateTopicsBurst(b *testing.B) {
 				for err := range errs {
 					b.Fatal(err)
 				}
-				if n := len(c.Image().Topics); n != topics {
+				if n := c.Image().Topics.Len(); n != topics {
 					b.Fatalf("%d topics in the image", n)
 				}
 				c.Close()

@@ -196,8 +196,8 @@ func (c *Controller) lowestActiveOffset(img *metadata.Image) int64 {
 }
 
 func hasLeaderships(img *metadata.Image, id int32) bool {
-	for _, t := range img.Topics {
-		for _, p := range t.Partitions {
+	for _, t := range img.Topics.All() {
+		for _, p := range t.Partitions.All() {
 			if p.Leader == id {
 				return true
 			}

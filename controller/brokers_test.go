@@ -165,12 +165,12 @@ func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
 	if img.Brokers[2].Fenced {
 		t.Fatal("live broker was fenced")
 	}
-	for i, p := range img.Topics["t"].Partitions {
+	for i, p := range img.Topic("t").Partitions.All() {
 		if p.Leader != 2 || containsInt32(p.ISR, 1) {
 			t.Fatalf("t-%d after fencing broker 1: %+v", i, p)
 		}
 	}
-	solo := img.Topics["solo"].Partitions[0]
+	solo := *img.Topic("solo").Partitions.At(0)
 	if solo.Replicas[0] == 1 && (solo.Leader != -1 || len(solo.ISR) != 1 || solo.LeaderEpoch != 1) {
 		t.Fatalf("offline partition: %+v", solo)
 	}
@@ -179,7 +179,7 @@ func TestSessionTimeoutFencesAndMovesLeadership(t *testing.T) {
 	if r := heartbeat(t, c, 1, e1); r.ErrorCode != 0 || r.IsFenced {
 		t.Fatalf("heartbeat 1 after fencing: %+v", r)
 	}
-	solo = c.Image().Topics["solo"].Partitions[0]
+	solo = *c.Image().Topic("solo").Partitions.At(0)
 	if solo.Leader == -1 {
 		t.Fatalf("partition still offline after its replica returned: %+v", solo)
 	}
@@ -237,7 +237,7 @@ func TestControlledShutdown(t *testing.T) {
 	if !img.Brokers[1].InControlledShutdown {
 		t.Fatal("broker 1 not in controlled shutdown")
 	}
-	for i, p := range img.Topics["t"].Partitions {
+	for i, p := range img.Topic("t").Partitions.All() {
 		if p.Leader == 1 {
 			t.Fatalf("t-%d still led by the broker shutting down: %+v", i, p)
 		}
@@ -307,13 +307,13 @@ func TestElectLeaders(t *testing.T) {
 	// shutdown of one broker, bring it back, and elect it again.
 	img := c.Image()
 	var moved int32 = -1
-	for i, p := range img.Topics["t"].Partitions {
+	for i, p := range img.Topic("t").Partitions.All() {
 		if p.Replicas[0] == 2 {
 			moved = int32(i)
 		}
 	}
 	heartbeat(t, c, 2, e2, func(h *kmsg.BrokerHeartbeatRequest) { h.WantShutdown = true })
-	if p := c.Image().Topics["t"].Partitions[moved]; p.Leader == 2 {
+	if p := *c.Image().Topic("t").Partitions.At(int(moved)); p.Leader == 2 {
 		t.Fatalf("leader did not move: %+v", p)
 	}
 	// Broker 2 re-registers (new incarnation), catches up and rejoins.
@@ -355,12 +355,12 @@ func TestElectLeadersPreferredAfterReturn(t *testing.T) {
 	registerBroker(t, c, 1)
 	registerBroker(t, c, 2)
 	createTopic(t, c, "t", 1, 2)
-	p := c.Image().Topics["t"].Partitions[0]
+	p := *c.Image().Topic("t").Partitions.At(0)
 	preferred, other := p.Replicas[0], p.Replicas[1]
 	// Hand leadership to the other replica directly (as an ISR change
 	// would), then elect the preferred one back.
 	_, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
-		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, PartitionID: 0, Leader: other}}, nil
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topic("t").ID, PartitionID: 0, Leader: other}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestElectLeadersPreferredAfterReturn(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("preferred election: %d", code)
 	}
-	p = c.Image().Topics["t"].Partitions[0]
+	p = *c.Image().Topic("t").Partitions.At(0)
 	if p.Leader != preferred || p.LeaderEpoch != 2 {
 		t.Fatalf("after preferred election: %+v", p)
 	}
@@ -406,7 +406,7 @@ func TestNewIncarnationLeavesISRsAndUnregister(t *testing.T) {
 	if b := img.Brokers[1]; !b.Fenced || b.Epoch != reg.BrokerEpoch {
 		t.Fatalf("new incarnation: %+v", b)
 	}
-	for i, p := range img.Topics["t"].Partitions {
+	for i, p := range img.Topic("t").Partitions.All() {
 		if p.Leader == 1 || containsInt32(p.ISR, 1) {
 			t.Fatalf("t-%d still has the old incarnation: %+v", i, p)
 		}
@@ -440,7 +440,7 @@ func TestTopicDeletionDisabled(t *testing.T) {
 	if r := c.DeleteTopics(ctxT(t), req); r.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("v2: %+v", r.Topics[0])
 	}
-	if c.Image().Topics["t"] == nil {
+	if c.Image().Topic("t") == nil {
 		t.Fatal("topic deleted")
 	}
 }

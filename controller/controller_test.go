@@ -174,7 +174,7 @@ func TestImageIsNotMutatedByLaterChanges(t *testing.T) {
 	if string(metadata.EncodeRecords(metadata.ImageRecords(before))) != string(snapshot) {
 		t.Fatal("an older image changed after later records were applied")
 	}
-	if _, ok := before.Topics["b"]; ok {
+	if _, ok := before.Topics.Get("b"); ok {
 		t.Fatal("older image sees a later topic")
 	}
 }

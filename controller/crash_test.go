@@ -170,9 +170,9 @@ func crashOnce(t *testing.T, seed int64) {
 		t.Fatalf("restarted at offset %d, before the last acknowledged offset %d", img.Offset, lastAck)
 	}
 	for name, id := range acked {
-		if tp := img.Topics[name]; (tp == nil && name != w.inFlightDelete) || (tp != nil && tp.ID != id) {
+		if tp := img.Topic(name); (tp == nil && name != w.inFlightDelete) || (tp != nil && tp.ID != id) {
 			var names []string
-			for n := range img.Topics {
+			for n := range img.Topics.All() {
 				names = append(names, n)
 			}
 			t.Fatalf("acknowledged topic %s (%s) lost; image offset %d topics %v acked %v", name, id, img.Offset, names, acked)
@@ -349,7 +349,7 @@ func crashBurstOnce(t *testing.T, seed int64) {
 			t.Fatalf("restarted at offset %d, before writer %d's acknowledged offset %d", img.Offset, id, w.lastAck)
 		}
 		for name, tid := range w.topics {
-			if tp := img.Topics[name]; tp == nil || tp.ID != tid {
+			if tp := img.Topic(name); tp == nil || tp.ID != tid {
 				t.Fatalf("acknowledged topic %s lost (image offset %d)", name, img.Offset)
 			}
 		}
@@ -416,8 +416,8 @@ func TestRestartKeepsEverythingAndSnapshotsCompactTheLog(t *testing.T) {
 	if got := imageBytes(c2.Image()); got != want {
 		t.Fatalf("image after restart differs")
 	}
-	if len(c2.Image().Topics) != 50 {
-		t.Fatalf("%d topics after restart", len(c2.Image().Topics))
+	if c2.Image().Topics.Len() != 50 {
+		t.Fatalf("%d topics after restart", c2.Image().Topics.Len())
 	}
 }
 

@@ -86,7 +86,7 @@ func TestELRConfigRules(t *testing.T) {
 	// Broker 1 shuts down: the ISR falls below 2 and broker 1 goes to the
 	// ELR.
 	heartbeat(t, c, 1, e1, func(h *kmsg.BrokerHeartbeatRequest) { h.WantShutdown = true })
-	p := c.Image().Topics["t"].Partitions[0]
+	p := *c.Image().Topic("t").Partitions.At(0)
 	if len(p.ISR) != 1 || p.ISR[0] != 2 || len(p.ELR) != 1 || p.ELR[0] != 1 || p.Leader != 2 {
 		t.Fatalf("after broker 1 shut down: %+v", p)
 	}
@@ -94,7 +94,7 @@ func TestELRConfigRules(t *testing.T) {
 	if r := setConfig(t, c, kmsg.ConfigResourceTypeBroker, "", minInSyncReplicasConfig, opSet, strPtr("2")); r.ErrorCode != 0 {
 		t.Fatalf("cluster min.insync.replicas: %d", r.ErrorCode)
 	}
-	if p := c.Image().Topics["t"].Partitions[0]; len(p.ELR) != 0 || len(p.ISR) != 1 {
+	if p := *c.Image().Topic("t").Partitions.At(0); len(p.ELR) != 0 || len(p.ISR) != 1 {
 		t.Fatalf("ELR not cleared: %+v", p)
 	}
 }
@@ -132,17 +132,17 @@ func TestEnablingELRMakesMinISRClusterWide(t *testing.T) {
 func offlineWithLiveReplica(t *testing.T, c *Controller, epochs map[int32]int64) (offline, live int32) {
 	t.Helper()
 	createTopic(t, c, "t", 1, 2)
-	p := c.Image().Topics["t"].Partitions[0]
+	p := *c.Image().Topic("t").Partitions.At(0)
 	offline, live = p.Replicas[0], p.Replicas[1]
 	if _, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
-		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topics["t"].ID, Leader: metadata.NoLeaderChange, ISR: []int32{offline}}}, nil
+		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: img.Topic("t").ID, Leader: metadata.NoLeaderChange, ISR: []int32{offline}}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if r := heartbeat(t, c, offline, epochs[offline], func(h *kmsg.BrokerHeartbeatRequest) { h.WantFence = true }); !r.IsFenced {
 		t.Fatalf("fence %d: %+v", offline, r)
 	}
-	if p := c.Image().Topics["t"].Partitions[0]; p.Leader != -1 || len(p.ISR) != 1 || p.ISR[0] != offline {
+	if p := *c.Image().Topic("t").Partitions.At(0); p.Leader != -1 || len(p.ISR) != 1 || p.ISR[0] != offline {
 		t.Fatalf("partition not offline: %+v", p)
 	}
 	return offline, live
@@ -158,8 +158,8 @@ func TestUncleanElectionRunsWhenEnabled(t *testing.T) {
 	if r := setConfig(t, c, kmsg.ConfigResourceTypeTopic, "t", uncleanLeaderElectionConfig, opSet, strPtr("true")); r.ErrorCode != 0 {
 		t.Fatalf("enable unclean: %d", r.ErrorCode)
 	}
-	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
-	if p := c.Image().Topics["t"].Partitions[0]; len(p.ISR) != 1 || p.ISR[0] != live {
+	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topic("t").Partitions.At(0).Leader == live })
+	if p := *c.Image().Topic("t").Partitions.At(0); len(p.ISR) != 1 || p.ISR[0] != live {
 		t.Fatalf("after the unclean election: %+v", p)
 	}
 }
@@ -176,7 +176,7 @@ func TestPeriodicUncleanElection(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topics["t"].Partitions[0].Leader == live })
+	waitFor(t, "the live broker elected leader", func() bool { return c.Image().Topic("t").Partitions.At(0).Leader == live })
 }
 
 func TestAutoLeaderRebalance(t *testing.T) {
@@ -187,9 +187,9 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	createTopic(t, c, "t", 2, 2)
 	// Hand leadership of both partitions to their second replicas.
 	if _, err := c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
-		tp := img.Topics["t"]
+		tp := img.Topic("t")
 		var recs []metadata.Record
-		for i, p := range tp.Partitions {
+		for i, p := range tp.Partitions.All() {
 			recs = append(recs, &metadata.PartitionChangeRecord{TopicID: tp.ID, PartitionID: int32(i), Leader: p.Replicas[1]})
 		}
 		return recs, nil
@@ -197,8 +197,8 @@ func TestAutoLeaderRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "every partition led by its preferred leader", func() bool {
-		for _, p := range c.Image().Topics["t"].Partitions {
-			if !hasPreferredLeader(p) {
+		for _, p := range c.Image().Topic("t").Partitions.All() {
+			if !hasPreferredLeader(*p) {
 				return false
 			}
 		}

@@ -26,7 +26,7 @@ func TestHandle(t *testing.T) {
 	if ct, ok := resp.(*kmsg.CreateTopicsResponse); !ok || len(ct.Topics) != 1 || ct.Topics[0].ErrorCode != 0 {
 		t.Fatalf("CreateTopics through Handle: %+v", resp)
 	}
-	if c.Image().Topics["handled"] == nil {
+	if c.Image().Topic("handled") == nil {
 		t.Fatal("the topic is not in the image")
 	}
 	if _, err := c.Handle(ctxT(t), kmsg.NewPtrMetadataRequest()); err == nil {

@@ -175,7 +175,7 @@ func TestAddVoter(t *testing.T) {
 		t.Fatalf("create: %+v", r)
 	}
 	joiner := q.start(4, nil)
-	waitFor(t, "topic before on the joiner", func() bool { return joiner.Image().Topics["before"] != nil })
+	waitFor(t, "topic before on the joiner", func() bool { return joiner.Image().Topic("before") != nil })
 	// An operator adds it once DescribeQuorum shows it caught up.
 	waitFor(t, "node 4 a caught-up observer", func() bool {
 		p := q.describe(l)
@@ -221,7 +221,7 @@ func TestAddVoter(t *testing.T) {
 	if r := createTopic(t, l, "three-of-four", 1, 1); r.ErrorCode != 0 {
 		t.Fatalf("create with one of four voters down: %+v", r)
 	}
-	waitFor(t, "topic three-of-four on the joiner", func() bool { return joiner.Image().Topics["three-of-four"] != nil })
+	waitFor(t, "topic three-of-four on the joiner", func() bool { return joiner.Image().Topic("three-of-four") != nil })
 
 	// Remove the one that is down.
 	rr := l.RemoveRaftVoter(ctxT(t), removeVoterReq(down.cfg.NodeID, q.dirs[down.cfg.NodeID]))
@@ -241,7 +241,7 @@ func TestAddVoter(t *testing.T) {
 	}
 	// The removed node comes back as a learner: it follows, never leads.
 	q.net.setDown(down.raftID, false)
-	waitFor(t, "topic after-remove on the removed node", func() bool { return down.Image().Topics["after-remove"] != nil })
+	waitFor(t, "topic after-remove on the removed node", func() bool { return down.Image().Topic("after-remove") != nil })
 	if slices.Contains(voterIDs(down.Image()), down.cfg.NodeID) {
 		t.Fatal("the removed node still sees itself as a voter")
 	}
@@ -278,7 +278,7 @@ func TestRemoveLeader(t *testing.T) {
 	if r := createTopic(t, next, "after", 1, 1); r.ErrorCode != 0 {
 		t.Fatalf("create at the new leader: %+v", r)
 	}
-	waitFor(t, "topic after on the removed leader", func() bool { return old.Image().Topics["after"] != nil })
+	waitFor(t, "topic after on the removed leader", func() bool { return old.Image().Topic("after") != nil })
 	p := q.describe(next)
 	if !slices.Equal(replicaIDs(p.CurrentVoters), want) || !slices.Equal(replicaIDs(p.Observers), []int32{old.cfg.NodeID}) {
 		t.Fatalf("describe quorum: voters %v observers %v", replicaIDs(p.CurrentVoters), replicaIDs(p.Observers))

@@ -46,9 +46,9 @@ func countCluster(img *metadata.Image) clusterCounts {
 			c.activeBrokers++
 		}
 	}
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		c.topics++
-		for _, p := range t.Partitions {
+		for _, p := range t.Partitions.All() {
 			c.partitions++
 			if p.Leader < 0 {
 				c.offlinePartitions++

@@ -119,14 +119,14 @@ func TestSingleBrokerUncleanRestartLeadsAgain(t *testing.T) {
 	if resp.ErrorCode != 0 {
 		t.Fatalf("re-register: %d", resp.ErrorCode)
 	}
-	for i, p := range c.Image().Topics["t"].Partitions {
-		wantPartition(t, fmt.Sprintf("partition %d after the restart", i), p, -1, []int32{}, nil, []int32{1})
+	for i, p := range c.Image().Topic("t").Partitions.All() {
+		wantPartition(t, fmt.Sprintf("partition %d after the restart", i), *p, -1, []int32{}, nil, []int32{1})
 	}
 	if r := heartbeat(t, c, 1, resp.BrokerEpoch); r.ErrorCode != 0 || r.IsFenced {
 		t.Fatalf("unfence: %+v", r)
 	}
-	for i, p := range c.Image().Topics["t"].Partitions {
-		wantPartition(t, fmt.Sprintf("partition %d after unfencing", i), p, 1, []int32{1}, nil, nil)
+	for i, p := range c.Image().Topic("t").Partitions.All() {
+		wantPartition(t, fmt.Sprintf("partition %d after unfencing", i), *p, 1, []int32{1}, nil, nil)
 		if p.LeaderRecoveryState != metadata.LeaderRecovering || p.LeaderEpoch != 2 {
 			t.Fatalf("partition %d: %+v", i, p)
 		}

@@ -36,18 +36,24 @@ type periodicCheck struct {
 	due       time.Time
 	// again: the last run stopped at the election limit.
 	again bool
-	// neededAt and needed cache the last look at the image.
-	neededAt int64
+	// lookedAt and needed cache the last look at an image (nil: none
+	// yet).
+	lookedAt *metadata.Image
 	needed   bool
-	looked   bool
 }
 
 // poll reports whether the check should run now; needed says whether the
-// image has anything for it (asked only when the image changed).
-func (p *periodicCheck) poll(now time.Time, img *metadata.Image, interval time.Duration, needed func(*metadata.Image) bool) bool {
+// image has anything for it (asked only when the image changed). needed's
+// first argument is the image looked at last when it had nothing (so
+// that only what changed since is looked at), or nil.
+func (p *periodicCheck) poll(now time.Time, img *metadata.Image, interval time.Duration, needed func(since, img *metadata.Image) bool) bool {
 	if !p.scheduled {
-		if !p.looked || p.neededAt != img.Offset || p.again {
-			p.needed, p.neededAt, p.looked = needed(img), img.Offset, true
+		if p.lookedAt != img || p.again {
+			var since *metadata.Image
+			if p.lookedAt != nil && !p.needed && !p.again {
+				since = p.lookedAt
+			}
+			p.needed, p.lookedAt = needed(since, img), img
 		}
 		if !p.needed {
 			return false

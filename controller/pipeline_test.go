@@ -104,14 +104,14 @@ func checkAnsweredAfterApply(t *testing.T, images *imageLog, creates []createdAt
 			t.Fatalf("two operations were given offset %d", cr.offset)
 		}
 		offsets[cr.offset] = true
-		if cr.answered.Offset < cr.offset || cr.answered.Topics[name] == nil {
+		if cr.answered.Offset < cr.offset || cr.answered.Topic(name) == nil {
 			t.Fatalf("%s (offset %d) answered with image %d", name, cr.offset, cr.answered.Offset)
 		}
 		img := images.at(cr.offset)
-		if img == nil || img.Topics[name] == nil || protocol.UUID(cr.result.TopicID) != img.Topics[name].ID {
+		if img == nil || img.Topic(name) == nil || protocol.UUID(cr.result.TopicID) != img.Topic(name).ID {
 			t.Fatalf("%s is not in the image published at its offset %d", name, cr.offset)
 		}
-		if prev := images.before(cr.offset); prev != nil && prev.Topics[name] != nil {
+		if prev := images.before(cr.offset); prev != nil && prev.Topic(name) != nil {
 			t.Fatalf("%s is already in the image before its offset %d", name, cr.offset)
 		}
 	}
@@ -138,8 +138,8 @@ func TestPipelinedCreateTopicsBurst(t *testing.T) {
 	}
 	img := c.Image()
 	for i := range topics {
-		tp := img.Topics[fmt.Sprintf("burst-%d", i)]
-		if tp == nil || len(tp.Partitions) != partitions || !ids[tp.ID] {
+		tp := img.Topic(fmt.Sprintf("burst-%d", i))
+		if tp == nil || tp.Partitions.Len() != partitions || !ids[tp.ID] {
 			t.Fatalf("topic burst-%d in the image: %+v", i, tp)
 		}
 	}
@@ -176,7 +176,7 @@ func TestPipelinedDuplicateTopicNames(t *testing.T) {
 		t.Fatalf("%d names created, want %d", len(winners), names)
 	}
 	for name, id := range winners {
-		if tp := c.Image().Topics[name]; tp == nil || tp.ID != id {
+		if tp := c.Image().Topic(name); tp == nil || tp.ID != id {
 			t.Fatalf("%s in the image is not the winner's", name)
 		}
 	}
@@ -387,7 +387,7 @@ func TestProposalsPipelineBeforeCommit(t *testing.T) {
 	}
 	for _, c := range nodes {
 		for i := range n {
-			if c.Image().Topics[fmt.Sprintf("piped-%d", i)] != nil {
+			if c.Image().Topic(fmt.Sprintf("piped-%d", i)) != nil {
 				t.Fatalf("node %d shows an uncommitted topic", c.cfg.NodeID)
 			}
 		}
@@ -406,7 +406,7 @@ func TestProposalsPipelineBeforeCommit(t *testing.T) {
 	for _, c := range nodes {
 		waitFor(t, "the node's image at the leader's offset", func() bool { return c.Image().Offset >= want.Offset })
 		for _, cr := range creates {
-			if tp := c.Image().Topics[cr.result.Topic]; tp == nil || tp.ID != protocol.UUID(cr.result.TopicID) {
+			if tp := c.Image().Topic(cr.result.Topic); tp == nil || tp.ID != protocol.UUID(cr.result.TopicID) {
 				t.Fatalf("node %d: topic %s missing or different", c.cfg.NodeID, cr.result.Topic)
 			}
 		}
@@ -469,12 +469,12 @@ func TestLeaderLossFailsEveryPendingWrite(t *testing.T) {
 	for _, c := range nodes {
 		img := c.Image()
 		for i := range n {
-			if img.Topics[fmt.Sprintf("lost-%d", i)] != nil {
+			if img.Topic(fmt.Sprintf("lost-%d", i)) != nil {
 				t.Fatalf("node %d has topic lost-%d whose creation failed", c.cfg.NodeID, i)
 			}
 		}
 		for i := range n + 2 {
-			if c.Image().Offset >= want.Offset && img.Topics[fmt.Sprintf("new-%d", i)] == nil {
+			if c.Image().Offset >= want.Offset && img.Topic(fmt.Sprintf("new-%d", i)) == nil {
 				t.Fatalf("node %d lacks new-%d", c.cfg.NodeID, i)
 			}
 		}

@@ -263,7 +263,7 @@ func TestThreeNodeQuorum(t *testing.T) {
 	}
 	// Followers apply the same log and refuse admin requests.
 	for _, c := range nodes {
-		waitFor(t, "topic replicated on every node", func() bool { return c.Image().Topics["replicated"] != nil })
+		waitFor(t, "topic replicated on every node", func() bool { return c.Image().Topic("replicated") != nil })
 		if c != l {
 			if r := createTopic(t, c, "x", 1, 1); r.ErrorCode != kerr.NotController.Code {
 				t.Fatalf("follower create: %+v", r)
@@ -284,7 +284,7 @@ func TestThreeNodeQuorum(t *testing.T) {
 	if l == old {
 		t.Fatal("no new leader")
 	}
-	if l.Image().Topics["replicated"] == nil {
+	if l.Image().Topic("replicated") == nil {
 		t.Fatal("new leader lost the topic")
 	}
 	if r := createTopic(t, l, "after-failover", 1, 1); r.ErrorCode != 0 {
@@ -293,7 +293,7 @@ func TestThreeNodeQuorum(t *testing.T) {
 	// The old leader, cut off, steps down (check quorum) and refuses writes.
 	waitFor(t, "the old leader to step down", func() bool { qs := old.quorum.Load(); return qs != nil && !qs.isLeader })
 	net.setDown(old.raftID, false)
-	waitFor(t, "topic after-failover on the old leader", func() bool { return old.Image().Topics["after-failover"] != nil })
+	waitFor(t, "topic after-failover on the old leader", func() bool { return old.Image().Topic("after-failover") != nil })
 }
 
 // TestLaggingFollowerCatchesUpFromSnapshot: a follower that misses more
@@ -325,8 +325,8 @@ func TestLaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 	if imageBytes(lagging.Image()) != imageBytes(want) && lagging.Image().Offset == want.Offset {
 		t.Fatal("follower image differs from the leader's after catching up")
 	}
-	if len(lagging.Image().Topics) != 30 {
-		t.Fatalf("follower has %d topics", len(lagging.Image().Topics))
+	if lagging.Image().Topics.Len() != 30 {
+		t.Fatalf("follower has %d topics", lagging.Image().Topics.Len())
 	}
 }
 
@@ -351,7 +351,7 @@ func TestNoSuccessWithoutCommit(t *testing.T) {
 		t.Fatalf("create without a quorum: code %d", code)
 	}
 	for _, c := range nodes {
-		if c.Image().Topics["lost"] != nil {
+		if c.Image().Topic("lost") != nil {
 			t.Fatalf("node %d shows an uncommitted topic", c.cfg.NodeID)
 		}
 	}

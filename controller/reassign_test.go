@@ -159,7 +159,7 @@ func TestReassignmentCancel(t *testing.T) {
 // topic allows one.
 func TestReassignmentCancelNeedsUncleanElection(t *testing.T) {
 	q := startISRCluster(t, 4)
-	id := q.c.Image().Topics["t"].ID
+	id := q.c.Image().Topic("t").ID
 	// Replicas 1 (original) and 4 (adding); only 4 is in the ISR.
 	if _, err := q.c.submit(ctxT(t), func(img *metadata.Image, _ int64) ([]metadata.Record, any) {
 		return []metadata.Record{&metadata.PartitionChangeRecord{TopicID: id, Leader: 4, Replicas: []int32{4, 1}, ISR: []int32{4}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{}}}, nil

@@ -87,7 +87,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 			}
 		})
 	}
-	if n := len(c.Image().Topics); n != 2 {
+	if n := c.Image().Topics.Len(); n != 2 {
 		t.Fatalf("%d topics after failed creates, want 2", n)
 	}
 }
@@ -108,15 +108,15 @@ func TestCreateTopicsSuccessAndDefaults(t *testing.T) {
 		if r.ErrorCode != 0 {
 			t.Fatalf("%s: %d %v", r.Topic, r.ErrorCode, r.ErrorMessage)
 		}
-		topic := img.Topics[r.Topic]
+		topic := img.Topic(r.Topic)
 		if topic == nil || topic.ID != r.TopicID {
 			t.Fatalf("%s: not in image with id %x", r.Topic, r.TopicID)
 		}
 		if r.TopicID[6]>>4 != 4 {
 			t.Fatalf("topic id %x is not a v4 uuid", r.TopicID)
 		}
-		if int(r.NumPartitions) != len(topic.Partitions) {
-			t.Fatalf("%s: response says %d partitions, image has %d", r.Topic, r.NumPartitions, len(topic.Partitions))
+		if int(r.NumPartitions) != topic.Partitions.Len() {
+			t.Fatalf("%s: response says %d partitions, image has %d", r.Topic, r.NumPartitions, topic.Partitions.Len())
 		}
 		if r.Configs != nil {
 			t.Fatalf("%s: controller filled configs", r.Topic)
@@ -132,7 +132,7 @@ func TestCreateTopicsSuccessAndDefaults(t *testing.T) {
 	// leads 4 and every partition has distinct replicas; leader = first
 	// replica, epochs 0, ISR = replicas.
 	leaders := map[int32]int{}
-	for i, p := range img.Topics["x"].Partitions {
+	for i, p := range img.Topic("x").Partitions.All() {
 		if len(p.Replicas) != 3 || p.Replicas[0] == p.Replicas[1] || p.Replicas[1] == p.Replicas[2] || p.Replicas[0] == p.Replicas[2] {
 			t.Fatalf("partition %d replicas %v", i, p.Replicas)
 		}
@@ -159,7 +159,7 @@ func TestCreateTopicsValidateOnlyAndDuplicates(t *testing.T) {
 	if resp.Topics[0].ErrorCode != 0 || resp.Topics[0].NumPartitions != 2 {
 		t.Fatalf("validate only: %+v", resp.Topics[0])
 	}
-	if c.Image().Topics["v"] != nil {
+	if c.Image().Topic("v") != nil {
 		t.Fatal("validate-only created the topic")
 	}
 	req = kmsg.NewPtrCreateTopicsRequest()
@@ -181,7 +181,7 @@ func TestCreateTopicsValidateOnlyAndDuplicates(t *testing.T) {
 	if r := byName["ok"]; r.ErrorCode != 0 {
 		t.Fatalf("ok: %+v", r)
 	}
-	if c.Image().Topics["dup"] != nil {
+	if c.Image().Topic("dup") != nil {
 		t.Fatal("duplicate topic was created")
 	}
 }
@@ -251,7 +251,7 @@ func TestDeleteTopics(t *testing.T) {
 		t.Fatalf("unknown id results: %v", codes)
 	}
 	img := c.Image()
-	if img.Topics["a"] != nil || img.Topics["b"] != nil || img.Topics["c"] == nil {
+	if img.Topic("a") != nil || img.Topic("b") != nil || img.Topic("c") == nil {
 		t.Fatalf("topics after delete: %v", img.Topics)
 	}
 	if _, ok := img.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "b"}]; ok {
@@ -305,7 +305,7 @@ func TestCreatePartitions(t *testing.T) {
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.ValidateOnly = true
 	req.Topics = []kmsg.CreatePartitionsRequestTopic{cp("t", 5)}
-	if r := c.CreatePartitions(ctxT(t), req); r.Topics[0].ErrorCode != 0 || len(c.Image().Topics["t"].Partitions) != 2 {
+	if r := c.CreatePartitions(ctxT(t), req); r.Topics[0].ErrorCode != 0 || c.Image().Topic("t").Partitions.Len() != 2 {
 		t.Fatalf("validate only: %+v", r.Topics[0])
 	}
 	req.ValidateOnly = false
@@ -317,7 +317,7 @@ func TestCreatePartitions(t *testing.T) {
 	if r := c.CreatePartitions(ctxT(t), req); r.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create partitions: %+v", r.Topics[0])
 	}
-	parts := c.Image().Topics["t"].Partitions
+	parts := c.Image().Topic("t").Partitions.Slice()
 	if len(parts) != 5 || parts[2].Replicas[0] != 2 || parts[2].Leader != 2 {
 		t.Fatalf("partitions: %+v", parts)
 	}
@@ -346,7 +346,7 @@ func TestCreateTopicsExcessivelyLarge(t *testing.T) {
 			t.Fatalf("%s: %d %v", r.Topic, r.ErrorCode, r.ErrorMessage)
 		}
 	}
-	if len(c.Image().Topics) != 0 {
+	if c.Image().Topics.Len() != 0 {
 		t.Fatal("topics created")
 	}
 }

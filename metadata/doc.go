@@ -32,6 +32,8 @@
 //	replay.go      copy-on-write application of records to an Image
 //	               (ApplyBatch), and the records that rebuild an Image
 //	               (ImageRecords, ImageFromRecords)
+//	persist/       the persistent map and vector the image's topics and
+//	               partitions are built of, and their diffs
 //	acls.go        ACL records, ACLSet, ACLFilter and Kafka's names of the
 //	               ACL enums
 //	quotas.go      ClientQuotaRecord, quota entities and keys, the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 )
 
@@ -93,12 +94,33 @@ func (p Partition) Reassigning() bool {
 	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
-// Topic is a topic with its partitions, indexed by partition id.
+// Topic is a topic with its partitions, indexed by partition id. The
+// partitions are a persistent vector (metadata/persist) so that a change
+// to one partition of a large topic copies O(log n), not the topic.
 type Topic struct {
 	Name       string
 	ID         protocol.UUID
-	Partitions []Partition
+	Partitions persist.Vector[Partition]
 }
+
+// Partition returns partition p of the topic, or nil if it has none
+// (a negative p included). The Partition must not be modified.
+func (t *Topic) Partition(p int32) *Partition {
+	if p < 0 || int(p) >= t.Partitions.Len() {
+		return nil
+	}
+	return t.Partitions.At(int(p))
+}
+
+// PartitionCount is the number of partitions, as an int32 as Kafka's
+// protocol counts them.
+func (t *Topic) PartitionCount() int32 { return int32(t.Partitions.Len()) }
+
+// Topic returns the topic named name, or nil.
+func (img *Image) Topic(name string) *Topic { return img.Topics.Lookup(name) }
+
+// TopicByID returns the topic with id, or nil.
+func (img *Image) TopicByID(id protocol.UUID) *Topic { return img.TopicsByID.Lookup(id) }
 
 // Voter is one member of the controller quorum.
 type Voter struct {
@@ -118,9 +140,13 @@ type Image struct {
 	// kraft.version, transaction.version, group.version, ...).
 	Features map[string]int16
 
-	Brokers    map[int32]*Broker
-	Topics     map[string]*Topic
-	TopicsByID map[protocol.UUID]*Topic
+	Brokers map[int32]*Broker
+	// Topics and TopicsByID index the same topics; they are persistent
+	// maps (metadata/persist), so that a batch touching one topic copies
+	// O(log topics) of them and subscribers can diff two images in
+	// O(changed) (persist.Diff).
+	Topics     persist.Map[string, *Topic]
+	TopicsByID persist.Map[protocol.UUID, *Topic]
 	Configs    map[ConfigResource]map[string]string
 	// ACLs are the access control entries (acls.go); a new pointer
 	// whenever they change.

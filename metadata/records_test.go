@@ -69,7 +69,7 @@ func TestReadsVersion0Log(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Topics["t"] == nil || img.Brokers[1] == nil || img.NextProducerID != 1000 {
+	if img.Topic("t") == nil || img.Brokers[1] == nil || img.NextProducerID != 1000 {
 		t.Fatalf("image %+v", img)
 	}
 }

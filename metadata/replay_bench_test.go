@@ -12,9 +12,9 @@ import (
 // partition's leader on images of growing size. Issue 27 asks that a
 // change touching one partition cost O(changed), not O(all): the bytes
 // allocated per op (B/op, independent of the machine's load) show what a
-// batch copies. The image is copy-on-write per map, so today a batch that
-// touches one topic clones the topic maps (O(topics)) and that topic's
-// partition slice (O(its partitions)).
+// batch copies: the paths to the topic and partition in the persistent
+// topic map and partition vector, O(log n) (18 MB per op at 100,000
+// partitions in one topic when they were a Go map and a slice; 8 KB now).
 func BenchmarkApplyOnePartitionChange(b *testing.B) {
 	for _, shape := range []struct{ topics, partitions int }{
 		{100, 10}, {1000, 10}, {10000, 10}, {1, 10000}, {1, 100000},
@@ -42,7 +42,7 @@ func benchTopicID(i int) protocol.UUID {
 	return id
 }
 
-func benchImage(b *testing.B, topics, partitions int) *Image {
+func benchImage(b testing.TB, topics, partitions int) *Image {
 	b.Helper()
 	recs := make([]Record, 0, topics*(partitions+1))
 	for t := range topics {

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gregorbroker/gregor/metadata"
-	"github.com/gregorbroker/gregor/protocol"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -107,7 +106,7 @@ func TestFollowerBacksOffWhenATruncationChangesNothing(t *testing.T) {
 		Fetch: FetcherConfig{Fetchers: 1, MaxBytes: 1 << 20, ResponseMaxBytes: 10 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond, Backoff: time.Hour},
 	})
 	m.SetBrokerEpoch(101)
-	img := &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}, Brokers: map[int32]*metadata.Broker{
+	img := &metadata.Image{Brokers: map[int32]*metadata.Broker{
 		1: {ID: 1, Epoch: 101}, 2: {ID: 2, Epoch: 102},
 	}}
 	if err := m.Start(context.Background(), imageFunc(func() *metadata.Image { return img })); err != nil {
@@ -117,9 +116,9 @@ func TestFollowerBacksOffWhenATruncationChangesNothing(t *testing.T) {
 		m.Stop()
 		logs.Close()
 	})
-	next := &metadata.Image{Offset: 1, Topics: maps.Clone(img.Topics), TopicsByID: maps.Clone(img.TopicsByID), Brokers: img.Brokers}
-	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []metadata.Partition{led(2, 1, []int32{1, 2}, []int32{2})}}
-	next.Topics[clusterTopic], next.TopicsByID[clusterTopicID] = tp, tp
+	next := &metadata.Image{Offset: 1, Topics: img.Topics, TopicsByID: img.TopicsByID, Brokers: img.Brokers}
+	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: persist.VectorOf(led(2, 1, []int32{1, 2}, []int32{2}))}
+	next.Topics, next.TopicsByID = next.Topics.Set(clusterTopic, tp), next.TopicsByID.Set(clusterTopicID, tp)
 	m.ApplyImage(img, next)
 
 	delayed := func() bool {

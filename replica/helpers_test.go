@@ -3,12 +3,12 @@ package replica
 import (
 	"io"
 	"log/slog"
-	"maps"
 	"testing"
 	"time"
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -60,7 +60,7 @@ func newFixtureDirs(t *testing.T, fs *vfs.MemFS, dirs ...string) *fixture {
 		f.m.Stop()
 		logs.Close()
 	})
-	f.img = &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
+	f.img = &metadata.Image{}
 	f.m.ApplyImage(nil, f.img)
 	return f
 }
@@ -69,15 +69,15 @@ func newFixtureDirs(t *testing.T, fs *vfs.MemFS, dirs ...string) *fixture {
 // the topic is deleted).
 func (f *fixture) setTopic(name string, id byte, parts ...metadata.Partition) {
 	f.t.Helper()
-	next := &metadata.Image{Offset: f.img.Offset + 1, Topics: maps.Clone(f.img.Topics), TopicsByID: maps.Clone(f.img.TopicsByID)}
-	if old := next.Topics[name]; old != nil {
-		delete(next.TopicsByID, old.ID)
-		delete(next.Topics, name)
+	next := &metadata.Image{Offset: f.img.Offset + 1, Topics: f.img.Topics, TopicsByID: f.img.TopicsByID}
+	if old := next.Topic(name); old != nil {
+		next.TopicsByID = next.TopicsByID.Delete(old.ID)
+		next.Topics = next.Topics.Delete(name)
 	}
 	if len(parts) > 0 {
-		t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
-		next.Topics[name] = t
-		next.TopicsByID[t.ID] = t
+		t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: persist.VectorOf(parts...)}
+		next.Topics = next.Topics.Set(name, t)
+		next.TopicsByID = next.TopicsByID.Set(t.ID, t)
 	}
 	prev := f.img
 	f.img = next

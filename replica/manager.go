@@ -14,6 +14,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/tiered"
@@ -74,12 +75,14 @@ type Manager struct {
 
 	// applyMu serialises ApplyImage and listener registration, so that
 	// listeners hear of each partition's leadership in order. It guards
-	// listeners, reconciled and retry.
+	// listeners, reconciled, lastVisited and retry.
 	applyMu   sync.Mutex
 	listeners map[string][]*listenerEntry
 	// reconciled is the last image applied (nil before the first): the
 	// next one is compared with it, and only what changed is applied.
 	reconciled *metadata.Image
+	// lastVisited is how many partitions the last reconcile compared.
+	lastVisited int
 	// retry names the topics with a partition whose log failed to open:
 	// they are reconciled again with every image, changed or not.
 	retry map[string]bool
@@ -326,10 +329,13 @@ func (m *Manager) WaitApplied(ctx context.Context, offset int64) bool {
 // topic: deleted while this node was down) deleted. The caller holds
 // applyMu.
 //
-// Only what changed since prev, the image reconciled last, is applied.
-// Images are copy-on-write (metadata/replay.go): a topic no record
-// touched keeps its *Topic, so it is skipped unless its configs changed or
-// it has a partition whose log failed to open. Everything is compared when
+// Only what changed since prev, the image reconciled last, is applied,
+// and finding it costs O(changed), not O(all): images are persistent
+// (metadata/persist), so a topic no record touched keeps its *Topic and
+// the subtrees of the topic map and of a topic's partition vector that
+// hold no change are shared and skipped by the diff. A topic is also
+// looked at when its configs changed or it has a partition whose log
+// failed to open (every partition of it then). Everything is compared when
 // there is no prev (the first image) or when what every topic depends on
 // changed: the brokers' configs (the log defaults) or this broker's
 // registration. A topic's configuration is computed once for all its
@@ -342,20 +348,14 @@ func (m *Manager) reconcile(prev, img *metadata.Image) error {
 	r := &reconciliation{m: m, img: img, all: prev == nil || brokerInputsChanged(m.self, prev, img)}
 	if r.all {
 		r.wanted = map[TopicPartition]bool{}
-	}
-	for name, t := range img.Topics {
-		var old *metadata.Topic
-		if prev != nil {
-			old = prev.Topics[name]
+		for _, t := range img.Topics.All() {
+			var old *metadata.Topic
+			if prev != nil {
+				old = prev.Topic(t.Name)
+			}
+			delete(m.retry, t.Name)
+			r.topic(old, t, true, true)
 		}
-		cfgChanged := r.all || topicConfigChanged(prev, img, name)
-		if old == t && !cfgChanged && !m.retry[name] {
-			continue
-		}
-		delete(m.retry, name)
-		r.topic(old, t, cfgChanged)
-	}
-	if r.all {
 		var gone []*Partition
 		m.mu.RLock()
 		for tp, p := range m.parts {
@@ -368,15 +368,44 @@ func (m *Manager) reconcile(prev, img *metadata.Image) error {
 			r.drop(p)
 		}
 	} else {
-		for name, old := range prev.Topics {
-			if img.Topics[name] == nil {
-				r.dropTopic(old, 0)
-				m.deleteRemote(old)
-				delete(m.retry, name)
+		// Only the topics that differ: the persistent topic maps are
+		// compared subtree by subtree (O(changed · log topics)), the topic
+		// configs only when a config changed, and the retried topics.
+		changed := map[string]bool{}
+		var removed []*metadata.Topic
+		persist.Diff(prev.Topics, img.Topics, func(a, b *metadata.Topic) bool { return a == b },
+			func(name string, old *metadata.Topic, _ bool, _ *metadata.Topic, inImg bool) {
+				if inImg {
+					changed[name] = true
+				} else {
+					removed = append(removed, old)
+				}
+			})
+		cfgChanged := map[string]bool{}
+		for _, name := range img.ChangedConfigs(prev, metadata.ConfigResourceTopic) {
+			cfgChanged[name] = true
+			changed[name] = true
+		}
+		for name := range m.retry {
+			changed[name] = true
+		}
+		for name := range changed {
+			t := img.Topic(name)
+			if t == nil {
+				continue
 			}
+			retried := m.retry[name]
+			delete(m.retry, name)
+			r.topic(prev.Topic(name), t, cfgChanged[name], retried)
+		}
+		for _, old := range removed {
+			r.dropTopic(old, 0)
+			m.deleteRemote(old)
+			delete(m.retry, old.Name)
 		}
 	}
 	r.openNew()
+	m.lastVisited = r.visited
 	if prev == nil {
 		for _, tp := range m.logs.OnDisk() {
 			if !r.wanted[tp] {
@@ -406,16 +435,6 @@ func brokerInputsChanged(self int32, prev, img *metadata.Image) bool {
 	return false
 }
 
-// topicConfigChanged reports whether the topic's configs differ between
-// the images (prev nil: they do).
-func topicConfigChanged(prev, img *metadata.Image, topic string) bool {
-	if prev == nil {
-		return true
-	}
-	res := metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: topic}
-	return !maps.Equal(prev.Configs[res], img.Configs[res])
-}
-
 // reconciliation is one image's reconcile in progress.
 type reconciliation struct {
 	m   *Manager
@@ -427,6 +446,8 @@ type reconciliation struct {
 	// opens are the new partitions, with what the image says of them.
 	opens []toOpen
 	errs  []error
+	// visited counts the partitions compared (lastVisited, for tests).
+	visited int
 }
 
 type toOpen struct {
@@ -437,8 +458,12 @@ type toOpen struct {
 }
 
 // topic applies a topic that is new or changed (or compared anyway); old
-// is the topic under that name in the previous image, if any.
-func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
+// is the topic under that name in the previous image, if any. Every
+// partition is visited when the topic is new, its configs changed or
+// every is set (the first image, a retry of logs that failed to open);
+// otherwise only the partitions that differ from old's, found by
+// comparing the persistent partition vectors leaf by leaf.
+func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged, every bool) {
 	m := r.m
 	// One configuration per topic, shared by its partitions (not a
 	// 256-byte copy in each).
@@ -457,14 +482,15 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 		m.deleteRemote(old)
 		old = nil
 	}
-	for i, meta := range t.Partitions {
+	visit := func(i int, meta *metadata.Partition) {
+		r.visited++
 		tp := TopicPartition{Topic: t.Name, Partition: int32(i)}
 		p := m.hosted(tp)
 		if !slices.Contains(meta.Replicas, m.self) {
 			if p != nil {
 				r.drop(p)
 			}
-			continue
+			return
 		}
 		if r.wanted != nil {
 			r.wanted[tp] = true
@@ -478,11 +504,11 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 				// Offline: retried as a new partition.
 				m.forget(p)
 			}
-			r.opens = append(r.opens, toOpen{tp: tp, id: t.ID, meta: meta, cfg: topicCfg()})
-			continue
+			r.opens = append(r.opens, toOpen{tp: tp, id: t.ID, meta: *meta, cfg: topicCfg()})
+			return
 		}
-		if !cfgChanged && old != nil && i < len(old.Partitions) && samePartition(old.Partitions[i], meta) {
-			continue
+		if !cfgChanged && old != nil && i < old.Partitions.Len() && samePartition(*old.Partitions.At(i), *meta) {
+			return
 		}
 		var newCfg *config.Topic
 		if cfgChanged {
@@ -490,11 +516,23 @@ func (r *reconciliation) topic(old, t *metadata.Topic, cfgChanged bool) {
 			p.log.SetConfig(newCfg)
 			m.setTiered(p, p.log)
 		}
-		p.update(meta, newCfg, m.nowMs())
+		p.update(*meta, newCfg, m.nowMs())
 		r.settle(p)
 	}
-	if old != nil && len(old.Partitions) > len(t.Partitions) {
-		r.dropTopic(old, len(t.Partitions))
+	if old == nil || cfgChanged || every {
+		for i, meta := range t.Partitions.All() {
+			visit(i, meta)
+		}
+	} else {
+		persist.DiffVectors(old.Partitions, t.Partitions, func(a, b *metadata.Partition) bool { return samePartition(*a, *b) },
+			func(i int, _, meta *metadata.Partition) {
+				if meta != nil {
+					visit(i, meta)
+				}
+			})
+	}
+	if old != nil && old.Partitions.Len() > t.Partitions.Len() {
+		r.dropTopic(old, t.Partitions.Len())
 	}
 }
 
@@ -508,7 +546,7 @@ func samePartition(a, b metadata.Partition) bool {
 
 // dropTopic drops the hosted partitions of old from index from on.
 func (r *reconciliation) dropTopic(old *metadata.Topic, from int) {
-	for i := from; i < len(old.Partitions); i++ {
+	for i := from; i < old.Partitions.Len(); i++ {
 		if p := r.m.hosted(TopicPartition{Topic: old.Name, Partition: int32(i)}); p != nil && p.topicID == old.ID {
 			r.drop(p)
 		}
@@ -677,8 +715,8 @@ func (m *Manager) imageHas(tp TopicPartition) bool {
 	if img == nil {
 		return false
 	}
-	t := img.Topics[tp.Topic]
-	return t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions)
+	t := img.Topic(tp.Topic)
+	return t != nil && tp.Partition >= 0 && int(tp.Partition) < t.Partitions.Len()
 }
 
 // leaderPartition is the one leadership and epoch check every operation
@@ -726,8 +764,8 @@ func (m *Manager) hintFor(tp TopicPartition, ke *kerr.Error, p *Partition) Leade
 		}
 	}
 	if img := m.image.Load(); img != nil {
-		if t := img.Topics[tp.Topic]; t != nil && tp.Partition >= 0 && int(tp.Partition) < len(t.Partitions) {
-			meta := t.Partitions[tp.Partition]
+		if t := img.Topic(tp.Topic); t != nil && tp.Partition >= 0 && int(tp.Partition) < t.Partitions.Len() {
+			meta := *t.Partitions.At(int(tp.Partition))
 			return LeaderHint{ID: meta.Leader, Epoch: meta.LeaderEpoch}
 		}
 	}

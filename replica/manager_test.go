@@ -11,6 +11,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -366,12 +367,12 @@ func TestReconcileDeletesLogs(t *testing.T) {
 		t.Fatal("a deleted topic's log is still open")
 	}
 	// Same name, new ID within one image change.
-	next := &metadata.Image{Offset: f.img.Offset + 1, Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
-	for name, tp := range f.img.Topics {
+	next := &metadata.Image{Offset: f.img.Offset + 1}
+	for name, tp := range f.img.Topics.All() {
 		if name == "recreated" {
-			tp = &metadata.Topic{Name: name, ID: protocol.UUID{9}, Partitions: []metadata.Partition{solo(0)}}
+			tp = &metadata.Topic{Name: name, ID: protocol.UUID{9}, Partitions: persist.VectorOf(solo(0))}
 		}
-		next.Topics[name], next.TopicsByID[tp.ID] = tp, tp
+		next.Topics, next.TopicsByID = next.Topics.Set(name, tp), next.TopicsByID.Set(tp.ID, tp)
 	}
 	prev := f.img
 	f.img = next

@@ -60,7 +60,7 @@ func (m *Manager) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	m.tiered.RegisterMetrics(r)
 	m.stats.register(r, func(topic string) bool {
 		img := m.image.Load()
-		return img == nil || img.Topics[topic] != nil
+		return img == nil || img.Topic(topic) != nil
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -83,10 +84,8 @@ func newDiffFixture(t *testing.T, fs *vfs.MemFS) *diffFixture {
 		logs.Close()
 	})
 	f.img = &metadata.Image{
-		Topics:     map[string]*metadata.Topic{},
-		TopicsByID: map[protocol.UUID]*metadata.Topic{},
-		Brokers:    map[int32]*metadata.Broker{self: {ID: self, Epoch: 1}, 2: {ID: 2, Epoch: 1}},
-		Configs:    map[metadata.ConfigResource]map[string]string{},
+		Brokers: map[int32]*metadata.Broker{self: {ID: self, Epoch: 1}, 2: {ID: 2, Epoch: 1}},
+		Configs: map[metadata.ConfigResource]map[string]string{},
 	}
 	f.m.ApplyImage(nil, f.img)
 	f.m.AddLeadershipListener("a", &f.events)
@@ -101,8 +100,8 @@ func (f *diffFixture) apply(change func(next *metadata.Image)) []TopicPartition 
 	f.t.Helper()
 	next := *f.img
 	next.Offset++
-	next.Topics = maps.Clone(f.img.Topics)
-	next.TopicsByID = maps.Clone(f.img.TopicsByID)
+	next.Topics = f.img.Topics
+	next.TopicsByID = f.img.TopicsByID
 	next.Brokers = maps.Clone(f.img.Brokers)
 	next.Configs = maps.Clone(f.img.Configs)
 	change(&next)
@@ -117,22 +116,23 @@ func (f *diffFixture) apply(change func(next *metadata.Image)) []TopicPartition 
 
 // setTopic puts a new *Topic under name (a new ID when id differs).
 func setTopic(img *metadata.Image, name string, id byte, parts ...metadata.Partition) {
-	if old := img.Topics[name]; old != nil {
-		delete(img.TopicsByID, old.ID)
+	if old := img.Topic(name); old != nil {
+		img.TopicsByID = img.TopicsByID.Delete(old.ID)
 	}
-	t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: parts}
-	img.Topics[name], img.TopicsByID[t.ID] = t, t
+	t := &metadata.Topic{Name: name, ID: protocol.UUID{id}, Partitions: persist.VectorOf(parts...)}
+	img.Topics, img.TopicsByID = img.Topics.Set(name, t), img.TopicsByID.Set(t.ID, t)
 }
 
 // changePartition copies topic name with partition i replaced, as a
 // PartitionChangeRecord does.
 func changePartition(img *metadata.Image, name string, i int, p metadata.Partition) {
-	old := img.Topics[name]
+	old := img.Topic(name)
 	cp := *old
-	cp.Partitions = slices.Clone(old.Partitions)
-	p.PartitionEpoch = old.Partitions[i].PartitionEpoch + 1
-	cp.Partitions[i] = p
-	img.Topics[name], img.TopicsByID[cp.ID] = &cp, &cp
+	p.PartitionEpoch = old.Partitions.At(i).PartitionEpoch + 1
+	e := old.Partitions.Edit()
+	e.Set(i, p)
+	cp.Partitions = e.Done()
+	img.Topics, img.TopicsByID = img.Topics.Set(name, &cp), img.TopicsByID.Set(cp.ID, &cp)
 }
 
 func setConfig(img *metadata.Image, res metadata.ConfigResource, key, value string) {
@@ -317,15 +317,17 @@ func TestReconcileAppliesOnlyWhatChanged(t *testing.T) {
 }
 
 func changeAppend(img *metadata.Image, name string, p metadata.Partition) {
-	old := img.Topics[name]
+	old := img.Topic(name)
 	cp := *old
-	cp.Partitions = append(slices.Clone(old.Partitions), p)
-	img.Topics[name], img.TopicsByID[cp.ID] = &cp, &cp
+	e := old.Partitions.Edit()
+	e.Append(p)
+	cp.Partitions = e.Done()
+	img.Topics, img.TopicsByID = img.Topics.Set(name, &cp), img.TopicsByID.Set(cp.ID, &cp)
 }
 
 func deleteTopic(img *metadata.Image, name string) {
-	delete(img.TopicsByID, img.Topics[name].ID)
-	delete(img.Topics, name)
+	img.TopicsByID = img.TopicsByID.Delete(img.Topic(name).ID)
+	img.Topics = img.Topics.Delete(name)
 	delete(img.Configs, metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: name})
 }
 
@@ -402,6 +404,47 @@ func TestFirstImageOpensEveryPartitionTogether(t *testing.T) {
 	for i := range parts {
 		if r := produceTo(t, m, TopicPartition{Topic: "a", Partition: int32(i)}); r.Err != nil {
 			t.Fatalf("a-%d: %v", i, r.Err)
+		}
+	}
+}
+
+// TestReconcileVisitsOnlyChangedPartitions: issue 27's metadata changes
+// O(changed), on the broker. A change to one partition of a topic of 3,000
+// makes the manager compare that partition alone (the persistent partition
+// vectors are diffed leaf by leaf), a change elsewhere none of them; a
+// topic config change, which every partition's log takes, all of them.
+func TestReconcileVisitsOnlyChangedPartitions(t *testing.T) {
+	f := newDiffFixture(t, vfs.NewMemFS())
+	parts := make([]metadata.Partition, 3000)
+	for i := range parts {
+		parts[i] = away()
+	}
+	steps := []struct {
+		name   string
+		change func(*metadata.Image)
+		want   int
+	}{
+		{"create big (3,000 partitions, none here)", func(img *metadata.Image) { setTopic(img, "big", 1, parts...) }, 3000},
+		{"create small", func(img *metadata.Image) { setTopic(img, "small", 2, solo(0)) }, 1},
+		{"move one leader of big", func(img *metadata.Image) {
+			changePartition(img, "big", 1234, led(3, 1, []int32{2, 3}, []int32{2, 3}))
+		}, 1},
+		{"add a partition to big", func(img *metadata.Image) { changeAppend(img, "big", away()) }, 1},
+		{"move small's leader", func(img *metadata.Image) {
+			changePartition(img, "small", 0, led(self, 1, []int32{self}, []int32{self}))
+		}, 1},
+		{"big's config", func(img *metadata.Image) {
+			setConfig(img, metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "big"}, "segment.bytes", "1048576")
+		}, 3001},
+		{"another broker fenced", func(img *metadata.Image) { img.Brokers[2] = &metadata.Broker{ID: 2, Epoch: 1, Fenced: true} }, 0},
+	}
+	for _, s := range steps {
+		f.apply(s.change)
+		f.m.applyMu.Lock()
+		got := f.m.lastVisited
+		f.m.applyMu.Unlock()
+		if got != s.want {
+			t.Errorf("%s: %d partitions compared, want %d", s.name, got, s.want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gregorbroker/gregor/config"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/storage"
 	"github.com/gregorbroker/gregor/vfs"
@@ -64,7 +65,7 @@ func newClusterRacks(t *testing.T, ids []int32, racks map[int32]string, cfg conf
 func newClusterFetching(t *testing.T, ids []int32, racks map[int32]string, cfg config.Topic, lag time.Duration, fetchMax int32, maxWait time.Duration) *cluster {
 	t.Helper()
 	c := &cluster{t: t, nodes: map[int32]*Manager{}, logs: map[int32]*storage.Manager{}, fs: map[int32]*vfs.MemFS{}, cut: map[int32]bool{}, inflight: map[int32]int{}}
-	c.img = &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}, Brokers: map[int32]*metadata.Broker{}}
+	c.img = &metadata.Image{Brokers: map[int32]*metadata.Broker{}}
 	for _, id := range ids {
 		c.img.Brokers[id] = &metadata.Broker{ID: id, Epoch: int64(100 + id)}
 		if r, ok := racks[id]; ok {
@@ -120,12 +121,12 @@ func (c *cluster) image() *metadata.Image {
 func (c *cluster) setPartition(p metadata.Partition) {
 	c.mu.Lock()
 	prev := c.img
-	next := &metadata.Image{Offset: prev.Offset + 1, Topics: maps.Clone(prev.Topics), TopicsByID: maps.Clone(prev.TopicsByID), Brokers: prev.Brokers}
-	if old := prev.Topics[clusterTopic]; old != nil {
-		p.PartitionEpoch = old.Partitions[0].PartitionEpoch + 1
+	next := &metadata.Image{Offset: prev.Offset + 1, Topics: prev.Topics, TopicsByID: prev.TopicsByID, Brokers: prev.Brokers}
+	if old := prev.Topic(clusterTopic); old != nil {
+		p.PartitionEpoch = old.Partitions.At(0).PartitionEpoch + 1
 	}
-	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: []metadata.Partition{p}}
-	next.Topics[clusterTopic], next.TopicsByID[clusterTopicID] = tp, tp
+	tp := &metadata.Topic{Name: clusterTopic, ID: clusterTopicID, Partitions: persist.VectorOf(p)}
+	next.Topics, next.TopicsByID = next.Topics.Set(clusterTopic, tp), next.TopicsByID.Set(clusterTopicID, tp)
 	c.img = next
 	c.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(c.nodes)) {
@@ -134,7 +135,7 @@ func (c *cluster) setPartition(p metadata.Partition) {
 }
 
 func (c *cluster) partition() metadata.Partition {
-	return c.image().Topics[clusterTopic].Partitions[0]
+	return *c.image().Topic(clusterTopic).Partitions.At(0)
 }
 
 // isrOn is the ISR node id applies for partition 0.

@@ -135,7 +135,7 @@ func (m *Manager) deleteRemote(old *metadata.Topic) {
 	if m.tiered == nil {
 		return
 	}
-	for i, meta := range old.Partitions {
+	for i, meta := range old.Partitions.All() {
 		owner := meta.Leader
 		if owner < 0 && len(meta.Replicas) > 0 {
 			owner = meta.Replicas[0]

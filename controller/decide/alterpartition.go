@@ -60,7 +60,7 @@ func (e *Env) AlterPartition(_ context.Context, img *metadata.Image, _ int64, re
 	for _, rt := range req.Topics {
 		topic := kmsg.NewAlterPartitionResponseTopic()
 		topic.TopidID = rt.TopicID
-		t := img.TopicsByID[rt.TopicID]
+		t := img.TopicByID(rt.TopicID)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewAlterPartitionResponseTopicPartition()
 			p.Partition = rp.Partition
@@ -75,7 +75,7 @@ func (e *Env) AlterPartition(_ context.Context, img *metadata.Image, _ int64, re
 				topic.Partitions = append(topic.Partitions, p)
 				continue
 			}
-			after := t.Partitions[rp.Partition]
+			after := *t.Partitions.At(int(rp.Partition))
 			if rec != nil {
 				recs = append(recs, rec)
 				after = metadata.ApplyPartitionChange(after, rec)
@@ -111,10 +111,10 @@ func AlterPartitionFailed(req *kmsg.AlterPartitionRequest, e *Error) *kmsg.Alter
 // alterOnePartition checks one partition's requested change and returns its
 // record (nil when nothing changes), or the error Kafka answers.
 func (e *Env) alterOnePartition(img *metadata.Image, req *kmsg.AlterPartitionRequest, t *metadata.Topic, rp kmsg.AlterPartitionRequestTopicPartition) (*metadata.PartitionChangeRecord, *kerr.Error) {
-	if rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+	if rp.Partition < 0 || int(rp.Partition) >= t.Partitions.Len() {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	cur := t.Partitions[rp.Partition]
+	cur := *t.Partitions.At(int(rp.Partition))
 	switch {
 	case rp.LeaderEpoch > cur.LeaderEpoch, rp.PartitionEpoch > cur.PartitionEpoch:
 		return nil, kerr.NotController

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 )
 
@@ -20,7 +21,7 @@ func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		img.Brokers[id] = &metadata.Broker{ID: id}
 	}
-	topic := &metadata.Topic{Name: "t", Partitions: []metadata.Partition{{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}}
+	topic := &metadata.Topic{Name: "t", Partitions: persist.VectorOf([]metadata.Partition{{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1}}...)}
 	shrink := func(mv int16) *metadata.PartitionChangeRecord {
 		img.Features = map[string]int16{metadata.MetadataVersionFeature: mv}
 		pc := testEnv().newPartitionChange(img, topic, 0)
@@ -40,7 +41,7 @@ func TestPartitionChangeLeaderEpochBumps(t *testing.T) {
 	if rec.Leader != 1 || !slices.Equal(rec.Replicas, []int32{1, 2}) {
 		t.Fatalf("removing a replica: %+v", rec)
 	}
-	if got := metadata.ApplyPartitionChange(topic.Partitions[0], rec); got.LeaderEpoch != 1 || got.Leader != 1 {
+	if got := metadata.ApplyPartitionChange(*topic.Partitions.At(0), rec); got.LeaderEpoch != 1 || got.Leader != 1 {
 		t.Fatalf("replayed: %+v", got)
 	}
 }
@@ -53,8 +54,8 @@ func isrRequestTopic(img *metadata.Image, id protocol.UUID, isrs map[int32][]int
 	for _, i := range slices.Sorted(maps.Keys(isrs)) {
 		rp := kmsg.NewAlterPartitionRequestTopicPartition()
 		rp.Partition = i
-		if t := img.TopicsByID[id]; t != nil && int(i) < len(t.Partitions) {
-			rp.LeaderEpoch, rp.PartitionEpoch = t.Partitions[i].LeaderEpoch, t.Partitions[i].PartitionEpoch
+		if t := img.TopicByID(id); t != nil && int(i) < t.Partitions.Len() {
+			rp.LeaderEpoch, rp.PartitionEpoch = t.Partitions.At(int(i)).LeaderEpoch, t.Partitions.At(int(i)).PartitionEpoch
 		}
 		rp.NewISR = isrs[i]
 		rt.Partitions = append(rt.Partitions, rp)
@@ -95,7 +96,7 @@ func TestAlterPartitionDecisionWithoutAQuorum(t *testing.T) {
 	if shrunk.ErrorCode != 0 || shrunk.LeaderID != 1 || shrunk.LeaderEpoch != 0 || !slices.Equal(shrunk.ISR, []int32{1, 2}) || shrunk.PartitionEpoch != 1 {
 		t.Fatalf("t-0: %+v", shrunk)
 	}
-	if p := next.Topics["t"].Partitions[0]; !slices.Equal(p.ISR, []int32{1, 2}) || p.PartitionEpoch != 1 {
+	if p := *next.Topic("t").Partitions.At(0); !slices.Equal(p.ISR, []int32{1, 2}) || p.PartitionEpoch != 1 {
 		t.Fatalf("t-0 after the shrink: %+v", p)
 	}
 	for i, code := range []int16{kerr.InvalidRequest.Code, kerr.UnknownTopicOrPartition.Code} {
@@ -109,7 +110,7 @@ func TestAlterPartitionDecisionWithoutAQuorum(t *testing.T) {
 	if rp := resp.Topics[2].Partitions[0]; rp.ErrorCode != kerr.NewLeaderElected.Code || rp.ISR != nil {
 		t.Fatalf("m-0: %+v", rp)
 	}
-	if p := next.Topics["m"].Partitions[0]; !slices.Equal(p.Replicas, []int32{2}) || !slices.Equal(p.ISR, []int32{2}) || p.Leader != 2 || p.Reassigning() {
+	if p := *next.Topic("m").Partitions.At(0); !slices.Equal(p.Replicas, []int32{2}) || !slices.Equal(p.ISR, []int32{2}) || p.Leader != 2 || p.Reassigning() {
 		t.Fatalf("m-0 after the move: %+v", p)
 	}
 

@@ -255,10 +255,10 @@ func isActiveBroker(img *metadata.Image, id int32) bool {
 
 // forEachPartition visits partitions in topic-name order.
 func forEachPartition(img *metadata.Image, fn func(t *metadata.Topic, i int, p metadata.Partition)) {
-	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-		t := img.Topics[name]
-		for i, p := range t.Partitions {
-			fn(t, i, p)
+	for _, name := range slices.Sorted(img.Topics.Keys()) {
+		t := img.Topic(name)
+		for i, p := range t.Partitions.All() {
+			fn(t, i, *p)
 		}
 	}
 }

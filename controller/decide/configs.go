@@ -483,7 +483,7 @@ func (e *Env) checkConfigResourceExists(img *metadata.Image, res metadata.Config
 		}
 		return NewError(kerr.BrokerIDNotRegistered, "No node with id %d found.", id)
 	case metadata.ConfigResourceTopic:
-		if img.Topics[res.Name] == nil {
+		if img.Topic(res.Name) == nil {
 			return NewError(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", res.Name)
 		}
 	}

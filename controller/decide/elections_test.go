@@ -38,7 +38,7 @@ func TestElectLeadersDecisionWithoutAQuorum(t *testing.T) {
 		*b.Partitions[0].ErrorMessage != kerr.PreferredLeaderNotAvailable.Description {
 		t.Fatalf("topic b: %+v", b)
 	}
-	if p := next.Topics["a"].Partitions[0]; p.Leader != 1 || p.LeaderEpoch != 1 {
+	if p := *next.Topic("a").Partitions.At(0); p.Leader != 1 || p.LeaderEpoch != 1 {
 		t.Fatalf("a-0 after the election: %+v", p)
 	}
 

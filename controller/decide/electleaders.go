@@ -47,10 +47,10 @@ func (e *Env) ElectLeaders(_ context.Context, img *metadata.Image, _ int64, req 
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	if req.Topics == nil {
-		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+		for _, name := range slices.Sorted(img.Topics.Keys()) {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = name
-			for i := range img.Topics[name].Partitions {
+			for i := range img.Topic(name).Partitions.All() {
 				elect(&rt, int32(i), true)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -98,14 +98,14 @@ func ElectLeadersFailed(req *kmsg.ElectLeadersRequest, e *Error) *kmsg.ElectLead
 // ISR and active (with no leader, it may elect another ISR member); an
 // unclean one elects from the ISR, then the ELR, then any active replica.
 func (e *Env) electLeader(img *metadata.Image, topic string, partition int32, electionType int8) (metadata.Record, *Error) {
-	t := img.Topics[topic]
+	t := img.Topic(topic)
 	if t == nil {
 		return nil, NewError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
 	}
-	if partition < 0 || int(partition) >= len(t.Partitions) {
+	if partition < 0 || int(partition) >= t.Partitions.Len() {
 		return nil, NewError(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topic, partition)
 	}
-	p := t.Partitions[partition]
+	p := *t.Partitions.At(int(partition))
 	preferred := int32(-1)
 	if len(p.Replicas) > 0 {
 		preferred = p.Replicas[0]

@@ -126,7 +126,7 @@ type partitionChange struct {
 // unclean.leader.election.enable, the cluster's ELR level, and active
 // brokers as the ones that may lead.
 func (e *Env) newPartitionChange(img *metadata.Image, t *metadata.Topic, partition int32) *partitionChange {
-	p := t.Partitions[partition]
+	p := *t.Partitions.At(int(partition))
 	pc := &partitionChange{
 		img:             img,
 		topic:           t,
@@ -378,8 +378,8 @@ func (e *Env) effectiveMinISR(img *metadata.Image, t *metadata.Topic) int {
 	if err != nil || n < 1 {
 		n = 1
 	}
-	if len(t.Partitions) > 0 {
-		n = min(n, len(t.Partitions[0].Replicas))
+	if t.Partitions.Len() > 0 {
+		n = min(n, len(t.Partitions.At(0).Replicas))
 	}
 	return n
 }

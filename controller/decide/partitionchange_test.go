@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 )
 
@@ -20,9 +21,9 @@ func elrCluster(t *testing.T, n int32, elr bool, minISR string, p metadata.Parti
 	if elr {
 		img.Features = map[string]int16{metadata.EligibleLeaderReplicasFeature: 1}
 	}
-	topic := &metadata.Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: []metadata.Partition{p}}
-	img.Topics = map[string]*metadata.Topic{"t": topic}
-	img.TopicsByID = map[protocol.UUID]*metadata.Topic{topic.ID: topic}
+	topic := &metadata.Topic{Name: "t", ID: protocol.RandomUUID(), Partitions: persist.VectorOf(p)}
+	img.Topics = persist.Map[string, *metadata.Topic]{}.Set("t", topic)
+	img.TopicsByID = persist.Map[protocol.UUID, *metadata.Topic]{}.Set(topic.ID, topic)
 	img.Configs = map[metadata.ConfigResource]map[string]string{{Type: metadata.ConfigResourceTopic, Name: "t"}: {minInSyncReplicasConfig: minISR}}
 	return img
 }
@@ -71,7 +72,7 @@ func apply(t *testing.T, img *metadata.Image, recs []metadata.Record) *metadata.
 	return next
 }
 
-func part(img *metadata.Image) metadata.Partition { return img.Topics["t"].Partitions[0] }
+func part(img *metadata.Image) metadata.Partition { return *img.Topic("t").Partitions.At(0) }
 
 func wantPartition(t *testing.T, step string, got metadata.Partition, leader int32, isr, elr, lastKnown []int32) {
 	t.Helper()
@@ -98,7 +99,7 @@ func unfence(t *testing.T, e *Env, img *metadata.Image, id int32) *metadata.Imag
 // isrChange is the record for an ISR change the leader of t-0 asks for, as
 // AlterPartition builds it once the request is valid.
 func isrChange(e *Env, img *metadata.Image, isr []int32) *metadata.PartitionChangeRecord {
-	pc := e.newPartitionChange(img, img.Topics["t"], 0)
+	pc := e.newPartitionChange(img, img.Topic("t"), 0)
 	pc.isr = isr
 	return pc.build()
 }
@@ -140,7 +141,7 @@ func TestELRAtMinISRIsEmpty(t *testing.T) {
 	wantPartition(t, "fence 2", part(img), 3, []int32{3}, []int32{2}, nil)
 	// min.insync.replicas is capped at the replication factor.
 	img = elrCluster(t, 2, true, "5", metadata.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
-	if got := e.effectiveMinISR(img, img.Topics["t"]); got != 2 {
+	if got := e.effectiveMinISR(img, img.Topic("t")); got != 2 {
 		t.Fatalf("effective min ISR %d, want 2", got)
 	}
 }

@@ -119,17 +119,17 @@ func reassignmentsResponse(req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.Alt
 // reassignPartition decides one partition's reassignment: its record (nil
 // when nothing changes) or why it is refused.
 func (e *Env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterPartitionAssignmentsRequestTopicPartition, allowRFChange bool) (*metadata.PartitionChangeRecord, *Error) {
-	t := img.Topics[topic]
+	t := img.Topic(topic)
 	if t == nil {
 		return nil, NewError(kerr.UnknownTopicOrPartition, "Unable to find a topic named %s.", topic)
 	}
-	if p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
+	if p.Partition < 0 || int(p.Partition) >= t.Partitions.Len() {
 		return nil, NewError(kerr.UnknownTopicOrPartition, "Unable to find partition %s:%d.", topic, p.Partition)
 	}
 	if p.Replicas == nil {
 		return e.cancelReassignment(img, t, p.Partition)
 	}
-	cur := t.Partitions[p.Partition]
+	cur := *t.Partitions.At(int(p.Partition))
 	if err := validateManualAssignment(img, p.Replicas, -1); err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func (e *Env) reassignPartition(img *metadata.Image, topic string, p kmsg.AlterP
 
 // cancelReassignment reverts the reassignment in progress.
 func (e *Env) cancelReassignment(img *metadata.Image, t *metadata.Topic, id int32) (*metadata.PartitionChangeRecord, *Error) {
-	cur := t.Partitions[id]
+	cur := *t.Partitions.At(int(id))
 	if !cur.Reassigning() {
 		return nil, &Error{err: kerr.NoReassignmentInProgress}
 	}
@@ -192,10 +192,10 @@ func (*Env) ListPartitionReassignments(_ context.Context, img *metadata.Image, _
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name
 		for _, id := range partitions {
-			if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
+			if id < 0 || int(id) >= t.Partitions.Len() || !t.Partitions.At(int(id)).Reassigning() {
 				continue
 			}
-			p := t.Partitions[id]
+			p := *t.Partitions.At(int(id))
 			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
 			rp.Partition = id
 			rp.Replicas = append([]int32{}, p.Replicas...)
@@ -208,9 +208,9 @@ func (*Env) ListPartitionReassignments(_ context.Context, img *metadata.Image, _
 		}
 	}
 	if req.Topics == nil {
-		for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-			t := img.Topics[name]
-			all := make([]int32, len(t.Partitions))
+		for _, name := range slices.Sorted(img.Topics.Keys()) {
+			t := img.Topic(name)
+			all := make([]int32, t.Partitions.Len())
 			for i := range all {
 				all[i] = int32(i)
 			}
@@ -219,7 +219,7 @@ func (*Env) ListPartitionReassignments(_ context.Context, img *metadata.Image, _
 		return nil, resp
 	}
 	for _, rt := range req.Topics {
-		if t := img.Topics[rt.Topic]; t != nil {
+		if t := img.Topic(rt.Topic); t != nil {
 			list(t, rt.Partitions)
 		}
 	}

@@ -46,7 +46,7 @@ func TestReassignmentDecisionsWithoutAQuorum(t *testing.T) {
 			t.Fatalf("%s-%d: %d %v, want %d %q", resp.Topics[i].Topic, rp.Partition, rp.ErrorCode, rp.ErrorMessage, want.code, want.msg)
 		}
 	}
-	if p := img.Topics["t"].Partitions[0]; !slices.Equal(p.Replicas, []int32{2, 3, 4, 1}) || !slices.Equal(p.AddingReplicas, []int32{4}) ||
+	if p := *img.Topic("t").Partitions.At(0); !slices.Equal(p.Replicas, []int32{2, 3, 4, 1}) || !slices.Equal(p.AddingReplicas, []int32{4}) ||
 		!slices.Equal(p.RemovingReplicas, []int32{1}) || p.Leader != 1 {
 		t.Fatalf("t-0 moving: %+v", p)
 	}
@@ -73,7 +73,7 @@ func TestReassignmentDecisionsWithoutAQuorum(t *testing.T) {
 	}
 	// The adding replica leaves; the others keep the target's order, as
 	// in Kafka.
-	if p := img.Topics["t"].Partitions[0]; !slices.Equal(p.Replicas, []int32{2, 3, 1}) || p.Reassigning() || p.Leader != 1 {
+	if p := *img.Topic("t").Partitions.At(0); !slices.Equal(p.Replicas, []int32{2, 3, 1}) || p.Reassigning() || p.Leader != 1 {
 		t.Fatalf("t-0 after the cancellation: %+v", p)
 	}
 

@@ -54,7 +54,7 @@ func collidingTopic(img *metadata.Image, name string) (string, bool) {
 	}
 	unified := unifyCollisionChars(name)
 	var found []string
-	for existing := range img.Topics {
+	for existing := range img.Topics.All() {
 		if existing != name && hasCollisionChars(existing) && unifyCollisionChars(existing) == unified {
 			found = append(found, existing)
 		}
@@ -139,7 +139,7 @@ func (e *Env) createDistinctTopics(img *metadata.Image, topics []kmsg.CreateTopi
 		}
 	}
 	for _, t := range topics {
-		if _, ok := img.Topics[t.Topic]; ok {
+		if _, ok := img.Topics.Get(t.Topic); ok {
 			refusals[t.Topic] = NewError(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 		}
 	}
@@ -294,7 +294,7 @@ func (e *Env) createTopic(img *metadata.Image, placer *stripedPlacer, t kmsg.Cre
 		}
 	}
 	id := protocol.RandomUUID()
-	for img.TopicsByID[id] != nil {
+	for img.TopicByID(id) != nil {
 		id = protocol.RandomUUID()
 	}
 	recs := []metadata.Record{&metadata.TopicRecord{Name: t.Topic, TopicID: id}}
@@ -419,7 +419,7 @@ func (e *Env) DeleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 			add(nil, id, NewError(kerr.InvalidRequest, "Attempt to find topic with invalid topicId %s", id))
 			continue
 		}
-		t := img.TopicsByID[id]
+		t := img.TopicByID(id)
 		if t == nil {
 			add(nil, id, &Error{err: kerr.UnknownTopicID})
 			continue
@@ -428,7 +428,7 @@ func (e *Env) DeleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 		order = append(order, id)
 	}
 	for _, n := range names {
-		t := img.Topics[n]
+		t := img.Topic(n)
 		if t == nil {
 			add(strPtr(n), [16]byte{}, &Error{err: kerr.UnknownTopicOrPartition})
 			continue
@@ -446,7 +446,7 @@ func (e *Env) DeleteTopics(ctx context.Context, img *metadata.Image, _ int64, re
 	quota := metadata.MutationQuotaOf(ctx)
 	var recs []metadata.Record
 	for _, id := range order {
-		if refusal := quotaRefuses(quota, len(img.TopicsByID[id].Partitions)); refusal != nil {
+		if refusal := quotaRefuses(quota, img.TopicByID(id).Partitions.Len()); refusal != nil {
 			add(strPtr(toDelete[id]), id, refusal)
 			continue
 		}
@@ -553,11 +553,11 @@ func CreatePartitionsFailed(req *kmsg.CreatePartitionsRequest, e *Error) *kmsg.C
 // addPartitions validates the new partitions of one topic and builds
 // their records.
 func (e *Env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.CreatePartitionsRequestTopic) ([]metadata.Record, *Error) {
-	topic := img.Topics[t.Topic]
+	topic := img.Topic(t.Topic)
 	if topic == nil {
 		return nil, &Error{err: kerr.UnknownTopicOrPartition}
 	}
-	have := int32(len(topic.Partitions))
+	have := int32(topic.Partitions.Len())
 	if t.Count == have {
 		return nil, NewError(kerr.InvalidPartitions, "Topic already has %d partition(s).", have)
 	}
@@ -574,7 +574,7 @@ func (e *Env) addPartitions(img *metadata.Image, placer *stripedPlacer, t kmsg.C
 	if have == 0 {
 		return nil, NewError(kerr.UnknownServerError, "Invalid state: topic %s appears to have no partitions.", t.Topic)
 	}
-	rf := len(topic.Partitions[0].Replicas)
+	rf := len(topic.Partitions.At(0).Replicas)
 	var assignments [][]int32
 	if t.Assignment != nil {
 		for i, a := range t.Assignment {

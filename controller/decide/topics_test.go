@@ -94,11 +94,11 @@ func TestCreateTopicsDecisionWithoutAQuorum(t *testing.T) {
 			t.Fatalf("result %d: %s %d %q, want %+v", i, r.Topic, r.ErrorCode, msg, w)
 		}
 	}
-	a := next.Topics["a"]
-	if a == nil || protocol.UUID(resp.Topics[0].TopicID) != a.ID || len(a.Partitions) != 3 || resp.Topics[0].NumPartitions != 3 || resp.Topics[0].ReplicationFactor != 2 {
+	a := next.Topic("a")
+	if a == nil || protocol.UUID(resp.Topics[0].TopicID) != a.ID || a.Partitions.Len() != 3 || resp.Topics[0].NumPartitions != 3 || resp.Topics[0].ReplicationFactor != 2 {
 		t.Fatalf("a: answered %+v, image %+v", resp.Topics[0], a)
 	}
-	for i, p := range a.Partitions {
+	for i, p := range a.Partitions.All() {
 		if len(p.Replicas) != 2 || p.Replicas[0] == p.Replicas[1] || p.Leader != p.Replicas[0] || len(p.ISR) != 2 {
 			t.Fatalf("a partition %d: %+v", i, p)
 		}
@@ -110,7 +110,7 @@ func TestCreateTopicsDecisionWithoutAQuorum(t *testing.T) {
 	if got := next.Configs[metadata.ConfigResource{Type: metadata.ConfigResourceTopic, Name: "c"}]["retention.ms"]; got != "5000" {
 		t.Fatalf("c's retention.ms = %q", got)
 	}
-	if next.Topics["dup"] != nil || len(next.Topics) != 3 {
+	if next.Topic("dup") != nil || next.Topics.Len() != 3 {
 		t.Fatalf("topics after: %v", next.Topics)
 	}
 
@@ -131,7 +131,7 @@ func TestCreateTopicsDecisionWithoutAQuorum(t *testing.T) {
 		*resp.Topics[1].ErrorMessage != "The throttling quota has been exceeded." || resp.Topics[2].ErrorCode != 0 {
 		t.Fatalf("under quota: %+v", resp.Topics)
 	}
-	if len(recs) != 5 || next.Topics["y"] != nil || next.Topics["x"] == nil || next.Topics["z"] == nil || quota.left != 0 {
+	if len(recs) != 5 || next.Topic("y") != nil || next.Topic("x") == nil || next.Topic("z") == nil || quota.left != 0 {
 		t.Fatalf("under quota: records %v, topics %v, %d permits left", recs, next.Topics, quota.left)
 	}
 
@@ -163,14 +163,14 @@ func TestCreateTopicsDecisionWithoutAQuorum(t *testing.T) {
 func TestDeleteTopicsDecisionWithoutAQuorum(t *testing.T) {
 	e := testEnv()
 	img := topicsImage(t, 1, map[string]int{"a": 2, "b": 1, "c": 1})
-	b := img.Topics["b"].ID
+	b := img.Topic("b").ID
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{
 		{Topic: strPtr("a")}, {TopicID: b}, {Topic: strPtr("missing")}, {}, {Topic: strPtr("d")}, {Topic: strPtr("d")}, {TopicID: protocol.RandomUUID()},
 	}
 	recs, resp, next := decideOn(t, e, img, (*Env).DeleteTopics, req)
-	if len(recs) != 2 || next.Topics["a"] != nil || next.Topics["b"] != nil || next.Topics["c"] == nil {
+	if len(recs) != 2 || next.Topic("a") != nil || next.Topic("b") != nil || next.Topic("c") == nil {
 		t.Fatalf("records %v, topics after %v", recs, next.Topics)
 	}
 	// The request's own mistakes first, then ids looked up, then names,
@@ -206,7 +206,7 @@ func TestDeleteTopicsDecisionWithoutAQuorum(t *testing.T) {
 	// The quota takes a permit per deleted partition.
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: strPtr("a")}, {Topic: strPtr("c")}}
 	recs, resp, next = decideOn(t, e, img, underQuota((*Env).DeleteTopics, metadata.MutationQuota(&permitBudget{left: 1})), req)
-	if len(recs) != 1 || resp.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || resp.Topics[1].ErrorCode != 0 || next.Topics["a"] == nil || next.Topics["c"] != nil {
+	if len(recs) != 1 || resp.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code || resp.Topics[1].ErrorCode != 0 || next.Topic("a") == nil || next.Topic("c") != nil {
 		t.Fatalf("under quota: records %v, %+v", recs, resp.Topics)
 	}
 
@@ -249,10 +249,10 @@ func TestCreatePartitionsDecisionWithoutAQuorum(t *testing.T) {
 	req := kmsg.NewPtrCreatePartitionsRequest()
 	req.Topics = []kmsg.CreatePartitionsRequestTopic{cp("t", 3), cp("missing", 2), cp("u", 2), cp("u", 2)}
 	recs, resp, next := decideOn(t, e, img, (*Env).CreatePartitions, req)
-	if len(recs) != 2 || len(next.Topics["t"].Partitions) != 3 || len(next.Topics["u"].Partitions) != 1 {
+	if len(recs) != 2 || next.Topic("t").Partitions.Len() != 3 || next.Topic("u").Partitions.Len() != 1 {
 		t.Fatalf("records %v", recs)
 	}
-	for i, p := range next.Topics["t"].Partitions {
+	for i, p := range next.Topic("t").Partitions.All() {
 		if len(p.Replicas) != 1 || p.Leader != p.Replicas[0] {
 			t.Fatalf("t partition %d: %+v", i, p)
 		}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math/rand"
 	"strconv"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/gregorbroker/gregor/coordinator/runtime"
 	"github.com/gregorbroker/gregor/internal/await"
 	"github.com/gregorbroker/gregor/metadata"
+	"github.com/gregorbroker/gregor/metadata/persist"
 	"github.com/gregorbroker/gregor/protocol"
 	"github.com/gregorbroker/gregor/replica"
 	"github.com/gregorbroker/gregor/storage"
@@ -90,13 +90,13 @@ func (n *node) stop() {
 // setOffsets applies an image in which __consumer_offsets has parts (the
 // first one as a restarted node's first image).
 func (n *node) setOffsets(parts ...metadata.Partition) {
-	next := &metadata.Image{Topics: map[string]*metadata.Topic{}, TopicsByID: map[protocol.UUID]*metadata.Topic{}}
+	next := &metadata.Image{}
 	if n.img != nil {
 		next.Offset = n.img.Offset + 1
-		next.Topics, next.TopicsByID = maps.Clone(n.img.Topics), maps.Clone(n.img.TopicsByID)
+		next.Topics, next.TopicsByID = n.img.Topics, n.img.TopicsByID
 	}
-	t := &metadata.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: parts}
-	next.Topics[t.Name], next.TopicsByID[t.ID] = t, t
+	t := &metadata.Topic{Name: group.OffsetsTopic, ID: protocol.UUID{1}, Partitions: persist.VectorOf(parts...)}
+	next.Topics, next.TopicsByID = next.Topics.Set(t.Name, t), next.TopicsByID.Set(t.ID, t)
 	if n.configs.minISR > 0 {
 		next.Configs = map[metadata.ConfigResource]map[string]string{
 			offsetsResource(t.Name): {"min.insync.replicas": strconv.Itoa(int(n.configs.minISR))},
