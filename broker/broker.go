@@ -778,6 +778,7 @@ func (b *Broker) heartbeatLoop(ctx context.Context) {
 // replica manager's topic meters.
 func (b *Broker) RegisterMetrics(r *metrics.Registry, perPartition bool) {
 	b.server.RegisterMetrics(r)
+	b.sessions.registerMetrics(r)
 	b.quotas.RegisterMetrics(r)
 	b.registerCoordinatorMetrics(r)
 	b.registerLagMetrics(r, perPartition)

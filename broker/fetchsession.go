@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregorbroker/gregor/metrics"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -218,6 +219,29 @@ type fetchSessionCache struct {
 	max      int
 	sessions map[int32]*fetchSession
 	now      func() time.Time
+	// evictions counts the sessions evicted for room
+	// (IncrementalFetchSessionEvictionsPerSec).
+	evictions metrics.Counter
+}
+
+// counts is how many sessions the cache holds and how many partitions
+// they hold (the FetchSessionCache gauges).
+func (c *fetchSessionCache) counts() (sessions, partitions int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sessions {
+		partitions += len(s.parts)
+	}
+	return len(c.sessions), partitions
+}
+
+// registerMetrics registers Kafka's FetchSessionCache metrics.
+func (c *fetchSessionCache) registerMetrics(r *metrics.Registry) {
+	var sessions, partitions int
+	r.OnScrape(func() { sessions, partitions = c.counts() })
+	r.Gauge(metrics.NumIncrementalFetchSessions, func() float64 { return float64(sessions) })
+	r.Gauge(metrics.NumIncrementalFetchPartitionsCached, func() float64 { return float64(partitions) })
+	r.RegisterCounter(metrics.IncrementalFetchSessionEvictions, &c.evictions)
 }
 
 func newFetchSessionCache(max int, now func() time.Time) *fetchSessionCache {
@@ -240,6 +264,7 @@ func (c *fetchSessionCache) create(usesTopicIDs bool) *fetchSession {
 			return nil
 		}
 		delete(c.sessions, lru.id)
+		c.evictions.Inc()
 	}
 	id := int32(0)
 	for id == 0 || c.sessions[id] != nil {

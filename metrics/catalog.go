@@ -28,6 +28,20 @@ var (
 		Help:  "Partitions this broker leads whose ISR is exactly min.insync.replicas."}
 )
 
+// The incremental fetch session cache (KIP-227), consumers' and
+// followers' sessions alike.
+var (
+	NumIncrementalFetchSessions = &Desc{Name: "kafka_server_fetchsessioncache_numincrementalfetchsessions", Kind: GaugeKind,
+		MBean: "kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions",
+		Help:  "Incremental fetch sessions this broker holds."}
+	NumIncrementalFetchPartitionsCached = &Desc{Name: "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached", Kind: GaugeKind,
+		MBean: "kafka.server:type=FetchSessionCache,name=NumIncrementalFetchPartitionsCached",
+		Help:  "Partitions held by all the incremental fetch sessions."}
+	IncrementalFetchSessionEvictions = &Desc{Name: "kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total", Kind: CounterKind,
+		MBean: "kafka.server:type=FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec (Count)",
+		Help:  "Sessions evicted to make room for a new one (max.incremental.fetch.session.cache.slots)."}
+)
+
 // The active controller's view of the cluster, computed from the
 // metadata image on every controller (ActiveControllerCount is 1 only on
 // the active one).
@@ -465,6 +479,7 @@ var (
 func Catalog() []*Desc {
 	return []*Desc{
 		PartitionCount, LeaderCount, UnderReplicatedPartitions, UnderMinISRPartitionCount, AtMinISRPartitionCount,
+		NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached, IncrementalFetchSessionEvictions,
 		ActiveControllerCount, OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount, GlobalTopicCount,
 		GlobalPartitionCount, PreferredReplicaImbalanceCount,
 		MessagesIn, BytesIn, BytesOut, ReplicationBytesOut, TotalProduceRequests, FailedProduceRequests,

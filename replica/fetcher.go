@@ -5,7 +5,13 @@ package replica
 // num.replica.fetchers fetchers per leader broker (chosen by the
 // partition's hash), each a goroutine with a connection of its own. A
 // fetcher sends one Fetch at a time for all its partitions (replica id and
-// broker epoch in ReplicaState, topic IDs, no fetch session), appends what
+// broker epoch in ReplicaState, topic IDs) in an incremental fetch session
+// (KIP-227, as Kafka's FetchSessionHandler keeps one per fetcher): after a
+// full fetch opens it, a fetch lists only the partitions whose fetch
+// position changed and forgets those left out, and the leader answers only
+// the partitions with news, so that a follower of thousands of idle
+// partitions sends and decodes a few bytes per fetch rather than all of
+// them (session.go). It appends what
 // comes back as it came (the leader's offsets and epochs, byte for byte),
 // takes the high watermark and log start offset the leader sent, and
 // truncates where the leader says the follower's log diverged
@@ -220,6 +226,10 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[TopicPartition]*fetchState
 
+	// session is the fetch session with the leader (the fetcher's
+	// goroutine's own).
+	session fetchSessionClient
+
 	// failing is set after a failed request so that only the first of a
 	// run of failures is logged at warning level.
 	failing bool
@@ -240,6 +250,9 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		resp, err := f.fs.m.peers.SendToBroker(ctx, f.key.leader, f.key.index, req)
 		if err != nil {
+			// The connection may be new next time and the leader may
+			// have restarted: open a new session.
+			f.session.reset()
 			if ctx.Err() != nil {
 				return
 			}
@@ -273,9 +286,8 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[fetchPartKey]*fetchState, tim
 	req.MaxWaitMillis = int32(cfg.MaxWait.Milliseconds())
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.ResponseMaxBytes
-	req.SessionID, req.SessionEpoch = 0, -1
 	states := map[fetchPartKey]*fetchState{}
-	topics := map[protocol.UUID]int{}
+	wanted := map[fetchPartKey]sessionPartition{}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, st := range f.parts {
@@ -289,24 +301,19 @@ func (f *fetcher) build() (*kmsg.FetchRequest, map[fetchPartKey]*fetchState, tim
 			wait = min(wait, throttleRecheck)
 			continue
 		}
-		id := st.p.topicID
-		ti, ok := topics[id]
-		if !ok {
-			ti = len(req.Topics)
-			topics[id] = ti
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = st.p.tp.Topic, id
-			req.Topics = append(req.Topics, t)
+		k := fetchPartKey{st.p.topicID, st.p.tp.Partition}
+		wanted[k] = sessionPartition{
+			topic:            st.p.tp.Topic,
+			leaderEpoch:      st.leaderEpoch,
+			fetchOffset:      st.fetchOffset,
+			lastFetchedEpoch: st.lastFetchedEpoch,
+			logStartOffset:   st.p.log.LogStartOffset(),
+			maxBytes:         cfg.MaxBytes,
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = st.p.tp.Partition
-		rp.CurrentLeaderEpoch = st.leaderEpoch
-		rp.FetchOffset = st.fetchOffset
-		rp.LastFetchedEpoch = st.lastFetchedEpoch
-		rp.LogStartOffset = st.p.log.LogStartOffset()
-		rp.PartitionMaxBytes = cfg.MaxBytes
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		states[fetchPartKey{id, st.p.tp.Partition}] = st
+		states[k] = st
+	}
+	if len(states) > 0 {
+		f.session.build(req, wanted)
 	}
 	return req, states, wait
 }
@@ -333,8 +340,17 @@ func (f *fetcher) delayOne(st *fetchState) {
 	f.mu.Unlock()
 }
 
-// process applies a fetch response.
+// process applies a fetch response. states are the session's partitions,
+// whether or not the request listed them: an incremental answer may carry
+// any of them.
 func (f *fetcher) process(ctx context.Context, resp *kmsg.FetchResponse, states map[fetchPartKey]*fetchState) {
+	if !f.session.answered(resp) {
+		// The leader lost the session (evicted, or restarted) or the
+		// epochs crossed: a full fetch opens a new one, at once, as
+		// Kafka's fetcher does for these errors.
+		f.log.Info("fetch session refused by the leader; opening a new one", "err", kerr.ErrorForCode(resp.ErrorCode))
+		return
+	}
 	if resp.ErrorCode != 0 {
 		f.log.Warn("fetch refused by the leader", "err", kerr.ErrorForCode(resp.ErrorCode))
 		f.delay(states)

@@ -130,3 +130,42 @@ func TestMetricsTellTheReplicasState(t *testing.T) {
 	active.Kill()
 	node.WaitFor(t, 30*time.Second, "one active controller among the others", gauge(rest, "kafka_controller_kafkacontroller_activecontrollercount", 1))
 }
+
+// TestFollowersFetchInSessions: followers fetch in incremental fetch
+// sessions (KIP-227), as Kafka's do, so that a fetch of thousands of idle
+// partitions lists none of them. With 30 partitions of replication factor 3
+// the leaders' FetchSessionCache holds every followed partition once (60:
+// two followers each) in at most one session per follower and leader (6),
+// and acks=all writes go on being acknowledged through them (followers
+// list a partition again only when its fetch position moved). Without
+// sessions the cache holds none.
+func TestFollowersFetchInSessions(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := node.NewClient(t, node.Addrs(nodes), kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
+	const topic = "sessions"
+	createReplicated(ctx, t, adm, topic, 30)
+	produceValues(ctx, t, cl, topic, "a-", 300)
+	var sessions, cached float64
+	node.WaitFor(t, 30*time.Second, "every followed partition in a follower's fetch session", func() bool {
+		var ok1, ok2 bool
+		sessions, ok1 = sumMetric(nodes, "kafka_server_fetchsessioncache_numincrementalfetchsessions")
+		cached, ok2 = sumMetric(nodes, "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached")
+		return ok1 && ok2 && cached == 60 && sessions >= 2 && sessions <= 6
+	})
+	// Writes go on through the sessions: each acks=all record needs both
+	// followers to fetch it in an incremental fetch.
+	produceValues(ctx, t, cl, topic, "b-", 300)
+	seen := consumeAll(ctx, t, node.Addrs(nodes), topic, "b-", 300)
+	if len(seen) != 300 {
+		t.Fatalf("read %d distinct values of 300", len(seen))
+	}
+	st, err := describe(ctx, adm, topic)
+	if err != nil || !fullISR(st) {
+		t.Fatalf("after writing through the sessions: ISR not full (%v)", err)
+	}
+	t.Logf("%v sessions hold %v partitions", sessions, cached)
+}
