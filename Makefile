@@ -6,7 +6,7 @@ FUZZTIME ?= 20s
 # BOOTSTRAP=host:port selects the cluster for TARGET=external.
 # ROUNDS=n sets the benchmark rounds (default 3).
 
-.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale bench-connections fuzz lint soak soak-quorum faults faults-short
+.PHONY: build run test checks unit allocs teeth required flake compat bench bench-cluster bench-replication bench-security bench-metrics bench-share bench-tiered bench-scale bench-scale-cluster bench-connections fuzz lint soak soak-quorum faults faults-short
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -194,6 +194,17 @@ bench-tiered:
 # bench/RESULTS.md and keeps the rest
 bench-scale:
 	$(GO) run ./bench/cmd/scalebench -rounds $(or $(ROUNDS),3) -topics $(or $(TOPICS),100) -per-topic $(or $(PER_TOPIC),100)
+
+# the cluster partition-scale benchmark: one fresh three-node combined
+# cluster per target and round, gregor and kafka alternated, ROUNDS rounds
+# (default 3), TOPICS x PER_TOPIC partitions (default 100 x 100) of
+# replication factor 3: a CreateTopics burst until every partition
+# acknowledges an acks=all record, Metadata over all of them, the idle
+# cluster's CPU (followers fetching idle partitions) and RSS per partition
+# replica, and a broker's clean and kill -9 restarts to back in every ISR;
+# rewrites the cluster scale section of bench/RESULTS.md and keeps the rest
+bench-scale-cluster:
+	$(GO) run ./bench/cmd/scalebench -cluster -rounds $(or $(ROUNDS),3) -topics $(or $(TOPICS),100) -per-topic $(or $(PER_TOPIC),100)
 
 # the connections benchmark: one fresh node per target and round, gregor
 # and kafka alternated, ROUNDS rounds (default 3): CONNECTIONS (default

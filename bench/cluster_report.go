@@ -77,7 +77,7 @@ func (s Section) cut(doc []byte) (start, end int, ok bool) {
 // markedSections are every section another command writes: the ones
 // `make bench` keeps when it rewrites the single-node report.
 func markedSections() []Section {
-	return []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection(), ScaleSection(), ConnectionsSection(), SoakSection()}
+	return []Section{ClusterSection(), ReplicationSection(), SecuritySection(), MetricsCostSection(), ShareSection(), TieredSection(), ScaleSection(), ClusterScaleSection(), ConnectionsSection(), SoakSection()}
 }
 
 // KeepSections is a freshly rendered single-node report followed by the

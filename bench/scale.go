@@ -58,6 +58,9 @@ type ScaleConfig struct {
 	// ProfileDir, when set, gets gregor's profiles: CPU over the create
 	// burst and over each restart, the heap after the idle wait.
 	ProfileDir string
+	// ReplicationFactor of the topics created (0: 1), and their configs.
+	ReplicationFactor int
+	TopicConfigs      map[string]string
 }
 
 // Partitions is the partition count of one round.
@@ -362,7 +365,12 @@ func createBurst(ctx context.Context, cfg ScaleConfig, bootstrap string, names [
 			req := kmsg.NewPtrCreateTopicsRequest()
 			req.TimeoutMillis = int32(cfg.Limit.Milliseconds())
 			t := kmsg.NewCreateTopicsRequestTopic()
-			t.Topic, t.NumPartitions, t.ReplicationFactor = name, int32(cfg.PerTopic), 1
+			t.Topic, t.NumPartitions, t.ReplicationFactor = name, int32(cfg.PerTopic), int16(max(cfg.ReplicationFactor, 1))
+			for k, v := range cfg.TopicConfigs {
+				c := kmsg.NewCreateTopicsRequestTopicConfig()
+				c.Name, c.Value = k, kmsg.StringPtr(v)
+				t.Configs = append(t.Configs, c)
+			}
 			req.Topics = append(req.Topics, t)
 			resp, err := req.RequestWith(ctx, cl)
 			if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode != 0 {

@@ -28,7 +28,9 @@ func run() int {
 	idle := flag.Duration("idle", 50*time.Second, "time without traffic before memory and descriptors are read (gregor closes idle segments' files 30 to 45 s after their last use)")
 	limit := flag.Duration("limit", 10*time.Minute, "give up on one measurement after this long")
 	profile := flag.String("profile", "", "directory for gregor's CPU profiles (create burst, restarts) and idle heap profile")
-	out := flag.String("out", "", "report path (default bench/RESULTS.md); its scale section is replaced, the rest kept")
+	out := flag.String("out", "", "report path (default bench/RESULTS.md); its scale section (or cluster scale section) is replaced, the rest kept")
+	cluster := flag.Bool("cluster", false, "run the three-node cluster benchmark (replication factor 3) instead of the one-node one")
+	cpuWindow := flag.Duration("cpu-window", 30*time.Second, "cluster: how long the idle cluster's CPU is measured")
 	flag.Parse()
 	cmd, err := bench.StartCommand("scalebench", *rounds)
 	if err != nil {
@@ -44,6 +46,17 @@ func run() int {
 	if *topics < 1 || *perTopic < 1 {
 		cmd.Log.Error("-topics and -per-topic must be positive")
 		return 2
+	}
+	if *cluster {
+		cfg := bench.ClusterScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, CPUWindow: *cpuWindow, Limit: *limit, Log: cmd.Log}
+		res, err := bench.ExecuteClusterScale(cmd.Ctx, cfg)
+		if res == nil {
+			cmd.Log.Error("cluster scale bench", "err", err)
+			return 1
+		}
+		return cmd.Finish(*out, err, res.Rounds, func(old []byte, commit string) []byte {
+			return bench.ClusterScaleSection().Put(old, bench.RenderClusterScale(res, bench.DescribeMachine(), commit, cmd.Line))
+		})
 	}
 	cfg := bench.ScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, Limit: *limit, ProfileDir: *profile}
 	res, err := bench.ExecuteScale(cmd.Ctx, cfg, cmd.Log)
