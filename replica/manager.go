@@ -83,6 +83,9 @@ type Manager struct {
 	reconciled *metadata.Image
 	// lastVisited is how many partitions the last reconcile compared.
 	lastVisited int
+	// parkedRereads counts the reads of parked fetches a wake made
+	// (delayedFetch.TryComplete): each reads every partition of its fetch.
+	parkedRereads atomic.Int64
 	// retry names the topics with a partition whose log failed to open:
 	// they are reconciled again with every image, changed or not.
 	retry map[string]bool

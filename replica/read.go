@@ -308,6 +308,7 @@ type delayedFetch struct {
 }
 
 func (d *delayedFetch) TryComplete() bool {
+	d.m.parkedRereads.Add(1)
 	complete := d.m.readFetch(d.params, d.entries)
 	d.wakeProduces()
 	if !complete {

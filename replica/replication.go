@@ -495,7 +495,15 @@ func (s *isrSender) failed(msg string, partitions int, err error) {
 // settle ends c: with the controller's answer (Kafka applies it at once,
 // before the metadata shows it), or, with nil, by dropping the proposal
 // (the metadata tells what became of it). Waiting produces and fetches
-// are woken: the high watermark may have moved.
+// are woken when the high watermark moved or the ISR may have shrunk. A
+// committed expansion wakes nothing unless the high watermark moved: the
+// new member is at or past it, so no waiter's condition changed, and
+// waking would complete every parked fetch of the partition's followers
+// once per partition — with thousands of partitions returning to the ISR
+// in one AlterPartition, that re-read every follower fetch's thousands of
+// partitions thousands of times, and the next batch waited on it (a
+// restarted broker took 20 to 70 s to rejoin every ISR at 10,000
+// partitions; TestRejoiningThousandsOfISRsWakesNoFetchPerPartition).
 func (c *isrChange) settle(m *Manager, rp *kmsg.AlterPartitionResponseTopicPartition) {
 	p := c.p
 	p.mu.Lock()
@@ -507,8 +515,9 @@ func (c *isrChange) settle(m *Manager, rp *kmsg.AlterPartitionResponseTopicParti
 		}
 	}
 	p.mu.Unlock()
-	p.maybeAdvanceHighWatermark()
-	m.wake(p.tp)
+	if p.maybeAdvanceHighWatermark() || rp == nil || !c.expand {
+		m.wake(p.tp)
+	}
 }
 
 // isrExpiry runs shrinkISRs every half of replica.lag.time.max.ms until
