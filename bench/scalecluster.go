@@ -33,21 +33,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ClusterScaleConfig is one run of the cluster scale benchmark.
+// ClusterScaleConfig is one run of the cluster scale benchmark: the
+// one-node benchmark's settings (its ProfileDir unused, its topics given
+// replication factor 3), how long the idle cluster's CPU is measured, and
+// the log.
 type ClusterScaleConfig struct {
-	Root      string
-	Targets   []string
-	Rounds    int
-	Topics    int
-	PerTopic  int
-	Idle      time.Duration
+	ScaleConfig
 	CPUWindow time.Duration
-	Limit     time.Duration
 	Log       *slog.Logger
 }
-
-// Partitions is the partition count of one round.
-func (c ClusterScaleConfig) Partitions() int { return c.Topics * c.PerTopic }
 
 // ClusterScaleRun is the cluster scale benchmark's result.
 type ClusterScaleRun struct {
@@ -105,8 +99,8 @@ func clusterScaleRound(ctx context.Context, cfg ClusterScaleConfig, tools *integ
 	bc := newBrokerClients(c)
 	defer bc.close()
 
-	scfg := ScaleConfig{Topics: cfg.Topics, PerTopic: cfg.PerTopic, Limit: cfg.Limit, ReplicationFactor: 3,
-		TopicConfigs: map[string]string{"min.insync.replicas": "2"}}
+	scfg := cfg.ScaleConfig
+	scfg.ReplicationFactor, scfg.TopicConfigs = 3, map[string]string{"min.insync.replicas": "2"}
 	names := make([]string, cfg.Topics)
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%d", i)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRenderClusterScale(t *testing.T) {
-	cfg := ClusterScaleConfig{Targets: []string{"gregor", "kafka"}, Rounds: 1, Topics: 10, PerTopic: 100}
+	cfg := ClusterScaleConfig{ScaleConfig: ScaleConfig{Targets: []string{"gregor", "kafka"}, Rounds: 1, Topics: 10, PerTopic: 100}}
 	run := &ClusterScaleRun{Config: cfg, runInfo: newRunInfo(), Notes: map[string][]string{"gregor": {"round 1: Metadata answer 42432 bytes"}}}
 	run.Rounds = []Round{
 		{Target: "gregor", Round: 1, Figures: map[string]float64{figCScaleIdleCPU: 29, figCScaleKill: 0.8}},

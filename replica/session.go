@@ -65,16 +65,17 @@ func (c *fetchSessionClient) build(req *kmsg.FetchRequest, wanted map[fetchPartK
 	c.pending = wanted
 	c.full = c.id == 0 || c.epoch == 0
 	req.SessionID, req.SessionEpoch = c.id, c.epoch
+	topics := map[protocol.UUID]int{}
 	if c.full {
 		req.SessionEpoch = 0
 		for k, sp := range wanted {
-			addFetchPartition(req, k, sp)
+			addFetchPartition(req, topics, k, sp)
 		}
 		return
 	}
 	for k, sp := range wanted {
 		if c.held[k] != sp {
-			addFetchPartition(req, k, sp)
+			addFetchPartition(req, topics, k, sp)
 		}
 	}
 	var forgotten map[protocol.UUID]int
@@ -97,20 +98,13 @@ func (c *fetchSessionClient) build(req *kmsg.FetchRequest, wanted map[fetchPartK
 	}
 }
 
-// addFetchPartition lists one partition in req, under its topic.
-func addFetchPartition(req *kmsg.FetchRequest, k fetchPartKey, sp sessionPartition) {
-	ti := -1
-	// Topics are few next to partitions; the last one added is the
-	// likeliest (map order groups nothing, but a topic's partitions are
-	// usually many).
-	for i := len(req.Topics) - 1; i >= 0; i-- {
-		if req.Topics[i].TopicID == k.topicID {
-			ti = i
-			break
-		}
-	}
-	if ti < 0 {
+// addFetchPartition lists one partition in req, under its topic (topics
+// indexes req.Topics by topic id).
+func addFetchPartition(req *kmsg.FetchRequest, topics map[protocol.UUID]int, k fetchPartKey, sp sessionPartition) {
+	ti, ok := topics[k.topicID]
+	if !ok {
 		ti = len(req.Topics)
+		topics[k.topicID] = ti
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic, t.TopicID = sp.topic, k.topicID
 		req.Topics = append(req.Topics, t)

@@ -47,8 +47,9 @@ func run() int {
 		cmd.Log.Error("-topics and -per-topic must be positive")
 		return 2
 	}
+	cfg := bench.ScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, Limit: *limit, ProfileDir: *profile}
 	if *cluster {
-		cfg := bench.ClusterScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, CPUWindow: *cpuWindow, Limit: *limit, Log: cmd.Log}
+		cfg := bench.ClusterScaleConfig{ScaleConfig: cfg, CPUWindow: *cpuWindow, Log: cmd.Log}
 		res, err := bench.ExecuteClusterScale(cmd.Ctx, cfg)
 		if res == nil {
 			cmd.Log.Error("cluster scale bench", "err", err)
@@ -58,7 +59,6 @@ func run() int {
 			return bench.ClusterScaleSection().Put(old, bench.RenderClusterScale(res, bench.DescribeMachine(), commit, cmd.Line))
 		})
 	}
-	cfg := bench.ScaleConfig{Root: cmd.Root, Targets: targets, Rounds: *rounds, Topics: *topics, PerTopic: *perTopic, Idle: *idle, Limit: *limit, ProfileDir: *profile}
 	res, err := bench.ExecuteScale(cmd.Ctx, cfg, cmd.Log)
 	if res == nil {
 		cmd.Log.Error("scale bench", "err", err)
